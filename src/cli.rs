@@ -1,0 +1,156 @@
+//! Command-line interface: what the user types, turned into config sources and commands.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use serde_yaml::Value;
+
+use crate::config::Sources;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "stage2",
+    version,
+    about = "Deep-profile LLM inference on NVIDIA GPUs: nsys then ncu under NVTX gating, one run directory, readable reports",
+    after_help = "Exit codes: 0 ok, 2 usage/config error, 3 tool missing or unusable, 4 workload failed, 5 a pass produced no data, 6 an artifact could not be parsed, 130 interrupted."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// Less output: no live workload output, warnings and errors only.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// More output (-v: debug, -vv: trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the workload under nsys, then under ncu, and render the reports into a new run directory.
+    Profile(ProfileArgs),
+    /// Parse the artifacts already in RUN_DIR and (re)render every report. Needs no GPU or Nsight tools.
+    Report {
+        /// A run directory made by `stage2 profile`.
+        run_dir: PathBuf,
+    },
+    /// Print the resolved configuration as YAML.
+    Config {
+        #[command(flatten)]
+        sources: SourceArgs,
+        /// Overrides: a.b=v (key must exist), +a.b=v (must not), ++a.b=v (either way), ~a.b (delete).
+        #[arg(value_name = "OVERRIDE")]
+        overrides: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SourceArgs {
+    /// A YAML config file merged over the defaults (repeatable; later wins).
+    #[arg(long = "config", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// A directory laid out like conf/ (default: ./conf when present).
+    #[arg(long, value_name = "DIR")]
+    pub config_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ProfileArgs {
+    #[command(flatten)]
+    pub sources: SourceArgs,
+    /// The NVTX range that gates the nsys capture (sets nsys.nvtx_capture), e.g. prefill.
+    #[arg(long, value_name = "NAME")]
+    pub nvtx_capture: Option<String>,
+    /// Where run directories are made (sets run.root; default tmp/stage2).
+    #[arg(long, value_name = "DIR")]
+    pub run_root: Option<String>,
+    /// The run directory's name (sets run.id; default: UTC timestamp plus a random suffix).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Create the run directory, write config, provenance and every cmd.txt; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Skip the Nsight Systems pass (sets nsys.enable=false).
+    #[arg(long)]
+    pub no_nsys: bool,
+    /// Skip the Nsight Compute pass (sets ncu.enable=false).
+    #[arg(long)]
+    pub no_ncu: bool,
+    /// Config overrides, e.g. ncu.top_n=5 nsys.trace=cuda,nvtx.
+    #[arg(value_name = "OVERRIDE")]
+    pub overrides: Vec<String>,
+    /// The workload's argv, after `--`.
+    #[arg(last = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+impl SourceArgs {
+    pub fn to_sources(&self, overrides: &[String]) -> Sources {
+        Sources {
+            config_dir: self.config_dir.clone(),
+            files: self.files.clone(),
+            overrides: overrides.to_vec(),
+            flags: Vec::new(),
+        }
+    }
+}
+
+impl ProfileArgs {
+    /// Config sources with the flags applied last, as documented.
+    pub fn to_sources(&self) -> Sources {
+        let mut s = self.sources.to_sources(&self.overrides);
+        let mut flag = |k: &str, v: Value| s.flags.push((k.to_string(), v));
+        if let Some(n) = &self.nvtx_capture {
+            flag("nsys.nvtx_capture", Value::from(n.as_str()));
+        }
+        if let Some(r) = &self.run_root {
+            flag("run.root", Value::from(r.as_str()));
+        }
+        if let Some(id) = &self.run_id {
+            flag("run.id", Value::from(id.as_str()));
+        }
+        if self.no_nsys {
+            flag("nsys.enable", Value::from(false));
+        }
+        if self.no_ncu {
+            flag("ncu.enable", Value::from(false));
+        }
+        if !self.workload.is_empty() {
+            let argv = self.workload.iter().map(|a| Value::from(a.as_str()));
+            flag("workload.argv", Value::Sequence(argv.collect()));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_splits_overrides_from_workload_and_applies_flags_last() {
+        let cli = Cli::try_parse_from([
+            "stage2",
+            "profile",
+            "--nvtx-capture",
+            "decode",
+            "--no-ncu",
+            "ncu.top_n=3",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ])
+        .unwrap();
+        let Command::Profile(p) = cli.command else {
+            panic!("not profile")
+        };
+        assert_eq!(p.overrides, ["ncu.top_n=3"]);
+        assert_eq!(p.workload, ["python3", "-c", "print(1)"]);
+        let cfg = crate::config::resolve(&p.to_sources()).unwrap().config;
+        assert_eq!(cfg.nsys.nvtx_capture.as_deref(), Some("decode"));
+        assert!(!cfg.ncu.enable);
+        assert_eq!(cfg.ncu.top_n, 3);
+        assert_eq!(cfg.workload.argv, ["python3", "-c", "print(1)"]);
+    }
+}

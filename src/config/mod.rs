@@ -1,0 +1,180 @@
+//! Layered configuration: embedded defaults < `--config-dir` files < each `--config FILE` <
+//! overrides < flags, checked against the keys the defaults define.
+
+mod overrides;
+mod schema;
+mod tree;
+
+use std::path::{Path, PathBuf};
+
+use serde_yaml::Value;
+
+pub use overrides::{parse as parse_override, Op, Override};
+pub use schema::*;
+
+use crate::error::Error;
+
+/// The default files, relative to a config dir, in merge order; embedded at build time so the
+/// binary runs from any directory.
+pub const DEFAULT_FILES: &[(&str, &str)] = &[
+    ("config.yaml", include_str!("../../conf/config.yaml")),
+    ("runner/stage2.yaml", include_str!("../../conf/runner/stage2.yaml")),
+    (
+        "profiling/nsys/nsys.default.yaml",
+        include_str!("../../conf/profiling/nsys/nsys.default.yaml"),
+    ),
+    (
+        "profiling/ncu/ncu.default.yaml",
+        include_str!("../../conf/profiling/ncu/ncu.default.yaml"),
+    ),
+];
+
+/// Maps whose keys are the user's own (environment variables), not schema keys.
+const OPEN_MAPS: &[&str] = &["workload.env"];
+
+/// Where the layers come from. `overrides` are already-parsed CLI overrides; `flags` are the
+/// CLI flags turned into `key=value` sets, applied last.
+#[derive(Debug, Default, Clone)]
+pub struct Sources {
+    pub config_dir: Option<PathBuf>,
+    pub files: Vec<PathBuf>,
+    pub overrides: Vec<String>,
+    pub flags: Vec<(String, Value)>,
+}
+
+/// The merged tree and its typed view.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub tree: Value,
+    pub config: Config,
+    /// Each layer that contributed, for provenance.
+    pub layers: Vec<String>,
+}
+
+impl Resolved {
+    pub fn to_yaml(&self) -> String {
+        serde_yaml::to_string(&self.tree).unwrap_or_default()
+    }
+}
+
+/// The embedded defaults as one tree.
+pub fn defaults() -> Value {
+    let mut tree = Value::Mapping(Default::default());
+    for (name, text) in DEFAULT_FILES {
+        // The embedded files are part of the binary and covered by tests.
+        let v: Value = serde_yaml::from_str(text)
+            .unwrap_or_else(|e| panic!("embedded conf/{name} is invalid: {e}"));
+        tree::merge(&mut tree, v);
+    }
+    tree
+}
+
+/// Every key the schema knows, dotted.
+pub fn known_keys() -> Vec<String> {
+    tree::key_paths(&defaults())
+}
+
+/// Resolve the configuration from all layers.
+pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
+    let mut tree = defaults();
+    let known = tree::key_paths(&tree);
+    let mut layers = vec!["embedded defaults".to_string()];
+
+    let dir = src.config_dir.clone().or_else(|| {
+        let d = PathBuf::from("conf");
+        d.join("config.yaml").is_file().then_some(d)
+    });
+    if let Some(dir) = &dir {
+        if !dir.is_dir() {
+            return Err(Error::Config(format!(
+                "--config-dir {}: not a directory",
+                dir.display()
+            )));
+        }
+        for (name, _) in DEFAULT_FILES {
+            let path = dir.join(name);
+            if path.is_file() {
+                merge_file(&mut tree, &path, &known)?;
+                layers.push(path.display().to_string());
+            }
+        }
+    }
+    for path in &src.files {
+        merge_file(&mut tree, path, &known)?;
+        layers.push(path.display().to_string());
+    }
+    for arg in &src.overrides {
+        let ov = overrides::parse(arg)?;
+        overrides::apply(&mut tree, &ov, &known)?;
+        check_known(&tree, &known, &format!("override `{arg}`"))?;
+        layers.push(format!("override {arg}"));
+    }
+    for (key, value) in &src.flags {
+        tree::set(&mut tree, &tree::split(key), value.clone()).map_err(Error::Config)?;
+    }
+    let config = typed(&tree)?;
+    Ok(Resolved {
+        tree,
+        config,
+        layers,
+    })
+}
+
+fn merge_file(tree: &mut Value, path: &Path, known: &[String]) -> Result<(), Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Config(format!("cannot read config file {}: {e}", path.display())))?;
+    let layer = parse_layer(&text)
+        .map_err(|e| Error::Config(format!("config file {}: {e}", path.display())))?;
+    check_known(&layer, known, &format!("config file {}", path.display()))?;
+    tree::merge(tree, layer);
+    Ok(())
+}
+
+/// Parse one YAML layer; an empty file is an empty layer.
+fn parse_layer(text: &str) -> Result<Value, String> {
+    if text.contains('\t') {
+        if let Some(line) = text.lines().position(|l| {
+            l.trim_start_matches(' ').starts_with('\t')
+        }) {
+            return Err(format!(
+                "line {}: indentation with a tab; YAML indents with spaces",
+                line + 1
+            ));
+        }
+    }
+    let v: Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    match v {
+        Value::Null => Ok(Value::Mapping(Default::default())),
+        Value::Mapping(_) => Ok(v),
+        _ => Err("the top level must be a mapping of keys such as `nsys:`".to_string()),
+    }
+}
+
+/// Every key in `layer` must be one the defaults define (or sit inside an open map).
+fn check_known(layer: &Value, known: &[String], origin: &str) -> Result<(), Error> {
+    for key in tree::key_paths(layer) {
+        let open = OPEN_MAPS
+            .iter()
+            .any(|m| key.starts_with(&format!("{m}.")));
+        if open || known.iter().any(|k| *k == key) {
+            continue;
+        }
+        let hint = tree::closest(&key, known)
+            .map(|k| format!("; did you mean `{k}`?"))
+            .unwrap_or_default();
+        return Err(Error::Config(format!(
+            "{origin}: unknown key `{key}`{hint} (`stage2 config` prints every key)"
+        )));
+    }
+    Ok(())
+}
+
+fn typed(tree: &Value) -> Result<Config, Error> {
+    serde_path_to_error::deserialize(tree.clone()).map_err(|e| {
+        let path = e.path().to_string();
+        Error::Config(format!("key `{path}`: {}", e.inner()))
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,172 @@
+//! The typed configuration. Field names are the public config keys.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub workload: Workload,
+    pub inputs: Inputs,
+    pub tools: Tools,
+    pub run: Run,
+    pub report: Report,
+    pub nsys: Nsys,
+    pub ncu: Ncu,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    #[serde(deserialize_with = "strings")]
+    pub argv: Vec<String>,
+    #[serde(deserialize_with = "opt_string")]
+    pub module: Option<String>,
+    #[serde(deserialize_with = "strings")]
+    pub overrides: Vec<String>,
+    #[serde(deserialize_with = "string")]
+    pub python: String,
+    #[serde(deserialize_with = "opt_string")]
+    pub device: Option<String>,
+    #[serde(deserialize_with = "opt_string")]
+    pub cwd: Option<String>,
+    #[serde(deserialize_with = "string_map")]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inputs {
+    #[serde(deserialize_with = "opt_string")]
+    pub manifest: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tools {
+    #[serde(deserialize_with = "opt_string")]
+    pub nsys: Option<String>,
+    #[serde(deserialize_with = "opt_string")]
+    pub ncu: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    #[serde(deserialize_with = "string")]
+    pub root: String,
+    #[serde(deserialize_with = "opt_string")]
+    pub id: Option<String>,
+    pub representative_max_new_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    pub top_kernels: usize,
+    pub name_width: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Nsys {
+    pub enable: bool,
+    pub gating_nvtx: bool,
+    #[serde(deserialize_with = "string")]
+    pub capture_range: String,
+    #[serde(deserialize_with = "opt_string")]
+    pub nvtx_capture: Option<String>,
+    #[serde(deserialize_with = "opt_string")]
+    pub capture_range_end: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub trace: String,
+    #[serde(deserialize_with = "string")]
+    pub sample: String,
+    #[serde(deserialize_with = "opt_string")]
+    pub nvtx_domain_include: Option<String>,
+    #[serde(deserialize_with = "opt_string")]
+    pub nvtx_domain_exclude: Option<String>,
+    #[serde(deserialize_with = "strings")]
+    pub extra_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ncu {
+    pub enable: bool,
+    pub gating_nvtx: bool,
+    #[serde(deserialize_with = "opt_string")]
+    pub nvtx_include: Option<String>,
+    #[serde(deserialize_with = "string")]
+    pub set: String,
+    #[serde(deserialize_with = "strings")]
+    pub metrics: Vec<String>,
+    pub top_n: usize,
+    pub instances_per_kernel: u32,
+    #[serde(deserialize_with = "opt_string")]
+    pub clock_control: Option<String>,
+    #[serde(deserialize_with = "strings")]
+    pub extra_args: Vec<String>,
+}
+
+/// A scalar as text: `run.id=20240101` or `nvtx_capture=1` are meant as strings, not numbers.
+fn scalar_text(v: serde_yaml::Value) -> Result<Option<String>, String> {
+    use serde_yaml::Value as V;
+    match v {
+        V::Null => Ok(None),
+        V::String(s) => Ok(Some(s)),
+        V::Bool(b) => Ok(Some(b.to_string())),
+        V::Number(n) => Ok(Some(n.to_string())),
+        V::Sequence(_) => Err("expected a string, found a list".into()),
+        V::Mapping(_) => Err("expected a string, found a mapping".into()),
+        V::Tagged(_) => Err("expected a string, found a tagged value".into()),
+    }
+}
+
+fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = serde_yaml::Value::deserialize(d)?;
+    scalar_text(v).map_err(serde::de::Error::custom)
+}
+
+fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    opt_string(d)?.ok_or_else(|| serde::de::Error::custom("expected a string, found null"))
+}
+
+/// A list of strings; a single string is taken as a one-item list.
+fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    use serde_yaml::Value as V;
+    match V::deserialize(d)? {
+        V::Null => Ok(Vec::new()),
+        V::Sequence(items) => items
+            .into_iter()
+            .map(|v| {
+                scalar_text(v)
+                    .and_then(|s| s.ok_or_else(|| "null in a list of strings".to_string()))
+            })
+            .collect::<Result<_, _>>()
+            .map_err(serde::de::Error::custom),
+        other => scalar_text(other)
+            .map(|s| s.into_iter().collect())
+            .map_err(serde::de::Error::custom),
+    }
+}
+
+fn string_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    use serde_yaml::Value as V;
+    match V::deserialize(d)? {
+        V::Null => Ok(BTreeMap::new()),
+        V::Mapping(m) => m
+            .into_iter()
+            .map(|(k, v)| {
+                let key = super::tree::key_text(&k);
+                let val = scalar_text(v)
+                    .map_err(|e| format!("{key}: {e}"))?
+                    .unwrap_or_default();
+                Ok((key, val))
+            })
+            .collect::<Result<_, String>>()
+            .map_err(serde::de::Error::custom),
+        _ => Err(serde::de::Error::custom("expected a mapping of NAME: value")),
+    }
+}

@@ -1,0 +1,148 @@
+use std::io::Write;
+
+use super::*;
+
+fn resolve_with(overrides: &[&str]) -> Result<Resolved, Error> {
+    resolve(&Sources {
+        config_dir: Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/conf"))),
+        overrides: overrides.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    })
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::File::create(&p)
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    p
+}
+
+#[test]
+fn defaults_have_the_documented_keys_and_values() {
+    let c = resolve_with(&[]).unwrap().config;
+    assert!(c.nsys.enable && c.nsys.gating_nvtx && c.ncu.enable && c.ncu.gating_nvtx);
+    assert_eq!(c.nsys.capture_range, "nvtx");
+    assert_eq!(c.nsys.nvtx_capture.as_deref(), Some("prefill"));
+    assert_eq!(c.nsys.capture_range_end, None);
+    assert_eq!(c.nsys.trace, "cuda,nvtx,osrt");
+    assert_eq!(c.nsys.sample, "none");
+    assert_eq!(c.ncu.nvtx_include.as_deref(), Some("decode"));
+    assert_eq!(c.ncu.set, "roofline");
+    assert_eq!(c.run.root, "tmp/stage2");
+    assert_eq!(c.run.representative_max_new_tokens, None);
+    let keys = known_keys();
+    for k in [
+        "nsys.nvtx_domain_include",
+        "nsys.nvtx_domain_exclude",
+        "ncu.metrics",
+        "ncu.top_n",
+        "ncu.clock_control",
+        "tools.nsys",
+        "tools.ncu",
+    ] {
+        assert!(keys.contains(&k.to_string()), "{k}");
+    }
+}
+
+#[test]
+fn embedded_defaults_equal_the_conf_directory() {
+    let embedded = resolve(&Sources {
+        config_dir: Some(std::env::temp_dir()),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(embedded.tree, resolve_with(&[]).unwrap().tree);
+}
+
+#[test]
+fn merge_order_is_dir_then_files_then_overrides_then_flags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = write(tmp.path(), "a.yaml", "ncu: {top_n: 3, set: full}\n");
+    let b = write(tmp.path(), "b.yaml", "ncu: {top_n: 4}\n");
+    let r = resolve(&Sources {
+        config_dir: None,
+        files: vec![a, b],
+        overrides: vec!["ncu.top_n=5".into()],
+        flags: vec![("nsys.nvtx_capture".into(), Value::from("decode"))],
+    })
+    .unwrap();
+    assert_eq!(r.config.ncu.top_n, 5);
+    assert_eq!(r.config.ncu.set, "full");
+    assert_eq!(r.config.nsys.nvtx_capture.as_deref(), Some("decode"));
+    let n = r.layers.len();
+    assert!(r.layers[n - 3].ends_with("a.yaml") && r.layers[n - 2].ends_with("b.yaml"));
+    assert_eq!(r.layers[n - 1], "override ncu.top_n=5");
+}
+
+#[test]
+fn unknown_key_in_a_file_names_file_key_and_suggestion() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(tmp.path(), "bad.yaml", "nsys:\n  trcae: cuda\n");
+    let err = resolve(&Sources {
+        files: vec![f.clone()],
+        ..Default::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains(&f.display().to_string()), "{err}");
+    assert!(err.contains("`nsys.trcae`") && err.contains("`nsys.trace`"), "{err}");
+}
+
+#[test]
+fn wrong_type_names_the_key_path() {
+    let err = resolve_with(&["ncu.top_n=many"]).unwrap_err();
+    assert_eq!(err.exit_code(), crate::exit_codes::USAGE);
+    assert!(err.to_string().contains("ncu.top_n"), "{err}");
+}
+
+#[test]
+fn numbers_are_accepted_where_strings_are_meant() {
+    let c = resolve_with(&["run.id=20240101", "workload.argv=[python3, -c, 1]"])
+        .unwrap()
+        .config;
+    assert_eq!(c.run.id.as_deref(), Some("20240101"));
+    assert_eq!(c.workload.argv, ["python3", "-c", "1"]);
+}
+
+#[test]
+fn open_maps_take_new_keys_with_plus() {
+    let c = resolve_with(&["+workload.env.HF_HUB_OFFLINE=1"])
+        .unwrap()
+        .config;
+    assert_eq!(c.workload.env["HF_HUB_OFFLINE"], "1");
+    let err = resolve_with(&["+nsys.tracee=cuda"]).unwrap_err().to_string();
+    assert!(err.contains("unknown key `nsys.tracee`"), "{err}");
+}
+
+#[test]
+fn yaml_errors_name_the_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, text, want) in [
+        ("tabs.yaml", "nsys:\n\ttrace: cuda\n", "line 2"),
+        ("dup.yaml", "ncu:\n  top_n: 1\n  top_n: 2\n", "duplicate"),
+        ("list.yaml", "- a\n- b\n", "top level"),
+        ("broken.yaml", "ncu: {top_n: 1\n", "line"),
+    ] {
+        let f = write(tmp.path(), name, text);
+        let err = resolve(&Sources {
+            files: vec![f],
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains(name) && err.contains(want), "{name}: {err}");
+    }
+}
+
+#[test]
+fn missing_config_file_is_a_config_error() {
+    let err = resolve(&Sources {
+        files: vec![PathBuf::from("/nonexistent/x.yaml")],
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert_eq!(err.exit_code(), crate::exit_codes::USAGE);
+    assert!(err.to_string().contains("/nonexistent/x.yaml"));
+}

@@ -1,0 +1,62 @@
+//! The public exit-code table, in one place. The README's table mirrors this file.
+
+/// The run did what was asked.
+pub const OK: i32 = 0;
+/// Usage or configuration error: nothing was run.
+pub const USAGE: i32 = 2;
+/// A required tool (nsys, ncu, the workload's interpreter) is missing or unusable.
+pub const TOOL: i32 = 3;
+/// The workload itself failed.
+pub const WORKLOAD: i32 = 4;
+/// A profiler pass produced no data (nothing matched the capture or the filter).
+pub const NO_DATA: i32 = 5;
+/// An artifact (CSV, SQLite, YAML) could not be parsed.
+pub const PARSE: i32 = 6;
+/// Interrupted by Ctrl-C or SIGTERM.
+pub const INTERRUPTED: i32 = 130;
+
+/// Every code with a one-line meaning, for `--help` and the README test.
+pub const TABLE: &[(i32, &str)] = &[
+    (OK, "ok"),
+    (USAGE, "usage or config error"),
+    (TOOL, "a required tool is missing or unusable"),
+    (WORKLOAD, "the workload failed"),
+    (NO_DATA, "a pass produced no data"),
+    (PARSE, "an artifact could not be parsed"),
+    (INTERRUPTED, "interrupted"),
+];
+
+/// Of several outcomes, the one the run ends with: the most severe, where an interrupt beats
+/// everything and "no data" is milder than a failure.
+pub fn worst(codes: impl IntoIterator<Item = i32>) -> i32 {
+    codes
+        .into_iter()
+        .max_by_key(|c| severity(*c))
+        .unwrap_or(OK)
+}
+
+fn severity(code: i32) -> u8 {
+    match code {
+        OK => 0,
+        NO_DATA => 1,
+        PARSE => 2,
+        WORKLOAD => 3,
+        TOOL => 4,
+        USAGE => 5,
+        INTERRUPTED => 6,
+        _ => 3,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_prefers_failures_over_no_data_and_interrupts_over_all() {
+        assert_eq!(worst([OK, NO_DATA]), NO_DATA);
+        assert_eq!(worst([NO_DATA, WORKLOAD, OK]), WORKLOAD);
+        assert_eq!(worst([WORKLOAD, INTERRUPTED]), INTERRUPTED);
+        assert_eq!(worst([]), OK);
+    }
+}

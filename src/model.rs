@@ -1,0 +1,291 @@
+//! Typed kernel records: nsys time totals joined with ncu counters, per kernel.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::parse::ncu::{NcuKernel, NcuReport, DRAM_PCT, SM_PCT};
+use crate::parse::nsys::KernelSum;
+
+/// Where a kernel's time figures come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimeSource {
+    /// nsys totals over every launch in the captured range.
+    Nsys,
+    /// Only ncu's profiled launches (no nsys data for this kernel).
+    Ncu,
+}
+
+/// How a kernel spends its time, from SM and DRAM throughput (% of peak).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bound {
+    Compute,
+    Memory,
+    /// Neither unit is busy: too little work per launch, or stalls.
+    Latency,
+}
+
+impl Bound {
+    /// The rule, stated in the reports: the busier unit at >= 60% of peak decides; below 60%
+    /// on both the kernel is latency/launch-bound.
+    pub const RULE: &'static str = "compute-bound when SM throughput >= 60% of peak and above DRAM throughput; memory-bound when DRAM throughput >= 60% and above SM; otherwise latency-bound (neither unit near its peak)";
+
+    pub fn classify(sm_pct: f64, dram_pct: f64) -> Bound {
+        if sm_pct >= 60.0 && sm_pct >= dram_pct {
+            Bound::Compute
+        } else if dram_pct >= 60.0 {
+            Bound::Memory
+        } else {
+            Bound::Latency
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Bound::Compute => "compute",
+            Bound::Memory => "memory",
+            Bound::Latency => "latency",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelRecord {
+    pub rank: usize,
+    /// The full name as the time source prints it.
+    pub name: String,
+    /// ncu's spelling of the name, when ncu measured this kernel.
+    pub ncu_name: Option<String>,
+    pub nvtx_range: Option<String>,
+    pub instances: u64,
+    pub total_time_ns: f64,
+    pub avg_time_ns: f64,
+    /// Share of all kernel time in the capture, in %. None for ncu-only kernels of a run
+    /// that has nsys totals (their time is not part of that total).
+    pub gpu_time_pct: Option<f64>,
+    pub time_source: TimeSource,
+    pub sm_throughput_pct: Option<f64>,
+    pub dram_throughput_pct: Option<f64>,
+    pub bound: Option<Bound>,
+    pub grid: Option<String>,
+    pub block: Option<String>,
+    /// Launches ncu profiled for this kernel.
+    pub ncu_instances: u64,
+    /// Every other numeric ncu metric, mean over the profiled launches.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub metrics: BTreeMap<String, f64>,
+}
+
+impl KernelRecord {
+    pub fn short_name(&self) -> String {
+        short_name(&self.name)
+    }
+}
+
+/// Join nsys totals and ncu metrics. nsys decides the ranking (it saw every launch); ncu-only
+/// kernels are appended after, ranked by their ncu time, so nothing is dropped.
+pub fn build(nsys: Option<&[KernelSum]>, ncu: Option<&NcuReport>, range: Option<&str>) -> Vec<KernelRecord> {
+    let mut records: Vec<KernelRecord> = Vec::new();
+    let mut used = vec![false; ncu.map(|r| r.kernels.len()).unwrap_or(0)];
+    let ncu_by_key: BTreeMap<String, Vec<usize>> = ncu
+        .map(|r| {
+            let mut m: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+            for (i, k) in r.kernels.iter().enumerate() {
+                m.entry(join_key(&k.name)).or_default().push(i);
+            }
+            m
+        })
+        .unwrap_or_default();
+
+    for k in nsys.unwrap_or(&[]) {
+        let mut rec = KernelRecord {
+            rank: 0,
+            name: k.name.clone(),
+            ncu_name: None,
+            nvtx_range: range.map(str::to_string),
+            instances: k.instances,
+            total_time_ns: k.total_ns,
+            avg_time_ns: k.avg_ns,
+            gpu_time_pct: None,
+            time_source: TimeSource::Nsys,
+            sm_throughput_pct: None,
+            dram_throughput_pct: None,
+            bound: None,
+            grid: None,
+            block: None,
+            ncu_instances: 0,
+            metrics: BTreeMap::new(),
+        };
+        if let (Some(r), Some(idx)) = (ncu, ncu_by_key.get(&join_key(&k.name))) {
+            let matched: Vec<&NcuKernel> = idx.iter().map(|i| &r.kernels[*i]).collect();
+            idx.iter().for_each(|i| used[*i] = true);
+            attach(&mut rec, &matched);
+        }
+        records.push(rec);
+    }
+    if let Some(r) = ncu {
+        let mut extra: Vec<KernelRecord> = r
+            .kernels
+            .iter()
+            .zip(&used)
+            .filter(|(_, u)| !**u)
+            .map(|(k, _)| {
+                let avg = k.time_ns.unwrap_or(0.0);
+                let mut rec = KernelRecord {
+                    rank: 0,
+                    name: k.name.clone(),
+                    ncu_name: None,
+                    nvtx_range: k.nvtx_range.clone().or(range.map(str::to_string)),
+                    instances: k.instances,
+                    total_time_ns: avg * k.instances as f64,
+                    avg_time_ns: avg,
+                    gpu_time_pct: None,
+                    time_source: TimeSource::Ncu,
+                    sm_throughput_pct: None,
+                    dram_throughput_pct: None,
+                    bound: None,
+                    grid: None,
+                    block: None,
+                    ncu_instances: 0,
+                    metrics: BTreeMap::new(),
+                };
+                attach(&mut rec, &[k]);
+                rec
+            })
+            .collect();
+        extra.sort_by(|a, b| b.total_time_ns.total_cmp(&a.total_time_ns));
+        records.extend(extra);
+    }
+    // Shares are of the time source that ranks: nsys when present, else ncu.
+    let basis = if nsys.is_some() {
+        TimeSource::Nsys
+    } else {
+        TimeSource::Ncu
+    };
+    let total: f64 = records
+        .iter()
+        .filter(|r| r.time_source == basis)
+        .map(|r| r.total_time_ns)
+        .sum();
+    for (i, r) in records.iter_mut().enumerate() {
+        r.rank = i + 1;
+        if r.time_source == basis && total > 0.0 {
+            r.gpu_time_pct = Some(100.0 * r.total_time_ns / total);
+        }
+    }
+    records
+}
+
+/// Put the ncu measurements of one kernel (possibly several ncu names) on a record, weighting
+/// each by its profiled launches.
+fn attach(rec: &mut KernelRecord, matched: &[&NcuKernel]) {
+    let n: u64 = matched.iter().map(|k| k.instances).sum();
+    if n == 0 {
+        return;
+    }
+    let mut metrics: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for k in matched {
+        let w = k.instances as f64;
+        for (name, v) in &k.metrics {
+            let e = metrics.entry(name.clone()).or_default();
+            e.0 += v * w;
+            e.1 += w;
+        }
+    }
+    rec.metrics = metrics.into_iter().map(|(k, (s, w))| (k, s / w)).collect();
+    rec.ncu_name = Some(matched[0].name.clone());
+    rec.ncu_instances = n;
+    rec.grid = matched[0].grid.clone();
+    rec.block = matched[0].block.clone();
+    rec.sm_throughput_pct = rec.metrics.get(SM_PCT).copied();
+    rec.dram_throughput_pct = rec.metrics.get(DRAM_PCT).copied();
+    rec.bound = rec
+        .sm_throughput_pct
+        .zip(rec.dram_throughput_pct)
+        .map(|(s, d)| Bound::classify(s, d));
+}
+
+/// A spelling-independent key for a kernel name. nsys and ncu spell the same kernel
+/// differently (`void at::native::elementwise_kernel<(int)128, ...>` vs
+/// `void at::elementwise_kernel<128, ...>`): drop namespaces, casts and spaces.
+pub fn join_key(name: &str) -> String {
+    let n = name.trim();
+    let n = n.strip_prefix("void ").unwrap_or(n);
+    let mut out = String::with_capacity(n.len());
+    let mut rest = n;
+    while let Some(c) = rest.chars().next() {
+        if let Some(r) = rest.strip_prefix("::") {
+            // Drop the qualifier just written: an identifier or `<unnamed>`.
+            if out.ends_with("<unnamed>") {
+                out.truncate(out.len() - "<unnamed>".len());
+            } else if out.ends_with("(anonymousnamespace)") {
+                out.truncate(out.len() - "(anonymousnamespace)".len());
+            } else {
+                let keep = out
+                    .trim_end_matches(|ch: char| ch.is_ascii_alphanumeric() || ch == '_')
+                    .len();
+                out.truncate(keep);
+            }
+            rest = r;
+            continue;
+        }
+        if c == '(' {
+            if let Some(r) = CASTS.iter().find_map(|cast| rest.strip_prefix(cast)) {
+                rest = r;
+                continue;
+            }
+        }
+        if !c.is_whitespace() {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+const CASTS: &[&str] = &[
+    "(int)",
+    "(unsigned int)",
+    "(long)",
+    "(unsigned long)",
+    "(long long)",
+    "(unsigned long long)",
+    "(short)",
+    "(unsigned short)",
+    "(char)",
+    "(unsigned char)",
+    "(signed char)",
+    "(bool)",
+];
+
+/// A readable name: the function without return type, namespaces, template arguments or
+/// parameters: `void at::native::vectorized_elementwise_kernel<(int)4, ...>(int, T2, T3)` ->
+/// `vectorized_elementwise_kernel`.
+pub fn short_name(name: &str) -> String {
+    let n = name.trim();
+    let n = n.strip_prefix("void ").unwrap_or(n);
+    // Cut at the first `<` or `(` at nesting depth 0, then take the last `::` component.
+    let mut end = n.len();
+    for (i, c) in n.char_indices() {
+        if c == '<' && !n[..i].ends_with("::") && !n[i..].starts_with("<unnamed>") {
+            end = i;
+            break;
+        }
+        if c == '(' && !n[i..].starts_with("(anonymous namespace)") {
+            end = i;
+            break;
+        }
+    }
+    let head = &n[..end];
+    let last = head.rsplit("::").next().unwrap_or(head).trim();
+    if last.is_empty() {
+        n.to_string()
+    } else {
+        last.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests;

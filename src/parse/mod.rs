@@ -1,0 +1,8 @@
+//! Parsers of the profilers' artifacts into typed rows: streaming, columns found by name,
+//! errors naming file and line.
+
+pub mod ncu;
+pub mod nsys;
+mod table;
+
+pub use table::parse_number;

@@ -1,0 +1,313 @@
+//! Running one child: its own process group, output drained on threads and tee'd to a log,
+//! signals forwarded to the group, a timeout, and the tail of its output kept for diagnosis.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+use crate::signals;
+
+/// Bytes of combined output kept in memory to search for the profilers' messages.
+const TAIL_BYTES: usize = 256 * 1024;
+
+/// What to run and where its output goes.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    /// Everything the child prints is appended here.
+    pub log: PathBuf,
+    /// When set, stdout goes to this file alone (e.g. `ncu --import ... --csv`).
+    pub stdout_file: Option<PathBuf>,
+    /// Show the child's output live on our terminal.
+    pub echo: bool,
+    pub timeout: Option<Duration>,
+    /// After a forwarded signal or a timeout, how long before SIGKILL.
+    pub grace: Duration,
+}
+
+impl Spec {
+    pub fn new(program: impl Into<PathBuf>, args: Vec<String>, log: impl Into<PathBuf>) -> Self {
+        Spec {
+            program: program.into(),
+            args,
+            env: Vec::new(),
+            cwd: None,
+            log: log.into(),
+            stdout_file: None,
+            echo: false,
+            timeout: None,
+            grace: Duration::from_secs(30),
+        }
+    }
+
+    /// The full argv, program first.
+    pub fn argv(&self) -> Vec<String> {
+        std::iter::once(self.program.display().to_string())
+            .chain(self.args.iter().cloned())
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The exit code, or None when killed by a signal.
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub duration: Duration,
+    /// The last bytes the child printed (stdout and stderr interleaved), lossily decoded.
+    pub tail: String,
+    pub interrupted: bool,
+    pub timed_out: bool,
+}
+
+impl Outcome {
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+    /// The last `n` lines of output, for error messages.
+    pub fn tail_lines(&self, n: usize) -> String {
+        let lines: Vec<&str> = self.tail.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+    pub fn describe(&self) -> String {
+        match (self.code, self.signal) {
+            (Some(c), _) => format!("exit status {c}"),
+            (None, Some(s)) => format!("killed by signal {s}"),
+            _ => "unknown status".to_string(),
+        }
+    }
+}
+
+/// Quote an argv as one line that a POSIX shell turns back into the same argv.
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| match shlex::try_quote(a) {
+            Ok(q) => q.into_owned(),
+            // NUL cannot be passed to a program at all; show it escaped.
+            Err(_) => format!("'{}'", a.replace('\0', "\\0").replace('\'', r"'\''")),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Run the child to its end. Errors only when it cannot be started.
+pub fn run(spec: &Spec) -> io::Result<Outcome> {
+    let log = Arc::new(Mutex::new(
+        File::options().create(true).append(true).open(&spec.log)?,
+    ));
+    let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_BYTES)));
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group: Ctrl-C in the terminal reaches stage2 only, and stage2
+        // forwards it to the whole group (the profiler and the workload under it).
+        .process_group(0);
+    if let Some(cwd) = &spec.cwd {
+        cmd.current_dir(cwd);
+    }
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            // A child started from a shell that ignores SIGINT would inherit that; reset so a
+            // forwarded signal works. If stage2 dies, the child is told to stop.
+            for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGQUIT] {
+                let _ = nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl);
+            }
+            let _ = nix::sys::signal::sigprocmask(
+                nix::sys::signal::SigmaskHow::SIG_SETMASK,
+                Some(&nix::sys::signal::SigSet::empty()),
+                None,
+            );
+            let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGTERM);
+            Ok(())
+        });
+    }
+    let start = Instant::now();
+    let mut child = cmd.spawn()?;
+    let pgid = Pid::from_raw(child.id() as i32);
+
+    let stdout_sink: Box<dyn Write + Send> = match &spec.stdout_file {
+        Some(p) => Box::new(File::create(p)?),
+        None if spec.echo => Box::new(io::stdout()),
+        None => Box::new(io::sink()),
+    };
+    let to_log = spec.stdout_file.is_none();
+    let stderr_sink: Box<dyn Write + Send> = if spec.echo {
+        Box::new(io::stderr())
+    } else {
+        Box::new(io::sink())
+    };
+    let readers = [
+        child
+            .stdout
+            .take()
+            .map(|r| drain(r, stdout_sink, to_log, log.clone(), tail.clone())),
+        child
+            .stderr
+            .take()
+            .map(|r| drain(r, stderr_sink, true, log.clone(), tail.clone())),
+    ];
+
+    let seen_signals = signals::count();
+    let mut forwarded_at: Option<Instant> = None;
+    let mut killed = false;
+    let mut interrupted = false;
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        let now = Instant::now();
+        let new_signals = signals::count().saturating_sub(seen_signals);
+        if new_signals > 0 && !interrupted {
+            interrupted = true;
+            let sig = Signal::try_from(signals::last()).unwrap_or(Signal::SIGINT);
+            tracing::warn!("forwarding {sig} to the profiler so it can finalize its report");
+            let _ = killpg(pgid, sig);
+            forwarded_at.get_or_insert(now);
+        }
+        if let (Some(limit), false) = (spec.timeout, timed_out) {
+            if now.duration_since(start) > limit {
+                timed_out = true;
+                tracing::warn!("timed out after {}s: sending SIGTERM", limit.as_secs());
+                let _ = killpg(pgid, Signal::SIGTERM);
+                forwarded_at.get_or_insert(now);
+            }
+        }
+        let escalate = new_signals > 1
+            || forwarded_at.is_some_and(|t| now.duration_since(t) > spec.grace);
+        if escalate && !killed {
+            killed = true;
+            tracing::warn!("sending SIGKILL");
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for r in readers.into_iter().flatten() {
+        let _ = r.join();
+    }
+    let tail = {
+        let t = tail.lock().unwrap_or_else(|p| p.into_inner());
+        let (a, b) = t.as_slices();
+        let mut bytes = a.to_vec();
+        bytes.extend_from_slice(b);
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    Ok(Outcome {
+        code: status.code(),
+        signal: status.signal(),
+        duration: start.elapsed(),
+        tail,
+        interrupted,
+        timed_out,
+    })
+}
+
+/// Copy raw bytes (not lines: progress bars end in `\r`, output need not be UTF-8).
+fn drain(
+    mut from: impl Read + Send + 'static,
+    mut sink: Box<dyn Write + Send>,
+    to_log: bool,
+    log: Arc<Mutex<File>>,
+    tail: Arc<Mutex<VecDeque<u8>>>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            let chunk = &buf[..n];
+            // A closed terminal or a full disk must not stop the child: keep draining.
+            let _ = sink.write_all(chunk);
+            let _ = sink.flush();
+            if to_log {
+                if let Ok(mut f) = log.lock() {
+                    let _ = f.write_all(chunk);
+                }
+                let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                t.extend(chunk);
+                let excess = t.len().saturating_sub(TAIL_BYTES);
+                t.drain(..excess);
+            }
+        }
+    })
+}
+
+/// Whether `path` names an existing, non-empty file.
+pub fn nonempty(path: &Path) -> bool {
+    path.metadata().map(|m| m.len() > 0).unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, log: &Path) -> Spec {
+        Spec::new("/bin/sh", vec!["-c".into(), script.into()], log)
+    }
+
+    #[test]
+    fn captures_exit_code_output_and_log() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("x.log");
+        let out = run(&sh("echo out; echo err >&2; exit 3", &log)).unwrap();
+        assert_eq!(out.code, Some(3));
+        assert!(out.tail.contains("out") && out.tail.contains("err"));
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains("out") && text.contains("err"));
+    }
+
+    #[test]
+    fn stdout_file_takes_stdout_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut spec = sh("printf 'a,b\\n'; echo note >&2", &tmp.path().join("l"));
+        spec.stdout_file = Some(tmp.path().join("o.csv"));
+        assert!(run(&spec).unwrap().success());
+        assert_eq!(std::fs::read_to_string(tmp.path().join("o.csv")).unwrap(), "a,b\n");
+        assert_eq!(std::fs::read_to_string(tmp.path().join("l")).unwrap(), "note\n");
+    }
+
+    #[test]
+    fn timeout_terminates_the_process_group() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut spec = sh("sleep 30", &tmp.path().join("l"));
+        spec.timeout = Some(Duration::from_millis(200));
+        spec.grace = Duration::from_secs(5);
+        let out = run(&spec).unwrap();
+        assert!(out.timed_out);
+        assert_eq!(out.signal, Some(libc_sigterm()));
+        assert!(out.duration < Duration::from_secs(10));
+    }
+
+    fn libc_sigterm() -> i32 {
+        Signal::SIGTERM as i32
+    }
+
+    #[test]
+    fn shell_line_round_trips_metacharacters() {
+        let argv: Vec<String> = ["python3", "-c", "print('a b'); $(touch X) | > ;", ""]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let line = shell_line(&argv);
+        assert_eq!(shlex::split(&line).unwrap(), argv);
+    }
+}

@@ -1,0 +1,152 @@
+//! The MAIN run directory: created atomically, never reused, with the file names of the layout.
+
+use std::hash::{BuildHasher, Hasher};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+
+/// A run directory and the names of everything in it (the names are a contract).
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub path: PathBuf,
+}
+
+impl RunDir {
+    /// An existing run directory, for `stage2 report`.
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        if !path.is_dir() {
+            return Err(Error::Usage(format!(
+                "run directory {} does not exist",
+                path.display()
+            )));
+        }
+        Ok(RunDir {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Create `root/id` (id generated when `None`). An explicit id that already exists is a
+    /// usage error; a generated one that clashes is drawn again.
+    pub fn create(root: &Path, id: Option<&str>) -> Result<Self, Error> {
+        if let Some(id) = id {
+            validate_id(id)?;
+        }
+        std::fs::create_dir_all(root).map_err(|e| {
+            Error::Usage(format!("cannot create run root {}: {e}", root.display()))
+        })?;
+        for attempt in 0..16 {
+            let name = id.map(str::to_string).unwrap_or_else(|| generate_id(attempt));
+            let path = root.join(&name);
+            // create_dir (not create_dir_all) fails when the directory exists: two runs can
+            // never share one, even when they start in the same second.
+            match std::fs::create_dir(&path) {
+                Ok(()) => {
+                    let dir = RunDir { path };
+                    for sub in ["nsys", "ncu"] {
+                        std::fs::create_dir(dir.path.join(sub)).map_err(|e| {
+                            Error::Usage(format!("cannot create {}: {e}", dir.path.display()))
+                        })?;
+                    }
+                    return Ok(dir);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && id.is_none() => continue,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    return Err(Error::Usage(format!(
+                        "run directory {} already exists; stage2 never reuses one: pick another --run-id or leave it out",
+                        path.display()
+                    )))
+                }
+                Err(e) => {
+                    return Err(Error::Usage(format!(
+                        "cannot create run directory {}: {e}",
+                        path.display()
+                    )))
+                }
+            }
+        }
+        Err(Error::Usage(format!(
+            "could not find a free run id under {}",
+            root.display()
+        )))
+    }
+
+    pub fn id(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+    pub fn nsys(&self, name: &str) -> PathBuf {
+        self.path.join("nsys").join(name)
+    }
+    pub fn ncu(&self, name: &str) -> PathBuf {
+        self.path.join("ncu").join(name)
+    }
+    /// Hydra workloads' own outputs go here.
+    pub fn stage1(&self) -> PathBuf {
+        self.path.join("stage1")
+    }
+}
+
+/// A run id is one path component of printable characters.
+pub fn validate_id(id: &str) -> Result<(), Error> {
+    let bad = id.is_empty()
+        || id == "."
+        || id == ".."
+        || id.contains('/')
+        || id.contains('\\')
+        || id.chars().any(char::is_control);
+    if bad {
+        return Err(Error::Usage(format!(
+            "--run-id {id:?}: a run id is one directory name: no `/`, no `..`, no control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// `YYYYmmdd-HHMMSS-xxxx`: sortable by time, unique by the random suffix.
+fn generate_id(attempt: u32) -> String {
+    let now = chrono::Utc::now();
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u32(attempt);
+    h.write_i64(now.timestamp_nanos_opt().unwrap_or_default());
+    format!("{}-{:04x}", now.format("%Y%m%d-%H%M%S"), h.finish() & 0xffff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_id_is_never_reused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = RunDir::create(tmp.path(), Some("a")).unwrap();
+        assert!(d.path.join("nsys").is_dir() && d.path.join("ncu").is_dir());
+        let err = RunDir::create(tmp.path(), Some("a")).unwrap_err();
+        assert_eq!(err.exit_code(), crate::exit_codes::USAGE);
+        assert!(err.to_string().contains("already exists"));
+    }
+
+    #[test]
+    fn generated_ids_differ() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = RunDir::create(tmp.path(), None).unwrap();
+        let b = RunDir::create(tmp.path(), None).unwrap();
+        assert_ne!(a.path, b.path);
+        assert!(a.id().len() >= 20, "{}", a.id());
+    }
+
+    #[test]
+    fn ids_with_paths_or_control_characters_are_rejected() {
+        for id in ["", "..", "a/b", "../x", "a\nb", "a\u{7}"] {
+            assert!(validate_id(id).is_err(), "{id:?}");
+        }
+        validate_id("run-1_ok.x").unwrap();
+    }
+}
