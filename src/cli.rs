@@ -88,6 +88,7 @@ impl SourceArgs {
     pub fn to_sources(&self, overrides: &[String]) -> Sources {
         Sources {
             config_dir: self.config_dir.clone(),
+            embedded_only: false,
             files: self.files.clone(),
             overrides: overrides.to_vec(),
             flags: Vec::new(),

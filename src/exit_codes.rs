@@ -29,10 +29,7 @@ pub const TABLE: &[(i32, &str)] = &[
 /// Of several outcomes, the one the run ends with: the most severe, where an interrupt beats
 /// everything and "no data" is milder than a failure.
 pub fn worst(codes: impl IntoIterator<Item = i32>) -> i32 {
-    codes
-        .into_iter()
-        .max_by_key(|c| severity(*c))
-        .unwrap_or(OK)
+    codes.into_iter().max_by_key(|c| severity(*c)).unwrap_or(OK)
 }
 
 fn severity(code: i32) -> u8 {

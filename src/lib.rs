@@ -4,14 +4,20 @@
 //! ncu, each a child [`process`]) -> [`parse`] -> [`model`] -> [`report`].
 
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod error;
 pub mod exit_codes;
+pub mod logging;
 pub mod model;
 pub mod nvtx;
 pub mod parse;
 pub mod process;
+pub mod profilers;
+pub mod provenance;
+pub mod report;
 pub mod rundir;
 pub mod signals;
+pub mod status;
 pub mod tools;
 pub mod workload;

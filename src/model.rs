@@ -86,7 +86,11 @@ impl KernelRecord {
 
 /// Join nsys totals and ncu metrics. nsys decides the ranking (it saw every launch); ncu-only
 /// kernels are appended after, ranked by their ncu time, so nothing is dropped.
-pub fn build(nsys: Option<&[KernelSum]>, ncu: Option<&NcuReport>, range: Option<&str>) -> Vec<KernelRecord> {
+pub fn build(
+    nsys: Option<&[KernelSum]>,
+    ncu: Option<&NcuReport>,
+    range: Option<&str>,
+) -> Vec<KernelRecord> {
     let mut records: Vec<KernelRecord> = Vec::new();
     let mut used = vec![false; ncu.map(|r| r.kernels.len()).unwrap_or(0)];
     let ncu_by_key: BTreeMap<String, Vec<usize>> = ncu
@@ -289,3 +293,36 @@ pub fn short_name(name: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// A readable label: the function name plus the operation it was instantiated for, when the
+/// template arguments say (`vectorized_elementwise_kernel [rsqrt]`, `reduce_kernel [MeanOps]`).
+pub fn display_name(name: &str) -> String {
+    let short = short_name(name);
+    let Some(open) = name.find('<') else {
+        return short;
+    };
+    let idents: Vec<&str> = name[open..]
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|s| s.chars().next().is_some_and(|c| c.is_ascii_alphabetic()))
+        .collect();
+    let op = idents
+        .iter()
+        .find_map(|i| {
+            ["_kernel_cuda", "_kernel_impl", "_kernel"]
+                .iter()
+                .find_map(|suf| i.strip_suffix(suf))
+                .filter(|s| !s.is_empty() && *i != short)
+                .map(str::to_string)
+        })
+        .or_else(|| {
+            idents
+                .iter()
+                .rev()
+                .find(|i| i.contains("Functor") || i.ends_with("Ops"))
+                .map(|i| i.to_string())
+        });
+    match op {
+        Some(op) => format!("{short} [{op}]"),
+        None => short,
+    }
+}

@@ -188,8 +188,8 @@ pub fn run(spec: &Spec) -> io::Result<Outcome> {
                 forwarded_at.get_or_insert(now);
             }
         }
-        let escalate = new_signals > 1
-            || forwarded_at.is_some_and(|t| now.duration_since(t) > spec.grace);
+        let escalate =
+            new_signals > 1 || forwarded_at.is_some_and(|t| now.duration_since(t) > spec.grace);
         if escalate && !killed {
             killed = true;
             tracing::warn!("sending SIGKILL");
@@ -281,8 +281,14 @@ mod tests {
         let mut spec = sh("printf 'a,b\\n'; echo note >&2", &tmp.path().join("l"));
         spec.stdout_file = Some(tmp.path().join("o.csv"));
         assert!(run(&spec).unwrap().success());
-        assert_eq!(std::fs::read_to_string(tmp.path().join("o.csv")).unwrap(), "a,b\n");
-        assert_eq!(std::fs::read_to_string(tmp.path().join("l")).unwrap(), "note\n");
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("o.csv")).unwrap(),
+            "a,b\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("l")).unwrap(),
+            "note\n"
+        );
     }
 
     #[test]

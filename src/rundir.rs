@@ -32,11 +32,12 @@ impl RunDir {
         if let Some(id) = id {
             validate_id(id)?;
         }
-        std::fs::create_dir_all(root).map_err(|e| {
-            Error::Usage(format!("cannot create run root {}: {e}", root.display()))
-        })?;
+        std::fs::create_dir_all(root)
+            .map_err(|e| Error::Usage(format!("cannot create run root {}: {e}", root.display())))?;
         for attempt in 0..16 {
-            let name = id.map(str::to_string).unwrap_or_else(|| generate_id(attempt));
+            let name = id
+                .map(str::to_string)
+                .unwrap_or_else(|| generate_id(attempt));
             let path = root.join(&name);
             // create_dir (not create_dir_all) fails when the directory exists: two runs can
             // never share one, even when they start in the same second.
@@ -116,7 +117,11 @@ fn generate_id(attempt: u32) -> String {
     h.write_u32(std::process::id());
     h.write_u32(attempt);
     h.write_i64(now.timestamp_nanos_opt().unwrap_or_default());
-    format!("{}-{:04x}", now.format("%Y%m%d-%H%M%S"), h.finish() & 0xffff)
+    format!(
+        "{}-{:04x}",
+        now.format("%Y%m%d-%H%M%S"),
+        h.finish() & 0xffff
+    )
 }
 
 #[cfg(test)]

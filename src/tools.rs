@@ -213,14 +213,22 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::tempdir().unwrap();
         for v in ["2025.3.1", "2025.10.0", "2024.1.0"] {
-            let d = tmp.path().join("opt/nvidia/nsight-systems").join(v).join("bin");
+            let d = tmp
+                .path()
+                .join("opt/nvidia/nsight-systems")
+                .join(v)
+                .join("bin");
             std::fs::create_dir_all(&d).unwrap();
             let exe = d.join("nsys");
             std::fs::write(&exe, "#!/bin/sh\n").unwrap();
             std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         let got = search_install_folders(Tool::Nsys, tmp.path()).unwrap();
-        assert!(got.to_string_lossy().contains("2025.10.0"), "{}", got.display());
+        assert!(
+            got.to_string_lossy().contains("2025.10.0"),
+            "{}",
+            got.display()
+        );
         assert_eq!(search_install_folders(Tool::Ncu, tmp.path()), None);
     }
 

@@ -22,7 +22,8 @@ pub struct Workload {
 pub fn build(cfg: &Config, stage1_dir: &std::path::Path) -> Result<Workload, Error> {
     let w = &cfg.workload;
     let device = w.device.as_deref().map(map_device).transpose()?.flatten();
-    let mut env: Vec<(String, String)> = w.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut env: Vec<(String, String)> =
+        w.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     if let Some(index) = &device {
         env.push(("CUDA_VISIBLE_DEVICES".to_string(), index.clone()));
     }
@@ -86,7 +87,7 @@ mod tests {
 
     fn cfg(overrides: &[&str]) -> Config {
         resolve(&Sources {
-            config_dir: Some(std::env::temp_dir()),
+            embedded_only: true,
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         })

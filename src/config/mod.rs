@@ -18,7 +18,10 @@ use crate::error::Error;
 /// binary runs from any directory.
 pub const DEFAULT_FILES: &[(&str, &str)] = &[
     ("config.yaml", include_str!("../../conf/config.yaml")),
-    ("runner/stage2.yaml", include_str!("../../conf/runner/stage2.yaml")),
+    (
+        "runner/stage2.yaml",
+        include_str!("../../conf/runner/stage2.yaml"),
+    ),
     (
         "profiling/nsys/nsys.default.yaml",
         include_str!("../../conf/profiling/nsys/nsys.default.yaml"),
@@ -37,6 +40,8 @@ const OPEN_MAPS: &[&str] = &["workload.env"];
 #[derive(Debug, Default, Clone)]
 pub struct Sources {
     pub config_dir: Option<PathBuf>,
+    /// Ignore ./conf: embedded defaults, then the files and overrides given here.
+    pub embedded_only: bool,
     pub files: Vec<PathBuf>,
     pub overrides: Vec<String>,
     pub flags: Vec<(String, Value)>,
@@ -82,7 +87,7 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
 
     let dir = src.config_dir.clone().or_else(|| {
         let d = PathBuf::from("conf");
-        d.join("config.yaml").is_file().then_some(d)
+        (!src.embedded_only && d.join("config.yaml").is_file()).then_some(d)
     });
     if let Some(dir) = &dir {
         if !dir.is_dir() {
@@ -133,9 +138,10 @@ fn merge_file(tree: &mut Value, path: &Path, known: &[String]) -> Result<(), Err
 /// Parse one YAML layer; an empty file is an empty layer.
 fn parse_layer(text: &str) -> Result<Value, String> {
     if text.contains('\t') {
-        if let Some(line) = text.lines().position(|l| {
-            l.trim_start_matches(' ').starts_with('\t')
-        }) {
+        if let Some(line) = text
+            .lines()
+            .position(|l| l.trim_start_matches(' ').starts_with('\t'))
+        {
             return Err(format!(
                 "line {}: indentation with a tab; YAML indents with spaces",
                 line + 1
@@ -153,9 +159,7 @@ fn parse_layer(text: &str) -> Result<Value, String> {
 /// Every key in `layer` must be one the defaults define (or sit inside an open map).
 fn check_known(layer: &Value, known: &[String], origin: &str) -> Result<(), Error> {
     for key in tree::key_paths(layer) {
-        let open = OPEN_MAPS
-            .iter()
-            .any(|m| key.starts_with(&format!("{m}.")));
+        let open = OPEN_MAPS.iter().any(|m| key.starts_with(&format!("{m}.")));
         if open || known.iter().any(|k| *k == key) {
             continue;
         }

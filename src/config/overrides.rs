@@ -149,7 +149,10 @@ mod tests {
         let err = apply(&mut t, &parse("+a.b=2").unwrap(), &[])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("use `a.b=...`") && err.contains("`++a.b=...`"), "{err}");
+        assert!(
+            err.contains("use `a.b=...`") && err.contains("`++a.b=...`"),
+            "{err}"
+        );
         apply(&mut t, &parse("+a.c=2").unwrap(), &[]).unwrap();
         apply(&mut t, &parse("++a.b=5").unwrap(), &[]).unwrap();
         apply(&mut t, &parse("++a.d=6").unwrap(), &[]).unwrap();

@@ -89,6 +89,7 @@ pub struct Nsys {
     pub nvtx_domain_exclude: Option<String>,
     #[serde(deserialize_with = "strings")]
     pub extra_args: Vec<String>,
+    pub timeout_s: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,6 +109,16 @@ pub struct Ncu {
     pub clock_control: Option<String>,
     #[serde(deserialize_with = "strings")]
     pub extra_args: Vec<String>,
+    pub timeout_s: Option<u64>,
+}
+
+impl Config {
+    pub fn nsys_timeout(&self) -> Option<std::time::Duration> {
+        self.nsys.timeout_s.map(std::time::Duration::from_secs)
+    }
+    pub fn ncu_timeout(&self) -> Option<std::time::Duration> {
+        self.ncu.timeout_s.map(std::time::Duration::from_secs)
+    }
 }
 
 /// A scalar as text: `run.id=20240101` or `nvtx_capture=1` are meant as strings, not numbers.
@@ -167,6 +178,8 @@ fn string_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String
             })
             .collect::<Result<_, String>>()
             .map_err(serde::de::Error::custom),
-        _ => Err(serde::de::Error::custom("expected a mapping of NAME: value")),
+        _ => Err(serde::de::Error::custom(
+            "expected a mapping of NAME: value",
+        )),
     }
 }

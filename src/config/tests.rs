@@ -49,7 +49,7 @@ fn defaults_have_the_documented_keys_and_values() {
 #[test]
 fn embedded_defaults_equal_the_conf_directory() {
     let embedded = resolve(&Sources {
-        config_dir: Some(std::env::temp_dir()),
+        embedded_only: true,
         ..Default::default()
     })
     .unwrap();
@@ -63,6 +63,7 @@ fn merge_order_is_dir_then_files_then_overrides_then_flags() {
     let b = write(tmp.path(), "b.yaml", "ncu: {top_n: 4}\n");
     let r = resolve(&Sources {
         config_dir: None,
+        embedded_only: true,
         files: vec![a, b],
         overrides: vec!["ncu.top_n=5".into()],
         flags: vec![("nsys.nvtx_capture".into(), Value::from("decode"))],
@@ -87,7 +88,10 @@ fn unknown_key_in_a_file_names_file_key_and_suggestion() {
     .unwrap_err()
     .to_string();
     assert!(err.contains(&f.display().to_string()), "{err}");
-    assert!(err.contains("`nsys.trcae`") && err.contains("`nsys.trace`"), "{err}");
+    assert!(
+        err.contains("`nsys.trcae`") && err.contains("`nsys.trace`"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -112,7 +116,9 @@ fn open_maps_take_new_keys_with_plus() {
         .unwrap()
         .config;
     assert_eq!(c.workload.env["HF_HUB_OFFLINE"], "1");
-    let err = resolve_with(&["+nsys.tracee=cuda"]).unwrap_err().to_string();
+    let err = resolve_with(&["+nsys.tracee=cuda"])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("unknown key `nsys.tracee`"), "{err}");
 }
 

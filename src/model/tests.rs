@@ -3,7 +3,9 @@ use crate::parse::{ncu, nsys};
 use std::path::PathBuf;
 
 fn data(p: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(p)
 }
 
 #[test]
@@ -28,8 +30,14 @@ fn short_names_are_the_function() {
         short_name("void at::native::<unnamed>::CatArrayBatchedCopy<at::native::<unnamed>::OpaqueType<(unsigned int)2>>(T1 *)"),
         "CatArrayBatchedCopy"
     );
-    assert_eq!(short_name("nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"), "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN");
-    assert_eq!(short_name("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_tn_align1>(T1::Params)"), "Kernel2");
+    assert_eq!(
+        short_name("nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"),
+        "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"
+    );
+    assert_eq!(
+        short_name("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_tn_align1>(T1::Params)"),
+        "Kernel2"
+    );
 }
 
 #[test]
@@ -59,7 +67,9 @@ fn ncu_alone_ranks_by_ncu_time() {
     let n = ncu::read_raw(&data("ncu/decode_raw.csv")).unwrap();
     let recs = build(None, Some(&n), None);
     assert_eq!(recs.len(), n.kernels.len());
-    assert!(recs.windows(2).all(|w| w[0].total_time_ns >= w[1].total_time_ns));
+    assert!(recs
+        .windows(2)
+        .all(|w| w[0].total_time_ns >= w[1].total_time_ns));
     assert!(recs.iter().all(|r| r.gpu_time_pct.is_some()));
 }
 
@@ -69,4 +79,24 @@ fn bound_rule() {
     assert_eq!(Bound::classify(30.0, 75.0), Bound::Memory);
     assert_eq!(Bound::classify(70.0, 75.0), Bound::Memory);
     assert_eq!(Bound::classify(10.0, 5.0), Bound::Latency);
+}
+
+#[test]
+fn display_names_say_the_operation() {
+    assert_eq!(
+        display_name("void at::native::vectorized_elementwise_kernel<(int)4, at::native::rsqrt_kernel_cuda(at::TensorIteratorBase &)::[lambda() (instance 2)]>(int, T2, T3)"),
+        "vectorized_elementwise_kernel [rsqrt]"
+    );
+    assert_eq!(
+        display_name("void at::native::reduce_kernel<(int)512, (int)1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, (int)4, (int)4>>(T3)"),
+        "reduce_kernel [MeanOps]"
+    );
+    assert_eq!(
+        display_name("void at::native::vectorized_elementwise_kernel<(int)8, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char *, (unsigned long)3>>(int, T2, T3)"),
+        "vectorized_elementwise_kernel [CUDAFunctor_add]"
+    );
+    assert_eq!(
+        display_name("nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"),
+        "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"
+    );
 }

@@ -3,6 +3,7 @@
 
 pub mod ncu;
 pub mod nsys;
+pub mod sqlite;
 mod table;
 
 pub use table::parse_number;

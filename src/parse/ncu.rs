@@ -73,9 +73,18 @@ pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
         .map(|h| {
             matches!(
                 h.as_str(),
-                "ID" | "Process ID" | "Process Name" | "Host Name" | "Context" | "Stream"
-                    | "Device" | "CC" | COL_NAME | COL_PUSHPOP | COL_STARTEND
-                    | "Block Size" | "Grid Size"
+                "ID" | "Process ID"
+                    | "Process Name"
+                    | "Host Name"
+                    | "Context"
+                    | "Stream"
+                    | "Device"
+                    | "CC"
+                    | COL_NAME
+                    | COL_PUSHPOP
+                    | COL_STARTEND
+                    | "Block Size"
+                    | "Grid Size"
             ) || h.starts_with("device__attribute")
         })
         .collect();
@@ -202,7 +211,9 @@ mod tests {
     use std::path::PathBuf;
 
     fn data(p: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(p)
     }
 
     #[test]
@@ -211,7 +222,9 @@ mod tests {
         assert_eq!(r.rows, 29);
         assert_eq!(r.units.get(TIME).map(String::as_str), Some("us"));
         let first = &r.kernels[0];
-        assert!(first.name.starts_with("void at::<unnamed>::indexSelectSmallIndex<"));
+        assert!(first
+            .name
+            .starts_with("void at::<unnamed>::indexSelectSmallIndex<"));
         assert_eq!(first.nvtx_range.as_deref(), Some("decode"));
         assert_eq!(first.time_ns, Some(3456.0));
         assert_eq!(first.block.as_deref(), Some("(128, 1, 1)"));

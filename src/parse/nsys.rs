@@ -95,7 +95,10 @@ impl Cells<'_> {
 }
 
 /// Read every row of `table` with `f`, skipping blank lines.
-fn rows<T>(mut table: Table, mut f: impl FnMut(&Cells) -> Result<T, Error>) -> Result<Vec<T>, Error> {
+fn rows<T>(
+    mut table: Table,
+    mut f: impl FnMut(&Cells) -> Result<T, Error>,
+) -> Result<Vec<T>, Error> {
     let mut rec = csv::StringRecord::new();
     let mut out = Vec::new();
     while let Some(line) = table.next(&mut rec)? {
@@ -127,17 +130,17 @@ pub fn read_kernels(path: &Path) -> Result<Vec<KernelSum>, Error> {
         t.column("StdDev (ns)"),
     );
     rows(t, |c| {
-            Ok(KernelSum {
-                name: c.text(name).to_string(),
-                time_pct: c.opt(pct)?,
-                total_ns: c.req(total)?,
-                instances: c.req(inst)? as u64,
-                avg_ns: c.req(avg)?,
-                med_ns: c.opt(med)?,
-                min_ns: c.opt(min)?,
-                max_ns: c.opt(max)?,
-                stddev_ns: c.opt(sd)?,
-            })
+        Ok(KernelSum {
+            name: c.text(name).to_string(),
+            time_pct: c.opt(pct)?,
+            total_ns: c.req(total)?,
+            instances: c.req(inst)? as u64,
+            avg_ns: c.req(avg)?,
+            med_ns: c.opt(med)?,
+            min_ns: c.opt(min)?,
+            max_ns: c.opt(max)?,
+            stddev_ns: c.opt(sd)?,
+        })
     })
 }
 
@@ -156,16 +159,16 @@ pub fn read_ranges(path: &Path) -> Result<Vec<RangeSum>, Error> {
         t.column("Max (ns)"),
     );
     rows(t, |c| {
-            Ok(RangeSum {
-                range: c.text(range).to_string(),
-                style: style.map(|s| c.text(s).to_string()),
-                time_pct: c.opt(pct)?,
-                total_ns: c.req(total)?,
-                instances: c.req(inst)? as u64,
-                avg_ns: c.req(avg)?,
-                min_ns: c.opt(min)?,
-                max_ns: c.opt(max)?,
-            })
+        Ok(RangeSum {
+            range: c.text(range).to_string(),
+            style: style.map(|s| c.text(s).to_string()),
+            time_pct: c.opt(pct)?,
+            total_ns: c.req(total)?,
+            instances: c.req(inst)? as u64,
+            avg_ns: c.req(avg)?,
+            min_ns: c.opt(min)?,
+            max_ns: c.opt(max)?,
+        })
     })
 }
 
@@ -179,13 +182,13 @@ pub fn read_api(path: &Path) -> Result<Vec<ApiSum>, Error> {
     );
     let pct = t.column("Time (%)");
     rows(t, |c| {
-            Ok(ApiSum {
-                name: c.text(name).to_string(),
-                time_pct: c.opt(pct)?,
-                total_ns: c.req(total)?,
-                calls: c.req(calls)? as u64,
-                avg_ns: c.req(avg)?,
-            })
+        Ok(ApiSum {
+            name: c.text(name).to_string(),
+            time_pct: c.opt(pct)?,
+            total_ns: c.req(total)?,
+            calls: c.req(calls)? as u64,
+            avg_ns: c.req(avg)?,
+        })
     })
 }
 
@@ -195,7 +198,9 @@ mod tests {
     use std::path::PathBuf;
 
     fn data(p: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(p)
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(p)
     }
 
     #[test]
@@ -204,7 +209,9 @@ mod tests {
         assert_eq!(k.len(), 26);
         assert_eq!(k[0].name, "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN");
         assert_eq!((k[0].total_ns, k[0].instances), (526214.0, 160));
-        assert!(k[1].name.starts_with("void at::native::elementwise_kernel<(int)128, (int)4,"));
+        assert!(k[1]
+            .name
+            .starts_with("void at::native::elementwise_kernel<(int)128, (int)4,"));
         let total: f64 = k.iter().map(|r| r.total_ns).sum();
         assert_eq!(k.iter().map(|r| r.instances).sum::<u64>(), 1464);
         assert!((total - 2_798_262.0).abs() < 1.0, "{total}");
@@ -214,7 +221,10 @@ mod tests {
     fn reads_ranges_and_api_calls() {
         let r = read_ranges(&data("nsys/summary_nvtx_sum.csv")).unwrap();
         assert_eq!(r.len(), 1);
-        assert_eq!((r[0].name(), r[0].style.as_deref()), ("decode", Some("PushPop")));
+        assert_eq!(
+            (r[0].name(), r[0].style.as_deref()),
+            ("decode", Some("PushPop"))
+        );
         assert_eq!(r[0].total_ns, 715_174_939.0);
         let a = read_api(&data("nsys/summary_cuda_api_sum.csv")).unwrap();
         assert_eq!(a[1].name, "cudaLaunchKernel");

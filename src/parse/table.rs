@@ -19,8 +19,8 @@ impl Table {
     /// Open `path` and read its header row. An empty file, a header-less file or binary
     /// garbage is a parse error naming the file.
     pub fn open(path: &Path) -> Result<Self, Error> {
-        let file = File::open(path)
-            .map_err(|e| Error::parse(path, None, format!("cannot open: {e}")))?;
+        let file =
+            File::open(path).map_err(|e| Error::parse(path, None, format!("cannot open: {e}")))?;
         let reader: Box<dyn Read> = Box::new(BufReader::with_capacity(1 << 20, file));
         let mut reader = csv::ReaderBuilder::new()
             .has_headers(false)

@@ -1,0 +1,301 @@
+//! `stage2 profile`: pre-flight checks, the MAIN run directory, the nsys pass, kernel
+//! selection, the ncu pass, then the reports. Every pass's outcome lands in status.json as it
+//! happens, so nothing already produced is lost when a later step fails.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::cli::ProfileArgs;
+use crate::config::{self, Config};
+use crate::error::{Error, Result};
+use crate::exit_codes;
+use crate::parse::nsys::read_kernels;
+use crate::parse::sqlite::NsysDb;
+use crate::profilers::ncu::{self, KernelFilter, Plan};
+use crate::profilers::{nsys, Ctx};
+use crate::provenance::{Env, Inputs};
+use crate::report;
+use crate::rundir::RunDir;
+use crate::status::{PassState, PassStatus, Status};
+use crate::tools::{self, Found, Tool};
+use crate::workload;
+
+pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
+    let resolved = config::resolve(&args.to_sources())?;
+    let cfg = &resolved.config;
+    preflight(cfg)?;
+    // Validate the workload before anything is created; the real stage1 path comes below.
+    workload::build(cfg, Path::new("stage1"))?;
+    let nsys_tool = find_tool(
+        Tool::Nsys,
+        cfg.nsys.enable,
+        cfg.tools.nsys.as_deref(),
+        args.dry_run,
+    )?;
+    let ncu_tool = find_tool(
+        Tool::Ncu,
+        cfg.ncu.enable,
+        cfg.tools.ncu.as_deref(),
+        args.dry_run,
+    )?;
+    if let (Some(found), false) = (&ncu_tool, args.dry_run) {
+        check_metrics_with_ncu(&found.path, &cfg.ncu.metrics)?;
+    }
+
+    crate::signals::install();
+    let run = RunDir::create(Path::new(&cfg.run.root), cfg.run.id.as_deref())?;
+    let io = |what: &str, e: std::io::Error| {
+        Error::Usage(format!(
+            "cannot write {what} in {}: {e}",
+            run.path.display()
+        ))
+    };
+    tracing::info!("run directory {}", run.path.display());
+    let workload = workload::build(cfg, &run.stage1())?;
+    std::fs::write(run.file("config.yaml"), resolved.to_yaml())
+        .map_err(|e| io("config.yaml", e))?;
+    let mut tools_found = BTreeMap::new();
+    tools_found.insert("nsys".to_string(), nsys_tool.clone());
+    tools_found.insert("ncu".to_string(), ncu_tool.clone());
+    let argv: Vec<String> = std::env::args().collect();
+    let mut env = Env::collect(&argv, tools_found);
+    env.write(&run.file("env.json"))
+        .map_err(|e| io("env.json", e))?;
+    let inputs = Inputs::new(&workload, cfg.inputs.manifest.as_deref())?;
+    std::fs::write(
+        run.file("inputs.yaml"),
+        serde_yaml::to_string(&inputs).unwrap_or_default(),
+    )
+    .map_err(|e| io("inputs.yaml", e))?;
+
+    let mut status = Status::new(&run.id());
+    let save = |s: &Status| {
+        if let Err(e) = s.write(&run.path) {
+            tracing::warn!("cannot write status.json: {e}");
+        }
+    };
+    status.set(
+        "nsys",
+        PassStatus::new(PassState::Pending, exit_codes::OK, None),
+    );
+    status.set(
+        "ncu",
+        PassStatus::new(PassState::Pending, exit_codes::OK, None),
+    );
+    save(&status);
+    let ctx = Ctx {
+        cfg,
+        run: &run,
+        workload: &workload,
+        echo,
+    };
+
+    // nsys
+    let nsys_status = match &nsys_tool {
+        Some(t) if cfg.nsys.enable => {
+            announce("nsys", args.dry_run);
+            nsys::run(&ctx, &t.path, args.dry_run)?
+        }
+        _ => PassStatus::skipped("disabled (nsys.enable=false or --no-nsys)"),
+    };
+    report_pass("nsys", &nsys_status);
+    status.set("nsys", nsys_status);
+    save(&status);
+
+    // ncu
+    let ncu_status = if crate::signals::interrupted() {
+        PassStatus::skipped("not started: the run was interrupted")
+    } else {
+        match &ncu_tool {
+            Some(t) if cfg.ncu.enable => {
+                let plan = plan_ncu(cfg, &run);
+                announce("ncu", args.dry_run);
+                ncu::run(&ctx, &t.path, &plan, args.dry_run)?
+            }
+            _ => PassStatus::skipped("disabled (ncu.enable=false or --no-ncu)"),
+        }
+    };
+    report_pass("ncu", &ncu_status);
+    status.set("ncu", ncu_status);
+    save(&status);
+
+    if !args.dry_run {
+        let st = match report::render_all(&run, cfg.clone()) {
+            Ok(_) => PassStatus::new(PassState::Ok, exit_codes::OK, None),
+            Err(e) => PassStatus::new(PassState::Failed, e.exit_code(), Some(e.to_string())),
+        };
+        report_pass("report", &st);
+        status.set("report", st);
+    }
+    let code = status.finish(args.dry_run);
+    save(&status);
+    env.finished = Some(crate::status::now());
+    let _ = env.write(&run.file("env.json"));
+    // Re-render so the summary carries the final status of every pass.
+    if !args.dry_run && code != exit_codes::PARSE {
+        let _ = report::render_all(&run, cfg.clone());
+    }
+    if args.dry_run {
+        eprintln!(
+            "dry run: wrote {} (config, provenance, cmd.txt); ran nothing",
+            run.path.display()
+        );
+    } else {
+        eprintln!(
+            "stage2: {} -> {}/kernels.md, stakeholder_summary.md",
+            status.state,
+            run.path.display()
+        );
+    }
+    Ok(code)
+}
+
+/// Checks that need no tool: they fail in seconds, not after an hour of profiling.
+fn preflight(cfg: &Config) -> Result<(), Error> {
+    if cfg.nsys.enable && cfg.nsys.gating_nvtx && cfg.nsys.capture_range == "nvtx" {
+        nsys::capture_expr(&cfg.nsys)?;
+    }
+    if cfg.ncu.enable {
+        ncu::check_metric_names(&cfg.ncu.metrics)?;
+    }
+    Ok(())
+}
+
+fn find_tool(
+    tool: Tool,
+    enabled: bool,
+    configured: Option<&str>,
+    dry_run: bool,
+) -> Result<Option<Found>, Error> {
+    if !enabled {
+        return Ok(None);
+    }
+    match tools::find(tool, configured) {
+        Ok(f) => {
+            tracing::info!(
+                "{} {} ({}, found via {})",
+                tool.name(),
+                f.version.as_deref().unwrap_or("?"),
+                f.path.display(),
+                f.how
+            );
+            Ok(Some(f))
+        }
+        // A dry run only writes command lines: name the tool plainly.
+        Err(_) if dry_run => Ok(Some(Found {
+            path: PathBuf::from(tool.name()),
+            how: "not found (dry run)".to_string(),
+            version: None,
+        })),
+        Err(e) => Err(e),
+    }
+}
+
+/// `ncu --query-metrics` lists the metric base names this GPU has. Where the query itself
+/// fails (no GPU visible here, say), the check is skipped with a warning.
+fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<(), Error> {
+    if metrics.is_empty() {
+        return Ok(());
+    }
+    let out = std::process::Command::new(ncu)
+        .arg("--query-metrics")
+        .output();
+    let text = match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        _ => {
+            tracing::warn!(
+                "could not list ncu metrics; metric names are not checked before the run"
+            );
+            return Ok(());
+        }
+    };
+    if !text.contains("Metric Name") {
+        tracing::warn!("unexpected `ncu --query-metrics` output; metric names are not checked");
+        return Ok(());
+    }
+    let unknown = ncu::unknown_metrics(metrics, &text);
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Config(format!(
+            "ncu.metrics: not known to ncu on this GPU: {} (see `ncu --query-metrics`)",
+            unknown.join(", ")
+        )))
+    }
+}
+
+/// The ncu plan: the NVTX include and the kernel filter from the nsys pass's top kernels.
+fn plan_ncu(cfg: &Config, run: &RunDir) -> Plan {
+    let (include, base, warning) = ncu::include_and_base(&cfg.ncu);
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
+    Plan {
+        include,
+        base,
+        filter: top_kernel_filter(cfg, run),
+    }
+}
+
+/// Top `ncu.top_n` kernels by nsys total time, as mangled names when the SQLite export has
+/// them (identical in both tools), else as function names. None: no nsys data, no filter.
+fn top_kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
+    if cfg.ncu.top_n == 0 {
+        return None;
+    }
+    let kernels = read_kernels(&run.file(report::KERN_SUM)).ok()?;
+    let top: Vec<&str> = kernels
+        .iter()
+        .take(cfg.ncu.top_n)
+        .map(|k| k.name.as_str())
+        .collect();
+    if top.is_empty() {
+        return None;
+    }
+    let mangled = NsysDb::open(&run.nsys("run.sqlite")).and_then(|db| db.mangled_names());
+    match mangled {
+        Ok(map) if top.iter().all(|n| map.contains_key(*n)) => {
+            let mut names: Vec<String> = top.iter().flat_map(|n| map[*n].clone()).collect();
+            names.dedup();
+            Some(KernelFilter::Mangled(names))
+        }
+        other => {
+            if let Err(e) = other {
+                tracing::warn!("kernel filter by function name ({e})");
+            }
+            let mut names: Vec<String> = top.iter().map(|n| crate::model::short_name(n)).collect();
+            names.sort();
+            names.dedup();
+            Some(KernelFilter::Function(names))
+        }
+    }
+}
+
+fn announce(pass: &str, dry_run: bool) {
+    if dry_run {
+        tracing::info!("{pass} pass: writing its command lines (dry run)");
+    } else {
+        tracing::info!("{pass} pass: running");
+    }
+}
+
+fn report_pass(pass: &str, st: &PassStatus) {
+    let state = serde_json::to_value(st.state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let took = st
+        .duration_s
+        .map(|d| format!(" in {d:.1} s"))
+        .unwrap_or_default();
+    match &st.reason {
+        Some(r) if st.exit_code != exit_codes::OK => {
+            tracing::error!("{pass} pass: {state}{took}: {r}")
+        }
+        Some(r) => tracing::info!("{pass} pass: {state}{took} ({r})"),
+        None => tracing::info!("{pass} pass: {state}{took}"),
+    }
+    for w in &st.warnings {
+        tracing::warn!("{pass}: {w}");
+    }
+}

@@ -1,0 +1,94 @@
+//! The two profiler passes. Each has pure argv builders (unit-tested without running
+//! anything) and a thin runner over [`crate::process`].
+
+pub mod ncu;
+pub mod nsys;
+
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::process::{self, Outcome, Spec};
+use crate::rundir::RunDir;
+use crate::status::{PassState, PassStatus};
+use crate::workload::Workload;
+use crate::{exit_codes, signals};
+
+/// What a pass needs to know about the run.
+pub struct Ctx<'a> {
+    pub cfg: &'a Config,
+    pub run: &'a RunDir,
+    pub workload: &'a Workload,
+    /// Show the children's output live.
+    pub echo: bool,
+}
+
+impl Ctx<'_> {
+    /// A child spec with the workload's environment and working directory.
+    pub fn spec(&self, program: &Path, args: Vec<String>, log: PathBuf) -> Spec {
+        let mut s = Spec::new(program, args, log);
+        s.env = self.workload.env.clone();
+        s.cwd = self.workload.cwd.clone();
+        s.echo = self.echo;
+        s
+    }
+}
+
+/// Write cmd.txt: one pasteable, shell-quoted line per command of the pass, in order.
+pub fn write_cmd_txt(path: &Path, commands: &[Vec<String>]) -> std::io::Result<()> {
+    let mut text = String::new();
+    for argv in commands {
+        text.push_str(&process::shell_line(argv));
+        text.push('\n');
+    }
+    std::fs::write(path, text)
+}
+
+/// Append one more command (a rerun, a post-processing step) to cmd.txt.
+pub fn append_cmd_txt(path: &Path, argv: &[String]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?;
+    writeln!(f, "{}", process::shell_line(argv))
+}
+
+/// Run a post-processing step (stats, export, import) quietly, its output into the pass log.
+pub fn run_step(spec: &Spec) -> Result<Outcome, String> {
+    let out =
+        process::run(spec).map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
+    if out.success() {
+        Ok(out)
+    } else {
+        Err(format!(
+            "`{}` failed ({}):\n{}",
+            process::shell_line(&spec.argv()),
+            out.describe(),
+            out.tail_lines(8)
+        ))
+    }
+}
+
+/// The status of a pass the user interrupted or that ran past its time limit.
+pub fn stopped(out: &Outcome, tool: &str) -> Option<PassStatus> {
+    if out.interrupted || signals::interrupted() {
+        return Some(PassStatus::new(
+            PassState::Interrupted,
+            exit_codes::INTERRUPTED,
+            Some(format!(
+                "interrupted: the signal was forwarded to {tool} so it could finalize its report; what it wrote is kept"
+            )),
+        ));
+    }
+    if out.timed_out {
+        return Some(PassStatus::new(
+            PassState::TimedOut,
+            exit_codes::WORKLOAD,
+            Some(format!(
+                "{tool} ran past its time limit and was stopped after {:.0} s",
+                out.duration.as_secs_f64()
+            )),
+        ));
+    }
+    None
+}

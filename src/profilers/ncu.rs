@@ -1,0 +1,325 @@
+//! Nsight Compute pass: `ncu` gated by an NVTX range and scoped to the nsys pass's top
+//! kernels, each profiled once by default; then the raw metrics imported to CSV.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{append_cmd_txt, run_step, stopped, write_cmd_txt, Ctx};
+use crate::config::Ncu;
+use crate::error::Error;
+use crate::exit_codes;
+use crate::nvtx;
+use crate::process::{self, Outcome};
+use crate::status::{PassState, PassStatus};
+
+pub const NO_KERNELS: &str = "No kernels were profiled";
+
+/// Which kernels ncu profiles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelFilter {
+    /// Exact mangled names (from the nsys SQLite): the same in both tools.
+    Mangled(Vec<String>),
+    /// Function names (no namespaces, templates or parameters), when no mangled name is known.
+    Function(Vec<String>),
+}
+
+impl KernelFilter {
+    pub fn len(&self) -> usize {
+        match self {
+            KernelFilter::Mangled(v) | KernelFilter::Function(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The NVTX include expression and the file base name it gives (`decode/` -> `decode`).
+pub fn include_and_base(cfg: &Ncu) -> (Option<String>, String, Option<String>) {
+    match cfg
+        .nvtx_include
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        Some(name) if cfg.gating_nvtx => {
+            let (expr, warning) = nvtx::ncu_include(name);
+            let base = nvtx::base_name(&expr);
+            (Some(expr), base, warning)
+        }
+        _ => (None, "all".to_string(), None),
+    }
+}
+
+/// `ncu ...` profile arguments (without the program).
+pub fn profile_args(
+    cfg: &Ncu,
+    include: Option<&str>,
+    filter: Option<&KernelFilter>,
+    out_base: &Path,
+    workload: &[String],
+) -> Vec<String> {
+    let mut a: Vec<String> = vec!["--target-processes".into(), "all".into()];
+    if let Some(expr) = include {
+        a.extend(["--nvtx".into(), "--nvtx-include".into(), expr.to_string()]);
+    }
+    let per_kernel = cfg.instances_per_kernel.max(1);
+    match filter.filter(|f| !f.is_empty()) {
+        Some(f) => {
+            let (base, names) = match f {
+                KernelFilter::Mangled(n) => ("mangled", n),
+                KernelFilter::Function(n) => ("function", n),
+            };
+            let alternatives: Vec<String> = names.iter().map(|n| escape_regex(n)).collect();
+            let regex = format!("^({})$", alternatives.join("|"));
+            a.extend(["--kernel-name-base".into(), base.into()]);
+            if per_kernel == 1 {
+                // The invocation number counts per distinct kernel: `:1` is each one's first
+                // launch in the range. Every launch would take hours of replay.
+                a.extend(["--kernel-id".into(), format!("::regex:{regex}:1")]);
+            } else {
+                a.extend([
+                    "--kernel-name".into(),
+                    format!("regex:{regex}"),
+                    "--launch-count".into(),
+                    (u64::from(per_kernel) * names.len() as u64).to_string(),
+                ]);
+            }
+        }
+        // No filter: each distinct kernel once (distinct demangled name: with the default
+        // function base, template instances would be lumped together).
+        None => a.extend([
+            "--kernel-name-base".into(),
+            "demangled".into(),
+            "--kernel-id".into(),
+            ":::1".into(),
+        ]),
+    }
+    a.extend(["--set".into(), cfg.set.clone()]);
+    if !cfg.metrics.is_empty() {
+        a.extend(["--metrics".into(), cfg.metrics.join(",")]);
+    }
+    if let Some(c) = cfg.clock_control.as_deref().filter(|c| !c.is_empty()) {
+        a.extend(["--clock-control".into(), c.to_string()]);
+    }
+    a.extend(cfg.extra_args.iter().cloned());
+    a.extend(["-o".into(), out_base.display().to_string()]);
+    a.extend(workload.iter().cloned());
+    a
+}
+
+pub fn import_args(rep: &Path) -> Vec<String> {
+    vec![
+        "--import".into(),
+        rep.display().to_string(),
+        "--csv".into(),
+        "--page".into(),
+        "raw".into(),
+    ]
+}
+
+/// Escape a kernel name for ncu's (ECMAScript) regex.
+pub fn escape_regex(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if "\\^$.|?*+()[]{}/".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Metric names as ncu knows them: `unit__counter[.rollup...]`. nvprof-era names such as
+/// `flop_count_sp` make ncu 2025 fail and kill the application, so they are refused up front.
+pub fn check_metric_names(metrics: &[String]) -> Result<(), Error> {
+    for m in metrics {
+        let ok = m.contains("__")
+            && m.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+        if !ok {
+            return Err(Error::Config(format!(
+                "ncu.metrics: `{m}` is not an Nsight Compute metric name (names look like sm__throughput.avg.pct_of_peak_sustained_elapsed; nvprof names such as flop_count_sp were replaced, see `ncu --query-metrics`)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Check metrics against `ncu --query-metrics` output: each metric's base name (before the
+/// first `.`) must be listed. Returns the unknown ones.
+pub fn unknown_metrics(metrics: &[String], query_output: &str) -> Vec<String> {
+    // Plain `--query-metrics` lists base names; the suffix mode lists `base.suffix`.
+    let known: std::collections::HashSet<&str> = query_output
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|name| name.split('.').next().unwrap_or(name))
+        .collect();
+    metrics
+        .iter()
+        .filter(|m| {
+            let base = m.split('.').next().unwrap_or(m);
+            !known.contains(base)
+        })
+        .cloned()
+        .collect()
+}
+
+/// What the profile step's outcome means.
+pub fn classify(out: &Outcome, report: bool, filtered: bool) -> PassStatus {
+    if let Some(st) = stopped(out, "ncu") {
+        return st;
+    }
+    let error_lines: Vec<&str> = out
+        .tail
+        .lines()
+        .filter(|l| l.contains("==ERROR=="))
+        .collect();
+    if out.tail.contains(NO_KERNELS) && !report {
+        let warning = out
+            .tail
+            .lines()
+            .find(|l| l.contains(NO_KERNELS))
+            .unwrap_or(NO_KERNELS)
+            .trim();
+        return PassStatus::new(
+            PassState::NoData,
+            exit_codes::NO_DATA,
+            Some(format!(
+                "ncu profiled nothing{}: \"{warning}\". Check ncu.nvtx_include against the ranges in nsys/summary_nvtx_sum.csv (push/pop ranges match only as NAME/)",
+                if filtered { " (even without the kernel filter)" } else { "" }
+            )),
+        );
+    }
+    match (report, out.code) {
+        (true, Some(0)) => PassStatus::new(PassState::Ok, exit_codes::OK, None),
+        (true, _) => PassStatus::new(
+            PassState::Failed,
+            exit_codes::WORKLOAD,
+            Some(format!(
+                "the workload under ncu ended with {}; the report was kept and imported. Last output:\n{}",
+                out.describe(),
+                out.tail_lines(8)
+            )),
+        ),
+        (false, _) if !error_lines.is_empty() => PassStatus::new(
+            PassState::Failed,
+            if error_lines.iter().any(|l| l.contains("ERR_NVGPUCTRPERM")) {
+                exit_codes::TOOL
+            } else {
+                exit_codes::WORKLOAD
+            },
+            Some(format!("ncu failed ({}): {}", out.describe(), error_lines.join(" | "))),
+        ),
+        (false, Some(0)) => PassStatus::new(
+            PassState::NoData,
+            exit_codes::NO_DATA,
+            Some("ncu exited 0 but wrote no report; see ncu/ncu.log".to_string()),
+        ),
+        (false, _) => PassStatus::new(
+            PassState::Failed,
+            exit_codes::WORKLOAD,
+            Some(format!(
+                "ncu or the workload failed ({}) and no report was written. Last output:\n{}",
+                out.describe(),
+                out.tail_lines(10)
+            )),
+        ),
+    }
+}
+
+pub struct Plan {
+    pub include: Option<String>,
+    pub base: String,
+    pub filter: Option<KernelFilter>,
+}
+
+impl Plan {
+    pub fn report(&self, ctx: &Ctx) -> PathBuf {
+        ctx.run.ncu(&format!("{}.ncu-rep", self.base))
+    }
+    pub fn raw_csv(&self, ctx: &Ctx) -> PathBuf {
+        ctx.run.ncu(&format!("{}_raw.csv", self.base))
+    }
+}
+
+/// Run the whole pass.
+pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStatus, Error> {
+    let out_base = ctx.run.ncu(&plan.base);
+    let rep = plan.report(ctx);
+    let prog = ncu.display().to_string();
+    let with_prog = |a: Vec<String>| std::iter::once(prog.clone()).chain(a).collect::<Vec<_>>();
+    let args = |filter: Option<&KernelFilter>| {
+        profile_args(
+            &ctx.cfg.ncu,
+            plan.include.as_deref(),
+            filter,
+            &out_base,
+            &ctx.workload.argv,
+        )
+    };
+    let cmd_txt = ctx.run.ncu("cmd.txt");
+    write_cmd_txt(
+        &cmd_txt,
+        &[
+            with_prog(args(plan.filter.as_ref())),
+            with_prog(import_args(&rep)),
+            with_prog(vec!["--list-sections".into()]),
+        ],
+    )
+    .map_err(|e| Error::Usage(format!("cannot write {}: {e}", cmd_txt.display())))?;
+    if dry_run {
+        return Ok(PassStatus::new(PassState::Planned, exit_codes::OK, None));
+    }
+    let log = ctx.run.ncu("ncu.log");
+    let profile = |filter: Option<&KernelFilter>| -> Result<Outcome, Error> {
+        let mut spec = ctx.spec(ncu, args(filter), log.clone());
+        spec.timeout = ctx.cfg.ncu_timeout();
+        process::run(&spec).map_err(|e| Error::Tool(format!("cannot start {}: {e}", ncu.display())))
+    };
+    let mut out = profile(plan.filter.as_ref())?;
+    let mut duration = out.duration;
+    let mut warnings = Vec::new();
+    let filtered = plan.filter.as_ref().is_some_and(|f| !f.is_empty());
+    if filtered
+        && out.tail.contains(NO_KERNELS)
+        && !process::nonempty(&rep)
+        && stopped(&out, "ncu").is_none()
+    {
+        let why = "ncu profiled no kernel with the top-kernel filter; profiling again without it";
+        tracing::warn!("{why}");
+        warnings.push(why.to_string());
+        let _ = append_cmd_txt(&cmd_txt, &with_prog(args(None)));
+        out = profile(None)?;
+        duration += out.duration;
+    }
+    let have_report = process::nonempty(&rep);
+    let mut st = classify(&out, have_report, filtered);
+    st.duration_s = Some(duration.as_secs_f64());
+    st.warnings.extend(warnings);
+    if have_report {
+        let step = |args: Vec<String>, stdout: PathBuf| {
+            let mut s = ctx.spec(ncu, args, log.clone());
+            s.echo = false;
+            s.stdout_file = Some(stdout);
+            s.timeout = Some(Duration::from_secs(3600));
+            run_step(&s)
+        };
+        if let Err(why) = step(import_args(&rep), plan.raw_csv(ctx)) {
+            if st.state == PassState::Ok {
+                st.state = PassState::Failed;
+                st.exit_code = exit_codes::TOOL;
+                st.reason = Some(why);
+            } else {
+                st.warnings.push(why);
+            }
+        }
+        if let Err(why) = step(vec!["--list-sections".into()], ctx.run.ncu("sections.txt")) {
+            st.warnings.push(why);
+        }
+    }
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,156 @@
+use super::*;
+use crate::config::{resolve, Sources};
+
+fn cfg(overrides: &[&str]) -> Ncu {
+    resolve(&Sources {
+        embedded_only: true,
+        overrides: overrides.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    })
+    .unwrap()
+    .config
+    .ncu
+}
+
+fn wl() -> Vec<String> {
+    vec!["python3".into(), "w.py".into()]
+}
+
+#[test]
+fn default_plan_profiles_the_decode_push_pop_range() {
+    let c = cfg(&[]);
+    let (inc, base, warn) = include_and_base(&c);
+    assert_eq!(
+        (inc.as_deref(), base.as_str(), warn),
+        (Some("decode/"), "decode", None)
+    );
+    let a = profile_args(&c, inc.as_deref(), None, Path::new("/m/ncu/decode"), &wl());
+    let line = a.join(" ");
+    assert!(
+        line.starts_with("--target-processes all --nvtx --nvtx-include decode/ "),
+        "{line}"
+    );
+    assert!(
+        line.contains("--kernel-name-base demangled --kernel-id :::1"),
+        "{line}"
+    );
+    assert!(
+        line.contains("--set roofline --metrics gpu__time_duration.sum,"),
+        "{line}"
+    );
+    assert!(line.ends_with("-o /m/ncu/decode python3 w.py"), "{line}");
+    assert!(!line.contains("--clock-control"));
+}
+
+#[test]
+fn mangled_filter_profiles_each_kernel_once() {
+    let f = KernelFilter::Mangled(vec![
+        "_ZN2at6native13reduce_kernel".into(),
+        "nvjet_sm90".into(),
+    ]);
+    let a = profile_args(
+        &cfg(&["ncu.clock_control=none"]),
+        Some("decode/"),
+        Some(&f),
+        Path::new("/o"),
+        &wl(),
+    );
+    let line = a.join(" ");
+    assert!(line.contains("--kernel-name-base mangled --kernel-id ::regex:^(_ZN2at6native13reduce_kernel|nvjet_sm90)$:1"), "{line}");
+    assert!(line.contains("--clock-control none"));
+    let a = profile_args(
+        &cfg(&["ncu.instances_per_kernel=3"]),
+        None,
+        Some(&f),
+        Path::new("/o"),
+        &wl(),
+    );
+    let line = a.join(" ");
+    assert!(
+        line.contains("--kernel-name regex:^(") && line.contains("--launch-count 6"),
+        "{line}"
+    );
+    assert!(!line.contains("--nvtx"));
+}
+
+#[test]
+fn regex_escaping_covers_metacharacters() {
+    assert_eq!(escape_regex("a.b(c)|d*"), r"a\.b\(c\)\|d\*");
+    assert_eq!(escape_regex("Kernel2<x>"), "Kernel2<x>");
+}
+
+#[test]
+fn star_names_are_turned_into_push_pop_with_a_warning() {
+    let (inc, base, warn) = include_and_base(&cfg(&["ncu.nvtx_include=decode*"]));
+    assert_eq!((inc.as_deref(), base.as_str()), (Some("decode/"), "decode"));
+    assert!(warn.is_some());
+    let (inc, base, _) = include_and_base(&cfg(&["ncu.gating_nvtx=false"]));
+    assert_eq!((inc, base.as_str()), (None, "all"));
+}
+
+#[test]
+fn nvprof_metric_names_are_refused() {
+    let bad = vec!["flop_count_hp".to_string()];
+    let err = check_metric_names(&bad).unwrap_err();
+    assert_eq!(err.exit_code(), exit_codes::USAGE);
+    assert!(err.to_string().contains("flop_count_hp"));
+    check_metric_names(&cfg(&[]).metrics).unwrap();
+}
+
+#[test]
+fn metrics_are_checked_against_query_output() {
+    let q = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/ncu/query_metrics_suffix_head.txt"
+    ))
+    .unwrap();
+    let m = vec![
+        "gpu__time_duration.sum".to_string(),
+        "sm__nonsense.sum".to_string(),
+    ];
+    assert_eq!(
+        unknown_metrics(&m, &q),
+        vec!["sm__nonsense.sum".to_string()]
+    );
+}
+
+fn outcome(code: i32, tail: &str) -> Outcome {
+    Outcome {
+        code: Some(code),
+        signal: None,
+        duration: std::time::Duration::from_secs(1),
+        tail: tail.into(),
+        interrupted: false,
+        timed_out: false,
+    }
+}
+
+#[test]
+fn classify_outcomes() {
+    let st = classify(&outcome(0, "==WARNING== No kernels were profiled. Note that specified NVTX include expressions match only start/end ranges.\n"), false, true);
+    assert_eq!(st.state, PassState::NoData);
+    assert!(st.reason.unwrap().contains("match only start/end ranges"));
+    assert_eq!(classify(&outcome(0, ""), true, false).state, PassState::Ok);
+    let st = classify(
+        &outcome(
+            9,
+            "==ERROR== Failed to find metric regex:^flop_count_hp\\.(sum)$\n",
+        ),
+        false,
+        false,
+    );
+    assert_eq!(
+        (st.state, st.exit_code),
+        (PassState::Failed, exit_codes::WORKLOAD)
+    );
+    assert!(st.reason.unwrap().contains("Failed to find metric"));
+    let st = classify(
+        &outcome(
+            1,
+            "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n",
+        ),
+        false,
+        false,
+    );
+    assert_eq!(st.exit_code, exit_codes::TOOL);
+}

@@ -1,0 +1,230 @@
+//! Nsight Systems pass: `nsys profile` gated by an NVTX range, then `nsys stats` (CSV) and
+//! `nsys export` (SQLite).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{append_cmd_txt, run_step, stopped, write_cmd_txt, Ctx};
+use crate::config::Nsys;
+use crate::error::Error;
+use crate::exit_codes;
+use crate::process::{self, Outcome};
+use crate::status::{PassState, PassStatus};
+
+/// The reports `nsys stats` writes as `summary_<report>.csv`.
+pub const STATS_REPORTS: &[&str] = &["cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum"];
+pub const NO_REPORTS: &str = "No reports were generated";
+
+/// `nsys profile ...` arguments (without the program). Fails, before anything runs, when
+/// NVTX gating is asked for without a range name.
+pub fn profile_args(
+    cfg: &Nsys,
+    out_base: &Path,
+    workload: &[String],
+) -> Result<Vec<String>, Error> {
+    let mut a = vec![
+        "profile".to_string(),
+        format!("--trace={}", cfg.trace),
+        format!("--sample={}", cfg.sample),
+    ];
+    if cfg.gating_nvtx && cfg.capture_range != "none" {
+        a.push(format!("--capture-range={}", cfg.capture_range));
+        if cfg.capture_range == "nvtx" {
+            let expr = capture_expr(cfg)?;
+            a.push(format!("--nvtx-capture={expr}"));
+            // Without this nsys matches only registered NVTX strings, and torch's ranges are
+            // not registered: the capture would never start.
+            a.push("--env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0".to_string());
+        }
+        if let Some(end) = cfg.capture_range_end.as_deref().filter(|e| !e.is_empty()) {
+            a.push(format!("--capture-range-end={end}"));
+        }
+    }
+    if let Some(d) = cfg.nvtx_domain_include.as_deref().filter(|d| !d.is_empty()) {
+        a.push(format!("--nvtx-domain-include={d}"));
+    }
+    if let Some(d) = cfg.nvtx_domain_exclude.as_deref().filter(|d| !d.is_empty()) {
+        a.push(format!("--nvtx-domain-exclude={d}"));
+    }
+    a.extend(cfg.extra_args.iter().cloned());
+    a.push("-o".to_string());
+    a.push(out_base.display().to_string());
+    a.extend(workload.iter().cloned());
+    Ok(a)
+}
+
+/// The `--nvtx-capture` expression: the user's range name, e.g. `prefill` or `prefill@dom`.
+pub fn capture_expr(cfg: &Nsys) -> Result<String, Error> {
+    match cfg.nvtx_capture.as_deref().map(str::trim) {
+        Some(e) if !e.is_empty() => Ok(e.to_string()),
+        _ => Err(Error::Config(
+            "nsys.capture_range=nvtx needs a range name: set nsys.nvtx_capture (or --nvtx-capture NAME), or nsys.gating_nvtx=false to capture the whole run".to_string(),
+        )),
+    }
+}
+
+pub fn stats_args(rep: &Path, out_base: &Path) -> Vec<String> {
+    let mut a = vec!["stats".to_string()];
+    for r in STATS_REPORTS {
+        a.push("--report".to_string());
+        a.push(r.to_string());
+    }
+    a.extend(
+        [
+            "--format",
+            "csv",
+            "--force-export=true",
+            "-o",
+            &out_base.display().to_string(),
+            &rep.display().to_string(),
+        ]
+        .map(str::to_string),
+    );
+    a
+}
+
+pub fn export_args(rep: &Path, sqlite: &Path) -> Vec<String> {
+    [
+        "export",
+        "--type",
+        "sqlite",
+        "--force-overwrite=true",
+        "-o",
+        &sqlite.display().to_string(),
+        &rep.display().to_string(),
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
+/// The report nsys left: `.nsys-rep`, or `.qdrep` from older versions.
+pub fn find_report(base: &Path) -> Option<PathBuf> {
+    ["nsys-rep", "qdrep"]
+        .iter()
+        .map(|ext| base.with_extension(ext))
+        .find(|p| process::nonempty(p))
+}
+
+/// What the profile step's outcome means. Pure, so each case is unit-tested.
+pub fn classify(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys) -> PassStatus {
+    if let Some(st) = stopped(out, "nsys") {
+        return st;
+    }
+    let expr = cfg.nvtx_capture.clone().unwrap_or_default();
+    if out.tail.contains(NO_REPORTS) {
+        return PassStatus::new(
+            PassState::NoData,
+            exit_codes::NO_DATA,
+            Some(format!(
+                "nsys: \"{NO_REPORTS}\": the capture range `--nvtx-capture={expr}` never opened. Check the NVTX range names the workload emits (a typo, or a domain: NAME@DOMAIN), or run with nsys.gating_nvtx=false to capture everything"
+            )),
+        );
+    }
+    match (report, out.code) {
+        (Some(_), Some(0)) => PassStatus::new(PassState::Ok, exit_codes::OK, None),
+        (Some(_), Some(143)) if cfg.capture_range_end.is_none() => {
+            let mut st = PassStatus::new(PassState::Ok, exit_codes::OK, None);
+            st.warnings.push(format!(
+                "nsys ended the application when the capture range `{expr}` closed (nsys's default --capture-range-end=stop-shutdown; exit 143). Set nsys.capture_range_end=stop to let it run to its end"
+            ));
+            st
+        }
+        (Some(_), _) => PassStatus::new(
+            PassState::Failed,
+            exit_codes::WORKLOAD,
+            Some(format!(
+                "the workload under nsys ended with {}; its report was kept and processed. Last output:\n{}",
+                out.describe(),
+                out.tail_lines(10)
+            )),
+        ),
+        (None, _) if qdstrm => PassStatus::new(
+            PassState::Failed,
+            exit_codes::TOOL,
+            Some("nsys wrote only a .qdstrm and no .nsys-rep: its importer (QdstrmImporter) is missing or cannot load a library. Run `stage2 doctor`, or use a complete Nsight Systems install (tools.nsys)".to_string()),
+        ),
+        (None, Some(0)) => PassStatus::new(
+            PassState::NoData,
+            exit_codes::NO_DATA,
+            Some("nsys exited 0 but wrote no report; see nsys/nsys.log".to_string()),
+        ),
+        (None, _) => PassStatus::new(
+            PassState::Failed,
+            exit_codes::WORKLOAD,
+            Some(format!(
+                "nsys or the workload failed ({}) and no report was written. Last output:\n{}",
+                out.describe(),
+                out.tail_lines(10)
+            )),
+        ),
+    }
+}
+
+/// Run the whole pass; write cmd.txt first so even a failed pass leaves its command line.
+pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
+    let base = ctx.run.nsys("run");
+    let rep = base.with_extension("nsys-rep");
+    let sqlite = ctx.run.nsys("run.sqlite");
+    let summary = ctx.run.nsys("summary");
+    let argv = profile_args(&ctx.cfg.nsys, &base, &ctx.workload.argv)?;
+    let prog = nsys.display().to_string();
+    let with_prog = |a: Vec<String>| std::iter::once(prog.clone()).chain(a).collect::<Vec<_>>();
+    let cmd_txt = ctx.run.nsys("cmd.txt");
+    write_cmd_txt(
+        &cmd_txt,
+        &[
+            with_prog(argv.clone()),
+            with_prog(stats_args(&rep, &summary)),
+            with_prog(export_args(&rep, &sqlite)),
+        ],
+    )
+    .map_err(|e| Error::Usage(format!("cannot write {}: {e}", cmd_txt.display())))?;
+    if dry_run {
+        return Ok(PassStatus::new(PassState::Planned, exit_codes::OK, None));
+    }
+    let log = ctx.run.nsys("nsys.log");
+    let mut spec = ctx.spec(nsys, argv, log.clone());
+    spec.timeout = ctx.cfg.nsys_timeout();
+    let out = process::run(&spec)
+        .map_err(|e| Error::Tool(format!("cannot start {}: {e}", nsys.display())))?;
+    let report = find_report(&base);
+    let qdstrm = base.with_extension("qdstrm").exists();
+    let mut st = classify(&out, report.as_deref(), qdstrm, &ctx.cfg.nsys);
+    st.duration_s = Some(out.duration.as_secs_f64());
+    let Some(report) = report else {
+        return Ok(st);
+    };
+    if report != rep {
+        // Legacy .qdrep: the post-processing lines in cmd.txt must name the file that exists.
+        let _ = append_cmd_txt(&cmd_txt, &with_prog(stats_args(&report, &summary)));
+    }
+    // A report is processed even when the workload failed or the user interrupted: that is
+    // data the user already paid for.
+    let quiet = |args: Vec<String>| {
+        let mut s = ctx.spec(nsys, args, log.clone());
+        s.echo = false;
+        s.timeout = Some(Duration::from_secs(3600));
+        run_step(&s)
+    };
+    let post =
+        quiet(stats_args(&report, &summary)).and_then(|_| quiet(export_args(&report, &sqlite)));
+    if let Err(why) = post {
+        if st.state == PassState::Ok {
+            st = PassStatus::new(PassState::Failed, exit_codes::TOOL, Some(why));
+            st.duration_s = Some(out.duration.as_secs_f64());
+        } else {
+            st.warnings.push(why);
+        }
+    } else if st.state == PassState::Ok && !ctx.run.nsys("summary_cuda_gpu_kern_sum.csv").exists() {
+        st = PassStatus::new(
+            PassState::NoData,
+            exit_codes::NO_DATA,
+            Some("the captured range holds no CUDA kernels (nsys stats wrote no cuda_gpu_kern_sum); is the range around GPU work?".to_string()),
+        );
+        st.duration_s = Some(out.duration.as_secs_f64());
+    }
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests;

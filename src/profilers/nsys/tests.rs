@@ -1,0 +1,160 @@
+use super::*;
+use crate::config::{resolve, Sources};
+use std::time::Duration;
+
+fn cfg(overrides: &[&str]) -> Nsys {
+    resolve(&Sources {
+        embedded_only: true,
+        overrides: overrides.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    })
+    .unwrap()
+    .config
+    .nsys
+}
+
+fn args(overrides: &[&str]) -> Vec<String> {
+    profile_args(
+        &cfg(overrides),
+        Path::new("/m/nsys/run"),
+        &["python3".into(), "w.py".into()],
+    )
+    .unwrap()
+}
+
+#[test]
+fn default_profile_is_gated_on_prefill() {
+    assert_eq!(
+        args(&[]),
+        [
+            "profile",
+            "--trace=cuda,nvtx,osrt",
+            "--sample=none",
+            "--capture-range=nvtx",
+            "--nvtx-capture=prefill",
+            "--env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0",
+            "-o",
+            "/m/nsys/run",
+            "python3",
+            "w.py"
+        ]
+    );
+}
+
+#[test]
+fn capture_range_end_only_when_set() {
+    assert!(!args(&[])
+        .iter()
+        .any(|a| a.starts_with("--capture-range-end")));
+    assert!(
+        args(&["nsys.capture_range_end=stop"]).contains(&"--capture-range-end=stop".to_string())
+    );
+}
+
+#[test]
+fn gating_off_passes_no_capture_flags() {
+    let a = args(&["nsys.gating_nvtx=false", "nsys.capture_range_end=stop"]);
+    assert!(
+        !a.iter()
+            .any(|x| x.starts_with("--capture-range") || x.starts_with("--nvtx-capture")),
+        "{a:?}"
+    );
+}
+
+#[test]
+fn domains_and_extra_args_when_set() {
+    let a = args(&[
+        "nsys.nvtx_domain_include=llm",
+        "nsys.nvtx_domain_exclude=noise",
+        "nsys.extra_args=[--cuda-graph-trace=node]",
+    ]);
+    assert!(a.contains(&"--nvtx-domain-include=llm".to_string()));
+    assert!(a.contains(&"--nvtx-domain-exclude=noise".to_string()));
+    let i = a
+        .iter()
+        .position(|x| x == "--cuda-graph-trace=node")
+        .unwrap();
+    assert!(i < a.iter().position(|x| x == "-o").unwrap());
+}
+
+#[test]
+fn nvtx_capture_without_a_name_is_a_config_error() {
+    for o in [&["nsys.nvtx_capture="][..], &["nsys.nvtx_capture=null"][..]] {
+        let err = profile_args(&cfg(o), Path::new("/x"), &[]).unwrap_err();
+        assert_eq!(err.exit_code(), exit_codes::USAGE);
+        assert!(err.to_string().contains("nsys.nvtx_capture"), "{err}");
+    }
+}
+
+#[test]
+fn stats_and_export_force_overwrites() {
+    let s = stats_args(Path::new("/m/run.nsys-rep"), Path::new("/m/summary"));
+    assert!(s.contains(&"--force-export=true".to_string()));
+    assert_eq!(s.iter().filter(|x| *x == "--report").count(), 3);
+    let e = export_args(Path::new("/m/run.nsys-rep"), Path::new("/m/run.sqlite"));
+    assert!(e.contains(&"--force-overwrite=true".to_string()));
+}
+
+fn outcome(code: i32, log: &str) -> Outcome {
+    Outcome {
+        code: Some(code),
+        signal: None,
+        duration: Duration::from_secs(1),
+        tail: log.to_string(),
+        interrupted: false,
+        timed_out: false,
+    }
+}
+
+fn data(p: &str) -> String {
+    std::fs::read_to_string(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(p),
+    )
+    .unwrap()
+}
+
+#[test]
+fn classify_real_outcomes() {
+    let c = cfg(&[]);
+    let rep = Path::new("/m/run.nsys-rep");
+    let st = classify(&outcome(0, &data("logs/nsys_wrong.log")), None, false, &c);
+    assert_eq!(st.state, PassState::NoData);
+    assert!(st.reason.unwrap().contains("--nvtx-capture=prefill"));
+    let st = classify(
+        &outcome(143, &data("logs/nsys_empty.log")),
+        Some(rep),
+        false,
+        &c,
+    );
+    assert_eq!(st.state, PassState::Ok);
+    assert!(st.warnings[0].contains("capture_range_end=stop"));
+    let st = classify(
+        &outcome(143, ""),
+        Some(rep),
+        false,
+        &cfg(&["nsys.capture_range_end=stop"]),
+    );
+    assert_eq!(
+        (st.state, st.exit_code),
+        (PassState::Failed, exit_codes::WORKLOAD)
+    );
+    assert_eq!(
+        classify(
+            &outcome(0, &data("logs/nsys_profile.log")),
+            Some(rep),
+            false,
+            &c
+        )
+        .state,
+        PassState::Ok
+    );
+    let st = classify(&outcome(0, ""), None, true, &c);
+    assert_eq!(
+        (st.state, st.exit_code),
+        (PassState::Failed, exit_codes::TOOL)
+    );
+    let st = classify(&outcome(1, "Traceback"), None, false, &c);
+    assert_eq!(st.exit_code, exit_codes::WORKLOAD);
+}

@@ -1,0 +1,256 @@
+//! Provenance: env.json (who, where, with what) and inputs.yaml (what was run on what). Never
+//! secrets: secret-looking variables are redacted and credentials are cut out of URLs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::tools::Found;
+use crate::workload::Workload;
+
+/// Environment variables recorded in env.json: what decides how CUDA, NVTX, the profilers and
+/// the usual LLM stacks behave.
+const ENV_PREFIXES: &[&str] = &[
+    "CUDA_",
+    "NVIDIA_",
+    "NV_",
+    "NVTX",
+    "NSYS_",
+    "NCU_",
+    "STAGE2_",
+    "TORCH",
+    "PYTORCH_",
+    "NCCL_",
+    "HF_",
+    "TRANSFORMERS_",
+    "VLLM_",
+    "TRITON_",
+    "OMP_",
+    "SLURM_",
+    "LD_LIBRARY_PATH",
+    "PATH",
+    "PYTHONPATH",
+    "CONDA_PREFIX",
+    "VIRTUAL_ENV",
+    "PIXI_",
+];
+const SECRET_MARKERS: &[&str] = &["TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL"];
+pub const REDACTED: &str = "<redacted>";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Gpu {
+    pub name: String,
+    pub driver: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Env {
+    pub stage2_version: String,
+    pub argv: Vec<String>,
+    pub host: String,
+    pub os: String,
+    pub gpus: Vec<Gpu>,
+    pub cuda_version: Option<String>,
+    pub tools: BTreeMap<String, Option<Found>>,
+    pub git_commit: Option<String>,
+    pub git_remote: Option<String>,
+    pub cwd: String,
+    pub started: String,
+    pub finished: Option<String>,
+    pub env: BTreeMap<String, String>,
+}
+
+impl Env {
+    pub fn collect(argv: &[String], tools: BTreeMap<String, Option<Found>>) -> Env {
+        let uts = nix::sys::utsname::uname().ok();
+        let (gpus, cuda_version) = nvidia_smi();
+        Env {
+            stage2_version: env!("CARGO_PKG_VERSION").to_string(),
+            argv: argv.iter().map(|a| redact_url(a)).collect(),
+            host: nix::unistd::gethostname()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            os: uts
+                .map(|u| {
+                    format!(
+                        "{} {} {}",
+                        u.sysname().to_string_lossy(),
+                        u.release().to_string_lossy(),
+                        u.machine().to_string_lossy()
+                    )
+                })
+                .unwrap_or_default(),
+            gpus,
+            cuda_version,
+            tools,
+            git_commit: git(&["rev-parse", "HEAD"]),
+            git_remote: git(&["remote", "get-url", "origin"]).map(|u| redact_url(&u)),
+            cwd: std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            started: crate::status::now(),
+            finished: None,
+            env: relevant_env(std::env::vars()),
+        }
+    }
+
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        crate::status::write_atomic(path, text.as_bytes())
+    }
+}
+
+/// The variables worth recording, secrets redacted.
+pub fn relevant_env(vars: impl Iterator<Item = (String, String)>) -> BTreeMap<String, String> {
+    vars.filter(|(k, _)| ENV_PREFIXES.iter().any(|p| k.starts_with(p)) || is_secret(k))
+        .map(|(k, v)| {
+            let v = if is_secret(&k) {
+                REDACTED.to_string()
+            } else {
+                redact_url(&v)
+            };
+            (k, v)
+        })
+        .collect()
+}
+
+pub fn is_secret(name: &str) -> bool {
+    let up = name.to_ascii_uppercase();
+    SECRET_MARKERS.iter().any(|m| up.contains(m))
+}
+
+/// `https://user:pass@host/x` -> `https://<redacted>@host/x`, anywhere in the text.
+pub fn redact_url(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| c == '/' || c.is_whitespace())
+            .unwrap_or(tail.len());
+        match tail[..end].rfind('@') {
+            Some(at) => {
+                out.push_str(REDACTED);
+                out.push_str(&tail[at..end]);
+            }
+            None => out.push_str(&tail[..end]),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git").args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// GPUs and driver from `nvidia-smi`, and the CUDA version from its banner; empty without it.
+fn nvidia_smi() -> (Vec<Gpu>, Option<String>) {
+    let q = Command::new("nvidia-smi")
+        .args(["--query-gpu=name,driver_version", "--format=csv,noheader"])
+        .output();
+    let gpus = q
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter_map(|l| {
+                    let (n, d) = l.split_once(',')?;
+                    Some(Gpu {
+                        name: n.trim().to_string(),
+                        driver: d.trim().to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let cuda = Command::new("nvidia-smi").output().ok().and_then(|o| {
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let i = text.find("CUDA Version:")?;
+        text[i + "CUDA Version:".len()..]
+            .split_whitespace()
+            .next()
+            .map(str::to_string)
+    });
+    (gpus, cuda)
+}
+
+/// inputs.yaml: the workload and the manifest the user named.
+#[derive(Debug, Serialize)]
+pub struct Inputs {
+    pub workload_argv: Vec<String>,
+    pub working_dir: String,
+    pub hydra: bool,
+    pub manifest_path: Option<String>,
+    pub manifest: Option<serde_yaml::Value>,
+}
+
+impl Inputs {
+    pub fn new(w: &Workload, manifest: Option<&str>) -> Result<Inputs, crate::error::Error> {
+        let content = manifest
+            .map(|p| {
+                std::fs::read_to_string(p).map_err(|e| {
+                    crate::error::Error::Config(format!("inputs.manifest={p}: cannot read: {e}"))
+                })
+            })
+            .transpose()?;
+        let manifest_value = content.map(|text| {
+            serde_yaml::from_str::<serde_yaml::Value>(&text)
+                .unwrap_or(serde_yaml::Value::String(text))
+        });
+        let cwd = w
+            .cwd
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        Ok(Inputs {
+            workload_argv: w.argv.iter().map(|a| redact_url(a)).collect(),
+            working_dir: cwd,
+            hydra: w.hydra,
+            manifest_path: manifest.map(str::to_string),
+            manifest: manifest_value,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted_and_urls_lose_credentials() {
+        let vars = vec![
+            ("HF_TOKEN".to_string(), "hf_abc".to_string()),
+            ("MY_API_KEY".to_string(), "k".to_string()),
+            ("CUDA_VISIBLE_DEVICES".to_string(), "0".to_string()),
+            ("HOME".to_string(), "/root".to_string()),
+            ("PIXI_URL".to_string(), "https://u:p@host/x".to_string()),
+        ];
+        let env = relevant_env(vars.into_iter());
+        assert_eq!(env["HF_TOKEN"], REDACTED);
+        assert_eq!(env["MY_API_KEY"], REDACTED);
+        assert_eq!(env["CUDA_VISIBLE_DEVICES"], "0");
+        assert!(!env.contains_key("HOME"));
+        assert_eq!(env["PIXI_URL"], "https://<redacted>@host/x");
+    }
+
+    #[test]
+    fn url_redaction_keeps_plain_urls() {
+        assert_eq!(redact_url("git@github.com:a/b"), "git@github.com:a/b");
+        assert_eq!(redact_url("https://host/a@b"), "https://host/a@b");
+        assert_eq!(
+            redact_url("x https://tok@h.com/p and http://a:b@c"),
+            "x https://<redacted>@h.com/p and http://<redacted>@c"
+        );
+    }
+}

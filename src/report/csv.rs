@@ -1,0 +1,49 @@
+//! kernels.csv: every kernel, one row each; empty cell when a value is unknown.
+
+use crate::model::{Bound, KernelRecord};
+
+pub const HEADER: &[&str] = &[
+    "rank",
+    "name",
+    "short_name",
+    "instances",
+    "total_time_ns",
+    "avg_time_ns",
+    "gpu_time_pct",
+    "sm_throughput_pct",
+    "dram_throughput_pct",
+    "bound",
+    "ncu_instances",
+    "grid",
+    "block",
+    "time_source",
+];
+
+pub fn kernels_csv(records: &[KernelRecord]) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let num = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
+    let _ = w.write_record(HEADER);
+    for r in records {
+        let _ = w.write_record([
+            r.rank.to_string(),
+            r.name.clone(),
+            r.short_name(),
+            r.instances.to_string(),
+            format!("{:.0}", r.total_time_ns),
+            format!("{:.1}", r.avg_time_ns),
+            num(r.gpu_time_pct),
+            num(r.sm_throughput_pct),
+            num(r.dram_throughput_pct),
+            r.bound.map(Bound::label).unwrap_or("").to_string(),
+            r.ncu_instances.to_string(),
+            r.grid.clone().unwrap_or_default(),
+            r.block.clone().unwrap_or_default(),
+            match r.time_source {
+                crate::model::TimeSource::Nsys => "nsys",
+                crate::model::TimeSource::Ncu => "ncu",
+            }
+            .to_string(),
+        ]);
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}

@@ -1,0 +1,143 @@
+//! summary.json: the run's figures for machines, with a schema version.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Artifacts, API_SUM, KERN_SUM, NVTX_SUM};
+use crate::model::{Bound, TimeSource};
+use crate::status::PassStatus;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub stage2_version: String,
+    pub gpu: Option<String>,
+    pub nsys_capture: Option<String>,
+    pub ncu_include: Option<String>,
+    pub passes: BTreeMap<String, PassStatus>,
+    pub totals: Totals,
+    pub ranges: Vec<Range>,
+    pub kernels: Vec<Kernel>,
+    /// Which file each group of figures came from, relative to the run directory.
+    pub sources: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Totals {
+    pub kernel_time_ns: f64,
+    pub kernel_launches: u64,
+    pub distinct_kernels: usize,
+    pub ncu_kernels_measured: usize,
+    pub ncu_coverage_pct: Option<f64>,
+    pub capture_range_wall_ns: Option<f64>,
+    pub gpu_busy_pct: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Range {
+    pub name: String,
+    pub style: Option<String>,
+    pub instances: u64,
+    pub total_ns: f64,
+    pub avg_ns: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Kernel {
+    pub rank: usize,
+    pub name: String,
+    pub short_name: String,
+    pub instances: u64,
+    pub total_time_ns: f64,
+    pub avg_time_ns: f64,
+    pub gpu_time_pct: Option<f64>,
+    pub sm_throughput_pct: Option<f64>,
+    pub dram_throughput_pct: Option<f64>,
+    pub bound: Option<Bound>,
+    pub ncu_instances: u64,
+    pub time_source: TimeSource,
+}
+
+pub fn summary(a: &Artifacts) -> Summary {
+    let (total, launches) = a.kernel_totals();
+    let wall = a.capture_range().map(|r| r.total_ns);
+    let mut sources = BTreeMap::new();
+    if a.kernels_nsys.is_some() {
+        sources.insert("kernels".into(), KERN_SUM.into());
+    }
+    if a.ranges.is_some() {
+        sources.insert("ranges".into(), NVTX_SUM.into());
+    }
+    if a.api.is_some() {
+        sources.insert("api".into(), API_SUM.into());
+    }
+    if let Some(p) = &a.ncu_csv {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        sources.insert("ncu_metrics".into(), format!("ncu/{name}"));
+    }
+    Summary {
+        schema_version: SCHEMA_VERSION,
+        run_id: a.run_id.clone(),
+        stage2_version: env!("CARGO_PKG_VERSION").to_string(),
+        gpu: a.env_str(&["gpus", "0", "name"]),
+        nsys_capture: a
+            .config
+            .nsys
+            .nvtx_capture
+            .clone()
+            .filter(|_| a.config.nsys.gating_nvtx),
+        ncu_include: crate::profilers::ncu::include_and_base(&a.config.ncu).0,
+        passes: a
+            .status
+            .as_ref()
+            .map(|s| s.passes.clone())
+            .unwrap_or_default(),
+        totals: Totals {
+            kernel_time_ns: total,
+            kernel_launches: launches,
+            distinct_kernels: a.records.len(),
+            ncu_kernels_measured: a.records.iter().filter(|r| r.ncu_instances > 0).count(),
+            ncu_coverage_pct: a.ncu_coverage_pct(),
+            capture_range_wall_ns: wall,
+            gpu_busy_pct: wall.filter(|w| *w > 0.0).map(|w| 100.0 * total / w),
+        },
+        ranges: a
+            .ranges
+            .iter()
+            .flatten()
+            .map(|r| Range {
+                name: r.name().to_string(),
+                style: r.style.clone(),
+                instances: r.instances,
+                total_ns: r.total_ns,
+                avg_ns: r.avg_ns,
+            })
+            .collect(),
+        kernels: a
+            .records
+            .iter()
+            .map(|r| Kernel {
+                rank: r.rank,
+                name: r.name.clone(),
+                short_name: r.short_name(),
+                instances: r.instances,
+                total_time_ns: r.total_time_ns,
+                avg_time_ns: r.avg_time_ns,
+                gpu_time_pct: r.gpu_time_pct,
+                sm_throughput_pct: r.sm_throughput_pct,
+                dram_throughput_pct: r.dram_throughput_pct,
+                bound: r.bound,
+                ncu_instances: r.ncu_instances,
+                time_source: r.time_source,
+            })
+            .collect(),
+        sources,
+    }
+}

@@ -1,0 +1,112 @@
+//! kernels.md: the engineer's table of kernels by GPU time, with ncu metrics where measured.
+
+use std::fmt::Write;
+
+use super::fmt::{cut, md, opt1, pct, us};
+use super::{Artifacts, KERN_SUM};
+use crate::model::{display_name, Bound, TimeSource};
+
+pub fn kernels_md(a: &Artifacts) -> String {
+    let mut s = String::new();
+    let width = a.config.report.name_width;
+    let _ = writeln!(s, "# Kernels of run {}\n", md(&a.run_id));
+    let (total, launches) = a.kernel_totals();
+    let basis = match a.records.first().map(|r| r.time_source) {
+        Some(TimeSource::Nsys) => {
+            format!("nsys totals over every launch in the capture (`{KERN_SUM}`)")
+        }
+        Some(TimeSource::Ncu) => {
+            "ncu's profiled launches only (no nsys data): shares are of the profiled time"
+                .to_string()
+        }
+        None => String::new(),
+    };
+    if a.records.is_empty() {
+        let _ = writeln!(s, "No kernel data in this run directory: neither `{KERN_SUM}` nor an ncu raw CSV was found. See status.json for what each pass did.");
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "{} kernels, {} launches, {} ms of GPU kernel time. Time basis: {basis}.",
+        a.records
+            .iter()
+            .filter(|r| r.gpu_time_pct.is_some())
+            .count(),
+        launches,
+        super::fmt::ms(total)
+    );
+    if let Some(cov) = a.ncu_coverage_pct() {
+        let measured = a.records.iter().filter(|r| r.ncu_instances > 0).count();
+        let _ = writeln!(
+            s,
+            "ncu measured {measured} of them, covering {} of the kernel time (`{}`).",
+            pct(cov),
+            a.ncu_csv
+                .as_ref()
+                .and_then(|p| p.strip_prefix(a.ncu_csv.as_ref()?.parent()?.parent()?).ok())
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        );
+    }
+    s.push('\n');
+    let _ = writeln!(
+        s,
+        "| # | kernel | instances | total (us) | avg (us) | share | SM % | DRAM % | bound |"
+    );
+    let _ = writeln!(s, "|--:|---|--:|--:|--:|--:|--:|--:|---|");
+    for r in a.records.iter().take(a.config.report.top_kernels) {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.rank,
+            md(&cut(&display_name(&r.name), width)),
+            r.instances,
+            us(r.total_time_ns),
+            us(r.avg_time_ns),
+            r.gpu_time_pct.map(pct).unwrap_or_else(|| "–".into()),
+            opt1(r.sm_throughput_pct),
+            opt1(r.dram_throughput_pct),
+            r.bound.map(Bound::label).unwrap_or("–"),
+        );
+    }
+    let rest = a.records.len().saturating_sub(a.config.report.top_kernels);
+    if rest > 0 {
+        let _ = writeln!(s, "\n{rest} more kernels in kernels.csv.");
+    }
+    let _ = writeln!(
+        s,
+        "\nBound class ({}): {}.",
+        "from ncu SM and DRAM throughput",
+        Bound::RULE
+    );
+    let ncu_only: Vec<_> = a
+        .records
+        .iter()
+        .filter(|r| r.time_source == TimeSource::Ncu && a.kernels_nsys.is_some())
+        .collect();
+    if !ncu_only.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Measured by ncu but not matched to an nsys kernel\n"
+        );
+        for r in ncu_only {
+            let _ = writeln!(
+                s,
+                "- {} ({} launches profiled)",
+                md(&r.name),
+                r.ncu_instances
+            );
+        }
+    }
+    let _ = writeln!(s, "\n## Full names\n");
+    for r in a.records.iter().take(a.config.report.top_kernels) {
+        let _ = writeln!(s, "{}. {}", r.rank, md(&r.name));
+        if let Some(n) = r.ncu_name.as_ref().filter(|n| **n != r.name) {
+            let _ = writeln!(s, "   (ncu: {})", md(n));
+        }
+        if let (Some(g), Some(b)) = (&r.grid, &r.block) {
+            let _ = writeln!(s, "   grid {g}, block {b}");
+        }
+    }
+    s
+}

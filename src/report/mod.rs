@@ -1,0 +1,234 @@
+//! Reports: everything a run directory holds, parsed, joined and rendered as kernels.md,
+//! stakeholder_summary.md, kernels.csv and summary.json. `stage2 report` calls the same code
+//! on a finished run, offline.
+
+mod csv;
+mod json;
+mod markdown;
+mod stakeholder;
+
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::model::{self, KernelRecord};
+use crate::parse::ncu::{self, NcuReport};
+use crate::parse::nsys::{self, ApiSum, KernelSum, RangeSum};
+use crate::profilers::ncu::include_and_base;
+use crate::rundir::RunDir;
+use crate::status::Status;
+
+pub use json::Summary;
+
+/// The parsed contents of a run directory.
+pub struct Artifacts {
+    pub run_id: String,
+    pub config: Config,
+    pub kernels_nsys: Option<Vec<KernelSum>>,
+    pub ranges: Option<Vec<RangeSum>>,
+    pub api: Option<Vec<ApiSum>>,
+    pub ncu: Option<NcuReport>,
+    pub ncu_csv: Option<PathBuf>,
+    pub env: Option<serde_json::Value>,
+    pub status: Option<Status>,
+    pub stage1_ops: Option<PathBuf>,
+    pub records: Vec<KernelRecord>,
+}
+
+/// A file relative to the run directory, as the reports cite it.
+pub const KERN_SUM: &str = "nsys/summary_cuda_gpu_kern_sum.csv";
+pub const NVTX_SUM: &str = "nsys/summary_nvtx_sum.csv";
+pub const API_SUM: &str = "nsys/summary_cuda_api_sum.csv";
+
+fn optional<T>(
+    path: &Path,
+    read: impl FnOnce(&Path) -> Result<T, Error>,
+) -> Result<Option<T>, Error> {
+    if path.is_file() {
+        read(path).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+impl Artifacts {
+    /// Parse what the run directory holds; a missing artifact is `None`, a broken one an error.
+    pub fn load(run: &RunDir, config: Config) -> Result<Artifacts, Error> {
+        let kernels_nsys = optional(&run.file(KERN_SUM), nsys::read_kernels)?;
+        let ranges = optional(&run.file(NVTX_SUM), nsys::read_ranges)?;
+        let api = optional(&run.file(API_SUM), nsys::read_api)?;
+        let (_, base, _) = include_and_base(&config.ncu);
+        let ncu_csv = Some(run.ncu(&format!("{base}_raw.csv")))
+            .filter(|p| p.is_file())
+            .or_else(|| find_raw_csv(&run.path.join("ncu")));
+        let ncu = ncu_csv.as_deref().map(ncu::read_raw).transpose()?;
+        let env = std::fs::read_to_string(run.file("env.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        let range = ncu
+            .as_ref()
+            .and_then(|r| r.kernels.iter().find_map(|k| k.nvtx_range.clone()))
+            .or_else(|| {
+                config
+                    .nsys
+                    .nvtx_capture
+                    .clone()
+                    .filter(|_| config.nsys.gating_nvtx)
+            });
+        let records = model::build(kernels_nsys.as_deref(), ncu.as_ref(), range.as_deref());
+        Ok(Artifacts {
+            run_id: run.id(),
+            kernels_nsys,
+            ranges,
+            api,
+            ncu,
+            ncu_csv,
+            env,
+            status: Status::read(&run.path),
+            stage1_ops: find_stage1_ops(&run.stage1()),
+            records,
+            config,
+        })
+    }
+
+    /// Total kernel time and launches on the ranking basis (nsys when present).
+    pub fn kernel_totals(&self) -> (f64, u64) {
+        self.records
+            .iter()
+            .filter(|r| r.gpu_time_pct.is_some())
+            .fold((0.0, 0), |(t, n), r| (t + r.total_time_ns, n + r.instances))
+    }
+
+    /// Share of kernel time whose kernels have ncu metrics, in %.
+    pub fn ncu_coverage_pct(&self) -> Option<f64> {
+        self.ncu.as_ref()?;
+        Some(
+            self.records
+                .iter()
+                .filter(|r| r.ncu_instances > 0)
+                .filter_map(|r| r.gpu_time_pct)
+                .sum(),
+        )
+    }
+
+    /// The NVTX range the nsys capture was gated on, as nvtx_sum reports it.
+    pub fn capture_range(&self) -> Option<&RangeSum> {
+        let name = self.config.nsys.nvtx_capture.as_deref()?;
+        let name = name.split('@').next().unwrap_or(name);
+        self.ranges.as_ref()?.iter().find(|r| r.name() == name)
+    }
+
+    pub fn env_str(&self, path: &[&str]) -> Option<String> {
+        let mut v = self.env.as_ref()?;
+        for p in path {
+            v = match p.parse::<usize>() {
+                Ok(i) => v.get(i)?,
+                Err(_) => v.get(*p)?,
+            };
+        }
+        v.as_str().map(str::to_string)
+    }
+}
+
+fn find_raw_csv(dir: &Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with("_raw.csv"))
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
+/// A Stage-1 operator table the workload left: a CSV under stage1/ named like `*operator*`.
+fn find_stage1_ops(dir: &Path) -> Option<PathBuf> {
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&d)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() && depth < 3 {
+                stack.push((p, depth + 1));
+            } else if p.extension().is_some_and(|e| e == "csv")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains("operator"))
+            {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// Render every report into the run directory; returns the summary written.
+pub fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
+    let a = Artifacts::load(run, config)?;
+    let write = |name: &str, text: String| {
+        crate::status::write_atomic(&run.file(name), text.as_bytes())
+            .map_err(|e| Error::Usage(format!("cannot write {}: {e}", run.file(name).display())))
+    };
+    write("kernels.md", markdown::kernels_md(&a))?;
+    write("stakeholder_summary.md", stakeholder::summary_md(&a))?;
+    write("kernels.csv", csv::kernels_csv(&a.records))?;
+    let summary = json::summary(&a);
+    write(
+        "summary.json",
+        serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n",
+    )?;
+    Ok(summary)
+}
+
+/// Formatting shared by the renderers.
+pub mod fmt {
+    pub fn us(ns: f64) -> String {
+        format!("{:.2}", ns / 1e3)
+    }
+    pub fn ms(ns: f64) -> String {
+        format!("{:.2}", ns / 1e6)
+    }
+    pub fn pct(p: f64) -> String {
+        format!("{p:.1}%")
+    }
+    pub fn opt1(v: Option<f64>) -> String {
+        v.map(|x| format!("{x:.1}"))
+            .unwrap_or_else(|| "–".to_string())
+    }
+    /// Escape a name for a Markdown table cell: `|`, `<`, `>` and the characters that start
+    /// emphasis, code or links.
+    pub fn md(s: &str) -> String {
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            match c {
+                '|' => out.push_str("\\|"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '&' => out.push_str("&amp;"),
+                '*' | '`' | '[' | ']' | '\\' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                '\n' | '\r' => out.push(' '),
+                _ => out.push(c),
+            }
+        }
+        out
+    }
+    /// A name cut to `width` characters (on a char boundary), marked when cut.
+    pub fn cut(s: &str, width: usize) -> String {
+        if s.chars().count() <= width {
+            s.to_string()
+        } else {
+            let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+            t.push('…');
+            t
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

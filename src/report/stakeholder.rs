@@ -1,0 +1,319 @@
+//! stakeholder_summary.md: what a manager reads in a minute. Every number says its file.
+
+use std::fmt::Write;
+
+use super::fmt::{cut, md, ms, pct, us};
+use super::{Artifacts, API_SUM, KERN_SUM, NVTX_SUM};
+use crate::model::{display_name, Bound};
+
+pub fn summary_md(a: &Artifacts) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Where the GPU time goes: run {}\n", md(&a.run_id));
+    let _ = writeln!(s, "{}\n", headline(a));
+    run_facts(a, &mut s);
+    numbers(a, &mut s);
+    operators(a, &mut s);
+    top_kernels(a, &mut s);
+    let _ = writeln!(s, "## What to look at next\n");
+    for r in recommendations(a) {
+        let _ = writeln!(s, "- {r}");
+    }
+    s
+}
+
+fn headline(a: &Artifacts) -> String {
+    let (total, launches) = a.kernel_totals();
+    let Some(top) = a.records.first() else {
+        return "**No kernel data was captured.** See the passes below and status.json for why."
+            .to_string();
+    };
+    let mut h =
+        format!(
+        "**Headline:** the GPU ran {} ms of kernels in {} launches; the top kernel, {}, takes {}",
+        ms(total),
+        launches,
+        md(&cut(&display_name(&top.name), 60)),
+        top.gpu_time_pct.map(pct).unwrap_or_else(|| "an unknown share".into())
+    );
+    if let Some(range) = a.capture_range() {
+        let busy = 100.0 * total / range.total_ns.max(1.0);
+        let _ = write!(
+            h,
+            ". In the captured `{}` range ({} ms of wall time) the GPU was busy {} of the time",
+            md(range.name()),
+            ms(range.total_ns),
+            pct(busy)
+        );
+        if busy < 50.0 {
+            h.push_str(": it mostly waits for the CPU to launch work (launch-bound)");
+        }
+    }
+    h.push('.');
+    h
+}
+
+fn run_facts(a: &Artifacts, s: &mut String) {
+    let _ = writeln!(s, "## Run facts\n\n| | |\n|---|---|");
+    let gpu = a
+        .env_str(&["gpus", "0", "name"])
+        .unwrap_or_else(|| "unknown (no nvidia-smi)".into());
+    let driver = a
+        .env_str(&["gpus", "0", "driver"])
+        .map(|d| format!(", driver {d}"))
+        .unwrap_or_default();
+    let cuda = a
+        .env_str(&["cuda_version"])
+        .map(|c| format!(", CUDA {c}"))
+        .unwrap_or_default();
+    let _ = writeln!(s, "| GPU | {}{driver}{cuda} |", md(&gpu));
+    let tool = |t: &str| {
+        a.env_str(&["tools", t, "version"])
+            .map(|v| format!("{t} {v}"))
+            .unwrap_or_else(|| format!("{t} –"))
+    };
+    let _ = writeln!(s, "| Tools | {}, {} |", tool("nsys"), tool("ncu"));
+    let workload = crate::process::shell_line(&a.config.workload.argv);
+    let workload = if workload.is_empty() {
+        a.config
+            .workload
+            .module
+            .clone()
+            .map(|m| format!("python -m {m}"))
+            .unwrap_or_else(|| "–".into())
+    } else {
+        workload
+    };
+    let _ = writeln!(s, "| Workload | {} |", md(&cut(&workload, 120)));
+    let n = &a.config.nsys;
+    let nsys = if n.gating_nvtx && n.capture_range == "nvtx" {
+        format!("NVTX range `{}`", n.nvtx_capture.as_deref().unwrap_or(""))
+    } else {
+        "whole run".to_string()
+    };
+    let (inc, _, _) = crate::profilers::ncu::include_and_base(&a.config.ncu);
+    let _ = writeln!(
+        s,
+        "| Capture | nsys: {}; ncu: {}, set {}, top {} kernels |",
+        md(&nsys),
+        inc.map(|i| format!("NVTX `{}`", md(&i)))
+            .unwrap_or_else(|| "whole run".into()),
+        md(&a.config.ncu.set),
+        a.config.ncu.top_n
+    );
+    if let Some(st) = &a.status {
+        let passes: Vec<String> = st
+            .passes
+            .iter()
+            .map(|(name, p)| {
+                let d = p
+                    .duration_s
+                    .map(|d| format!(", {d:.1} s"))
+                    .unwrap_or_default();
+                format!(
+                    "{name} {}{d}",
+                    serde_json::to_value(p.state)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        let _ = writeln!(s, "| Passes | {} |", passes.join("; "));
+    }
+    s.push('\n');
+}
+
+fn numbers(a: &Artifacts, s: &mut String) {
+    let _ = writeln!(s, "## Headline numbers\n");
+    let (total, launches) = a.kernel_totals();
+    if a.kernels_nsys.is_some() {
+        let _ = writeln!(
+            s,
+            "- GPU kernel time: {} ms in {} launches of {} kernels ({KERN_SUM})",
+            ms(total),
+            launches,
+            a.kernels_nsys.as_ref().map(Vec::len).unwrap_or(0)
+        );
+    }
+    if let Some(r) = a.capture_range() {
+        let _ = writeln!(
+            s,
+            "- Captured range `{}`: {} ms wall, GPU busy {} ({NVTX_SUM}, {KERN_SUM})",
+            md(r.name()),
+            ms(r.total_ns),
+            pct(100.0 * total / r.total_ns.max(1.0))
+        );
+    }
+    if let Some(api) = &a.api {
+        let launches: Vec<_> = api
+            .iter()
+            .filter(|c| c.name.contains("LaunchKernel"))
+            .collect();
+        if !launches.is_empty() {
+            let calls: u64 = launches.iter().map(|c| c.calls).sum();
+            let t: f64 = launches.iter().map(|c| c.total_ns).sum();
+            let _ = writeln!(
+                s,
+                "- Kernel launch API calls: {calls}, {} ms of CPU time, {} us each on average ({API_SUM})",
+                ms(t),
+                us(t / calls.max(1) as f64)
+            );
+        }
+    }
+    if let Some(cov) = a.ncu_coverage_pct() {
+        let _ = writeln!(
+            s,
+            "- Hardware counters (ncu) measured for {} kernels covering {} of kernel time (ncu/{})",
+            a.records.iter().filter(|r| r.ncu_instances > 0).count(),
+            pct(cov),
+            a.ncu_csv
+                .as_ref()
+                .and_then(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        );
+    }
+    s.push('\n');
+}
+
+fn operators(a: &Artifacts, s: &mut String) {
+    let _ = writeln!(s, "## Operators\n");
+    match &a.ranges {
+        Some(ranges) if !ranges.is_empty() => {
+            let _ = writeln!(s, "NVTX ranges ({NVTX_SUM}):\n");
+            let _ = writeln!(
+                s,
+                "| range | style | instances | total (ms) | avg (ms) |\n|---|---|--:|--:|--:|"
+            );
+            for r in ranges {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} |",
+                    md(r.name()),
+                    r.style.as_deref().unwrap_or("–"),
+                    r.instances,
+                    ms(r.total_ns),
+                    ms(r.avg_ns)
+                );
+            }
+        }
+        _ => {
+            let _ = writeln!(s, "No NVTX range summary ({NVTX_SUM} is missing).");
+        }
+    }
+    if let Some(p) = &a.stage1_ops {
+        let _ = writeln!(s, "\nStage-1 operator table (`{}`):\n", p.display());
+        s.push_str(&csv_as_table(p, 15));
+    }
+    s.push('\n');
+}
+
+/// The first rows of a CSV as a Markdown table; a broken file is mentioned, not fatal.
+fn csv_as_table(path: &std::path::Path, rows: usize) -> String {
+    let Ok(mut r) = csv::ReaderBuilder::new().flexible(true).from_path(path) else {
+        return "(unreadable)\n".into();
+    };
+    let Ok(h) = r.headers().cloned() else {
+        return "(unreadable)\n".into();
+    };
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        h.iter().map(md).collect::<Vec<_>>().join(" | "),
+        "---|".repeat(h.len())
+    );
+    for rec in r.records().take(rows).flatten() {
+        out.push_str(&format!(
+            "| {} |\n",
+            rec.iter().map(md).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    out
+}
+
+fn top_kernels(a: &Artifacts, s: &mut String) {
+    let _ = writeln!(s, "## Top kernels\n");
+    if a.records.is_empty() {
+        let _ = writeln!(s, "No kernels.\n");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "| # | kernel | share of GPU time | avg (us) | bound |\n|--:|---|--:|--:|---|"
+    );
+    for r in a.records.iter().take(5) {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            r.rank,
+            md(&cut(&display_name(&r.name), 60)),
+            r.gpu_time_pct.map(pct).unwrap_or_else(|| "–".into()),
+            us(r.avg_time_ns),
+            r.bound.map(Bound::label).unwrap_or("–")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nFull table: kernels.md. Bound rule: {}.\n",
+        Bound::RULE
+    );
+}
+
+/// Recommendations, each from a stated rule on the data.
+pub fn recommendations(a: &Artifacts) -> Vec<String> {
+    let mut out = Vec::new();
+    let (total, launches) = a.kernel_totals();
+    if let Some(r) = a.capture_range() {
+        let busy = 100.0 * total / r.total_ns.max(1.0);
+        if busy < 50.0 {
+            out.push(format!(
+                "Launch overhead dominates (rule: GPU busy < 50% of the captured range; here {}): capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work.",
+                pct(busy)
+            ));
+        }
+    }
+    if launches > 0 {
+        let avg = total / launches as f64;
+        if avg < 10_000.0 {
+            out.push(format!(
+                "Kernels are tiny (rule: mean kernel < 10 us; here {} us): per-launch cost, not kernel speed, sets the pace.",
+                us(avg)
+            ));
+        }
+    }
+    let top: Vec<_> = a.records.iter().take(5).collect();
+    let mem = top
+        .iter()
+        .filter(|r| r.bound == Some(Bound::Memory))
+        .count();
+    if mem > 0 {
+        out.push(format!(
+            "{mem} of the top 5 kernels are memory-bound (rule: DRAM >= 60% of peak): batch more requests per step or quantise weights to cut bytes moved."
+        ));
+    }
+    let comp = top
+        .iter()
+        .filter(|r| r.bound == Some(Bound::Compute))
+        .count();
+    if comp > 0 {
+        out.push(format!(
+            "{comp} of the top 5 kernels are compute-bound (rule: SM >= 60% of peak): check they use tensor cores (bf16/fp8 dtypes, aligned shapes)."
+        ));
+    }
+    if a.ncu.is_none() {
+        out.push("No ncu metrics in this run: run the ncu pass (ncu.enable=true) to learn why the top kernels are slow.".into());
+    }
+    if let Some(st) = &a.status {
+        for (name, p) in &st.passes {
+            if let Some(reason) = p.reason.as_ref().filter(|_| p.exit_code != 0) {
+                out.push(format!(
+                    "The {name} pass did not complete: {}",
+                    md(reason.lines().next().unwrap_or(""))
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push("Nothing stands out by the rules above; compare against a previous run.".into());
+    }
+    out
+}

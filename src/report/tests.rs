@@ -1,0 +1,109 @@
+use super::*;
+
+fn fixture_run(with_ncu: bool) -> (tempfile::TempDir, RunDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = RunDir::create(tmp.path(), Some("fixture")).unwrap();
+    let data = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    for f in [
+        "summary_cuda_gpu_kern_sum.csv",
+        "summary_nvtx_sum.csv",
+        "summary_cuda_api_sum.csv",
+        "run.sqlite",
+    ] {
+        std::fs::copy(data.join("nsys").join(f), run.nsys(f)).unwrap();
+    }
+    if with_ncu {
+        std::fs::copy(data.join("ncu/decode_raw.csv"), run.ncu("decode_raw.csv")).unwrap();
+    }
+    (tmp, run)
+}
+
+fn cfg() -> Config {
+    crate::config::resolve(&crate::config::Sources {
+        embedded_only: true,
+        overrides: vec!["nsys.nvtx_capture=decode".into()],
+        ..Default::default()
+    })
+    .unwrap()
+    .config
+}
+
+#[test]
+fn renders_the_real_captures_with_exact_nsys_figures() {
+    let (_tmp, run) = fixture_run(true);
+    let s = render_all(&run, cfg()).unwrap();
+    assert_eq!(s.kernels[0].name, "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN");
+    assert_eq!(
+        (s.kernels[0].instances, s.kernels[0].total_time_ns),
+        (160, 526214.0)
+    );
+    assert_eq!(s.totals.kernel_launches, 1464);
+    assert_eq!(s.totals.capture_range_wall_ns, Some(715_174_939.0));
+    assert!((s.totals.ncu_coverage_pct.unwrap() - 100.0).abs() < 1e-6);
+    let md = std::fs::read_to_string(run.file("kernels.md")).unwrap();
+    assert!(
+        md.contains("| 1 | nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN | 160 | 526.21 |"),
+        "{md}"
+    );
+    let csv = std::fs::read_to_string(run.file("kernels.csv")).unwrap();
+    assert!(csv.starts_with("rank,name,short_name,instances,total_time_ns,avg_time_ns,gpu_time_pct,sm_throughput_pct,dram_throughput_pct,"));
+    assert_eq!(csv.lines().count(), 27);
+    let stake = std::fs::read_to_string(run.file("stakeholder_summary.md")).unwrap();
+    assert!(stake.contains("launch-bound"), "{stake}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.file("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["schema_version"], 1);
+}
+
+#[test]
+fn snapshots_of_the_rendered_reports() {
+    let (_tmp, run) = fixture_run(true);
+    render_all(&run, cfg()).unwrap();
+    insta::assert_snapshot!(
+        "kernels_md",
+        std::fs::read_to_string(run.file("kernels.md")).unwrap()
+    );
+    insta::assert_snapshot!(
+        "stakeholder_summary_md",
+        std::fs::read_to_string(run.file("stakeholder_summary.md")).unwrap()
+    );
+}
+
+#[test]
+fn nsys_only_and_empty_runs_render() {
+    let (_tmp, run) = fixture_run(false);
+    let s = render_all(&run, cfg()).unwrap();
+    assert_eq!(s.totals.ncu_coverage_pct, None);
+    let stake = std::fs::read_to_string(run.file("stakeholder_summary.md")).unwrap();
+    assert!(stake.contains("No ncu metrics"));
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = RunDir::create(tmp.path(), Some("e")).unwrap();
+    let s = render_all(&empty, cfg()).unwrap();
+    assert!(s.kernels.is_empty());
+    assert!(std::fs::read_to_string(empty.file("kernels.md"))
+        .unwrap()
+        .contains("No kernel data"));
+}
+
+#[test]
+fn markdown_escapes_table_breakers() {
+    assert_eq!(fmt::md("a|b<c>&d"), "a\\|b&lt;c&gt;&amp;d");
+    assert_eq!(fmt::cut("abcdef", 4), "abc…");
+}
+
+#[test]
+fn a_broken_csv_is_a_parse_error_naming_the_file() {
+    let (_tmp, run) = fixture_run(false);
+    std::fs::write(
+        run.file(KERN_SUM),
+        "Time (%),Total Time (ns),Instances,Avg (ns),Name\n1.0,abc,3,4,k\n",
+    )
+    .unwrap();
+    let err = render_all(&run, cfg()).err().unwrap();
+    assert_eq!(err.exit_code(), crate::exit_codes::PARSE);
+    let msg = err.to_string();
+    assert!(
+        msg.contains("summary_cuda_gpu_kern_sum.csv:2") && msg.contains("Total Time (ns)"),
+        "{msg}"
+    );
+}

@@ -1,0 +1,148 @@
+//! status.json: the state of each pass, rewritten after every change so that an interrupted
+//! or crashed run still says how far it got.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::exit_codes;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PassState {
+    Pending,
+    Running,
+    /// --dry-run: written, not run.
+    Planned,
+    Skipped,
+    Ok,
+    NoData,
+    Failed,
+    Interrupted,
+    TimedOut,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassStatus {
+    pub state: PassState,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub duration_s: Option<f64>,
+    /// The exit code this pass alone would give the run.
+    pub exit_code: i32,
+    /// Warnings worth a look even when the pass succeeded.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub warnings: Vec<String>,
+}
+
+impl PassStatus {
+    pub fn new(state: PassState, exit_code: i32, reason: Option<String>) -> Self {
+        PassStatus {
+            state,
+            reason,
+            duration_s: None,
+            exit_code,
+            warnings: Vec::new(),
+        }
+    }
+    pub fn skipped(reason: &str) -> Self {
+        Self::new(PassState::Skipped, exit_codes::OK, Some(reason.to_string()))
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Status {
+    pub schema_version: u32,
+    pub run_id: String,
+    /// running, ok, no-data, failed, interrupted, planned.
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub exit_code: Option<i32>,
+    pub started: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub finished: Option<String>,
+    pub passes: BTreeMap<String, PassStatus>,
+}
+
+impl Status {
+    pub fn new(run_id: &str) -> Self {
+        Status {
+            schema_version: SCHEMA_VERSION,
+            run_id: run_id.to_string(),
+            state: "running".to_string(),
+            exit_code: None,
+            started: now(),
+            finished: None,
+            passes: BTreeMap::new(),
+        }
+    }
+
+    pub fn set(&mut self, pass: &str, st: PassStatus) {
+        self.passes.insert(pass.to_string(), st);
+    }
+
+    /// The run's exit code: the worst pass.
+    pub fn worst_exit(&self) -> i32 {
+        exit_codes::worst(self.passes.values().map(|p| p.exit_code))
+    }
+
+    pub fn finish(&mut self, dry_run: bool) -> i32 {
+        let code = self.worst_exit();
+        self.exit_code = Some(code);
+        self.finished = Some(now());
+        self.state = match code {
+            _ if dry_run && code == exit_codes::OK => "planned",
+            exit_codes::OK => "ok",
+            exit_codes::NO_DATA => "no-data",
+            exit_codes::INTERRUPTED => "interrupted",
+            _ => "failed",
+        }
+        .to_string();
+        code
+    }
+
+    /// Write atomically (temp file + rename): a reader never sees half a file.
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        write_atomic(&dir.join("status.json"), text.as_bytes())
+    }
+
+    pub fn read(dir: &Path) -> Option<Status> {
+        let text = std::fs::read_to_string(dir.join("status.json")).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+}
+
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_state_follows_the_worst_pass() {
+        let mut s = Status::new("r");
+        s.set(
+            "nsys",
+            PassStatus::new(PassState::NoData, exit_codes::NO_DATA, None),
+        );
+        s.set("ncu", PassStatus::new(PassState::Ok, exit_codes::OK, None));
+        assert_eq!(s.finish(false), exit_codes::NO_DATA);
+        assert_eq!(s.state, "no-data");
+        let tmp = tempfile::tempdir().unwrap();
+        s.write(tmp.path()).unwrap();
+        assert_eq!(Status::read(tmp.path()).unwrap().passes.len(), 2);
+    }
+}
