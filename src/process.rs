@@ -89,16 +89,22 @@ impl Outcome {
     }
 }
 
-/// Quote an argv as one line that a POSIX shell turns back into the same argv.
+/// Quote an argv as one line that a POSIX shell turns back into the same argv. Plain words
+/// (`--trace=cuda,nvtx`, paths) stay bare so the line reads like what a person would type.
 pub fn shell_line(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| match shlex::try_quote(a) {
-            Ok(q) => q.into_owned(),
-            // NUL cannot be passed to a program at all; show it escaped.
-            Err(_) => format!("'{}'", a.replace('\0', "\\0").replace('\'', r"'\''")),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+fn quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
 }
 
 /// Run the child to its end. Errors only when it cannot be started.

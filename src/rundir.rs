@@ -34,6 +34,10 @@ impl RunDir {
         }
         std::fs::create_dir_all(root)
             .map_err(|e| Error::Usage(format!("cannot create run root {}: {e}", root.display())))?;
+        // Absolute, so cmd.txt lines paste from anywhere and the workload's cwd does not matter.
+        let root = &root.canonicalize().map_err(|e| {
+            Error::Usage(format!("cannot resolve run root {}: {e}", root.display()))
+        })?;
         for attempt in 0..16 {
             let name = id
                 .map(str::to_string)

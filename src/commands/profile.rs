@@ -52,8 +52,11 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     };
     tracing::info!("run directory {}", run.path.display());
     let workload = workload::build(cfg, &run.stage1())?;
-    std::fs::write(run.file("config.yaml"), resolved.to_yaml())
-        .map_err(|e| io("config.yaml", e))?;
+    std::fs::write(
+        run.file("config.yaml"),
+        crate::provenance::redact_url(&resolved.to_yaml()),
+    )
+    .map_err(|e| io("config.yaml", e))?;
     let mut tools_found = BTreeMap::new();
     tools_found.insert("nsys".to_string(), nsys_tool.clone());
     tools_found.insert("ncu".to_string(), ncu_tool.clone());

@@ -160,7 +160,7 @@ fn parse_layer(text: &str) -> Result<Value, String> {
 fn check_known(layer: &Value, known: &[String], origin: &str) -> Result<(), Error> {
     for key in tree::key_paths(layer) {
         let open = OPEN_MAPS.iter().any(|m| key.starts_with(&format!("{m}.")));
-        if open || known.iter().any(|k| *k == key) {
+        if open || known.contains(&key) {
             continue;
         }
         let hint = tree::closest(&key, known)

@@ -96,19 +96,6 @@ pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
     let mut rows = 0u64;
     let mut first = true;
     while let Some(line) = t.next(&mut rec)? {
-        if rec.len() == 1 && rec.get(0).is_some_and(|f| f.trim().is_empty()) {
-            continue;
-        }
-        if rec.len() != width {
-            return Err(Error::parse(
-                path,
-                Some(line),
-                format!(
-                    "row has {} fields but the header has {width} (truncated or not an `ncu --csv --page raw` export?)",
-                    rec.len()
-                ),
-            ));
-        }
         let name = rec.get(name_col).unwrap_or("");
         if first && name.is_empty() {
             // The units row: `us`, `%`, `Gbyte`, ...

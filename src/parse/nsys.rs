@@ -68,7 +68,7 @@ impl Cells<'_> {
         self.rec.get(col).unwrap_or("")
     }
     fn num(&self, col: usize) -> Result<Option<f64>, Error> {
-        parse_number(self.text(col)).map_err(|()| {
+        parse_number(self.text(col)).map_err(|_| {
             Error::parse(
                 &self.table.path,
                 Some(self.line),

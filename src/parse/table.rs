@@ -13,14 +13,18 @@ pub struct Table {
     reader: csv::Reader<Box<dyn Read>>,
     pub headers: Vec<String>,
     index: HashMap<String, usize>,
+    /// The profilers end every file with a newline; one that does not was cut off.
+    ends_with_newline: bool,
+    last_line: u64,
 }
 
 impl Table {
     /// Open `path` and read its header row. An empty file, a header-less file or binary
     /// garbage is a parse error naming the file.
     pub fn open(path: &Path) -> Result<Self, Error> {
-        let file =
+        let mut file =
             File::open(path).map_err(|e| Error::parse(path, None, format!("cannot open: {e}")))?;
+        let ends_with_newline = last_byte(&mut file) == Some(b'\n');
         let reader: Box<dyn Read> = Box::new(BufReader::with_capacity(1 << 20, file));
         let mut reader = csv::ReaderBuilder::new()
             .has_headers(false)
@@ -61,6 +65,8 @@ impl Table {
             reader,
             headers,
             index,
+            ends_with_newline,
+            last_line: 1,
         })
     }
 
@@ -87,11 +93,40 @@ impl Table {
     /// The next record and its 1-based line number, or None at the end.
     pub fn next(&mut self, rec: &mut csv::StringRecord) -> Result<Option<u64>, Error> {
         match self.reader.read_record(rec) {
-            Ok(true) => Ok(Some(rec.position().map(|p| p.line()).unwrap_or(0))),
+            Ok(true) => {
+                self.last_line = rec.position().map(|p| p.line()).unwrap_or(0);
+                if rec.len() != self.headers.len() {
+                    return Err(Error::parse(
+                        &self.path,
+                        Some(self.last_line),
+                        format!(
+                            "row has {} fields but the header has {} (truncated file, or another delimiter?)",
+                            rec.len(),
+                            self.headers.len()
+                        ),
+                    ));
+                }
+                Ok(Some(self.last_line))
+            }
+            Ok(false) if !self.ends_with_newline => Err(Error::parse(
+                &self.path,
+                Some(self.last_line),
+                "the file ends in the middle of a row (truncated?)",
+            )),
             Ok(false) => Ok(None),
             Err(e) => Err(csv_error(&self.path, &e)),
         }
     }
+}
+
+/// The file's last byte, leaving the read position at the start.
+fn last_byte(file: &mut File) -> Option<u8> {
+    use std::io::{Seek, SeekFrom};
+    let mut b = [0u8; 1];
+    file.seek(SeekFrom::End(-1)).ok()?;
+    let got = file.read_exact(&mut b).ok().map(|_| b[0]);
+    file.seek(SeekFrom::Start(0)).ok()?;
+    got
 }
 
 fn csv_error(path: &Path, e: &csv::Error) -> Error {
@@ -103,9 +138,13 @@ fn csv_error(path: &Path, e: &csv::Error) -> Error {
     Error::parse(path, line, msg)
 }
 
+/// A cell that should hold a number but does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotANumber;
+
 /// A number as the profilers print it: `1,536,000,000`, `3.456000`, `12.5%`; `n/a`, `-` and
 /// the empty string are "no value".
-pub fn parse_number(s: &str) -> Result<Option<f64>, ()> {
+pub fn parse_number(s: &str) -> Result<Option<f64>, NotANumber> {
     let t = s.trim();
     if t.is_empty() || t.eq_ignore_ascii_case("n/a") || t == "-" || t == "N/A" {
         return Ok(None);
@@ -115,7 +154,7 @@ pub fn parse_number(s: &str) -> Result<Option<f64>, ()> {
         .chars()
         .filter(|c| *c != ',')
         .collect();
-    cleaned.parse::<f64>().map(Some).map_err(|_| ())
+    cleaned.parse::<f64>().map(Some).map_err(|_| NotANumber)
 }
 
 #[cfg(test)]

@@ -37,7 +37,8 @@ impl Ctx<'_> {
 pub fn write_cmd_txt(path: &Path, commands: &[Vec<String>]) -> std::io::Result<()> {
     let mut text = String::new();
     for argv in commands {
-        text.push_str(&process::shell_line(argv));
+        // Credentials in URLs never reach the run directory, not even here.
+        text.push_str(&crate::provenance::redact_url(&process::shell_line(argv)));
         text.push('\n');
     }
     std::fs::write(path, text)
@@ -50,7 +51,11 @@ pub fn append_cmd_txt(path: &Path, argv: &[String]) -> std::io::Result<()> {
         .append(true)
         .create(true)
         .open(path)?;
-    writeln!(f, "{}", process::shell_line(argv))
+    writeln!(
+        f,
+        "{}",
+        crate::provenance::redact_url(&process::shell_line(argv))
+    )
 }
 
 /// Run a post-processing step (stats, export, import) quietly, its output into the pass log.

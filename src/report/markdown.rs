@@ -75,8 +75,7 @@ pub fn kernels_md(a: &Artifacts) -> String {
     }
     let _ = writeln!(
         s,
-        "\nBound class ({}): {}.",
-        "from ncu SM and DRAM throughput",
+        "\nBound class (from ncu SM and DRAM throughput): {}.",
         Bound::RULE
     );
     let ncu_only: Vec<_> = a

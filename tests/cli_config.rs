@@ -1,0 +1,172 @@
+//! Config and usage errors: exit 2 with a message naming what and where.
+
+mod common;
+
+use common::Sandbox;
+use predicates::prelude::*;
+
+#[test]
+fn config_prints_the_resolved_yaml() {
+    Sandbox::new()
+        .stage2()
+        .args(["config", "ncu.top_n=3"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("top_n: 3")
+                .and(predicate::str::contains("nvtx_capture: prefill")),
+        );
+}
+
+#[test]
+fn misspelt_key_suggests_the_closest() {
+    Sandbox::new()
+        .stage2()
+        .args(["config", "nsys.enabel=false"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("did you mean `nsys.enable`"));
+}
+
+#[test]
+fn plus_on_an_existing_key_suggests_both_forms() {
+    Sandbox::new()
+        .stage2()
+        .args(["profile", "--dry-run", "+nsys.trace=cuda", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("use `nsys.trace=...`")
+                .and(predicate::str::contains("`++nsys.trace=...`")),
+        );
+}
+
+#[test]
+fn wrong_type_and_bad_grammar_exit_2() {
+    let sb = Sandbox::new();
+    sb.stage2()
+        .args(["config", "ncu.top_n=lots"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("ncu.top_n"));
+    sb.stage2()
+        .args(["config", "nsys..trace=x"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad override"));
+}
+
+#[test]
+fn empty_capture_name_with_nvtx_gating_exits_2_before_anything_runs() {
+    let sb = Sandbox::new();
+    sb.stage2()
+        .args([
+            "profile",
+            "--run-root",
+            "runs",
+            "nsys.nvtx_capture=",
+            "--",
+            "true",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nsys.nvtx_capture"));
+    assert!(!sb.runs().exists());
+}
+
+#[test]
+fn nvprof_metric_names_are_refused_up_front() {
+    let sb = Sandbox::new();
+    sb.stage2()
+        .args([
+            "profile",
+            "--run-root",
+            "runs",
+            "ncu.metrics=[flop_count_hp,flop_count_sp]",
+            "--",
+            "true",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("flop_count_hp"));
+}
+
+#[test]
+fn metrics_unknown_to_ncu_are_refused_before_the_run() {
+    let sb = Sandbox::new();
+    sb.stage2()
+        .args([
+            "profile",
+            "--run-root",
+            "runs",
+            "ncu.metrics=[gpu__time_duration.sum,sm__no_such_counter.sum]",
+            "--",
+            "true",
+        ])
+        .env("FAKE_NCU_QUERY", "1")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("sm__no_such_counter.sum"));
+    assert!(!sb.runs().exists());
+}
+
+#[test]
+fn bad_config_file_names_file_and_key() {
+    let sb = Sandbox::new();
+    let f = sb.path().join("bad.yaml");
+    std::fs::write(&f, "ncu:\n  top_m: 3\n").unwrap();
+    sb.stage2()
+        .args(["config", "--config"])
+        .arg(&f)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.yaml").and(predicate::str::contains("`ncu.top_n`")));
+}
+
+#[test]
+fn bad_run_ids_are_refused() {
+    let sb = Sandbox::new();
+    for id in ["../escape", "a/b"] {
+        sb.profile(id, &["--dry-run", "--", "true"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("run id"));
+    }
+}
+
+#[test]
+fn no_workload_is_a_usage_error() {
+    Sandbox::new()
+        .stage2()
+        .args(["profile", "--dry-run"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("after `--`"));
+}
+
+#[test]
+fn report_on_a_broken_csv_exits_6_naming_file_and_line() {
+    let sb = Sandbox::new();
+    let run = sb.path().join("run");
+    std::fs::create_dir_all(run.join("nsys")).unwrap();
+    std::fs::copy(
+        common::root().join("tests/data/bad/kern_sum_truncated_hand_made.csv"),
+        run.join("nsys/summary_cuda_gpu_kern_sum.csv"),
+    )
+    .unwrap();
+    sb.stage2()
+        .arg("report")
+        .arg(&run)
+        .assert()
+        .code(6)
+        .stderr(predicate::str::contains("summary_cuda_gpu_kern_sum.csv:3"));
+}
+
+#[test]
+fn report_on_a_missing_directory_is_a_usage_error() {
+    Sandbox::new()
+        .stage2()
+        .args(["report", "/nonexistent/run"])
+        .assert()
+        .code(2);
+}

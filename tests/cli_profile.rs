@@ -1,0 +1,397 @@
+//! `stage2 profile` end to end with fake nsys/ncu that replay real captured output.
+
+mod common;
+
+use common::{read, status, Sandbox};
+use predicates::prelude::*;
+
+const LAYOUT: &[&str] = &[
+    "config.yaml",
+    "env.json",
+    "inputs.yaml",
+    "status.json",
+    "nsys/cmd.txt",
+    "nsys/nsys.log",
+    "nsys/run.nsys-rep",
+    "nsys/summary_cuda_gpu_kern_sum.csv",
+    "nsys/summary_nvtx_sum.csv",
+    "nsys/summary_cuda_api_sum.csv",
+    "nsys/run.sqlite",
+    "ncu/cmd.txt",
+    "ncu/ncu.log",
+    "ncu/sections.txt",
+    "ncu/decode.ncu-rep",
+    "ncu/decode_raw.csv",
+    "kernels.md",
+    "stakeholder_summary.md",
+    "kernels.csv",
+    "summary.json",
+];
+
+#[test]
+fn full_run_leaves_the_whole_layout() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "r1",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .assert()
+    .success()
+    .stderr(predicate::str::contains("nsys pass: ok"));
+    let run = sb.run("r1");
+    for f in LAYOUT {
+        let meta = std::fs::metadata(run.join(f)).unwrap_or_else(|_| panic!("missing {f}"));
+        assert!(meta.len() > 0, "empty {f}");
+    }
+    let nsys_cmd = read(run.join("nsys/cmd.txt"));
+    let first = nsys_cmd.lines().next().unwrap();
+    assert!(
+        first.contains("--capture-range=nvtx --nvtx-capture=decode --env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0"),
+        "{first}"
+    );
+    assert!(
+        first.ends_with("-o ") || first.contains(" python3 -c 'print(1)'"),
+        "{first}"
+    );
+    assert!(!first.contains("--capture-range-end"));
+    // The top kernels become ncu's filter, by mangled name from the nsys SQLite.
+    let ncu_cmd = read(run.join("ncu/cmd.txt"));
+    assert!(
+        ncu_cmd.contains("--nvtx --nvtx-include decode/"),
+        "{ncu_cmd}"
+    );
+    assert!(ncu_cmd.contains("--kernel-name-base mangled --kernel-id '::regex:^(nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN|_ZN"), "{ncu_cmd}");
+    let st = status(&run);
+    assert_eq!(st["state"], "ok");
+    assert_eq!(st["passes"]["nsys"]["state"], "ok");
+    assert_eq!(st["passes"]["ncu"]["state"], "ok");
+    let md = read(run.join("kernels.md"));
+    assert!(
+        md.contains("| 1 | nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN | 160 | 526.21 |"),
+        "{md}"
+    );
+    let env: serde_json::Value = serde_json::from_str(&read(run.join("env.json"))).unwrap();
+    assert_eq!(env["tools"]["nsys"]["version"], "2025.3.1.0");
+    assert_eq!(env["tools"]["ncu"]["how"], "PATH");
+    assert!(read(run.join("inputs.yaml")).contains("print(1)"));
+    // The fake ran the workload under each profiler.
+    assert_eq!(
+        sb.calls()
+            .lines()
+            .filter(|l| l.starts_with("ncu --target-processes"))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn report_re_renders_a_finished_run_identically() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "r",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .assert()
+    .success();
+    let run = sb.run("r");
+    let before: Vec<String> = [
+        "kernels.md",
+        "stakeholder_summary.md",
+        "kernels.csv",
+        "summary.json",
+    ]
+    .iter()
+    .map(|f| read(run.join(f)))
+    .collect();
+    for f in [
+        "kernels.md",
+        "stakeholder_summary.md",
+        "kernels.csv",
+        "summary.json",
+    ] {
+        std::fs::remove_file(run.join(f)).unwrap();
+    }
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .assert()
+        .success();
+    let after: Vec<String> = [
+        "kernels.md",
+        "stakeholder_summary.md",
+        "kernels.csv",
+        "summary.json",
+    ]
+    .iter()
+    .map(|f| read(run.join(f)))
+    .collect();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn ncu_profiling_nothing_with_the_filter_is_rerun_without_it() {
+    let sb = Sandbox::new();
+    sb.profile("r", &["--", "python3", "-c", "print(1)"])
+        .env("FAKE_NCU_MODE", "nokernels-filtered")
+        .assert()
+        .success();
+    let run = sb.run("r");
+    let calls = sb.calls();
+    let profiles: Vec<&str> = calls
+        .lines()
+        .filter(|l| l.starts_with("ncu --target-processes"))
+        .collect();
+    assert_eq!(profiles.len(), 2, "{calls}");
+    assert!(profiles[0].contains("regex:") && !profiles[1].contains("regex:"));
+    let st = status(&run);
+    assert_eq!(st["passes"]["ncu"]["state"], "ok");
+    assert!(st["passes"]["ncu"]["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("without it"));
+    assert_eq!(read(run.join("ncu/cmd.txt")).lines().count(), 4);
+}
+
+#[test]
+fn ncu_profiling_nothing_at_all_is_a_pass_without_data() {
+    let sb = Sandbox::new();
+    sb.profile("r", &["--", "python3", "-c", "print(1)"])
+        .env("FAKE_NCU_MODE", "nokernels")
+        .assert()
+        .code(5);
+    let st = status(&sb.run("r"));
+    assert_eq!(st["passes"]["ncu"]["state"], "no-data");
+    assert!(st["passes"]["ncu"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("match only start/end ranges"));
+    assert_eq!(st["passes"]["nsys"]["state"], "ok");
+    // The nsys data still made it into the reports.
+    assert!(read(sb.run("r").join("kernels.md")).contains("nvjet"));
+}
+
+#[test]
+fn nsys_generating_no_report_does_not_stop_ncu() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "r",
+        &["--nvtx-capture", "range", "--", "python3", "-c", "print(1)"],
+    )
+    .env("FAKE_NSYS_MODE", "noreport")
+    .assert()
+    .code(5)
+    .stderr(predicate::str::contains("--nvtx-capture=range"));
+    let run = sb.run("r");
+    let st = status(&run);
+    assert_eq!(st["state"], "no-data");
+    assert_eq!(st["passes"]["nsys"]["state"], "no-data");
+    assert_eq!(st["passes"]["ncu"]["state"], "ok");
+    // Without nsys data ncu runs with no kernel filter: each distinct kernel once.
+    assert!(read(run.join("ncu/cmd.txt")).contains("--kernel-name-base demangled --kernel-id :::1"));
+    let summary: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    assert_eq!(summary["passes"]["nsys"]["state"], "no-data");
+    assert!(read(run.join("stakeholder_summary.md")).contains("The nsys pass did not complete"));
+}
+
+#[test]
+fn nsys_ending_the_app_at_the_end_of_the_range_is_not_a_failure() {
+    let sb = Sandbox::new();
+    sb.profile("r", &["--", "python3", "-c", "print(1)"])
+        .env("FAKE_NSYS_MODE", "shutdown")
+        .assert()
+        .success();
+    let st = status(&sb.run("r"));
+    assert!(st["passes"]["nsys"]["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("capture_range_end=stop"));
+}
+
+#[test]
+fn nsys_without_its_importer_is_a_tool_error() {
+    let sb = Sandbox::new();
+    sb.profile("r", &["--no-ncu", "--", "python3", "-c", "print(1)"])
+        .env("FAKE_NSYS_MODE", "qdstrm")
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("QdstrmImporter"));
+}
+
+#[test]
+fn ncu_without_nsys_ranks_by_ncu_time() {
+    let sb = Sandbox::new();
+    sb.profile("r", &["--no-nsys", "--", "python3", "-c", "print(1)"])
+        .assert()
+        .success();
+    let run = sb.run("r");
+    assert!(!run.join("nsys/cmd.txt").exists());
+    assert!(read(run.join("ncu/cmd.txt")).contains(":::1"));
+    assert_eq!(status(&run)["passes"]["nsys"]["state"], "skipped");
+    assert!(read(run.join("kernels.md")).contains("ncu's profiled launches only"));
+}
+
+#[test]
+fn a_failing_workload_exits_4_and_keeps_what_was_produced() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "r",
+        &[
+            "--",
+            "python3",
+            "-c",
+            "import sys; print('boom', file=sys.stderr); sys.exit(3)",
+        ],
+    )
+    .assert()
+    .code(4)
+    .stderr(predicate::str::contains("boom"));
+    let run = sb.run("r");
+    let st = status(&run);
+    assert_eq!(st["passes"]["nsys"]["state"], "failed");
+    assert!(st["passes"]["nsys"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("exit status 3"));
+    // The report nsys wrote anyway was processed.
+    assert!(run.join("nsys/summary_cuda_gpu_kern_sum.csv").exists());
+    assert!(read(run.join("nsys/nsys.log")).contains("boom"));
+}
+
+#[test]
+fn a_missing_tool_exits_3_before_anything_runs() {
+    let sb = Sandbox::new();
+    sb.stage2_without_tools()
+        .args([
+            "profile",
+            "--run-root",
+            "runs",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ])
+        .assert()
+        .code(3)
+        .stderr(
+            predicate::str::contains("nsys not found").and(predicate::str::contains("STAGE2_NSYS")),
+        );
+    assert!(!sb.runs().exists());
+}
+
+#[test]
+fn dry_run_writes_provenance_and_commands_and_runs_nothing() {
+    let sb = Sandbox::new();
+    sb.stage2_without_tools()
+        .args([
+            "profile",
+            "--run-root",
+            "runs",
+            "--run-id",
+            "d",
+            "--dry-run",
+            "--",
+            "python3",
+            "x.py",
+        ])
+        .assert()
+        .success();
+    let run = sb.run("d");
+    for f in [
+        "config.yaml",
+        "env.json",
+        "inputs.yaml",
+        "status.json",
+        "nsys/cmd.txt",
+        "ncu/cmd.txt",
+    ] {
+        assert!(run.join(f).is_file(), "{f}");
+    }
+    assert!(!run.join("nsys/nsys.log").exists());
+    assert_eq!(status(&run)["state"], "planned");
+    assert!(read(run.join("nsys/cmd.txt")).starts_with("nsys profile --trace=cuda,nvtx,osrt"));
+}
+
+#[test]
+fn an_existing_run_id_is_never_reused() {
+    let sb = Sandbox::new();
+    sb.profile("same", &["--dry-run", "--", "true"])
+        .assert()
+        .success();
+    sb.profile("same", &["--dry-run", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("already exists"));
+}
+
+#[test]
+fn shell_metacharacters_reach_the_workload_literally() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "inj",
+        &[
+            "--no-ncu",
+            "--",
+            "python3",
+            "-c",
+            "import sys; print(sys.argv[1])",
+            "$(touch PWNED); rm -rf x | > y",
+        ],
+    )
+    .assert()
+    .success();
+    assert!(!sb.path().join("PWNED").exists());
+    assert!(!sb.path().join("y").exists());
+    let line = read(sb.run("inj").join("nsys/cmd.txt"))
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let argv = shlex::split(&line).unwrap();
+    assert_eq!(argv.last().unwrap(), "$(touch PWNED); rm -rf x | > y");
+}
+
+#[test]
+fn secrets_never_reach_the_run_directory() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "sec",
+        &[
+            "--dry-run",
+            "--",
+            "python3",
+            "https://user:hunter2@example.com/x",
+        ],
+    )
+    .env("HF_TOKEN", "hf_supersecret")
+    .env("CUDA_API_KEY", "abc-secret-key")
+    .assert()
+    .success();
+    let mut stack = vec![sb.run("sec")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                for secret in ["hf_supersecret", "abc-secret-key", "hunter2"] {
+                    assert!(!text.contains(secret), "{secret} in {}", p.display());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! Shared helpers for the CLI tests: the built binary with fake nsys/ncu on PATH.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A temp dir to run in, with a calls log the fakes append to.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn runs(&self) -> PathBuf {
+        self.path().join("runs")
+    }
+    pub fn run(&self, id: &str) -> PathBuf {
+        self.runs().join(id)
+    }
+    pub fn calls(&self) -> String {
+        std::fs::read_to_string(self.path().join("calls.log")).unwrap_or_default()
+    }
+
+    /// `stage2` with the fakes on PATH, run from the sandbox (no ./conf there).
+    pub fn stage2(&self) -> Command {
+        let mut c = Command::cargo_bin("stage2").unwrap();
+        let path = format!(
+            "{}:{}",
+            root().join("tests/fakes").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        c.current_dir(self.path())
+            .env("PATH", path)
+            .env("FAKE_DATA", root().join("tests/data"))
+            .env("FAKE_CALLS", self.path().join("calls.log"))
+            .env_remove("STAGE2_NSYS")
+            .env_remove("STAGE2_NCU")
+            .env_remove("FAKE_NSYS_MODE")
+            .env_remove("FAKE_NCU_MODE");
+        c
+    }
+
+    /// `stage2` with no profiler reachable at all.
+    pub fn stage2_without_tools(&self) -> Command {
+        let mut c = self.stage2();
+        c.env("PATH", "/usr/bin:/bin");
+        c
+    }
+
+    /// `stage2 profile --run-root runs --run-id ID ARGS...`
+    pub fn profile(&self, id: &str, args: &[&str]) -> Command {
+        let mut c = self.stage2();
+        c.args(["profile", "--run-root", "runs", "--run-id", id])
+            .args(args);
+        c
+    }
+}
+
+pub fn read(p: impl AsRef<Path>) -> String {
+    std::fs::read_to_string(p.as_ref()).unwrap_or_else(|e| panic!("{}: {e}", p.as_ref().display()))
+}
+
+pub fn status(run: &Path) -> serde_json::Value {
+    serde_json::from_str(&read(run.join("status.json"))).unwrap()
+}
