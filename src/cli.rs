@@ -34,6 +34,13 @@ pub enum Command {
         /// A run directory made by `stage2 profile`.
         run_dir: PathBuf,
     },
+    /// Check that profiling can work here: tools, GPU, counters, nsys finalizing, disk. Exit 0 or 3.
+    Doctor {
+        #[command(flatten)]
+        sources: SourceArgs,
+        #[arg(value_name = "OVERRIDE")]
+        overrides: Vec<String>,
+    },
     /// Print the resolved configuration as YAML.
     Config {
         #[command(flatten)]

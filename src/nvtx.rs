@@ -1,24 +1,56 @@
 //! NVTX expressions: what the user names (a range such as `decode`) turned into what each
 //! profiler matches, and the file base name a range gives.
 
+/// How a workload marks its ranges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// `nvtxRangePush`/`Pop`, what `torch.cuda.nvtx.range` emits.
+    PushPop,
+    /// `nvtxRangeStart`/`End`.
+    StartEnd,
+}
+
 /// The ncu `--nvtx-include` expression for a user's range.
 ///
-/// ncu matches push/pop ranges (what `torch.cuda.nvtx.range` emits) only as `NAME/`; `decode*`
-/// and `regex:decode` profile nothing there. A plain name becomes `NAME/`; an expression that
-/// already has `/`, `@` or a `regex:` prefix passes through.
-pub fn ncu_include(name: &str) -> (String, Option<String>) {
+/// ncu matches push/pop ranges only as `NAME/`; `decode*` and `regex:decode` profile nothing
+/// there. Start/end ranges match as the plain `NAME`. An expression that already has `/`, `@`
+/// or a `regex:` prefix passes through.
+pub fn ncu_include(name: &str, style: Style) -> (String, Option<String>) {
     let n = name.trim();
     if n.contains('/') || n.contains('@') || n.starts_with("regex:") {
         return (n.to_string(), None);
     }
-    if let Some(stem) = n.strip_suffix('*') {
-        let expr = format!("{stem}/");
+    let plain = |stem: &str| match style {
+        Style::PushPop => format!("{stem}/"),
+        Style::StartEnd => stem.to_string(),
+    };
+    if let Some(stem) = n.strip_suffix('*').filter(|_| style == Style::PushPop) {
+        let expr = plain(stem);
         let warning = format!(
             "ncu NVTX include `{n}` matches only start/end ranges and profiles nothing for push/pop ranges; using `{expr}`"
         );
         return (expr, Some(warning));
     }
-    (format!("{n}/"), None)
+    (plain(n), None)
+}
+
+/// The style of `name` in nsys's nvtx_sum `Style` column; when `name` is not there (nsys
+/// captured another range), the one style all captured ranges share.
+pub fn style_from_nsys(ranges: &[crate::parse::nsys::RangeSum], name: &str) -> Option<Style> {
+    let parse = |s: &str| match s {
+        "PushPop" => Some(Style::PushPop),
+        "StartEnd" => Some(Style::StartEnd),
+        _ => None,
+    };
+    if let Some(r) = ranges.iter().find(|r| r.name() == name) {
+        return r.style.as_deref().and_then(parse);
+    }
+    let styles: Vec<Style> = ranges
+        .iter()
+        .filter_map(|r| r.style.as_deref().and_then(parse))
+        .collect();
+    let first = *styles.first()?;
+    styles.iter().all(|s| *s == first).then_some(first)
 }
 
 /// A file-system-safe base name for a range expression: `decode/` -> `decode`,
@@ -48,13 +80,32 @@ mod tests {
 
     #[test]
     fn plain_names_become_push_pop_expressions() {
-        assert_eq!(ncu_include("decode"), ("decode/".to_string(), None));
-        assert_eq!(ncu_include("decode/").0, "decode/");
-        assert_eq!(ncu_include("dom@decode/").0, "dom@decode/");
-        assert_eq!(ncu_include("regex:dec.*").0, "regex:dec.*");
-        let (expr, warn) = ncu_include("decode*");
+        let pp = Style::PushPop;
+        assert_eq!(ncu_include("decode", pp), ("decode/".to_string(), None));
+        assert_eq!(
+            ncu_include("decode", Style::StartEnd),
+            ("decode".to_string(), None)
+        );
+        assert_eq!(ncu_include("decode/", pp).0, "decode/");
+        assert_eq!(ncu_include("dom@decode/", pp).0, "dom@decode/");
+        assert_eq!(ncu_include("regex:dec.*", pp).0, "regex:dec.*");
+        let (expr, warn) = ncu_include("decode*", pp);
         assert_eq!(expr, "decode/");
         assert!(warn.unwrap().contains("decode/"));
+        assert_eq!(
+            ncu_include("decode*", Style::StartEnd),
+            ("decode*".to_string(), None)
+        );
+    }
+
+    #[test]
+    fn style_comes_from_the_nsys_summary() {
+        let data = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/nsys/summary_nvtx_sum.csv");
+        let ranges = crate::parse::nsys::read_ranges(&data).unwrap();
+        assert_eq!(style_from_nsys(&ranges, "decode"), Some(Style::PushPop));
+        assert_eq!(style_from_nsys(&ranges, "prefill"), Some(Style::PushPop));
+        assert_eq!(style_from_nsys(&[], "decode"), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The subcommands, each a function from parsed CLI arguments to an exit code.
 
 pub mod config;
+pub mod doctor;
 pub mod profile;
 pub mod report;
 
@@ -13,5 +14,6 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Profile(args) => profile::run(&args, echo),
         Command::Report { run_dir } => report::run(&run_dir),
         Command::Config { sources, overrides } => config::run(&sources, &overrides),
+        Command::Doctor { sources, overrides } => doctor::run(&sources, &overrides),
     }
 }

@@ -229,7 +229,7 @@ fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<(), Error> {
 
 /// The ncu plan: the NVTX include and the kernel filter from the nsys pass's top kernels.
 fn plan_ncu(cfg: &Config, run: &RunDir) -> Plan {
-    let (include, base, warning) = ncu::include_and_base(&cfg.ncu);
+    let (include, base, warning) = ncu::include_and_base(&cfg.ncu, ncu::style_for(cfg, run));
     if let Some(w) = warning {
         tracing::warn!("{w}");
     }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub workload: Workload,
+    pub nvtx: Nvtx,
     pub inputs: Inputs,
     pub tools: Tools,
     pub run: Run,
@@ -33,6 +34,20 @@ pub struct Workload {
     pub cwd: Option<String>,
     #[serde(deserialize_with = "string_map")]
     pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Nvtx {
+    pub style: NvtxStyle,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NvtxStyle {
+    Auto,
+    Pushpop,
+    Startend,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

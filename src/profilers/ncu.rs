@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{append_cmd_txt, run_step, stopped, write_cmd_txt, Ctx};
-use crate::config::Ncu;
+use crate::config::{Config, Ncu, NvtxStyle};
 use crate::error::Error;
 use crate::exit_codes;
 use crate::nvtx;
 use crate::process::{self, Outcome};
+use crate::rundir::RunDir;
 use crate::status::{PassState, PassStatus};
 
 pub const NO_KERNELS: &str = "No kernels were profiled";
@@ -34,8 +35,29 @@ impl KernelFilter {
     }
 }
 
+/// The NVTX style ncu's include expression is written for: configured, or (auto) the style
+/// the nsys pass of this run saw, else push/pop (what `torch.cuda.nvtx.range` emits).
+pub fn style_for(cfg: &Config, run: &RunDir) -> nvtx::Style {
+    match cfg.nvtx.style {
+        NvtxStyle::Pushpop => nvtx::Style::PushPop,
+        NvtxStyle::Startend => nvtx::Style::StartEnd,
+        NvtxStyle::Auto => {
+            let name = cfg
+                .ncu
+                .nvtx_include
+                .as_deref()
+                .unwrap_or("")
+                .trim_end_matches('/');
+            crate::parse::nsys::read_ranges(&run.file(crate::report::NVTX_SUM))
+                .ok()
+                .and_then(|ranges| nvtx::style_from_nsys(&ranges, name))
+                .unwrap_or(nvtx::Style::PushPop)
+        }
+    }
+}
+
 /// The NVTX include expression and the file base name it gives (`decode/` -> `decode`).
-pub fn include_and_base(cfg: &Ncu) -> (Option<String>, String, Option<String>) {
+pub fn include_and_base(cfg: &Ncu, style: nvtx::Style) -> (Option<String>, String, Option<String>) {
     match cfg
         .nvtx_include
         .as_deref()
@@ -43,7 +65,7 @@ pub fn include_and_base(cfg: &Ncu) -> (Option<String>, String, Option<String>) {
         .filter(|s| !s.is_empty())
     {
         Some(name) if cfg.gating_nvtx => {
-            let (expr, warning) = nvtx::ncu_include(name);
+            let (expr, warning) = nvtx::ncu_include(name, style);
             let base = nvtx::base_name(&expr);
             (Some(expr), base, warning)
         }

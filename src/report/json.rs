@@ -93,7 +93,7 @@ pub fn summary(a: &Artifacts) -> Summary {
             .nvtx_capture
             .clone()
             .filter(|_| a.config.nsys.gating_nvtx),
-        ncu_include: crate::profilers::ncu::include_and_base(&a.config.ncu).0,
+        ncu_include: a.ncu_include.clone(),
         passes: a
             .status
             .as_ref()

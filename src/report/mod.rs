@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::model::{self, KernelRecord};
 use crate::parse::ncu::{self, NcuReport};
 use crate::parse::nsys::{self, ApiSum, KernelSum, RangeSum};
-use crate::profilers::ncu::include_and_base;
+use crate::profilers::ncu::{include_and_base, style_for};
 use crate::rundir::RunDir;
 use crate::status::Status;
 
@@ -29,6 +29,8 @@ pub struct Artifacts {
     pub api: Option<Vec<ApiSum>>,
     pub ncu: Option<NcuReport>,
     pub ncu_csv: Option<PathBuf>,
+    /// The NVTX include expression the ncu pass used.
+    pub ncu_include: Option<String>,
     pub env: Option<serde_json::Value>,
     pub status: Option<Status>,
     pub stage1_ops: Option<PathBuf>,
@@ -57,7 +59,7 @@ impl Artifacts {
         let kernels_nsys = optional(&run.file(KERN_SUM), nsys::read_kernels)?;
         let ranges = optional(&run.file(NVTX_SUM), nsys::read_ranges)?;
         let api = optional(&run.file(API_SUM), nsys::read_api)?;
-        let (_, base, _) = include_and_base(&config.ncu);
+        let (ncu_include, base, _) = include_and_base(&config.ncu, style_for(&config, run));
         let ncu_csv = Some(run.ncu(&format!("{base}_raw.csv")))
             .filter(|p| p.is_file())
             .or_else(|| find_raw_csv(&run.path.join("ncu")));
@@ -83,6 +85,7 @@ impl Artifacts {
             api,
             ncu,
             ncu_csv,
+            ncu_include,
             env,
             status: Status::read(&run.path),
             stage1_ops: find_stage1_ops(&run.stage1()),

@@ -90,7 +90,7 @@ fn run_facts(a: &Artifacts, s: &mut String) {
     } else {
         "whole run".to_string()
     };
-    let (inc, _, _) = crate::profilers::ncu::include_and_base(&a.config.ncu);
+    let inc = a.ncu_include.clone();
     let _ = writeln!(
         s,
         "| Capture | nsys: {}; ncu: {}, set {}, top {} kernels |",

@@ -19,7 +19,7 @@ fn wl() -> Vec<String> {
 #[test]
 fn default_plan_profiles_the_decode_push_pop_range() {
     let c = cfg(&[]);
-    let (inc, base, warn) = include_and_base(&c);
+    let (inc, base, warn) = include_and_base(&c, crate::nvtx::Style::PushPop);
     assert_eq!(
         (inc.as_deref(), base.as_str(), warn),
         (Some("decode/"), "decode", None)
@@ -81,10 +81,16 @@ fn regex_escaping_covers_metacharacters() {
 
 #[test]
 fn star_names_are_turned_into_push_pop_with_a_warning() {
-    let (inc, base, warn) = include_and_base(&cfg(&["ncu.nvtx_include=decode*"]));
+    let (inc, base, warn) = include_and_base(
+        &cfg(&["ncu.nvtx_include=decode*"]),
+        crate::nvtx::Style::PushPop,
+    );
     assert_eq!((inc.as_deref(), base.as_str()), (Some("decode/"), "decode"));
     assert!(warn.is_some());
-    let (inc, base, _) = include_and_base(&cfg(&["ncu.gating_nvtx=false"]));
+    let (inc, base, _) = include_and_base(
+        &cfg(&["ncu.gating_nvtx=false"]),
+        crate::nvtx::Style::PushPop,
+    );
     assert_eq!((inc, base.as_str()), (None, "all"));
 }
 

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""A tiny decoder-only LLM for profiling: random weights, built from a config, never downloaded.
+
+It runs one prefill pass over the prompt and a KV-cached greedy decode loop, marked with NVTX:
+`prefill`, `decode`, one `step` range per decode step and, inside them, one range per model
+stage (`attn`, `mlp`). `--nvtx-style startend` emits start/end ranges instead of push/pop so
+both kinds of gating are exercised. Prints tokens/s.
+
+Uses transformers' Llama classes when importable, else a small pure-PyTorch decoder.
+"""
+
+import argparse
+import contextlib
+import sys
+import time
+
+import torch
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--prompt-len", type=int, default=128)
+    p.add_argument("--new-tokens", type=int, default=8)
+    p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--nvtx-style", default="pushpop", choices=["pushpop", "startend"])
+    p.add_argument("--no-stage-ranges", action="store_true", help="no attn/mlp ranges")
+    p.add_argument("--impl", default="auto", choices=["auto", "hf", "torch"])
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--vocab", type=int, default=4096)
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args()
+
+
+class Nvtx:
+    """NVTX ranges in either style; start/end ranges are closed in LIFO order here."""
+
+    def __init__(self, style):
+        self.style = style
+        self.stack = []
+
+    def push(self, name):
+        if self.style == "pushpop":
+            torch.cuda.nvtx.range_push(name)
+        else:
+            self.stack.append(torch.cuda.nvtx.range_start(name))
+
+    def pop(self):
+        if self.style == "pushpop":
+            torch.cuda.nvtx.range_pop()
+        else:
+            torch.cuda.nvtx.range_end(self.stack.pop())
+
+    @contextlib.contextmanager
+    def range(self, name):
+        self.push(name)
+        try:
+            yield
+        finally:
+            self.pop()
+
+
+def hf_model(args, dtype):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        vocab_size=args.vocab,
+        hidden_size=args.hidden,
+        intermediate_size=int(args.hidden * 2.75),
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.heads,
+        max_position_embeddings=max(2048, args.prompt_len + args.new_tokens + 8),
+    )
+    model = LlamaForCausalLM(cfg).to(device=args.device, dtype=dtype).eval()
+    stages = []
+    for layer in model.model.layers:
+        stages.append(("attn", layer.self_attn))
+        stages.append(("mlp", layer.mlp))
+    return "hf-llama", model, stages
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = torch.nn.LayerNorm(d)
+        self.attn = torch.nn.Linear(d, 3 * d, bias=False)
+        self.proj = torch.nn.Linear(d, d, bias=False)
+        self.norm2 = torch.nn.LayerNorm(d)
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(d, 4 * d, bias=False), torch.nn.GELU(), torch.nn.Linear(4 * d, d, bias=False)
+        )
+
+    def forward(self, x, cache):
+        b, t, d = x.shape
+        q, k, v = self.attn(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
+        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
+        if cache is not None:
+            k = torch.cat([cache[0], k], dim=2)
+            v = torch.cat([cache[1], v], dim=2)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=cache is None)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.norm2(x)), (k, v)
+
+
+class TinyDecoder(torch.nn.Module):
+    def __init__(self, args):
+        super().__init__()
+        self.embed = torch.nn.Embedding(args.vocab, args.hidden)
+        self.blocks = torch.nn.ModuleList(Block(args.hidden, args.heads) for _ in range(args.layers))
+        self.head = torch.nn.Linear(args.hidden, args.vocab, bias=False)
+
+    def forward(self, ids, cache=None):
+        x = self.embed(ids)
+        new = []
+        for i, blk in enumerate(self.blocks):
+            x, kv = blk(x, None if cache is None else cache[i])
+            new.append(kv)
+        return self.head(x), new
+
+
+def torch_model(args, dtype):
+    model = TinyDecoder(args).to(device=args.device, dtype=dtype).eval()
+    stages = []
+    for blk in model.blocks:
+        stages.append(("attn", blk.attn))
+        stages.append(("mlp", blk.mlp))
+    return "torch-decoder", model, stages
+
+
+def add_stage_ranges(nvtx, stages):
+    for name, module in stages:
+        module.register_forward_pre_hook(lambda m, a, n=name: nvtx.push(n))
+        module.register_forward_hook(lambda m, a, o: nvtx.pop())
+
+
+def main():
+    args = parse_args()
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print("tiny_llm: no CUDA device visible", file=sys.stderr)
+        return 2
+    torch.manual_seed(args.seed)
+    dtype = getattr(torch, args.dtype)
+    impl, model, stages = None, None, None
+    if args.impl in ("auto", "hf"):
+        try:
+            impl, model, stages = hf_model(args, dtype)
+        except ImportError:
+            if args.impl == "hf":
+                raise
+    if model is None:
+        impl, model, stages = torch_model(args, dtype)
+    nvtx = Nvtx(args.nvtx_style)
+    if not args.no_stage_ranges:
+        add_stage_ranges(nvtx, stages)
+    ids = torch.randint(0, args.vocab, (args.batch, args.prompt_len), device=args.device)
+
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        with nvtx.range("prefill"):
+            if impl == "hf-llama":
+                out = model(input_ids=ids, use_cache=True)
+                logits, cache = out.logits, out.past_key_values
+            else:
+                logits, cache = model(ids)
+            token = logits[:, -1:].argmax(-1)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        with nvtx.range("decode"):
+            for _ in range(args.new_tokens):
+                with nvtx.range("step"):
+                    if impl == "hf-llama":
+                        out = model(input_ids=token, past_key_values=cache, use_cache=True)
+                        logits, cache = out.logits, out.past_key_values
+                    else:
+                        logits, cache = model(token, cache)
+                    token = logits[:, -1:].argmax(-1)
+            torch.cuda.synchronize()
+        t2 = time.perf_counter()
+    decoded = args.batch * args.new_tokens
+    print(
+        f"tiny_llm {impl} {args.dtype} batch={args.batch} prompt={args.prompt_len} "
+        f"new_tokens={args.new_tokens} nvtx={args.nvtx_style}: prefill {1e3 * (t1 - t0):.1f} ms, "
+        f"decode {1e3 * (t2 - t1):.1f} ms, {decoded / max(t2 - t1, 1e-9):.1f} tokens/s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

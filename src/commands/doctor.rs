@@ -1,0 +1,224 @@
+//! `stage2 doctor`: can profiling work here? One line per check, ok/warn/fail with the fix.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::cli::SourceArgs;
+use crate::config;
+use crate::error::Result;
+use crate::exit_codes;
+use crate::process::{self, Spec};
+use crate::tools::{self, Tool};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+pub struct Check {
+    pub level: Level,
+    pub what: String,
+    pub fix: Option<String>,
+}
+
+fn check(level: Level, what: impl Into<String>, fix: Option<&str>) -> Check {
+    Check {
+        level,
+        what: what.into(),
+        fix: fix.map(str::to_string),
+    }
+}
+
+pub fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
+    let cfg = config::resolve(&sources.to_sources(overrides))?.config;
+    let mut checks = Vec::new();
+    let nsys = tools::find(Tool::Nsys, cfg.tools.nsys.as_deref());
+    let ncu = tools::find(Tool::Ncu, cfg.tools.ncu.as_deref());
+    for (tool, found) in [(Tool::Nsys, &nsys), (Tool::Ncu, &ncu)] {
+        checks.push(match found {
+            Ok(f) => check(
+                Level::Ok,
+                format!(
+                    "{} {} at {} (found via {})",
+                    tool.name(),
+                    f.version.as_deref().unwrap_or("(version unknown)"),
+                    f.path.display(),
+                    f.how
+                ),
+                None,
+            ),
+            Err(e) => check(
+                Level::Fail,
+                e.to_string(),
+                Some("install it, or point tools.* / STAGE2_* at it"),
+            ),
+        });
+    }
+    checks.push(gpu_check());
+    checks.push(counters_check());
+    if let Ok(f) = &nsys {
+        checks.push(finalize_check(&f.path));
+    }
+    checks.push(disk_check(Path::new(&cfg.run.root)));
+
+    for c in &checks {
+        let tag = match c.level {
+            Level::Ok => "ok  ",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        };
+        println!("{tag}  {}", c.what);
+        if let Some(fix) = &c.fix {
+            println!("      fix: {fix}");
+        }
+    }
+    let worst = checks.iter().map(|c| c.level).max().unwrap_or(Level::Ok);
+    Ok(if worst == Level::Fail {
+        exit_codes::TOOL
+    } else {
+        exit_codes::OK
+    })
+}
+
+fn gpu_check() -> Check {
+    let out = Command::new("nvidia-smi")
+        .args(["--query-gpu=name,driver_version", "--format=csv,noheader"])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .replace('\n', "; ");
+            check(Level::Ok, format!("GPU: {text}"), None)
+        }
+        Ok(o) => check(
+            Level::Fail,
+            format!(
+                "nvidia-smi failed: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Some("check the NVIDIA driver (nvidia-smi must list the GPU)"),
+        ),
+        Err(_) => check(
+            Level::Warn,
+            "nvidia-smi not found: GPU and driver unknown",
+            Some("install the NVIDIA driver utilities, or run on a GPU machine"),
+        ),
+    }
+}
+
+/// ncu needs the GPU performance counters; by default the driver allows them to root only
+/// (ncu then fails with ERR_NVGPUCTRPERM).
+fn counters_check() -> Check {
+    let params = std::fs::read_to_string("/proc/driver/nvidia/params").unwrap_or_default();
+    let admin_only = params
+        .lines()
+        .find(|l| l.starts_with("RmProfilingAdminOnly"))
+        .map(|l| l.trim().ends_with('1'));
+    let root = nix::unistd::Uid::effective().is_root();
+    match (admin_only, root) {
+        (_, true) => check(Level::Ok, "performance counters: running as root, readable", None),
+        (Some(false), _) => check(Level::Ok, "performance counters: open to all users", None),
+        (Some(true), false) => check(
+            Level::Fail,
+            "performance counters: restricted to admin users (ncu would fail with ERR_NVGPUCTRPERM)",
+            Some("run as root, or set `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d and reboot (NVIDIA's ERR_NVGPUCTRPERM page)"),
+        ),
+        (None, false) => check(
+            Level::Warn,
+            "performance counters: cannot tell (no /proc/driver/nvidia/params); ncu may fail with ERR_NVGPUCTRPERM",
+            Some("if it does: run as root or set NVreg_RestrictProfilingToAdminUsers=0"),
+        ),
+    }
+}
+
+/// A seconds-long `nsys profile` of a trivial command must leave a .nsys-rep: on some installs
+/// the importer is missing or lacks a library and only a .qdstrm appears.
+fn finalize_check(nsys: &Path) -> Check {
+    let Ok(tmp) = tempfile::tempdir() else {
+        return check(Level::Warn, "nsys finalize: no temp dir to test in", None);
+    };
+    let base = tmp.path().join("doctor");
+    let mut spec = Spec::new(
+        nsys,
+        [
+            "profile",
+            "--trace=osrt",
+            "--sample=none",
+            "-o",
+            &base.display().to_string(),
+            "true",
+        ]
+        .map(str::to_string)
+        .to_vec(),
+        tmp.path().join("nsys.log"),
+    );
+    spec.timeout = Some(Duration::from_secs(120));
+    spec.grace = Duration::from_secs(5);
+    let out = match process::run(&spec) {
+        Ok(o) => o,
+        Err(e) => {
+            return check(
+                Level::Fail,
+                format!("nsys finalize: cannot run nsys: {e}"),
+                None,
+            )
+        }
+    };
+    if crate::profilers::nsys::find_report(&base).is_some() {
+        check(
+            Level::Ok,
+            format!(
+                "nsys finalizes reports ({:.1} s for a trivial run)",
+                out.duration.as_secs_f64()
+            ),
+            None,
+        )
+    } else if base.with_extension("qdstrm").exists() || out.tail.contains("Importer") {
+        check(
+            Level::Fail,
+            "nsys wrote only a .qdstrm: its importer (QdstrmImporter) is missing or cannot load a library",
+            Some("use a complete Nsight Systems install (tools.nsys / STAGE2_NSYS), or install the importer's missing libraries (e.g. libdw1)"),
+        )
+    } else {
+        check(
+            Level::Fail,
+            format!(
+                "nsys profile of `true` left no report ({}): {}",
+                out.describe(),
+                out.tail_lines(3)
+            ),
+            None,
+        )
+    }
+}
+
+fn disk_check(root: &Path) -> Check {
+    let probe = std::iter::successors(Some(root), |p| p.parent())
+        .find(|p| p.exists())
+        .unwrap_or(Path::new("."));
+    let probe = if probe.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        probe
+    };
+    match nix::sys::statvfs::statvfs(probe) {
+        Ok(s) => {
+            let free = s.blocks_available() as f64 * s.fragment_size() as f64 / 1e9;
+            let what = format!("free disk at {}: {free:.1} GB", root.display());
+            match free {
+                f if f < 1.0 => check(Level::Fail, what, Some("free space or use --run-root on a larger disk: nsys intermediates reach GBs")),
+                f if f < 10.0 => check(Level::Warn, what, Some("long captures with osrt tracing can write several GB")),
+                _ => check(Level::Ok, what, None),
+            }
+        }
+        Err(e) => check(
+            Level::Warn,
+            format!("free disk at {}: unknown ({e})", root.display()),
+            None,
+        ),
+    }
+}
