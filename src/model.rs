@@ -215,7 +215,8 @@ fn attach(rec: &mut KernelRecord, matched: &[&NcuKernel]) {
 /// differently (`void at::native::elementwise_kernel<(int)128, ...>` vs
 /// `void at::elementwise_kernel<128, ...>`): drop namespaces, casts and spaces.
 pub fn join_key(name: &str) -> String {
-    let n = name.trim();
+    let cleaned = strip_anonymous(name);
+    let n = cleaned.trim();
     let n = n.strip_prefix("void ").unwrap_or(n);
     let mut out = String::with_capacity(n.len());
     let mut rest = n;
@@ -249,6 +250,14 @@ pub fn join_key(name: &str) -> String {
     out
 }
 
+/// Anonymous namespaces, in the spellings the tools use. ncu 2025.3's simplified names even
+/// drop the `<`: `void unnamed>::CatArrayBatchedCopy<unnamed>::OpaqueType<2>, ...>`.
+fn strip_anonymous(name: &str) -> String {
+    name.replace("(anonymous namespace)::", "")
+        .replace("<unnamed>::", "")
+        .replace("unnamed>::", "")
+}
+
 const CASTS: &[&str] = &[
     "(int)",
     "(unsigned int)",
@@ -268,7 +277,8 @@ const CASTS: &[&str] = &[
 /// parameters: `void at::native::vectorized_elementwise_kernel<(int)4, ...>(int, T2, T3)` ->
 /// `vectorized_elementwise_kernel`.
 pub fn short_name(name: &str) -> String {
-    let n = name.trim();
+    let cleaned = strip_anonymous(name);
+    let n = cleaned.trim();
     let n = n.strip_prefix("void ").unwrap_or(n);
     // Cut at the first `<` or `(` at nesting depth 0, then take the last `::` component.
     let mut end = n.len();

@@ -145,10 +145,20 @@ fn report_re_renders_a_finished_run_identically() {
 #[test]
 fn ncu_profiling_nothing_with_the_filter_is_rerun_without_it() {
     let sb = Sandbox::new();
-    sb.profile("r", &["--", "python3", "-c", "print(1)"])
-        .env("FAKE_NCU_MODE", "nokernels-filtered")
-        .assert()
-        .success();
+    sb.profile(
+        "r",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .env("FAKE_NCU_MODE", "nokernels-filtered")
+    .assert()
+    .success();
     let run = sb.run("r");
     let calls = sb.calls();
     let profiles: Vec<&str> = calls
@@ -164,6 +174,30 @@ fn ncu_profiling_nothing_with_the_filter_is_rerun_without_it() {
         .unwrap()
         .contains("without it"));
     assert_eq!(read(run.join("ncu/cmd.txt")).lines().count(), 4);
+}
+
+#[test]
+fn ncu_on_another_range_than_nsys_gets_no_filter_and_its_own_table() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "r",
+        &[
+            "--nvtx-capture",
+            "prefill",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .assert()
+    .success();
+    let run = sb.run("r");
+    assert!(read(run.join("ncu/cmd.txt")).contains("--kernel-id :::1"));
+    let md = read(run.join("kernels.md"));
+    assert!(md.contains("## Kernels ncu measured in `decode`"), "{md}");
+    let csv = read(run.join("kernels.csv"));
+    assert!(csv.lines().any(|l| l.ends_with(",ncu,decode")), "{csv}");
 }
 
 #[test]

@@ -246,6 +246,14 @@ fn top_kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
     if cfg.ncu.top_n == 0 {
         return None;
     }
+    if !report::same_range(cfg) {
+        tracing::info!(
+            "nsys captured `{}` but ncu profiles `{}`: nsys's top kernels are not that range's, so ncu profiles each distinct kernel there once",
+            cfg.nsys.nvtx_capture.as_deref().unwrap_or(""),
+            cfg.ncu.nvtx_include.as_deref().unwrap_or("")
+        );
+        return None;
+    }
     let kernels = read_kernels(&run.file(report::KERN_SUM)).ok()?;
     let top: Vec<&str> = kernels
         .iter()

@@ -17,6 +17,7 @@ pub const HEADER: &[&str] = &[
     "grid",
     "block",
     "time_source",
+    "nvtx_range",
 ];
 
 pub fn kernels_csv(records: &[KernelRecord]) -> String {
@@ -43,6 +44,7 @@ pub fn kernels_csv(records: &[KernelRecord]) -> String {
                 crate::model::TimeSource::Ncu => "ncu",
             }
             .to_string(),
+            r.nvtx_range.clone().unwrap_or_default(),
         ]);
     }
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()

@@ -60,6 +60,7 @@ pub struct Kernel {
     pub bound: Option<Bound>,
     pub ncu_instances: u64,
     pub time_source: TimeSource,
+    pub nvtx_range: Option<String>,
 }
 
 pub fn summary(a: &Artifacts) -> Summary {
@@ -103,7 +104,12 @@ pub fn summary(a: &Artifacts) -> Summary {
             kernel_time_ns: total,
             kernel_launches: launches,
             distinct_kernels: a.records.len(),
-            ncu_kernels_measured: a.records.iter().filter(|r| r.ncu_instances > 0).count(),
+            ncu_kernels_measured: a
+                .records
+                .iter()
+                .chain(&a.ncu_records)
+                .filter(|r| r.ncu_instances > 0)
+                .count(),
             ncu_coverage_pct: a.ncu_coverage_pct(),
             capture_range_wall_ns: wall,
             gpu_busy_pct: wall.filter(|w| *w > 0.0).map(|w| 100.0 * total / w),
@@ -123,6 +129,7 @@ pub fn summary(a: &Artifacts) -> Summary {
         kernels: a
             .records
             .iter()
+            .chain(&a.ncu_records)
             .map(|r| Kernel {
                 rank: r.rank,
                 name: r.name.clone(),
@@ -136,6 +143,7 @@ pub fn summary(a: &Artifacts) -> Summary {
                 bound: r.bound,
                 ncu_instances: r.ncu_instances,
                 time_source: r.time_source,
+                nvtx_range: r.nvtx_range.clone(),
             })
             .collect(),
         sources,

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::fmt::{cut, md, opt1, pct, us};
 use super::{Artifacts, KERN_SUM};
-use crate::model::{display_name, Bound, TimeSource};
+use crate::model::{display_name, Bound, KernelRecord, TimeSource};
 
 pub fn kernels_md(a: &Artifacts) -> String {
     let mut s = String::new();
@@ -49,26 +49,7 @@ pub fn kernels_md(a: &Artifacts) -> String {
         );
     }
     s.push('\n');
-    let _ = writeln!(
-        s,
-        "| # | kernel | instances | total (us) | avg (us) | share | SM % | DRAM % | bound |"
-    );
-    let _ = writeln!(s, "|--:|---|--:|--:|--:|--:|--:|--:|---|");
-    for r in a.records.iter().take(a.config.report.top_kernels) {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.rank,
-            md(&cut(&display_name(&r.name), width)),
-            r.instances,
-            us(r.total_time_ns),
-            us(r.avg_time_ns),
-            r.gpu_time_pct.map(pct).unwrap_or_else(|| "–".into()),
-            opt1(r.sm_throughput_pct),
-            opt1(r.dram_throughput_pct),
-            r.bound.map(Bound::label).unwrap_or("–"),
-        );
-    }
+    table(&mut s, &a.records, a.config.report.top_kernels, width);
     let rest = a.records.len().saturating_sub(a.config.report.top_kernels);
     if rest > 0 {
         let _ = writeln!(s, "\n{rest} more kernels in kernels.csv.");
@@ -97,8 +78,26 @@ pub fn kernels_md(a: &Artifacts) -> String {
             );
         }
     }
+    if !a.ncu_records.is_empty() {
+        let range = a.ncu_records[0]
+            .nvtx_range
+            .as_deref()
+            .unwrap_or("its range");
+        let _ = writeln!(
+            s,
+            "\n## Kernels ncu measured in `{}`\n\nnsys captured another range, so these are ranked by ncu's own time of the launches it profiled (`{}`), and their share is of that time.\n",
+            md(range),
+            a.ncu_include.as_deref().map(md).unwrap_or_default()
+        );
+        table(&mut s, &a.ncu_records, a.config.report.top_kernels, width);
+    }
     let _ = writeln!(s, "\n## Full names\n");
-    for r in a.records.iter().take(a.config.report.top_kernels) {
+    for r in a
+        .records
+        .iter()
+        .take(a.config.report.top_kernels)
+        .chain(a.ncu_records.iter().take(a.config.report.top_kernels))
+    {
         let _ = writeln!(s, "{}. {}", r.rank, md(&r.name));
         if let Some(n) = r.ncu_name.as_ref().filter(|n| **n != r.name) {
             let _ = writeln!(s, "   (ncu: {})", md(n));
@@ -108,4 +107,27 @@ pub fn kernels_md(a: &Artifacts) -> String {
         }
     }
     s
+}
+
+fn table(s: &mut String, records: &[KernelRecord], top: usize, width: usize) {
+    let _ = writeln!(
+        s,
+        "| # | kernel | instances | total (us) | avg (us) | share | SM % | DRAM % | bound |"
+    );
+    let _ = writeln!(s, "|--:|---|--:|--:|--:|--:|--:|--:|---|");
+    for r in records.iter().take(top) {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.rank,
+            md(&cut(&display_name(&r.name), width)),
+            r.instances,
+            us(r.total_time_ns),
+            us(r.avg_time_ns),
+            r.gpu_time_pct.map(pct).unwrap_or_else(|| "–".into()),
+            opt1(r.sm_throughput_pct),
+            opt1(r.dram_throughput_pct),
+            r.bound.map(Bound::label).unwrap_or("–"),
+        );
+    }
 }

@@ -34,7 +34,32 @@ pub struct Artifacts {
     pub env: Option<serde_json::Value>,
     pub status: Option<Status>,
     pub stage1_ops: Option<PathBuf>,
+    /// Kernels by nsys time, with ncu counters joined when both tools saw the same range.
     pub records: Vec<KernelRecord>,
+    /// ncu's kernels in their own table, when ncu profiled another range than nsys captured.
+    pub ncu_records: Vec<KernelRecord>,
+}
+
+/// The range the nsys capture was gated on, without a domain.
+fn nsys_range(config: &Config) -> Option<String> {
+    let n = &config.nsys;
+    n.nvtx_capture
+        .as_deref()
+        .filter(|_| n.gating_nvtx && n.capture_range == "nvtx")
+        .map(|c| c.split('@').next().unwrap_or(c).to_string())
+}
+
+/// Whether nsys captured the range ncu profiles (an ungated side counts as the same).
+pub fn same_range(config: &Config) -> bool {
+    let ncu = config
+        .ncu
+        .nvtx_include
+        .as_deref()
+        .filter(|_| config.ncu.gating_nvtx);
+    match (nsys_range(config), ncu) {
+        (Some(a), Some(b)) => crate::nvtx::base_name(&a) == crate::nvtx::base_name(b),
+        _ => true,
+    }
 }
 
 /// A file relative to the run directory, as the reports cite it.
@@ -67,17 +92,25 @@ impl Artifacts {
         let env = std::fs::read_to_string(run.file("env.json"))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
-        let range = ncu
+        let nsys_range = nsys_range(&config);
+        let ncu_range = ncu
             .as_ref()
-            .and_then(|r| r.kernels.iter().find_map(|k| k.nvtx_range.clone()))
-            .or_else(|| {
-                config
-                    .nsys
-                    .nvtx_capture
-                    .clone()
-                    .filter(|_| config.nsys.gating_nvtx)
-            });
-        let records = model::build(kernels_nsys.as_deref(), ncu.as_ref(), range.as_deref());
+            .and_then(|r| r.kernels.iter().find_map(|k| k.nvtx_range.clone()));
+        // Counters of decode kernels say nothing about prefill kernels of the same name: join
+        // only when both tools looked at the same range.
+        let (records, ncu_records) =
+            if same_range(&config) || kernels_nsys.is_none() || ncu.is_none() {
+                let range = ncu_range.or(nsys_range);
+                (
+                    model::build(kernels_nsys.as_deref(), ncu.as_ref(), range.as_deref()),
+                    Vec::new(),
+                )
+            } else {
+                (
+                    model::build(kernels_nsys.as_deref(), None, nsys_range.as_deref()),
+                    model::build(None, ncu.as_ref(), ncu_range.as_deref()),
+                )
+            };
         Ok(Artifacts {
             run_id: run.id(),
             kernels_nsys,
@@ -90,6 +123,7 @@ impl Artifacts {
             status: Status::read(&run.path),
             stage1_ops: find_stage1_ops(&run.stage1()),
             records,
+            ncu_records,
             config,
         })
     }
@@ -102,9 +136,13 @@ impl Artifacts {
             .fold((0.0, 0), |(t, n), r| (t + r.total_time_ns, n + r.instances))
     }
 
-    /// Share of kernel time whose kernels have ncu metrics, in %.
+    /// Share of kernel time whose kernels have ncu metrics, in %; None when ncu profiled
+    /// another range than nsys captured (its share of that range is unknown).
     pub fn ncu_coverage_pct(&self) -> Option<f64> {
         self.ncu.as_ref()?;
+        if !self.ncu_records.is_empty() {
+            return None;
+        }
         Some(
             self.records
                 .iter()
@@ -177,7 +215,8 @@ pub fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
     };
     write("kernels.md", markdown::kernels_md(&a))?;
     write("stakeholder_summary.md", stakeholder::summary_md(&a))?;
-    write("kernels.csv", csv::kernels_csv(&a.records))?;
+    let all: Vec<KernelRecord> = a.records.iter().chain(&a.ncu_records).cloned().collect();
+    write("kernels.csv", csv::kernels_csv(&all))?;
     let summary = json::summary(&a);
     write(
         "summary.json",

@@ -86,7 +86,10 @@ fn run_facts(a: &Artifacts, s: &mut String) {
     let _ = writeln!(s, "| Workload | {} |", md(&cut(&workload, 120)));
     let n = &a.config.nsys;
     let nsys = if n.gating_nvtx && n.capture_range == "nvtx" {
-        format!("NVTX range `{}`", n.nvtx_capture.as_deref().unwrap_or(""))
+        format!(
+            "NVTX range `{}`",
+            md(n.nvtx_capture.as_deref().unwrap_or(""))
+        )
     } else {
         "whole run".to_string()
     };
@@ -94,7 +97,7 @@ fn run_facts(a: &Artifacts, s: &mut String) {
     let _ = writeln!(
         s,
         "| Capture | nsys: {}; ncu: {}, set {}, top {} kernels |",
-        md(&nsys),
+        nsys,
         inc.map(|i| format!("NVTX `{}`", md(&i)))
             .unwrap_or_else(|| "whole run".into()),
         md(&a.config.ncu.set),
@@ -236,11 +239,28 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
         let _ = writeln!(s, "No kernels.\n");
         return;
     }
+    top_table(s, &a.records);
+    if let Some(first) = a.ncu_records.first() {
+        let _ = writeln!(
+            s,
+            "\nIn `{}`, which ncu profiled (ranked by ncu's time of the profiled launches):\n",
+            md(first.nvtx_range.as_deref().unwrap_or("the ncu range"))
+        );
+        top_table(s, &a.ncu_records);
+    }
+    let _ = writeln!(
+        s,
+        "\nFull tables: kernels.md. Bound rule: {}.\n",
+        Bound::RULE
+    );
+}
+
+fn top_table(s: &mut String, records: &[crate::model::KernelRecord]) {
     let _ = writeln!(
         s,
         "| # | kernel | share of GPU time | avg (us) | bound |\n|--:|---|--:|--:|---|"
     );
-    for r in a.records.iter().take(5) {
+    for r in records.iter().take(5) {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} |",
@@ -251,11 +271,6 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
             r.bound.map(Bound::label).unwrap_or("–")
         );
     }
-    let _ = writeln!(
-        s,
-        "\nFull table: kernels.md. Bound rule: {}.\n",
-        Bound::RULE
-    );
 }
 
 /// Recommendations, each from a stated rule on the data.
@@ -280,14 +295,19 @@ pub fn recommendations(a: &Artifacts) -> Vec<String> {
             ));
         }
     }
-    let top: Vec<_> = a.records.iter().take(5).collect();
+    let top: Vec<_> = a
+        .records
+        .iter()
+        .take(5)
+        .chain(a.ncu_records.iter().take(5))
+        .collect();
     let mem = top
         .iter()
         .filter(|r| r.bound == Some(Bound::Memory))
         .count();
     if mem > 0 {
         out.push(format!(
-            "{mem} of the top 5 kernels are memory-bound (rule: DRAM >= 60% of peak): batch more requests per step or quantise weights to cut bytes moved."
+            "{mem} of the top kernels are memory-bound (rule: DRAM >= 60% of peak): batch more requests per step or quantise weights to cut bytes moved."
         ));
     }
     let comp = top
@@ -296,7 +316,7 @@ pub fn recommendations(a: &Artifacts) -> Vec<String> {
         .count();
     if comp > 0 {
         out.push(format!(
-            "{comp} of the top 5 kernels are compute-bound (rule: SM >= 60% of peak): check they use tensor cores (bf16/fp8 dtypes, aligned shapes)."
+            "{comp} of the top kernels are compute-bound (rule: SM >= 60% of peak): check they use tensor cores (bf16/fp8 dtypes, aligned shapes)."
         ));
     }
     if a.ncu.is_none() {
