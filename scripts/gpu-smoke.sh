@@ -80,7 +80,7 @@ cov = summary.get("totals", {}).get("ncu_coverage_pct")
 print()
 print(f"| NVTX style | bare workload (s) | nsys pass (s) | ncu pass (s) | whole stage2 profile (s) | kernels | ncu coverage |")
 print(f"|---|--:|--:|--:|--:|--:|--:|")
-print(f"| {style} | {bare:.1f} | {d('nsys'):.1f} | {d('ncu'):.1f} | {whole:.1f} | {len(rows)} | {cov if cov is None else round(cov, 1)}% |")
+print(f"| {style} | {bare:.1f} | {d('nsys'):.1f} | {d('ncu'):.1f} | {whole:.1f} | {len(rows)} | {'n/a (ncu profiled another range)' if cov is None else f'{cov:.1f}%'} |")
 print()
 for f in fails:
     print("FAIL", f)
