@@ -4,7 +4,12 @@ mod common;
 
 use common::{read, root, Sandbox};
 
-const REPORTS: &[&str] = &["kernels.md", "stakeholder_summary.md", "kernels.csv", "summary.json"];
+const REPORTS: &[&str] = &[
+    "kernels.md",
+    "stakeholder_summary.md",
+    "kernels.csv",
+    "summary.json",
+];
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -27,16 +32,25 @@ fn stage2_report_re_renders_the_sample_run_identically() {
     for f in REPORTS {
         std::fs::remove_file(copy.join(f)).unwrap();
     }
-    sb.stage2_without_tools().arg("report").arg(&copy).assert().success();
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&copy)
+        .assert()
+        .success();
     for f in REPORTS {
-        assert_eq!(read(copy.join(f)), read(committed.join(f)), "{f} differs from the committed one: re-render examples/sample-run");
+        assert_eq!(
+            read(copy.join(f)),
+            read(committed.join(f)),
+            "{f} differs from the committed one: re-render examples/sample-run"
+        );
     }
 }
 
 #[test]
 fn the_sample_run_matches_its_nsys_csv_exactly() {
     let run = root().join("examples/sample-run");
-    let kernels = stage2::parse::nsys::read_kernels(&run.join("nsys/summary_cuda_gpu_kern_sum.csv")).unwrap();
+    let kernels =
+        stage2::parse::nsys::read_kernels(&run.join("nsys/summary_cuda_gpu_kern_sum.csv")).unwrap();
     let summary: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
     let top = &summary["kernels"][0];
     assert_eq!(top["name"], kernels[0].name.as_str());
