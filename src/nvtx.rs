@@ -15,14 +15,18 @@ pub enum Style {
 /// ncu matches push/pop ranges only as `NAME/`; `decode*` and `regex:decode` profile nothing
 /// there. Start/end ranges match as the plain `NAME`. An expression that already has `/`, `@`
 /// or a `regex:` prefix passes through.
-pub fn ncu_include(name: &str, style: Style) -> (String, Option<String>) {
+pub fn ncu_include(name: &str, style: Style, domain: Option<&str>) -> (String, Option<String>) {
     let n = name.trim();
     if n.contains('/') || n.contains('@') || n.starts_with("regex:") {
         return (n.to_string(), None);
     }
+    let prefix = domain
+        .filter(|d| !d.is_empty())
+        .map(|d| format!("{d}@"))
+        .unwrap_or_default();
     let plain = |stem: &str| match style {
-        Style::PushPop => format!("{stem}/"),
-        Style::StartEnd => stem.to_string(),
+        Style::PushPop => format!("{prefix}{stem}/"),
+        Style::StartEnd => format!("{prefix}{stem}"),
     };
     if let Some(stem) = n.strip_suffix('*').filter(|_| style == Style::PushPop) {
         let expr = plain(stem);
@@ -32,6 +36,15 @@ pub fn ncu_include(name: &str, style: Style) -> (String, Option<String>) {
         return (expr, Some(warning));
     }
     (plain(n), None)
+}
+
+/// The nsys `--nvtx-capture` expression: `NAME`, or `NAME@DOMAIN` with a domain.
+pub fn nsys_capture(name: &str, domain: Option<&str>) -> String {
+    let n = name.trim();
+    match domain.filter(|d| !d.is_empty()) {
+        Some(d) if !n.contains('@') => format!("{n}@{d}"),
+        _ => n.to_string(),
+    }
 }
 
 /// The style of `name` in nsys's nvtx_sum `Style` column; when `name` is not there (nsys
@@ -81,21 +94,40 @@ mod tests {
     #[test]
     fn plain_names_become_push_pop_expressions() {
         let pp = Style::PushPop;
-        assert_eq!(ncu_include("decode", pp), ("decode/".to_string(), None));
         assert_eq!(
-            ncu_include("decode", Style::StartEnd),
+            ncu_include("decode", pp, None),
+            ("decode/".to_string(), None)
+        );
+        assert_eq!(
+            ncu_include("decode", Style::StartEnd, None),
             ("decode".to_string(), None)
         );
-        assert_eq!(ncu_include("decode/", pp).0, "decode/");
-        assert_eq!(ncu_include("dom@decode/", pp).0, "dom@decode/");
-        assert_eq!(ncu_include("regex:dec.*", pp).0, "regex:dec.*");
-        let (expr, warn) = ncu_include("decode*", pp);
+        assert_eq!(ncu_include("decode", pp, Some("llm")).0, "llm@decode/");
+        assert_eq!(
+            ncu_include("decode", Style::StartEnd, Some("llm")).0,
+            "llm@decode"
+        );
+        assert_eq!(ncu_include("decode/", pp, None).0, "decode/");
+        assert_eq!(ncu_include("dom@decode/", pp, None).0, "dom@decode/");
+        assert_eq!(
+            ncu_include("prefill/*/attn/", pp, None).0,
+            "prefill/*/attn/"
+        );
+        assert_eq!(ncu_include("regex:dec.*", pp, None).0, "regex:dec.*");
+        let (expr, warn) = ncu_include("decode*", pp, None);
         assert_eq!(expr, "decode/");
         assert!(warn.unwrap().contains("decode/"));
         assert_eq!(
-            ncu_include("decode*", Style::StartEnd),
+            ncu_include("decode*", Style::StartEnd, None),
             ("decode*".to_string(), None)
         );
+    }
+
+    #[test]
+    fn nsys_capture_adds_the_domain() {
+        assert_eq!(nsys_capture("decode", None), "decode");
+        assert_eq!(nsys_capture("decode", Some("llm")), "decode@llm");
+        assert_eq!(nsys_capture("decode@x", Some("llm")), "decode@x");
     }
 
     #[test]

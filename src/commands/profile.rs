@@ -156,7 +156,7 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
 /// Checks that need no tool: they fail in seconds, not after an hour of profiling.
 fn preflight(cfg: &Config) -> Result<(), Error> {
     if cfg.nsys.enable && cfg.nsys.gating_nvtx && cfg.nsys.capture_range == "nvtx" {
-        nsys::capture_expr(&cfg.nsys)?;
+        nsys::capture_expr(&cfg.nsys, cfg.nvtx.domain.as_deref())?;
     }
     if cfg.ncu.enable {
         ncu::check_metric_names(&cfg.ncu.metrics)?;
@@ -229,7 +229,7 @@ fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<(), Error> {
 
 /// The ncu plan: the NVTX include and the kernel filter from the nsys pass's top kernels.
 fn plan_ncu(cfg: &Config, run: &RunDir) -> Plan {
-    let (include, base, warning) = ncu::include_and_base(&cfg.ncu, ncu::style_for(cfg, run));
+    let (include, base, warning) = ncu::include_and_base(cfg, ncu::style_for(cfg, run));
     if let Some(w) = warning {
         tracing::warn!("{w}");
     }

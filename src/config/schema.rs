@@ -40,6 +40,8 @@ pub struct Workload {
 #[serde(deny_unknown_fields)]
 pub struct Nvtx {
     pub style: NvtxStyle,
+    #[serde(deserialize_with = "opt_string")]
+    pub domain: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,6 +95,9 @@ pub struct Nsys {
     #[serde(deserialize_with = "opt_string")]
     pub nvtx_capture: Option<String>,
     #[serde(deserialize_with = "opt_string")]
+    pub nvtx_capture_raw: Option<String>,
+    pub diagnose: bool,
+    #[serde(deserialize_with = "opt_string")]
     pub capture_range_end: Option<String>,
     #[serde(deserialize_with = "string")]
     pub trace: String,
@@ -114,11 +119,16 @@ pub struct Ncu {
     pub gating_nvtx: bool,
     #[serde(deserialize_with = "opt_string")]
     pub nvtx_include: Option<String>,
+    #[serde(deserialize_with = "opt_string")]
+    pub nvtx_include_raw: Option<String>,
     #[serde(deserialize_with = "string")]
     pub set: String,
     #[serde(deserialize_with = "strings")]
     pub metrics: Vec<String>,
     pub top_n: usize,
+    pub coverage: f64,
+    pub max_kernels: usize,
+    pub launch_skip: u32,
     pub instances_per_kernel: u32,
     #[serde(deserialize_with = "opt_string")]
     pub clock_control: Option<String>,

@@ -56,20 +56,35 @@ pub fn style_for(cfg: &Config, run: &RunDir) -> nvtx::Style {
     }
 }
 
-/// The NVTX include expression and the file base name it gives (`decode/` -> `decode`).
-pub fn include_and_base(cfg: &Ncu, style: nvtx::Style) -> (Option<String>, String, Option<String>) {
-    match cfg
+/// The NVTX include expression, the file base name it gives (`decode/` -> `decode`), and a
+/// warning when the user's expression was changed.
+pub fn include_and_base(
+    cfg: &Config,
+    style: nvtx::Style,
+) -> (Option<String>, String, Option<String>) {
+    let n = &cfg.ncu;
+    if !n.gating_nvtx {
+        return (None, "all".to_string(), None);
+    }
+    if let Some(raw) = n
+        .nvtx_include_raw
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+    {
+        return (Some(raw.to_string()), nvtx::base_name(raw), None);
+    }
+    match n
         .nvtx_include
         .as_deref()
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
-        Some(name) if cfg.gating_nvtx => {
-            let (expr, warning) = nvtx::ncu_include(name, style);
+        Some(name) => {
+            let (expr, warning) = nvtx::ncu_include(name, style, cfg.nvtx.domain.as_deref());
             let base = nvtx::base_name(&expr);
             (Some(expr), base, warning)
         }
-        _ => (None, "all".to_string(), None),
+        None => (None, "all".to_string(), None),
     }
 }
 

@@ -19,6 +19,7 @@ pub const NO_REPORTS: &str = "No reports were generated";
 /// NVTX gating is asked for without a range name.
 pub fn profile_args(
     cfg: &Nsys,
+    domain: Option<&str>,
     out_base: &Path,
     workload: &[String],
 ) -> Result<Vec<String>, Error> {
@@ -30,7 +31,7 @@ pub fn profile_args(
     if cfg.gating_nvtx && cfg.capture_range != "none" {
         a.push(format!("--capture-range={}", cfg.capture_range));
         if cfg.capture_range == "nvtx" {
-            let expr = capture_expr(cfg)?;
+            let expr = capture_expr(cfg, domain)?;
             a.push(format!("--nvtx-capture={expr}"));
             // Without this nsys matches only registered NVTX strings, and torch's ranges are
             // not registered: the capture would never start.
@@ -54,9 +55,16 @@ pub fn profile_args(
 }
 
 /// The `--nvtx-capture` expression: the user's range name, e.g. `prefill` or `prefill@dom`.
-pub fn capture_expr(cfg: &Nsys) -> Result<String, Error> {
+pub fn capture_expr(cfg: &Nsys, domain: Option<&str>) -> Result<String, Error> {
+    if let Some(raw) = cfg
+        .nvtx_capture_raw
+        .as_deref()
+        .filter(|r| !r.trim().is_empty())
+    {
+        return Ok(raw.to_string());
+    }
     match cfg.nvtx_capture.as_deref().map(str::trim) {
-        Some(e) if !e.is_empty() => Ok(e.to_string()),
+        Some(e) if !e.is_empty() => Ok(crate::nvtx::nsys_capture(e, domain)),
         _ => Err(Error::Config(
             "nsys.capture_range=nvtx needs a range name: set nsys.nvtx_capture (or --nvtx-capture NAME), or nsys.gating_nvtx=false to capture the whole run".to_string(),
         )),
@@ -166,7 +174,12 @@ pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
     let rep = base.with_extension("nsys-rep");
     let sqlite = ctx.run.nsys("run.sqlite");
     let summary = ctx.run.nsys("summary");
-    let argv = profile_args(&ctx.cfg.nsys, &base, &ctx.workload.argv)?;
+    let argv = profile_args(
+        &ctx.cfg.nsys,
+        ctx.cfg.nvtx.domain.as_deref(),
+        &base,
+        &ctx.workload.argv,
+    )?;
     let prog = nsys.display().to_string();
     let with_prog = |a: Vec<String>| std::iter::once(prog.clone()).chain(a).collect::<Vec<_>>();
     let cmd_txt = ctx.run.nsys("cmd.txt");

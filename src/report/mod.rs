@@ -84,7 +84,7 @@ impl Artifacts {
         let kernels_nsys = optional(&run.file(KERN_SUM), nsys::read_kernels)?;
         let ranges = optional(&run.file(NVTX_SUM), nsys::read_ranges)?;
         let api = optional(&run.file(API_SUM), nsys::read_api)?;
-        let (ncu_include, base, _) = include_and_base(&config.ncu, style_for(&config, run));
+        let (ncu_include, base, _) = include_and_base(&config, style_for(&config, run));
         let ncu_csv = Some(run.ncu(&format!("{base}_raw.csv")))
             .filter(|p| p.is_file())
             .or_else(|| find_raw_csv(&run.path.join("ncu")));

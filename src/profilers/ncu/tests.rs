@@ -1,7 +1,7 @@
 use super::*;
 use crate::config::{resolve, Sources};
 
-fn cfg(overrides: &[&str]) -> Ncu {
+fn full(overrides: &[&str]) -> Config {
     resolve(&Sources {
         embedded_only: true,
         overrides: overrides.iter().map(|s| s.to_string()).collect(),
@@ -9,7 +9,10 @@ fn cfg(overrides: &[&str]) -> Ncu {
     })
     .unwrap()
     .config
-    .ncu
+}
+
+fn cfg(overrides: &[&str]) -> Ncu {
+    full(overrides).ncu
 }
 
 fn wl() -> Vec<String> {
@@ -19,7 +22,7 @@ fn wl() -> Vec<String> {
 #[test]
 fn default_plan_profiles_the_decode_push_pop_range() {
     let c = cfg(&[]);
-    let (inc, base, warn) = include_and_base(&c, crate::nvtx::Style::PushPop);
+    let (inc, base, warn) = include_and_base(&full(&[]), crate::nvtx::Style::PushPop);
     assert_eq!(
         (inc.as_deref(), base.as_str(), warn),
         (Some("decode/"), "decode", None)
@@ -74,6 +77,20 @@ fn mangled_filter_profiles_each_kernel_once() {
 }
 
 #[test]
+fn raw_include_and_domain() {
+    let (inc, base, _) = include_and_base(
+        &full(&["ncu.nvtx_include_raw=regex:dec.*"]),
+        crate::nvtx::Style::PushPop,
+    );
+    assert_eq!(
+        (inc.as_deref(), base.as_str()),
+        (Some("regex:dec.*"), "dec.")
+    );
+    let (inc, _, _) = include_and_base(&full(&["nvtx.domain=llm"]), crate::nvtx::Style::StartEnd);
+    assert_eq!(inc.as_deref(), Some("llm@decode"));
+}
+
+#[test]
 fn regex_escaping_covers_metacharacters() {
     assert_eq!(escape_regex("a.b(c)|d*"), r"a\.b\(c\)\|d\*");
     assert_eq!(escape_regex("Kernel2<x>"), "Kernel2<x>");
@@ -82,13 +99,13 @@ fn regex_escaping_covers_metacharacters() {
 #[test]
 fn star_names_are_turned_into_push_pop_with_a_warning() {
     let (inc, base, warn) = include_and_base(
-        &cfg(&["ncu.nvtx_include=decode*"]),
+        &full(&["ncu.nvtx_include=decode*"]),
         crate::nvtx::Style::PushPop,
     );
     assert_eq!((inc.as_deref(), base.as_str()), (Some("decode/"), "decode"));
     assert!(warn.is_some());
     let (inc, base, _) = include_and_base(
-        &cfg(&["ncu.gating_nvtx=false"]),
+        &full(&["ncu.gating_nvtx=false"]),
         crate::nvtx::Style::PushPop,
     );
     assert_eq!((inc, base.as_str()), (None, "all"));

@@ -16,6 +16,7 @@ fn cfg(overrides: &[&str]) -> Nsys {
 fn args(overrides: &[&str]) -> Vec<String> {
     profile_args(
         &cfg(overrides),
+        None,
         Path::new("/m/nsys/run"),
         &["python3".into(), "w.py".into()],
     )
@@ -80,7 +81,7 @@ fn domains_and_extra_args_when_set() {
 #[test]
 fn nvtx_capture_without_a_name_is_a_config_error() {
     for o in [&["nsys.nvtx_capture="][..], &["nsys.nvtx_capture=null"][..]] {
-        let err = profile_args(&cfg(o), Path::new("/x"), &[]).unwrap_err();
+        let err = profile_args(&cfg(o), None, Path::new("/x"), &[]).unwrap_err();
         assert_eq!(err.exit_code(), exit_codes::USAGE);
         assert!(err.to_string().contains("nsys.nvtx_capture"), "{err}");
     }
@@ -157,4 +158,21 @@ fn classify_real_outcomes() {
     );
     let st = classify(&outcome(1, "Traceback"), None, false, &c);
     assert_eq!(st.exit_code, exit_codes::WORKLOAD);
+}
+
+#[test]
+fn domain_and_raw_capture_expressions() {
+    let a = profile_args(&cfg(&[]), Some("llm"), Path::new("/o"), &[]).unwrap();
+    assert!(
+        a.contains(&"--nvtx-capture=prefill@llm".to_string()),
+        "{a:?}"
+    );
+    let a = profile_args(
+        &cfg(&["nsys.nvtx_capture_raw=decode@*"]),
+        Some("llm"),
+        Path::new("/o"),
+        &[],
+    )
+    .unwrap();
+    assert!(a.contains(&"--nvtx-capture=decode@*".to_string()), "{a:?}");
 }
