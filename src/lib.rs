@@ -17,6 +17,7 @@ pub mod profilers;
 pub mod provenance;
 pub mod report;
 pub mod rundir;
+pub mod select;
 pub mod signals;
 pub mod status;
 pub mod tools;

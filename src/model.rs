@@ -84,36 +84,28 @@ impl KernelRecord {
     }
 }
 
-/// Join nsys totals and ncu metrics. nsys decides the ranking (it saw every launch); ncu-only
-/// kernels are appended after, ranked by their ncu time, so nothing is dropped.
-pub fn build(
-    nsys: Option<&[KernelSum]>,
-    ncu: Option<&NcuReport>,
-    range: Option<&str>,
-) -> Vec<KernelRecord> {
-    let mut records: Vec<KernelRecord> = Vec::new();
-    let mut used = vec![false; ncu.map(|r| r.kernels.len()).unwrap_or(0)];
-    let ncu_by_key: BTreeMap<String, Vec<usize>> = ncu
-        .map(|r| {
-            let mut m: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-            for (i, k) in r.kernels.iter().enumerate() {
-                m.entry(join_key(&k.name)).or_default().push(i);
-            }
-            m
-        })
-        .unwrap_or_default();
+/// nsys's demangled kernel name -> its mangled names (from the nsys SQLite export).
+pub type MangledNames = std::collections::HashMap<String, Vec<String>>;
 
-    for k in nsys.unwrap_or(&[]) {
-        let mut rec = KernelRecord {
+impl KernelRecord {
+    fn timed(
+        name: &str,
+        range: Option<String>,
+        source: TimeSource,
+        instances: u64,
+        total: f64,
+        avg: f64,
+    ) -> Self {
+        KernelRecord {
             rank: 0,
-            name: k.name.clone(),
+            name: name.to_string(),
             ncu_name: None,
-            nvtx_range: range.map(str::to_string),
-            instances: k.instances,
-            total_time_ns: k.total_ns,
-            avg_time_ns: k.avg_ns,
+            nvtx_range: range,
+            instances,
+            total_time_ns: total,
+            avg_time_ns: avg,
             gpu_time_pct: None,
-            time_source: TimeSource::Nsys,
+            time_source: source,
             sm_throughput_pct: None,
             dram_throughput_pct: None,
             bound: None,
@@ -121,47 +113,83 @@ pub fn build(
             block: None,
             ncu_instances: 0,
             metrics: BTreeMap::new(),
+        }
+    }
+}
+
+/// Join nsys totals and ncu metrics: by mangled name (the one spelling both tools share) where
+/// both sides know it, else by a spelling-independent key of the demangled name. nsys decides
+/// the ranking (it saw every launch); ncu-only kernels follow, ranked by their ncu time, so
+/// nothing is dropped.
+pub fn build(
+    nsys: Option<&[KernelSum]>,
+    mangled: Option<&MangledNames>,
+    ncu: Option<&NcuReport>,
+    range: Option<&str>,
+) -> Vec<KernelRecord> {
+    let ncu_kernels: &[NcuKernel] = ncu.map(|r| r.kernels.as_slice()).unwrap_or(&[]);
+    let mut used = vec![false; ncu_kernels.len()];
+    let mut by_mangled: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let mut by_key: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, k) in ncu_kernels.iter().enumerate() {
+        if let Some(m) = &k.mangled {
+            by_mangled.entry(m.as_str()).or_default().push(i);
+        }
+        by_key.entry(join_key(&k.name)).or_default().push(i);
+    }
+    let range = range.map(str::to_string);
+    let mut records: Vec<KernelRecord> = Vec::new();
+    for k in nsys.unwrap_or(&[]) {
+        let mut rec = KernelRecord::timed(
+            &k.name,
+            range.clone(),
+            TimeSource::Nsys,
+            k.instances,
+            k.total_ns,
+            k.avg_ns,
+        );
+        let via_mangled: Vec<usize> = mangled
+            .and_then(|m| m.get(&k.name))
+            .into_iter()
+            .flatten()
+            .flat_map(|m| by_mangled.get(m.as_str()).cloned().unwrap_or_default())
+            .filter(|i| !used[*i])
+            .collect();
+        let idx = if via_mangled.is_empty() {
+            by_key
+                .get(&join_key(&k.name))
+                .map(|v| v.iter().copied().filter(|i| !used[*i]).collect())
+                .unwrap_or_default()
+        } else {
+            via_mangled
         };
-        if let (Some(r), Some(idx)) = (ncu, ncu_by_key.get(&join_key(&k.name))) {
-            let matched: Vec<&NcuKernel> = idx.iter().map(|i| &r.kernels[*i]).collect();
+        if !idx.is_empty() {
             idx.iter().for_each(|i| used[*i] = true);
+            let matched: Vec<&NcuKernel> = idx.iter().map(|i| &ncu_kernels[*i]).collect();
             attach(&mut rec, &matched);
         }
         records.push(rec);
     }
-    if let Some(r) = ncu {
-        let mut extra: Vec<KernelRecord> = r
-            .kernels
-            .iter()
-            .zip(&used)
-            .filter(|(_, u)| !**u)
-            .map(|(k, _)| {
-                let avg = k.time_ns.unwrap_or(0.0);
-                let mut rec = KernelRecord {
-                    rank: 0,
-                    name: k.name.clone(),
-                    ncu_name: None,
-                    nvtx_range: k.nvtx_range.clone().or(range.map(str::to_string)),
-                    instances: k.instances,
-                    total_time_ns: avg * k.instances as f64,
-                    avg_time_ns: avg,
-                    gpu_time_pct: None,
-                    time_source: TimeSource::Ncu,
-                    sm_throughput_pct: None,
-                    dram_throughput_pct: None,
-                    bound: None,
-                    grid: None,
-                    block: None,
-                    ncu_instances: 0,
-                    metrics: BTreeMap::new(),
-                };
-                attach(&mut rec, &[k]);
-                rec
-            })
-            .collect();
-        extra.sort_by(|a, b| b.total_time_ns.total_cmp(&a.total_time_ns));
-        records.extend(extra);
-    }
+    let mut extra: Vec<KernelRecord> = ncu_kernels
+        .iter()
+        .zip(&used)
+        .filter(|(_, u)| !**u)
+        .map(|(k, _)| {
+            let avg = k.time_ns.unwrap_or(0.0);
+            let mut rec = KernelRecord::timed(
+                &k.name,
+                k.nvtx_range.clone().or(range.clone()),
+                TimeSource::Ncu,
+                k.instances,
+                avg * k.instances as f64,
+                avg,
+            );
+            attach(&mut rec, &[k]);
+            rec
+        })
+        .collect();
+    extra.sort_by(|a, b| b.total_time_ns.total_cmp(&a.total_time_ns));
+    records.extend(extra);
     // Shares are of the time source that ranks: nsys when present, else ncu.
     let basis = if nsys.is_some() {
         TimeSource::Nsys

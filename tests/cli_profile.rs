@@ -22,6 +22,7 @@ const LAYOUT: &[&str] = &[
     "ncu/sections.txt",
     "ncu/decode.ncu-rep",
     "ncu/decode_raw.csv",
+    "ncu/decode_raw_mangled.csv",
     "kernels.md",
     "stakeholder_summary.md",
     "kernels.csv",
@@ -68,6 +69,15 @@ fn full_run_leaves_the_whole_layout() {
         "{ncu_cmd}"
     );
     assert!(ncu_cmd.contains("--kernel-name-base mangled --kernel-id '::regex:^(nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN|_ZN"), "{ncu_cmd}");
+    // Coverage selection: the top 10, then more until 95% of kernel time: 18 kernels.
+    let regex = ncu_cmd
+        .lines()
+        .next()
+        .unwrap()
+        .split("::regex:^(")
+        .nth(1)
+        .unwrap();
+    assert_eq!(regex.split(")$:1").next().unwrap().split('|').count(), 18);
     let st = status(&run);
     assert_eq!(st["state"], "ok");
     assert_eq!(st["passes"]["nsys"]["state"], "ok");
@@ -173,7 +183,7 @@ fn ncu_profiling_nothing_with_the_filter_is_rerun_without_it() {
         .as_str()
         .unwrap()
         .contains("without it"));
-    assert_eq!(read(run.join("ncu/cmd.txt")).lines().count(), 4);
+    assert_eq!(read(run.join("ncu/cmd.txt")).lines().count(), 5);
 }
 
 #[test]

@@ -16,6 +16,7 @@ use crate::profilers::{nsys, Ctx};
 use crate::provenance::{Env, Inputs};
 use crate::report;
 use crate::rundir::RunDir;
+use crate::select;
 use crate::status::{PassState, PassStatus, Status};
 use crate::tools::{self, Found, Tool};
 use crate::workload;
@@ -240,10 +241,11 @@ fn plan_ncu(cfg: &Config, run: &RunDir) -> Plan {
     }
 }
 
-/// Top `ncu.top_n` kernels by nsys total time, as mangled names when the SQLite export has
-/// them (identical in both tools), else as function names. None: no nsys data, no filter.
+/// The kernels of the nsys pass that ncu profiles (see [`crate::select`]), as mangled names
+/// when the SQLite export has them (identical in both tools), else as function names. None:
+/// no nsys data of ncu's range, so no filter.
 fn top_kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
-    if cfg.ncu.top_n == 0 {
+    if cfg.ncu.top_n == 0 && cfg.ncu.coverage <= 0.0 {
         return None;
     }
     if !report::same_range(cfg) {
@@ -255,31 +257,46 @@ fn top_kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
         return None;
     }
     let kernels = read_kernels(&run.file(report::KERN_SUM)).ok()?;
-    let top: Vec<&str> = kernels
-        .iter()
-        .take(cfg.ncu.top_n)
-        .map(|k| k.name.as_str())
-        .collect();
-    if top.is_empty() {
+    let sel = select::select(
+        &kernels,
+        cfg.ncu.top_n,
+        cfg.ncu.coverage,
+        cfg.ncu.max_kernels,
+    );
+    if sel.chosen.is_empty() {
         return None;
     }
+    tracing::info!(
+        "ncu will profile {} of {} kernels, {:.1}% of the kernel time nsys saw",
+        sel.chosen.len(),
+        kernels.len(),
+        sel.planned_coverage_pct
+    );
+    let top: Vec<&str> = sel
+        .chosen
+        .iter()
+        .map(|i| kernels[*i].name.as_str())
+        .collect();
     let mangled = NsysDb::open(&run.nsys("run.sqlite")).and_then(|db| db.mangled_names());
     match mangled {
         Ok(map) if top.iter().all(|n| map.contains_key(*n)) => {
-            let mut names: Vec<String> = top.iter().flat_map(|n| map[*n].clone()).collect();
-            names.dedup();
+            let names = unique(top.iter().flat_map(|n| map[*n].clone()));
             Some(KernelFilter::Mangled(names))
         }
         other => {
             if let Err(e) = other {
                 tracing::warn!("kernel filter by function name ({e})");
             }
-            let mut names: Vec<String> = top.iter().map(|n| crate::model::short_name(n)).collect();
-            names.sort();
-            names.dedup();
+            let names = unique(top.iter().map(|n| crate::model::short_name(n)));
             Some(KernelFilter::Function(names))
         }
     }
+}
+
+/// Keep the first of each name, in rank order.
+fn unique(names: impl Iterator<Item = String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    names.filter(|n| seen.insert(n.clone())).collect()
 }
 
 fn announce(pass: &str, dry_run: bool) {

@@ -44,7 +44,7 @@ fn short_names_are_the_function() {
 fn real_captures_join_every_ncu_kernel() {
     let k = nsys::read_kernels(&data("nsys/summary_cuda_gpu_kern_sum.csv")).unwrap();
     let n = ncu::read_raw(&data("ncu/decode_raw.csv")).unwrap();
-    let recs = build(Some(&k), Some(&n), Some("decode"));
+    let recs = build(Some(&k), None, Some(&n), Some("decode"));
     let unmatched: Vec<&str> = recs
         .iter()
         .filter(|r| r.time_source == TimeSource::Ncu)
@@ -65,7 +65,7 @@ fn real_captures_join_every_ncu_kernel() {
 #[test]
 fn ncu_alone_ranks_by_ncu_time() {
     let n = ncu::read_raw(&data("ncu/decode_raw.csv")).unwrap();
-    let recs = build(None, Some(&n), None);
+    let recs = build(None, None, Some(&n), None);
     assert_eq!(recs.len(), n.kernels.len());
     assert!(recs
         .windows(2)
@@ -99,4 +99,26 @@ fn display_names_say_the_operation() {
         display_name("nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"),
         "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"
     );
+}
+
+#[test]
+fn real_captures_join_by_mangled_name() {
+    let k = nsys::read_kernels(&data("nsys/summary_cuda_gpu_kern_sum.csv")).unwrap();
+    let map = crate::parse::sqlite::NsysDb::open(&data("nsys/run.sqlite"))
+        .unwrap()
+        .mangled_names()
+        .unwrap();
+    let mut n = ncu::read_raw(&data("ncu/decode_raw.csv")).unwrap();
+    ncu::attach_mangled(&mut n, &data("ncu/decode_raw_mangled.csv")).unwrap();
+    // Poison the demangled spellings: only the mangled names can join now.
+    for kernel in &mut n.kernels {
+        kernel.name = format!("renamed {}", kernel.name);
+    }
+    let recs = build(Some(&k), Some(&map), Some(&n), Some("decode"));
+    assert_eq!(recs.len(), 26);
+    assert!(
+        recs.iter().all(|r| r.ncu_instances > 0),
+        "every nsys kernel has ncu metrics"
+    );
+    assert_eq!(recs.iter().map(|r| r.ncu_instances).sum::<u64>(), 29);
 }

@@ -23,6 +23,12 @@ pub const DRAM_PCT: &str = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NcuKernel {
     pub name: String,
+    /// The mangled name, from the `--print-kernel-base mangled` import of the same report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mangled: Option<String>,
+    /// The `ID` of the kernel's first profiled launch, to find it in another import.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_id: Option<String>,
     pub nvtx_range: Option<String>,
     pub instances: u64,
     /// Mean GPU time of one launch under ncu, in ns.
@@ -51,6 +57,7 @@ pub struct NcuReport {
 #[derive(Default)]
 struct Acc {
     name: String,
+    first_id: Option<String>,
     nvtx: Option<String>,
     block: Option<String>,
     grid: Option<String>,
@@ -61,6 +68,7 @@ struct Acc {
 pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
     let mut t = Table::open(path)?;
     let name_col = t.require(COL_NAME)?;
+    let id_col = t.column("ID");
     let pushpop = t.column(COL_PUSHPOP);
     let startend = t.column(COL_STARTEND);
     let block_col = t.column("Block Size");
@@ -115,6 +123,7 @@ pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
         let i = *index.entry(name.to_string()).or_insert_with(|| {
             accs.push(Acc {
                 name: name.to_string(),
+                first_id: id_col.and_then(|c| rec.get(c)).map(str::to_string),
                 nvtx: pushpop
                     .and_then(|c| range_of(rec.get(c)?))
                     .or_else(|| startend.and_then(|c| range_of(rec.get(c)?))),
@@ -153,6 +162,8 @@ pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
             let time_ns = metrics.get(TIME).zip(time_scale).map(|(v, k)| v * k);
             NcuKernel {
                 name: a.name,
+                mangled: None,
+                first_id: a.first_id,
                 nvtx_range: a.nvtx,
                 instances: a.count,
                 time_ns,
@@ -167,6 +178,28 @@ pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
         units,
         rows,
     })
+}
+
+/// Give each kernel its mangled name from the `--print-kernel-base mangled` import of the same
+/// report: rows there carry the same `ID`s.
+pub fn attach_mangled(report: &mut NcuReport, mangled_csv: &Path) -> Result<(), Error> {
+    let mut t = Table::open(mangled_csv)?;
+    let id_col = t.require("ID")?;
+    let name_col = t.require(COL_NAME)?;
+    let wanted: HashMap<String, usize> = report
+        .kernels
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| Some((k.first_id.clone()?, i)))
+        .collect();
+    let mut rec = csv::StringRecord::new();
+    while t.next(&mut rec)?.is_some() {
+        let id = rec.get(id_col).unwrap_or("");
+        if let Some(i) = wanted.get(id) {
+            report.kernels[*i].mangled = rec.get(name_col).map(str::to_string);
+        }
+    }
+    Ok(())
 }
 
 /// Nanoseconds per unit of a time metric.
@@ -226,6 +259,16 @@ mod tests {
             .unwrap();
         assert_eq!(nvjet.instances, 3);
         assert_eq!(r.kernels.iter().map(|k| k.instances).sum::<u64>(), 29);
+    }
+
+    #[test]
+    fn mangled_names_come_from_the_second_import() {
+        let mut r = read_raw(&data("ncu/decode_raw.csv")).unwrap();
+        attach_mangled(&mut r, &data("ncu/decode_raw_mangled.csv")).unwrap();
+        assert!(r.kernels.iter().all(|k| k.mangled.is_some()));
+        assert!(r.kernels[0].mangled.as_deref().unwrap().starts_with(
+            "_ZN2at6native44_GLOBAL__N__50c743a2_11_Indexing_cu_89862edb21indexSelectSmallIndex"
+        ));
     }
 
     #[test]

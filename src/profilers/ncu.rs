@@ -101,6 +101,9 @@ pub fn profile_args(
         a.extend(["--nvtx".into(), "--nvtx-include".into(), expr.to_string()]);
     }
     let per_kernel = cfg.instances_per_kernel.max(1);
+    // ncu counts invocations per distinct kernel from 1: skipping N warm-up launches of each
+    // kernel means profiling its invocation N+1.
+    let invocation = cfg.launch_skip + 1;
     match filter.filter(|f| !f.is_empty()) {
         Some(f) => {
             let (base, names) = match f {
@@ -113,8 +116,14 @@ pub fn profile_args(
             if per_kernel == 1 {
                 // The invocation number counts per distinct kernel: `:1` is each one's first
                 // launch in the range. Every launch would take hours of replay.
-                a.extend(["--kernel-id".into(), format!("::regex:{regex}:1")]);
+                a.extend([
+                    "--kernel-id".into(),
+                    format!("::regex:{regex}:{invocation}"),
+                ]);
             } else {
+                if cfg.launch_skip > 0 {
+                    a.extend(["--launch-skip".into(), cfg.launch_skip.to_string()]);
+                }
                 a.extend([
                     "--kernel-name".into(),
                     format!("regex:{regex}"),
@@ -129,7 +138,7 @@ pub fn profile_args(
             "--kernel-name-base".into(),
             "demangled".into(),
             "--kernel-id".into(),
-            ":::1".into(),
+            format!(":::{invocation}"),
         ]),
     }
     a.extend(["--set".into(), cfg.set.clone()]);
@@ -153,6 +162,13 @@ pub fn import_args(rep: &Path) -> Vec<String> {
         "--page".into(),
         "raw".into(),
     ]
+}
+
+/// The same import with mangled names: the join key shared with the nsys SQLite export.
+pub fn import_mangled_args(rep: &Path) -> Vec<String> {
+    let mut a = import_args(rep);
+    a.extend(["--print-kernel-base".into(), "mangled".into()]);
+    a
 }
 
 /// Escape a kernel name for ncu's (ECMAScript) regex.
@@ -278,6 +294,9 @@ impl Plan {
     pub fn raw_csv(&self, ctx: &Ctx) -> PathBuf {
         ctx.run.ncu(&format!("{}_raw.csv", self.base))
     }
+    pub fn raw_mangled_csv(&self, ctx: &Ctx) -> PathBuf {
+        ctx.run.ncu(&format!("{}_raw_mangled.csv", self.base))
+    }
 }
 
 /// Run the whole pass.
@@ -301,6 +320,7 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
         &[
             with_prog(args(plan.filter.as_ref())),
             with_prog(import_args(&rep)),
+            with_prog(import_mangled_args(&rep)),
             with_prog(vec!["--list-sections".into()]),
         ],
     )
@@ -350,6 +370,9 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
             } else {
                 st.warnings.push(why);
             }
+        }
+        if let Err(why) = step(import_mangled_args(&rep), plan.raw_mangled_csv(ctx)) {
+            st.warnings.push(why);
         }
         if let Err(why) = step(vec!["--list-sections".into()], ctx.run.ncu("sections.txt")) {
             st.warnings.push(why);

@@ -33,6 +33,8 @@ pub struct Totals {
     pub distinct_kernels: usize,
     pub ncu_kernels_measured: usize,
     pub ncu_coverage_pct: Option<f64>,
+    /// Ranks of the kernels without ncu metrics, when ncu profiled the captured range.
+    pub ncu_left_out: Vec<usize>,
     pub capture_range_wall_ns: Option<f64>,
     pub gpu_busy_pct: Option<f64>,
 }
@@ -111,6 +113,15 @@ pub fn summary(a: &Artifacts) -> Summary {
                 .filter(|r| r.ncu_instances > 0)
                 .count(),
             ncu_coverage_pct: a.ncu_coverage_pct(),
+            ncu_left_out: if a.ncu_coverage_pct().is_some() {
+                a.records
+                    .iter()
+                    .filter(|r| r.ncu_instances == 0)
+                    .map(|r| r.rank)
+                    .collect()
+            } else {
+                Vec::new()
+            },
             capture_range_wall_ns: wall,
             gpu_busy_pct: wall.filter(|w| *w > 0.0).map(|w| 100.0 * total / w),
         },

@@ -59,6 +59,27 @@ pub fn kernels_md(a: &Artifacts) -> String {
         "\nBound class (from ncu SM and DRAM throughput): {}.",
         Bound::RULE
     );
+    if a.ncu_coverage_pct().is_some() {
+        let left: Vec<_> = a.records.iter().filter(|r| r.ncu_instances == 0).collect();
+        if !left.is_empty() {
+            let share: f64 = left.iter().filter_map(|r| r.gpu_time_pct).sum();
+            let _ = writeln!(
+                s,
+                "\n## Left out of the ncu pass ({} kernels, {} of kernel time)\n",
+                left.len(),
+                pct(share)
+            );
+            for r in left {
+                let _ = writeln!(
+                    s,
+                    "- #{} {} ({})",
+                    r.rank,
+                    md(&cut(&display_name(&r.name), width)),
+                    r.gpu_time_pct.map(pct).unwrap_or_default()
+                );
+            }
+        }
+    }
     let ncu_only: Vec<_> = a
         .records
         .iter()

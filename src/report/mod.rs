@@ -14,6 +14,7 @@ use crate::error::Error;
 use crate::model::{self, KernelRecord};
 use crate::parse::ncu::{self, NcuReport};
 use crate::parse::nsys::{self, ApiSum, KernelSum, RangeSum};
+use crate::parse::sqlite::NsysDb;
 use crate::profilers::ncu::{include_and_base, style_for};
 use crate::rundir::RunDir;
 use crate::status::Status;
@@ -88,7 +89,24 @@ impl Artifacts {
         let ncu_csv = Some(run.ncu(&format!("{base}_raw.csv")))
             .filter(|p| p.is_file())
             .or_else(|| find_raw_csv(&run.path.join("ncu")));
-        let ncu = ncu_csv.as_deref().map(ncu::read_raw).transpose()?;
+        let mut ncu = ncu_csv.as_deref().map(ncu::read_raw).transpose()?;
+        if let (Some(report), Some(csv)) = (ncu.as_mut(), ncu_csv.as_deref()) {
+            let mangled_csv = csv.with_file_name(
+                csv.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .replace("_raw.csv", "_raw_mangled.csv"),
+            );
+            if mangled_csv.is_file() {
+                ncu::attach_mangled(report, &mangled_csv)?;
+            }
+        }
+        let sqlite = run.nsys("run.sqlite");
+        let mangled = if sqlite.is_file() && kernels_nsys.is_some() {
+            Some(NsysDb::open(&sqlite).and_then(|db| db.mangled_names())?)
+        } else {
+            None
+        };
         let env = std::fs::read_to_string(run.file("env.json"))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
@@ -102,13 +120,18 @@ impl Artifacts {
             if same_range(&config) || kernels_nsys.is_none() || ncu.is_none() {
                 let range = ncu_range.or(nsys_range);
                 (
-                    model::build(kernels_nsys.as_deref(), ncu.as_ref(), range.as_deref()),
+                    model::build(
+                        kernels_nsys.as_deref(),
+                        mangled.as_ref(),
+                        ncu.as_ref(),
+                        range.as_deref(),
+                    ),
                     Vec::new(),
                 )
             } else {
                 (
-                    model::build(kernels_nsys.as_deref(), None, nsys_range.as_deref()),
-                    model::build(None, ncu.as_ref(), ncu_range.as_deref()),
+                    model::build(kernels_nsys.as_deref(), None, None, nsys_range.as_deref()),
+                    model::build(None, None, ncu.as_ref(), ncu_range.as_deref()),
                 )
             };
         Ok(Artifacts {
