@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod diagnose;
 pub mod error;
 pub mod exit_codes;
 pub mod logging;

@@ -252,6 +252,64 @@ fn nsys_generating_no_report_does_not_stop_ncu() {
 }
 
 #[test]
+fn a_capture_that_never_opens_lists_the_ranges_the_workload_emits() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "r",
+        &[
+            "--nvtx-capture",
+            "decod",
+            "--no-ncu",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .env("FAKE_NSYS_MODE", "noreport")
+    .assert()
+    .code(5)
+    .stderr(predicate::str::contains("did you mean `decode`?"));
+    let run = sb.run("r");
+    let reason = status(&run)["passes"]["nsys"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(reason.contains("decode (PushPop, 1x)"), "{reason}");
+    // The ungated pass is recorded with the pass's other commands.
+    let cmd = read(run.join("nsys/cmd.txt"));
+    assert!(
+        cmd.lines()
+            .any(|l| l.contains("profile --trace=nvtx") && !l.contains("--capture-range")),
+        "{cmd}"
+    );
+}
+
+#[test]
+fn ncu_profiling_nothing_says_why_from_the_nsys_ranges() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "r",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .env("FAKE_NCU_MODE", "nokernels")
+    .assert()
+    .code(5);
+    let reason = status(&sb.run("r"))["passes"]["ncu"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(reason.contains("`decode` exists (PushPop)"), "{reason}");
+}
+
+#[test]
 fn nsys_ending_the_app_at_the_end_of_the_range_is_not_a_failure() {
     let sb = Sandbox::new();
     sb.profile("r", &["--", "python3", "-c", "print(1)"])

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::ProfileArgs;
 use crate::config::{self, Config};
+use crate::diagnose;
 use crate::error::{Error, Result};
 use crate::exit_codes;
 use crate::parse::nsys::read_kernels;
@@ -102,6 +103,23 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         }
         _ => PassStatus::skipped("disabled (nsys.enable=false or --no-nsys)"),
     };
+    let mut nsys_status = nsys_status;
+    if nsys_status.state == PassState::NoData
+        && nsys_status
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains(nsys::NO_REPORTS))
+        && !crate::signals::interrupted()
+    {
+        let wanted = cfg.nsys.nvtx_capture.clone().unwrap_or_default();
+        let path = nsys_tool
+            .as_ref()
+            .map(|t| t.path.as_path())
+            .filter(|_| cfg.nsys.diagnose);
+        if let Some(ranges) = path.and_then(|p| diagnose::ungated(&ctx, p)) {
+            append_reason(&mut nsys_status, &diagnose::describe(&ranges, &wanted));
+        }
+    }
     report_pass("nsys", &nsys_status);
     status.set("nsys", nsys_status);
     save(&status);
@@ -119,6 +137,14 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
             _ => PassStatus::skipped("disabled (ncu.enable=false or --no-ncu)"),
         }
     };
+    let mut ncu_status = ncu_status;
+    if ncu_status.state == PassState::NoData && !crate::signals::interrupted() {
+        let wanted = cfg.ncu.nvtx_include.clone().unwrap_or_default();
+        let path = nsys_tool.as_ref().map(|t| t.path.as_path());
+        if let Some(ranges) = diagnose::ranges_for(&ctx, path, &wanted) {
+            append_reason(&mut ncu_status, &diagnose::describe(&ranges, &wanted));
+        }
+    }
     report_pass("ncu", &ncu_status);
     status.set("ncu", ncu_status);
     save(&status);
@@ -297,6 +323,11 @@ fn top_kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
 fn unique(names: impl Iterator<Item = String>) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     names.filter(|n| seen.insert(n.clone())).collect()
+}
+
+fn append_reason(st: &mut PassStatus, more: &str) {
+    let reason = st.reason.take().unwrap_or_default();
+    st.reason = Some(format!("{reason}\n{more}"));
 }
 
 fn announce(pass: &str, dry_run: bool) {

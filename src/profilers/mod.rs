@@ -44,7 +44,7 @@ pub fn write_cmd_txt(path: &Path, commands: &[Vec<String>]) -> std::io::Result<(
     std::fs::write(path, text)
 }
 
-/// Append one more command (a rerun, a post-processing step) to cmd.txt.
+/// Append one more command (a rerun, a diagnosis pass) to cmd.txt.
 pub fn append_cmd_txt(path: &Path, argv: &[String]) -> std::io::Result<()> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new()

@@ -115,6 +115,18 @@ pub fn find_report(base: &Path) -> Option<PathBuf> {
 
 /// What the profile step's outcome means. Pure, so each case is unit-tested.
 pub fn classify(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys) -> PassStatus {
+    let mut st = classify_exit(out, report, qdstrm, cfg);
+    let opened = out.tail.contains("Capture range started");
+    if opened && !out.tail.contains("Capture range ended") && st.state == PassState::Ok {
+        st.warnings.push(format!(
+            "the capture range `{}` opened but never closed: nsys captured until the application exited (is the range's end/pop reached?)",
+            cfg.nvtx_capture.as_deref().unwrap_or("")
+        ));
+    }
+    st
+}
+
+fn classify_exit(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys) -> PassStatus {
     if let Some(st) = stopped(out, "nsys") {
         return st;
     }

@@ -176,3 +176,22 @@ fn domain_and_raw_capture_expressions() {
     .unwrap();
     assert!(a.contains(&"--nvtx-capture=decode@*".to_string()), "{a:?}");
 }
+
+#[test]
+fn a_range_that_never_closes_is_warned_about() {
+    let st = classify(
+        &outcome(0, "Capture range started in the application.\n"),
+        Some(Path::new("/r")),
+        false,
+        &cfg(&[]),
+    );
+    assert_eq!(st.state, PassState::Ok);
+    assert!(st.warnings[0].contains("never closed"), "{:?}", st.warnings);
+    let st = classify(
+        &outcome(0, &data("logs/nsys_profile.log")),
+        Some(Path::new("/r")),
+        false,
+        &cfg(&[]),
+    );
+    assert!(st.warnings.is_empty());
+}
