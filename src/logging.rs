@@ -14,6 +14,7 @@ pub fn init(quiet: bool, verbose: u8) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .without_time()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }

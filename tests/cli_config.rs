@@ -93,13 +93,16 @@ fn nvprof_metric_names_are_refused_up_front() {
 
 #[test]
 fn metrics_unknown_to_ncu_are_refused_before_the_run() {
+    let metrics = "ncu.metrics=[gpu__time_duration.sum,sm__no_such_counter.sum]";
     let sb = Sandbox::new();
+    // Without an nsys pass, before anything runs.
     sb.stage2()
         .args([
             "profile",
             "--run-root",
             "runs",
-            "ncu.metrics=[gpu__time_duration.sum,sm__no_such_counter.sum]",
+            "--no-nsys",
+            metrics,
             "--",
             "true",
         ])
@@ -108,6 +111,29 @@ fn metrics_unknown_to_ncu_are_refused_before_the_run() {
         .code(2)
         .stderr(predicate::str::contains("sm__no_such_counter.sum"));
     assert!(!sb.runs().exists());
+    // With one, the query runs beside it and the ncu pass is refused; the nsys data is kept.
+    sb.stage2()
+        .args([
+            "profile",
+            "--run-root",
+            "runs",
+            "--run-id",
+            "r",
+            metrics,
+            "--",
+            "true",
+        ])
+        .env("FAKE_NCU_QUERY", "1")
+        .assert()
+        .code(2);
+    let st: serde_json::Value =
+        serde_json::from_str(&common::read(sb.run("r").join("status.json"))).unwrap();
+    assert_eq!(st["passes"]["nsys"]["state"], "ok");
+    assert!(st["passes"]["ncu"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("sm__no_such_counter.sum"));
+    assert!(!sb.calls().contains("ncu --target-processes"));
 }
 
 #[test]

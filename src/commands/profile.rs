@@ -40,8 +40,18 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         cfg.tools.ncu.as_deref(),
         args.dry_run,
     )?;
+    // Metric names are checked against this GPU's list before the ncu pass. With an nsys pass
+    // first, the query runs beside it instead of delaying it.
+    let mut metric_check = None;
     if let (Some(found), false) = (&ncu_tool, args.dry_run) {
-        check_metrics_with_ncu(&found.path, &cfg.ncu.metrics)?;
+        let (path, metrics) = (found.path.clone(), cfg.ncu.metrics.clone());
+        if cfg.nsys.enable {
+            metric_check = Some(std::thread::spawn(move || {
+                check_metrics_with_ncu(&path, &metrics)
+            }));
+        } else {
+            check_metrics_with_ncu(&path, &metrics)?;
+        }
     }
 
     crate::signals::install();
@@ -128,8 +138,16 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     let ncu_status = if crate::signals::interrupted() {
         PassStatus::skipped("not started: the run was interrupted")
     } else {
-        match &ncu_tool {
-            Some(t) if cfg.ncu.enable => {
+        let refused = metric_check
+            .take()
+            .and_then(|h| h.join().unwrap_or(Ok(())).err());
+        match (&ncu_tool, refused) {
+            (Some(_), Some(e)) => PassStatus::new(
+                PassState::Failed,
+                e.exit_code(),
+                Some(format!("not run: {e}")),
+            ),
+            (Some(t), None) if cfg.ncu.enable => {
                 let plan = plan_ncu(cfg, &run);
                 announce("ncu", args.dry_run);
                 ncu::run(&ctx, &t.path, &plan, args.dry_run)?

@@ -63,6 +63,15 @@ pub fn run_step(spec: &Spec) -> Result<Outcome, String> {
     let out =
         process::run(spec).map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
     if out.success() {
+        tracing::info!(
+            "  {} {} done in {:.1} s",
+            spec.program
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy(),
+            spec.args.first().map(String::as_str).unwrap_or(""),
+            out.duration.as_secs_f64()
+        );
         Ok(out)
     } else {
         Err(format!(

@@ -362,7 +362,20 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
             s.timeout = Some(Duration::from_secs(3600));
             run_step(&s)
         };
-        if let Err(why) = step(import_args(&rep), plan.raw_csv(ctx)) {
+        // Three independent reads of one report: run them side by side.
+        let (raw, mangled, sections) = std::thread::scope(|scope| {
+            let raw = scope.spawn(|| step(import_args(&rep), plan.raw_csv(ctx)));
+            let mangled =
+                scope.spawn(|| step(import_mangled_args(&rep), plan.raw_mangled_csv(ctx)));
+            let sections =
+                scope.spawn(|| step(vec!["--list-sections".into()], ctx.run.ncu("sections.txt")));
+            let join = |h: std::thread::ScopedJoinHandle<'_, Result<Outcome, String>>| {
+                h.join()
+                    .unwrap_or_else(|_| Err("import thread panicked".to_string()))
+            };
+            (join(raw), join(mangled), join(sections))
+        });
+        if let Err(why) = raw {
             if st.state == PassState::Ok {
                 st.state = PassState::Failed;
                 st.exit_code = exit_codes::TOOL;
@@ -371,12 +384,8 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
                 st.warnings.push(why);
             }
         }
-        if let Err(why) = step(import_mangled_args(&rep), plan.raw_mangled_csv(ctx)) {
-            st.warnings.push(why);
-        }
-        if let Err(why) = step(vec!["--list-sections".into()], ctx.run.ncu("sections.txt")) {
-            st.warnings.push(why);
-        }
+        st.warnings.extend(mangled.err());
+        st.warnings.extend(sections.err());
     }
     Ok(st)
 }
