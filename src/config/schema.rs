@@ -83,6 +83,8 @@ pub struct Run {
 pub struct Report {
     pub top_kernels: usize,
     pub name_width: usize,
+    #[serde(deserialize_with = "string")]
+    pub step_range: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

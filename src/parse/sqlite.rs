@@ -89,6 +89,97 @@ impl NsysDb {
     }
 }
 
+/// One NVTX range instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NvtxRange {
+    pub name: String,
+    pub start: i64,
+    pub end: i64,
+    /// Push/pop ranges belong to one thread; start/end ranges to none in particular.
+    pub push_pop: bool,
+    pub tid: i64,
+}
+
+/// One kernel launch: when the CPU called the launch API, on which thread, and how long the
+/// kernel then ran on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Launch {
+    pub api_start: i64,
+    pub tid: i64,
+    pub kernel_ns: i64,
+}
+
+/// NVTX event types in the nsys schema (ENUM_NSYS_EVENT_TYPE).
+const NVTX_PUSH_POP: i64 = 59;
+const NVTX_START_END: i64 = 60;
+
+impl NsysDb {
+    /// Every closed NVTX range, in start order.
+    pub fn ranges(&self) -> Result<Vec<NvtxRange>, Error> {
+        let cols = self.columns("NVTX_EVENTS")?;
+        if cols.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Older exports have only `text`; newer ones may store the name in StringIds.
+        let name = if cols.iter().any(|c| c == "textId") && !self.columns("StringIds")?.is_empty() {
+            "COALESCE(e.text, (SELECT value FROM StringIds s WHERE s.id = e.textId))"
+        } else {
+            "e.text"
+        };
+        let sql = format!(
+            "SELECT {name}, e.start, e.end, e.eventType, e.globalTid FROM NVTX_EVENTS e \
+             WHERE e.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND e.end IS NOT NULL \
+             ORDER BY e.start"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(NvtxRange {
+                    name: r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+                    start: r.get(1)?,
+                    end: r.get(2)?,
+                    push_pop: r.get::<_, i64>(3)? == NVTX_PUSH_POP,
+                    tid: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Every kernel with the runtime call that launched it (matched by correlation id), in
+    /// launch order.
+    pub fn launches(&self) -> Result<Vec<Launch>, Error> {
+        self.require(
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            &["start", "end", "correlationId", "globalPid"],
+        )?;
+        self.require(
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+            &["start", "correlationId", "globalTid"],
+        )?;
+        // Correlation ids are unique within a process: match the process too (globalTid holds
+        // the globalPid in its upper bits; comparing the pid part is enough).
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT r.start, r.globalTid, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+                 JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId \
+                 AND (r.globalTid / 16777216) = (k.globalPid / 16777216) ORDER BY r.start",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(Launch {
+                    api_start: r.get(0)?,
+                    tid: r.get(1)?,
+                    kernel_ns: r.get(2)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +198,20 @@ mod tests {
             map["nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"],
             ["nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"]
         );
+    }
+
+    #[test]
+    fn ranges_and_launches_of_the_real_capture() {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/nsys");
+        let db = NsysDb::open(&dir.join("run.sqlite")).unwrap();
+        let ranges = db.ranges().unwrap();
+        assert_eq!(ranges.len(), 1);
+        assert_eq!(ranges[0].name, "decode");
+        assert_eq!(ranges[0].end - ranges[0].start, 715_174_939);
+        assert!(ranges[0].push_pop);
+        let launches = db.launches().unwrap();
+        assert_eq!(launches.len(), 1464);
+        assert_eq!(launches.iter().map(|l| l.kernel_ns).sum::<i64>(), 2_798_262);
     }
 
     #[test]

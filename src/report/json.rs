@@ -8,7 +8,8 @@ use super::{Artifacts, API_SUM, KERN_SUM, NVTX_SUM};
 use crate::model::{Bound, TimeSource};
 use crate::status::PassStatus;
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: per-range attribution from the SQLite export, roofline figures and peaks.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Serialize)]
 pub struct Summary {
@@ -21,6 +22,7 @@ pub struct Summary {
     pub passes: BTreeMap<String, PassStatus>,
     pub totals: Totals,
     pub ranges: Vec<Range>,
+    pub peaks: Option<crate::roofline::Peaks>,
     pub kernels: Vec<Kernel>,
     /// Which file each group of figures came from, relative to the run directory.
     pub sources: BTreeMap<String, String>,
@@ -46,6 +48,11 @@ pub struct Range {
     pub instances: u64,
     pub total_ns: f64,
     pub avg_ns: f64,
+    /// From the SQLite export: kernels launched inside the range.
+    pub kernel_ns: Option<f64>,
+    pub launches: Option<u64>,
+    pub gpu_busy_pct: Option<f64>,
+    pub launch_bound: Option<bool>,
 }
 
 #[derive(Debug, Serialize)]
@@ -63,16 +70,21 @@ pub struct Kernel {
     pub ncu_instances: u64,
     pub time_source: TimeSource,
     pub nvtx_range: Option<String>,
+    pub roofline: Option<crate::roofline::Point>,
+    pub arithmetic_intensity: Option<f64>,
 }
 
 pub fn summary(a: &Artifacts) -> Summary {
     let (total, launches) = a.kernel_totals();
-    let wall = a.capture_range().map(|r| r.total_ns);
+    let captured = a.captured();
+    let wall = captured.as_ref().map(|c| c.wall_ns);
     let mut sources = BTreeMap::new();
     if a.kernels_nsys.is_some() {
         sources.insert("kernels".into(), KERN_SUM.into());
     }
-    if a.ranges.is_some() {
+    if !a.range_stats.is_empty() {
+        sources.insert("ranges".into(), super::SQLITE.into());
+    } else if a.ranges.is_some() {
         sources.insert("ranges".into(), NVTX_SUM.into());
     }
     if a.api.is_some() {
@@ -123,20 +135,41 @@ pub fn summary(a: &Artifacts) -> Summary {
                 Vec::new()
             },
             capture_range_wall_ns: wall,
-            gpu_busy_pct: wall.filter(|w| *w > 0.0).map(|w| 100.0 * total / w),
+            gpu_busy_pct: captured.as_ref().map(|c| c.busy_pct),
         },
-        ranges: a
-            .ranges
-            .iter()
-            .flatten()
-            .map(|r| Range {
-                name: r.name().to_string(),
-                style: r.style.clone(),
-                instances: r.instances,
-                total_ns: r.total_ns,
-                avg_ns: r.avg_ns,
-            })
-            .collect(),
+        ranges: if a.range_stats.is_empty() {
+            a.ranges
+                .iter()
+                .flatten()
+                .map(|r| Range {
+                    name: r.name().to_string(),
+                    style: r.style.clone(),
+                    instances: r.instances,
+                    total_ns: r.total_ns,
+                    avg_ns: r.avg_ns,
+                    kernel_ns: None,
+                    launches: None,
+                    gpu_busy_pct: None,
+                    launch_bound: None,
+                })
+                .collect()
+        } else {
+            a.range_stats
+                .iter()
+                .map(|r| Range {
+                    name: r.name.clone(),
+                    style: Some(r.style.clone()),
+                    instances: r.instances,
+                    total_ns: r.wall_ns as f64,
+                    avg_ns: r.avg_wall_ns,
+                    kernel_ns: Some(r.kernel_ns as f64),
+                    launches: Some(r.launches),
+                    gpu_busy_pct: Some(r.gpu_busy_pct),
+                    launch_bound: Some(r.launch_bound()),
+                })
+                .collect()
+        },
+        peaks: a.peaks,
         kernels: a
             .records
             .iter()
@@ -155,6 +188,8 @@ pub fn summary(a: &Artifacts) -> Summary {
                 ncu_instances: r.ncu_instances,
                 time_source: r.time_source,
                 nvtx_range: r.nvtx_range.clone(),
+                roofline: a.point(r),
+                arithmetic_intensity: a.point(r).and_then(|p| p.intensity()),
             })
             .collect(),
         sources,

@@ -2,9 +2,10 @@
 
 use std::fmt::Write;
 
-use super::fmt::{cut, md, opt1, pct, us};
+use super::fmt::{cut, md, ms, opt1, pct, us};
 use super::{Artifacts, KERN_SUM};
 use crate::model::{display_name, Bound, KernelRecord, TimeSource};
+use crate::ranges::RangeStats;
 
 pub fn kernels_md(a: &Artifacts) -> String {
     let mut s = String::new();
@@ -33,7 +34,7 @@ pub fn kernels_md(a: &Artifacts) -> String {
             .filter(|r| r.gpu_time_pct.is_some())
             .count(),
         launches,
-        super::fmt::ms(total)
+        ms(total)
     );
     if let Some(cov) = a.ncu_coverage_pct() {
         let measured = a.records.iter().filter(|r| r.ncu_instances > 0).count();
@@ -59,6 +60,8 @@ pub fn kernels_md(a: &Artifacts) -> String {
         "\nBound class (from ncu SM and DRAM throughput): {}.",
         Bound::RULE
     );
+    ranges_section(a, &mut s);
+    roofline_section(a, &mut s, width);
     if a.ncu_coverage_pct().is_some() {
         let left: Vec<_> = a.records.iter().filter(|r| r.ncu_instances == 0).collect();
         if !left.is_empty() {
@@ -149,6 +152,79 @@ fn table(s: &mut String, records: &[KernelRecord], top: usize, width: usize) {
             opt1(r.sm_throughput_pct),
             opt1(r.dram_throughput_pct),
             r.bound.map(Bound::label).unwrap_or("–"),
+        );
+    }
+}
+
+fn ranges_section(a: &Artifacts, s: &mut String) {
+    if a.range_stats.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## Per NVTX range (`{}`)\n\nKernel time counts the kernels launched inside the range (push/pop: on its thread). Launch-bound: {}.\n",
+        super::SQLITE,
+        RangeStats::LAUNCH_BOUND_RULE
+    );
+    let _ = writeln!(s, "| range | style | instances | wall (ms) | kernel time (ms) | GPU busy | launches | per instance: wall (ms) | kernel (us) | launches | |");
+    let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+    for r in &a.range_stats {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} |",
+            md(&r.name),
+            r.style,
+            r.instances,
+            ms(r.wall_ns as f64),
+            ms(r.kernel_ns as f64),
+            pct(r.gpu_busy_pct),
+            r.launches,
+            ms(r.avg_wall_ns),
+            us(r.avg_kernel_ns),
+            r.avg_launches,
+            if r.launch_bound() { "launch-bound" } else { "" }
+        );
+    }
+}
+
+fn roofline_section(a: &Artifacts, s: &mut String, width: usize) {
+    let Some(p) = a.peaks else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\n## Roofline\n\nDevice peaks from ncu's own peak metrics: FP32 {:.1} TFLOP/s, FP16 (non-tensor) {:.1} TFLOP/s, FP64 {:.1} TFLOP/s, BF16 tensor {} TFLOP/s, DRAM {:.2} TB/s; the FP32 ridge is at {:.1} FLOP/byte. Achieved FLOP/s add the FP64/FP32/FP16 instruction counters (sm__sass_thread_inst_executed_op_*, FMA counted twice) and the tensor-core operations (sm__ops_path_tensor_src_*). Chart: roofline.svg.\n",
+        p.fp32_flops / 1e12,
+        p.fp16_flops / 1e12,
+        p.fp64_flops / 1e12,
+        p.tensor_flops.map(|t| format!("{:.0}", t / 1e12)).unwrap_or_else(|| "–".into()),
+        p.dram_bytes_per_s / 1e12,
+        p.ridge_fp32()
+    );
+    let _ = writeln!(s, "| # | kernel | GFLOP/s | of which tensor | % of peak (its roof) | DRAM GB/s | % of DRAM peak | FLOP/byte | tensor pipe % |");
+    let _ = writeln!(s, "|--:|---|--:|--:|--:|--:|--:|--:|--:|");
+    let measured = a
+        .records
+        .iter()
+        .chain(&a.ncu_records)
+        .filter(|r| r.ncu_instances > 0);
+    for r in measured.take(a.config.report.top_kernels) {
+        let Some(pt) = a.point(r) else { continue };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.2} | {:.2} | {:.3}% ({}) | {:.2} | {:.2}% | {} | {} |",
+            r.rank,
+            md(&cut(&display_name(&r.name), width)),
+            pt.flops() / 1e9,
+            pt.tensor_flops / 1e9,
+            100.0 * pt.flops() / p.roof_for(&pt).1,
+            p.roof_for(&pt).0,
+            pt.dram_bytes_per_s / 1e9,
+            100.0 * pt.dram_bytes_per_s / p.dram_bytes_per_s,
+            pt.intensity()
+                .map(|i| format!("{i:.2}"))
+                .unwrap_or_else(|| "–".into()),
+            opt1(pt.tensor_pipe_pct)
         );
     }
 }

@@ -6,7 +6,9 @@ mod csv;
 mod json;
 mod markdown;
 mod stakeholder;
+mod svg;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
@@ -16,6 +18,8 @@ use crate::parse::ncu::{self, NcuReport};
 use crate::parse::nsys::{self, ApiSum, KernelSum, RangeSum};
 use crate::parse::sqlite::NsysDb;
 use crate::profilers::ncu::{include_and_base, style_for};
+use crate::ranges::{self, RangeStats};
+use crate::roofline::{self, Peaks};
 use crate::rundir::RunDir;
 use crate::status::Status;
 
@@ -39,6 +43,23 @@ pub struct Artifacts {
     pub records: Vec<KernelRecord>,
     /// ncu's kernels in their own table, when ncu profiled another range than nsys captured.
     pub ncu_records: Vec<KernelRecord>,
+    /// Per NVTX range figures from the nsys SQLite export (empty without one).
+    pub range_stats: Vec<RangeStats>,
+    /// Units of the ncu metrics.
+    pub ncu_units: BTreeMap<String, String>,
+    /// The device's peaks, from ncu's peak metrics.
+    pub peaks: Option<Peaks>,
+}
+
+/// The captured range's headline figures, from the best source the run has.
+pub struct Captured {
+    pub name: String,
+    pub wall_ns: f64,
+    pub kernel_ns: f64,
+    pub launches: u64,
+    pub busy_pct: f64,
+    /// The files the figures come from.
+    pub source: String,
 }
 
 /// The range the nsys capture was gated on, without a domain.
@@ -67,6 +88,7 @@ pub fn same_range(config: &Config) -> bool {
 pub const KERN_SUM: &str = "nsys/summary_cuda_gpu_kern_sum.csv";
 pub const NVTX_SUM: &str = "nsys/summary_nvtx_sum.csv";
 pub const API_SUM: &str = "nsys/summary_cuda_api_sum.csv";
+pub const SQLITE: &str = "nsys/run.sqlite";
 
 fn optional<T>(
     path: &Path,
@@ -102,11 +124,27 @@ impl Artifacts {
             }
         }
         let sqlite = run.nsys("run.sqlite");
-        let mangled = if sqlite.is_file() && kernels_nsys.is_some() {
-            Some(NsysDb::open(&sqlite).and_then(|db| db.mangled_names())?)
-        } else {
-            None
+        let db = sqlite
+            .is_file()
+            .then(|| NsysDb::open(&sqlite))
+            .transpose()?;
+        let mangled = match (&db, &kernels_nsys) {
+            (Some(db), Some(_)) => Some(db.mangled_names()?),
+            _ => None,
         };
+        let range_stats = match &db {
+            Some(db) => ranges::attribute(&db.ranges()?, &db.launches()?),
+            None => Vec::new(),
+        };
+        let ncu_units = ncu.as_ref().map(|r| r.units.clone()).unwrap_or_default();
+        let peaks = ncu.as_ref().and_then(|r| {
+            r.kernels.iter().find_map(|k| {
+                roofline::peaks(&roofline::Metrics {
+                    values: &k.metrics,
+                    units: &r.units,
+                })
+            })
+        });
         let env = std::fs::read_to_string(run.file("env.json"))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
@@ -147,6 +185,9 @@ impl Artifacts {
             stage1_ops: find_stage1_ops(&run.stage1()),
             records,
             ncu_records,
+            range_stats,
+            ncu_units,
+            peaks,
             config,
         })
     }
@@ -173,6 +214,40 @@ impl Artifacts {
                 .filter_map(|r| r.gpu_time_pct)
                 .sum(),
         )
+    }
+
+    /// Roofline figures of one kernel, when ncu measured it.
+    pub fn point(&self, r: &KernelRecord) -> Option<roofline::Point> {
+        roofline::point(&roofline::Metrics {
+            values: &r.metrics,
+            units: &self.ncu_units,
+        })
+    }
+
+    /// The captured range's wall time, kernel time and launches: from the SQLite export's
+    /// per-range attribution when there is one, else from the stats CSVs.
+    pub fn captured(&self) -> Option<Captured> {
+        let name = nsys_range(&self.config)?;
+        if let Some(s) = self.range_stats.iter().find(|s| s.name == name) {
+            return Some(Captured {
+                name,
+                wall_ns: s.wall_ns as f64,
+                kernel_ns: s.kernel_ns as f64,
+                launches: s.launches,
+                busy_pct: s.gpu_busy_pct,
+                source: SQLITE.to_string(),
+            });
+        }
+        let r = self.capture_range()?;
+        let (kernel_ns, launches) = self.kernel_totals();
+        Some(Captured {
+            name,
+            wall_ns: r.total_ns,
+            kernel_ns,
+            launches,
+            busy_pct: 100.0 * kernel_ns / r.total_ns.max(1.0),
+            source: format!("{NVTX_SUM}, {KERN_SUM}"),
+        })
     }
 
     /// The NVTX range the nsys capture was gated on, as nvtx_sum reports it.
@@ -240,6 +315,9 @@ pub fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
     write("stakeholder_summary.md", stakeholder::summary_md(&a))?;
     let all: Vec<KernelRecord> = a.records.iter().chain(&a.ncu_records).cloned().collect();
     write("kernels.csv", csv::kernels_csv(&all))?;
+    if let Some(peaks) = &a.peaks {
+        write("roofline.svg", svg::roofline_svg(&a, peaks))?;
+    }
     let summary = json::summary(&a);
     write(
         "summary.json",

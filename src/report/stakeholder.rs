@@ -35,21 +35,36 @@ fn headline(a: &Artifacts) -> String {
         md(&cut(&display_name(&top.name), 60)),
         top.gpu_time_pct.map(pct).unwrap_or_else(|| "an unknown share".into())
     );
-    if let Some(range) = a.capture_range() {
-        let busy = 100.0 * total / range.total_ns.max(1.0);
+    if let Some(c) = a.captured() {
         let _ = write!(
             h,
-            ". In the captured `{}` range ({} ms of wall time) the GPU was busy {} of the time",
-            md(range.name()),
-            ms(range.total_ns),
-            pct(busy)
+            ". In the captured `{}` range ({} ms of wall time) the GPU ran kernels for {} ms in {} launches, busy {} of the time",
+            md(&c.name),
+            ms(c.wall_ns),
+            ms(c.kernel_ns),
+            c.launches,
+            pct(c.busy_pct)
         );
-        if busy < 50.0 {
+        if c.busy_pct < 50.0 {
             h.push_str(": it mostly waits for the CPU to launch work (launch-bound)");
         }
     }
     h.push('.');
+    if let (Some(p), Some(d)) = (phase(a, "prefill"), phase(a, "decode")) {
+        let _ = write!(
+            h,
+            " Prefill took {} ms ({} ms of kernels), decode {} ms ({} ms of kernels).",
+            ms(p.wall_ns as f64),
+            ms(p.kernel_ns as f64),
+            ms(d.wall_ns as f64),
+            ms(d.kernel_ns as f64)
+        );
+    }
     h
+}
+
+fn phase<'a>(a: &'a Artifacts, name: &str) -> Option<&'a crate::ranges::RangeStats> {
+    a.range_stats.iter().find(|r| r.name == name)
 }
 
 fn run_facts(a: &Artifacts, s: &mut String) {
@@ -138,13 +153,29 @@ fn numbers(a: &Artifacts, s: &mut String) {
             a.kernels_nsys.as_ref().map(Vec::len).unwrap_or(0)
         );
     }
-    if let Some(r) = a.capture_range() {
+    if let Some(c) = a.captured() {
         let _ = writeln!(
             s,
-            "- Captured range `{}`: {} ms wall, GPU busy {} ({NVTX_SUM}, {KERN_SUM})",
-            md(r.name()),
-            ms(r.total_ns),
-            pct(100.0 * total / r.total_ns.max(1.0))
+            "- Captured range `{}`: {} ms wall, {} ms of kernels in {} launches, GPU busy {} ({})",
+            md(&c.name),
+            ms(c.wall_ns),
+            ms(c.kernel_ns),
+            c.launches,
+            pct(c.busy_pct),
+            c.source
+        );
+    }
+    let step = &a.config.report.step_range;
+    if let Some(st) = a.range_stats.iter().find(|r| &r.name == step) {
+        let _ = writeln!(
+            s,
+            "- Per `{}` ({} of them; one generated token per sequence each): {} ms wall, {} us of kernels, {:.0} launches ({})",
+            md(step),
+            st.instances,
+            ms(st.avg_wall_ns),
+            us(st.avg_kernel_ns),
+            st.avg_launches,
+            super::SQLITE
         );
     }
     if let Some(api) = &a.api {
@@ -277,8 +308,8 @@ fn top_table(s: &mut String, records: &[crate::model::KernelRecord]) {
 pub fn recommendations(a: &Artifacts) -> Vec<String> {
     let mut out = Vec::new();
     let (total, launches) = a.kernel_totals();
-    if let Some(r) = a.capture_range() {
-        let busy = 100.0 * total / r.total_ns.max(1.0);
+    if let Some(c) = a.captured() {
+        let busy = c.busy_pct;
         if busy < 50.0 {
             out.push(format!(
                 "Launch overhead dominates (rule: GPU busy < 50% of the captured range; here {}): capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work.",
@@ -317,6 +348,17 @@ pub fn recommendations(a: &Artifacts) -> Vec<String> {
     if comp > 0 {
         out.push(format!(
             "{comp} of the top kernels are compute-bound (rule: SM >= 60% of peak): check they use tensor cores (bf16/fp8 dtypes, aligned shapes)."
+        ));
+    }
+    let gemms: Vec<(f64, f64)> = top
+        .iter()
+        .filter_map(|r| a.point(r))
+        .filter(|p| p.tensor_flops > 0.0)
+        .filter_map(|p| Some((p.tensor_pipe_pct?, p.tensor_flops)))
+        .collect();
+    if let Some(max_pipe) = gemms.iter().map(|g| g.0).reduce(f64::max).filter(|m| *m < 10.0) {
+        out.push(format!(
+            "Tensor cores are barely used (rule: tensor pipe < 10% in the top kernels that use them; here at most {max_pipe:.1}%): matrix products this small (batch 1, GEMV-like) cannot fill them; batch more tokens per step, and keep bf16/fp8 dtypes with shapes aligned to 16."
         ));
     }
     if a.ncu.is_none() {

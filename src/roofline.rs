@@ -1,0 +1,231 @@
+//! Roofline figures from ncu's raw metrics: achieved FLOP/s (FMA counts twice), DRAM bytes/s,
+//! arithmetic intensity, and the device's peaks from ncu's own peak metrics.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Peaks {
+    pub fp32_flops: f64,
+    pub fp16_flops: f64,
+    pub fp64_flops: f64,
+    /// Dense BF16 tensor-core peak (FP32 accumulate), where ncu reports it.
+    pub tensor_flops: Option<f64>,
+    pub dram_bytes_per_s: f64,
+}
+
+impl Peaks {
+    /// The roof a kernel's work runs against: the tensor cores when most of its operations are
+    /// tensor operations, else FP16, FP64 or FP32 by the same rule.
+    pub fn roof_for(&self, p: &Point) -> (&'static str, f64) {
+        let candidates = [
+            (
+                "BF16 tensor",
+                p.tensor_flops,
+                self.tensor_flops.unwrap_or(0.0),
+            ),
+            ("FP16", p.fp16_flops, self.fp16_flops),
+            ("FP64", p.fp64_flops, self.fp64_flops),
+            ("FP32", p.fp32_flops, self.fp32_flops),
+        ];
+        candidates
+            .iter()
+            .filter(|(_, _, peak)| *peak > 0.0)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(l, _, peak)| (*l, *peak))
+            .unwrap_or(("FP32", self.fp32_flops))
+    }
+
+    /// The arithmetic intensity (FLOP/byte) where FP32 stops being memory-bound.
+    pub fn ridge_fp32(&self) -> f64 {
+        self.fp32_flops / self.dram_bytes_per_s
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub fp32_flops: f64,
+    pub fp16_flops: f64,
+    pub fp64_flops: f64,
+    /// Tensor-core operations per second (all source types).
+    pub tensor_flops: f64,
+    pub dram_bytes_per_s: f64,
+    /// Tensor pipe busy, % of peak, where ncu measured it.
+    pub tensor_pipe_pct: Option<f64>,
+}
+
+impl Point {
+    pub fn flops(&self) -> f64 {
+        self.fp32_flops + self.fp16_flops + self.fp64_flops + self.tensor_flops
+    }
+    /// FLOP per DRAM byte; None without DRAM traffic.
+    pub fn intensity(&self) -> Option<f64> {
+        (self.dram_bytes_per_s > 0.0).then(|| self.flops() / self.dram_bytes_per_s)
+    }
+}
+
+/// Metric values with their units, as ncu exported them.
+pub struct Metrics<'a> {
+    pub values: &'a BTreeMap<String, f64>,
+    pub units: &'a BTreeMap<String, String>,
+}
+
+impl Metrics<'_> {
+    /// The value in base units (bytes, hertz, instructions): `Gbyte/s` x1e9, `Ghz` x1e9,
+    /// `Kbyte/cycle` x1e3.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        let v = *self.values.get(name)?;
+        Some(v * self.units.get(name).map(|u| unit_scale(u)).unwrap_or(1.0))
+    }
+    fn sum(&self, names: &[(&str, f64)]) -> Option<f64> {
+        let mut any = false;
+        let mut total = 0.0;
+        for (n, w) in names {
+            if let Some(v) = self.get(n) {
+                any = true;
+                total += w * v;
+            }
+        }
+        any.then_some(total)
+    }
+}
+
+fn unit_scale(unit: &str) -> f64 {
+    let mut chars = unit.chars();
+    let factor = match chars.next() {
+        Some('K') => 1e3,
+        Some('M') => 1e6,
+        Some('G') => 1e9,
+        Some('T') => 1e12,
+        _ => return 1.0,
+    };
+    // A prefix only when a lowercase unit follows (Kbyte, Ghz), not a unit of its own.
+    if chars.next().is_some_and(|c| c.is_ascii_lowercase()) {
+        factor
+    } else {
+        1.0
+    }
+}
+
+fn op(kind: &str) -> String {
+    format!("smsp__sass_thread_inst_executed_op_{kind}_pred_on.sum.per_cycle_elapsed")
+}
+
+/// Achieved rates of one kernel; None when the roofline metrics are missing.
+pub fn point(m: &Metrics) -> Option<Point> {
+    let hz = m.get("smsp__cycles_elapsed.avg.per_second")?;
+    let per_cycle = |p: &str| {
+        m.sum(&[
+            (&op(&format!("{p}add")), 1.0),
+            (&op(&format!("{p}mul")), 1.0),
+            (&op(&format!("{p}fma")), 2.0),
+        ])
+    };
+    // `sm__ops_path_tensor_src_<type>` partitions tensor work by source type; the
+    // `sm__ops_path_tensor_op_*` family splits the same work by instruction, so only one counts.
+    let tensor_flops = m
+        .values
+        .keys()
+        .filter(|k| k.starts_with("sm__ops_path_tensor_src_") && k.ends_with(".sum.per_second"))
+        .filter_map(|k| m.get(k))
+        .sum();
+    Some(Point {
+        tensor_flops,
+        fp32_flops: per_cycle("f")? * hz,
+        fp16_flops: per_cycle("h").unwrap_or(0.0) * hz,
+        fp64_flops: per_cycle("d").unwrap_or(0.0) * hz,
+        dram_bytes_per_s: m.get("dram__bytes.sum.per_second")?,
+        tensor_pipe_pct: m.get("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    })
+}
+
+/// The device's peaks, from ncu's peak metrics of any profiled kernel.
+pub fn peaks(m: &Metrics) -> Option<Peaks> {
+    let sm_hz = m.get("sm__cycles_elapsed.avg.per_second")?;
+    let dram_hz = m.get("dram__cycles_elapsed.avg.per_second")?;
+    Some(Peaks {
+        fp32_flops: m.get("derived__sm__sass_thread_inst_executed_op_ffma_pred_on_x2")? * sm_hz,
+        fp16_flops: m
+            .get("derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x4")
+            .unwrap_or(0.0)
+            * sm_hz,
+        fp64_flops: m
+            .get("derived__sm__sass_thread_inst_executed_op_dfma_pred_on_x2")
+            .unwrap_or(0.0)
+            * sm_hz,
+        // Dense (sparsity off) BF16: wgmma on Hopper, mma before it.
+        tensor_flops: [
+            "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second",
+            "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second",
+        ]
+        .iter()
+        .find_map(|n| m.get(n)),
+        dram_bytes_per_s: m.get("dram__bytes.sum.peak_sustained")? * dram_hz,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::ncu::read_raw;
+
+    #[test]
+    fn h100_peaks_and_points_from_the_real_export() {
+        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/ncu/decode_raw.csv");
+        let r = read_raw(&p).unwrap();
+        let k = &r.kernels[0];
+        let m = Metrics {
+            values: &k.metrics,
+            units: &r.units,
+        };
+        let peaks = peaks(&m).unwrap();
+        // H100 SXM: ~67 TFLOP/s FP32 (non-tensor), ~3.35 TB/s HBM3.
+        assert!(
+            (60e12..70e12).contains(&peaks.fp32_flops),
+            "{}",
+            peaks.fp32_flops
+        );
+        assert!(
+            (3.0e12..3.5e12).contains(&peaks.dram_bytes_per_s),
+            "{}",
+            peaks.dram_bytes_per_s
+        );
+        assert!((peaks.fp16_flops / peaks.fp32_flops - 2.0).abs() < 0.01);
+        // ~990 TFLOP/s dense BF16 on the tensor cores.
+        let tensor = peaks.tensor_flops.unwrap();
+        assert!((9e14..1.1e15).contains(&tensor), "{tensor}");
+        let nvjet = r
+            .kernels
+            .iter()
+            .find(|k| k.name.starts_with("nvjet"))
+            .unwrap();
+        let pt = point(&Metrics {
+            values: &nvjet.metrics,
+            units: &r.units,
+        })
+        .unwrap();
+        assert!(pt.tensor_flops > 1e12, "{}", pt.tensor_flops);
+        assert!(peaks.ridge_fp32() > 10.0 && peaks.ridge_fp32() < 30.0);
+        for k in &r.kernels {
+            let pt = point(&Metrics {
+                values: &k.metrics,
+                units: &r.units,
+            })
+            .unwrap();
+            assert!(pt.flops() >= 0.0 && pt.dram_bytes_per_s >= 0.0);
+            assert!(pt.flops() < peaks.fp32_flops + peaks.fp16_flops + tensor);
+        }
+    }
+
+    #[test]
+    fn units_scale_only_with_a_prefix() {
+        assert_eq!(unit_scale("Gbyte/s"), 1e9);
+        assert_eq!(unit_scale("Kbyte/cycle"), 1e3);
+        assert_eq!(unit_scale("Ghz"), 1e9);
+        assert_eq!(unit_scale("inst/cycle"), 1.0);
+        assert_eq!(unit_scale("%"), 1.0);
+        assert_eq!(unit_scale("M"), 1.0);
+    }
+}
