@@ -9,6 +9,7 @@ const REPORTS: &[&str] = &[
     "stakeholder_summary.md",
     "kernels.csv",
     "summary.json",
+    "roofline.svg",
 ];
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
