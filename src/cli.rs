@@ -12,7 +12,7 @@ use crate::config::Sources;
     name = "stage2",
     version,
     about = "Deep-profile LLM inference on NVIDIA GPUs: nsys then ncu under NVTX gating, one run directory, readable reports",
-    after_help = "Exit codes: 0 ok, 2 usage/config error, 3 tool missing or unusable, 4 workload failed, 5 a pass produced no data, 6 an artifact could not be parsed, 130 interrupted."
+    after_help = "Exit codes: 0 ok, 2 usage/config error, 3 tool missing or unusable, 4 workload failed, 5 a pass produced no data, 6 an artifact could not be parsed, 7 stage2 diff found a regression above --fail-above, 130 interrupted."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -33,6 +33,22 @@ pub enum Command {
     Report {
         /// A run directory made by `stage2 profile`.
         run_dir: PathBuf,
+    },
+    /// Compare two runs per kernel and per NVTX range; write diff.md and diff.json.
+    Diff {
+        /// The baseline run directory.
+        run_a: PathBuf,
+        /// The run to compare with it.
+        run_b: PathBuf,
+        /// Where diff.md and diff.json go (default: RUN_B).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Exit 7 when the chosen scope regresses by more than PCT percent (a CI gate).
+        #[arg(long, value_name = "PCT")]
+        fail_above: Option<f64>,
+        /// What --fail-above compares.
+        #[arg(long, value_enum, default_value = "total")]
+        scope: crate::diff::Scope,
     },
     /// Check that profiling can work here: tools, GPU, counters, nsys finalizing, disk. Exit 0 or 3.
     Doctor {

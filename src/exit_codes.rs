@@ -12,6 +12,8 @@ pub const WORKLOAD: i32 = 4;
 pub const NO_DATA: i32 = 5;
 /// An artifact (CSV, SQLite, YAML) could not be parsed.
 pub const PARSE: i32 = 6;
+/// `stage2 diff --fail-above`: the chosen scope regressed by more than the threshold.
+pub const REGRESSION: i32 = 7;
 /// Interrupted by Ctrl-C or SIGTERM.
 pub const INTERRUPTED: i32 = 130;
 
@@ -23,6 +25,7 @@ pub const TABLE: &[(i32, &str)] = &[
     (WORKLOAD, "the workload failed"),
     (NO_DATA, "a pass produced no data"),
     (PARSE, "an artifact could not be parsed"),
+    (REGRESSION, "stage2 diff: a regression above --fail-above"),
     (INTERRUPTED, "interrupted"),
 ];
 
@@ -37,6 +40,7 @@ fn severity(code: i32) -> u8 {
         OK => 0,
         NO_DATA => 1,
         PARSE => 2,
+        REGRESSION => 2,
         WORKLOAD => 3,
         TOOL => 4,
         USAGE => 5,

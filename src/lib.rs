@@ -7,6 +7,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod diagnose;
+pub mod diff;
 pub mod error;
 pub mod exit_codes;
 pub mod logging;

@@ -3,7 +3,7 @@
 //! on a finished run, offline.
 
 mod csv;
-mod json;
+pub mod json;
 mod markdown;
 mod stakeholder;
 mod svg;

@@ -356,7 +356,12 @@ pub fn recommendations(a: &Artifacts) -> Vec<String> {
         .filter(|p| p.tensor_flops > 0.0)
         .filter_map(|p| Some((p.tensor_pipe_pct?, p.tensor_flops)))
         .collect();
-    if let Some(max_pipe) = gemms.iter().map(|g| g.0).reduce(f64::max).filter(|m| *m < 10.0) {
+    if let Some(max_pipe) = gemms
+        .iter()
+        .map(|g| g.0)
+        .reduce(f64::max)
+        .filter(|m| *m < 10.0)
+    {
         out.push(format!(
             "Tensor cores are barely used (rule: tensor pipe < 10% in the top kernels that use them; here at most {max_pipe:.1}%): matrix products this small (batch 1, GEMV-like) cannot fill them; batch more tokens per step, and keep bf16/fp8 dtypes with shapes aligned to 16."
         ));

@@ -115,12 +115,18 @@ fn per_range_figures_match_the_sqlite_and_the_run_is_launch_bound() {
     let decode = s.ranges.iter().find(|r| r.name == "decode").unwrap();
     assert_eq!(decode.total_ns, 715_174_939.0);
     let kernel = decode.kernel_ns.unwrap();
-    assert!((kernel - 2_798_262.0).abs() / 2_798_262.0 < 0.01, "{kernel}");
+    assert!(
+        (kernel - 2_798_262.0).abs() / 2_798_262.0 < 0.01,
+        "{kernel}"
+    );
     assert_eq!(decode.launches, Some(1464));
     assert_eq!(decode.launch_bound, Some(true));
     assert_eq!(s.sources["ranges"], SQLITE);
     let stake = std::fs::read_to_string(run.file("stakeholder_summary.md")).unwrap();
-    assert!(stake.contains("715.17 ms of wall time) the GPU ran kernels for 2.80 ms in 1464 launches"), "{stake}");
+    assert!(
+        stake.contains("715.17 ms of wall time) the GPU ran kernels for 2.80 ms in 1464 launches"),
+        "{stake}"
+    );
     assert!(stake.contains("launch-bound"));
 }
 
@@ -130,14 +136,23 @@ fn roofline_svg_is_valid_and_names_every_point() {
     render_all(&run, cfg()).unwrap();
     let text = std::fs::read_to_string(run.file("roofline.svg")).unwrap();
     let doc = roxmltree::Document::parse(&text).expect("roofline.svg is well-formed XML");
-    let circles: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("circle")).collect();
+    let circles: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("circle"))
+        .collect();
     assert!(circles.len() >= 20, "{}", circles.len());
     for c in &circles {
-        let title = c.children().find(|n| n.has_tag_name("title")).expect("each point has a title");
+        let title = c
+            .children()
+            .find(|n| n.has_tag_name("title"))
+            .expect("each point has a title");
         assert!(title.text().unwrap_or("").contains("FLOP/byte"));
     }
     // Deterministic: rendering again gives the same bytes.
     render_all(&run, cfg()).unwrap();
-    assert_eq!(std::fs::read_to_string(run.file("roofline.svg")).unwrap(), text);
+    assert_eq!(
+        std::fs::read_to_string(run.file("roofline.svg")).unwrap(),
+        text
+    );
     insta::assert_snapshot!("roofline_svg", text);
 }
