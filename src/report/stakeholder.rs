@@ -48,6 +48,7 @@ fn headline(a: &Artifacts) -> String {
         if c.busy_pct < 50.0 {
             h.push_str(": it mostly waits for the CPU to launch work (launch-bound)");
         }
+        let _ = write!(h, " ({}, {KERN_SUM})", c.source);
     }
     h.push('.');
     if let (Some(p), Some(d)) = (phase(a, "prefill"), phase(a, "decode")) {
@@ -265,7 +266,15 @@ fn csv_as_table(path: &std::path::Path, rows: usize) -> String {
 }
 
 fn top_kernels(a: &Artifacts, s: &mut String) {
-    let _ = writeln!(s, "## Top kernels\n");
+    let _ = writeln!(
+        s,
+        "## Top kernels\n\nShares from {KERN_SUM}; bound classes from ncu's SM and DRAM throughput ({}).\n",
+        a.ncu_csv
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map(|n| format!("ncu/{}", n.to_string_lossy()))
+            .unwrap_or_else(|| "no ncu data".into())
+    );
     if a.records.is_empty() {
         let _ = writeln!(s, "No kernels.\n");
         return;
