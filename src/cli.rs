@@ -90,6 +90,10 @@ pub struct ProfileArgs {
     /// The run directory's name (sets run.id; default: UTC timestamp plus a random suffix).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
+    /// Seconds between forwarding Ctrl-C/SIGTERM (or a timeout's SIGTERM) to the profiler and
+    /// SIGKILL (sets run.grace_s; default 30).
+    #[arg(long, value_name = "SECS")]
+    pub grace: Option<u64>,
     /// Create the run directory, write config, provenance and every cmd.txt; run nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -132,6 +136,9 @@ impl ProfileArgs {
         }
         if let Some(id) = &self.run_id {
             flag("run.id", Value::from(id.as_str()));
+        }
+        if let Some(g) = self.grace {
+            flag("run.grace_s", Value::from(g));
         }
         if self.no_nsys {
             flag("nsys.enable", Value::from(false));

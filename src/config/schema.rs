@@ -76,6 +76,8 @@ pub struct Run {
     #[serde(deserialize_with = "opt_string")]
     pub id: Option<String>,
     pub representative_max_new_tokens: Option<u64>,
+    pub grace_s: u64,
+    pub min_free_gb: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -29,6 +29,7 @@ impl Ctx<'_> {
         s.env = self.workload.env.clone();
         s.cwd = self.workload.cwd.clone();
         s.echo = self.echo;
+        s.grace = std::time::Duration::from_secs(self.cfg.run.grace_s);
         s
     }
 }

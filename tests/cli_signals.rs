@@ -1,0 +1,248 @@
+//! Signals, timeouts and concurrent runs, with a fake nsys that records the signal it got.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{read, root, status, Sandbox};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// `stage2 profile` as a plain child process, so the test can signal it.
+fn spawn(sb: &Sandbox, id: &str, mode: &str, extra: &[&str]) -> Child {
+    let path = format!(
+        "{}:{}",
+        root().join("tests/fakes").display(),
+        std::env::var("PATH").unwrap()
+    );
+    Command::new(assert_cmd::cargo::cargo_bin("stage2"))
+        .current_dir(sb.path())
+        .args(["-q", "profile", "--run-root", "runs", "--run-id", id])
+        .args(extra)
+        .args(["--", "true"])
+        .env("PATH", path)
+        .env("FAKE_DATA", root().join("tests/data"))
+        .env("FAKE_NSYS_MODE", mode)
+        .env("FAKE_SIGNAL_LOG", sb.path().join(format!("{id}.signals")))
+        .env("FAKE_READY", sb.path().join(format!("{id}.ready")))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for(path: &Path, limit: Duration) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(start.elapsed() < limit, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> i32 {
+    let start = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st.code().unwrap_or(-1);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("stage2 did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, sig: Signal) {
+    kill(Pid::from_raw(child.id() as i32), sig).unwrap();
+}
+
+#[test]
+fn ctrl_c_is_forwarded_so_the_profiler_finalizes_and_the_run_says_interrupted() {
+    let sb = Sandbox::new();
+    let mut child = spawn(&sb, "int", "hang", &[]);
+    wait_for(&sb.path().join("int.ready"), Duration::from_secs(20));
+    signal(&child, Signal::SIGINT);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(20)), 130);
+    assert_eq!(read(sb.path().join("int.signals")).trim(), "INT");
+    let run = sb.run("int");
+    let st = status(&run);
+    assert_eq!(st["state"], "interrupted");
+    assert_eq!(st["exit_code"], 130);
+    assert_eq!(st["passes"]["nsys"]["state"], "interrupted");
+    assert_eq!(st["passes"]["ncu"]["state"], "skipped");
+    // What the profiler finalized is kept and processed.
+    assert!(run.join("nsys/run.nsys-rep").exists());
+    assert!(run.join("nsys/summary_cuda_gpu_kern_sum.csv").exists());
+    assert!(run.join("kernels.md").exists());
+}
+
+#[test]
+fn started_with_sigint_ignored_the_profiler_still_gets_the_forwarded_signal() {
+    // What a background job (`stage2 ... &` in a non-interactive shell) looks like: SIGINT
+    // ignored on entry. A shell that starts with a signal ignored cannot even trap it, so the
+    // fake's INT trap fires only if the disposition was reset before exec.
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("stage2"));
+    let path = format!(
+        "{}:{}",
+        root().join("tests/fakes").display(),
+        std::env::var("PATH").unwrap()
+    );
+    cmd.current_dir(sb.path())
+        .args([
+            "-q",
+            "profile",
+            "--run-root",
+            "runs",
+            "--run-id",
+            "bg",
+            "--",
+            "true",
+        ])
+        .env("PATH", path)
+        .env("FAKE_DATA", root().join("tests/data"))
+        .env("FAKE_NSYS_MODE", "hang")
+        .env("FAKE_SIGNAL_LOG", sb.path().join("bg.signals"))
+        .env("FAKE_READY", sb.path().join("bg.ready"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let _ = nix::sys::signal::signal(Signal::SIGINT, nix::sys::signal::SigHandler::SigIgn);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    wait_for(&sb.path().join("bg.ready"), Duration::from_secs(20));
+    signal(&child, Signal::SIGINT);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(20)), 130);
+    assert_eq!(read(sb.path().join("bg.signals")).trim(), "INT");
+}
+
+#[test]
+fn sigterm_is_forwarded_too() {
+    let sb = Sandbox::new();
+    let mut child = spawn(&sb, "term", "hang", &[]);
+    wait_for(&sb.path().join("term.ready"), Duration::from_secs(20));
+    signal(&child, Signal::SIGTERM);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(20)), 130);
+    assert_eq!(read(sb.path().join("term.signals")).trim(), "TERM");
+}
+
+#[test]
+fn a_profiler_that_ignores_the_signal_is_killed_after_the_grace_period() {
+    let sb = Sandbox::new();
+    let mut child = spawn(&sb, "stub", "stubborn", &["--grace", "1"]);
+    wait_for(&sb.path().join("stub.ready"), Duration::from_secs(20));
+    let start = Instant::now();
+    signal(&child, Signal::SIGINT);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(20)), 130);
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert!(read(sb.path().join("stub.signals")).contains("INT-ignored"));
+    assert_eq!(
+        status(&sb.run("stub"))["passes"]["nsys"]["state"],
+        "interrupted"
+    );
+}
+
+#[test]
+fn a_second_ctrl_c_kills_at_once() {
+    let sb = Sandbox::new();
+    let mut child = spawn(&sb, "twice", "stubborn", &["--grace", "60"]);
+    wait_for(&sb.path().join("twice.ready"), Duration::from_secs(20));
+    signal(&child, Signal::SIGINT);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, Signal::SIGINT);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(15)), 130);
+}
+
+#[test]
+fn if_stage2_dies_its_profiler_is_told_to_stop() {
+    let sb = Sandbox::new();
+    let mut child = spawn(&sb, "orphan", "hang", &[]);
+    wait_for(&sb.path().join("orphan.ready"), Duration::from_secs(20));
+    signal(&child, Signal::SIGKILL);
+    let _ = wait_exit(&mut child, Duration::from_secs(5));
+    // The parent-death signal reaches the profiler, which finalizes and exits.
+    wait_for(&sb.path().join("orphan.signals"), Duration::from_secs(10));
+    assert_eq!(read(sb.path().join("orphan.signals")).trim(), "TERM");
+}
+
+#[test]
+fn a_pass_past_its_timeout_is_stopped_and_the_other_pass_still_runs() {
+    let sb = Sandbox::new();
+    let mut child = spawn(
+        &sb,
+        "slow",
+        "stubborn",
+        &["nsys.timeout_s=1", "--grace", "1"],
+    );
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(30)), 4);
+    let st = status(&sb.run("slow"));
+    assert_eq!(st["passes"]["nsys"]["state"], "timed-out");
+    assert!(st["passes"]["nsys"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("time limit"));
+    assert_eq!(st["passes"]["ncu"]["state"], "ok");
+    assert!(read(sb.path().join("slow.signals")).contains("TERM-ignored"));
+}
+
+#[test]
+fn concurrent_runs_never_share_a_run_directory() {
+    let sb = Sandbox::new();
+    let runs: Vec<Child> = (0..4)
+        .map(|_| {
+            Command::new(assert_cmd::cargo::cargo_bin("stage2"))
+                .current_dir(sb.path())
+                .args([
+                    "-q",
+                    "profile",
+                    "--run-root",
+                    "runs",
+                    "--dry-run",
+                    "--",
+                    "true",
+                ])
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in runs {
+        assert_eq!(wait_exit(&mut c, Duration::from_secs(20)), 0);
+    }
+    assert_eq!(std::fs::read_dir(sb.runs()).unwrap().count(), 4);
+    // The same explicit id at the same time: exactly one wins, the others exit 2.
+    let same: Vec<Child> = (0..4)
+        .map(|_| {
+            Command::new(assert_cmd::cargo::cargo_bin("stage2"))
+                .current_dir(sb.path())
+                .args([
+                    "-q",
+                    "profile",
+                    "--run-root",
+                    "runs",
+                    "--run-id",
+                    "same",
+                    "--dry-run",
+                    "--",
+                    "true",
+                ])
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut codes: Vec<i32> = same
+        .into_iter()
+        .map(|mut c| wait_exit(&mut c, Duration::from_secs(20)))
+        .collect();
+    codes.sort();
+    assert_eq!(codes, [0, 2, 2, 2]);
+}
