@@ -15,6 +15,12 @@ pub struct RunDir {
 impl RunDir {
     /// An existing run directory, for `stage2 report`.
     pub fn open(path: &Path) -> Result<Self, Error> {
+        if path.exists() && !path.is_dir() {
+            return Err(Error::Usage(format!(
+                "{} is not a directory: `stage2 report` takes a run directory",
+                path.display()
+            )));
+        }
         if !path.is_dir() {
             return Err(Error::Usage(format!(
                 "run directory {} does not exist",

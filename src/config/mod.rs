@@ -148,7 +148,9 @@ fn parse_layer(text: &str) -> Result<Value, String> {
             ));
         }
     }
-    let v: Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    let mut v: Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    // YAML merge keys (`<<: *base`) mean what YAML says, not a key named `<<`.
+    v.apply_merge().map_err(|e| format!("merge key: {e}"))?;
     match v {
         Value::Null => Ok(Value::Mapping(Default::default())),
         Value::Mapping(_) => Ok(v),

@@ -105,7 +105,14 @@ pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
     let mut first = true;
     while let Some(line) = t.next(&mut rec)? {
         let name = rec.get(name_col).unwrap_or("");
-        if first && name.is_empty() {
+        if first && !name.is_empty() {
+            return Err(Error::parse(
+                path,
+                Some(line),
+                "no units row after the header: is this `ncu --import REPORT --csv --page raw` output?",
+            ));
+        }
+        if first {
             // The units row: `us`, `%`, `Gbyte`, ...
             for (i, u) in rec.iter().enumerate() {
                 if !u.is_empty() {
@@ -115,7 +122,6 @@ pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
             first = false;
             continue;
         }
-        first = false;
         if name.is_empty() {
             return Err(Error::parse(path, Some(line), "empty `Kernel Name`"));
         }

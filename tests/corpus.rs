@@ -1,0 +1,267 @@
+//! The bad-input corpus (tests/data/bad, hand-made): each file gives its documented exit code
+//! and a message naming the file (and the line or key where there is one); none panics.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{root, Sandbox};
+
+fn bad(name: &str) -> PathBuf {
+    root().join("tests/data/bad").join(name)
+}
+
+/// A run directory holding `file` at `place`, the rest of it real.
+fn run_with(sb: &Sandbox, file: &str, place: &str) -> PathBuf {
+    let run = sb.path().join(format!("run-{file}"));
+    std::fs::create_dir_all(run.join("nsys")).unwrap();
+    std::fs::create_dir_all(run.join("ncu")).unwrap();
+    let data = root().join("tests/data");
+    for f in [
+        "summary_cuda_gpu_kern_sum.csv",
+        "summary_nvtx_sum.csv",
+        "summary_cuda_api_sum.csv",
+        "run.sqlite",
+    ] {
+        std::fs::copy(data.join("nsys").join(f), run.join("nsys").join(f)).unwrap();
+    }
+    std::fs::copy(
+        data.join("ncu/decode_raw.csv"),
+        run.join("ncu/decode_raw.csv"),
+    )
+    .unwrap();
+    std::fs::copy(bad(file), run.join(place)).unwrap();
+    run
+}
+
+struct Case {
+    file: &'static str,
+    place: &'static str,
+    code: i32,
+    says: &'static [&'static str],
+}
+
+const KERN: &str = "nsys/summary_cuda_gpu_kern_sum.csv";
+const RAW: &str = "ncu/decode_raw.csv";
+const DB: &str = "nsys/run.sqlite";
+
+const REPORT_CASES: &[Case] = &[
+    Case {
+        file: "kern_sum_truncated_hand_made.csv",
+        place: KERN,
+        code: 6,
+        says: &["summary_cuda_gpu_kern_sum.csv:3", "truncated"],
+    },
+    Case {
+        file: "kern_sum_bom_crlf_hand_made.csv",
+        place: KERN,
+        code: 0,
+        says: &[],
+    },
+    Case {
+        file: "kern_sum_semicolons_hand_made.csv",
+        place: KERN,
+        code: 6,
+        says: &["summary_cuda_gpu_kern_sum.csv:1", "missing column"],
+    },
+    Case {
+        file: "kern_sum_duplicate_header_hand_made.csv",
+        place: KERN,
+        code: 6,
+        says: &["summary_cuda_gpu_kern_sum.csv:1", "duplicate column"],
+    },
+    Case {
+        file: "kern_sum_extra_columns_hand_made.csv",
+        place: KERN,
+        code: 0,
+        says: &[],
+    },
+    Case {
+        file: "kern_sum_10mb_field_hand_made.csv",
+        place: KERN,
+        code: 0,
+        says: &[],
+    },
+    Case {
+        file: "binary_garbage_hand_made.csv",
+        place: KERN,
+        code: 6,
+        says: &["summary_cuda_gpu_kern_sum.csv"],
+    },
+    Case {
+        file: "empty_hand_made.csv",
+        place: KERN,
+        code: 6,
+        says: &["summary_cuda_gpu_kern_sum.csv:1", "empty file"],
+    },
+    Case {
+        file: "binary_garbage_hand_made.csv",
+        place: RAW,
+        code: 6,
+        says: &["decode_raw.csv"],
+    },
+    Case {
+        file: "empty_hand_made.csv",
+        place: RAW,
+        code: 6,
+        says: &["decode_raw.csv:1", "empty file"],
+    },
+    Case {
+        file: "kern_sum_truncated_hand_made.csv",
+        place: RAW,
+        code: 6,
+        says: &["decode_raw.csv:1", "missing column `Kernel Name`"],
+    },
+    Case {
+        file: "ncu_raw_no_units_hand_made.csv",
+        place: RAW,
+        code: 6,
+        says: &["decode_raw.csv:2", "no units row"],
+    },
+    Case {
+        file: "not_a_database_hand_made.sqlite",
+        place: DB,
+        code: 6,
+        says: &["run.sqlite"],
+    },
+    Case {
+        file: "no_tables_hand_made.sqlite",
+        place: DB,
+        code: 6,
+        says: &["run.sqlite", "CUPTI_ACTIVITY_KIND_KERNEL"],
+    },
+];
+
+fn check(out: &std::process::Output, code: i32, says: &[&str], what: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{what}: panicked\n{stderr}");
+    assert_eq!(out.status.code(), Some(code), "{what}: {stderr}");
+    for s in says {
+        assert!(stderr.contains(s), "{what}: no `{s}` in\n{stderr}");
+    }
+}
+
+#[test]
+fn broken_artifacts_give_exit_6_naming_file_and_line() {
+    let sb = Sandbox::new();
+    for c in REPORT_CASES {
+        let run = run_with(&sb, c.file, c.place);
+        let out = sb
+            .stage2_without_tools()
+            .arg("report")
+            .arg(&run)
+            .output()
+            .unwrap();
+        check(&out, c.code, c.says, &format!("{} as {}", c.file, c.place));
+        let _ = std::fs::remove_dir_all(&run);
+    }
+}
+
+#[test]
+fn accepted_odd_inputs_render_the_right_numbers() {
+    let sb = Sandbox::new();
+    let run = run_with(&sb, "kern_sum_bom_crlf_hand_made.csv", KERN);
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(run.join("kernels.md")).unwrap();
+    assert!(
+        md.contains("| 1 | nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN | 160 | 526.21 |"),
+        "{md}"
+    );
+    let run = run_with(&sb, "kern_sum_10mb_field_hand_made.csv", KERN);
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .assert()
+        .success();
+    // The huge name is cut in the tables.
+    assert!(
+        std::fs::metadata(run.join("stakeholder_summary.md"))
+            .unwrap()
+            .len()
+            < 100_000
+    );
+}
+
+#[test]
+fn broken_config_gives_exit_2_naming_file_and_line_or_key() {
+    let sb = Sandbox::new();
+    for (file, code, says) in [
+        (
+            "config_tabs_hand_made.yaml",
+            2,
+            &["config_tabs_hand_made.yaml", "line 2", "tab"][..],
+        ),
+        (
+            "config_duplicate_keys_hand_made.yaml",
+            2,
+            &["config_duplicate_keys_hand_made.yaml", "duplicate"][..],
+        ),
+        (
+            "config_deep_nesting_hand_made.yaml",
+            2,
+            &["config_deep_nesting_hand_made.yaml"][..],
+        ),
+    ] {
+        let out = sb
+            .stage2()
+            .args(["config", "--config"])
+            .arg(bad(file))
+            .output()
+            .unwrap();
+        check(&out, code, says, file);
+    }
+}
+
+#[test]
+fn yaml_merge_keys_merge() {
+    let sb = Sandbox::new();
+    let dir = sb.path().join("cfg");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The anchor holder `base` is not a config key: use the anchor inside `ncu` only.
+    let text = std::fs::read_to_string(bad("config_merge_key_hand_made.yaml")).unwrap();
+    let out = sb
+        .stage2()
+        .args(["config", "--config"])
+        .arg(bad("config_merge_key_hand_made.yaml"))
+        .output()
+        .unwrap();
+    // `base` itself is an unknown key: exit 2 naming it, never a panic.
+    check(&out, 2, &["unknown key `base"], "merge key file as is");
+    let only_ncu = text.replace(
+        "base: &base\n  top_n: 3\n  set: full\nncu:\n  <<: *base",
+        "ncu:\n  <<: {top_n: 3, set: full}",
+    );
+    let p = dir.join("merge.yaml");
+    std::fs::write(&p, only_ncu).unwrap();
+    let out = sb
+        .stage2()
+        .args(["config", "--config"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    check(&out, 0, &[], "merge key inside ncu");
+    let yaml = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        yaml.contains("set: full") && yaml.contains("top_n: 4"),
+        "{yaml}"
+    );
+}
+
+#[test]
+fn a_missing_run_directory_or_a_file_where_one_is_expected() {
+    let sb = Sandbox::new();
+    let out = sb
+        .stage2()
+        .args(["report", "/nonexistent"])
+        .output()
+        .unwrap();
+    check(&out, 2, &["/nonexistent"], "missing run dir");
+    let f = sb.path().join("file");
+    std::fs::write(&f, "x").unwrap();
+    let out = sb.stage2().arg("report").arg(&f).output().unwrap();
+    check(&out, 2, &["not a directory"], "file as run dir");
+}
