@@ -10,6 +10,7 @@ pub mod diagnose;
 pub mod diff;
 pub mod error;
 pub mod exit_codes;
+pub mod guards;
 pub mod logging;
 pub mod model;
 pub mod nvtx;

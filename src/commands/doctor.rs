@@ -197,27 +197,26 @@ fn finalize_check(nsys: &Path) -> Check {
 }
 
 fn disk_check(root: &Path) -> Check {
-    let probe = std::iter::successors(Some(root), |p| p.parent())
-        .find(|p| p.exists())
-        .unwrap_or(Path::new("."));
-    let probe = if probe.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        probe
-    };
-    match nix::sys::statvfs::statvfs(probe) {
-        Ok(s) => {
-            let free = s.blocks_available() as f64 * s.fragment_size() as f64 / 1e9;
+    match crate::guards::free_gb(root) {
+        Some(free) => {
             let what = format!("free disk at {}: {free:.1} GB", root.display());
             match free {
-                f if f < 1.0 => check(Level::Fail, what, Some("free space or use --run-root on a larger disk: nsys intermediates reach GBs")),
-                f if f < 10.0 => check(Level::Warn, what, Some("long captures with osrt tracing can write several GB")),
+                f if f < 1.0 => check(
+                    Level::Fail,
+                    what,
+                    Some("free space or use --run-root on a larger disk: nsys intermediates reach GBs"),
+                ),
+                f if f < 10.0 => check(
+                    Level::Warn,
+                    what,
+                    Some("long captures with osrt tracing can write several GB"),
+                ),
                 _ => check(Level::Ok, what, None),
             }
         }
-        Err(e) => check(
+        None => check(
             Level::Warn,
-            format!("free disk at {}: unknown ({e})", root.display()),
+            format!("free disk at {}: unknown", root.display()),
             None,
         ),
     }

@@ -109,7 +109,10 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     let nsys_status = match &nsys_tool {
         Some(t) if cfg.nsys.enable => {
             announce("nsys", args.dry_run);
-            nsys::run(&ctx, &t.path, args.dry_run)?
+            let before = guard(cfg, &run, "nsys");
+            let mut st = nsys::run(&ctx, &t.path, args.dry_run)?;
+            st.warnings.splice(0..0, before);
+            st
         }
         _ => PassStatus::skipped("disabled (nsys.enable=false or --no-nsys)"),
     };
@@ -150,7 +153,10 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
             (Some(t), None) if cfg.ncu.enable => {
                 let plan = plan_ncu(cfg, &run);
                 announce("ncu", args.dry_run);
-                ncu::run(&ctx, &t.path, &plan, args.dry_run)?
+                let before = guard(cfg, &run, "ncu");
+                let mut st = ncu::run(&ctx, &t.path, &plan, args.dry_run)?;
+                st.warnings.splice(0..0, before);
+                st
             }
             _ => PassStatus::skipped("disabled (ncu.enable=false or --no-ncu)"),
         }
@@ -341,6 +347,15 @@ fn top_kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
 fn unique(names: impl Iterator<Item = String>) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     names.filter(|n| seen.insert(n.clone())).collect()
+}
+
+/// Disk and trace-size warnings before a pass, also logged now.
+fn guard(cfg: &Config, run: &RunDir, pass: &str) -> Vec<String> {
+    let w = crate::guards::warnings(cfg, pass, crate::guards::free_gb(&run.path));
+    for x in &w {
+        tracing::warn!("{pass}: {x}");
+    }
+    w
 }
 
 fn append_reason(st: &mut PassStatus, more: &str) {

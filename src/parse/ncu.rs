@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::table::{parse_number, Table};
+use super::table::{number_bytes, Table};
 use crate::error::Error;
 
 pub const COL_NAME: &str = "Kernel Name";
@@ -97,14 +97,21 @@ pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
         })
         .collect();
 
+    let is_metric: Vec<bool> = skip.iter().map(|s| !s).collect();
+    let text = |rec: &csv::ByteRecord, col: usize| -> String {
+        String::from_utf8_lossy(rec.get(col).unwrap_or_default()).into_owned()
+    };
+
     let mut units = BTreeMap::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut accs: Vec<Acc> = Vec::new();
-    let mut rec = csv::StringRecord::new();
+    let mut rec = csv::ByteRecord::new();
     let mut rows = 0u64;
     let mut first = true;
-    while let Some(line) = t.next(&mut rec)? {
-        let name = rec.get(name_col).unwrap_or("");
+    // The hot loop: bytes, not strings; one lookup per row; only metric columns parsed.
+    while let Some(line) = t.next_bytes(&mut rec)? {
+        let name = std::str::from_utf8(rec.get(name_col).unwrap_or_default())
+            .map_err(|_| Error::parse(path, Some(line), "`Kernel Name` is not UTF-8"))?;
         if first && !name.is_empty() {
             return Err(Error::parse(
                 path,
@@ -116,7 +123,10 @@ pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
             // The units row: `us`, `%`, `Gbyte`, ...
             for (i, u) in rec.iter().enumerate() {
                 if !u.is_empty() {
-                    units.insert(t.headers[i].clone(), u.to_string());
+                    units.insert(
+                        t.headers[i].clone(),
+                        String::from_utf8_lossy(u).into_owned(),
+                    );
                 }
             }
             first = false;
@@ -126,31 +136,33 @@ pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
             return Err(Error::parse(path, Some(line), "empty `Kernel Name`"));
         }
         rows += 1;
-        let i = *index.entry(name.to_string()).or_insert_with(|| {
-            accs.push(Acc {
-                name: name.to_string(),
-                first_id: id_col.and_then(|c| rec.get(c)).map(str::to_string),
-                nvtx: pushpop
-                    .and_then(|c| range_of(rec.get(c)?))
-                    .or_else(|| startend.and_then(|c| range_of(rec.get(c)?))),
-                block: block_col.and_then(|c| rec.get(c)).map(str::to_string),
-                grid: grid_col.and_then(|c| rec.get(c)).map(str::to_string),
-                count: 0,
-                sums: vec![(0.0, 0); width],
-            });
-            accs.len() - 1
-        });
+        let i = match index.get(name) {
+            Some(i) => *i,
+            None => {
+                accs.push(Acc {
+                    name: name.to_string(),
+                    first_id: id_col.map(|c| text(&rec, c)),
+                    nvtx: pushpop
+                        .and_then(|c| range_of(&text(&rec, c)))
+                        .or_else(|| startend.and_then(|c| range_of(&text(&rec, c)))),
+                    block: block_col.map(|c| text(&rec, c)),
+                    grid: grid_col.map(|c| text(&rec, c)),
+                    count: 0,
+                    sums: vec![(0.0, 0); width],
+                });
+                index.insert(name.to_string(), accs.len() - 1);
+                accs.len() - 1
+            }
+        };
         let acc = &mut accs[i];
         acc.count += 1;
-        for (col, field) in rec.iter().enumerate() {
-            if skip[col] {
-                continue;
-            }
+        for ((field, sum), metric) in rec.iter().zip(acc.sums.iter_mut()).zip(&is_metric) {
             // Text-valued metrics (e.g. PolicySpread) are not numbers and are left out.
-            if let Ok(Some(v)) = parse_number(field) {
-                let s = &mut acc.sums[col];
-                s.0 += v;
-                s.1 += 1;
+            if *metric {
+                if let Some(v) = number_bytes(field) {
+                    sum.0 += v;
+                    sum.1 += 1;
+                }
             }
         }
     }

@@ -92,21 +92,38 @@ impl Table {
 
     /// The next record and its 1-based line number, or None at the end.
     pub fn next(&mut self, rec: &mut csv::StringRecord) -> Result<Option<u64>, Error> {
-        match self.reader.read_record(rec) {
+        let read = self.reader.read_record(rec);
+        let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        self.checked(read, rec.len(), line)
+    }
+
+    /// The same as raw bytes: no UTF-8 check of fields the caller does not read as text.
+    pub fn next_bytes(&mut self, rec: &mut csv::ByteRecord) -> Result<Option<u64>, Error> {
+        let read = self.reader.read_byte_record(rec);
+        let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        self.checked(read, rec.len(), line)
+    }
+
+    fn checked(
+        &mut self,
+        read: csv::Result<bool>,
+        fields: usize,
+        line: u64,
+    ) -> Result<Option<u64>, Error> {
+        match read {
             Ok(true) => {
-                self.last_line = rec.position().map(|p| p.line()).unwrap_or(0);
-                if rec.len() != self.headers.len() {
+                self.last_line = line;
+                if fields != self.headers.len() {
                     return Err(Error::parse(
                         &self.path,
-                        Some(self.last_line),
+                        Some(line),
                         format!(
-                            "row has {} fields but the header has {} (truncated file, or another delimiter?)",
-                            rec.len(),
+                            "row has {fields} fields but the header has {} (truncated file, or another delimiter?)",
                             self.headers.len()
                         ),
                     ));
                 }
-                Ok(Some(self.last_line))
+                Ok(Some(line))
             }
             Ok(false) if !self.ends_with_newline => Err(Error::parse(
                 &self.path,
@@ -136,6 +153,78 @@ fn csv_error(path: &Path, e: &csv::Error) -> Error {
         _ => e.to_string(),
     };
     Error::parse(path, line, msg)
+}
+
+/// A number from raw CSV bytes, without allocating: `1,536,000,000` and `3.456000`; None for
+/// anything else (`n/a`, text values such as `PolicySpread`, empty cells).
+pub fn number_bytes(field: &[u8]) -> Option<f64> {
+    let b = field.trim_ascii();
+    if b.is_empty() {
+        return None;
+    }
+    if let Some(v) = decimal_fast(b) {
+        return Some(v);
+    }
+    if !b.contains(&b',') {
+        return std::str::from_utf8(b).ok()?.parse().ok();
+    }
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    for &c in b.iter().filter(|c| **c != b',') {
+        *buf.get_mut(n)? = c;
+        n += 1;
+    }
+    std::str::from_utf8(&buf[..n]).ok()?.parse().ok()
+}
+
+/// Powers of ten that f64 holds exactly.
+const POW10: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+/// The common shapes of ncu's numbers (`3.456000`, `1,980,000`, `-2`) with at most 15
+/// significant digits: the digits form an integer below 2^53 (exact in f64) and one division
+/// by an exact power of ten rounds correctly, so the result equals `str::parse`'s. Anything
+/// else (exponents, longer numbers) takes the general path. Nearly every cell of a raw export
+/// is a number, so this is most of the parse time.
+fn decimal_fast(b: &[u8]) -> Option<f64> {
+    let (neg, s) = match b.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, b),
+    };
+    // Integer part (thousands separators allowed), then an optional fraction. Two tight loops
+    // and one length check at the end: wrapping arithmetic is fine, long numbers are refused.
+    let (mut m, mut n, mut i) = (0u64, 0usize, 0usize);
+    while let Some(&c) = s.get(i) {
+        let d = c.wrapping_sub(b'0');
+        if d < 10 {
+            m = m.wrapping_mul(10).wrapping_add(u64::from(d));
+            n += 1;
+        } else if c != b',' {
+            break;
+        }
+        i += 1;
+    }
+    let mut frac = 0usize;
+    if let Some(&c) = s.get(i) {
+        if c != b'.' {
+            return None;
+        }
+        for &c in &s[i + 1..] {
+            let d = c.wrapping_sub(b'0');
+            if d >= 10 {
+                return None;
+            }
+            m = m.wrapping_mul(10).wrapping_add(u64::from(d));
+            frac += 1;
+        }
+    }
+    n += frac;
+    if n == 0 || n > 15 {
+        return None;
+    }
+    let v = m as f64 / POW10[frac];
+    Some(if neg { -v } else { v })
 }
 
 /// A cell that should hold a number but does not.
@@ -169,5 +258,32 @@ mod tests {
         assert_eq!(parse_number(""), Ok(None));
         assert_eq!(parse_number("12%"), Ok(Some(12.0)));
         assert!(parse_number("PolicySpread").is_err());
+        assert_eq!(number_bytes(b"1,536,000,000"), Some(1.536e9));
+        assert_eq!(number_bytes(b" 3.456000 "), Some(3.456));
+        assert_eq!(number_bytes(b"n/a"), None);
+        assert_eq!(number_bytes(b""), None);
+        assert_eq!(number_bytes(b"PolicySpread"), None);
+        assert_eq!(number_bytes(b"-0.5"), Some(-0.5));
+        assert_eq!(number_bytes(b"1e3"), Some(1000.0));
+        assert_eq!(
+            number_bytes(b"1,056,841,481,481,481.62"),
+            Some(1_056_841_481_481_481.6)
+        );
+        assert_eq!(number_bytes(b"."), None);
+        assert_eq!(number_bytes(b"1.2.3"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_fast_path_equals_std_parse(m in 0u64..1_000_000_000_000_000, frac in 0usize..15, neg: bool) {
+            let digits = m.to_string();
+            let text = if frac == 0 || frac >= digits.len() {
+                digits.clone()
+            } else {
+                format!("{}.{}", &digits[..digits.len() - frac], &digits[digits.len() - frac..])
+            };
+            let text = if neg { format!("-{text}") } else { text };
+            proptest::prop_assert_eq!(number_bytes(text.as_bytes()), text.parse::<f64>().ok());
+        }
     }
 }
