@@ -57,6 +57,18 @@ pub enum Command {
         #[arg(value_name = "OVERRIDE")]
         overrides: Vec<String>,
     },
+    /// Internal: run by the launcher on every rank of the ncu pass; profiles the chosen ranks.
+    #[command(name = "__rank-exec", hide = true)]
+    RankExec {
+        /// The environment variable holding the rank (RANK, SLURM_PROCID, ...).
+        var: String,
+        /// Comma-separated ranks to profile.
+        ranks: String,
+        /// How many trailing arguments are the workload (run alone on other ranks).
+        workload_len: usize,
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
     /// Print the resolved configuration as YAML.
     Config {
         #[command(flatten)]
@@ -90,6 +102,13 @@ pub struct ProfileArgs {
     /// The run directory's name (sets run.id; default: UTC timestamp plus a random suffix).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
+    /// Run the workload through a launcher, the profiler once per rank inside it (sets
+    /// workload.launcher).
+    #[arg(long, value_enum, value_name = "LAUNCHER")]
+    pub launcher: Option<crate::launcher::Launcher>,
+    /// Processes per node for the launcher (sets workload.nproc_per_node).
+    #[arg(long, value_name = "N")]
+    pub nproc_per_node: Option<u32>,
     /// Seconds between forwarding Ctrl-C/SIGTERM (or a timeout's SIGTERM) to the profiler and
     /// SIGKILL (sets run.grace_s; default 30).
     #[arg(long, value_name = "SECS")]
@@ -136,6 +155,15 @@ impl ProfileArgs {
         }
         if let Some(id) = &self.run_id {
             flag("run.id", Value::from(id.as_str()));
+        }
+        if let Some(l) = self.launcher {
+            flag(
+                "workload.launcher",
+                serde_yaml::to_value(l).unwrap_or_default(),
+            );
+        }
+        if let Some(n) = self.nproc_per_node {
+            flag("workload.nproc_per_node", Value::from(n));
         }
         if let Some(g) = self.grace {
             flag("run.grace_s", Value::from(g));

@@ -11,6 +11,7 @@ pub mod diff;
 pub mod error;
 pub mod exit_codes;
 pub mod guards;
+pub mod launcher;
 pub mod logging;
 pub mod model;
 pub mod nvtx;

@@ -11,6 +11,7 @@ Uses transformers' Llama classes when importable, else a small pure-PyTorch deco
 
 import argparse
 import contextlib
+import os
 import sys
 import time
 
@@ -32,6 +33,12 @@ def parse_args():
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--vocab", type=int, default=4096)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--dist",
+        action="store_true",
+        help="data parallel over torch.distributed/NCCL (run under torchrun): one model per rank "
+        "on cuda:LOCAL_RANK, and an all-reduce of the logits in prefill and every decode step",
+    )
     return p.parse_args()
 
 
@@ -143,6 +150,14 @@ def main():
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("tiny_llm: no CUDA device visible", file=sys.stderr)
         return 2
+    dist = None
+    if args.dist:
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl")
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        args.device = f"cuda:{local}"
     torch.manual_seed(args.seed)
     dtype = getattr(torch, args.dtype)
     impl, model, stages = None, None, None
@@ -167,6 +182,8 @@ def main():
                 logits, cache = out.logits, out.past_key_values
             else:
                 logits, cache = model(ids)
+            if dist:
+                dist.all_reduce(logits)
             token = logits[:, -1:].argmax(-1)
         torch.cuda.synchronize()
         t1 = time.perf_counter()
@@ -178,15 +195,20 @@ def main():
                         logits, cache = out.logits, out.past_key_values
                     else:
                         logits, cache = model(token, cache)
+                    if dist:
+                        dist.all_reduce(logits)
                     token = logits[:, -1:].argmax(-1)
             torch.cuda.synchronize()
         t2 = time.perf_counter()
     decoded = args.batch * args.new_tokens
+    rank = f"rank {dist.get_rank()}/{dist.get_world_size()} " if dist else ""
     print(
-        f"tiny_llm {impl} {args.dtype} batch={args.batch} prompt={args.prompt_len} "
+        f"{rank}tiny_llm {impl} {args.dtype} batch={args.batch} prompt={args.prompt_len} "
         f"new_tokens={args.new_tokens} nvtx={args.nvtx_style}: prefill {1e3 * (t1 - t0):.1f} ms, "
         f"decode {1e3 * (t2 - t1):.1f} ms, {decoded / max(t2 - t1, 1e-9):.1f} tokens/s"
     )
+    if dist:
+        dist.destroy_process_group()
     return 0
 
 

@@ -16,6 +16,12 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Report { run_dir } => report::run(&run_dir),
         Command::Config { sources, overrides } => config::run(&sources, &overrides),
         Command::Doctor { sources, overrides } => doctor::run(&sources, &overrides),
+        Command::RankExec {
+            var,
+            ranks,
+            workload_len,
+            argv,
+        } => rank_exec(&var, &ranks, workload_len, &argv),
         Command::Diff {
             run_a,
             run_b,
@@ -30,4 +36,17 @@ pub fn run(cli: Cli) -> Result<i32> {
             scope,
         }),
     }
+}
+
+/// Replace this process with the profiler (chosen ranks) or the bare workload (the others):
+/// no shell, and signals and exit codes pass straight through.
+fn rank_exec(var: &str, ranks: &str, workload_len: usize, argv: &[String]) -> Result<i32> {
+    use std::os::unix::process::CommandExt;
+    let rank = std::env::var(var).ok();
+    let chosen = crate::launcher::choose(rank.as_deref(), ranks, workload_len, argv);
+    let Some((program, args)) = chosen.split_first() else {
+        return Err(crate::error::Error::Usage("__rank-exec: nothing to run".into()).into());
+    };
+    let err = std::process::Command::new(program).args(args).exec();
+    Err(crate::error::Error::Tool(format!("cannot run {program}: {err}")).into())
 }

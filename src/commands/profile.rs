@@ -306,7 +306,9 @@ fn top_kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
         );
         return None;
     }
-    let kernels = read_kernels(&run.file(report::KERN_SUM)).ok()?;
+    let kernels = read_kernels(&run.file(report::KERN_SUM))
+        .or_else(|_| read_kernels(&run.nsys("summary.rank0_cuda_gpu_kern_sum.csv")))
+        .ok()?;
     let sel = select::select(
         &kernels,
         cfg.ncu.top_n,
@@ -327,7 +329,11 @@ fn top_kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
         .iter()
         .map(|i| kernels[*i].name.as_str())
         .collect();
-    let mangled = NsysDb::open(&run.nsys("run.sqlite")).and_then(|db| db.mangled_names());
+    let sqlite = [run.nsys("run.sqlite"), run.nsys("run.rank0.sqlite")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| run.nsys("run.sqlite"));
+    let mangled = NsysDb::open(&sqlite).and_then(|db| db.mangled_names());
     match mangled {
         Ok(map) if top.iter().all(|n| map.contains_key(*n)) => {
             let names = unique(top.iter().flat_map(|n| map[*n].clone()));

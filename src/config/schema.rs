@@ -32,6 +32,11 @@ pub struct Workload {
     pub device: Option<String>,
     #[serde(deserialize_with = "opt_string")]
     pub cwd: Option<String>,
+    pub launcher: crate::launcher::Launcher,
+    pub nproc_per_node: u32,
+    pub nnodes: u32,
+    #[serde(deserialize_with = "strings")]
+    pub launcher_args: Vec<String>,
     #[serde(deserialize_with = "string_map")]
     pub env: BTreeMap<String, String>,
 }
@@ -134,6 +139,8 @@ pub struct Ncu {
     pub max_kernels: usize,
     pub launch_skip: u32,
     pub instances_per_kernel: u32,
+    pub ranks: Vec<u32>,
+    pub include_nccl: bool,
     #[serde(deserialize_with = "opt_string")]
     pub clock_control: Option<String>,
     #[serde(deserialize_with = "strings")]

@@ -8,6 +8,7 @@ use super::{append_cmd_txt, run_step, stopped, write_cmd_txt, Ctx};
 use crate::config::{Config, Ncu, NvtxStyle};
 use crate::error::Error;
 use crate::exit_codes;
+use crate::launcher::Launcher;
 use crate::nvtx;
 use crate::process::{self, Outcome};
 use crate::rundir::RunDir;
@@ -95,6 +96,7 @@ pub fn profile_args(
     filter: Option<&KernelFilter>,
     out_base: &Path,
     workload: &[String],
+    exclude_nccl: bool,
 ) -> Vec<String> {
     let mut a: Vec<String> = vec!["--target-processes".into(), "all".into()];
     if let Some(expr) = include {
@@ -138,7 +140,12 @@ pub fn profile_args(
             "--kernel-name-base".into(),
             "demangled".into(),
             "--kernel-id".into(),
-            format!(":::{invocation}"),
+            if exclude_nccl {
+                // NCCL kernels wait on the other ranks, which ncu's serialised replay stalls.
+                format!("::regex:^(?!.*nccl).*:{invocation}")
+            } else {
+                format!(":::{invocation}")
+            },
         ]),
     }
     a.extend(["--set".into(), cfg.set.clone()]);
@@ -301,24 +308,61 @@ impl Plan {
 
 /// Run the whole pass.
 pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStatus, Error> {
-    let out_base = ctx.run.ncu(&plan.base);
-    let rep = plan.report(ctx);
+    let launcher = ctx.cfg.workload.launcher;
+    let multi = launcher != Launcher::None;
+    let ranks = if ctx.cfg.ncu.ranks.is_empty() {
+        vec![0]
+    } else {
+        ctx.cfg.ncu.ranks.clone()
+    };
+    // One profiled rank keeps the plain name; several get a report each.
+    let out_base = if multi && ranks.len() > 1 {
+        ctx.run
+            .ncu(&format!("{}.rank{}", plan.base, launcher.rank_macro()))
+    } else {
+        ctx.run.ncu(&plan.base)
+    };
+    let rep = if multi && ranks.len() > 1 {
+        ctx.run
+            .ncu(&format!("{}.rank{}.ncu-rep", plan.base, ranks[0]))
+    } else {
+        plan.report(ctx)
+    };
     let prog = ncu.display().to_string();
     let with_prog = |a: Vec<String>| std::iter::once(prog.clone()).chain(a).collect::<Vec<_>>();
-    let args = |filter: Option<&KernelFilter>| {
-        profile_args(
+    let exclude_nccl = multi && !ctx.cfg.ncu.include_nccl;
+    let stage2 = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "stage2".to_string());
+    // The full argv: ncu on the workload, or, under a launcher, `stage2 __rank-exec` per rank
+    // that runs ncu on the chosen ranks and the bare workload on the others.
+    let args = |filter: Option<&KernelFilter>| -> Vec<String> {
+        let profiled = with_prog(profile_args(
             &ctx.cfg.ncu,
             plan.include.as_deref(),
             filter,
             &out_base,
             &ctx.workload.argv,
-        )
+            exclude_nccl,
+        ));
+        if multi {
+            let per_rank = crate::launcher::rank_exec_args(
+                &stage2,
+                launcher,
+                &ranks,
+                ctx.workload.argv.len(),
+                profiled,
+            );
+            launcher.wrap(ctx.cfg, per_rank)
+        } else {
+            profiled
+        }
     };
     let cmd_txt = ctx.run.ncu("cmd.txt");
     write_cmd_txt(
         &cmd_txt,
         &[
-            with_prog(args(plan.filter.as_ref())),
+            args(plan.filter.as_ref()),
             with_prog(import_args(&rep)),
             with_prog(import_mangled_args(&rep)),
             with_prog(vec!["--list-sections".into()]),
@@ -329,10 +373,14 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
         return Ok(PassStatus::new(PassState::Planned, exit_codes::OK, None));
     }
     let log = ctx.run.ncu("ncu.log");
+    if multi {
+        crate::launcher::find(launcher)?;
+    }
     let profile = |filter: Option<&KernelFilter>| -> Result<Outcome, Error> {
-        let mut spec = ctx.spec(ncu, args(filter), log.clone());
+        let argv = args(filter);
+        let mut spec = ctx.spec(Path::new(&argv[0]), argv[1..].to_vec(), log.clone());
         spec.timeout = ctx.cfg.ncu_timeout();
-        process::run(&spec).map_err(|e| Error::Tool(format!("cannot start {}: {e}", ncu.display())))
+        process::run(&spec).map_err(|e| Error::Tool(format!("cannot start {}: {e}", argv[0])))
     };
     let mut out = profile(plan.filter.as_ref())?;
     let mut duration = out.duration;
@@ -346,7 +394,7 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
         let why = "ncu profiled no kernel with the top-kernel filter; profiling again without it";
         tracing::warn!("{why}");
         warnings.push(why.to_string());
-        let _ = append_cmd_txt(&cmd_txt, &with_prog(args(None)));
+        let _ = append_cmd_txt(&cmd_txt, &args(None));
         out = profile(None)?;
         duration += out.duration;
     }

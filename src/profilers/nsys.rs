@@ -8,6 +8,7 @@ use super::{append_cmd_txt, run_step, stopped, write_cmd_txt, Ctx};
 use crate::config::Nsys;
 use crate::error::Error;
 use crate::exit_codes;
+use crate::launcher::Launcher;
 use crate::process::{self, Outcome};
 use crate::status::{PassState, PassStatus};
 
@@ -180,12 +181,47 @@ fn classify_exit(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys)
     }
 }
 
+/// The reports one pass left: `run.nsys-rep`, or one `run.rank<N>.nsys-rep` per rank under a
+/// launcher, with the rank (None for a single process).
+pub fn reports(dir: &Path) -> Vec<(Option<u32>, PathBuf)> {
+    let mut found: Vec<(Option<u32>, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| process::nonempty(p))
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?.to_string();
+            let stem = name
+                .strip_suffix(".nsys-rep")
+                .or_else(|| name.strip_suffix(".qdrep"))?;
+            match stem {
+                "run" => Some((None, p)),
+                _ => Some((Some(stem.strip_prefix("run.rank")?.parse().ok()?), p)),
+            }
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// The file base of rank `rank`'s outputs: `summary` / `summary.rank1`.
+pub fn ranked(base: &str, rank: Option<u32>) -> String {
+    match rank {
+        Some(r) => format!("{base}.rank{r}"),
+        None => base.to_string(),
+    }
+}
+
 /// Run the whole pass; write cmd.txt first so even a failed pass leaves its command line.
 pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
-    let base = ctx.run.nsys("run");
-    let rep = base.with_extension("nsys-rep");
-    let sqlite = ctx.run.nsys("run.sqlite");
-    let summary = ctx.run.nsys("summary");
+    let launcher = ctx.cfg.workload.launcher;
+    let multi = launcher != Launcher::None;
+    let base = if multi {
+        ctx.run.nsys(&format!("run.rank{}", launcher.rank_macro()))
+    } else {
+        ctx.run.nsys("run")
+    };
     let argv = profile_args(
         &ctx.cfg.nsys,
         ctx.cfg.nvtx.domain.as_deref(),
@@ -194,34 +230,46 @@ pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
     )?;
     let prog = nsys.display().to_string();
     let with_prog = |a: Vec<String>| std::iter::once(prog.clone()).chain(a).collect::<Vec<_>>();
+    // Under a launcher, nsys runs inside it, once per rank.
+    let full = launcher.wrap(ctx.cfg, with_prog(argv));
+    let mut post_lines = Vec::new();
+    if !multi {
+        let rep = ctx.run.nsys("run.nsys-rep");
+        post_lines.push(with_prog(stats_args(&rep, &ctx.run.nsys("summary"))));
+        post_lines.push(with_prog(export_args(&rep, &ctx.run.nsys("run.sqlite"))));
+    }
     let cmd_txt = ctx.run.nsys("cmd.txt");
-    write_cmd_txt(
-        &cmd_txt,
-        &[
-            with_prog(argv.clone()),
-            with_prog(stats_args(&rep, &summary)),
-            with_prog(export_args(&rep, &sqlite)),
-        ],
-    )
-    .map_err(|e| Error::Usage(format!("cannot write {}: {e}", cmd_txt.display())))?;
+    write_cmd_txt(&cmd_txt, &[vec![full.clone()], post_lines].concat())
+        .map_err(|e| Error::Usage(format!("cannot write {}: {e}", cmd_txt.display())))?;
     if dry_run {
         return Ok(PassStatus::new(PassState::Planned, exit_codes::OK, None));
     }
+    let program = match crate::launcher::find(launcher)? {
+        Some(p) => p,
+        None => nsys.to_path_buf(),
+    };
     let log = ctx.run.nsys("nsys.log");
-    let mut spec = ctx.spec(nsys, argv, log.clone());
+    let mut spec = ctx.spec(&program, full[1..].to_vec(), log.clone());
     spec.timeout = ctx.cfg.nsys_timeout();
     let out = process::run(&spec)
-        .map_err(|e| Error::Tool(format!("cannot start {}: {e}", nsys.display())))?;
-    let report = find_report(&base);
-    let qdstrm = base.with_extension("qdstrm").exists();
-    let mut st = classify(&out, report.as_deref(), qdstrm, &ctx.cfg.nsys);
+        .map_err(|e| Error::Tool(format!("cannot start {}: {e}", program.display())))?;
+    let reports = reports(&ctx.run.path.join("nsys"));
+    let qdstrm = std::fs::read_dir(ctx.run.path.join("nsys"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.path().extension().is_some_and(|x| x == "qdstrm"));
+    let first = reports.first().map(|(_, p)| p.clone());
+    let mut st = classify(&out, first.as_deref(), qdstrm, &ctx.cfg.nsys);
     st.duration_s = Some(out.duration.as_secs_f64());
-    let Some(report) = report else {
-        return Ok(st);
-    };
-    if report != rep {
-        // Legacy .qdrep: the post-processing lines in cmd.txt must name the file that exists.
-        let _ = append_cmd_txt(&cmd_txt, &with_prog(stats_args(&report, &summary)));
+    if multi && !reports.is_empty() {
+        let expected = ctx.cfg.workload.nproc_per_node.max(1) * ctx.cfg.workload.nnodes.max(1);
+        if reports.len() < expected as usize {
+            st.warnings.push(format!(
+                "{} of {expected} ranks left an nsys report",
+                reports.len()
+            ));
+        }
     }
     // A report is processed even when the workload failed or the user interrupted: that is
     // data the user already paid for.
@@ -231,16 +279,30 @@ pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
         s.timeout = Some(Duration::from_secs(3600));
         run_step(&s)
     };
-    let post =
-        quiet(stats_args(&report, &summary)).and_then(|_| quiet(export_args(&report, &sqlite)));
-    if let Err(why) = post {
-        if st.state == PassState::Ok {
-            st = PassStatus::new(PassState::Failed, exit_codes::TOOL, Some(why));
-            st.duration_s = Some(out.duration.as_secs_f64());
-        } else {
-            st.warnings.push(why);
+    for (rank, report) in &reports {
+        let summary = ctx.run.nsys(&ranked("summary", *rank));
+        let sqlite = ctx.run.nsys(&format!("{}.sqlite", ranked("run", *rank)));
+        if multi || report.extension().is_some_and(|x| x == "qdrep") {
+            // Per-rank (or legacy .qdrep) lines: cmd.txt names the files that exist.
+            let _ = append_cmd_txt(&cmd_txt, &with_prog(stats_args(report, &summary)));
+            let _ = append_cmd_txt(&cmd_txt, &with_prog(export_args(report, &sqlite)));
         }
-    } else if st.state == PassState::Ok && !ctx.run.nsys("summary_cuda_gpu_kern_sum.csv").exists() {
+        let post =
+            quiet(stats_args(report, &summary)).and_then(|_| quiet(export_args(report, &sqlite)));
+        if let Err(why) = post {
+            if st.state == PassState::Ok {
+                st = PassStatus::new(PassState::Failed, exit_codes::TOOL, Some(why));
+                st.duration_s = Some(out.duration.as_secs_f64());
+            } else {
+                st.warnings.push(why);
+            }
+        }
+    }
+    let kern_sum = ctx.run.nsys(&format!(
+        "{}_cuda_gpu_kern_sum.csv",
+        ranked("summary", reports.first().and_then(|r| r.0))
+    ));
+    if st.state == PassState::Ok && !reports.is_empty() && !kern_sum.exists() {
         st = PassStatus::new(
             PassState::NoData,
             exit_codes::NO_DATA,

@@ -23,6 +23,9 @@ pub struct Summary {
     pub totals: Totals,
     pub ranges: Vec<Range>,
     pub peaks: Option<crate::roofline::Peaks>,
+    /// Per-rank figures of a multi-rank run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<super::ranks::RankData>,
     pub kernels: Vec<Kernel>,
     /// Which file each group of figures came from, relative to the run directory.
     pub sources: BTreeMap<String, String>,
@@ -170,6 +173,7 @@ pub fn summary(a: &Artifacts) -> Summary {
                 .collect()
         },
         peaks: a.peaks,
+        ranks: a.rank_data.clone(),
         kernels: a
             .records
             .iter()

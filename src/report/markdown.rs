@@ -60,6 +60,7 @@ pub fn kernels_md(a: &Artifacts) -> String {
         "\nBound class (from ncu SM and DRAM throughput): {}.",
         Bound::RULE
     );
+    ranks_section(a, &mut s, width);
     ranges_section(a, &mut s);
     roofline_section(a, &mut s, width);
     if a.ncu_coverage_pct().is_some() {
@@ -226,5 +227,98 @@ fn roofline_section(a: &Artifacts, s: &mut String, width: usize) {
                 .unwrap_or_else(|| "–".into()),
             opt1(pt.tensor_pipe_pct)
         );
+    }
+}
+
+fn ranks_section(a: &Artifacts, s: &mut String, width: usize) {
+    let ranks = &a.rank_data;
+    if ranks.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## Per rank ({} ranks, `nsys/summary.rank<N>_*.csv`)\n\nThe table above sums all ranks. NCCL share: kernel time of kernels named `nccl*`.\n",
+        ranks.len()
+    );
+    let head: Vec<String> = ranks
+        .iter()
+        .map(|r| format!("rank {} (us)", r.rank))
+        .collect();
+    let _ = writeln!(s, "| kernel | {} | total (us) |", head.join(" | "));
+    let _ = writeln!(s, "|---|{}--:|", "--:|".repeat(ranks.len()));
+    for k in a
+        .kernels_nsys
+        .iter()
+        .flatten()
+        .take(a.config.report.top_kernels)
+    {
+        let cells: Vec<String> = ranks
+            .iter()
+            .map(|r| {
+                r.kernels
+                    .iter()
+                    .find(|x| x.name == k.name)
+                    .map(|x| us(x.total_ns))
+                    .unwrap_or_else(|| "–".into())
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} |",
+            md(&cut(&display_name(&k.name), width)),
+            cells.join(" | "),
+            us(k.total_ns)
+        );
+    }
+    let _ = writeln!(s, "\n| rank | kernel time (ms) | launches | NCCL time (ms) | NCCL share |\n|--:|--:|--:|--:|--:|");
+    for r in ranks {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            r.rank,
+            ms(r.kernel_time_ns),
+            r.launches,
+            ms(r.nccl_time_ns),
+            pct(r.nccl_pct)
+        );
+    }
+    let names: std::collections::BTreeSet<&String> =
+        ranks.iter().flat_map(|r| r.ranges.keys()).collect();
+    if !names.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nNVTX range wall time per rank (stragglers: slowest vs median rank):\n"
+        );
+        let head: Vec<String> = ranks
+            .iter()
+            .map(|r| format!("rank {} (ms)", r.rank))
+            .collect();
+        let _ = writeln!(
+            s,
+            "| range | {} | median (ms) | slowest | slowest / median |",
+            head.join(" | ")
+        );
+        let _ = writeln!(s, "|---|{}--:|---|--:|", "--:|".repeat(ranks.len()));
+        for name in names {
+            let cells: Vec<String> = ranks
+                .iter()
+                .map(|r| {
+                    r.ranges
+                        .get(name)
+                        .map(|w| ms(*w))
+                        .unwrap_or_else(|| "–".into())
+                })
+                .collect();
+            if let Some((median, rank, slow)) = super::ranks::straggler(ranks, name) {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | rank {rank} | {:.2}x |",
+                    md(name),
+                    cells.join(" | "),
+                    ms(median),
+                    slow / median.max(1.0)
+                );
+            }
+        }
     }
 }

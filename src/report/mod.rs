@@ -5,6 +5,7 @@
 mod csv;
 pub mod json;
 mod markdown;
+pub mod ranks;
 mod stakeholder;
 mod svg;
 
@@ -43,8 +44,11 @@ pub struct Artifacts {
     pub records: Vec<KernelRecord>,
     /// ncu's kernels in their own table, when ncu profiled another range than nsys captured.
     pub ncu_records: Vec<KernelRecord>,
-    /// Per NVTX range figures from the nsys SQLite export (empty without one).
+    /// Per NVTX range figures from the nsys SQLite export (empty without one; rank 0's in a
+    /// multi-rank run).
     pub range_stats: Vec<RangeStats>,
+    /// Per-rank nsys figures of a multi-rank run (empty for one process).
+    pub rank_data: Vec<ranks::RankData>,
     /// Units of the ncu metrics.
     pub ncu_units: BTreeMap<String, String>,
     /// The device's peaks, from ncu's peak metrics.
@@ -104,9 +108,23 @@ fn optional<T>(
 impl Artifacts {
     /// Parse what the run directory holds; a missing artifact is `None`, a broken one an error.
     pub fn load(run: &RunDir, config: Config) -> Result<Artifacts, Error> {
-        let kernels_nsys = optional(&run.file(KERN_SUM), nsys::read_kernels)?;
-        let ranges = optional(&run.file(NVTX_SUM), nsys::read_ranges)?;
-        let api = optional(&run.file(API_SUM), nsys::read_api)?;
+        // A multi-rank run has one nsys summary per rank: its kernel table is their sum, its
+        // other single-rank views are rank 0's.
+        let rank_data = ranks::load(&run.path.join("nsys"))?;
+        let first = |single: &str, suffix: &str| {
+            let p = run.file(single);
+            if p.is_file() || rank_data.is_empty() {
+                p
+            } else {
+                run.nsys(&format!("summary.rank{}_{suffix}.csv", rank_data[0].rank))
+            }
+        };
+        let kernels_nsys = match optional(&run.file(KERN_SUM), nsys::read_kernels)? {
+            None if !rank_data.is_empty() => Some(ranks::merged(&rank_data)),
+            k => k,
+        };
+        let ranges = optional(&first(NVTX_SUM, "nvtx_sum"), nsys::read_ranges)?;
+        let api = optional(&first(API_SUM, "cuda_api_sum"), nsys::read_api)?;
         let (ncu_include, base, _) = include_and_base(&config, style_for(&config, run));
         let ncu_csv = Some(run.ncu(&format!("{base}_raw.csv")))
             .filter(|p| p.is_file())
@@ -123,7 +141,12 @@ impl Artifacts {
                 ncu::attach_mangled(report, &mangled_csv)?;
             }
         }
-        let sqlite = run.nsys("run.sqlite");
+        let sqlite = match rank_data.first() {
+            Some(r) if !run.nsys("run.sqlite").is_file() => {
+                run.nsys(&format!("run.rank{}.sqlite", r.rank))
+            }
+            _ => run.nsys("run.sqlite"),
+        };
         let db = sqlite
             .is_file()
             .then(|| NsysDb::open(&sqlite))
@@ -186,6 +209,7 @@ impl Artifacts {
             records,
             ncu_records,
             range_stats,
+            rank_data,
             ncu_units,
             peaks,
             config,
@@ -328,14 +352,22 @@ pub fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
 
 /// Formatting shared by the renderers.
 pub mod fmt {
+    /// Sums of no floats are -0.0 in Rust; a report never shows "-0.0".
+    fn z(x: f64) -> f64 {
+        if x == 0.0 {
+            0.0
+        } else {
+            x
+        }
+    }
     pub fn us(ns: f64) -> String {
-        format!("{:.2}", ns / 1e3)
+        format!("{:.2}", z(ns / 1e3))
     }
     pub fn ms(ns: f64) -> String {
-        format!("{:.2}", ns / 1e6)
+        format!("{:.2}", z(ns / 1e6))
     }
     pub fn pct(p: f64) -> String {
-        format!("{p:.1}%")
+        format!("{:.1}%", z(p))
     }
     pub fn opt1(v: Option<f64>) -> String {
         v.map(|x| format!("{x:.1}"))

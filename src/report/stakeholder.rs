@@ -166,6 +166,30 @@ fn numbers(a: &Artifacts, s: &mut String) {
             c.source
         );
     }
+    if !a.rank_data.is_empty() {
+        let nccl: f64 = a.rank_data.iter().map(|r| r.nccl_time_ns).sum();
+        let total: f64 = a.rank_data.iter().map(|r| r.kernel_time_ns).sum();
+        let _ = writeln!(
+            s,
+            "- {} ranks; NCCL kernels take {} of their GPU time (nsys/summary.rank<N>_cuda_gpu_kern_sum.csv)",
+            a.rank_data.len(),
+            pct(100.0 * nccl / total.max(1.0))
+        );
+        let range = nsys_range(a);
+        if let Some((median, rank, slow)) = range
+            .as_deref()
+            .and_then(|r| super::ranks::straggler(&a.rank_data, r))
+        {
+            let _ = writeln!(
+                s,
+                "- Slowest rank in `{}`: rank {rank}, {} ms vs a median of {} ms ({:.2}x) (nsys/summary.rank<N>_nvtx_sum.csv)",
+                md(range.as_deref().unwrap_or("")),
+                ms(slow),
+                ms(median),
+                slow / median.max(1.0)
+            );
+        }
+    }
     let step = &a.config.report.step_range;
     if let Some(st) = a.range_stats.iter().find(|r| &r.name == step) {
         let _ = writeln!(
@@ -392,4 +416,8 @@ pub fn recommendations(a: &Artifacts) -> Vec<String> {
         out.push("Nothing stands out by the rules above; compare against a previous run.".into());
     }
     out
+}
+
+fn nsys_range(a: &Artifacts) -> Option<String> {
+    a.captured().map(|c| c.name)
 }

@@ -27,7 +27,14 @@ fn default_plan_profiles_the_decode_push_pop_range() {
         (inc.as_deref(), base.as_str(), warn),
         (Some("decode/"), "decode", None)
     );
-    let a = profile_args(&c, inc.as_deref(), None, Path::new("/m/ncu/decode"), &wl());
+    let a = profile_args(
+        &c,
+        inc.as_deref(),
+        None,
+        Path::new("/m/ncu/decode"),
+        &wl(),
+        false,
+    );
     let line = a.join(" ");
     assert!(
         line.starts_with("--target-processes all --nvtx --nvtx-include decode/ "),
@@ -57,6 +64,7 @@ fn mangled_filter_profiles_each_kernel_once() {
         Some(&f),
         Path::new("/o"),
         &wl(),
+        false,
     );
     let line = a.join(" ");
     assert!(line.contains("--kernel-name-base mangled --kernel-id ::regex:^(_ZN2at6native13reduce_kernel|nvjet_sm90)$:1"), "{line}");
@@ -67,6 +75,7 @@ fn mangled_filter_profiles_each_kernel_once() {
         Some(&f),
         Path::new("/o"),
         &wl(),
+        false,
     );
     let line = a.join(" ");
     assert!(
@@ -176,4 +185,20 @@ fn classify_outcomes() {
         false,
     );
     assert_eq!(st.exit_code, exit_codes::TOOL);
+}
+
+#[test]
+fn under_a_launcher_nccl_kernels_are_left_out_of_the_unfiltered_pass() {
+    let a = profile_args(
+        &cfg(&[]),
+        Some("decode/"),
+        None,
+        Path::new("/o"),
+        &wl(),
+        true,
+    );
+    assert!(
+        a.join(" ").contains("--kernel-id ::regex:^(?!.*nccl).*:1"),
+        "{a:?}"
+    );
 }

@@ -1,0 +1,183 @@
+//! Multi-rank workloads: the profiler runs inside the user's launcher (torchrun, srun,
+//! mpirun), once per rank, so each rank writes its own report.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::error::Error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    None,
+    Torchrun,
+    Srun,
+    Mpirun,
+}
+
+impl Launcher {
+    pub fn program(self) -> &'static str {
+        match self {
+            Launcher::None => "",
+            Launcher::Torchrun => "torchrun",
+            Launcher::Srun => "srun",
+            Launcher::Mpirun => "mpirun",
+        }
+    }
+
+    /// The environment variable that holds a process's global rank under this launcher.
+    pub fn rank_var(self) -> &'static str {
+        match self {
+            Launcher::None | Launcher::Torchrun => "RANK",
+            Launcher::Srun => "SLURM_PROCID",
+            Launcher::Mpirun => "OMPI_COMM_WORLD_RANK",
+        }
+    }
+
+    /// The launcher's argv around `per_rank` (what each rank runs: the profiler and the
+    /// workload, or the workload alone). None: no launcher, `per_rank` as is.
+    pub fn wrap(self, cfg: &Config, per_rank: Vec<String>) -> Vec<String> {
+        let w = &cfg.workload;
+        let (n, nodes) = (w.nproc_per_node.max(1), w.nnodes.max(1));
+        let mut a: Vec<String> = match self {
+            Launcher::None => return per_rank,
+            // --no-python: each rank runs the given program itself (the profiler), not python.
+            Launcher::Torchrun => vec![
+                "torchrun".into(),
+                "--nnodes".into(),
+                nodes.to_string(),
+                "--nproc-per-node".into(),
+                n.to_string(),
+            ],
+            Launcher::Srun => vec![
+                "srun".into(),
+                "--nodes".into(),
+                nodes.to_string(),
+                "--ntasks-per-node".into(),
+                n.to_string(),
+            ],
+            Launcher::Mpirun => vec!["mpirun".into(), "-np".into(), (n * nodes).to_string()],
+        };
+        a.extend(w.launcher_args.iter().cloned());
+        if self == Launcher::Torchrun {
+            a.push("--no-python".into());
+        }
+        a.extend(per_rank);
+        a
+    }
+
+    /// A file-name part that the profilers expand per process: `%q{RANK}`.
+    pub fn rank_macro(self) -> String {
+        format!("%q{{{}}}", self.rank_var())
+    }
+}
+
+/// The launcher's own path, found on PATH.
+pub fn find(l: Launcher) -> Result<Option<std::path::PathBuf>, Error> {
+    if l == Launcher::None {
+        return Ok(None);
+    }
+    which::which(l.program()).map(Some).map_err(|_| {
+        Error::Tool(format!(
+            "workload.launcher={}: `{}` not found on PATH",
+            l.program(),
+            l.program()
+        ))
+    })
+}
+
+/// Run the profiler only on chosen ranks: `stage2 __rank-exec VAR RANKS N -- ARGV...` runs
+/// ARGV where `$VAR` is one of RANKS, else only its last N arguments (the workload). It replaces
+/// itself with the program (exec), so signals and exit codes pass straight through.
+pub fn rank_exec_args(
+    stage2: &str,
+    l: Launcher,
+    ranks: &[u32],
+    workload_len: usize,
+    profiled: Vec<String>,
+) -> Vec<String> {
+    let ranks = ranks
+        .iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut a = vec![
+        stage2.to_string(),
+        "__rank-exec".into(),
+        l.rank_var().into(),
+        ranks,
+        workload_len.to_string(),
+        "--".into(),
+    ];
+    a.extend(profiled);
+    a
+}
+
+/// The argv `__rank-exec` runs for the rank in `rank_value`.
+pub fn choose<'a>(
+    rank_value: Option<&str>,
+    ranks: &str,
+    workload_len: usize,
+    argv: &'a [String],
+) -> &'a [String] {
+    let mine = rank_value.unwrap_or("0").trim();
+    if ranks.split(',').any(|r| r.trim() == mine) {
+        argv
+    } else {
+        &argv[argv.len().saturating_sub(workload_len)..]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{resolve, Sources};
+
+    fn cfg(o: &[&str]) -> Config {
+        resolve(&Sources {
+            embedded_only: true,
+            overrides: o.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        })
+        .unwrap()
+        .config
+    }
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn each_launcher_wraps_the_per_rank_command() {
+        let c = cfg(&[
+            "workload.nproc_per_node=2",
+            "workload.launcher_args=[--master-port=29600]",
+        ]);
+        let inner = s(&["nsys", "profile", "-o", "r.rank%q{RANK}", "python3", "w.py"]);
+        assert_eq!(
+            Launcher::Torchrun.wrap(&c, inner.clone()).join(" "),
+            "torchrun --nnodes 1 --nproc-per-node 2 --master-port=29600 --no-python nsys profile -o r.rank%q{RANK} python3 w.py"
+        );
+        assert!(Launcher::Srun
+            .wrap(&c, inner.clone())
+            .join(" ")
+            .starts_with("srun --nodes 1 --ntasks-per-node 2 --master-port=29600 nsys"));
+        assert!(Launcher::Mpirun
+            .wrap(&c, inner.clone())
+            .join(" ")
+            .starts_with("mpirun -np 2 --master-port=29600 nsys"));
+        assert_eq!(Launcher::None.wrap(&c, inner.clone()), inner);
+        assert_eq!(Launcher::Srun.rank_macro(), "%q{SLURM_PROCID}");
+        assert_eq!(Launcher::Mpirun.rank_var(), "OMPI_COMM_WORLD_RANK");
+    }
+
+    #[test]
+    fn rank_exec_profiles_only_the_chosen_ranks() {
+        let argv = s(&["ncu", "--set", "roofline", "-o", "x", "python3", "w.py"]);
+        assert_eq!(choose(Some("0"), "0", 2, &argv), &argv[..]);
+        assert_eq!(choose(Some("1"), "0", 2, &argv), &argv[5..]);
+        assert_eq!(choose(Some("3"), "1,3", 2, &argv), &argv[..]);
+        let a = rank_exec_args("stage2", Launcher::Torchrun, &[0], 2, argv.clone());
+        assert_eq!(a[..6].join(" "), "stage2 __rank-exec RANK 0 2 --");
+    }
+}

@@ -1,0 +1,172 @@
+//! Multi-rank runs through a launcher, with fake torchrun, nsys and ncu.
+
+mod common;
+
+use common::{read, status, Sandbox};
+
+#[test]
+fn torchrun_two_ranks_per_rank_nsys_one_rank_ncu_merged_reports() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "tp",
+        &[
+            "--launcher",
+            "torchrun",
+            "--nproc-per-node",
+            "2",
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .assert()
+    .success();
+    let run = sb.run("tp");
+    let nsys_cmd = read(run.join("nsys/cmd.txt"));
+    let first = nsys_cmd.lines().next().unwrap();
+    assert!(
+        first.starts_with("torchrun --nnodes 1 --nproc-per-node 2 --no-python "),
+        "{first}"
+    );
+    assert!(
+        first.contains(" profile --trace=") && first.contains("nsys/run.rank%q{RANK}'"),
+        "{first}"
+    );
+    // Each rank wrote its own report; each was exported on its own.
+    for r in 0..2 {
+        for f in [
+            format!("nsys/run.rank{r}.nsys-rep"),
+            format!("nsys/run.rank{r}.sqlite"),
+            format!("nsys/summary.rank{r}_cuda_gpu_kern_sum.csv"),
+            format!("nsys/summary.rank{r}_nvtx_sum.csv"),
+        ] {
+            assert!(run.join(&f).is_file(), "missing {f}");
+        }
+    }
+    // ncu ran on rank 0 only; rank 1 ran the bare workload.
+    let ncu_cmd = read(run.join("ncu/cmd.txt"));
+    assert!(
+        ncu_cmd
+            .lines()
+            .next()
+            .unwrap()
+            .contains("__rank-exec RANK 0 3 -- "),
+        "{ncu_cmd}"
+    );
+    let calls = sb.calls();
+    assert_eq!(
+        calls
+            .lines()
+            .filter(|l| l.starts_with("ncu --target-processes"))
+            .count(),
+        1,
+        "{calls}"
+    );
+    assert_eq!(
+        calls
+            .lines()
+            .filter(|l| l.starts_with("nsys profile"))
+            .count(),
+        2,
+        "{calls}"
+    );
+    assert!(run.join("ncu/decode.ncu-rep").is_file());
+    assert_eq!(status(&run)["state"], "ok");
+    // Merged: the kernel table sums the ranks; per-rank columns, stragglers and NCCL share.
+    let md = read(run.join("kernels.md"));
+    assert!(
+        md.contains("| 1 | nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN | 320 | 1052.43 |"),
+        "{md}"
+    );
+    assert!(md.contains("## Per rank (2 ranks"), "{md}");
+    assert!(
+        md.contains("| kernel | rank 0 (us) | rank 1 (us) | total (us) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| decode | 715.17 | 715.17 | 715.17 | rank "),
+        "{md}"
+    );
+    assert!(md.contains("NCCL share"), "{md}");
+    let summary: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    assert_eq!(summary["ranks"].as_array().unwrap().len(), 2);
+    assert_eq!(summary["ranks"][1]["launches"], 1464);
+    assert!(read(run.join("stakeholder_summary.md")).contains("2 ranks; NCCL kernels take 0.0%"));
+}
+
+#[test]
+fn srun_and_mpirun_name_reports_by_their_rank_variables() {
+    let sb = Sandbox::new();
+    for (launcher, head, var) in [
+        (
+            "srun",
+            "srun --nodes 1 --ntasks-per-node 4 ",
+            "%q{SLURM_PROCID}",
+        ),
+        ("mpirun", "mpirun -np 4 ", "%q{OMPI_COMM_WORLD_RANK}"),
+    ] {
+        sb.stage2_without_tools()
+            .args([
+                "profile",
+                "--dry-run",
+                "--run-root",
+                "runs",
+                "--run-id",
+                launcher,
+                "--launcher",
+                launcher,
+                "--nproc-per-node",
+                "4",
+                "ncu.ranks=[1]",
+                "--",
+                "python3",
+                "w.py",
+            ])
+            .assert()
+            .success();
+        let nsys = read(sb.run(launcher).join("nsys/cmd.txt"));
+        assert!(
+            nsys.starts_with(head) && nsys.contains(&format!("run.rank{var}")),
+            "{nsys}"
+        );
+        let ncu = read(sb.run(launcher).join("ncu/cmd.txt"));
+        let rank_var = var.trim_start_matches("%q{").trim_end_matches('}');
+        assert!(
+            ncu.contains(&format!("__rank-exec {rank_var} 1 2 -- ")),
+            "{ncu}"
+        );
+        assert!(
+            ncu.contains("--kernel-id '::regex:^(?!.*nccl).*:1'"),
+            "{ncu}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_launcher_is_a_tool_error() {
+    let sb = Sandbox::new();
+    sb.stage2_without_tools()
+        .env(
+            "PATH",
+            format!(
+                "{}:/usr/bin:/bin",
+                common::root().join("tests/fakes").display()
+            ),
+        )
+        .args([
+            "profile",
+            "--run-root",
+            "runs",
+            "--launcher",
+            "srun",
+            "--no-ncu",
+            "--",
+            "true",
+        ])
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains("`srun` not found"));
+}
