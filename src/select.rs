@@ -3,7 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::parse::nsys::KernelSum;
+use crate::config::Config;
+use crate::parse::nsys::{read_kernels, KernelSum};
+use crate::parse::sqlite::NsysDb;
+use crate::profilers::ncu::KernelFilter;
+use crate::rundir::RunDir;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Selection {
@@ -47,6 +51,81 @@ pub fn select(kernels: &[KernelSum], top_n: usize, coverage: f64, max_kernels: u
     }
 }
 
+/// The kernels of the nsys pass that ncu profiles (see [`crate::select`]), as mangled names
+/// when the SQLite export has them (identical in both tools), else as function names. None:
+/// no nsys data of ncu's range, so no filter.
+pub fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
+    if cfg.ncu.top_n == 0 && cfg.ncu.coverage <= 0.0 {
+        return None;
+    }
+    if !crate::report::same_range(cfg) {
+        tracing::info!(
+            "nsys captured `{}` but ncu profiles `{}`: nsys's top kernels are not that range's, so ncu profiles each distinct kernel there once",
+            cfg.nsys.nvtx_capture.as_deref().unwrap_or(""),
+            cfg.ncu.nvtx_include.as_deref().unwrap_or("")
+        );
+        return None;
+    }
+    let all = read_kernels(&run.file(crate::report::KERN_SUM))
+        .or_else(|_| read_kernels(&run.nsys("summary.rank0_cuda_gpu_kern_sum.csv")))
+        .ok()?;
+    // ncu serialises kernels across processes: an NCCL kernel waits for ranks that cannot run
+    // meanwhile, and the profile hangs. They are left out unless asked for.
+    let (kernels, nccl): (Vec<KernelSum>, Vec<KernelSum>) = all
+        .into_iter()
+        .partition(|k| cfg.ncu.include_nccl || !k.name.to_ascii_lowercase().contains("nccl"));
+    if !nccl.is_empty() {
+        tracing::info!(
+            "{} NCCL kernels left out of the ncu pass (ncu.include_nccl=true to profile them)",
+            nccl.len()
+        );
+    }
+    let sel = select(
+        &kernels,
+        cfg.ncu.top_n,
+        cfg.ncu.coverage,
+        cfg.ncu.max_kernels,
+    );
+    if sel.chosen.is_empty() {
+        return None;
+    }
+    tracing::info!(
+        "ncu will profile {} of {} kernels, {:.1}% of the kernel time nsys saw",
+        sel.chosen.len(),
+        kernels.len(),
+        sel.planned_coverage_pct
+    );
+    let top: Vec<&str> = sel
+        .chosen
+        .iter()
+        .map(|i| kernels[*i].name.as_str())
+        .collect();
+    let sqlite = [run.nsys("run.sqlite"), run.nsys("run.rank0.sqlite")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| run.nsys("run.sqlite"));
+    let mangled = NsysDb::open(&sqlite).and_then(|db| db.mangled_names());
+    match mangled {
+        Ok(map) if top.iter().all(|n| map.contains_key(*n)) => {
+            let names = unique(top.iter().flat_map(|n| map[*n].clone()));
+            Some(KernelFilter::Mangled(names))
+        }
+        other => {
+            if let Err(e) = other {
+                tracing::warn!("kernel filter by function name ({e})");
+            }
+            let names = unique(top.iter().map(|n| crate::model::short_name(n)));
+            Some(KernelFilter::Function(names))
+        }
+    }
+}
+
+/// Keep the first of each name, in rank order.
+fn unique(names: impl Iterator<Item = String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    names.filter(|n| seen.insert(n.clone())).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +149,34 @@ mod tests {
         );
         assert_eq!(s.left_out.len(), 8);
         assert_eq!(s.chosen[0], 0);
+    }
+
+    #[test]
+    fn nccl_kernels_of_the_real_two_gpu_run_are_left_out() {
+        let dir =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/sample-run-2gpu");
+        let run = RunDir::open(&dir).unwrap();
+        let cfg = |o: &[&str]| {
+            crate::config::resolve(&crate::config::Sources {
+                embedded_only: true,
+                files: vec![dir.join("config.yaml")],
+                overrides: o.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            })
+            .unwrap()
+            .config
+        };
+        let Some(KernelFilter::Mangled(names)) = kernel_filter(&cfg(&[]), &run) else {
+            panic!("no mangled filter")
+        };
+        assert!(!names.iter().any(|n| n.contains("nccl")), "{names:?}");
+        assert!(names.len() >= 10, "{}", names.len());
+        let Some(KernelFilter::Mangled(with)) =
+            kernel_filter(&cfg(&["ncu.include_nccl=true"]), &run)
+        else {
+            panic!("no mangled filter")
+        };
+        assert!(with[0].contains("ncclDevKernel_AllReduce"), "{with:?}");
     }
 
     #[test]

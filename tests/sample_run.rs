@@ -26,9 +26,18 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 
 #[test]
 fn stage2_report_re_renders_the_sample_run_identically() {
+    re_renders_identically("sample-run");
+}
+
+#[test]
+fn stage2_report_re_renders_the_two_gpu_sample_run_identically() {
+    re_renders_identically("sample-run-2gpu");
+}
+
+fn re_renders_identically(name: &str) {
     let sb = Sandbox::new();
-    let committed = root().join("examples/sample-run");
-    let copy = sb.path().join("sample-run");
+    let committed = root().join("examples").join(name);
+    let copy = sb.path().join(name);
     copy_dir(&committed, &copy);
     for f in REPORTS {
         std::fs::remove_file(copy.join(f)).unwrap();

@@ -154,6 +154,18 @@ def main():
     if args.dist:
         import torch.distributed as dist
 
+        # torchrun sets RANK/WORLD_SIZE/LOCAL_RANK; under srun or mpirun, take them from there.
+        for rank, size, local in (
+            ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"),
+            ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),
+        ):
+            if "RANK" not in os.environ and rank in os.environ:
+                os.environ["RANK"] = os.environ[rank]
+                os.environ["WORLD_SIZE"] = os.environ.get(size, "1")
+                os.environ["LOCAL_RANK"] = os.environ.get(local, "0")
+        os.environ.setdefault("MASTER_ADDR", os.environ.get("SLURM_LAUNCH_NODE_IPADDR", "127.0.0.1"))
+        os.environ.setdefault("MASTER_PORT", "29500")
+
         dist.init_process_group("nccl")
         local = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local)

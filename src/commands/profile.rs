@@ -10,9 +10,7 @@ use crate::config::{self, Config};
 use crate::diagnose;
 use crate::error::{Error, Result};
 use crate::exit_codes;
-use crate::parse::nsys::read_kernels;
-use crate::parse::sqlite::NsysDb;
-use crate::profilers::ncu::{self, KernelFilter, Plan};
+use crate::profilers::ncu::{self, Plan};
 use crate::profilers::{nsys, Ctx};
 use crate::provenance::{Env, Inputs};
 use crate::report;
@@ -287,72 +285,8 @@ fn plan_ncu(cfg: &Config, run: &RunDir) -> Plan {
     Plan {
         include,
         base,
-        filter: top_kernel_filter(cfg, run),
+        filter: select::kernel_filter(cfg, run),
     }
-}
-
-/// The kernels of the nsys pass that ncu profiles (see [`crate::select`]), as mangled names
-/// when the SQLite export has them (identical in both tools), else as function names. None:
-/// no nsys data of ncu's range, so no filter.
-fn top_kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
-    if cfg.ncu.top_n == 0 && cfg.ncu.coverage <= 0.0 {
-        return None;
-    }
-    if !report::same_range(cfg) {
-        tracing::info!(
-            "nsys captured `{}` but ncu profiles `{}`: nsys's top kernels are not that range's, so ncu profiles each distinct kernel there once",
-            cfg.nsys.nvtx_capture.as_deref().unwrap_or(""),
-            cfg.ncu.nvtx_include.as_deref().unwrap_or("")
-        );
-        return None;
-    }
-    let kernels = read_kernels(&run.file(report::KERN_SUM))
-        .or_else(|_| read_kernels(&run.nsys("summary.rank0_cuda_gpu_kern_sum.csv")))
-        .ok()?;
-    let sel = select::select(
-        &kernels,
-        cfg.ncu.top_n,
-        cfg.ncu.coverage,
-        cfg.ncu.max_kernels,
-    );
-    if sel.chosen.is_empty() {
-        return None;
-    }
-    tracing::info!(
-        "ncu will profile {} of {} kernels, {:.1}% of the kernel time nsys saw",
-        sel.chosen.len(),
-        kernels.len(),
-        sel.planned_coverage_pct
-    );
-    let top: Vec<&str> = sel
-        .chosen
-        .iter()
-        .map(|i| kernels[*i].name.as_str())
-        .collect();
-    let sqlite = [run.nsys("run.sqlite"), run.nsys("run.rank0.sqlite")]
-        .into_iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| run.nsys("run.sqlite"));
-    let mangled = NsysDb::open(&sqlite).and_then(|db| db.mangled_names());
-    match mangled {
-        Ok(map) if top.iter().all(|n| map.contains_key(*n)) => {
-            let names = unique(top.iter().flat_map(|n| map[*n].clone()));
-            Some(KernelFilter::Mangled(names))
-        }
-        other => {
-            if let Err(e) = other {
-                tracing::warn!("kernel filter by function name ({e})");
-            }
-            let names = unique(top.iter().map(|n| crate::model::short_name(n)));
-            Some(KernelFilter::Function(names))
-        }
-    }
-}
-
-/// Keep the first of each name, in rank order.
-fn unique(names: impl Iterator<Item = String>) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
-    names.filter(|n| seen.insert(n.clone())).collect()
 }
 
 /// Disk and trace-size warnings before a pass, also logged now.

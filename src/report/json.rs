@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{Artifacts, API_SUM, KERN_SUM, NVTX_SUM};
+use super::{Artifacts, API_SUM, NVTX_SUM};
 use crate::model::{Bound, TimeSource};
 use crate::status::PassStatus;
 
@@ -83,10 +83,10 @@ pub fn summary(a: &Artifacts) -> Summary {
     let wall = captured.as_ref().map(|c| c.wall_ns);
     let mut sources = BTreeMap::new();
     if a.kernels_nsys.is_some() {
-        sources.insert("kernels".into(), KERN_SUM.into());
+        sources.insert("kernels".into(), a.kern_sum_file.clone());
     }
     if !a.range_stats.is_empty() {
-        sources.insert("ranges".into(), super::SQLITE.into());
+        sources.insert("ranges".into(), a.sqlite_file.clone());
     } else if a.ranges.is_some() {
         sources.insert("ranges".into(), NVTX_SUM.into());
     }

@@ -14,7 +14,10 @@ pub fn kernels_md(a: &Artifacts) -> String {
     let (total, launches) = a.kernel_totals();
     let basis = match a.records.first().map(|r| r.time_source) {
         Some(TimeSource::Nsys) => {
-            format!("nsys totals over every launch in the capture (`{KERN_SUM}`)")
+            format!(
+                "nsys totals over every launch in the capture (`{}`)",
+                a.kern_sum_file
+            )
         }
         Some(TimeSource::Ncu) => {
             "ncu's profiled launches only (no nsys data): shares are of the profiled time"
@@ -164,7 +167,7 @@ fn ranges_section(a: &Artifacts, s: &mut String) {
     let _ = writeln!(
         s,
         "\n## Per NVTX range (`{}`)\n\nKernel time counts the kernels launched inside the range (push/pop: on its thread). Launch-bound: {}.\n",
-        super::SQLITE,
+        a.sqlite_file,
         RangeStats::LAUNCH_BOUND_RULE
     );
     let _ = writeln!(s, "| range | style | instances | wall (ms) | kernel time (ms) | GPU busy | launches | per instance: wall (ms) | kernel (us) | launches | |");

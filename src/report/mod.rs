@@ -49,6 +49,10 @@ pub struct Artifacts {
     pub range_stats: Vec<RangeStats>,
     /// Per-rank nsys figures of a multi-rank run (empty for one process).
     pub rank_data: Vec<ranks::RankData>,
+    /// The SQLite export the per-range figures come from, relative to the run directory.
+    pub sqlite_file: String,
+    /// Where the kernel table's totals come from.
+    pub kern_sum_file: String,
     /// Units of the ncu metrics.
     pub ncu_units: BTreeMap<String, String>,
     /// The device's peaks, from ncu's peak metrics.
@@ -209,6 +213,15 @@ impl Artifacts {
             records,
             ncu_records,
             range_stats,
+            sqlite_file: sqlite
+                .strip_prefix(&run.path)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| SQLITE.to_string()),
+            kern_sum_file: if rank_data.is_empty() {
+                KERN_SUM.to_string()
+            } else {
+                "nsys/summary.rank<N>_cuda_gpu_kern_sum.csv, summed over ranks".to_string()
+            },
             rank_data,
             ncu_units,
             peaks,
@@ -259,7 +272,7 @@ impl Artifacts {
                 kernel_ns: s.kernel_ns as f64,
                 launches: s.launches,
                 busy_pct: s.gpu_busy_pct,
-                source: SQLITE.to_string(),
+                source: self.sqlite_file.clone(),
             });
         }
         let r = self.capture_range()?;

@@ -148,10 +148,11 @@ fn numbers(a: &Artifacts, s: &mut String) {
     if a.kernels_nsys.is_some() {
         let _ = writeln!(
             s,
-            "- GPU kernel time: {} ms in {} launches of {} kernels ({KERN_SUM})",
+            "- GPU kernel time: {} ms in {} launches of {} kernels ({})",
             ms(total),
             launches,
-            a.kernels_nsys.as_ref().map(Vec::len).unwrap_or(0)
+            a.kernels_nsys.as_ref().map(Vec::len).unwrap_or(0),
+            a.kern_sum_file
         );
     }
     if let Some(c) = a.captured() {
@@ -200,7 +201,7 @@ fn numbers(a: &Artifacts, s: &mut String) {
             ms(st.avg_wall_ns),
             us(st.avg_kernel_ns),
             st.avg_launches,
-            super::SQLITE
+            a.sqlite_file
         );
     }
     if let Some(api) = &a.api {
