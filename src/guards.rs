@@ -58,17 +58,7 @@ pub fn warnings(cfg: &Config, pass: &str, free: Option<f64>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{resolve, Sources};
-
-    fn cfg(o: &[&str]) -> Config {
-        resolve(&Sources {
-            embedded_only: true,
-            overrides: o.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        })
-        .unwrap()
-        .config
-    }
+    use crate::testutil::config as cfg;
 
     #[test]
     fn low_disk_warns_with_the_floor() {

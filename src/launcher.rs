@@ -131,17 +131,7 @@ pub fn choose<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{resolve, Sources};
-
-    fn cfg(o: &[&str]) -> Config {
-        resolve(&Sources {
-            embedded_only: true,
-            overrides: o.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        })
-        .unwrap()
-        .config
-    }
+    use crate::testutil::config as cfg;
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

@@ -26,5 +26,7 @@ pub mod rundir;
 pub mod select;
 pub mod signals;
 pub mod status;
+#[cfg(test)]
+mod testutil;
 pub mod tools;
 pub mod workload;

@@ -82,18 +82,8 @@ fn map_device(device: &str) -> Result<Option<String>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{resolve, Sources};
+    use crate::testutil::config as cfg;
     use std::path::Path;
-
-    fn cfg(overrides: &[&str]) -> Config {
-        resolve(&Sources {
-            embedded_only: true,
-            overrides: overrides.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        })
-        .unwrap()
-        .config
-    }
 
     #[test]
     fn argv_workload_passes_through_with_device_mapping() {

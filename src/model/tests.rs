@@ -1,12 +1,6 @@
 use super::*;
 use crate::parse::{ncu, nsys};
-use std::path::PathBuf;
-
-fn data(p: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(p)
-}
+use crate::testutil::data;
 
 #[test]
 fn join_key_equates_nsys_and_ncu_spellings() {

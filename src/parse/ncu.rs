@@ -246,13 +246,7 @@ fn range_of(cell: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-
-    fn data(p: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data")
-            .join(p)
-    }
+    use crate::testutil::data;
 
     #[test]
     fn reads_the_real_raw_export() {

@@ -195,13 +195,7 @@ pub fn read_api(path: &Path) -> Result<Vec<ApiSum>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-
-    fn data(p: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data")
-            .join(p)
-    }
+    use crate::testutil::data;
 
     #[test]
     fn reads_the_real_kernel_summary() {

@@ -1,15 +1,5 @@
 use super::*;
-use crate::config::{resolve, Sources};
-
-fn full(overrides: &[&str]) -> Config {
-    resolve(&Sources {
-        embedded_only: true,
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
-    })
-    .unwrap()
-    .config
-}
+use crate::testutil::config as full;
 
 fn cfg(overrides: &[&str]) -> Ncu {
     full(overrides).ncu

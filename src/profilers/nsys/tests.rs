@@ -1,16 +1,8 @@
 use super::*;
-use crate::config::{resolve, Sources};
 use std::time::Duration;
 
 fn cfg(overrides: &[&str]) -> Nsys {
-    resolve(&Sources {
-        embedded_only: true,
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
-    })
-    .unwrap()
-    .config
-    .nsys
+    crate::testutil::config(overrides).nsys
 }
 
 fn args(overrides: &[&str]) -> Vec<String> {

@@ -1,0 +1,23 @@
+//! Helpers shared by the unit tests.
+
+use std::path::PathBuf;
+
+use crate::config::{resolve, Config, Sources};
+
+/// The embedded defaults with `overrides` applied.
+pub fn config(overrides: &[&str]) -> Config {
+    resolve(&Sources {
+        embedded_only: true,
+        overrides: overrides.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    })
+    .expect("test overrides are valid")
+    .config
+}
+
+/// A file of the real captures under tests/data.
+pub fn data(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(path)
+}
