@@ -11,14 +11,14 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 /// `stage2 profile` as a plain child process, so the test can signal it.
-fn spawn(sb: &Sandbox, id: &str, mode: &str, extra: &[&str]) -> Child {
+fn command(sb: &Sandbox, id: &str, mode: &str, extra: &[&str]) -> Command {
     let path = format!(
         "{}:{}",
         root().join("tests/fakes").display(),
         std::env::var("PATH").unwrap()
     );
-    Command::new(assert_cmd::cargo::cargo_bin("stage2"))
-        .current_dir(sb.path())
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("stage2"));
+    cmd.current_dir(sb.path())
         .args(["-q", "profile", "--run-root", "runs", "--run-id", id])
         .args(extra)
         .args(["--", "true"])
@@ -28,9 +28,12 @@ fn spawn(sb: &Sandbox, id: &str, mode: &str, extra: &[&str]) -> Child {
         .env("FAKE_SIGNAL_LOG", sb.path().join(format!("{id}.signals")))
         .env("FAKE_READY", sb.path().join(format!("{id}.ready")))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+        .stderr(Stdio::null());
+    cmd
+}
+
+fn spawn(sb: &Sandbox, id: &str, mode: &str, extra: &[&str]) -> Child {
+    command(sb, id, mode, extra).spawn().unwrap()
 }
 
 fn wait_for(path: &Path, limit: Duration) {
@@ -86,30 +89,7 @@ fn started_with_sigint_ignored_the_profiler_still_gets_the_forwarded_signal() {
     // fake's INT trap fires only if the disposition was reset before exec.
     use std::os::unix::process::CommandExt;
     let sb = Sandbox::new();
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("stage2"));
-    let path = format!(
-        "{}:{}",
-        root().join("tests/fakes").display(),
-        std::env::var("PATH").unwrap()
-    );
-    cmd.current_dir(sb.path())
-        .args([
-            "-q",
-            "profile",
-            "--run-root",
-            "runs",
-            "--run-id",
-            "bg",
-            "--",
-            "true",
-        ])
-        .env("PATH", path)
-        .env("FAKE_DATA", root().join("tests/data"))
-        .env("FAKE_NSYS_MODE", "hang")
-        .env("FAKE_SIGNAL_LOG", sb.path().join("bg.signals"))
-        .env("FAKE_READY", sb.path().join("bg.ready"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut cmd = command(&sb, "bg", "hang", &[]);
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
