@@ -153,7 +153,7 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 /// GPUs and driver from `nvidia-smi`, and the CUDA version from its banner; empty without it.
-fn nvidia_smi() -> (Vec<Gpu>, Option<String>) {
+pub fn nvidia_smi() -> (Vec<Gpu>, Option<String>) {
     let q = Command::new("nvidia-smi")
         .args(["--query-gpu=name,driver_version", "--format=csv,noheader"])
         .output();

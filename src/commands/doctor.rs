@@ -84,30 +84,37 @@ pub fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
 }
 
 fn gpu_check() -> Check {
-    let out = Command::new("nvidia-smi")
-        .args(["--query-gpu=name,driver_version", "--format=csv,noheader"])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {
-            let text = String::from_utf8_lossy(&o.stdout)
-                .trim()
-                .replace('\n', "; ");
-            check(Level::Ok, format!("GPU: {text}"), None)
-        }
-        Ok(o) => check(
-            Level::Fail,
-            format!(
-                "nvidia-smi failed: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
+    let (gpus, cuda) = crate::provenance::nvidia_smi();
+    if gpus.is_empty() {
+        return match Command::new("nvidia-smi").output() {
+            Ok(o) => check(
+                Level::Fail,
+                format!(
+                    "nvidia-smi lists no GPU: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+                Some("check the NVIDIA driver (nvidia-smi must list the GPU)"),
             ),
-            Some("check the NVIDIA driver (nvidia-smi must list the GPU)"),
-        ),
-        Err(_) => check(
-            Level::Warn,
-            "nvidia-smi not found: GPU and driver unknown",
-            Some("install the NVIDIA driver utilities, or run on a GPU machine"),
-        ),
+            Err(_) => check(
+                Level::Warn,
+                "nvidia-smi not found: GPU and driver unknown",
+                Some("install the NVIDIA driver utilities, or run on a GPU machine"),
+            ),
+        };
     }
+    let list: Vec<String> = gpus
+        .iter()
+        .map(|g| format!("{} (driver {})", g.name, g.driver))
+        .collect();
+    check(
+        Level::Ok,
+        format!(
+            "GPU: {}; CUDA {}",
+            list.join(", "),
+            cuda.as_deref().unwrap_or("version unknown")
+        ),
+        None,
+    )
 }
 
 /// ncu needs the GPU performance counters; by default the driver allows them to root only
