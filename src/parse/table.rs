@@ -162,6 +162,10 @@ pub fn number_bytes(field: &[u8]) -> Option<f64> {
     if b.is_empty() {
         return None;
     }
+    // Half the cells of a raw export are zero.
+    if b == b"0" || b == b"0.000000" {
+        return Some(0.0);
+    }
     if let Some(v) = decimal_fast(b) {
         return Some(v);
     }
