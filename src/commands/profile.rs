@@ -171,21 +171,29 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     status.set("ncu", ncu_status);
     save(&status);
 
+    // The reports carry the final status of every pass, their own included: finish the run as
+    // if rendering succeeds, render once, and record the failure if it does not.
+    if !args.dry_run {
+        status.set(
+            "report",
+            PassStatus::new(PassState::Ok, exit_codes::OK, None),
+        );
+    }
+    let mut code = status.finish(args.dry_run);
+    save(&status);
+    env.finished = Some(crate::status::now());
+    let _ = env.write(&run.file("env.json"));
     if !args.dry_run {
         let st = match report::render_all(&run, cfg.clone()) {
             Ok(_) => PassStatus::new(PassState::Ok, exit_codes::OK, None),
             Err(e) => PassStatus::new(PassState::Failed, e.exit_code(), Some(e.to_string())),
         };
         report_pass("report", &st);
-        status.set("report", st);
-    }
-    let code = status.finish(args.dry_run);
-    save(&status);
-    env.finished = Some(crate::status::now());
-    let _ = env.write(&run.file("env.json"));
-    // Re-render so the summary carries the final status of every pass.
-    if !args.dry_run && code != exit_codes::PARSE {
-        let _ = report::render_all(&run, cfg.clone());
+        if st.state != PassState::Ok {
+            status.set("report", st);
+            code = status.finish(false);
+            save(&status);
+        }
     }
     if args.dry_run {
         eprintln!(

@@ -176,7 +176,7 @@ fn numbers(a: &Artifacts, s: &mut String) {
             a.rank_data.len(),
             pct(100.0 * nccl / total.max(1.0))
         );
-        let range = nsys_range(a);
+        let range = a.captured().map(|c| c.name);
         if let Some((median, rank, slow)) = range
             .as_deref()
             .and_then(|r| super::ranks::straggler(&a.rank_data, r))
@@ -417,8 +417,4 @@ pub fn recommendations(a: &Artifacts) -> Vec<String> {
         out.push("Nothing stands out by the rules above; compare against a previous run.".into());
     }
     out
-}
-
-fn nsys_range(a: &Artifacts) -> Option<String> {
-    a.captured().map(|c| c.name)
 }
