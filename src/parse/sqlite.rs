@@ -146,6 +146,21 @@ impl NsysDb {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
+    /// Durations of the NCCL kernels (name containing "nccl", any case), in start order.
+    pub fn nccl_durations(&self) -> Result<Vec<i64>, Error> {
+        self.require("CUPTI_ACTIVITY_KIND_KERNEL", &["start", "end", "shortName"])?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+                 JOIN StringIds s ON s.id = k.shortName \
+                 WHERE lower(s.value) LIKE '%nccl%' ORDER BY k.start",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
     /// Every kernel with the runtime call that launched it (matched by correlation id), in
     /// launch order.
     pub fn launches(&self) -> Result<Vec<Launch>, Error> {

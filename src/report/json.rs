@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{Artifacts, API_SUM, NVTX_SUM};
+use super::Artifacts;
 use crate::model::{Bound, TimeSource};
 use crate::status::PassStatus;
 
@@ -88,10 +88,10 @@ pub fn summary(a: &Artifacts) -> Summary {
     if !a.range_stats.is_empty() {
         sources.insert("ranges".into(), a.sqlite_file.clone());
     } else if a.ranges.is_some() {
-        sources.insert("ranges".into(), NVTX_SUM.into());
+        sources.insert("ranges".into(), a.nvtx_sum_file.clone());
     }
     if a.api.is_some() {
-        sources.insert("api".into(), API_SUM.into());
+        sources.insert("api".into(), a.api_sum_file.clone());
     }
     if let Some(p) = &a.ncu_csv {
         let name = p

@@ -273,18 +273,20 @@ fn ranks_section(a: &Artifacts, s: &mut String, width: usize) {
             us(k.total_ns)
         );
     }
-    let _ = writeln!(s, "\n| rank | kernel time (ms) | launches | NCCL time (ms) | NCCL share |\n|--:|--:|--:|--:|--:|");
+    let _ = writeln!(s, "\n| rank | kernel time (ms) | launches | NCCL time (ms) | NCCL share | NCCL waiting (ms) |\n|--:|--:|--:|--:|--:|--:|");
     for r in ranks {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             r.rank,
             ms(r.kernel_time_ns),
             r.launches,
             ms(r.nccl_time_ns),
-            pct(r.nccl_pct)
+            pct(r.nccl_pct),
+            r.nccl_wait_ns.map(ms).unwrap_or_else(|| "–".into())
         );
     }
+    let _ = writeln!(s, "\nNCCL waiting: per collective, the time beyond the fastest rank's (the last to arrive waits least), from `nsys/run.rank<N>.sqlite`; a rank that waits long is early, its peers are late.");
     let names: std::collections::BTreeSet<&String> =
         ranks.iter().flat_map(|r| r.ranges.keys()).collect();
     if !names.is_empty() {

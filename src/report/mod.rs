@@ -53,6 +53,9 @@ pub struct Artifacts {
     pub sqlite_file: String,
     /// Where the kernel table's totals come from.
     pub kern_sum_file: String,
+    /// Where the NVTX and API summaries came from (rank 0's in a multi-rank run).
+    pub nvtx_sum_file: String,
+    pub api_sum_file: String,
     /// Units of the ncu metrics.
     pub ncu_units: BTreeMap<String, String>,
     /// The device's peaks, from ncu's peak metrics.
@@ -66,8 +69,18 @@ pub struct Captured {
     pub kernel_ns: f64,
     pub launches: u64,
     pub busy_pct: f64,
+    /// Of `kernel_ns`, time the first rank's NCCL kernels spent waiting for late peers (0 for
+    /// one process): the GPU is "busy" then without doing work.
+    pub nccl_wait_ns: f64,
     /// The files the figures come from.
     pub source: String,
+}
+
+impl Captured {
+    /// Busy share of the wall time, less the time spent waiting in NCCL kernels.
+    pub fn working_pct(&self) -> f64 {
+        100.0 * (self.kernel_ns - self.nccl_wait_ns).max(0.0) / self.wall_ns.max(1.0)
+    }
 }
 
 /// The range the nsys capture was gated on, without a domain.
@@ -127,8 +140,14 @@ impl Artifacts {
             None if !rank_data.is_empty() => Some(ranks::merged(&rank_data)),
             k => k,
         };
-        let ranges = optional(&first(NVTX_SUM, "nvtx_sum"), nsys::read_ranges)?;
-        let api = optional(&first(API_SUM, "cuda_api_sum"), nsys::read_api)?;
+        let (nvtx_sum, api_sum) = (first(NVTX_SUM, "nvtx_sum"), first(API_SUM, "cuda_api_sum"));
+        let ranges = optional(&nvtx_sum, nsys::read_ranges)?;
+        let api = optional(&api_sum, nsys::read_api)?;
+        let relative = |p: &Path| {
+            p.strip_prefix(&run.path)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| p.display().to_string())
+        };
         let (ncu_include, base, _) = include_and_base(&config, style_for(&config, run));
         let ncu_csv = Some(run.ncu(&format!("{base}_raw.csv")))
             .filter(|p| p.is_file())
@@ -213,10 +232,9 @@ impl Artifacts {
             records,
             ncu_records,
             range_stats,
-            sqlite_file: sqlite
-                .strip_prefix(&run.path)
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| SQLITE.to_string()),
+            sqlite_file: relative(&sqlite),
+            nvtx_sum_file: relative(&nvtx_sum),
+            api_sum_file: relative(&api_sum),
             kern_sum_file: if rank_data.is_empty() {
                 KERN_SUM.to_string()
             } else {
@@ -265,6 +283,8 @@ impl Artifacts {
     /// per-range attribution when there is one, else from the stats CSVs.
     pub fn captured(&self) -> Option<Captured> {
         let name = nsys_range(&self.config)?;
+        // Single-rank views are the first rank's; so is the wait (see ranks::nccl_waits).
+        let wait = self.rank_data.first().and_then(|r| r.nccl_wait_ns);
         if let Some(s) = self.range_stats.iter().find(|s| s.name == name) {
             return Some(Captured {
                 name,
@@ -272,6 +292,7 @@ impl Artifacts {
                 kernel_ns: s.kernel_ns as f64,
                 launches: s.launches,
                 busy_pct: s.gpu_busy_pct,
+                nccl_wait_ns: wait.unwrap_or(0.0).min(s.kernel_ns as f64),
                 source: self.sqlite_file.clone(),
             });
         }
@@ -283,6 +304,7 @@ impl Artifacts {
             kernel_ns,
             launches,
             busy_pct: 100.0 * kernel_ns / r.total_ns.max(1.0),
+            nccl_wait_ns: wait.unwrap_or(0.0).min(kernel_ns),
             source: format!("{NVTX_SUM}, {KERN_SUM}"),
         })
     }

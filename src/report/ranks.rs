@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::parse::nsys::{read_kernels, read_ranges, KernelSum, RangeSum};
+use crate::parse::sqlite::NsysDb;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RankData {
@@ -16,6 +17,9 @@ pub struct RankData {
     pub launches: u64,
     pub nccl_time_ns: f64,
     pub nccl_pct: f64,
+    /// Of `nccl_time_ns`, the time spent waiting for other ranks to arrive (see `nccl_waits`);
+    /// absent without every rank's SQLite export or when ranks ran different collectives.
+    pub nccl_wait_ns: Option<f64>,
     /// NVTX range name -> total wall time on this rank.
     pub ranges: BTreeMap<String, f64>,
     #[serde(skip)]
@@ -28,6 +32,56 @@ pub fn is_nccl(name: &str) -> bool {
 
 /// Every `nsys/summary.rank<N>_cuda_gpu_kern_sum.csv`, in rank order.
 pub fn load(nsys_dir: &Path) -> Result<Vec<RankData>, Error> {
+    let mut ranks = load_summaries(nsys_dir)?;
+    let durations: Option<Vec<Vec<i64>>> = ranks
+        .iter()
+        .map(|r| nccl_durations(&nsys_dir.join(format!("run.rank{}.sqlite", r.rank))))
+        .collect();
+    if let Some(waits) = durations.and_then(|d| nccl_waits(&d)) {
+        for (r, w) in ranks.iter_mut().zip(waits) {
+            r.nccl_wait_ns = Some(w);
+        }
+    }
+    Ok(ranks)
+}
+
+/// One rank's NCCL kernel durations; None (with a warning) when its export is missing or
+/// unreadable, since the wait analysis is an extra the other reports do not need.
+fn nccl_durations(sqlite: &Path) -> Option<Vec<i64>> {
+    if !sqlite.is_file() {
+        return None;
+    }
+    match NsysDb::open(sqlite).and_then(|db| db.nccl_durations()) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            tracing::warn!("NCCL wait time not computed: {e}");
+            None
+        }
+    }
+}
+
+/// Time each rank spent in NCCL kernels waiting for its peers. A collective's kernel runs from
+/// when its rank arrives until the data has moved, so the last rank to arrive waits least: the
+/// shortest duration of the i-th collective over all ranks approximates the transfer, and the
+/// rest of each rank's duration is waiting for a late peer. Collectives are matched by order,
+/// so this needs every rank to have run the same number of them.
+pub fn nccl_waits(durations: &[Vec<i64>]) -> Option<Vec<f64>> {
+    let n = durations.first()?.len();
+    if n == 0 || durations.iter().any(|d| d.len() != n) {
+        return None;
+    }
+    let fastest: Vec<i64> = (0..n)
+        .map(|i| durations.iter().map(|d| d[i]).min().unwrap_or(0))
+        .collect();
+    Some(
+        durations
+            .iter()
+            .map(|d| d.iter().zip(&fastest).map(|(x, f)| (x - f) as f64).sum())
+            .collect(),
+    )
+}
+
+fn load_summaries(nsys_dir: &Path) -> Result<Vec<RankData>, Error> {
     let mut ranks: Vec<u32> = std::fs::read_dir(nsys_dir)
         .into_iter()
         .flatten()
@@ -73,6 +127,7 @@ pub fn load(nsys_dir: &Path) -> Result<Vec<RankData>, Error> {
                 } else {
                     0.0
                 },
+                nccl_wait_ns: None,
                 ranges: by_name,
                 kernels,
             })
@@ -139,6 +194,7 @@ mod tests {
             launches: kernels.len() as u64,
             nccl_time_ns: 0.0,
             nccl_pct: 0.0,
+            nccl_wait_ns: None,
             ranges: [("decode".to_string(), decode)].into_iter().collect(),
             kernels: kernels
                 .iter()
@@ -171,5 +227,28 @@ mod tests {
         );
         assert_eq!(straggler(&r, "decode"), Some((110.0, 1, 130.0)));
         assert!(is_nccl("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
+    }
+
+    #[test]
+    fn the_fastest_rank_of_each_collective_sets_its_transfer_time() {
+        let w = nccl_waits(&[vec![50, 10, 7], vec![5, 30, 7]]).unwrap();
+        assert_eq!(w, vec![45.0, 20.0]);
+        assert_eq!(nccl_waits(&[vec![1, 2], vec![1]]), None);
+        assert_eq!(nccl_waits(&[vec![], vec![]]), None);
+    }
+
+    #[test]
+    fn the_real_two_gpu_run_waits_on_rank_0() {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/sample-run-2gpu/nsys");
+        let r = load(&dir).unwrap();
+        let (w0, w1) = (r[0].nccl_wait_ns.unwrap(), r[1].nccl_wait_ns.unwrap());
+        // Rank 0 reaches every all-reduce ~40 ms before rank 1 (8 of them, 319 ms in all).
+        assert!(
+            w0 > 0.99 * r[0].nccl_time_ns,
+            "{w0} of {}",
+            r[0].nccl_time_ns
+        );
+        assert_eq!(w1, 0.0);
     }
 }

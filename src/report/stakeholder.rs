@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::fmt::{cut, md, ms, pct, us};
-use super::{Artifacts, API_SUM, KERN_SUM, NVTX_SUM};
+use super::Artifacts;
 use crate::model::{display_name, Bound};
 
 pub fn summary_md(a: &Artifacts) -> String {
@@ -45,10 +45,18 @@ fn headline(a: &Artifacts) -> String {
             c.launches,
             pct(c.busy_pct)
         );
-        if c.busy_pct < 50.0 {
+        if waits_much(&c) {
+            let _ = write!(
+                h,
+                ", but {} ms of those kernels are NCCL waiting for a late rank, so it does work {} of the time",
+                ms(c.nccl_wait_ns),
+                pct(c.working_pct())
+            );
+        }
+        if c.working_pct() < 50.0 {
             h.push_str(": it mostly waits for the CPU to launch work (launch-bound)");
         }
-        let _ = write!(h, " ({}, {KERN_SUM})", c.source);
+        let _ = write!(h, " ({}, {})", c.source, a.kern_sum_file);
     }
     h.push('.');
     if let (Some(p), Some(d)) = (phase(a, "prefill"), phase(a, "decode")) {
@@ -62,6 +70,11 @@ fn headline(a: &Artifacts) -> String {
         );
     }
     h
+}
+
+/// Waiting in NCCL worth calling out: over 10% of the range's kernel time.
+fn waits_much(c: &super::Captured) -> bool {
+    c.nccl_wait_ns > 0.1 * c.kernel_ns
 }
 
 fn phase<'a>(a: &'a Artifacts, name: &str) -> Option<&'a crate::ranges::RangeStats> {
@@ -176,6 +189,15 @@ fn numbers(a: &Artifacts, s: &mut String) {
             a.rank_data.len(),
             pct(100.0 * nccl / total.max(1.0))
         );
+        let waits: Option<f64> = a.rank_data.iter().map(|r| r.nccl_wait_ns).sum();
+        if let Some(wait) = waits.filter(|_| nccl > 0.0) {
+            let _ = writeln!(
+                s,
+                "- Of the NCCL time, {} is ranks waiting for a late peer; the transfers take about {} ms (nsys/run.rank<N>.sqlite, fastest rank per collective)",
+                pct(100.0 * wait / nccl),
+                ms(nccl - wait)
+            );
+        }
         let range = a.captured().map(|c| c.name);
         if let Some((median, rank, slow)) = range
             .as_deref()
@@ -214,9 +236,10 @@ fn numbers(a: &Artifacts, s: &mut String) {
             let t: f64 = launches.iter().map(|c| c.total_ns).sum();
             let _ = writeln!(
                 s,
-                "- Kernel launch API calls: {calls}, {} ms of CPU time, {} us each on average ({API_SUM})",
+                "- Kernel launch API calls: {calls}, {} ms of CPU time, {} us each on average ({})",
                 ms(t),
-                us(t / calls.max(1) as f64)
+                us(t / calls.max(1) as f64),
+                a.api_sum_file
             );
         }
     }
@@ -240,7 +263,7 @@ fn operators(a: &Artifacts, s: &mut String) {
     let _ = writeln!(s, "## Operators\n");
     match &a.ranges {
         Some(ranges) if !ranges.is_empty() => {
-            let _ = writeln!(s, "NVTX ranges ({NVTX_SUM}):\n");
+            let _ = writeln!(s, "NVTX ranges ({}):\n", a.nvtx_sum_file);
             let _ = writeln!(
                 s,
                 "| range | style | instances | total (ms) | avg (ms) |\n|---|---|--:|--:|--:|"
@@ -258,7 +281,7 @@ fn operators(a: &Artifacts, s: &mut String) {
             }
         }
         _ => {
-            let _ = writeln!(s, "No NVTX range summary ({NVTX_SUM} is missing).");
+            let _ = writeln!(s, "No NVTX range summary ({} is missing).", a.nvtx_sum_file);
         }
     }
     if let Some(p) = &a.stage1_ops {
@@ -293,7 +316,8 @@ fn csv_as_table(path: &std::path::Path, rows: usize) -> String {
 fn top_kernels(a: &Artifacts, s: &mut String) {
     let _ = writeln!(
         s,
-        "## Top kernels\n\nShares from {KERN_SUM}; bound classes from ncu's SM and DRAM throughput ({}).\n",
+        "## Top kernels\n\nShares from {}; bound classes from ncu's SM and DRAM throughput ({}).\n",
+        a.kern_sum_file,
         a.ncu_csv
             .as_ref()
             .and_then(|p| p.file_name())
@@ -338,18 +362,49 @@ fn top_table(s: &mut String, records: &[crate::model::KernelRecord]) {
     }
 }
 
+/// The rank that waits longest in NCCL kernels, when that is over 10% of its kernel time: its
+/// peers arrive late at the collectives.
+fn nccl_imbalance(a: &Artifacts) -> Option<String> {
+    let (waiter, wait) = a
+        .rank_data
+        .iter()
+        .filter_map(|r| Some((r, r.nccl_wait_ns?)))
+        .max_by(|x, y| x.1.total_cmp(&y.1))?;
+    let late = a
+        .rank_data
+        .iter()
+        .filter_map(|r| Some((r.rank, r.nccl_wait_ns?)))
+        .min_by(|x, y| x.1.total_cmp(&y.1))?
+        .0;
+    if wait <= 0.1 * waiter.kernel_time_ns {
+        return None;
+    }
+    let transfer = waiter.nccl_time_ns - wait;
+    Some(format!(
+        "Ranks are out of step (rule: a rank waits in NCCL kernels for over 10% of its kernel time; here rank {} waits {} ms, {} of its kernel time, while the collectives themselves take about {} ms): rank {late} arrives last. Compare the per-rank NVTX table in kernels.md to find the range it is slow in (host work, launch overhead, or uneven shards); NCCL's share of GPU time overstates communication until the ranks are in step.",
+        waiter.rank,
+        ms(wait),
+        pct(100.0 * wait / waiter.kernel_time_ns.max(1.0)),
+        ms(transfer.max(0.0))
+    ))
+}
+
 /// Recommendations, each from a stated rule on the data.
 pub fn recommendations(a: &Artifacts) -> Vec<String> {
     let mut out = Vec::new();
     let (total, launches) = a.kernel_totals();
     if let Some(c) = a.captured() {
-        let busy = c.busy_pct;
+        let busy = c.working_pct();
         if busy < 50.0 {
             out.push(format!(
-                "Launch overhead dominates (rule: GPU busy < 50% of the captured range; here {}): capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work.",
+                "Launch overhead dominates (rule: GPU busy < 50% of the captured range{}; here {}): capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work.",
+                if c.nccl_wait_ns > 0.0 { ", not counting NCCL waiting" } else { "" },
                 pct(busy)
             ));
         }
+    }
+    if let Some(r) = nccl_imbalance(a) {
+        out.push(r);
     }
     if launches > 0 {
         let avg = total / launches as f64;
