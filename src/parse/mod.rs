@@ -3,6 +3,7 @@
 
 pub mod ncu;
 pub mod nsys;
+mod quoted;
 pub mod sqlite;
 mod table;
 
