@@ -292,7 +292,7 @@ fn ranks_section(a: &Artifacts, s: &mut String, width: usize) {
     if !names.is_empty() {
         let _ = writeln!(
             s,
-            "\nNVTX range wall time per rank (stragglers: slowest vs median rank):\n"
+            "\nNVTX range wall time per rank (stragglers: slowest vs median rank; ranges holding collectives end about together on every rank, so NCCL waiting above is the better sign of a late rank):\n"
         );
         let head: Vec<String> = ranks
             .iter()

@@ -205,11 +205,16 @@ fn numbers(a: &Artifacts, s: &mut String) {
         {
             let _ = writeln!(
                 s,
-                "- Slowest rank in `{}`: rank {rank}, {} ms vs a median of {} ms ({:.2}x) (nsys/summary.rank<N>_nvtx_sum.csv)",
+                "- Slowest rank in `{}`: rank {rank}, {} ms vs a median of {} ms ({:.2}x) (nsys/summary.rank<N>_nvtx_sum.csv){}",
                 md(range.as_deref().unwrap_or("")),
                 ms(slow),
                 ms(median),
-                slow / median.max(1.0)
+                slow / median.max(1.0),
+                if waits.is_some() {
+                    "; a range that holds collectives ends about together on every rank, so NCCL waiting, above, is what shows who is late"
+                } else {
+                    ""
+                }
             );
         }
     }
