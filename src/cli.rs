@@ -109,6 +109,9 @@ pub struct ProfileArgs {
     /// Processes per node for the launcher (sets workload.nproc_per_node).
     #[arg(long, value_name = "N")]
     pub nproc_per_node: Option<u32>,
+    /// Nodes for the launcher (sets workload.nnodes).
+    #[arg(long, value_name = "N")]
+    pub nnodes: Option<u32>,
     /// Seconds between forwarding Ctrl-C/SIGTERM (or a timeout's SIGTERM) to the profiler and
     /// SIGKILL (sets run.grace_s; default 30).
     #[arg(long, value_name = "SECS")]
@@ -164,6 +167,9 @@ impl ProfileArgs {
         }
         if let Some(n) = self.nproc_per_node {
             flag("workload.nproc_per_node", Value::from(n));
+        }
+        if let Some(n) = self.nnodes {
+            flag("workload.nnodes", Value::from(n));
         }
         if let Some(g) = self.grace {
             flag("run.grace_s", Value::from(g));

@@ -103,10 +103,10 @@ fn srun_and_mpirun_name_reports_by_their_rank_variables() {
     for (launcher, head, var) in [
         (
             "srun",
-            "srun --nodes 1 --ntasks-per-node 4 ",
+            "srun --nodes 2 --ntasks-per-node 4 ",
             "%q{SLURM_PROCID}",
         ),
-        ("mpirun", "mpirun -np 4 ", "%q{OMPI_COMM_WORLD_RANK}"),
+        ("mpirun", "mpirun -np 8 ", "%q{OMPI_COMM_WORLD_RANK}"),
     ] {
         sb.stage2_without_tools()
             .args([
@@ -120,6 +120,8 @@ fn srun_and_mpirun_name_reports_by_their_rank_variables() {
                 launcher,
                 "--nproc-per-node",
                 "4",
+                "--nnodes",
+                "2",
                 "ncu.ranks=[1]",
                 "--",
                 "python3",
