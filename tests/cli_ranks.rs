@@ -48,15 +48,26 @@ fn torchrun_two_ranks_per_rank_nsys_one_rank_ncu_merged_reports() {
     }
     // ncu ran on rank 0 only; rank 1 ran the bare workload.
     let ncu_cmd = read(run.join("ncu/cmd.txt"));
+    let ncu_line = ncu_cmd.lines().next().unwrap();
+    assert!(ncu_line.contains("__rank-exec RANK 0 3 -- "), "{ncu_cmd}");
+    // NCCL without P2P in the ncu pass only (replay would roll back a peer's writes).
     assert!(
-        ncu_cmd
-            .lines()
-            .next()
-            .unwrap()
-            .contains("__rank-exec RANK 0 3 -- "),
-        "{ncu_cmd}"
+        ncu_line.starts_with("env NCCL_P2P_DISABLE=1 torchrun "),
+        "{ncu_line}"
     );
     let calls = sb.calls();
+    let p2p: Vec<&str> = calls
+        .lines()
+        .filter(|l| l.starts_with("torchrun-env "))
+        .collect();
+    assert_eq!(
+        p2p,
+        [
+            "torchrun-env NCCL_P2P_DISABLE=",
+            "torchrun-env NCCL_P2P_DISABLE=1"
+        ],
+        "{calls}"
+    );
     assert_eq!(
         calls
             .lines()

@@ -34,6 +34,11 @@ fn stage2_report_re_renders_the_two_gpu_sample_run_identically() {
     re_renders_identically("sample-run-2gpu");
 }
 
+#[test]
+fn stage2_report_re_renders_the_tensor_parallel_sample_run_identically() {
+    re_renders_identically("sample-run-2gpu-tp");
+}
+
 fn re_renders_identically(name: &str) {
     let sb = Sandbox::new();
     let committed = root().join("examples").join(name);

@@ -33,11 +33,21 @@ def parse_args():
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--vocab", type=int, default=4096)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--print-tokens", action="store_true", help="print the generated token ids")
     p.add_argument(
         "--dist",
         action="store_true",
         help="data parallel over torch.distributed/NCCL (run under torchrun): one model per rank "
         "on cuda:LOCAL_RANK, and an all-reduce of the logits in prefill and every decode step",
+    )
+    p.add_argument(
+        "--tp",
+        type=int,
+        default=0,
+        metavar="N",
+        help="tensor parallel over N ranks (run under torchrun with N processes; hf impl): "
+        "attention heads and MLP columns split across ranks, an NCCL all-reduce after each "
+        "attention and MLP block",
     )
     return p.parse_args()
 
@@ -130,6 +140,30 @@ class TinyDecoder(torch.nn.Module):
         return self.head(x), new
 
 
+def shard_tp(model, dist):
+    """Megatron-style tensor parallelism on a built HF Llama: every rank built the same weights
+    (same seed) and keeps its slice. q/k/v and gate/up keep a block of output rows (heads,
+    MLP columns); o_proj and down_proj keep the matching input columns, and their partial
+    outputs are summed across ranks by an all-reduce."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+
+    def rows(linear):
+        n = linear.weight.shape[0] // size
+        linear.weight = torch.nn.Parameter(linear.weight[rank * n : (rank + 1) * n].clone())
+
+    def cols(linear):
+        n = linear.weight.shape[1] // size
+        linear.weight = torch.nn.Parameter(linear.weight[:, rank * n : (rank + 1) * n].clone())
+        linear.register_forward_hook(lambda m, a, out: dist.all_reduce(out) or out)
+
+    for layer in model.model.layers:
+        a, m = layer.self_attn, layer.mlp
+        for lin in (a.q_proj, a.k_proj, a.v_proj, m.gate_proj, m.up_proj):
+            rows(lin)
+        cols(a.o_proj)
+        cols(m.down_proj)
+
+
 def torch_model(args, dtype):
     model = TinyDecoder(args).to(device=args.device, dtype=dtype).eval()
     stages = []
@@ -151,6 +185,11 @@ def main():
         print("tiny_llm: no CUDA device visible", file=sys.stderr)
         return 2
     dist = None
+    if args.tp:
+        args.dist = True
+        if args.impl == "torch" or args.heads % args.tp:
+            print("tiny_llm: --tp needs the hf impl and --heads divisible by N", file=sys.stderr)
+            return 2
     if args.dist:
         import torch.distributed as dist
 
@@ -170,6 +209,9 @@ def main():
         local = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local)
         args.device = f"cuda:{local}"
+        if args.tp and args.tp != dist.get_world_size():
+            print(f"tiny_llm: --tp {args.tp} but {dist.get_world_size()} ranks", file=sys.stderr)
+            return 2
     torch.manual_seed(args.seed)
     dtype = getattr(torch, args.dtype)
     impl, model, stages = None, None, None
@@ -181,6 +223,14 @@ def main():
                 raise
     if model is None:
         impl, model, stages = torch_model(args, dtype)
+    if args.tp:
+        if impl != "hf-llama":
+            print("tiny_llm: --tp needs transformers (the hf impl)", file=sys.stderr)
+            return 2
+        shard_tp(model, dist)
+        impl = f"hf-llama-tp{args.tp}"
+    # Data parallel: each rank has the whole model; tensor parallel: the layers already reduce.
+    reduce_logits = dist is not None and not args.tp
     nvtx = Nvtx(args.nvtx_style)
     if not args.no_stage_ranges:
         add_stage_ranges(nvtx, stages)
@@ -189,27 +239,29 @@ def main():
     t0 = time.perf_counter()
     with torch.inference_mode():
         with nvtx.range("prefill"):
-            if impl == "hf-llama":
+            if impl.startswith("hf-llama"):
                 out = model(input_ids=ids, use_cache=True)
                 logits, cache = out.logits, out.past_key_values
             else:
                 logits, cache = model(ids)
-            if dist:
+            if reduce_logits:
                 dist.all_reduce(logits)
             token = logits[:, -1:].argmax(-1)
         torch.cuda.synchronize()
         t1 = time.perf_counter()
+        generated = [token]
         with nvtx.range("decode"):
             for _ in range(args.new_tokens):
                 with nvtx.range("step"):
-                    if impl == "hf-llama":
+                    if impl.startswith("hf-llama"):
                         out = model(input_ids=token, past_key_values=cache, use_cache=True)
                         logits, cache = out.logits, out.past_key_values
                     else:
                         logits, cache = model(token, cache)
-                    if dist:
+                    if reduce_logits:
                         dist.all_reduce(logits)
                     token = logits[:, -1:].argmax(-1)
+                    generated.append(token)
             torch.cuda.synchronize()
         t2 = time.perf_counter()
     decoded = args.batch * args.new_tokens
@@ -219,6 +271,8 @@ def main():
         f"new_tokens={args.new_tokens} nvtx={args.nvtx_style}: prefill {1e3 * (t1 - t0):.1f} ms, "
         f"decode {1e3 * (t2 - t1):.1f} ms, {decoded / max(t2 - t1, 1e-9):.1f} tokens/s"
     )
+    if args.print_tokens:
+        print(f"{rank}tokens {torch.cat(generated, 1).tolist()}")
     if dist:
         dist.destroy_process_group()
     return 0

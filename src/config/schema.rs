@@ -141,6 +141,7 @@ pub struct Ncu {
     pub instances_per_kernel: u32,
     pub ranks: Vec<u32>,
     pub include_nccl: bool,
+    pub nccl_p2p_disable: bool,
     #[serde(deserialize_with = "opt_string")]
     pub clock_control: Option<String>,
     #[serde(deserialize_with = "strings")]

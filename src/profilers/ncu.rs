@@ -306,6 +306,30 @@ impl Plan {
     }
 }
 
+/// Environment the ncu pass adds for every rank (see `ncu.nccl_p2p_disable` in conf/).
+pub fn rank_env(cfg: &Config) -> Vec<(String, String)> {
+    const P2P: &str = "NCCL_P2P_DISABLE";
+    if cfg.workload.launcher == Launcher::None
+        || !cfg.ncu.nccl_p2p_disable
+        || cfg.workload.env.contains_key(P2P)
+    {
+        return Vec::new();
+    }
+    vec![(P2P.to_string(), "1".to_string())]
+}
+
+/// `argv` as cmd.txt shows it: behind `env NAME=VALUE ...` when the pass adds variables, so
+/// that pasting the line runs the same thing.
+fn with_env(env: &[(String, String)], argv: Vec<String>) -> Vec<String> {
+    if env.is_empty() {
+        return argv;
+    }
+    std::iter::once("env".to_string())
+        .chain(env.iter().map(|(k, v)| format!("{k}={v}")))
+        .chain(argv)
+        .collect()
+}
+
 /// Run the whole pass.
 pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStatus, Error> {
     let launcher = ctx.cfg.workload.launcher;
@@ -358,11 +382,12 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
             profiled
         }
     };
+    let env = rank_env(ctx.cfg);
     let cmd_txt = ctx.run.ncu("cmd.txt");
     write_cmd_txt(
         &cmd_txt,
         &[
-            args(plan.filter.as_ref()),
+            with_env(&env, args(plan.filter.as_ref())),
             with_prog(import_args(&rep)),
             with_prog(import_mangled_args(&rep)),
             with_prog(vec!["--list-sections".into()]),
@@ -379,6 +404,7 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
     let profile = |filter: Option<&KernelFilter>| -> Result<Outcome, Error> {
         let argv = args(filter);
         let mut spec = ctx.spec(Path::new(&argv[0]), argv[1..].to_vec(), log.clone());
+        spec.env.extend(env.iter().cloned());
         spec.timeout = ctx.cfg.ncu_timeout();
         process::run(&spec).map_err(|e| Error::Tool(format!("cannot start {}: {e}", argv[0])))
     };
@@ -394,7 +420,7 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
         let why = "ncu profiled no kernel with the top-kernel filter; profiling again without it";
         tracing::warn!("{why}");
         warnings.push(why.to_string());
-        let _ = append_cmd_txt(&cmd_txt, &args(None));
+        let _ = append_cmd_txt(&cmd_txt, &with_env(&env, args(None)));
         out = profile(None)?;
         duration += out.duration;
     }

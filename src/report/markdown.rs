@@ -43,8 +43,9 @@ pub fn kernels_md(a: &Artifacts) -> String {
         let measured = a.records.iter().filter(|r| r.ncu_instances > 0).count();
         let _ = writeln!(
             s,
-            "ncu measured {measured} of them, covering {} of the kernel time (`{}`).",
+            "ncu measured {measured} of them, covering {} {} (`{}`).",
             pct(cov),
+            a.coverage_scope(),
             a.ncu_csv
                 .as_ref()
                 .and_then(|p| p.strip_prefix(a.ncu_csv.as_ref()?.parent()?.parent()?).ok())

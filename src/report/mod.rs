@@ -262,13 +262,35 @@ impl Artifacts {
         if !self.ncu_records.is_empty() {
             return None;
         }
-        Some(
+        let share = |keep: &dyn Fn(&KernelRecord) -> bool| -> f64 {
             self.records
                 .iter()
-                .filter(|r| r.ncu_instances > 0)
+                .filter(|r| keep(r))
                 .filter_map(|r| r.gpu_time_pct)
-                .sum(),
-        )
+                .sum()
+        };
+        let measured = share(&|r| r.ncu_instances > 0);
+        if !self.ncu_skips_nccl() {
+            return Some(measured);
+        }
+        // ncu was kept off NCCL kernels: its coverage is of the time it could have measured.
+        let nccl = share(&|r| ranks::is_nccl(&r.name));
+        Some(100.0 * measured / (100.0 - nccl).max(1e-9))
+    }
+
+    /// A multi-rank ncu pass leaves NCCL kernels out (`ncu.include_nccl`).
+    pub fn ncu_skips_nccl(&self) -> bool {
+        self.config.workload.launcher != crate::launcher::Launcher::None
+            && !self.config.ncu.include_nccl
+    }
+
+    /// How ncu's coverage reads: of all kernel time, or of the time outside NCCL.
+    pub fn coverage_scope(&self) -> &'static str {
+        if self.ncu_skips_nccl() {
+            "of the kernel time outside NCCL (ncu leaves NCCL kernels out)"
+        } else {
+            "of the kernel time"
+        }
     }
 
     /// Roofline figures of one kernel, when ncu measured it.

@@ -251,9 +251,10 @@ fn numbers(a: &Artifacts, s: &mut String) {
     if let Some(cov) = a.ncu_coverage_pct() {
         let _ = writeln!(
             s,
-            "- Hardware counters (ncu) measured for {} kernels covering {} of kernel time (ncu/{})",
+            "- Hardware counters (ncu) measured for {} kernels covering {} {} (ncu/{})",
             a.records.iter().filter(|r| r.ncu_instances > 0).count(),
             pct(cov),
+            a.coverage_scope(),
             a.ncu_csv
                 .as_ref()
                 .and_then(|p| p.file_name())
@@ -375,22 +376,26 @@ fn nccl_imbalance(a: &Artifacts) -> Option<String> {
         .iter()
         .filter_map(|r| Some((r, r.nccl_wait_ns?)))
         .max_by(|x, y| x.1.total_cmp(&y.1))?;
-    let late = a
+    let (late, late_wait) = a
         .rank_data
         .iter()
         .filter_map(|r| Some((r.rank, r.nccl_wait_ns?)))
-        .min_by(|x, y| x.1.total_cmp(&y.1))?
-        .0;
+        .min_by(|x, y| x.1.total_cmp(&y.1))?;
     if wait <= 0.1 * waiter.kernel_time_ns {
         return None;
     }
     let transfer = waiter.nccl_time_ns - wait;
     Some(format!(
-        "Ranks are out of step (rule: a rank waits in NCCL kernels for over 10% of its kernel time; here rank {} waits {} ms, {} of its kernel time, while the collectives themselves take about {} ms): rank {late} arrives last. Compare the per-rank NVTX table in kernels.md to find the range it is slow in (host work, launch overhead, or uneven shards); NCCL's share of GPU time overstates communication until the ranks are in step.",
+        "Ranks are out of step (rule: a rank waits in NCCL kernels for over 10% of its kernel time; here rank {} waits {} ms, {} of its kernel time, while the collectives themselves take about {} ms): rank {late} {}. Compare the per-rank NVTX table in kernels.md to find the range it is slow in (host work, launch overhead, or uneven shards); NCCL's share of GPU time overstates communication until the ranks are in step.",
         waiter.rank,
         ms(wait),
         pct(100.0 * wait / waiter.kernel_time_ns.max(1.0)),
-        ms(transfer.max(0.0))
+        ms(transfer.max(0.0)),
+        if late_wait > 0.0 {
+            format!("is late most (it waits least, {} ms)", ms(late_wait))
+        } else {
+            "arrives last at every collective".to_string()
+        }
     ))
 }
 

@@ -192,3 +192,23 @@ fn under_a_launcher_nccl_kernels_are_left_out_of_the_unfiltered_pass() {
         "{a:?}"
     );
 }
+
+#[test]
+fn multi_rank_ncu_passes_turn_nccl_p2p_off_unless_told_otherwise() {
+    let p2p = |o: &[&str]| rank_env(&full(o));
+    let off = vec![("NCCL_P2P_DISABLE".to_string(), "1".to_string())];
+    assert!(p2p(&[]).is_empty(), "one process: no NCCL to worry about");
+    assert_eq!(p2p(&["workload.launcher=torchrun"]), off);
+    assert_eq!(p2p(&["workload.launcher=srun"]), off);
+    assert!(p2p(&["workload.launcher=torchrun", "ncu.nccl_p2p_disable=false"]).is_empty());
+    // The user's own setting wins (and is passed through workload.env as it is).
+    assert!(p2p(&[
+        "workload.launcher=torchrun",
+        "+workload.env.NCCL_P2P_DISABLE=0"
+    ])
+    .is_empty());
+    assert_eq!(
+        with_env(&off, vec!["torchrun".into(), "x".into()]),
+        ["env", "NCCL_P2P_DISABLE=1", "torchrun", "x"]
+    );
+}
