@@ -3,13 +3,13 @@
 //! kernels, not the file size.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::quoted::{scan, Line, Lines, Value};
+use super::quoted::{QuotedRows, Row, Value};
 use super::table::{number_bytes, Table};
 use crate::error::Error;
 
@@ -232,42 +232,22 @@ pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
 /// The fast path (see `quoted`); None where the file strays from ncu's shape or from what the
 /// general reader accepts, so that it reads the file again and reports the problem.
 fn read_quoted(file: File) -> std::io::Result<Option<NcuReport>> {
-    let mut lines = Lines::new(file);
-    let mut cells = Vec::new();
-    let Line::Row(header) = lines.next_line()? else {
+    let Some(mut rows) = QuotedRows::open(file)? else {
         return Ok(None);
     };
-    if !scan(header, &mut cells) {
-        return Ok(None);
-    }
-    let mut headers = Vec::with_capacity(cells.len());
-    let mut seen = HashSet::new();
-    for c in &cells {
-        let Ok(h) = String::from_utf8(c.text(header).into_owned()) else {
-            return Ok(None);
-        };
-        let h = h.trim().to_string();
-        if !h.is_empty() && !seen.insert(h.clone()) {
-            return Ok(None);
-        }
-        headers.push(h);
-    }
-    let Some(name_col) = headers.iter().position(|h| h == COL_NAME) else {
+    let Some(name_col) = rows.column(COL_NAME) else {
         return Ok(None);
     };
-    let width = headers.len();
-    let mut k = Kernels::new(Columns::new(headers));
+    let mut k = Kernels::new(Columns::new(rows.headers.clone()));
     let is_metric = k.cols.is_metric.clone();
+    let mut cells = Vec::new();
     let mut first = true;
     loop {
-        let line = match lines.next_line()? {
-            Line::Row(l) => l,
-            Line::End => return Ok(Some(k.finish())),
-            Line::Unusual => return Ok(None),
+        let line = match rows.next(&mut cells)? {
+            Row::Cells(l) => l,
+            Row::End => return Ok(Some(k.finish())),
+            Row::GiveUp => return Ok(None),
         };
-        if !scan(line, &mut cells) || cells.len() != width {
-            return Ok(None);
-        }
         let name = cells[name_col].text(line);
         let Ok(name) = std::str::from_utf8(&name) else {
             return Ok(None);
@@ -337,25 +317,78 @@ fn read_general(path: &Path) -> Result<NcuReport, Error> {
 }
 
 /// Give each kernel its mangled name from the `--print-kernel-base mangled` import of the same
-/// report: rows there carry the same `ID`s.
+/// report: rows there carry the same `ID`s. The file is as large as the raw export, so it gets
+/// the same fast reader, with the general one for any other shape.
 pub fn attach_mangled(report: &mut NcuReport, mangled_csv: &Path) -> Result<(), Error> {
-    let mut t = Table::open(mangled_csv)?;
-    let id_col = t.require("ID")?;
-    let name_col = t.require(COL_NAME)?;
-    let wanted: HashMap<String, usize> = report
+    let wanted = first_ids(report);
+    let file = File::open(mangled_csv)
+        .map_err(|e| Error::parse(mangled_csv, None, format!("cannot open: {e}")))?;
+    let found = match mangled_quoted(file, &wanted) {
+        Ok(Some(found)) => found,
+        Ok(None) => mangled_general(mangled_csv, &wanted)?,
+        Err(e) => return Err(Error::parse(mangled_csv, None, format!("cannot read: {e}"))),
+    };
+    for (i, name) in found {
+        report.kernels[i].mangled = Some(name);
+    }
+    Ok(())
+}
+
+/// Each kernel's first profiled launch ID -> its index.
+fn first_ids(report: &NcuReport) -> HashMap<String, usize> {
+    report
         .kernels
         .iter()
         .enumerate()
         .filter_map(|(i, k)| Some((k.first_id.clone()?, i)))
-        .collect();
+        .collect()
+}
+
+/// Kernel index -> mangled name, by the fast reader; None where it gives up.
+fn mangled_quoted(
+    file: File,
+    wanted: &HashMap<String, usize>,
+) -> std::io::Result<Option<Vec<(usize, String)>>> {
+    let Some(mut rows) = QuotedRows::open(file)? else {
+        return Ok(None);
+    };
+    let (Some(id_col), Some(name_col)) = (rows.column("ID"), rows.column(COL_NAME)) else {
+        return Ok(None);
+    };
+    let mut cells = Vec::new();
+    let mut found = Vec::new();
+    loop {
+        let line = match rows.next(&mut cells)? {
+            Row::Cells(l) => l,
+            Row::End => return Ok(Some(found)),
+            Row::GiveUp => return Ok(None),
+        };
+        let id = cells[id_col].text(line);
+        let Some(i) = std::str::from_utf8(&id).ok().and_then(|id| wanted.get(id)) else {
+            continue;
+        };
+        let Ok(name) = String::from_utf8(cells[name_col].text(line).into_owned()) else {
+            return Ok(None);
+        };
+        found.push((*i, name));
+    }
+}
+
+fn mangled_general(
+    path: &Path,
+    wanted: &HashMap<String, usize>,
+) -> Result<Vec<(usize, String)>, Error> {
+    let mut t = Table::open(path)?;
+    let id_col = t.require("ID")?;
+    let name_col = t.require(COL_NAME)?;
+    let mut found = Vec::new();
     let mut rec = csv::StringRecord::new();
     while t.next(&mut rec)?.is_some() {
-        let id = rec.get(id_col).unwrap_or("");
-        if let Some(i) = wanted.get(id) {
-            report.kernels[*i].mangled = rec.get(name_col).map(str::to_string);
+        if let Some(i) = wanted.get(rec.get(id_col).unwrap_or("")) {
+            found.push((*i, rec.get(name_col).unwrap_or("").to_string()));
         }
     }
-    Ok(())
+    Ok(found)
 }
 
 /// Nanoseconds per unit of a time metric.
@@ -382,128 +415,4 @@ fn range_of(cell: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testutil::data;
-
-    #[test]
-    fn reads_the_real_raw_export() {
-        let r = read_raw(&data("ncu/decode_raw.csv")).unwrap();
-        assert_eq!(r.rows, 29);
-        assert_eq!(r.units.get(TIME).map(String::as_str), Some("us"));
-        let first = &r.kernels[0];
-        assert!(first
-            .name
-            .starts_with("void at::<unnamed>::indexSelectSmallIndex<"));
-        assert_eq!(first.nvtx_range.as_deref(), Some("decode"));
-        assert_eq!(first.time_ns, Some(3456.0));
-        assert_eq!(first.block.as_deref(), Some("(128, 1, 1)"));
-        assert!(first.metric(SM_PCT).is_some() && first.metric(DRAM_PCT).is_some());
-        // Thousands separators: 1,980,000 kHz.
-        assert_eq!(first.metric("launch__grid_size"), Some(4.0));
-        // Three launches of one nvjet kernel aggregate into one record.
-        let nvjet = r
-            .kernels
-            .iter()
-            .find(|k| k.name == "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN")
-            .unwrap();
-        assert_eq!(nvjet.instances, 3);
-        assert_eq!(r.kernels.iter().map(|k| k.instances).sum::<u64>(), 29);
-    }
-
-    #[test]
-    fn mangled_names_come_from_the_second_import() {
-        let mut r = read_raw(&data("ncu/decode_raw.csv")).unwrap();
-        attach_mangled(&mut r, &data("ncu/decode_raw_mangled.csv")).unwrap();
-        assert!(r.kernels.iter().all(|k| k.mangled.is_some()));
-        assert!(r.kernels[0].mangled.as_deref().unwrap().starts_with(
-            "_ZN2at6native44_GLOBAL__N__50c743a2_11_Indexing_cu_89862edb21indexSelectSmallIndex"
-        ));
-    }
-
-    fn both_readers(path: &Path) -> (Option<String>, String) {
-        let fast = read_quoted(File::open(path).unwrap()).unwrap();
-        (
-            fast.map(|r| format!("{r:?}")),
-            format!("{:?}", read_general(path)),
-        )
-    }
-
-    #[test]
-    fn the_fast_reader_takes_real_exports_and_agrees_with_the_general_one() {
-        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        for p in [
-            "tests/data/ncu/decode_raw.csv",
-            "tests/data/ncu/decode_raw_mangled.csv",
-            "examples/sample-run/ncu/decode_raw.csv",
-            "examples/sample-run-2gpu/ncu/decode_raw.csv",
-        ] {
-            let (fast, general) = both_readers(&root.join(p));
-            let fast = fast.unwrap_or_else(|| panic!("{p}: fast reader gave up"));
-            assert_eq!(format!("Ok({fast})"), general, "{p}");
-        }
-    }
-
-    /// Cells of the shapes ncu writes, and some it does not.
-    fn cell() -> impl proptest::strategy::Strategy<Value = String> {
-        use proptest::prelude::*;
-        prop_oneof![
-            "-?[0-9]{1,3}(,[0-9]{3}){0,6}(\\.[0-9]{1,6})?",
-            "[0-9]{16,20}\\.[0-9]{2}",
-            "[0-9]\\.[0-9]e[+-][0-9]{2}",
-            Just(String::new()),
-            "[A-Za-z (),:<>]{1,12}",
-            Just("a \"quoted\" name".to_string()),
-            Just("n/a".to_string()),
-            Just(" 1.5 ".to_string()),
-        ]
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn both_readers_agree_on_generated_exports(
-            rows in proptest::collection::vec(
-                (0usize..4, proptest::collection::vec(cell(), 5)), 0..12),
-            crlf: bool,
-            unquote in proptest::option::of((0usize..12, 0usize..7)),
-        ) {
-            let headers = ["ID", "Kernel Name", "gpu__time_duration.sum", "m1", "m2", "Block Size", "m3"];
-            let q = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-            let mut lines = vec![
-                headers.iter().map(|h| q(h)).collect::<Vec<_>>(),
-                ["", "", "us", "%", "", "", "byte"].iter().map(|h| q(h)).collect(),
-            ];
-            for (i, (k, cells)) in rows.iter().enumerate() {
-                let mut l = vec![q(&i.to_string()), q(&format!("kernel {k}"))];
-                l.extend(cells.iter().map(|c| q(c)));
-                lines.push(l);
-            }
-            if let Some((r, c)) = unquote {
-                if let Some(cell) = lines.get_mut(r).and_then(|l| l.get_mut(c)) {
-                    *cell = cell.trim_matches('"').to_string();
-                }
-            }
-            let end = if crlf { "\r\n" } else { "\n" };
-            let text: String = lines.iter().map(|l| l.join(",") + end).collect();
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("raw.csv");
-            std::fs::write(&path, text).unwrap();
-            let (fast, general) = both_readers(&path);
-            // All quoted: the fast reader must take it; otherwise it may give up, never differ.
-            proptest::prop_assert!(fast.is_some() || unquote.is_some());
-            if let Some(fast) = fast {
-                proptest::prop_assert_eq!(&format!("Ok({fast})"), &general);
-            }
-            proptest::prop_assert_eq!(format!("{:?}", read_raw(&path)), general);
-        }
-    }
-
-    #[test]
-    fn range_cells() {
-        assert_eq!(
-            range_of(r#"641  "<default domain>:decode:none:none:none:none:none:none" "#).as_deref(),
-            Some("decode")
-        );
-        assert_eq!(range_of(""), None);
-    }
-}
+mod tests;

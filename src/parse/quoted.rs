@@ -8,6 +8,7 @@
 //! reports what is wrong with it.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::Read;
 
@@ -57,7 +58,7 @@ impl Cell {
 
 /// Split one line (without its line end) into `cells`; false when the line is not a row of
 /// quoted fields.
-pub fn scan(line: &[u8], cells: &mut Vec<Cell>) -> bool {
+fn scan(line: &[u8], cells: &mut Vec<Cell>) -> bool {
     cells.clear();
     if line.len() >= u32::MAX as usize {
         return false;
@@ -126,7 +127,7 @@ pub fn scan(line: &[u8], cells: &mut Vec<Cell>) -> bool {
 }
 
 /// Lines of a file, read in large blocks; memory stays at one block (or the longest line).
-pub struct Lines {
+struct Lines {
     file: File,
     buf: Vec<u8>,
     pos: usize,
@@ -137,7 +138,7 @@ pub struct Lines {
 /// Lines longer than this are left to the general parser, which streams them.
 const MAX_LINE: usize = 32 << 20;
 
-pub enum Line<'a> {
+enum Line<'a> {
     Row(&'a [u8]),
     End,
     /// The last line has no newline, or a line is longer than `MAX_LINE`.
@@ -145,7 +146,7 @@ pub enum Line<'a> {
 }
 
 impl Lines {
-    pub fn new(file: File) -> Self {
+    fn new(file: File) -> Self {
         Lines {
             file,
             buf: vec![0; 1 << 20],
@@ -155,7 +156,7 @@ impl Lines {
         }
     }
 
-    pub fn next_line(&mut self) -> std::io::Result<Line<'_>> {
+    fn next_line(&mut self) -> std::io::Result<Line<'_>> {
         loop {
             if let Some(n) = memchr::memchr(b'\n', &self.buf[self.pos..self.filled]) {
                 let start = self.pos;
@@ -184,6 +185,60 @@ impl Lines {
             self.filled += n;
             self.eof = n == 0;
         }
+    }
+}
+
+/// A file of quoted rows: a header of unique names, then rows of its width.
+pub struct QuotedRows {
+    lines: Lines,
+    pub headers: Vec<String>,
+}
+
+pub enum Row<'a> {
+    /// The line; its cells are in the `cells` passed to `next`.
+    Cells(&'a [u8]),
+    End,
+    /// Not the shape this reader takes: read the file with the general parser.
+    GiveUp,
+}
+
+impl QuotedRows {
+    /// None where the header row is not quoted UTF-8 text of unique names (the general
+    /// parser says what is wrong with it).
+    pub fn open(file: File) -> std::io::Result<Option<Self>> {
+        let mut lines = Lines::new(file);
+        let mut cells = Vec::new();
+        let Line::Row(header) = lines.next_line()? else {
+            return Ok(None);
+        };
+        if !scan(header, &mut cells) {
+            return Ok(None);
+        }
+        let mut headers = Vec::with_capacity(cells.len());
+        let mut seen = HashSet::new();
+        for c in &cells {
+            let Ok(h) = std::str::from_utf8(&c.text(header)).map(|h| h.trim().to_string()) else {
+                return Ok(None);
+            };
+            if !h.is_empty() && !seen.insert(h.clone()) {
+                return Ok(None);
+            }
+            headers.push(h);
+        }
+        Ok(Some(QuotedRows { lines, headers }))
+    }
+
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.headers.iter().position(|h| h == name)
+    }
+
+    pub fn next(&mut self, cells: &mut Vec<Cell>) -> std::io::Result<Row<'_>> {
+        let width = self.headers.len();
+        Ok(match self.lines.next_line()? {
+            Line::Row(l) if scan(l, cells) && cells.len() == width => Row::Cells(l),
+            Line::End => Row::End,
+            _ => Row::GiveUp,
+        })
     }
 }
 
