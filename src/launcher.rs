@@ -35,8 +35,15 @@ impl Launcher {
     }
 
     /// The launcher's argv around `per_rank` (what each rank runs: the profiler and the
-    /// workload, or the workload alone). None: no launcher, `per_rank` as is.
-    pub fn wrap(self, cfg: &Config, per_rank: Vec<String>) -> Vec<String> {
+    /// workload, or the workload alone). None: no launcher, `per_rank` as is. `env` names the
+    /// variables stage2 sets for the ranks: mpirun passes only those it is told (`-x`) to
+    /// ranks on other nodes; torchrun and srun pass the whole environment on.
+    pub fn wrap(
+        self,
+        cfg: &Config,
+        per_rank: Vec<String>,
+        env: &[(String, String)],
+    ) -> Vec<String> {
         let w = &cfg.workload;
         let (n, nodes) = (w.nproc_per_node.max(1), w.nnodes.max(1));
         let mut a: Vec<String> = match self {
@@ -56,7 +63,15 @@ impl Launcher {
                 "--ntasks-per-node".into(),
                 n.to_string(),
             ],
-            Launcher::Mpirun => vec!["mpirun".into(), "-np".into(), (n * nodes).to_string()],
+            Launcher::Mpirun => {
+                let mut a = vec!["mpirun".into(), "-np".into(), (n * nodes).to_string()];
+                let names: std::collections::BTreeSet<&str> =
+                    env.iter().map(|(k, _)| k.as_str()).collect();
+                for name in names {
+                    a.extend(["-x".to_string(), name.to_string()]);
+                }
+                a
+            }
         };
         a.extend(w.launcher_args.iter().cloned());
         if self == Launcher::Torchrun {
@@ -145,18 +160,22 @@ mod tests {
         ]);
         let inner = s(&["nsys", "profile", "-o", "r.rank%q{RANK}", "python3", "w.py"]);
         assert_eq!(
-            Launcher::Torchrun.wrap(&c, inner.clone()).join(" "),
+            Launcher::Torchrun.wrap(&c, inner.clone(), &[]).join(" "),
             "torchrun --nnodes 1 --nproc-per-node 2 --master-port=29600 --no-python nsys profile -o r.rank%q{RANK} python3 w.py"
         );
         assert!(Launcher::Srun
-            .wrap(&c, inner.clone())
+            .wrap(&c, inner.clone(), &[])
             .join(" ")
             .starts_with("srun --nodes 1 --ntasks-per-node 2 --master-port=29600 nsys"));
+        let env = [
+            ("B".to_string(), "1".to_string()),
+            ("A".to_string(), "2".to_string()),
+        ];
         assert!(Launcher::Mpirun
-            .wrap(&c, inner.clone())
+            .wrap(&c, inner.clone(), &env)
             .join(" ")
-            .starts_with("mpirun -np 2 --master-port=29600 nsys"));
-        assert_eq!(Launcher::None.wrap(&c, inner.clone()), inner);
+            .starts_with("mpirun -np 2 -x A -x B --master-port=29600 nsys"));
+        assert_eq!(Launcher::None.wrap(&c, inner.clone(), &env), inner);
         assert_eq!(Launcher::Srun.rank_macro(), "%q{SLURM_PROCID}");
         assert_eq!(Launcher::Mpirun.rank_var(), "OMPI_COMM_WORLD_RANK");
     }

@@ -155,6 +155,14 @@ fn srun_and_mpirun_name_reports_by_their_rank_variables() {
             ncu.contains("--kernel-id '::regex:^(?!.*nccl).*:1'"),
             "{ncu}"
         );
+        // mpirun hands ranks on other nodes only the variables it is told about.
+        let ncu_head = format!("env NCCL_P2P_DISABLE=1 {head}");
+        let ncu_head = if launcher == "mpirun" {
+            ncu_head.replace("-np 8 ", "-np 8 -x NCCL_P2P_DISABLE ")
+        } else {
+            ncu_head
+        };
+        assert!(ncu.starts_with(&ncu_head), "{ncu}");
     }
 }
 

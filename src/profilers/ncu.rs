@@ -358,6 +358,7 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
     let stage2 = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "stage2".to_string());
+    let env = rank_env(ctx.cfg);
     // The full argv: ncu on the workload, or, under a launcher, `stage2 __rank-exec` per rank
     // that runs ncu on the chosen ranks and the bare workload on the others.
     let args = |filter: Option<&KernelFilter>| -> Vec<String> {
@@ -377,12 +378,13 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
                 ctx.workload.argv.len(),
                 profiled,
             );
-            launcher.wrap(ctx.cfg, per_rank)
+            let all_env: Vec<(String, String)> =
+                ctx.workload.env.iter().chain(&env).cloned().collect();
+            launcher.wrap(ctx.cfg, per_rank, &all_env)
         } else {
             profiled
         }
     };
-    let env = rank_env(ctx.cfg);
     let cmd_txt = ctx.run.ncu("cmd.txt");
     write_cmd_txt(
         &cmd_txt,

@@ -231,7 +231,7 @@ pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
     let prog = nsys.display().to_string();
     let with_prog = |a: Vec<String>| std::iter::once(prog.clone()).chain(a).collect::<Vec<_>>();
     // Under a launcher, nsys runs inside it, once per rank.
-    let full = launcher.wrap(ctx.cfg, with_prog(argv));
+    let full = launcher.wrap(ctx.cfg, with_prog(argv), &ctx.workload.env);
     let mut post_lines = Vec::new();
     if !multi {
         let rep = ctx.run.nsys("run.nsys-rep");
