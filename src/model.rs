@@ -332,6 +332,12 @@ pub fn short_name(name: &str) -> String {
 #[cfg(test)]
 mod tests;
 
+/// An NCCL kernel (`ncclDevKernel_AllReduce_Sum_bf16_RING_LL`, ...): its time includes
+/// waiting for the other ranks, and ncu cannot replay it alone.
+pub fn is_nccl(name: &str) -> bool {
+    name.to_ascii_lowercase().contains("nccl")
+}
+
 /// A readable label: the function name plus the operation it was instantiated for, when the
 /// template arguments say (`vectorized_elementwise_kernel [rsqrt]`, `reduce_kernel [MeanOps]`).
 pub fn display_name(name: &str) -> String {

@@ -73,7 +73,7 @@ pub fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
     // meanwhile, and the profile hangs. They are left out unless asked for.
     let (kernels, nccl): (Vec<KernelSum>, Vec<KernelSum>) = all
         .into_iter()
-        .partition(|k| cfg.ncu.include_nccl || !k.name.to_ascii_lowercase().contains("nccl"));
+        .partition(|k| cfg.ncu.include_nccl || !crate::model::is_nccl(&k.name));
     if !nccl.is_empty() {
         tracing::info!(
             "{} NCCL kernels left out of the ncu pass (ncu.include_nccl=true to profile them)",

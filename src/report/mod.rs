@@ -274,14 +274,14 @@ impl Artifacts {
             return Some(measured);
         }
         // ncu was kept off NCCL kernels: its coverage is of the time it could have measured.
-        let nccl = share(&|r| ranks::is_nccl(&r.name));
+        let nccl = share(&|r| model::is_nccl(&r.name));
         Some(100.0 * measured / (100.0 - nccl).max(1e-9))
     }
 
-    /// A multi-rank ncu pass leaves NCCL kernels out (`ncu.include_nccl`).
+    /// The selection left NCCL kernels out of ncu (`ncu.include_nccl`, see `select`) and the
+    /// run has some.
     pub fn ncu_skips_nccl(&self) -> bool {
-        self.config.workload.launcher != crate::launcher::Launcher::None
-            && !self.config.ncu.include_nccl
+        !self.config.ncu.include_nccl && self.records.iter().any(|r| model::is_nccl(&r.name))
     }
 
     /// How ncu's coverage reads: of all kernel time, or of the time outside NCCL.

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::model::is_nccl;
 use crate::parse::nsys::{read_kernels, read_ranges, KernelSum, RangeSum};
 use crate::parse::sqlite::NsysDb;
 
@@ -24,10 +25,6 @@ pub struct RankData {
     pub ranges: BTreeMap<String, f64>,
     #[serde(skip)]
     pub kernels: Vec<KernelSum>,
-}
-
-pub fn is_nccl(name: &str) -> bool {
-    name.to_ascii_lowercase().contains("nccl")
 }
 
 /// Every `nsys/summary.rank<N>_cuda_gpu_kern_sum.csv`, in rank order.
