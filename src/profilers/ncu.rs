@@ -359,6 +359,8 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "stage2".to_string());
     let env = rank_env(ctx.cfg);
+    // Everything the ranks get set, for launchers that forward variables by name.
+    let rank_vars: Vec<(String, String)> = ctx.workload.env.iter().chain(&env).cloned().collect();
     // The full argv: ncu on the workload, or, under a launcher, `stage2 __rank-exec` per rank
     // that runs ncu on the chosen ranks and the bare workload on the others.
     let args = |filter: Option<&KernelFilter>| -> Vec<String> {
@@ -378,9 +380,7 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
                 ctx.workload.argv.len(),
                 profiled,
             );
-            let all_env: Vec<(String, String)> =
-                ctx.workload.env.iter().chain(&env).cloned().collect();
-            launcher.wrap(ctx.cfg, per_rank, &all_env)
+            launcher.wrap(ctx.cfg, per_rank, &rank_vars)
         } else {
             profiled
         }
