@@ -48,7 +48,7 @@ pub enum Command {
         fail_above: Option<f64>,
         /// What --fail-above compares.
         #[arg(long, value_enum, default_value = "total")]
-        scope: crate::diff::Scope,
+        scope: crate::analysis::diff::Scope,
     },
     /// Check that profiling can work here: tools, GPU, counters, nsys finalizing, disk. Exit 0 or 3.
     Doctor {
@@ -105,7 +105,7 @@ pub struct ProfileArgs {
     /// Run the workload through a launcher, the profiler once per rank inside it (sets
     /// workload.launcher).
     #[arg(long, value_enum, value_name = "LAUNCHER")]
-    pub launcher: Option<crate::launcher::Launcher>,
+    pub launcher: Option<crate::passes::launcher::Launcher>,
     /// Processes per node for the launcher (sets workload.nproc_per_node).
     #[arg(long, value_name = "N")]
     pub nproc_per_node: Option<u32>,

@@ -1,32 +1,28 @@
 //! stage2: deep-profile LLM inference on NVIDIA GPUs.
 //!
-//! The data flows one way: [`cli`] -> [`config`] -> [`rundir`] -> [`profilers`] (nsys, then
-//! ncu, each a child [`process`]) -> [`parse`] -> [`model`] -> [`report`].
+//! The data flows one way, and so do the imports (each layer uses only the layers below it):
+//!
+//! | layer | modules |
+//! |---|---|
+//! | entry | [`cli`], [`commands`]; [`report`] renders beside it |
+//! | passes | [`passes`]: planning and running nsys and ncu, child processes, signals |
+//! | analysis | [`analysis`]: joins, selection, per-range figures, roofline, ranks, diff |
+//! | run directory | [`rundir`]: every file name of a run, status.json |
+//! | parsers and model | [`parse`], [`model`] |
+//! | foundations | [`config`], [`error`], [`exit_codes`], [`out`], [`logging`] |
 
+pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod diagnose;
-pub mod diff;
 pub mod error;
 pub mod exit_codes;
-pub mod guards;
-pub mod launcher;
 pub mod logging;
 pub mod model;
-pub mod nvtx;
+pub mod out;
 pub mod parse;
-pub mod process;
-pub mod profilers;
-pub mod provenance;
-pub mod ranges;
+pub mod passes;
 pub mod report;
-pub mod roofline;
 pub mod rundir;
-pub mod select;
-pub mod signals;
-pub mod status;
 #[cfg(test)]
 mod testutil;
-pub mod tools;
-pub mod workload;

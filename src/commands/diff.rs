@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::diff::{self, Scope};
+use crate::analysis::diff::{self, Scope};
+use crate::analysis::summary::{self, Summary};
+use crate::analysis::Artifacts;
 use crate::error::{Error, Result};
 use crate::exit_codes;
-use crate::report::{json, Artifacts};
 use crate::rundir::RunDir;
 
 pub struct Args<'a> {
@@ -18,7 +19,7 @@ pub struct Args<'a> {
 }
 
 struct Loaded {
-    summary: json::Summary,
+    summary: Summary,
     env: Option<serde_json::Value>,
     config: serde_yaml::Value,
 }
@@ -29,7 +30,7 @@ fn load(dir: &Path) -> Result<Loaded, Error> {
     let tree = serde_yaml::to_value(&config).unwrap_or_default();
     let a = Artifacts::load(&run, config)?;
     Ok(Loaded {
-        summary: json::summary(&a),
+        summary: summary::summary(&a),
         env: a.env.clone(),
         config: tree,
     })
@@ -52,10 +53,10 @@ pub fn run(args: &Args) -> Result<i32> {
     std::fs::create_dir_all(&out)
         .map_err(|e| Error::Usage(format!("cannot create {}: {e}", out.display())))?;
     let write = |name: &str, text: String| {
-        crate::status::write_atomic(&out.join(name), text.as_bytes())
+        crate::rundir::status::write_atomic(&out.join(name), text.as_bytes())
             .map_err(|e| Error::Usage(format!("cannot write {}: {e}", out.join(name).display())))
     };
-    write("diff.md", diff::to_markdown(&d, 30))?;
+    write("diff.md", crate::report::diff::to_markdown(&d, 30))?;
     write(
         "diff.json",
         serde_json::to_string_pretty(&d).unwrap_or_default() + "\n",

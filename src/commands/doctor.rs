@@ -8,8 +8,8 @@ use crate::cli::SourceArgs;
 use crate::config;
 use crate::error::Result;
 use crate::exit_codes;
-use crate::process::{self, Spec};
-use crate::tools::{self, Tool};
+use crate::passes::process::{self, Spec};
+use crate::passes::tools::{self, Tool};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -84,7 +84,7 @@ pub fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
 }
 
 fn gpu_check() -> Check {
-    let (gpus, cuda) = crate::provenance::nvidia_smi();
+    let (gpus, cuda) = crate::passes::provenance::nvidia_smi();
     if gpus.is_empty() {
         return match Command::new("nvidia-smi").output() {
             Ok(o) => check(
@@ -175,7 +175,7 @@ fn finalize_check(nsys: &Path) -> Check {
             )
         }
     };
-    if crate::profilers::nsys::find_report(&base).is_some() {
+    if crate::passes::nsys::find_report(&base).is_some() {
         check(
             Level::Ok,
             format!(
@@ -204,7 +204,7 @@ fn finalize_check(nsys: &Path) -> Check {
 }
 
 fn disk_check(root: &Path) -> Check {
-    match crate::guards::free_gb(root) {
+    match crate::passes::guards::free_gb(root) {
         Some(free) => {
             let what = format!("free disk at {}: {free:.1} GB", root.display());
             match free {

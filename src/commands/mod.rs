@@ -43,7 +43,7 @@ pub fn run(cli: Cli) -> Result<i32> {
 fn rank_exec(var: &str, ranks: &str, workload_len: usize, argv: &[String]) -> Result<i32> {
     use std::os::unix::process::CommandExt;
     let rank = std::env::var(var).ok();
-    let chosen = crate::launcher::choose(rank.as_deref(), ranks, workload_len, argv);
+    let chosen = crate::passes::launcher::choose(rank.as_deref(), ranks, workload_len, argv);
     let Some((program, args)) = chosen.split_first() else {
         return Err(crate::error::Error::Usage("__rank-exec: nothing to run".into()).into());
     };

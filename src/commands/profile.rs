@@ -5,20 +5,20 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::analysis::select;
 use crate::cli::ProfileArgs;
 use crate::config::{self, Config};
-use crate::diagnose;
 use crate::error::{Error, Result};
 use crate::exit_codes;
-use crate::profilers::ncu::{self, Plan};
-use crate::profilers::{nsys, Ctx};
-use crate::provenance::{Env, Inputs};
+use crate::passes::diagnose;
+use crate::passes::ncu::{self, Plan};
+use crate::passes::provenance::{Env, Inputs};
+use crate::passes::tools::{self, Found, Tool};
+use crate::passes::workload;
+use crate::passes::{nsys, Ctx};
 use crate::report;
+use crate::rundir::status::{PassState, PassStatus, Status};
 use crate::rundir::RunDir;
-use crate::select;
-use crate::status::{PassState, PassStatus, Status};
-use crate::tools::{self, Found, Tool};
-use crate::workload;
 
 pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     let resolved = config::resolve(&args.to_sources())?;
@@ -52,7 +52,7 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         }
     }
 
-    crate::signals::install();
+    crate::passes::signals::install();
     let run = RunDir::create(Path::new(&cfg.run.root), cfg.run.id.as_deref())?;
     let io = |what: &str, e: std::io::Error| {
         Error::Usage(format!(
@@ -64,7 +64,7 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     let workload = workload::build(cfg, &run.stage1())?;
     std::fs::write(
         run.file("config.yaml"),
-        crate::provenance::redact_url(&resolved.to_yaml()),
+        crate::passes::provenance::redact_url(&resolved.to_yaml()),
     )
     .map_err(|e| io("config.yaml", e))?;
     let mut tools_found = BTreeMap::new();
@@ -120,7 +120,7 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
             .reason
             .as_deref()
             .is_some_and(|r| r.contains(nsys::NO_REPORTS))
-        && !crate::signals::interrupted()
+        && !crate::passes::signals::interrupted()
     {
         let wanted = cfg.nsys.nvtx_capture.clone().unwrap_or_default();
         let path = nsys_tool
@@ -136,7 +136,7 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     save(&status);
 
     // ncu
-    let ncu_status = if crate::signals::interrupted() {
+    let ncu_status = if crate::passes::signals::interrupted() {
         PassStatus::skipped("not started: the run was interrupted")
     } else {
         let refused = metric_check
@@ -154,13 +154,17 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
                 let before = guard(cfg, &run, "ncu");
                 let mut st = ncu::run(&ctx, &t.path, &plan, args.dry_run)?;
                 st.warnings.splice(0..0, before);
+                st.ncu = Some(crate::rundir::status::NcuRecord {
+                    include: plan.include.clone(),
+                    base: plan.base.clone(),
+                });
                 st
             }
             _ => PassStatus::skipped("disabled (ncu.enable=false or --no-ncu)"),
         }
     };
     let mut ncu_status = ncu_status;
-    if ncu_status.state == PassState::NoData && !crate::signals::interrupted() {
+    if ncu_status.state == PassState::NoData && !crate::passes::signals::interrupted() {
         let wanted = cfg.ncu.nvtx_include.clone().unwrap_or_default();
         let path = nsys_tool.as_ref().map(|t| t.path.as_path());
         if let Some(ranges) = diagnose::ranges_for(&ctx, path, &wanted) {
@@ -181,7 +185,7 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     }
     let mut code = status.finish(args.dry_run);
     save(&status);
-    env.finished = Some(crate::status::now());
+    env.finished = Some(crate::rundir::status::now());
     let _ = env.write(&run.file("env.json"));
     if !args.dry_run {
         let st = match report::render_all(&run, cfg.clone()) {
@@ -286,7 +290,8 @@ fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<(), Error> {
 
 /// The ncu plan: the NVTX include and the kernel filter from the nsys pass's top kernels.
 fn plan_ncu(cfg: &Config, run: &RunDir) -> Plan {
-    let (include, base, warning) = ncu::include_and_base(cfg, ncu::style_for(cfg, run));
+    let (include, base, warning) =
+        crate::analysis::nvtx::include_and_base(cfg, crate::analysis::nvtx::style_for(cfg, run));
     if let Some(w) = warning {
         tracing::warn!("{w}");
     }
@@ -299,7 +304,7 @@ fn plan_ncu(cfg: &Config, run: &RunDir) -> Plan {
 
 /// Disk and trace-size warnings before a pass, also logged now.
 fn guard(cfg: &Config, run: &RunDir, pass: &str) -> Vec<String> {
-    let w = crate::guards::warnings(cfg, pass, crate::guards::free_gb(&run.path));
+    let w = crate::passes::guards::warnings(cfg, pass, crate::passes::guards::free_gb(&run.path));
     for x in &w {
         tracing::warn!("{pass}: {x}");
     }

@@ -32,7 +32,7 @@ pub struct Workload {
     pub device: Option<String>,
     #[serde(deserialize_with = "opt_string")]
     pub cwd: Option<String>,
-    pub launcher: crate::launcher::Launcher,
+    pub launcher: crate::passes::launcher::Launcher,
     pub nproc_per_node: u32,
     pub nnodes: u32,
     #[serde(deserialize_with = "strings")]

@@ -3,9 +3,10 @@
 use std::fmt::Write;
 
 use super::fmt::{cut, md, ms, opt1, pct, us};
-use super::{Artifacts, KERN_SUM};
+use crate::analysis::ranges::RangeStats;
+use crate::analysis::Artifacts;
 use crate::model::{display_name, Bound, KernelRecord, TimeSource};
-use crate::ranges::RangeStats;
+use crate::rundir::KERN_SUM;
 
 pub fn kernels_md(a: &Artifacts) -> String {
     let mut s = String::new();
@@ -315,7 +316,7 @@ fn ranks_section(a: &Artifacts, s: &mut String, width: usize) {
                         .unwrap_or_else(|| "–".into())
                 })
                 .collect();
-            if let Some((median, rank, slow)) = super::ranks::straggler(ranks, name) {
+            if let Some((median, rank, slow)) = crate::analysis::ranks::straggler(ranks, name) {
                 let _ = writeln!(
                     s,
                     "| {} | {} | {} | rank {rank} | {:.2}x |",

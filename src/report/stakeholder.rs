@@ -73,11 +73,11 @@ fn headline(a: &Artifacts) -> String {
 }
 
 /// Waiting in NCCL worth calling out: over 10% of the range's kernel time.
-fn waits_much(c: &super::Captured) -> bool {
+fn waits_much(c: &crate::analysis::Captured) -> bool {
     c.nccl_wait_ns > 0.1 * c.kernel_ns
 }
 
-fn phase<'a>(a: &'a Artifacts, name: &str) -> Option<&'a crate::ranges::RangeStats> {
+fn phase<'a>(a: &'a Artifacts, name: &str) -> Option<&'a crate::analysis::ranges::RangeStats> {
     a.range_stats.iter().find(|r| r.name == name)
 }
 
@@ -101,7 +101,7 @@ fn run_facts(a: &Artifacts, s: &mut String) {
             .unwrap_or_else(|| format!("{t} –"))
     };
     let _ = writeln!(s, "| Tools | {}, {} |", tool("nsys"), tool("ncu"));
-    let workload = crate::process::shell_line(&a.config.workload.argv);
+    let workload = crate::passes::process::shell_line(&a.config.workload.argv);
     let workload = if workload.is_empty() {
         a.config
             .workload
@@ -201,7 +201,7 @@ fn numbers(a: &Artifacts, s: &mut String) {
         let range = a.captured().map(|c| c.name);
         if let Some((median, rank, slow)) = range
             .as_deref()
-            .and_then(|r| super::ranks::straggler(&a.rank_data, r))
+            .and_then(|r| crate::analysis::ranks::straggler(&a.rank_data, r))
         {
             let _ = writeln!(
                 s,

@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use super::Artifacts;
+use crate::analysis::roofline::Peaks;
 use crate::model::display_name;
-use crate::roofline::Peaks;
 
 const W: f64 = 760.0;
 const H: f64 = 500.0;

@@ -1,4 +1,6 @@
 use super::*;
+use crate::analysis::summary;
+use crate::rundir::{KERN_SUM, SQLITE};
 
 fn fixture_run(with_ncu: bool) -> (tempfile::TempDir, RunDir) {
     let tmp = tempfile::tempdir().unwrap();
@@ -52,7 +54,7 @@ fn renders_the_real_captures_with_exact_nsys_figures() {
     assert!(stake.contains("launch-bound"), "{stake}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.file("summary.json")).unwrap()).unwrap();
-    assert_eq!(json["schema_version"], json::SCHEMA_VERSION);
+    assert_eq!(json["schema_version"], summary::SCHEMA_VERSION);
 }
 
 #[test]

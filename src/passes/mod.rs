@@ -1,17 +1,26 @@
-//! The two profiler passes. Each has pure argv builders (unit-tested without running
-//! anything) and a thin runner over [`crate::process`].
+//! The profiler passes: planning (pure argv builders, unit-tested without running anything),
+//! running (every child through [`process`], with a timeout and signal forwarding) and what a
+//! pass needs around that (tools, workload argv, launchers, provenance, guards).
 
+pub mod diagnose;
+pub mod guards;
+pub mod launcher;
 pub mod ncu;
 pub mod nsys;
+pub mod process;
+pub mod provenance;
+pub mod signals;
+pub mod tools;
+pub mod workload;
 
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
-use crate::process::{self, Outcome, Spec};
+use crate::exit_codes;
+use crate::passes::workload::Workload;
+use crate::rundir::status::{PassState, PassStatus};
 use crate::rundir::RunDir;
-use crate::status::{PassState, PassStatus};
-use crate::workload::Workload;
-use crate::{exit_codes, signals};
+use process::{Outcome, Spec};
 
 /// What a pass needs to know about the run.
 pub struct Ctx<'a> {
@@ -39,7 +48,9 @@ pub fn write_cmd_txt(path: &Path, commands: &[Vec<String>]) -> std::io::Result<(
     let mut text = String::new();
     for argv in commands {
         // Credentials in URLs never reach the run directory, not even here.
-        text.push_str(&crate::provenance::redact_url(&process::shell_line(argv)));
+        text.push_str(&crate::passes::provenance::redact_url(
+            &process::shell_line(argv),
+        ));
         text.push('\n');
     }
     std::fs::write(path, text)
@@ -55,7 +66,7 @@ pub fn append_cmd_txt(path: &Path, argv: &[String]) -> std::io::Result<()> {
     writeln!(
         f,
         "{}",
-        crate::provenance::redact_url(&process::shell_line(argv))
+        crate::passes::provenance::redact_url(&process::shell_line(argv))
     )
 }
 

@@ -5,89 +5,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{append_cmd_txt, run_step, stopped, write_cmd_txt, Ctx};
-use crate::config::{Config, Ncu, NvtxStyle};
+pub use crate::analysis::select::KernelFilter;
+use crate::config::{Config, Ncu};
 use crate::error::Error;
 use crate::exit_codes;
-use crate::launcher::Launcher;
-use crate::nvtx;
-use crate::process::{self, Outcome};
-use crate::rundir::RunDir;
-use crate::status::{PassState, PassStatus};
+use crate::passes::launcher::Launcher;
+use crate::passes::process::{self, Outcome};
+use crate::rundir::status::{PassState, PassStatus};
 
 pub const NO_KERNELS: &str = "No kernels were profiled";
-
-/// Which kernels ncu profiles.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KernelFilter {
-    /// Exact mangled names (from the nsys SQLite): the same in both tools.
-    Mangled(Vec<String>),
-    /// Function names (no namespaces, templates or parameters), when no mangled name is known.
-    Function(Vec<String>),
-}
-
-impl KernelFilter {
-    pub fn len(&self) -> usize {
-        match self {
-            KernelFilter::Mangled(v) | KernelFilter::Function(v) => v.len(),
-        }
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// The NVTX style ncu's include expression is written for: configured, or (auto) the style
-/// the nsys pass of this run saw, else push/pop (what `torch.cuda.nvtx.range` emits).
-pub fn style_for(cfg: &Config, run: &RunDir) -> nvtx::Style {
-    match cfg.nvtx.style {
-        NvtxStyle::Pushpop => nvtx::Style::PushPop,
-        NvtxStyle::Startend => nvtx::Style::StartEnd,
-        NvtxStyle::Auto => {
-            let name = cfg
-                .ncu
-                .nvtx_include
-                .as_deref()
-                .unwrap_or("")
-                .trim_end_matches('/');
-            crate::parse::nsys::read_ranges(&run.file(crate::report::NVTX_SUM))
-                .ok()
-                .and_then(|ranges| nvtx::style_from_nsys(&ranges, name))
-                .unwrap_or(nvtx::Style::PushPop)
-        }
-    }
-}
-
-/// The NVTX include expression, the file base name it gives (`decode/` -> `decode`), and a
-/// warning when the user's expression was changed.
-pub fn include_and_base(
-    cfg: &Config,
-    style: nvtx::Style,
-) -> (Option<String>, String, Option<String>) {
-    let n = &cfg.ncu;
-    if !n.gating_nvtx {
-        return (None, "all".to_string(), None);
-    }
-    if let Some(raw) = n
-        .nvtx_include_raw
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-    {
-        return (Some(raw.to_string()), nvtx::base_name(raw), None);
-    }
-    match n
-        .nvtx_include
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
-        Some(name) => {
-            let (expr, warning) = nvtx::ncu_include(name, style, cfg.nvtx.domain.as_deref());
-            let base = nvtx::base_name(&expr);
-            (Some(expr), base, warning)
-        }
-        None => (None, "all".to_string(), None),
-    }
-}
 
 /// `ncu ...` profile arguments (without the program).
 pub fn profile_args(
@@ -373,7 +299,7 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
             exclude_nccl,
         ));
         if multi {
-            let per_rank = crate::launcher::rank_exec_args(
+            let per_rank = crate::passes::launcher::rank_exec_args(
                 &stage2,
                 launcher,
                 &ranks,
@@ -401,7 +327,7 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
     }
     let log = ctx.run.ncu("ncu.log");
     if multi {
-        crate::launcher::find(launcher)?;
+        crate::passes::launcher::find(launcher)?;
     }
     let profile = |filter: Option<&KernelFilter>| -> Result<Outcome, Error> {
         let argv = args(filter);

@@ -6,8 +6,27 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::parse::nsys::{read_kernels, KernelSum};
 use crate::parse::sqlite::NsysDb;
-use crate::profilers::ncu::KernelFilter;
 use crate::rundir::RunDir;
+
+/// Which kernels ncu profiles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelFilter {
+    /// Exact mangled names (from the nsys SQLite): the same in both tools.
+    Mangled(Vec<String>),
+    /// Function names (no namespaces, templates or parameters), when no mangled name is known.
+    Function(Vec<String>),
+}
+
+impl KernelFilter {
+    pub fn len(&self) -> usize {
+        match self {
+            KernelFilter::Mangled(v) | KernelFilter::Function(v) => v.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Selection {
@@ -51,14 +70,14 @@ pub fn select(kernels: &[KernelSum], top_n: usize, coverage: f64, max_kernels: u
     }
 }
 
-/// The kernels of the nsys pass that ncu profiles (see [`crate::select`]), as mangled names
+/// The kernels of the nsys pass that ncu profiles (see [`crate::analysis::select`]), as mangled names
 /// when the SQLite export has them (identical in both tools), else as function names. None:
 /// no nsys data of ncu's range, so no filter.
 pub fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
     if cfg.ncu.top_n == 0 && cfg.ncu.coverage <= 0.0 {
         return None;
     }
-    if !crate::report::same_range(cfg) {
+    if !crate::analysis::same_range(cfg) {
         tracing::info!(
             "nsys captured `{}` but ncu profiles `{}`: nsys's top kernels are not that range's, so ncu profiles each distinct kernel there once",
             cfg.nsys.nvtx_capture.as_deref().unwrap_or(""),
@@ -66,7 +85,7 @@ pub fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
         );
         return None;
     }
-    let all = read_kernels(&run.file(crate::report::KERN_SUM))
+    let all = read_kernels(&run.kern_sum(None))
         .or_else(|_| read_kernels(&run.nsys("summary.rank0_cuda_gpu_kern_sum.csv")))
         .ok()?;
     // ncu serialises kernels across processes: an NCCL kernel waits for ranks that cannot run

@@ -1,10 +1,30 @@
-//! The MAIN run directory: created atomically, never reused, with the file names of the layout.
+//! The MAIN run directory: created atomically, never reused. Every file name of the layout is
+//! named here and nowhere else; the passes write through these names and the analysis reads
+//! through them.
+//!
+//! ```text
+//! config.yaml env.json inputs.yaml status.json         provenance and outcome
+//! nsys/cmd.txt nsys/nsys.log                           the nsys pass's command lines and log
+//! nsys/run[.rank<N>].{nsys-rep,sqlite}                 report and its SQLite export, per rank
+//! nsys/summary[.rank<N>]_<report>.csv                  `nsys stats` reports, per rank
+//! ncu/cmd.txt ncu/ncu.log ncu/sections.txt             the ncu pass's command lines and logs
+//! ncu/<base>[.rank<N>].ncu-rep ncu/<base>_raw[_mangled].csv   report and its raw imports
+//! kernels.md stakeholder_summary.md kernels.csv summary.json roofline.svg   the reports
+//! ```
+
+pub mod status;
 
 use std::hash::{BuildHasher, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+
+/// Files relative to the run directory, as the reports cite them.
+pub const KERN_SUM: &str = "nsys/summary_cuda_gpu_kern_sum.csv";
+pub const NVTX_SUM: &str = "nsys/summary_nvtx_sum.csv";
+pub const API_SUM: &str = "nsys/summary_cuda_api_sum.csv";
+pub const SQLITE: &str = "nsys/run.sqlite";
 
 /// A run directory and the names of everything in it (the names are a contract).
 #[derive(Debug, Clone)]
@@ -97,6 +117,88 @@ impl RunDir {
     }
     pub fn ncu(&self, name: &str) -> PathBuf {
         self.path.join("ncu").join(name)
+    }
+    /// The file base of rank `rank`'s outputs: `summary` / `summary.rank1`.
+    pub fn ranked(base: &str, rank: Option<u32>) -> String {
+        match rank {
+            Some(r) => format!("{base}.rank{r}"),
+            None => base.to_string(),
+        }
+    }
+    /// `nsys/summary[.rank<N>]_<report>.csv`, one `nsys stats` report.
+    pub fn nsys_stats(&self, report: &str, rank: Option<u32>) -> PathBuf {
+        self.nsys(&format!("{}_{report}.csv", Self::ranked("summary", rank)))
+    }
+    /// The `-o` base of `nsys stats`.
+    pub fn nsys_stats_base(&self, rank: Option<u32>) -> PathBuf {
+        self.nsys(&Self::ranked("summary", rank))
+    }
+    pub fn kern_sum(&self, rank: Option<u32>) -> PathBuf {
+        self.nsys_stats("cuda_gpu_kern_sum", rank)
+    }
+    pub fn nvtx_sum(&self) -> PathBuf {
+        self.nsys_stats("nvtx_sum", None)
+    }
+    /// `nsys/run[.rank<N>].sqlite`.
+    pub fn nsys_sqlite(&self, rank: Option<u32>) -> PathBuf {
+        self.nsys(&format!("{}.sqlite", Self::ranked("run", rank)))
+    }
+    /// The `-o` base of `nsys profile`: `nsys/run`, or `nsys/run.rank<MACRO>` under a launcher.
+    pub fn nsys_report_base(&self, rank_macro: Option<&str>) -> PathBuf {
+        match rank_macro {
+            Some(m) => self.nsys(&format!("run.rank{m}")),
+            None => self.nsys("run"),
+        }
+    }
+    pub fn nsys_report(&self, rank: Option<u32>) -> PathBuf {
+        self.nsys(&format!("{}.nsys-rep", Self::ranked("run", rank)))
+    }
+    /// The ranks with an nsys stats kernel summary (`summary.rank<N>_cuda_gpu_kern_sum.csv`), in
+    /// order; empty for a single-process run.
+    pub fn ranks(&self) -> Vec<u32> {
+        let mut ranks: Vec<u32> = std::fs::read_dir(self.path.join("nsys"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.strip_prefix("summary.rank")?
+                    .strip_suffix("_cuda_gpu_kern_sum.csv")?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        ranks.sort_unstable();
+        ranks
+    }
+    /// `ncu/<base>.ncu-rep`.
+    pub fn ncu_report(&self, base: &str) -> PathBuf {
+        self.ncu(&format!("{base}.ncu-rep"))
+    }
+    /// `ncu/<base>_raw.csv`: `ncu --import --csv --page raw`.
+    pub fn ncu_raw(&self, base: &str) -> PathBuf {
+        self.ncu(&format!("{base}_raw.csv"))
+    }
+    /// `ncu/<base>_raw_mangled.csv`: the same import with mangled kernel names.
+    pub fn ncu_raw_mangled(&self, base: &str) -> PathBuf {
+        self.ncu(&format!("{base}_raw_mangled.csv"))
+    }
+    /// The raw import a run holds when its base is not recorded: the first `*_raw.csv`.
+    pub fn find_ncu_raw(&self) -> Option<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(self.path.join("ncu"))
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with("_raw.csv"))
+            .collect();
+        found.sort();
+        found.into_iter().next()
+    }
+    /// A path inside the run as the reports cite it: relative to the run directory.
+    pub fn relative(&self, p: &Path) -> String {
+        p.strip_prefix(&self.path)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| p.display().to_string())
     }
     /// Hydra workloads' own outputs go here.
     pub fn stage1(&self) -> PathBuf {

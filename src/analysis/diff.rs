@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::report::Summary;
+use crate::analysis::summary::Summary;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelDelta {
@@ -68,7 +68,8 @@ pub fn diff(
             let (x, y) = (ka.get(n), kb.get(n));
             let ta = x.map(|k| k.total_time_ns).unwrap_or(0.0);
             let tb = y.map(|k| k.total_time_ns).unwrap_or(0.0);
-            let d = |f: fn(&&crate::report::json::Kernel) -> Option<f64>| Some(f(y?)? - f(x?)?);
+            let d =
+                |f: fn(&&crate::analysis::summary::Kernel) -> Option<f64>| Some(f(y?)? - f(x?)?);
             KernelDelta {
                 name: n.to_string(),
                 time_a_ns: ta,
@@ -227,71 +228,4 @@ pub fn regressions(d: &Diff, scope: Scope, threshold: f64) -> Vec<String> {
             .map(|r| format!("range {} +{:.1}%", r.name, r.wall_delta_pct.unwrap_or(0.0)))
             .collect(),
     }
-}
-
-pub fn to_markdown(d: &Diff, top: usize) -> String {
-    use crate::report::fmt::{cut, md, us};
-    use std::fmt::Write;
-    let mut s = format!("# Diff: {} -> {}\n\n", md(&d.run_a), md(&d.run_b));
-    let signed = |p: Option<f64>| {
-        p.map(|p| format!("{p:+.1}%"))
-            .unwrap_or_else(|| "new".into())
-    };
-    let _ = writeln!(
-        s,
-        "Total kernel time: {} us -> {} us ({}).\n",
-        us(d.total_kernel_time_a_ns),
-        us(d.total_kernel_time_b_ns),
-        signed(d.total_delta_pct)
-    );
-    if d.warnings.is_empty() {
-        let _ = writeln!(
-            s,
-            "The runs are comparable: same GPU, driver, tool versions and capture settings.\n"
-        );
-    } else {
-        let _ = writeln!(s, "**Not directly comparable:**\n");
-        for w in &d.warnings {
-            let _ = writeln!(s, "- {}", md(w));
-        }
-        s.push('\n');
-    }
-    let _ = writeln!(s, "## Kernels, by absolute change\n");
-    let _ = writeln!(s, "| kernel | A (us) | B (us) | change (us) | change | share A | share B | instances A -> B | SM % change | DRAM % change |");
-    let _ = writeln!(s, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
-    let opt = |v: Option<f64>| v.map(|x| format!("{x:+.1}")).unwrap_or_else(|| "–".into());
-    let share = |v: Option<f64>| v.map(|x| format!("{x:.1}%")).unwrap_or_else(|| "–".into());
-    for k in d.kernels.iter().take(top) {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {:+.2} | {} | {} | {} | {} -> {} | {} | {} |",
-            md(&cut(&crate::model::display_name(&k.name), 70)),
-            us(k.time_a_ns),
-            us(k.time_b_ns),
-            k.delta_ns / 1e3,
-            signed(k.delta_pct),
-            share(k.share_a_pct),
-            share(k.share_b_pct),
-            k.instances_a,
-            k.instances_b,
-            opt(k.sm_pct_delta),
-            opt(k.dram_pct_delta)
-        );
-    }
-    if !d.ranges.is_empty() {
-        let _ = writeln!(s, "\n## NVTX ranges\n\n| range | wall A (ms) | wall B (ms) | change | kernel A (us) | kernel B (us) |\n|---|--:|--:|--:|--:|--:|");
-        for r in &d.ranges {
-            let _ = writeln!(
-                s,
-                "| {} | {:.2} | {:.2} | {} | {} | {} |",
-                md(&r.name),
-                r.wall_a_ns / 1e6,
-                r.wall_b_ns / 1e6,
-                signed(r.wall_delta_pct),
-                r.kernel_a_ns.map(us).unwrap_or_else(|| "–".into()),
-                r.kernel_b_ns.map(us).unwrap_or_else(|| "–".into())
-            );
-        }
-    }
-    s
 }

@@ -7,8 +7,8 @@ use std::process::Command;
 
 use serde::Serialize;
 
-use crate::tools::Found;
-use crate::workload::Workload;
+use crate::passes::tools::Found;
+use crate::passes::workload::Workload;
 
 /// Environment variables recorded in env.json: what decides how CUDA, NVTX, the profilers and
 /// the usual LLM stacks behave.
@@ -90,7 +90,7 @@ impl Env {
             cwd: std::env::current_dir()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
-            started: crate::status::now(),
+            started: crate::rundir::status::now(),
             finished: None,
             env: relevant_env(std::env::vars()),
         }
@@ -98,7 +98,7 @@ impl Env {
 
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        crate::status::write_atomic(path, text.as_bytes())
+        crate::rundir::status::write_atomic(path, text.as_bytes())
     }
 }
 

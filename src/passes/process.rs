@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-use crate::signals;
+use crate::passes::signals;
 
 /// Bytes of combined output kept in memory to search for the profilers' messages.
 const TAIL_BYTES: usize = 256 * 1024;

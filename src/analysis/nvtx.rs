@@ -1,6 +1,9 @@
 //! NVTX expressions: what the user names (a range such as `decode`) turned into what each
 //! profiler matches, and the file base name a range gives.
 
+use crate::config::{Config, NvtxStyle};
+use crate::rundir::RunDir;
+
 /// How a workload marks its ranges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -84,6 +87,56 @@ pub fn base_name(expr: &str) -> String {
         "range".to_string()
     } else {
         parts.join("_")
+    }
+}
+
+/// The NVTX style ncu's include expression is written for: configured, or (auto) the style
+/// the nsys pass of this run saw, else push/pop (what `torch.cuda.nvtx.range` emits).
+pub fn style_for(cfg: &Config, run: &RunDir) -> Style {
+    match cfg.nvtx.style {
+        NvtxStyle::Pushpop => Style::PushPop,
+        NvtxStyle::Startend => Style::StartEnd,
+        NvtxStyle::Auto => {
+            let name = cfg
+                .ncu
+                .nvtx_include
+                .as_deref()
+                .unwrap_or("")
+                .trim_end_matches('/');
+            crate::parse::nsys::read_ranges(&run.nvtx_sum())
+                .ok()
+                .and_then(|ranges| style_from_nsys(&ranges, name))
+                .unwrap_or(Style::PushPop)
+        }
+    }
+}
+
+/// The NVTX include expression, the file base name it gives (`decode/` -> `decode`), and a
+/// warning when the user's expression was changed.
+pub fn include_and_base(cfg: &Config, style: Style) -> (Option<String>, String, Option<String>) {
+    let n = &cfg.ncu;
+    if !n.gating_nvtx {
+        return (None, "all".to_string(), None);
+    }
+    if let Some(raw) = n
+        .nvtx_include_raw
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+    {
+        return (Some(raw.to_string()), base_name(raw), None);
+    }
+    match n
+        .nvtx_include
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        Some(name) => {
+            let (expr, warning) = ncu_include(name, style, cfg.nvtx.domain.as_deref());
+            let base = base_name(&expr);
+            (Some(expr), base, warning)
+        }
+        None => (None, "all".to_string(), None),
     }
 }
 

@@ -8,9 +8,9 @@ use super::{append_cmd_txt, run_step, stopped, write_cmd_txt, Ctx};
 use crate::config::Nsys;
 use crate::error::Error;
 use crate::exit_codes;
-use crate::launcher::Launcher;
-use crate::process::{self, Outcome};
-use crate::status::{PassState, PassStatus};
+use crate::passes::launcher::Launcher;
+use crate::passes::process::{self, Outcome};
+use crate::rundir::status::{PassState, PassStatus};
 
 /// The reports `nsys stats` writes as `summary_<report>.csv`.
 pub const STATS_REPORTS: &[&str] = &["cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum"];
@@ -65,7 +65,7 @@ pub fn capture_expr(cfg: &Nsys, domain: Option<&str>) -> Result<String, Error> {
         return Ok(raw.to_string());
     }
     match cfg.nvtx_capture.as_deref().map(str::trim) {
-        Some(e) if !e.is_empty() => Ok(crate::nvtx::nsys_capture(e, domain)),
+        Some(e) if !e.is_empty() => Ok(crate::analysis::nvtx::nsys_capture(e, domain)),
         _ => Err(Error::Config(
             "nsys.capture_range=nvtx needs a range name: set nsys.nvtx_capture (or --nvtx-capture NAME), or nsys.gating_nvtx=false to capture the whole run".to_string(),
         )),
@@ -244,7 +244,7 @@ pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
     if dry_run {
         return Ok(PassStatus::new(PassState::Planned, exit_codes::OK, None));
     }
-    let program = match crate::launcher::find(launcher)? {
+    let program = match crate::passes::launcher::find(launcher)? {
         Some(p) => p,
         None => nsys.to_path_buf(),
     };

@@ -1,4 +1,5 @@
 use super::*;
+use crate::analysis::nvtx::include_and_base;
 use crate::testutil::config as full;
 
 fn cfg(overrides: &[&str]) -> Ncu {
@@ -12,7 +13,7 @@ fn wl() -> Vec<String> {
 #[test]
 fn default_plan_profiles_the_decode_push_pop_range() {
     let c = cfg(&[]);
-    let (inc, base, warn) = include_and_base(&full(&[]), crate::nvtx::Style::PushPop);
+    let (inc, base, warn) = include_and_base(&full(&[]), crate::analysis::nvtx::Style::PushPop);
     assert_eq!(
         (inc.as_deref(), base.as_str(), warn),
         (Some("decode/"), "decode", None)
@@ -79,13 +80,16 @@ fn mangled_filter_profiles_each_kernel_once() {
 fn raw_include_and_domain() {
     let (inc, base, _) = include_and_base(
         &full(&["ncu.nvtx_include_raw=regex:dec.*"]),
-        crate::nvtx::Style::PushPop,
+        crate::analysis::nvtx::Style::PushPop,
     );
     assert_eq!(
         (inc.as_deref(), base.as_str()),
         (Some("regex:dec.*"), "dec.")
     );
-    let (inc, _, _) = include_and_base(&full(&["nvtx.domain=llm"]), crate::nvtx::Style::StartEnd);
+    let (inc, _, _) = include_and_base(
+        &full(&["nvtx.domain=llm"]),
+        crate::analysis::nvtx::Style::StartEnd,
+    );
     assert_eq!(inc.as_deref(), Some("llm@decode"));
 }
 
@@ -99,13 +103,13 @@ fn regex_escaping_covers_metacharacters() {
 fn star_names_are_turned_into_push_pop_with_a_warning() {
     let (inc, base, warn) = include_and_base(
         &full(&["ncu.nvtx_include=decode*"]),
-        crate::nvtx::Style::PushPop,
+        crate::analysis::nvtx::Style::PushPop,
     );
     assert_eq!((inc.as_deref(), base.as_str()), (Some("decode/"), "decode"));
     assert!(warn.is_some());
     let (inc, base, _) = include_and_base(
         &full(&["ncu.gating_nvtx=false"]),
-        crate::nvtx::Style::PushPop,
+        crate::analysis::nvtx::Style::PushPop,
     );
     assert_eq!((inc, base.as_str()), (None, "all"));
 }

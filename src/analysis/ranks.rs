@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::model::is_nccl;
 use crate::parse::nsys::{read_kernels, read_ranges, KernelSum, RangeSum};
 use crate::parse::sqlite::NsysDb;
+use crate::rundir::RunDir;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RankData {
@@ -28,11 +29,11 @@ pub struct RankData {
 }
 
 /// Every `nsys/summary.rank<N>_cuda_gpu_kern_sum.csv`, in rank order.
-pub fn load(nsys_dir: &Path) -> Result<Vec<RankData>, Error> {
-    let mut ranks = load_summaries(nsys_dir)?;
+pub fn load(run: &RunDir) -> Result<Vec<RankData>, Error> {
+    let mut ranks = load_summaries(run)?;
     let durations: Option<Vec<Vec<i64>>> = ranks
         .iter()
-        .map(|r| nccl_durations(&nsys_dir.join(format!("run.rank{}.sqlite", r.rank))))
+        .map(|r| nccl_durations(&run.nsys_sqlite(Some(r.rank))))
         .collect();
     if let Some(waits) = durations.and_then(|d| nccl_waits(&d)) {
         for (r, w) in ranks.iter_mut().zip(waits) {
@@ -78,26 +79,12 @@ pub fn nccl_waits(durations: &[Vec<i64>]) -> Option<Vec<f64>> {
     )
 }
 
-fn load_summaries(nsys_dir: &Path) -> Result<Vec<RankData>, Error> {
-    let mut ranks: Vec<u32> = std::fs::read_dir(nsys_dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.strip_prefix("summary.rank")?
-                .strip_suffix("_cuda_gpu_kern_sum.csv")?
-                .parse()
-                .ok()
-        })
-        .collect();
-    ranks.sort();
-    ranks
+fn load_summaries(run: &RunDir) -> Result<Vec<RankData>, Error> {
+    run.ranks()
         .into_iter()
         .map(|rank| {
-            let kernels =
-                read_kernels(&nsys_dir.join(format!("summary.rank{rank}_cuda_gpu_kern_sum.csv")))?;
-            let nvtx = nsys_dir.join(format!("summary.rank{rank}_nvtx_sum.csv"));
+            let kernels = read_kernels(&run.kern_sum(Some(rank)))?;
+            let nvtx = run.nsys_stats("nvtx_sum", Some(rank));
             let ranges: Vec<RangeSum> = if nvtx.is_file() {
                 read_ranges(&nvtx)?
             } else {
@@ -236,9 +223,9 @@ mod tests {
 
     #[test]
     fn the_real_two_gpu_run_waits_on_rank_0() {
-        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("examples/sample-run-2gpu/nsys");
-        let r = load(&dir).unwrap();
+        let dir =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/sample-run-2gpu");
+        let r = load(&RunDir::open(&dir).unwrap()).unwrap();
         let (w0, w1) = (r[0].nccl_wait_ns.unwrap(), r[1].nccl_wait_ns.unwrap());
         // Rank 0 reaches every all-reduce ~30 ms before rank 1 (8 of them, 258 ms in all).
         assert!(

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use crate::parse::nsys::{read_ranges, RangeSum};
-use crate::process;
-use crate::profilers::{append_cmd_txt, nsys, Ctx};
+use crate::passes::process;
+use crate::passes::{append_cmd_txt, nsys, Ctx};
 
 /// "the workload emits these NVTX ranges: decode (PushPop, 1x), ...; closest to `decod`: `decode`".
 pub fn describe(ranges: &[RangeSum], wanted: &str) -> String {
@@ -65,7 +65,7 @@ pub fn describe(ranges: &[RangeSum], wanted: &str) -> String {
 
 /// The ranges in this run's nsys summary, when it has one.
 pub fn from_run(ctx: &Ctx) -> Option<Vec<RangeSum>> {
-    read_ranges(&ctx.run.file(crate::report::NVTX_SUM)).ok()
+    read_ranges(&ctx.run.nvtx_sum()).ok()
 }
 
 /// A short ungated nsys pass (NVTX only) that lists every range the workload emits.
@@ -117,9 +117,12 @@ pub fn ungated(ctx: &Ctx, nsys_path: &Path) -> Option<Vec<RangeSum>> {
 /// The ranges to show: this run's nsys summary when it has `wanted`, else (when allowed) an
 /// ungated nsys pass.
 pub fn ranges_for(ctx: &Ctx, nsys_path: Option<&Path>, wanted: &str) -> Option<Vec<RangeSum>> {
-    let bare = crate::nvtx::base_name(wanted);
+    let bare = crate::analysis::nvtx::base_name(wanted);
     from_run(ctx)
-        .filter(|r| r.iter().any(|x| crate::nvtx::base_name(x.name()) == bare))
+        .filter(|r| {
+            r.iter()
+                .any(|x| crate::analysis::nvtx::base_name(x.name()) == bare)
+        })
         .or_else(|| {
             let path = nsys_path.filter(|_| ctx.cfg.nsys.diagnose)?;
             ungated(ctx, path)

@@ -37,6 +37,18 @@ pub struct PassStatus {
     /// Warnings worth a look even when the pass succeeded.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub warnings: Vec<String>,
+    /// What the ncu pass profiled and where it wrote it, so the reports read it back instead
+    /// of recomputing it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ncu: Option<NcuRecord>,
+}
+
+/// The ncu pass's NVTX include expression (None: not gated) and its files' base name
+/// (`ncu/<base>.ncu-rep`, `ncu/<base>_raw.csv`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuRecord {
+    pub include: Option<String>,
+    pub base: String,
 }
 
 impl PassStatus {
@@ -47,6 +59,7 @@ impl PassStatus {
             duration_s: None,
             exit_code,
             warnings: Vec::new(),
+            ncu: None,
         }
     }
     pub fn skipped(reason: &str) -> Self {

@@ -1,0 +1,374 @@
+//! Analysis: what a finished run directory holds, parsed and joined into kernel records, range
+//! figures, selection, roofline points and comparisons. Nothing here renders; `report/` reads
+//! these values and writes files.
+
+pub mod diff;
+pub mod nvtx;
+pub mod ranges;
+pub mod ranks;
+pub mod roofline;
+pub mod select;
+pub mod summary;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::analysis::nvtx::{include_and_base, style_for};
+use crate::config::Config;
+use crate::error::Error;
+use crate::model::{self, KernelRecord};
+use crate::parse::ncu::{self, NcuReport};
+use crate::parse::nsys::{self, ApiSum, KernelSum, RangeSum};
+use crate::parse::sqlite::NsysDb;
+use crate::rundir::status::Status;
+use crate::rundir::{RunDir, KERN_SUM, NVTX_SUM};
+use ranges::RangeStats;
+use roofline::Peaks;
+
+/// The parsed contents of a run directory.
+pub struct Artifacts {
+    pub run_id: String,
+    pub config: Config,
+    pub kernels_nsys: Option<Vec<KernelSum>>,
+    pub ranges: Option<Vec<RangeSum>>,
+    pub api: Option<Vec<ApiSum>>,
+    pub ncu: Option<NcuReport>,
+    pub ncu_csv: Option<PathBuf>,
+    /// The NVTX include expression the ncu pass used.
+    pub ncu_include: Option<String>,
+    pub env: Option<serde_json::Value>,
+    pub status: Option<Status>,
+    pub stage1_ops: Option<PathBuf>,
+    /// Kernels by nsys time, with ncu counters joined when both tools saw the same range.
+    pub records: Vec<KernelRecord>,
+    /// ncu's kernels in their own table, when ncu profiled another range than nsys captured.
+    pub ncu_records: Vec<KernelRecord>,
+    /// Per NVTX range figures from the nsys SQLite export (empty without one; rank 0's in a
+    /// multi-rank run).
+    pub range_stats: Vec<RangeStats>,
+    /// Per-rank nsys figures of a multi-rank run (empty for one process).
+    pub rank_data: Vec<ranks::RankData>,
+    /// The SQLite export the per-range figures come from, relative to the run directory.
+    pub sqlite_file: String,
+    /// Where the kernel table's totals come from.
+    pub kern_sum_file: String,
+    /// Where the NVTX and API summaries came from (rank 0's in a multi-rank run).
+    pub nvtx_sum_file: String,
+    pub api_sum_file: String,
+    /// Units of the ncu metrics.
+    pub ncu_units: BTreeMap<String, String>,
+    /// The device's peaks, from ncu's peak metrics.
+    pub peaks: Option<Peaks>,
+}
+
+/// The captured range's headline figures, from the best source the run has.
+pub struct Captured {
+    pub name: String,
+    pub wall_ns: f64,
+    pub kernel_ns: f64,
+    pub launches: u64,
+    pub busy_pct: f64,
+    /// Of `kernel_ns`, time the first rank's NCCL kernels spent waiting for late peers (0 for
+    /// one process): the GPU is "busy" then without doing work.
+    pub nccl_wait_ns: f64,
+    /// The files the figures come from.
+    pub source: String,
+}
+
+impl Captured {
+    /// Busy share of the wall time, less the time spent waiting in NCCL kernels.
+    pub fn working_pct(&self) -> f64 {
+        100.0 * (self.kernel_ns - self.nccl_wait_ns).max(0.0) / self.wall_ns.max(1.0)
+    }
+}
+
+/// The range the nsys capture was gated on, without a domain.
+fn nsys_range(config: &Config) -> Option<String> {
+    let n = &config.nsys;
+    n.nvtx_capture
+        .as_deref()
+        .filter(|_| n.gating_nvtx && n.capture_range == "nvtx")
+        .map(|c| c.split('@').next().unwrap_or(c).to_string())
+}
+
+/// Whether nsys captured the range ncu profiles (an ungated side counts as the same).
+pub fn same_range(config: &Config) -> bool {
+    let ncu = config
+        .ncu
+        .nvtx_include
+        .as_deref()
+        .filter(|_| config.ncu.gating_nvtx);
+    match (nsys_range(config), ncu) {
+        (Some(a), Some(b)) => {
+            crate::analysis::nvtx::base_name(&a) == crate::analysis::nvtx::base_name(b)
+        }
+        _ => true,
+    }
+}
+
+fn optional<T>(
+    path: &Path,
+    read: impl FnOnce(&Path) -> Result<T, Error>,
+) -> Result<Option<T>, Error> {
+    if path.is_file() {
+        read(path).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+impl Artifacts {
+    /// Parse what the run directory holds; a missing artifact is `None`, a broken one an error.
+    pub fn load(run: &RunDir, config: Config) -> Result<Artifacts, Error> {
+        // A multi-rank run has one nsys summary per rank: its kernel table is their sum, its
+        // other single-rank views are rank 0's.
+        let rank_data = ranks::load(run)?;
+        let first_rank = rank_data.first().map(|r| r.rank);
+        // Single-rank names first; a multi-rank run's single-rank views are its first rank's.
+        let first = |report: &str| {
+            let p = run.nsys_stats(report, None);
+            match first_rank {
+                Some(r) if !p.is_file() => run.nsys_stats(report, Some(r)),
+                _ => p,
+            }
+        };
+        let kernels_nsys = match optional(&run.kern_sum(None), nsys::read_kernels)? {
+            None if !rank_data.is_empty() => Some(ranks::merged(&rank_data)),
+            k => k,
+        };
+        let (nvtx_sum, api_sum) = (first("nvtx_sum"), first("cuda_api_sum"));
+        let ranges = optional(&nvtx_sum, nsys::read_ranges)?;
+        let api = optional(&api_sum, nsys::read_api)?;
+        // The pass records the ncu include and file base; runs made before it did get them
+        // recomputed from the config, which is what the pass used then.
+        let recorded =
+            Status::read(&run.path).and_then(|s| s.passes.get("ncu").and_then(|p| p.ncu.clone()));
+        let (ncu_include, base) = match recorded {
+            Some(r) => (r.include, r.base),
+            None => {
+                let (include, base, _) = include_and_base(&config, style_for(&config, run));
+                (include, base)
+            }
+        };
+        let ncu_csv = Some(run.ncu_raw(&base))
+            .filter(|p| p.is_file())
+            .or_else(|| run.find_ncu_raw());
+        let mut ncu = ncu_csv.as_deref().map(ncu::read_raw).transpose()?;
+        if let (Some(report), Some(csv)) = (ncu.as_mut(), ncu_csv.as_deref()) {
+            let mangled_csv = csv.with_file_name(
+                csv.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .replace("_raw.csv", "_raw_mangled.csv"),
+            );
+            if mangled_csv.is_file() {
+                ncu::attach_mangled(report, &mangled_csv)?;
+            }
+        }
+        let sqlite = match first_rank {
+            Some(r) if !run.nsys_sqlite(None).is_file() => run.nsys_sqlite(Some(r)),
+            _ => run.nsys_sqlite(None),
+        };
+        let db = sqlite
+            .is_file()
+            .then(|| NsysDb::open(&sqlite))
+            .transpose()?;
+        let mangled = match (&db, &kernels_nsys) {
+            (Some(db), Some(_)) => Some(db.mangled_names()?),
+            _ => None,
+        };
+        let range_stats = match &db {
+            Some(db) => ranges::attribute(&db.ranges()?, &db.launches()?),
+            None => Vec::new(),
+        };
+        let ncu_units = ncu.as_ref().map(|r| r.units.clone()).unwrap_or_default();
+        let peaks = ncu.as_ref().and_then(|r| {
+            r.kernels.iter().find_map(|k| {
+                roofline::peaks(&roofline::Metrics {
+                    values: &k.metrics,
+                    units: &r.units,
+                })
+            })
+        });
+        let env = std::fs::read_to_string(run.file("env.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        let nsys_range = nsys_range(&config);
+        let ncu_range = ncu
+            .as_ref()
+            .and_then(|r| r.kernels.iter().find_map(|k| k.nvtx_range.clone()));
+        // Counters of decode kernels say nothing about prefill kernels of the same name: join
+        // only when both tools looked at the same range.
+        let (records, ncu_records) =
+            if same_range(&config) || kernels_nsys.is_none() || ncu.is_none() {
+                let range = ncu_range.or(nsys_range);
+                (
+                    model::build(
+                        kernels_nsys.as_deref(),
+                        mangled.as_ref(),
+                        ncu.as_ref(),
+                        range.as_deref(),
+                    ),
+                    Vec::new(),
+                )
+            } else {
+                (
+                    model::build(kernels_nsys.as_deref(), None, None, nsys_range.as_deref()),
+                    model::build(None, None, ncu.as_ref(), ncu_range.as_deref()),
+                )
+            };
+        Ok(Artifacts {
+            run_id: run.id(),
+            kernels_nsys,
+            ranges,
+            api,
+            ncu,
+            ncu_csv,
+            ncu_include,
+            env,
+            status: Status::read(&run.path),
+            stage1_ops: find_stage1_ops(&run.stage1()),
+            records,
+            ncu_records,
+            range_stats,
+            sqlite_file: run.relative(&sqlite),
+            nvtx_sum_file: run.relative(&nvtx_sum),
+            api_sum_file: run.relative(&api_sum),
+            kern_sum_file: if rank_data.is_empty() {
+                KERN_SUM.to_string()
+            } else {
+                "nsys/summary.rank<N>_cuda_gpu_kern_sum.csv, summed over ranks".to_string()
+            },
+            rank_data,
+            ncu_units,
+            peaks,
+            config,
+        })
+    }
+
+    /// Total kernel time and launches on the ranking basis (nsys when present).
+    pub fn kernel_totals(&self) -> (f64, u64) {
+        self.records
+            .iter()
+            .filter(|r| r.gpu_time_pct.is_some())
+            .fold((0.0, 0), |(t, n), r| (t + r.total_time_ns, n + r.instances))
+    }
+
+    /// Share of kernel time whose kernels have ncu metrics, in %; None when ncu profiled
+    /// another range than nsys captured (its share of that range is unknown).
+    pub fn ncu_coverage_pct(&self) -> Option<f64> {
+        self.ncu.as_ref()?;
+        if !self.ncu_records.is_empty() {
+            return None;
+        }
+        let share = |keep: &dyn Fn(&KernelRecord) -> bool| -> f64 {
+            self.records
+                .iter()
+                .filter(|r| keep(r))
+                .filter_map(|r| r.gpu_time_pct)
+                .sum()
+        };
+        let measured = share(&|r| r.ncu_instances > 0);
+        if !self.ncu_skips_nccl() {
+            return Some(measured);
+        }
+        // ncu was kept off NCCL kernels: its coverage is of the time it could have measured.
+        let nccl = share(&|r| model::is_nccl(&r.name));
+        Some(100.0 * measured / (100.0 - nccl).max(1e-9))
+    }
+
+    /// The selection left NCCL kernels out of ncu (`ncu.include_nccl`, see `select`) and the
+    /// run has some.
+    pub fn ncu_skips_nccl(&self) -> bool {
+        !self.config.ncu.include_nccl && self.records.iter().any(|r| model::is_nccl(&r.name))
+    }
+
+    /// How ncu's coverage reads: of all kernel time, or of the time outside NCCL.
+    pub fn coverage_scope(&self) -> &'static str {
+        if self.ncu_skips_nccl() {
+            "of the kernel time outside NCCL (ncu leaves NCCL kernels out)"
+        } else {
+            "of the kernel time"
+        }
+    }
+
+    /// Roofline figures of one kernel, when ncu measured it.
+    pub fn point(&self, r: &KernelRecord) -> Option<roofline::Point> {
+        roofline::point(&roofline::Metrics {
+            values: &r.metrics,
+            units: &self.ncu_units,
+        })
+    }
+
+    /// The captured range's wall time, kernel time and launches: from the SQLite export's
+    /// per-range attribution when there is one, else from the stats CSVs.
+    pub fn captured(&self) -> Option<Captured> {
+        let name = nsys_range(&self.config)?;
+        // Single-rank views are the first rank's; so is the wait (see ranks::nccl_waits).
+        let wait = self.rank_data.first().and_then(|r| r.nccl_wait_ns);
+        if let Some(s) = self.range_stats.iter().find(|s| s.name == name) {
+            return Some(Captured {
+                name,
+                wall_ns: s.wall_ns as f64,
+                kernel_ns: s.kernel_ns as f64,
+                launches: s.launches,
+                busy_pct: s.gpu_busy_pct,
+                nccl_wait_ns: wait.unwrap_or(0.0).min(s.kernel_ns as f64),
+                source: self.sqlite_file.clone(),
+            });
+        }
+        let r = self.capture_range()?;
+        let (kernel_ns, launches) = self.kernel_totals();
+        Some(Captured {
+            name,
+            wall_ns: r.total_ns,
+            kernel_ns,
+            launches,
+            busy_pct: 100.0 * kernel_ns / r.total_ns.max(1.0),
+            nccl_wait_ns: wait.unwrap_or(0.0).min(kernel_ns),
+            source: format!("{NVTX_SUM}, {KERN_SUM}"),
+        })
+    }
+
+    /// The NVTX range the nsys capture was gated on, as nvtx_sum reports it.
+    pub fn capture_range(&self) -> Option<&RangeSum> {
+        let name = self.config.nsys.nvtx_capture.as_deref()?;
+        let name = name.split('@').next().unwrap_or(name);
+        self.ranges.as_ref()?.iter().find(|r| r.name() == name)
+    }
+
+    pub fn env_str(&self, path: &[&str]) -> Option<String> {
+        let mut v = self.env.as_ref()?;
+        for p in path {
+            v = match p.parse::<usize>() {
+                Ok(i) => v.get(i)?,
+                Err(_) => v.get(*p)?,
+            };
+        }
+        v.as_str().map(str::to_string)
+    }
+}
+
+/// A Stage-1 operator table the workload left: a CSV under stage1/ named like `*operator*`.
+fn find_stage1_ops(dir: &Path) -> Option<PathBuf> {
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&d)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() && depth < 3 {
+                stack.push((p, depth + 1));
+            } else if p.extension().is_some_and(|e| e == "csv")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains("operator"))
+            {
+                return Some(p);
+            }
+        }
+    }
+    None
+}

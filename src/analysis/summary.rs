@@ -1,0 +1,201 @@
+//! summary.json: the run's figures for machines, with a schema version.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::Artifacts;
+use crate::model::{Bound, TimeSource};
+use crate::rundir::status::PassStatus;
+
+/// 2: per-range attribution from the SQLite export, roofline figures and peaks.
+pub const SCHEMA_VERSION: u32 = 2;
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub stage2_version: String,
+    pub gpu: Option<String>,
+    pub nsys_capture: Option<String>,
+    pub ncu_include: Option<String>,
+    pub passes: BTreeMap<String, PassStatus>,
+    pub totals: Totals,
+    pub ranges: Vec<Range>,
+    pub peaks: Option<crate::analysis::roofline::Peaks>,
+    /// Per-rank figures of a multi-rank run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<super::ranks::RankData>,
+    pub kernels: Vec<Kernel>,
+    /// Which file each group of figures came from, relative to the run directory.
+    pub sources: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Totals {
+    pub kernel_time_ns: f64,
+    pub kernel_launches: u64,
+    pub distinct_kernels: usize,
+    pub ncu_kernels_measured: usize,
+    pub ncu_coverage_pct: Option<f64>,
+    /// Ranks of the kernels without ncu metrics, when ncu profiled the captured range.
+    pub ncu_left_out: Vec<usize>,
+    pub capture_range_wall_ns: Option<f64>,
+    pub gpu_busy_pct: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Range {
+    pub name: String,
+    pub style: Option<String>,
+    pub instances: u64,
+    pub total_ns: f64,
+    pub avg_ns: f64,
+    /// From the SQLite export: kernels launched inside the range.
+    pub kernel_ns: Option<f64>,
+    pub launches: Option<u64>,
+    pub gpu_busy_pct: Option<f64>,
+    pub launch_bound: Option<bool>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Kernel {
+    pub rank: usize,
+    pub name: String,
+    pub short_name: String,
+    pub instances: u64,
+    pub total_time_ns: f64,
+    pub avg_time_ns: f64,
+    pub gpu_time_pct: Option<f64>,
+    pub sm_throughput_pct: Option<f64>,
+    pub dram_throughput_pct: Option<f64>,
+    pub bound: Option<Bound>,
+    pub ncu_instances: u64,
+    pub time_source: TimeSource,
+    pub nvtx_range: Option<String>,
+    pub roofline: Option<crate::analysis::roofline::Point>,
+    pub arithmetic_intensity: Option<f64>,
+}
+
+pub fn summary(a: &Artifacts) -> Summary {
+    let (total, launches) = a.kernel_totals();
+    let captured = a.captured();
+    let wall = captured.as_ref().map(|c| c.wall_ns);
+    let mut sources = BTreeMap::new();
+    if a.kernels_nsys.is_some() {
+        sources.insert("kernels".into(), a.kern_sum_file.clone());
+    }
+    if !a.range_stats.is_empty() {
+        sources.insert("ranges".into(), a.sqlite_file.clone());
+    } else if a.ranges.is_some() {
+        sources.insert("ranges".into(), a.nvtx_sum_file.clone());
+    }
+    if a.api.is_some() {
+        sources.insert("api".into(), a.api_sum_file.clone());
+    }
+    if let Some(p) = &a.ncu_csv {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        sources.insert("ncu_metrics".into(), format!("ncu/{name}"));
+    }
+    Summary {
+        schema_version: SCHEMA_VERSION,
+        run_id: a.run_id.clone(),
+        stage2_version: env!("CARGO_PKG_VERSION").to_string(),
+        gpu: a.env_str(&["gpus", "0", "name"]),
+        nsys_capture: a
+            .config
+            .nsys
+            .nvtx_capture
+            .clone()
+            .filter(|_| a.config.nsys.gating_nvtx),
+        ncu_include: a.ncu_include.clone(),
+        passes: a
+            .status
+            .as_ref()
+            .map(|s| s.passes.clone())
+            .unwrap_or_default(),
+        totals: Totals {
+            kernel_time_ns: total,
+            kernel_launches: launches,
+            distinct_kernels: a.records.len(),
+            ncu_kernels_measured: a
+                .records
+                .iter()
+                .chain(&a.ncu_records)
+                .filter(|r| r.ncu_instances > 0)
+                .count(),
+            ncu_coverage_pct: a.ncu_coverage_pct(),
+            ncu_left_out: if a.ncu_coverage_pct().is_some() {
+                a.records
+                    .iter()
+                    .filter(|r| r.ncu_instances == 0)
+                    .map(|r| r.rank)
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            capture_range_wall_ns: wall,
+            gpu_busy_pct: captured.as_ref().map(|c| c.busy_pct),
+        },
+        ranges: if a.range_stats.is_empty() {
+            a.ranges
+                .iter()
+                .flatten()
+                .map(|r| Range {
+                    name: r.name().to_string(),
+                    style: r.style.clone(),
+                    instances: r.instances,
+                    total_ns: r.total_ns,
+                    avg_ns: r.avg_ns,
+                    kernel_ns: None,
+                    launches: None,
+                    gpu_busy_pct: None,
+                    launch_bound: None,
+                })
+                .collect()
+        } else {
+            a.range_stats
+                .iter()
+                .map(|r| Range {
+                    name: r.name.clone(),
+                    style: Some(r.style.clone()),
+                    instances: r.instances,
+                    total_ns: r.wall_ns as f64,
+                    avg_ns: r.avg_wall_ns,
+                    kernel_ns: Some(r.kernel_ns as f64),
+                    launches: Some(r.launches),
+                    gpu_busy_pct: Some(r.gpu_busy_pct),
+                    launch_bound: Some(r.launch_bound()),
+                })
+                .collect()
+        },
+        peaks: a.peaks,
+        ranks: a.rank_data.clone(),
+        kernels: a
+            .records
+            .iter()
+            .chain(&a.ncu_records)
+            .map(|r| Kernel {
+                rank: r.rank,
+                name: r.name.clone(),
+                short_name: r.short_name(),
+                instances: r.instances,
+                total_time_ns: r.total_time_ns,
+                avg_time_ns: r.avg_time_ns,
+                gpu_time_pct: r.gpu_time_pct,
+                sm_throughput_pct: r.sm_throughput_pct,
+                dram_throughput_pct: r.dram_throughput_pct,
+                bound: r.bound,
+                ncu_instances: r.ncu_instances,
+                time_source: r.time_source,
+                nvtx_range: r.nvtx_range.clone(),
+                roofline: a.point(r),
+                arithmetic_intensity: a.point(r).and_then(|p| p.intensity()),
+            })
+            .collect(),
+        sources,
+    }
+}
