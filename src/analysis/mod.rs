@@ -87,7 +87,7 @@ fn nsys_range(config: &Config) -> Option<String> {
     let n = &config.nsys;
     n.nvtx_capture
         .as_deref()
-        .filter(|_| n.gating_nvtx && n.capture_range == "nvtx")
+        .filter(|_| n.gating_nvtx && n.capture_range == crate::config::CaptureRange::Nvtx)
         .map(|c| c.split('@').next().unwrap_or(c).to_string())
 }
 

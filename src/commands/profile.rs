@@ -216,7 +216,7 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
 
 /// Checks that need no tool: they fail in seconds, not after an hour of profiling.
 fn preflight(cfg: &Config) -> Result<(), Error> {
-    if cfg.nsys.enable && cfg.nsys.gating_nvtx && cfg.nsys.capture_range == "nvtx" {
+    if cfg.nsys.enable && cfg.nsys.gating_nvtx && cfg.nsys.capture_range == crate::config::CaptureRange::Nvtx {
         nsys::capture_expr(&cfg.nsys, cfg.nvtx.domain.as_deref())?;
     }
     if cfg.ncu.enable {

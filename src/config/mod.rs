@@ -1,6 +1,7 @@
 //! Layered configuration: embedded defaults < `--config-dir` files < each `--config FILE` <
 //! overrides < flags, checked against the keys the defaults define.
 
+mod launcher;
 mod overrides;
 mod schema;
 mod tree;
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_yaml::Value;
 
 pub use overrides::{parse as parse_override, Op, Override};
+pub use launcher::Launcher;
 pub use schema::*;
 
 use crate::error::Error;

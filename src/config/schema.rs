@@ -32,7 +32,7 @@ pub struct Workload {
     pub device: Option<String>,
     #[serde(deserialize_with = "opt_string")]
     pub cwd: Option<String>,
-    pub launcher: crate::passes::launcher::Launcher,
+    pub launcher: super::Launcher,
     pub nproc_per_node: u32,
     pub nnodes: u32,
     #[serde(deserialize_with = "strings")]
@@ -94,13 +94,54 @@ pub struct Report {
     pub step_range: String,
 }
 
+/// `nsys.capture_range`: what starts the nsys capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CaptureRange {
+    /// The NVTX range `nsys.nvtx_capture` opens.
+    #[serde(rename = "nvtx")]
+    Nvtx,
+    /// `cudaProfilerStart()` (vLLM's and TensorRT-LLM's profiler switches call it).
+    #[serde(rename = "cudaProfilerApi")]
+    CudaProfilerApi,
+    /// No capture range: the whole run.
+    #[serde(rename = "none")]
+    None,
+}
+
+impl CaptureRange {
+    /// The value nsys's `--capture-range` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CaptureRange::Nvtx => "nvtx",
+            CaptureRange::CudaProfilerApi => "cudaProfilerApi",
+            CaptureRange::None => "none",
+        }
+    }
+}
+
+/// `ncu.clock_control`: ncu's `--clock-control` (null: not passed, ncu locks to base clocks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockControl {
+    Base,
+    None,
+}
+
+impl ClockControl {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClockControl::Base => "base",
+            ClockControl::None => "none",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Nsys {
     pub enable: bool,
     pub gating_nvtx: bool,
-    #[serde(deserialize_with = "string")]
-    pub capture_range: String,
+    pub capture_range: CaptureRange,
     #[serde(deserialize_with = "opt_string")]
     pub nvtx_capture: Option<String>,
     #[serde(deserialize_with = "opt_string")]
@@ -142,8 +183,7 @@ pub struct Ncu {
     pub ranks: Vec<u32>,
     pub include_nccl: bool,
     pub nccl_p2p_disable: bool,
-    #[serde(deserialize_with = "opt_string")]
-    pub clock_control: Option<String>,
+    pub clock_control: Option<ClockControl>,
     #[serde(deserialize_with = "strings")]
     pub extra_args: Vec<String>,
     pub timeout_s: Option<u64>,

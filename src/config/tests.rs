@@ -23,7 +23,7 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 fn defaults_have_the_documented_keys_and_values() {
     let c = resolve_with(&[]).unwrap().config;
     assert!(c.nsys.enable && c.nsys.gating_nvtx && c.ncu.enable && c.ncu.gating_nvtx);
-    assert_eq!(c.nsys.capture_range, "nvtx");
+    assert_eq!(c.nsys.capture_range, CaptureRange::Nvtx);
     assert_eq!(c.nsys.nvtx_capture.as_deref(), Some("prefill"));
     assert_eq!(c.nsys.capture_range_end, None);
     assert_eq!(c.nsys.trace, "cuda,nvtx,osrt");

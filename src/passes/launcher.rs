@@ -1,91 +1,8 @@
 //! Multi-rank workloads: the profiler runs inside the user's launcher (torchrun, srun,
 //! mpirun), once per rank, so each rank writes its own report.
 
-use serde::{Deserialize, Serialize};
-
-use crate::config::Config;
+pub use crate::config::Launcher;
 use crate::error::Error;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Launcher {
-    None,
-    Torchrun,
-    Srun,
-    Mpirun,
-}
-
-impl Launcher {
-    pub fn program(self) -> &'static str {
-        match self {
-            Launcher::None => "",
-            Launcher::Torchrun => "torchrun",
-            Launcher::Srun => "srun",
-            Launcher::Mpirun => "mpirun",
-        }
-    }
-
-    /// The environment variable that holds a process's global rank under this launcher.
-    pub fn rank_var(self) -> &'static str {
-        match self {
-            Launcher::None | Launcher::Torchrun => "RANK",
-            Launcher::Srun => "SLURM_PROCID",
-            Launcher::Mpirun => "OMPI_COMM_WORLD_RANK",
-        }
-    }
-
-    /// The launcher's argv around `per_rank` (what each rank runs: the profiler and the
-    /// workload, or the workload alone). None: no launcher, `per_rank` as is. `env` names the
-    /// variables stage2 sets for the ranks: mpirun passes only those it is told (`-x`) to
-    /// ranks on other nodes; torchrun and srun pass the whole environment on.
-    pub fn wrap(
-        self,
-        cfg: &Config,
-        per_rank: Vec<String>,
-        env: &[(String, String)],
-    ) -> Vec<String> {
-        let w = &cfg.workload;
-        let (n, nodes) = (w.nproc_per_node.max(1), w.nnodes.max(1));
-        let mut a: Vec<String> = match self {
-            Launcher::None => return per_rank,
-            // --no-python: each rank runs the given program itself (the profiler), not python.
-            Launcher::Torchrun => vec![
-                "torchrun".into(),
-                "--nnodes".into(),
-                nodes.to_string(),
-                "--nproc-per-node".into(),
-                n.to_string(),
-            ],
-            Launcher::Srun => vec![
-                "srun".into(),
-                "--nodes".into(),
-                nodes.to_string(),
-                "--ntasks-per-node".into(),
-                n.to_string(),
-            ],
-            Launcher::Mpirun => {
-                let mut a = vec!["mpirun".into(), "-np".into(), (n * nodes).to_string()];
-                let names: std::collections::BTreeSet<&str> =
-                    env.iter().map(|(k, _)| k.as_str()).collect();
-                for name in names {
-                    a.extend(["-x".to_string(), name.to_string()]);
-                }
-                a
-            }
-        };
-        a.extend(w.launcher_args.iter().cloned());
-        if self == Launcher::Torchrun {
-            a.push("--no-python".into());
-        }
-        a.extend(per_rank);
-        a
-    }
-
-    /// A file-name part that the profilers expand per process: `%q{RANK}`.
-    pub fn rank_macro(self) -> String {
-        format!("%q{{{}}}", self.rank_var())
-    }
-}
 
 /// The launcher's own path, found on PATH.
 pub fn find(l: Launcher) -> Result<Option<std::path::PathBuf>, Error> {
@@ -160,11 +77,11 @@ mod tests {
         ]);
         let inner = s(&["nsys", "profile", "-o", "r.rank%q{RANK}", "python3", "w.py"]);
         assert_eq!(
-            Launcher::Torchrun.wrap(&c, inner.clone(), &[]).join(" "),
+            Launcher::Torchrun.wrap(&c.workload, inner.clone(), &[]).join(" "),
             "torchrun --nnodes 1 --nproc-per-node 2 --master-port=29600 --no-python nsys profile -o r.rank%q{RANK} python3 w.py"
         );
         assert!(Launcher::Srun
-            .wrap(&c, inner.clone(), &[])
+            .wrap(&c.workload, inner.clone(), &[])
             .join(" ")
             .starts_with("srun --nodes 1 --ntasks-per-node 2 --master-port=29600 nsys"));
         let env = [
@@ -172,10 +89,10 @@ mod tests {
             ("A".to_string(), "2".to_string()),
         ];
         assert!(Launcher::Mpirun
-            .wrap(&c, inner.clone(), &env)
+            .wrap(&c.workload, inner.clone(), &env)
             .join(" ")
             .starts_with("mpirun -np 2 -x A -x B --master-port=29600 nsys"));
-        assert_eq!(Launcher::None.wrap(&c, inner.clone(), &env), inner);
+        assert_eq!(Launcher::None.wrap(&c.workload, inner.clone(), &env), inner);
         assert_eq!(Launcher::Srun.rank_macro(), "%q{SLURM_PROCID}");
         assert_eq!(Launcher::Mpirun.rank_var(), "OMPI_COMM_WORLD_RANK");
     }

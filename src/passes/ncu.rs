@@ -78,8 +78,8 @@ pub fn profile_args(
     if !cfg.metrics.is_empty() {
         a.extend(["--metrics".into(), cfg.metrics.join(",")]);
     }
-    if let Some(c) = cfg.clock_control.as_deref().filter(|c| !c.is_empty()) {
-        a.extend(["--clock-control".into(), c.to_string()]);
+    if let Some(c) = cfg.clock_control {
+        a.extend(["--clock-control".into(), c.as_str().to_string()]);
     }
     a.extend(cfg.extra_args.iter().cloned());
     a.extend(["-o".into(), out_base.display().to_string()]);
@@ -306,7 +306,7 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
                 ctx.workload.argv.len(),
                 profiled,
             );
-            launcher.wrap(ctx.cfg, per_rank, &rank_vars)
+            launcher.wrap(&ctx.cfg.workload, per_rank, &rank_vars)
         } else {
             profiled
         }

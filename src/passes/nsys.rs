@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{append_cmd_txt, run_step, stopped, write_cmd_txt, Ctx};
-use crate::config::Nsys;
+use crate::config::{CaptureRange, Nsys};
 use crate::error::Error;
 use crate::exit_codes;
 use crate::passes::launcher::Launcher;
@@ -29,9 +29,9 @@ pub fn profile_args(
         format!("--trace={}", cfg.trace),
         format!("--sample={}", cfg.sample),
     ];
-    if cfg.gating_nvtx && cfg.capture_range != "none" {
-        a.push(format!("--capture-range={}", cfg.capture_range));
-        if cfg.capture_range == "nvtx" {
+    if cfg.gating_nvtx && cfg.capture_range != CaptureRange::None {
+        a.push(format!("--capture-range={}", cfg.capture_range.as_str()));
+        if cfg.capture_range == CaptureRange::Nvtx {
             let expr = capture_expr(cfg, domain)?;
             a.push(format!("--nvtx-capture={expr}"));
             // Without this nsys matches only registered NVTX strings, and torch's ranges are
@@ -231,7 +231,7 @@ pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
     let prog = nsys.display().to_string();
     let with_prog = |a: Vec<String>| std::iter::once(prog.clone()).chain(a).collect::<Vec<_>>();
     // Under a launcher, nsys runs inside it, once per rank.
-    let full = launcher.wrap(ctx.cfg, with_prog(argv), &ctx.workload.env);
+    let full = launcher.wrap(&ctx.cfg.workload, with_prog(argv), &ctx.workload.env);
     let mut post_lines = Vec::new();
     if !multi {
         let rep = ctx.run.nsys("run.nsys-rep");

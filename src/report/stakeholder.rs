@@ -114,7 +114,7 @@ fn run_facts(a: &Artifacts, s: &mut String) {
     };
     let _ = writeln!(s, "| Workload | {} |", md(&cut(&workload, 120)));
     let n = &a.config.nsys;
-    let nsys = if n.gating_nvtx && n.capture_range == "nvtx" {
+    let nsys = if n.gating_nvtx && n.capture_range == crate::config::CaptureRange::Nvtx {
         format!(
             "NVTX range `{}`",
             md(n.nvtx_capture.as_deref().unwrap_or(""))
