@@ -12,7 +12,7 @@ use crate::config::Sources;
     name = "stage2",
     version,
     about = "Deep-profile LLM inference on NVIDIA GPUs: nsys then ncu under NVTX gating, one run directory, readable reports",
-    after_help = "Exit codes: 0 ok, 2 usage/config error, 3 tool missing or unusable, 4 workload failed, 5 a pass produced no data, 6 an artifact could not be parsed, 7 stage2 diff found a regression above --fail-above, 130 interrupted."
+    after_help = crate::exit_codes::help()
 )]
 pub struct Cli {
     #[command(subcommand)]

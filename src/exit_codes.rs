@@ -14,6 +14,9 @@ pub const NO_DATA: i32 = 5;
 pub const PARSE: i32 = 6;
 /// `stage2 diff --fail-above`: the chosen scope regressed by more than the threshold.
 pub const REGRESSION: i32 = 7;
+/// The run directory (or an output file) could not be created or written: disk full,
+/// permissions. What was written before stays.
+pub const RUN_DIR: i32 = 8;
 /// Interrupted by Ctrl-C or SIGTERM.
 pub const INTERRUPTED: i32 = 130;
 
@@ -26,8 +29,18 @@ pub const TABLE: &[(i32, &str)] = &[
     (NO_DATA, "a pass produced no data"),
     (PARSE, "an artifact could not be parsed"),
     (REGRESSION, "stage2 diff: a regression above --fail-above"),
+    (
+        RUN_DIR,
+        "the run directory or an output could not be written",
+    ),
     (INTERRUPTED, "interrupted"),
 ];
+
+/// The `--help` text of the table: "Exit codes: 0 ok, 2 ..., 130 interrupted."
+pub fn help() -> String {
+    let codes: Vec<String> = TABLE.iter().map(|(c, m)| format!("{c} {m}")).collect();
+    format!("Exit codes: {}.", codes.join(", "))
+}
 
 /// Of several outcomes, the one the run ends with: the most severe, where an interrupt beats
 /// everything and "no data" is milder than a failure.
@@ -41,6 +54,7 @@ fn severity(code: i32) -> u8 {
         NO_DATA => 1,
         PARSE => 2,
         REGRESSION => 2,
+        RUN_DIR => 4,
         WORKLOAD => 3,
         TOOL => 4,
         USAGE => 5,
@@ -52,6 +66,14 @@ fn severity(code: i32) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_lists_every_code_of_the_table() {
+        let h = help();
+        for (code, meaning) in TABLE {
+            assert!(h.contains(&format!("{code} {meaning}")), "{h}");
+        }
+    }
 
     #[test]
     fn worst_prefers_failures_over_no_data_and_interrupts_over_all() {

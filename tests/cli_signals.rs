@@ -226,3 +226,16 @@ fn concurrent_runs_never_share_a_run_directory() {
     codes.sort();
     assert_eq!(codes, [0, 2, 2, 2]);
 }
+
+#[test]
+fn ctrl_c_stops_a_hung_ncu_metric_query_and_nothing_runs_after_it() {
+    let sb = Sandbox::new();
+    let mut cmd = command(&sb, "q", "ok", &["--no-nsys"]);
+    cmd.env("FAKE_NCU_QUERY", "hang");
+    let mut child = cmd.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, Signal::SIGINT);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(15)), 130);
+    // Interrupted during start-up: no pass ran, so no run directory was made.
+    assert!(!sb.run("q").exists());
+}

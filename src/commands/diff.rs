@@ -50,11 +50,10 @@ pub fn run(args: &Args) -> Result<i32> {
         .out
         .map(Path::to_path_buf)
         .unwrap_or_else(|| args.run_b.to_path_buf());
-    std::fs::create_dir_all(&out)
-        .map_err(|e| Error::Usage(format!("cannot create {}: {e}", out.display())))?;
+    std::fs::create_dir_all(&out).map_err(|e| Error::io("create", &out, e))?;
     let write = |name: &str, text: String| {
         crate::rundir::status::write_atomic(&out.join(name), text.as_bytes())
-            .map_err(|e| Error::Usage(format!("cannot write {}: {e}", out.join(name).display())))
+            .map_err(|e| Error::io("write", out.join(name), e))
     };
     write("diff.md", crate::report::diff::to_markdown(&d, 30))?;
     write(
@@ -68,7 +67,7 @@ pub fn run(args: &Args) -> Result<i32> {
         .total_delta_pct
         .map(|p| format!("{p:+.1}%"))
         .unwrap_or_else(|| "n/a".into());
-    println!(
+    crate::outln!(
         "total kernel time {change}; largest change: {}; wrote {}/diff.md and diff.json",
         d.kernels
             .first()
@@ -80,7 +79,7 @@ pub fn run(args: &Args) -> Result<i32> {
     if let Some(limit) = args.fail_above {
         let bad = diff::regressions(&d, args.scope, limit);
         if !bad.is_empty() {
-            eprintln!("stage2: regression above {limit}%: {}", bad.join("; "));
+            crate::errln!("stage2: regression above {limit}%: {}", bad.join("; "));
             return Ok(exit_codes::REGRESSION);
         }
     }

@@ -1,7 +1,6 @@
 //! `stage2 doctor`: can profiling work here? One line per check, ok/warn/fail with the fix.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use crate::cli::SourceArgs;
@@ -70,9 +69,9 @@ pub fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
             Level::Warn => "warn",
             Level::Fail => "FAIL",
         };
-        println!("{tag}  {}", c.what);
+        crate::outln!("{tag}  {}", c.what);
         if let Some(fix) = &c.fix {
-            println!("      fix: {fix}");
+            crate::outln!("      fix: {fix}");
         }
     }
     let worst = checks.iter().map(|c| c.level).max().unwrap_or(Level::Ok);
@@ -86,18 +85,16 @@ pub fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
 fn gpu_check() -> Check {
     let (gpus, cuda) = crate::passes::provenance::nvidia_smi();
     if gpus.is_empty() {
-        return match Command::new("nvidia-smi").output() {
-            Ok(o) => check(
+        // Without a GPU nothing can be profiled: both cases fail.
+        return match which::which("nvidia-smi") {
+            Ok(p) => check(
                 Level::Fail,
-                format!(
-                    "nvidia-smi lists no GPU: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                ),
+                format!("{} lists no GPU (or did not answer in 30 s)", p.display()),
                 Some("check the NVIDIA driver (nvidia-smi must list the GPU)"),
             ),
             Err(_) => check(
-                Level::Warn,
-                "nvidia-smi not found: GPU and driver unknown",
+                Level::Fail,
+                "nvidia-smi not found: no NVIDIA driver here, so no GPU to profile",
                 Some("install the NVIDIA driver utilities, or run on a GPU machine"),
             ),
         };

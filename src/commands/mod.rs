@@ -45,8 +45,8 @@ fn rank_exec(var: &str, ranks: &str, workload_len: usize, argv: &[String]) -> Re
     let rank = std::env::var(var).ok();
     let chosen = crate::passes::launcher::choose(rank.as_deref(), ranks, workload_len, argv);
     let Some((program, args)) = chosen.split_first() else {
-        return Err(crate::error::Error::Usage("__rank-exec: nothing to run".into()).into());
+        return Err(crate::error::Error::usage("__rank-exec: nothing to run").into());
     };
     let err = std::process::Command::new(program).args(args).exec();
-    Err(crate::error::Error::Tool(format!("cannot run {program}: {err}")).into())
+    Err(crate::error::Error::start(program, err).into())
 }

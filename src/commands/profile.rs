@@ -21,6 +21,8 @@ use crate::rundir::status::{PassState, PassStatus, Status};
 use crate::rundir::RunDir;
 
 pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
+    // First, so that a Ctrl-C during start-up (a slow probe) is seen, not lost.
+    crate::passes::signals::install();
     let resolved = config::resolve(&args.to_sources())?;
     let cfg = &resolved.config;
     preflight(cfg)?;
@@ -52,14 +54,11 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         }
     }
 
-    crate::passes::signals::install();
+    if crate::passes::signals::interrupted() {
+        return Err(Error::Interrupted("during start-up, before any pass ran".into()).into());
+    }
     let run = RunDir::create(Path::new(&cfg.run.root), cfg.run.id.as_deref())?;
-    let io = |what: &str, e: std::io::Error| {
-        Error::Usage(format!(
-            "cannot write {what} in {}: {e}",
-            run.path.display()
-        ))
-    };
+    let io = |what: &str, e: std::io::Error| Error::io("write", run.file(what), e);
     tracing::info!("run directory {}", run.path.display());
     let workload = workload::build(cfg, &run.stage1())?;
     std::fs::write(
@@ -200,12 +199,12 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         }
     }
     if args.dry_run {
-        eprintln!(
+        crate::errln!(
             "dry run: wrote {} (config, provenance, cmd.txt); ran nothing",
             run.path.display()
         );
     } else {
-        eprintln!(
+        crate::errln!(
             "stage2: {} -> {}/kernels.md, stakeholder_summary.md",
             status.state,
             run.path.display()
@@ -216,7 +215,10 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
 
 /// Checks that need no tool: they fail in seconds, not after an hour of profiling.
 fn preflight(cfg: &Config) -> Result<(), Error> {
-    if cfg.nsys.enable && cfg.nsys.gating_nvtx && cfg.nsys.capture_range == crate::config::CaptureRange::Nvtx {
+    if cfg.nsys.enable
+        && cfg.nsys.gating_nvtx
+        && cfg.nsys.capture_range == crate::config::CaptureRange::Nvtx
+    {
         nsys::capture_expr(&cfg.nsys, cfg.nvtx.domain.as_deref())?;
     }
     if cfg.ncu.enable {
@@ -261,12 +263,14 @@ fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<(), Error> {
     if metrics.is_empty() {
         return Ok(());
     }
-    let out = std::process::Command::new(ncu)
-        .arg("--query-metrics")
-        .output();
+    let out = crate::passes::process::probe(
+        ncu,
+        &["--query-metrics"],
+        crate::passes::process::PROBE_TIMEOUT,
+    );
     let text = match out {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
-        _ => {
+        Some(text) => text,
+        None => {
             tracing::warn!(
                 "could not list ncu metrics; metric names are not checked before the run"
             );
@@ -281,7 +285,7 @@ fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<(), Error> {
     if unknown.is_empty() {
         Ok(())
     } else {
-        Err(Error::Config(format!(
+        Err(Error::config(format!(
             "ncu.metrics: not known to ncu on this GPU: {} (see `ncu --query-metrics`)",
             unknown.join(", ")
         )))

@@ -11,7 +11,7 @@ pub fn run(dir: &Path) -> Result<i32> {
     let run = RunDir::open(dir)?;
     let config = run_config(&run)?;
     let summary = report::render_all(&run, config)?;
-    println!(
+    crate::outln!(
         "rendered {} kernels into {}: kernels.md, stakeholder_summary.md, kernels.csv, summary.json",
         summary.kernels.len(),
         run.path.display()

@@ -85,4 +85,3 @@ impl Launcher {
         format!("%q{{{}}}", self.rank_var())
     }
 }
-

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
-pub use overrides::{parse as parse_override, Op, Override};
 pub use launcher::Launcher;
+pub use overrides::{parse as parse_override, Op, Override};
 pub use schema::*;
 
 use crate::error::Error;
@@ -93,7 +93,7 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
     });
     if let Some(dir) = &dir {
         if !dir.is_dir() {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "--config-dir {}: not a directory",
                 dir.display()
             )));
@@ -117,7 +117,7 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
         layers.push(format!("override {arg}"));
     }
     for (key, value) in &src.flags {
-        tree::set(&mut tree, &tree::split(key), value.clone()).map_err(Error::Config)?;
+        tree::set(&mut tree, &tree::split(key), value.clone()).map_err(Error::config)?;
     }
     let config = typed(&tree)?;
     Ok(Resolved {
@@ -129,9 +129,9 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
 
 fn merge_file(tree: &mut Value, path: &Path, known: &[String]) -> Result<(), Error> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Config(format!("cannot read config file {}: {e}", path.display())))?;
+        .map_err(|e| Error::config(format!("cannot read config file {}: {e}", path.display())))?;
     let layer = parse_layer(&text)
-        .map_err(|e| Error::Config(format!("config file {}: {e}", path.display())))?;
+        .map_err(|e| Error::config(format!("config file {}: {e}", path.display())))?;
     check_known(&layer, known, &format!("config file {}", path.display()))?;
     tree::merge(tree, layer);
     Ok(())
@@ -170,7 +170,7 @@ fn check_known(layer: &Value, known: &[String], origin: &str) -> Result<(), Erro
         let hint = tree::closest(&key, known)
             .map(|k| format!("; did you mean `{k}`?"))
             .unwrap_or_default();
-        return Err(Error::Config(format!(
+        return Err(Error::config(format!(
             "{origin}: unknown key `{key}`{hint} (`stage2 config` prints every key)"
         )));
     }
@@ -180,7 +180,7 @@ fn check_known(layer: &Value, known: &[String], origin: &str) -> Result<(), Erro
 fn typed(tree: &Value) -> Result<Config, Error> {
     serde_path_to_error::deserialize(tree.clone()).map_err(|e| {
         let path = e.path().to_string();
-        Error::Config(format!("key `{path}`: {}", e.inner()))
+        Error::config(format!("key `{path}`: {}", e.inner()))
     })
 }
 

@@ -24,7 +24,7 @@ pub struct Override {
 /// Parse one override argument.
 pub fn parse(arg: &str) -> Result<Override, Error> {
     let bad = |why: &str| {
-        Error::Config(format!(
+        Error::config(format!(
             "bad override `{arg}`: {why} (grammar: a.b=v, +a.b=v, ++a.b=v, ~a.b)"
         ))
     };
@@ -79,18 +79,18 @@ pub fn apply(tree: &mut Value, ov: &Override, known: &[String]) -> Result<(), Er
                 Some(k) => format!("did you mean `{k}`?"),
                 None => format!("to add a new key use `+{key}=...`"),
             };
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "override `{key}=...`: unknown key `{key}`; {hint} (`stage2 config` lists the keys)"
             )));
         }
         Op::Add if exists => {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "override `+{key}=...`: key `{key}` already exists; use `{key}=...` to change it or `++{key}=...` to set it either way"
             )));
         }
         Op::Delete => {
             if !tree::delete(tree, &path) {
-                return Err(Error::Config(format!(
+                return Err(Error::config(format!(
                     "override `~{key}`: no key `{key}` to delete"
                 )));
             }
@@ -99,7 +99,7 @@ pub fn apply(tree: &mut Value, ov: &Override, known: &[String]) -> Result<(), Er
         _ => {}
     }
     tree::set(tree, &path, ov.value.clone())
-        .map_err(|why| Error::Config(format!("override `{key}`: {why}")))
+        .map_err(|why| Error::config(format!("override `{key}`: {why}")))
 }
 
 #[cfg(test)]

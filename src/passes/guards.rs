@@ -41,7 +41,8 @@ pub fn warnings(cfg: &Config, pass: &str, free: Option<f64>) -> Vec<String> {
         ));
     }
     if pass == "nsys" && cfg.nsys.trace.split(',').any(|t| t.trim() == "osrt") {
-        let ungated = !cfg.nsys.gating_nvtx || cfg.nsys.capture_range == crate::config::CaptureRange::None;
+        let ungated =
+            !cfg.nsys.gating_nvtx || cfg.nsys.capture_range == crate::config::CaptureRange::None;
         let long = ungated
             || cfg
                 .nsys

@@ -10,7 +10,7 @@ pub fn find(l: Launcher) -> Result<Option<std::path::PathBuf>, Error> {
         return Ok(None);
     }
     which::which(l.program()).map(Some).map_err(|_| {
-        Error::Tool(format!(
+        Error::tool(format!(
             "workload.launcher={}: `{}` not found on PATH",
             l.program(),
             l.program()

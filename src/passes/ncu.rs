@@ -124,7 +124,7 @@ pub fn check_metric_names(metrics: &[String]) -> Result<(), Error> {
             && m.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
         if !ok {
-            return Err(Error::Config(format!(
+            return Err(Error::config(format!(
                 "ncu.metrics: `{m}` is not an Nsight Compute metric name (names look like sm__throughput.avg.pct_of_peak_sustained_elapsed; nvprof names such as flop_count_sp were replaced, see `ncu --query-metrics`)"
             )));
         }
@@ -321,7 +321,7 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
             with_prog(vec!["--list-sections".into()]),
         ],
     )
-    .map_err(|e| Error::Usage(format!("cannot write {}: {e}", cmd_txt.display())))?;
+    .map_err(|e| Error::io("write", &cmd_txt, e))?;
     if dry_run {
         return Ok(PassStatus::new(PassState::Planned, exit_codes::OK, None));
     }
@@ -334,7 +334,7 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
         let mut spec = ctx.spec(Path::new(&argv[0]), argv[1..].to_vec(), log.clone());
         spec.env.extend(env.iter().cloned());
         spec.timeout = ctx.cfg.ncu_timeout();
-        process::run(&spec).map_err(|e| Error::Tool(format!("cannot start {}: {e}", argv[0])))
+        process::run(&spec).map_err(|e| Error::start(&argv[0], e))
     };
     let mut out = profile(plan.filter.as_ref())?;
     let mut duration = out.duration;

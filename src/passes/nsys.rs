@@ -66,7 +66,7 @@ pub fn capture_expr(cfg: &Nsys, domain: Option<&str>) -> Result<String, Error> {
     }
     match cfg.nvtx_capture.as_deref().map(str::trim) {
         Some(e) if !e.is_empty() => Ok(crate::analysis::nvtx::nsys_capture(e, domain)),
-        _ => Err(Error::Config(
+        _ => Err(Error::config(
             "nsys.capture_range=nvtx needs a range name: set nsys.nvtx_capture (or --nvtx-capture NAME), or nsys.gating_nvtx=false to capture the whole run".to_string(),
         )),
     }
@@ -240,7 +240,7 @@ pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
     }
     let cmd_txt = ctx.run.nsys("cmd.txt");
     write_cmd_txt(&cmd_txt, &[vec![full.clone()], post_lines].concat())
-        .map_err(|e| Error::Usage(format!("cannot write {}: {e}", cmd_txt.display())))?;
+        .map_err(|e| Error::io("write", &cmd_txt, e))?;
     if dry_run {
         return Ok(PassStatus::new(PassState::Planned, exit_codes::OK, None));
     }
@@ -251,8 +251,7 @@ pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
     let log = ctx.run.nsys("nsys.log");
     let mut spec = ctx.spec(&program, full[1..].to_vec(), log.clone());
     spec.timeout = ctx.cfg.nsys_timeout();
-    let out = process::run(&spec)
-        .map_err(|e| Error::Tool(format!("cannot start {}: {e}", program.display())))?;
+    let out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
     let reports = reports(&ctx.run.path.join("nsys"));
     let qdstrm = std::fs::read_dir(ctx.run.path.join("nsys"))
         .into_iter()

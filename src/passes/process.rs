@@ -203,9 +203,7 @@ pub fn run(spec: &Spec) -> io::Result<Outcome> {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    for r in readers.into_iter().flatten() {
-        let _ = r.join();
-    }
+    join_readers(readers.into_iter().flatten().collect(), pgid);
     let tail = {
         let t = tail.lock().unwrap_or_else(|p| p.into_inner());
         let (a, b) = t.as_slices();
@@ -222,6 +220,50 @@ pub fn run(spec: &Spec) -> io::Result<Outcome> {
         timed_out,
     })
 }
+
+/// Wait for the output readers. A child can leave a background process holding its stdout;
+/// the pipe then never closes, so after a short wait the group is killed, and readers that still
+/// do not finish (the holder left the group) are left behind rather than waited for forever.
+fn join_readers(readers: Vec<std::thread::JoinHandle<()>>, pgid: Pid) {
+    let wait = |limit: Duration| {
+        let t0 = Instant::now();
+        while readers.iter().any(|r| !r.is_finished()) && t0.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    wait(Duration::from_secs(2));
+    if readers.iter().any(|r| !r.is_finished()) {
+        tracing::warn!("a process the child left behind still holds its output; stopping it");
+        let _ = killpg(pgid, Signal::SIGKILL);
+        wait(Duration::from_secs(2));
+    }
+    for r in readers {
+        if r.is_finished() {
+            let _ = r.join();
+        }
+    }
+}
+
+/// A short query (`--version`, `ncu --query-metrics`, `nvidia-smi`) run like a pass: its own
+/// process group, Ctrl-C forwarded, stopped after `timeout`. Its stdout, or None when it cannot
+/// start, fails or is stopped.
+pub fn probe(program: &Path, args: &[&str], timeout: Duration) -> Option<String> {
+    let dir = tempfile::tempdir().ok()?;
+    let args = args.iter().map(|a| a.to_string()).collect();
+    let mut spec = Spec::new(program, args, dir.path().join("probe.log"));
+    spec.stdout_file = Some(dir.path().join("stdout"));
+    spec.timeout = Some(timeout);
+    spec.grace = Duration::from_secs(2);
+    let out = run(&spec).ok()?;
+    if !out.success() {
+        return None;
+    }
+    let bytes = std::fs::read(dir.path().join("stdout")).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// How long a probe may take: long enough for `ncu --query-metrics` on a cold machine.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Copy raw bytes (not lines: progress bars end in `\r`, output need not be UTF-8).
 fn drain(
@@ -265,6 +307,28 @@ pub fn nonempty(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_probe_that_hangs_is_stopped_by_its_timeout() {
+        let t0 = Instant::now();
+        let out = probe(Path::new("sleep"), &["100"], Duration::from_millis(300));
+        assert_eq!(out, None);
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+        let echo = probe(Path::new("echo"), &["hi"], Duration::from_secs(10));
+        assert_eq!(echo.as_deref(), Some("hi\n"));
+    }
+
+    #[test]
+    fn a_background_child_holding_stdout_does_not_hang_the_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        // The shell exits at once; the sleep it leaves behind keeps the pipe open.
+        let args = vec!["-c".to_string(), "sleep 100 & echo started".to_string()];
+        let spec = Spec::new("sh", args, tmp.path().join("x.log"));
+        let t0 = Instant::now();
+        let out = run(&spec).unwrap();
+        assert!(out.success());
+        assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    }
 
     fn sh(script: &str, log: &Path) -> Spec {
         Spec::new("/bin/sh", vec!["-c".into(), script.into()], log)

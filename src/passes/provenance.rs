@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
+use std::time::Duration;
+
+use super::process;
 
 use serde::Serialize;
 
@@ -145,24 +147,17 @@ pub fn redact_url(text: &str) -> String {
 }
 
 fn git(args: &[&str]) -> Option<String> {
-    let out = Command::new("git").args(args).output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-        .filter(|s| !s.is_empty())
+    let out = process::probe(Path::new("git"), args, Duration::from_secs(10))?;
+    Some(out.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// GPUs and driver from `nvidia-smi`, and the CUDA version from its banner; empty without it.
 pub fn nvidia_smi() -> (Vec<Gpu>, Option<String>) {
-    let q = Command::new("nvidia-smi")
-        .args(["--query-gpu=name,driver_version", "--format=csv,noheader"])
-        .output();
-    let gpus = q
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
+    let smi = Path::new("nvidia-smi");
+    let q = ["--query-gpu=name,driver_version", "--format=csv,noheader"];
+    let gpus = process::probe(smi, &q, Duration::from_secs(30))
+        .map(|text| {
+            text.lines()
                 .filter_map(|l| {
                     let (n, d) = l.split_once(',')?;
                     Some(Gpu {
@@ -173,8 +168,7 @@ pub fn nvidia_smi() -> (Vec<Gpu>, Option<String>) {
                 .collect()
         })
         .unwrap_or_default();
-    let cuda = Command::new("nvidia-smi").output().ok().and_then(|o| {
-        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let cuda = process::probe(smi, &[], Duration::from_secs(30)).and_then(|text| {
         let i = text.find("CUDA Version:")?;
         text[i + "CUDA Version:".len()..]
             .split_whitespace()
@@ -199,7 +193,7 @@ impl Inputs {
         let content = manifest
             .map(|p| {
                 std::fs::read_to_string(p).map_err(|e| {
-                    crate::error::Error::Config(format!("inputs.manifest={p}: cannot read: {e}"))
+                    crate::error::Error::config(format!("inputs.manifest={p}: cannot read: {e}"))
                 })
             })
             .transpose()?;

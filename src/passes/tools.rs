@@ -2,7 +2,6 @@
 //! folders (newest version first). Where it was found and why is recorded in env.json.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::Serialize;
 
@@ -109,7 +108,7 @@ pub fn find(tool: Tool, configured: Option<&str>) -> Result<Found, Error> {
         return if is_executable(&path) {
             Ok(found(path, format!("{} in config", tool.config_key())))
         } else {
-            Err(Error::Tool(format!(
+            Err(Error::tool(format!(
                 "{}={p}: not an executable file; fix the path or remove the key to search PATH",
                 tool.config_key()
             )))
@@ -120,7 +119,7 @@ pub fn find(tool: Tool, configured: Option<&str>) -> Result<Found, Error> {
         return if is_executable(&path) {
             Ok(found(path, format!("${}", tool.env_var())))
         } else {
-            Err(Error::Tool(format!(
+            Err(Error::tool(format!(
                 "${}={p}: not an executable file",
                 tool.env_var()
             )))
@@ -132,7 +131,7 @@ pub fn find(tool: Tool, configured: Option<&str>) -> Result<Found, Error> {
     if let Some(path) = search_install_folders(tool, Path::new("/")) {
         return Ok(found(path, "standard install folder".to_string()));
     }
-    Err(Error::Tool(format!(
+    Err(Error::tool(format!(
         "{name} not found: set {} in config or ${}, put {name} on PATH, or install Nsight {} (searched PATH and {})",
         tool.config_key(),
         tool.env_var(),
@@ -178,8 +177,7 @@ fn is_executable(p: &Path) -> bool {
 
 /// The version line of `tool --version`, e.g. "2025.3.1.0".
 pub fn version_of(path: &Path) -> Option<String> {
-    let out = Command::new(path).arg("--version").output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = super::process::probe(path, &["--version"], std::time::Duration::from_secs(30))?;
     parse_version(&text)
 }
 

@@ -37,7 +37,7 @@ pub fn build(cfg: &Config, stage1_dir: &std::path::Path) -> Result<Workload, Err
         });
     }
     let Some(module) = w.module.as_deref().filter(|m| !m.is_empty()) else {
-        return Err(Error::Usage(
+        return Err(Error::usage(
             "no workload: give its argv after `--` (stage2 profile -- python3 run.py), or set workload.argv or workload.module".to_string(),
         ));
     };
@@ -72,7 +72,7 @@ fn map_device(device: &str) -> Result<Option<String>, Error> {
         None => d,
     };
     if index.is_empty() || !index.chars().all(|c| c.is_ascii_digit()) {
-        return Err(Error::Config(format!(
+        return Err(Error::config(format!(
             "workload.device={device:?}: expected cuda:N, N or cpu"
         )));
     }

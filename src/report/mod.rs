@@ -21,7 +21,7 @@ pub fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
     let a = Artifacts::load(run, config)?;
     let write = |name: &str, text: String| {
         crate::rundir::status::write_atomic(&run.file(name), text.as_bytes())
-            .map_err(|e| Error::Usage(format!("cannot write {}: {e}", run.file(name).display())))
+            .map_err(|e| Error::io("write", run.file(name), e))
     };
     write("kernels.md", markdown::kernels_md(&a))?;
     write("stakeholder_summary.md", stakeholder::summary_md(&a))?;

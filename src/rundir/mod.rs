@@ -36,13 +36,13 @@ impl RunDir {
     /// An existing run directory, for `stage2 report`.
     pub fn open(path: &Path) -> Result<Self, Error> {
         if path.exists() && !path.is_dir() {
-            return Err(Error::Usage(format!(
+            return Err(Error::usage(format!(
                 "{} is not a directory: `stage2 report` takes a run directory",
                 path.display()
             )));
         }
         if !path.is_dir() {
-            return Err(Error::Usage(format!(
+            return Err(Error::usage(format!(
                 "run directory {} does not exist",
                 path.display()
             )));
@@ -58,12 +58,11 @@ impl RunDir {
         if let Some(id) = id {
             validate_id(id)?;
         }
-        std::fs::create_dir_all(root)
-            .map_err(|e| Error::Usage(format!("cannot create run root {}: {e}", root.display())))?;
+        std::fs::create_dir_all(root).map_err(|e| Error::io("create run root", root, e))?;
         // Absolute, so cmd.txt lines paste from anywhere and the workload's cwd does not matter.
-        let root = &root.canonicalize().map_err(|e| {
-            Error::Usage(format!("cannot resolve run root {}: {e}", root.display()))
-        })?;
+        let root = &root
+            .canonicalize()
+            .map_err(|e| Error::io("resolve run root", root, e))?;
         for attempt in 0..16 {
             let name = id
                 .map(str::to_string)
@@ -76,27 +75,22 @@ impl RunDir {
                     let dir = RunDir { path };
                     for sub in ["nsys", "ncu"] {
                         std::fs::create_dir(dir.path.join(sub)).map_err(|e| {
-                            Error::Usage(format!("cannot create {}: {e}", dir.path.display()))
+                            Error::io("create", dir.path.join(sub), e)
                         })?;
                     }
                     return Ok(dir);
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && id.is_none() => continue,
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    return Err(Error::Usage(format!(
+                    return Err(Error::usage(format!(
                         "run directory {} already exists; stage2 never reuses one: pick another --run-id or leave it out",
                         path.display()
                     )))
                 }
-                Err(e) => {
-                    return Err(Error::Usage(format!(
-                        "cannot create run directory {}: {e}",
-                        path.display()
-                    )))
-                }
+                Err(e) => return Err(Error::io("create run directory", &path, e)),
             }
         }
-        Err(Error::Usage(format!(
+        Err(Error::usage(format!(
             "could not find a free run id under {}",
             root.display()
         )))
@@ -215,7 +209,7 @@ pub fn validate_id(id: &str) -> Result<(), Error> {
         || id.contains('\\')
         || id.chars().any(char::is_control);
     if bad {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "--run-id {id:?}: a run id is one directory name: no `/`, no `..`, no control characters"
         )));
     }
