@@ -96,6 +96,9 @@ class PhaseMarks:
 
     def __init__(self, model):
         self.enabled = False
+        # Inside a wrapped compiled call the hooks may still run (eagerly, around the compiled
+        # region): the wrapper's range is the one that counts.
+        self.in_compiled = False
         self.open = 0
         self.counts = {"prefill": 0, "decode": 0}
         model.register_forward_pre_hook(self._pre, with_kwargs=True)
@@ -129,12 +132,15 @@ class PhaseMarks:
             self.open -= 1
             torch.cuda.nvtx.range_pop()
 
+    def _hooks_on(self):
+        return self.enabled and not self.in_compiled and not torch.compiler.is_compiling()
+
     def _pre(self, module, args, kwargs):
-        if self.enabled and not torch.compiler.is_compiling():
+        if self._hooks_on():
             self._push(args, kwargs)
 
     def _post(self, module, args, kwargs, output):
-        if self.enabled and not torch.compiler.is_compiling():
+        if self._hooks_on():
             self._pop()
 
     def _wrap(self, fn):
@@ -142,9 +148,11 @@ class PhaseMarks:
             if not self.enabled:
                 return fn(*args, **kwargs)
             self._push(args, kwargs)
+            self.in_compiled = True
             try:
                 return fn(*args, **kwargs)
             finally:
+                self.in_compiled = False
                 self._pop()
 
         return call

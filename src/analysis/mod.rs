@@ -67,6 +67,14 @@ pub struct Captured {
     pub wall_ns: f64,
     pub kernel_ns: f64,
     pub launches: u64,
+    /// Of `launches`, kernels launched by CUDA graphs (0 when graph kernels are not traced).
+    pub graph_kernels: u64,
+    /// The GPU projection (first start to last end of the work launched in the range), when
+    /// the SQLite export gives it.
+    pub proj_ns: Option<f64>,
+    /// Union of the kernels' execution intervals (never above the projection).
+    pub busy_ns: f64,
+    /// `busy_ns` over the projection, in % (the stats CSVs alone: over the wall time).
     pub busy_pct: f64,
     /// Of `kernel_ns`, time the first rank's NCCL kernels spent waiting for late peers (0 for
     /// one process): the GPU is "busy" then without doing work.
@@ -76,9 +84,11 @@ pub struct Captured {
 }
 
 impl Captured {
-    /// Busy share of the wall time, less the time spent waiting in NCCL kernels.
+    /// GPU busy as a share of the range's time on either clock (the longer of CPU wall and
+    /// GPU projection), less the time spent waiting in NCCL kernels; never above 100%.
     pub fn working_pct(&self) -> f64 {
-        100.0 * (self.kernel_ns - self.nccl_wait_ns).max(0.0) / self.wall_ns.max(1.0)
+        let span = self.wall_ns.max(self.proj_ns.unwrap_or(0.0)).max(1.0);
+        (100.0 * (self.busy_ns - self.nccl_wait_ns).max(0.0) / span).min(100.0)
     }
 }
 
@@ -312,8 +322,11 @@ impl Artifacts {
                 wall_ns: s.wall_ns as f64,
                 kernel_ns: s.kernel_ns as f64,
                 launches: s.launches,
+                graph_kernels: s.graph_kernels,
+                proj_ns: Some(s.proj_ns as f64),
+                busy_ns: s.busy_ns as f64,
                 busy_pct: s.gpu_busy_pct,
-                nccl_wait_ns: wait.unwrap_or(0.0).min(s.kernel_ns as f64),
+                nccl_wait_ns: wait.unwrap_or(0.0).min(s.busy_ns as f64),
                 source: self.sqlite_file.clone(),
             });
         }
@@ -324,7 +337,11 @@ impl Artifacts {
             wall_ns: r.total_ns,
             kernel_ns,
             launches,
-            busy_pct: 100.0 * kernel_ns / r.total_ns.max(1.0),
+            graph_kernels: 0,
+            proj_ns: None,
+            // Without the timeline, overlap is unknown: the kernel sum, at most the wall time.
+            busy_ns: kernel_ns.min(r.total_ns),
+            busy_pct: (100.0 * kernel_ns / r.total_ns.max(1.0)).min(100.0),
             nccl_wait_ns: wait.unwrap_or(0.0).min(kernel_ns),
             source: format!("{NVTX_SUM}, {KERN_SUM}"),
         })

@@ -1,10 +1,43 @@
-//! Per-range attribution: for each NVTX range, its wall time and the GPU time of the kernels
-//! launched inside it (a launch API call on the range's thread for push/pop ranges, on any
-//! thread for start/end ranges, matched to its kernel by correlation id).
+//! Per-range attribution: for each NVTX range, its wall time on the CPU and, on the GPU, the
+//! work launched inside it (a launch API call on the range's thread for push/pop ranges, on any
+//! thread for start/end ranges, matched to its kernel, memcpy or memset by correlation id).
+//!
+//! GPU figures are taken on the GPU's own timeline, as nsys's `nvtx_gpu_proj_sum` does: the
+//! projection of an instance runs from the first start to the last end of the work launched in
+//! it (work launched inside a range often runs after the range has closed), and GPU busy is the
+//! union of its kernels' execution intervals, so it never exceeds the projection.
 
 use serde::{Deserialize, Serialize};
 
 use crate::parse::sqlite::{Launch, NvtxRange};
+
+/// Smallest, median and largest value over a range's instances.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Spread {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    fn of(mut v: Vec<f64>) -> Spread {
+        if v.is_empty() {
+            return Spread::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Spread {
+            min: v[0],
+            median,
+            max: v[n - 1],
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RangeStats {
@@ -12,48 +45,121 @@ pub struct RangeStats {
     /// PushPop or StartEnd.
     pub style: String,
     pub instances: u64,
+    /// CPU wall time, summed over instances.
     pub wall_ns: i64,
+    /// Kernel execution time, summed (a sum of durations: overlapping kernels count twice).
     pub kernel_ns: i64,
+    /// Kernels launched (graph nodes included).
     pub launches: u64,
-    /// Kernel time over wall time, in %: how busy the GPU kept while the range was open.
+    /// Of `launches`, kernels launched by a CUDA graph.
+    pub graph_kernels: u64,
+    /// Kernels, memcpys and memsets launched.
+    pub gpu_ops: u64,
+    /// GPU projection, summed over instances: first start to last end of the work launched.
+    pub proj_ns: i64,
+    /// Union of kernel execution intervals, summed over instances.
+    pub busy_ns: i64,
+    /// `busy_ns` over `proj_ns`, in %: how busy the GPU was while it had this range's work.
     pub gpu_busy_pct: f64,
     pub avg_wall_ns: f64,
     pub avg_kernel_ns: f64,
     pub avg_launches: f64,
+    /// Per instance: CPU wall, GPU projection and kernels launched.
+    pub wall_spread: Spread,
+    pub proj_spread: Spread,
+    pub launches_spread: Spread,
 }
 
 impl RangeStats {
-    /// The rule the reports state: under half the range's wall time in kernels means the GPU
-    /// waits on the CPU (launch overhead, Python, synchronisation), not on its own work.
+    /// The rule the reports state: the GPU ran kernels for under half of the range's time (the
+    /// longer of its CPU wall and its GPU projection), so it mostly waited on the CPU (launch
+    /// overhead, Python, synchronisation), not on its own work.
     pub const LAUNCH_BOUND_RULE: &'static str =
-        "GPU busy (kernel time / range wall time) below 50%";
+        "GPU busy (union of kernel intervals) under 50% of the longer of CPU wall and GPU projection";
+
+    /// Busy time as a share of the range's time on either clock, in %.
+    pub fn busy_of_range_pct(&self) -> f64 {
+        let span = self.wall_ns.max(self.proj_ns);
+        if span > 0 {
+            100.0 * self.busy_ns as f64 / span as f64
+        } else {
+            0.0
+        }
+    }
 
     pub fn launch_bound(&self) -> bool {
-        self.gpu_busy_pct < 50.0
+        self.busy_of_range_pct() < 50.0
     }
+}
+
+/// One instance's GPU figures.
+struct Instance {
+    kernel_ns: i64,
+    launches: u64,
+    graph_kernels: u64,
+    ops: u64,
+    proj_ns: i64,
+    busy_ns: i64,
+}
+
+fn instance(r: &NvtxRange, window: &[Launch], intervals: &mut Vec<(i64, i64)>) -> Instance {
+    let mut s = Instance {
+        kernel_ns: 0,
+        launches: 0,
+        graph_kernels: 0,
+        ops: 0,
+        proj_ns: 0,
+        busy_ns: 0,
+    };
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    intervals.clear();
+    for l in window.iter().filter(|l| !r.push_pop || l.tid == r.tid) {
+        s.ops += 1;
+        first = first.min(l.start);
+        last = last.max(l.end);
+        if l.kernel {
+            s.kernel_ns += l.kernel_ns();
+            s.launches += 1;
+            s.graph_kernels += u64::from(l.graph);
+            intervals.push((l.start, l.end));
+        }
+    }
+    if s.ops > 0 {
+        s.proj_ns = (last - first).max(0);
+    }
+    intervals.sort_unstable();
+    let mut cur: Option<(i64, i64)> = None;
+    for &(a, b) in intervals.iter() {
+        cur = match cur {
+            Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                s.busy_ns += cb - ca;
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    if let Some((ca, cb)) = cur {
+        s.busy_ns += cb - ca;
+    }
+    s
 }
 
 /// Attribute launches to ranges and aggregate by range name, in order of first appearance.
 pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
     // `launches` is sorted by API start time (the query orders it): each range is a window.
     let mut out: Vec<RangeStats> = Vec::new();
+    let mut per: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = Vec::new();
+    let mut index: std::collections::HashMap<(&str, bool), usize> = Default::default();
+    let mut intervals = Vec::new();
     for r in ranges {
         let lo = launches.partition_point(|l| l.api_start < r.start);
         let hi = launches.partition_point(|l| l.api_start <= r.end);
-        let (mut kernel_ns, mut count) = (0i64, 0u64);
-        for l in &launches[lo..hi] {
-            if !r.push_pop || l.tid == r.tid {
-                kernel_ns += l.kernel_ns;
-                count += 1;
-            }
-        }
+        let i = instance(r, &launches[lo..hi.max(lo)], &mut intervals);
         let style = if r.push_pop { "PushPop" } else { "StartEnd" };
-        let entry = match out
-            .iter_mut()
-            .position(|s| s.name == r.name && s.style == style)
-        {
-            Some(i) => &mut out[i],
-            None => {
+        let k = *index
+            .entry((r.name.as_str(), r.push_pop))
+            .or_insert_with(|| {
                 out.push(RangeStats {
                     name: r.name.clone(),
                     style: style.to_string(),
@@ -61,29 +167,48 @@ pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
                     wall_ns: 0,
                     kernel_ns: 0,
                     launches: 0,
+                    graph_kernels: 0,
+                    gpu_ops: 0,
+                    proj_ns: 0,
+                    busy_ns: 0,
                     gpu_busy_pct: 0.0,
                     avg_wall_ns: 0.0,
                     avg_kernel_ns: 0.0,
                     avg_launches: 0.0,
+                    wall_spread: Spread::default(),
+                    proj_spread: Spread::default(),
+                    launches_spread: Spread::default(),
                 });
-                out.last_mut().expect("just pushed")
-            }
-        };
-        entry.instances += 1;
-        entry.wall_ns += r.end - r.start;
-        entry.kernel_ns += kernel_ns;
-        entry.launches += count;
+                per.push(Default::default());
+                out.len() - 1
+            });
+        let (e, p) = (&mut out[k], &mut per[k]);
+        let wall = (r.end - r.start).max(0);
+        e.instances += 1;
+        e.wall_ns += wall;
+        e.kernel_ns += i.kernel_ns;
+        e.launches += i.launches;
+        e.graph_kernels += i.graph_kernels;
+        e.gpu_ops += i.ops;
+        e.proj_ns += i.proj_ns;
+        e.busy_ns += i.busy_ns;
+        p.0.push(wall as f64);
+        p.1.push(i.proj_ns as f64);
+        p.2.push(i.launches as f64);
     }
-    for s in &mut out {
+    for (s, (wall, proj, launches)) in out.iter_mut().zip(per) {
         let n = s.instances.max(1) as f64;
-        s.gpu_busy_pct = if s.wall_ns > 0 {
-            100.0 * s.kernel_ns as f64 / s.wall_ns as f64
+        s.gpu_busy_pct = if s.proj_ns > 0 {
+            100.0 * s.busy_ns as f64 / s.proj_ns as f64
         } else {
             0.0
         };
         s.avg_wall_ns = s.wall_ns as f64 / n;
         s.avg_kernel_ns = s.kernel_ns as f64 / n;
         s.avg_launches = s.launches as f64 / n;
+        s.wall_spread = Spread::of(wall);
+        s.proj_spread = Spread::of(proj);
+        s.launches_spread = Spread::of(launches);
     }
     out
 }
@@ -131,6 +256,17 @@ mod tests {
         assert!(step.wall_ns <= decode.wall_ns);
     }
 
+    fn launch(api_start: i64, tid: i64, kernel_ns: i64) -> Launch {
+        Launch {
+            api_start,
+            tid,
+            start: api_start + 1,
+            end: api_start + 1 + kernel_ns,
+            kernel: true,
+            graph: false,
+        }
+    }
+
     #[test]
     fn start_end_ranges_take_launches_from_any_thread() {
         let r = |push_pop| NvtxRange {
@@ -140,23 +276,7 @@ mod tests {
             push_pop,
             tid: 1,
         };
-        let l = [
-            Launch {
-                api_start: 5,
-                tid: 1,
-                kernel_ns: 100,
-            },
-            Launch {
-                api_start: 12,
-                tid: 2,
-                kernel_ns: 7,
-            },
-            Launch {
-                api_start: 15,
-                tid: 1,
-                kernel_ns: 3,
-            },
-        ];
+        let l = [launch(5, 1, 100), launch(12, 2, 7), launch(15, 1, 3)];
         assert_eq!(attribute(&[r(true)], &l)[0].kernel_ns, 3);
         assert_eq!(attribute(&[r(false)], &l)[0].kernel_ns, 10);
     }

@@ -9,7 +9,9 @@ use crate::model::{Bound, TimeSource};
 use crate::rundir::status::PassStatus;
 
 /// 2: per-range attribution from the SQLite export, roofline figures and peaks.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: GPU time on the GPU timeline: per-range projection, busy (union of kernels, over the
+/// projection), graph kernels and per-instance spreads; `totals.gpu_busy_pct` never above 100.
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Serialize)]
 pub struct Summary {
@@ -54,8 +56,23 @@ pub struct Range {
     /// From the SQLite export: kernels launched inside the range.
     pub kernel_ns: Option<f64>,
     pub launches: Option<u64>,
+    /// Kernels launched by CUDA graphs.
+    pub graph_kernels: Option<u64>,
+    /// GPU projection summed over instances, and the union of kernel intervals within it.
+    pub gpu_projection_ns: Option<f64>,
+    pub gpu_busy_ns: Option<f64>,
+    /// `gpu_busy_ns` over `gpu_projection_ns`, in %.
     pub gpu_busy_pct: Option<f64>,
     pub launch_bound: Option<bool>,
+    /// Per instance: CPU wall, GPU projection, kernels launched (min, median, max).
+    pub per_instance: Option<PerInstance>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PerInstance {
+    pub wall_ns: crate::analysis::ranges::Spread,
+    pub gpu_projection_ns: crate::analysis::ranges::Spread,
+    pub kernels: crate::analysis::ranges::Spread,
 }
 
 #[derive(Debug, Serialize)]
@@ -138,7 +155,7 @@ pub fn summary(a: &Artifacts) -> Summary {
                 Vec::new()
             },
             capture_range_wall_ns: wall,
-            gpu_busy_pct: captured.as_ref().map(|c| c.busy_pct),
+            gpu_busy_pct: captured.as_ref().map(|c| c.working_pct()),
         },
         ranges: if a.range_stats.is_empty() {
             a.ranges
@@ -152,8 +169,12 @@ pub fn summary(a: &Artifacts) -> Summary {
                     avg_ns: r.avg_ns,
                     kernel_ns: None,
                     launches: None,
+                    graph_kernels: None,
+                    gpu_projection_ns: None,
+                    gpu_busy_ns: None,
                     gpu_busy_pct: None,
                     launch_bound: None,
+                    per_instance: None,
                 })
                 .collect()
         } else {
@@ -167,8 +188,16 @@ pub fn summary(a: &Artifacts) -> Summary {
                     avg_ns: r.avg_wall_ns,
                     kernel_ns: Some(r.kernel_ns as f64),
                     launches: Some(r.launches),
+                    graph_kernels: Some(r.graph_kernels),
+                    gpu_projection_ns: Some(r.proj_ns as f64),
+                    gpu_busy_ns: Some(r.busy_ns as f64),
                     gpu_busy_pct: Some(r.gpu_busy_pct),
                     launch_bound: Some(r.launch_bound()),
+                    per_instance: Some(PerInstance {
+                        wall_ns: r.wall_spread,
+                        gpu_projection_ns: r.proj_spread,
+                        kernels: r.launches_spread,
+                    }),
                 })
                 .collect()
         },

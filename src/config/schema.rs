@@ -119,6 +119,25 @@ impl CaptureRange {
     }
 }
 
+/// `nsys.cuda_graph_trace`: how nsys traces CUDA graphs. `node` records every kernel a graph
+/// launches (the reports need them); `graph` records each graph launch as one item, so the
+/// kernels inside graphs are invisible to the reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CudaGraphTrace {
+    Node,
+    Graph,
+}
+
+impl CudaGraphTrace {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CudaGraphTrace::Node => "node",
+            CudaGraphTrace::Graph => "graph",
+        }
+    }
+}
+
 /// `ncu.clock_control`: ncu's `--clock-control` (null: not passed, ncu locks to base clocks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -149,6 +168,7 @@ pub struct Nsys {
     pub diagnose: bool,
     #[serde(deserialize_with = "opt_string")]
     pub capture_range_end: Option<String>,
+    pub cuda_graph_trace: CudaGraphTrace,
     #[serde(deserialize_with = "string")]
     pub trace: String,
     #[serde(deserialize_with = "string")]

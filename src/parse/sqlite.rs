@@ -100,13 +100,31 @@ pub struct NvtxRange {
     pub tid: i64,
 }
 
-/// One kernel launch: when the CPU called the launch API, on which thread, and how long the
-/// kernel then ran on the GPU.
+/// One piece of GPU work (a kernel, memcpy or memset) with the runtime call that launched it:
+/// when the CPU called the API, on which thread, and when the work ran on the GPU. Kernels of
+/// a CUDA graph (traced per node) carry the correlation id of their `cudaGraphLaunch`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Launch {
     pub api_start: i64,
     pub tid: i64,
-    pub kernel_ns: i64,
+    /// GPU execution start and end.
+    pub start: i64,
+    pub end: i64,
+    /// A kernel (not a memcpy or memset).
+    pub kernel: bool,
+    /// Launched by a CUDA graph.
+    pub graph: bool,
+}
+
+impl Launch {
+    /// GPU time of a kernel; 0 for a memcpy or memset.
+    pub fn kernel_ns(&self) -> i64 {
+        if self.kernel {
+            self.end - self.start
+        } else {
+            0
+        }
+    }
 }
 
 /// NVTX event types in the nsys schema (ENUM_NSYS_EVENT_TYPE).
@@ -161,8 +179,8 @@ impl NsysDb {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
-    /// Every kernel with the runtime call that launched it (matched by correlation id), in
-    /// launch order.
+    /// Every kernel, memcpy and memset with the runtime call that launched it (matched by
+    /// correlation id within the process), in launch order.
     pub fn launches(&self) -> Result<Vec<Launch>, Error> {
         self.require(
             "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -172,22 +190,48 @@ impl NsysDb {
             "CUPTI_ACTIVITY_KIND_RUNTIME",
             &["start", "correlationId", "globalTid"],
         )?;
+        let graph = if self
+            .columns("CUPTI_ACTIVITY_KIND_KERNEL")?
+            .iter()
+            .any(|c| c == "graphNodeId")
+        {
+            "k.graphNodeId IS NOT NULL"
+        } else {
+            "0"
+        };
+        let mut ops = vec![format!(
+            "SELECT k.start, k.end, k.correlationId, k.globalPid, 1 AS kernel, {graph} AS graph \
+             FROM CUPTI_ACTIVITY_KIND_KERNEL k"
+        )];
+        for table in ["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"] {
+            let cols = self.columns(table)?;
+            if ["start", "end", "correlationId", "globalPid"]
+                .iter()
+                .all(|c| cols.iter().any(|h| h == c))
+            {
+                ops.push(format!(
+                    "SELECT start, end, correlationId, globalPid, 0, 0 FROM {table}"
+                ));
+            }
+        }
         // Correlation ids are unique within a process: match the process too (globalTid holds
         // the globalPid in its upper bits; comparing the pid part is enough).
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT r.start, r.globalTid, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k \
-                 JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId \
-                 AND (r.globalTid / 16777216) = (k.globalPid / 16777216) ORDER BY r.start",
-            )
-            .map_err(|e| self.err(e))?;
+        let sql = format!(
+            "SELECT r.start, r.globalTid, o.start, o.end, o.kernel, o.graph FROM ({}) o \
+             JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = o.correlationId \
+             AND (r.globalTid / 16777216) = (o.globalPid / 16777216) ORDER BY r.start, o.start",
+            ops.join(" UNION ALL ")
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([], |r| {
                 Ok(Launch {
                     api_start: r.get(0)?,
                     tid: r.get(1)?,
-                    kernel_ns: r.get(2)?,
+                    start: r.get(2)?,
+                    end: r.get(3)?,
+                    kernel: r.get::<_, i64>(4)? != 0,
+                    graph: r.get::<_, i64>(5)? != 0,
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -225,8 +269,11 @@ mod tests {
         assert_eq!(ranges[0].end - ranges[0].start, 715_174_939);
         assert!(ranges[0].push_pop);
         let launches = db.launches().unwrap();
-        assert_eq!(launches.len(), 1464);
-        assert_eq!(launches.iter().map(|l| l.kernel_ns).sum::<i64>(), 2_798_262);
+        assert_eq!(launches.iter().filter(|l| l.kernel).count(), 1464);
+        assert_eq!(
+            launches.iter().map(Launch::kernel_ns).sum::<i64>(),
+            2_798_262
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub fn profile_args(
         "profile".to_string(),
         format!("--trace={}", cfg.trace),
         format!("--sample={}", cfg.sample),
+        format!("--cuda-graph-trace={}", cfg.cuda_graph_trace.as_str()),
     ];
     if cfg.gating_nvtx && cfg.capture_range != CaptureRange::None {
         a.push(format!("--capture-range={}", cfg.capture_range.as_str()));

@@ -168,27 +168,36 @@ fn ranges_section(a: &Artifacts, s: &mut String) {
     }
     let _ = writeln!(
         s,
-        "\n## Per NVTX range (`{}`)\n\nKernel time counts the kernels launched inside the range (push/pop: on its thread). Launch-bound: {}.\n",
+        "\n## Per NVTX range (`{}`)\n\nGPU work counts the kernels, memcpys and memsets launched inside the range (push/pop: on its thread), kernels of CUDA graphs included; it is measured on the GPU's timeline: the projection runs from the first start to the last end of that work (as `nsys stats --report nvtx_gpu_proj_sum`), GPU busy is the union of its kernels' execution intervals over the projection. Times in ms. Launch-bound: {}.\n",
         a.sqlite_file,
         RangeStats::LAUNCH_BOUND_RULE
     );
-    let _ = writeln!(s, "| range | style | instances | wall (ms) | kernel time (ms) | GPU busy | launches | per instance: wall (ms) | kernel (us) | launches | |");
-    let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+    let _ = writeln!(s, "| range | style | instances | CPU wall | GPU projection | kernel time | GPU busy of projection | kernels | from graphs | per instance: wall min / median / max | projection median | kernels median | verdict |");
+    let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
     for r in &a.range_stats {
+        let w = &r.wall_spread;
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} |",
             md(&r.name),
             r.style,
             r.instances,
             ms(r.wall_ns as f64),
+            ms(r.proj_ns as f64),
             ms(r.kernel_ns as f64),
             pct(r.gpu_busy_pct),
             r.launches,
-            ms(r.avg_wall_ns),
-            us(r.avg_kernel_ns),
-            r.avg_launches,
-            if r.launch_bound() { "launch-bound" } else { "" }
+            r.graph_kernels,
+            ms(w.min),
+            ms(w.median),
+            ms(w.max),
+            ms(r.proj_spread.median),
+            r.launches_spread.median,
+            if r.launch_bound() {
+                "launch-bound"
+            } else {
+                "GPU-bound"
+            }
         );
     }
 }

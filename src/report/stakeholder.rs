@@ -38,12 +38,16 @@ fn headline(a: &Artifacts) -> String {
     if let Some(c) = a.captured() {
         let _ = write!(
             h,
-            ". In the captured `{}` range ({} ms of wall time) the GPU ran kernels for {} ms in {} launches, busy {} of the time",
+            ". In the captured `{}` range ({} ms of CPU wall time{}) the GPU ran kernels for {} ms in {} launches{}, busy {} of the time",
             md(&c.name),
             ms(c.wall_ns),
+            c.proj_ns
+                .map(|p| format!(", its GPU work spanning {} ms", ms(p)))
+                .unwrap_or_default(),
             ms(c.kernel_ns),
             c.launches,
-            pct(c.busy_pct)
+            graphs(&c),
+            pct(c.working_pct())
         );
         if waits_much(&c) {
             let _ = write!(
@@ -73,6 +77,15 @@ fn headline(a: &Artifacts) -> String {
 }
 
 /// Waiting in NCCL worth calling out: over 10% of the range's kernel time.
+/// ", 2280 of them from CUDA graphs", or nothing.
+fn graphs(c: &crate::analysis::Captured) -> String {
+    if c.graph_kernels > 0 {
+        format!(", {} of them from CUDA graphs", c.graph_kernels)
+    } else {
+        String::new()
+    }
+}
+
 fn waits_much(c: &crate::analysis::Captured) -> bool {
     c.nccl_wait_ns > 0.1 * c.kernel_ns
 }
@@ -171,12 +184,16 @@ fn numbers(a: &Artifacts, s: &mut String) {
     if let Some(c) = a.captured() {
         let _ = writeln!(
             s,
-            "- Captured range `{}`: {} ms wall, {} ms of kernels in {} launches, GPU busy {} ({})",
+            "- Captured range `{}`: {} ms CPU wall{}, {} ms of kernels in {} launches{}, GPU busy {} of the range ({})",
             md(&c.name),
             ms(c.wall_ns),
+            c.proj_ns
+                .map(|p| format!(", {} ms GPU projection", ms(p)))
+                .unwrap_or_default(),
             ms(c.kernel_ns),
             c.launches,
-            pct(c.busy_pct),
+            graphs(&c),
+            pct(c.working_pct()),
             c.source
         );
     }
@@ -405,11 +422,18 @@ pub fn recommendations(a: &Artifacts) -> Vec<String> {
     let (total, launches) = a.kernel_totals();
     if let Some(c) = a.captured() {
         let busy = c.working_pct();
-        if busy < 50.0 {
+        if busy < 50.0 && c.graph_kernels == 0 {
             out.push(format!(
                 "Launch overhead dominates (rule: GPU busy < 50% of the captured range{}; here {}): capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work.",
                 if c.nccl_wait_ns > 0.0 { ", not counting NCCL waiting" } else { "" },
                 pct(busy)
+            ));
+        } else if busy < 50.0 {
+            out.push(format!(
+                "The GPU is idle most of the captured range (rule: GPU busy < 50%; here {}) although {} of its {} kernels already run from CUDA graphs: the time goes to CPU work between graph launches (Python, sampling, cache updates), not to kernel launches.",
+                pct(busy),
+                c.graph_kernels,
+                c.launches
             ));
         }
     }

@@ -23,6 +23,7 @@ fn default_profile_is_gated_on_prefill() {
             "profile",
             "--trace=cuda,nvtx,osrt",
             "--sample=none",
+            "--cuda-graph-trace=node",
             "--capture-range=nvtx",
             "--nvtx-capture=prefill",
             "--env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0",
