@@ -12,10 +12,14 @@ use std::path::{Path, PathBuf};
 use stage2::analysis::ranges::{attribute, RangeStats};
 use stage2::parse::sqlite::NsysDb;
 
+/// `eager`/`static` of tests/data/hf, or a committed sample run (`sample-run-hf-...`).
 fn dir(variant: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/hf")
-        .join(variant)
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    if variant.starts_with("sample-run") {
+        root.join("examples").join(variant)
+    } else {
+        root.join("tests/data/hf").join(variant)
+    }
 }
 
 fn stats(variant: &str) -> Vec<RangeStats> {
@@ -43,9 +47,17 @@ fn num(row: &BTreeMap<String, String>, col: &str) -> f64 {
     row[col].parse().unwrap()
 }
 
+/// Captures whose every range figure must equal NVIDIA's.
+const SAME: [&str; 4] = [
+    "eager",
+    "sample-run-hf-eager",
+    "sample-run-hf-static",
+    "sample-run-hf-large",
+];
+
 #[test]
 fn range_projection_and_instances_equal_nvtx_gpu_proj_sum() {
-    for variant in ["eager"] {
+    for variant in SAME {
         let ours = stats(variant);
         let theirs = rows(&dir(variant).join("nvidia/run_nvtx_gpu_proj_sum.csv"));
         assert!(!theirs.is_empty());
@@ -96,7 +108,7 @@ fn range_projection_and_instances_equal_nvtx_gpu_proj_sum() {
 
 #[test]
 fn range_kernel_time_and_launches_equal_nvtx_kern_sum() {
-    for variant in ["eager"] {
+    for variant in SAME {
         let ours = stats(variant);
         let mut theirs: BTreeMap<String, (f64, f64)> = BTreeMap::new();
         for t in rows(&dir(variant).join("nvidia/run_nvtx_kern_sum.csv")) {

@@ -39,6 +39,18 @@ fn stage2_report_re_renders_the_tensor_parallel_sample_run_identically() {
     re_renders_identically("sample-run-2gpu-tp");
 }
 
+#[test]
+fn stage2_report_re_renders_the_transformers_generate_sample_runs_identically() {
+    // Eager, static KV cache with CUDA graphs in decode, and the ~1.1B compute-bound prefill.
+    for name in [
+        "sample-run-hf-eager",
+        "sample-run-hf-static",
+        "sample-run-hf-large",
+    ] {
+        re_renders_identically(name);
+    }
+}
+
 fn re_renders_identically(name: &str) {
     let sb = Sandbox::new();
     let committed = root().join("examples").join(name);

@@ -53,7 +53,7 @@ pub struct RangeStats {
     pub launches: u64,
     /// Of `launches`, kernels launched by a CUDA graph.
     pub graph_kernels: u64,
-    /// Kernels, memcpys and memsets launched.
+    /// Kernels, memcpys and memsets launched; a CUDA graph launch counts once, as in nsys.
     pub gpu_ops: u64,
     /// GPU projection, summed over instances: first start to last end of the work launched.
     pub proj_ns: i64,
@@ -113,8 +113,15 @@ fn instance(r: &NvtxRange, window: &[Launch], intervals: &mut Vec<(i64, i64)>) -
     };
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     intervals.clear();
+    // nsys counts one GPU op per graph launch, not per kernel node: the kernels of one launch
+    // share the launch call (same thread and API start, adjacent in launch order).
+    let mut last_graph_call: Option<(i64, i64)> = None;
     for l in window.iter().filter(|l| !r.push_pop || l.tid == r.tid) {
-        s.ops += 1;
+        let call = (l.tid, l.api_start);
+        if !(l.graph && last_graph_call == Some(call)) {
+            s.ops += 1;
+        }
+        last_graph_call = l.graph.then_some(call);
         first = first.min(l.start);
         last = last.max(l.end);
         if l.kernel {
