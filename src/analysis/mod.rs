@@ -74,8 +74,6 @@ pub struct Captured {
     pub proj_ns: Option<f64>,
     /// Union of the kernels' execution intervals (never above the projection).
     pub busy_ns: f64,
-    /// `busy_ns` over the projection, in % (the stats CSVs alone: over the wall time).
-    pub busy_pct: f64,
     /// Of `kernel_ns`, time the first rank's NCCL kernels spent waiting for late peers (0 for
     /// one process): the GPU is "busy" then without doing work.
     pub nccl_wait_ns: f64,
@@ -325,7 +323,6 @@ impl Artifacts {
                 graph_kernels: s.graph_kernels,
                 proj_ns: Some(s.proj_ns as f64),
                 busy_ns: s.busy_ns as f64,
-                busy_pct: s.gpu_busy_pct,
                 nccl_wait_ns: wait.unwrap_or(0.0).min(s.busy_ns as f64),
                 source: self.sqlite_file.clone(),
             });
@@ -341,7 +338,6 @@ impl Artifacts {
             proj_ns: None,
             // Without the timeline, overlap is unknown: the kernel sum, at most the wall time.
             busy_ns: kernel_ns.min(r.total_ns),
-            busy_pct: (100.0 * kernel_ns / r.total_ns.max(1.0)).min(100.0),
             nccl_wait_ns: wait.unwrap_or(0.0).min(kernel_ns),
             source: format!("{NVTX_SUM}, {KERN_SUM}"),
         })

@@ -222,13 +222,13 @@ pub struct Plan {
 
 impl Plan {
     pub fn report(&self, ctx: &Ctx) -> PathBuf {
-        ctx.run.ncu(&format!("{}.ncu-rep", self.base))
+        ctx.run.ncu_report(&self.base)
     }
     pub fn raw_csv(&self, ctx: &Ctx) -> PathBuf {
-        ctx.run.ncu(&format!("{}_raw.csv", self.base))
+        ctx.run.ncu_raw(&self.base)
     }
     pub fn raw_mangled_csv(&self, ctx: &Ctx) -> PathBuf {
-        ctx.run.ncu(&format!("{}_raw_mangled.csv", self.base))
+        ctx.run.ncu_raw_mangled(&self.base)
     }
 }
 

@@ -206,23 +206,12 @@ pub fn reports(dir: &Path) -> Vec<(Option<u32>, PathBuf)> {
     found
 }
 
-/// The file base of rank `rank`'s outputs: `summary` / `summary.rank1`.
-pub fn ranked(base: &str, rank: Option<u32>) -> String {
-    match rank {
-        Some(r) => format!("{base}.rank{r}"),
-        None => base.to_string(),
-    }
-}
-
 /// Run the whole pass; write cmd.txt first so even a failed pass leaves its command line.
 pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
     let launcher = ctx.cfg.workload.launcher;
     let multi = launcher != Launcher::None;
-    let base = if multi {
-        ctx.run.nsys(&format!("run.rank{}", launcher.rank_macro()))
-    } else {
-        ctx.run.nsys("run")
-    };
+    let rank_macro = multi.then(|| launcher.rank_macro());
+    let base = ctx.run.nsys_report_base(rank_macro.as_deref());
     let argv = profile_args(
         &ctx.cfg.nsys,
         ctx.cfg.nvtx.domain.as_deref(),
@@ -235,9 +224,9 @@ pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
     let full = launcher.wrap(&ctx.cfg.workload, with_prog(argv), &ctx.workload.env);
     let mut post_lines = Vec::new();
     if !multi {
-        let rep = ctx.run.nsys("run.nsys-rep");
-        post_lines.push(with_prog(stats_args(&rep, &ctx.run.nsys("summary"))));
-        post_lines.push(with_prog(export_args(&rep, &ctx.run.nsys("run.sqlite"))));
+        let rep = ctx.run.nsys_report(None);
+        post_lines.push(with_prog(stats_args(&rep, &ctx.run.nsys_stats_base(None))));
+        post_lines.push(with_prog(export_args(&rep, &ctx.run.nsys_sqlite(None))));
     }
     let cmd_txt = ctx.run.nsys("cmd.txt");
     write_cmd_txt(&cmd_txt, &[vec![full.clone()], post_lines].concat())
@@ -280,8 +269,8 @@ pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
         run_step(&s)
     };
     for (rank, report) in &reports {
-        let summary = ctx.run.nsys(&ranked("summary", *rank));
-        let sqlite = ctx.run.nsys(&format!("{}.sqlite", ranked("run", *rank)));
+        let summary = ctx.run.nsys_stats_base(*rank);
+        let sqlite = ctx.run.nsys_sqlite(*rank);
         if multi || report.extension().is_some_and(|x| x == "qdrep") {
             // Per-rank (or legacy .qdrep) lines: cmd.txt names the files that exist.
             let _ = append_cmd_txt(&cmd_txt, &with_prog(stats_args(report, &summary)));
@@ -298,10 +287,7 @@ pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
             }
         }
     }
-    let kern_sum = ctx.run.nsys(&format!(
-        "{}_cuda_gpu_kern_sum.csv",
-        ranked("summary", reports.first().and_then(|r| r.0))
-    ));
+    let kern_sum = ctx.run.kern_sum(reports.first().and_then(|r| r.0));
     if st.state == PassState::Ok && !reports.is_empty() && !kern_sum.exists() {
         st = PassStatus::new(
             PassState::NoData,
