@@ -84,3 +84,13 @@ fn the_sample_run_matches_its_nsys_csv_exactly() {
     assert_eq!(top["instances"], kernels[0].instances);
     assert_eq!(top["total_time_ns"].as_f64().unwrap(), kernels[0].total_ns);
 }
+
+#[test]
+fn a_run_whose_kernels_run_in_cuda_graphs_is_not_told_to_use_cuda_graphs() {
+    let run = root().join("examples/sample-run-hf-static");
+    let s = std::fs::read_to_string(run.join("stakeholder_summary.md")).unwrap();
+    assert!(s.contains("2280 of them from CUDA graphs"), "{s}");
+    assert!(s.contains("waits for the CPU between launches"), "{s}");
+    assert!(!s.contains("to launch work"), "{s}");
+    assert!(!s.contains("capture the loop in CUDA graphs"), "{s}");
+}

@@ -58,7 +58,13 @@ fn headline(a: &Artifacts) -> String {
             );
         }
         if c.working_pct() < 50.0 {
-            h.push_str(": it mostly waits for the CPU to launch work (launch-bound)");
+            // With graphs the CPU launches few, large batches of work: what it waits for is
+            // the CPU work between graph launches, not the launches themselves.
+            h.push_str(if c.graph_kernels > 0 {
+                ": it mostly waits for the CPU between launches (launch-bound)"
+            } else {
+                ": it mostly waits for the CPU to launch work (launch-bound)"
+            });
         }
         let _ = write!(h, " ({}, {})", c.source, a.kern_sum_file);
     }
