@@ -61,7 +61,8 @@ fn full_run_leaves_the_whole_layout() {
         first.ends_with("-o ") || first.contains(" python3 -c 'print(1)'"),
         "{first}"
     );
-    assert!(!first.contains("--capture-range-end"));
+    // Every instance of a repeated range is captured by default.
+    assert!(first.contains("--capture-range-end=none"), "{first}");
     // The top kernels become ncu's filter, by mangled name from the nsys SQLite.
     let ncu_cmd = read(run.join("ncu/cmd.txt"));
     assert!(
@@ -312,15 +313,24 @@ fn ncu_profiling_nothing_says_why_from_the_nsys_ranges() {
 #[test]
 fn nsys_ending_the_app_at_the_end_of_the_range_is_not_a_failure() {
     let sb = Sandbox::new();
-    sb.profile("r", &["--", "python3", "-c", "print(1)"])
-        .env("FAKE_NSYS_MODE", "shutdown")
-        .assert()
-        .success();
+    sb.profile(
+        "r",
+        &[
+            "nsys.capture_range_end=null",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .env("FAKE_NSYS_MODE", "shutdown")
+    .assert()
+    .success();
     let st = status(&sb.run("r"));
     assert!(st["passes"]["nsys"]["warnings"][0]
         .as_str()
         .unwrap()
-        .contains("capture_range_end=stop"));
+        .contains("capture_range_end=none"));
 }
 
 #[test]
@@ -424,7 +434,7 @@ fn dry_run_writes_provenance_and_commands_and_runs_nothing() {
     }
     assert!(!run.join("nsys/nsys.log").exists());
     assert_eq!(status(&run)["state"], "planned");
-    assert!(read(run.join("nsys/cmd.txt")).starts_with("nsys profile --trace=cuda,nvtx,osrt"));
+    assert!(read(run.join("nsys/cmd.txt")).starts_with("nsys profile --trace=cuda,nvtx --sample"));
 }
 
 #[test]

@@ -136,3 +136,107 @@ fn cuda_graph_kernels_are_attributed_to_the_range_that_launched_the_graph() {
     let eager = stats("eager");
     assert!(eager.iter().all(|r| r.graph_kernels == 0));
 }
+
+/// Each range's kernel rows (stage2's kernel table when that range is captured) equal
+/// `nvtx_kern_sum`'s rows for it: total, launches, mean, median, min, max, deviation.
+#[test]
+fn range_kernel_rows_equal_nvtx_kern_sum_per_kernel() {
+    use stage2::analysis::kernels::in_range;
+    for variant in SAME {
+        let db = NsysDb::open(&dir(variant).join("nsys/run.sqlite")).unwrap();
+        let (ranges, launches, strings) = (
+            db.ranges().unwrap(),
+            db.launches().unwrap(),
+            db.strings().unwrap(),
+        );
+        let theirs = rows(&dir(variant).join("nvidia/run_nvtx_kern_sum.csv"));
+        assert!(!theirs.is_empty());
+        let mut checked = 0;
+        for t in &theirs {
+            let range = t["NVTX Range"].trim_start_matches(':');
+            let ours = in_range(range, &ranges, &launches, &strings);
+            let k = ours
+                .iter()
+                .find(|k| k.name == t["Kernel Name"])
+                .unwrap_or_else(|| panic!("{variant} {range} {}", t["Kernel Name"]));
+            let at = format!("{variant} {range} {}", t["Kernel Name"]);
+            assert_eq!(k.total_ns, num(t, "Total Time (ns)"), "{at}");
+            assert_eq!(k.instances as f64, num(t, "Kern Inst"), "{at}");
+            for (ours, col) in [
+                (k.avg_ns, "Avg (ns)"),
+                (k.med_ns.unwrap(), "Med (ns)"),
+                (k.min_ns.unwrap(), "Min (ns)"),
+                (k.max_ns.unwrap(), "Max (ns)"),
+                (k.stddev_ns.unwrap(), "StdDev (ns)"),
+            ] {
+                // nsys prints one decimal.
+                assert!((ours - num(t, col)).abs() <= 0.051, "{at} {col}: {ours}");
+            }
+            checked += 1;
+        }
+        assert!(checked > 10, "{variant}");
+    }
+}
+
+/// A capture that ends with its range (`capture_range_end=stop`, as these samples were made)
+/// holds only that range's kernels: the kernel table equals `cuda_gpu_kern_sum`.
+#[test]
+fn captured_range_rows_equal_cuda_gpu_kern_sum_when_the_capture_is_the_range() {
+    use stage2::analysis::kernels::from_db;
+    for variant in [
+        "sample-run-hf-eager",
+        "sample-run-hf-static",
+        "sample-run-hf-large",
+    ] {
+        let db = NsysDb::open(&dir(variant).join("nsys/run.sqlite")).unwrap();
+        let ours = from_db(&db, "generate").unwrap();
+        let theirs = rows(&dir(variant).join("nvidia/run_cuda_gpu_kern_sum.csv"));
+        assert_eq!(ours.len(), theirs.len(), "{variant}");
+        for t in &theirs {
+            let k = ours.iter().find(|k| k.name == t["Name"]).unwrap();
+            assert_eq!(
+                k.total_ns,
+                num(t, "Total Time (ns)"),
+                "{variant} {}",
+                k.name
+            );
+            assert_eq!(k.instances as f64, num(t, "Instances"), "{variant}");
+            assert!((k.time_pct.unwrap() - num(t, "Time (%)")).abs() <= 0.051);
+        }
+    }
+}
+
+/// The ncu values stage2 reads from the raw export equal `ncu --print-summary per-kernel` of
+/// the same report (kernels profiled once: minimum = maximum = average).
+#[test]
+fn ncu_metrics_equal_ncu_print_summary() {
+    for variant in SAME {
+        let d = dir(variant);
+        let raw = stage2::parse::ncu::read_raw(&d.join("ncu/decode_raw.csv")).unwrap();
+        let summary = rows(&d.join("nvidia/decode_print_summary.csv"));
+        let mut checked = 0;
+        for t in summary.iter().filter(|t| t["Invocations"] == "1") {
+            let dims = |s: &str| s.replace([' ', '(', ')'], "");
+            let Some(k) = raw.kernels.iter().find(|k| {
+                k.name == t["Kernel Name"]
+                    && k.block.as_deref().map(dims) == Some(dims(&t["Block Size"]))
+                    && k.grid.as_deref().map(dims) == Some(dims(&t["Grid Size"]))
+            }) else {
+                continue;
+            };
+            let Some(ours) = k.metrics.get(&t["Metric Name"]) else {
+                continue;
+            };
+            let theirs: f64 = t["Average"].replace(',', "").parse().unwrap();
+            let tol = 0.006 * theirs.abs().max(1.0);
+            assert!(
+                (ours - theirs).abs() <= tol,
+                "{variant} {} {}: {ours} vs {theirs}",
+                k.name,
+                t["Metric Name"]
+            );
+            checked += 1;
+        }
+        assert!(checked > 20, "{variant}: {checked}");
+    }
+}

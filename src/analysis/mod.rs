@@ -3,6 +3,7 @@
 //! these values and writes files.
 
 pub mod diff;
+pub mod kernels;
 pub mod nvtx;
 pub mod ranges;
 pub mod ranks;
@@ -20,7 +21,7 @@ use crate::model::{self, KernelRecord};
 use crate::parse::ncu::{self, NcuReport};
 use crate::parse::nsys::{self, ApiSum, KernelSum, RangeSum};
 use crate::parse::sqlite::NsysDb;
-use crate::rundir::status::Status;
+use crate::rundir::status::{NsysRecord, Status};
 use crate::rundir::{RunDir, KERN_SUM, NVTX_SUM};
 use ranges::RangeStats;
 use roofline::Peaks;
@@ -55,6 +56,8 @@ pub struct Artifacts {
     /// Where the NVTX and API summaries came from (rank 0's in a multi-rank run).
     pub nvtx_sum_file: String,
     pub api_sum_file: String,
+    /// What the nsys pass captured, as it recorded it (from the config for older runs).
+    pub capture: NsysRecord,
     /// Units of the ncu metrics.
     pub ncu_units: BTreeMap<String, String>,
     /// The device's peaks, from ncu's peak metrics.
@@ -92,11 +95,7 @@ impl Captured {
 
 /// The range the nsys capture was gated on, without a domain.
 fn nsys_range(config: &Config) -> Option<String> {
-    let n = &config.nsys;
-    n.nvtx_capture
-        .as_deref()
-        .filter(|_| n.gating_nvtx && n.capture_range == crate::config::CaptureRange::Nvtx)
-        .map(|c| c.split('@').next().unwrap_or(c).to_string())
+    NsysRecord::from_config(&config.nsys).range
 }
 
 /// Whether nsys captured the range ncu profiles (an ungated side counts as the same).
@@ -140,7 +139,12 @@ impl Artifacts {
                 _ => p,
             }
         };
-        let kernels_nsys = match optional(&run.kern_sum(None), nsys::read_kernels)? {
+        let status = Status::read(&run.path);
+        let capture = status
+            .as_ref()
+            .and_then(|s| s.passes.get("nsys")?.nsys.clone())
+            .unwrap_or_else(|| NsysRecord::from_config(&config.nsys));
+        let mut kernels_nsys = match optional(&run.kern_sum(None), nsys::read_kernels)? {
             None if !rank_data.is_empty() => Some(ranks::merged(&rank_data)),
             k => k,
         };
@@ -181,6 +185,19 @@ impl Artifacts {
             .is_file()
             .then(|| NsysDb::open(&sqlite))
             .transpose()?;
+        // One process's kernel table is its captured range's kernels (see analysis::kernels).
+        let mut kern_sum_file = if rank_data.is_empty() {
+            KERN_SUM.to_string()
+        } else {
+            "nsys/summary.rank<N>_cuda_gpu_kern_sum.csv, summed over ranks".to_string()
+        };
+        if let (Some(db), Some(range), true) = (&db, &capture.range, rank_data.is_empty()) {
+            let rows = kernels::from_db(db, range)?;
+            if !rows.is_empty() {
+                kernels_nsys = Some(rows);
+                kern_sum_file = kernels::source(run, range);
+            }
+        }
         let mangled = match (&db, &kernels_nsys) {
             (Some(db), Some(_)) => Some(db.mangled_names()?),
             _ => None,
@@ -201,7 +218,7 @@ impl Artifacts {
         let env = std::fs::read_to_string(run.file("env.json"))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
-        let nsys_range = nsys_range(&config);
+        let nsys_range = capture.range.clone();
         let ncu_range = ncu
             .as_ref()
             .and_then(|r| r.kernels.iter().find_map(|k| k.nvtx_range.clone()));
@@ -234,7 +251,7 @@ impl Artifacts {
             ncu_csv,
             ncu_include,
             env,
-            status: Status::read(&run.path),
+            status,
             stage1_ops: find_stage1_ops(&run.stage1()),
             records,
             ncu_records,
@@ -242,16 +259,35 @@ impl Artifacts {
             sqlite_file: run.relative(&sqlite),
             nvtx_sum_file: run.relative(&nvtx_sum),
             api_sum_file: run.relative(&api_sum),
-            kern_sum_file: if rank_data.is_empty() {
-                KERN_SUM.to_string()
-            } else {
-                "nsys/summary.rank<N>_cuda_gpu_kern_sum.csv, summed over ranks".to_string()
-            },
+            kern_sum_file,
+            capture,
             rank_data,
             ncu_units,
             peaks,
             config,
         })
+    }
+
+    /// Which launches the kernel table's rows sum: "every launch in the capture", or those of
+    /// the captured range's instances (saying when the capture held only the first).
+    pub fn kernel_scope(&self) -> String {
+        let range = match (&self.capture.range, self.kern_sum_file == self.sqlite_file) {
+            (Some(r), true) => r,
+            _ => return "every launch in the capture".to_string(),
+        };
+        let n = self
+            .range_stats
+            .iter()
+            .filter(|s| &s.name == range)
+            .map(|s| s.instances)
+            .sum::<u64>();
+        match n {
+            1 if self.capture.first_instance_only => format!(
+                "every launch in `{range}`, first instance only (the capture stopped when it closed; nsys.capture_range_end=none captures every instance)"
+            ),
+            1 => format!("every launch in the one instance of `{range}`"),
+            n => format!("every launch in the {n} instances of `{range}`"),
+        }
     }
 
     /// Total kernel time and launches on the ranking basis (nsys when present).
@@ -311,7 +347,7 @@ impl Artifacts {
     /// The captured range's wall time, kernel time and launches: from the SQLite export's
     /// per-range attribution when there is one, else from the stats CSVs.
     pub fn captured(&self) -> Option<Captured> {
-        let name = nsys_range(&self.config)?;
+        let name = self.capture.range.clone()?;
         // Single-rank views are the first rank's; so is the wait (see ranks::nccl_waits).
         let wait = self.rank_data.first().and_then(|r| r.nccl_wait_ns);
         if let Some(s) = self.range_stats.iter().find(|s| s.name == name) {
@@ -345,8 +381,7 @@ impl Artifacts {
 
     /// The NVTX range the nsys capture was gated on, as nvtx_sum reports it.
     pub fn capture_range(&self) -> Option<&RangeSum> {
-        let name = self.config.nsys.nvtx_capture.as_deref()?;
-        let name = name.split('@').next().unwrap_or(name);
+        let name = self.capture.range.as_deref()?;
         self.ranges.as_ref()?.iter().find(|r| r.name() == name)
     }
 

@@ -220,6 +220,24 @@ pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
     out
 }
 
+/// The kernels launched inside the instances of range `name` (by the same attribution as
+/// [`attribute`]): each kernel name id with its launches' durations, as `nvtx_kern_sum` lists
+/// a range's kernels.
+pub fn kernels_of(name: &str, ranges: &[NvtxRange], launches: &[Launch]) -> Vec<(i64, Vec<i64>)> {
+    let mut by: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+    for r in ranges.iter().filter(|r| r.name == name) {
+        let lo = launches.partition_point(|l| l.api_start < r.start);
+        let hi = launches.partition_point(|l| l.api_start <= r.end);
+        for l in launches[lo..hi.max(lo)]
+            .iter()
+            .filter(|l| l.kernel && (!r.push_pop || l.tid == r.tid))
+        {
+            by.entry(l.name).or_default().push(l.end - l.start);
+        }
+    }
+    by.into_iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +289,7 @@ mod tests {
             end: api_start + 1 + kernel_ns,
             kernel: true,
             graph: false,
+            name: 1,
         }
     }
 

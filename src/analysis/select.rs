@@ -85,9 +85,12 @@ pub fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
         );
         return None;
     }
-    let all = read_kernels(&run.kern_sum(None))
-        .or_else(|_| read_kernels(&run.nsys("summary.rank0_cuda_gpu_kern_sum.csv")))
-        .ok()?;
+    // The kernel table's rows (the captured range's kernels), or rank 0's under a launcher.
+    let range = crate::rundir::status::NsysRecord::from_config(&cfg.nsys).range;
+    let all = match crate::analysis::kernels::load(run, range.as_deref()) {
+        Ok(Some((rows, _))) => rows,
+        _ => read_kernels(&run.kern_sum(Some(0))).ok()?,
+    };
     // ncu serialises kernels across processes: an NCCL kernel waits for ranks that cannot run
     // meanwhile, and the profile hangs. They are left out unless asked for.
     let (kernels, nccl): (Vec<KernelSum>, Vec<KernelSum>) = all
@@ -119,10 +122,10 @@ pub fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
         .iter()
         .map(|i| kernels[*i].name.as_str())
         .collect();
-    let sqlite = [run.nsys("run.sqlite"), run.nsys("run.rank0.sqlite")]
+    let sqlite = [run.nsys_sqlite(None), run.nsys_sqlite(Some(0))]
         .into_iter()
         .find(|p| p.is_file())
-        .unwrap_or_else(|| run.nsys("run.sqlite"));
+        .unwrap_or_else(|| run.nsys_sqlite(None));
     let mangled = NsysDb::open(&sqlite).and_then(|db| db.mangled_names());
     match mangled {
         Ok(map) if top.iter().all(|n| map.contains_key(*n)) => {

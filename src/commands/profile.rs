@@ -5,17 +5,17 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::analysis::select;
 use crate::cli::ProfileArgs;
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
 use crate::exit_codes;
-use crate::passes::diagnose;
-use crate::passes::ncu::{self, Plan};
+use crate::passes::driver::Driver;
+use crate::passes::ncu::{self, NcuPass};
+use crate::passes::nsys::{self, NsysPass};
 use crate::passes::provenance::{Env, Inputs};
 use crate::passes::tools::{self, Found, Tool};
 use crate::passes::workload;
-use crate::passes::{nsys, Ctx};
+use crate::passes::Ctx;
 use crate::report;
 use crate::rundir::status::{PassState, PassStatus, Status};
 use crate::rundir::RunDir;
@@ -81,98 +81,42 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     .map_err(|e| io("inputs.yaml", e))?;
 
     let mut status = Status::new(&run.id());
-    let save = |s: &Status| {
-        if let Err(e) = s.write(&run.path) {
-            tracing::warn!("cannot write status.json: {e}");
-        }
-    };
-    status.set(
-        "nsys",
-        PassStatus::new(PassState::Pending, exit_codes::OK, None),
-    );
-    status.set(
-        "ncu",
-        PassStatus::new(PassState::Pending, exit_codes::OK, None),
-    );
-    save(&status);
+    for pass in ["nsys", "ncu"] {
+        status.set(
+            pass,
+            PassStatus::new(PassState::Pending, exit_codes::OK, None),
+        );
+    }
     let ctx = Ctx {
         cfg,
         run: &run,
         workload: &workload,
         echo,
     };
-
-    // nsys
-    let nsys_status = match &nsys_tool {
-        Some(t) if cfg.nsys.enable => {
-            announce("nsys", args.dry_run);
-            let before = guard(cfg, &run, "nsys");
-            let mut st = nsys::run(&ctx, &t.path, args.dry_run)?;
-            st.warnings.splice(0..0, before);
-            st
-        }
-        _ => PassStatus::skipped("disabled (nsys.enable=false or --no-nsys)"),
+    let mut driver = Driver {
+        ctx: &ctx,
+        status,
+        dry_run: args.dry_run,
     };
-    let mut nsys_status = nsys_status;
-    if nsys_status.state == PassState::NoData
-        && nsys_status
-            .reason
-            .as_deref()
-            .is_some_and(|r| r.contains(nsys::NO_REPORTS))
-        && !crate::passes::signals::interrupted()
-    {
-        let wanted = cfg.nsys.nvtx_capture.clone().unwrap_or_default();
-        let path = nsys_tool
-            .as_ref()
-            .map(|t| t.path.as_path())
-            .filter(|_| cfg.nsys.diagnose);
-        if let Some(ranges) = path.and_then(|p| diagnose::ungated(&ctx, p)) {
-            append_reason(&mut nsys_status, &diagnose::describe(&ranges, &wanted));
-        }
-    }
-    report_pass("nsys", &nsys_status);
-    status.set("nsys", nsys_status);
-    save(&status);
-
-    // ncu
-    let ncu_status = if crate::passes::signals::interrupted() {
-        PassStatus::skipped("not started: the run was interrupted")
-    } else {
-        let refused = metric_check
-            .take()
-            .and_then(|h| h.join().unwrap_or(Ok(())).err());
-        match (&ncu_tool, refused) {
-            (Some(_), Some(e)) => PassStatus::new(
-                PassState::Failed,
-                e.exit_code(),
-                Some(format!("not run: {e}")),
-            ),
-            (Some(t), None) if cfg.ncu.enable => {
-                let plan = plan_ncu(cfg, &run);
-                announce("ncu", args.dry_run);
-                let before = guard(cfg, &run, "ncu");
-                let mut st = ncu::run(&ctx, &t.path, &plan, args.dry_run)?;
-                st.warnings.splice(0..0, before);
-                st.ncu = Some(crate::rundir::status::NcuRecord {
-                    include: plan.include.clone(),
-                    base: plan.base.clone(),
-                });
-                st
-            }
-            _ => PassStatus::skipped("disabled (ncu.enable=false or --no-ncu)"),
+    driver.save();
+    let nsys_path = nsys_tool.map(|t| t.path);
+    driver.drive(&NsysPass {
+        tool: nsys_path.clone(),
+    })?;
+    let refused = metric_check
+        .take()
+        .and_then(|h| h.join().unwrap_or(Ok(())).err());
+    driver.drive(&NcuPass {
+        tool: ncu_tool.map(|t| t.path),
+        refused,
+        nsys: nsys_path,
+    })?;
+    let mut status = driver.status;
+    let save = |s: &Status| {
+        if let Err(e) = s.write(&run.path) {
+            tracing::warn!("cannot write status.json: {e}");
         }
     };
-    let mut ncu_status = ncu_status;
-    if ncu_status.state == PassState::NoData && !crate::passes::signals::interrupted() {
-        let wanted = cfg.ncu.nvtx_include.clone().unwrap_or_default();
-        let path = nsys_tool.as_ref().map(|t| t.path.as_path());
-        if let Some(ranges) = diagnose::ranges_for(&ctx, path, &wanted) {
-            append_reason(&mut ncu_status, &diagnose::describe(&ranges, &wanted));
-        }
-    }
-    report_pass("ncu", &ncu_status);
-    status.set("ncu", ncu_status);
-    save(&status);
 
     // The reports carry the final status of every pass, their own included: finish the run as
     // if rendering succeeds, render once, and record the failure if it does not.
@@ -191,7 +135,7 @@ pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
             Ok(_) => PassStatus::new(PassState::Ok, exit_codes::OK, None),
             Err(e) => PassStatus::new(PassState::Failed, e.exit_code(), Some(e.to_string())),
         };
-        report_pass("report", &st);
+        crate::passes::driver::report_pass("report", &st);
         if st.state != PassState::Ok {
             status.set("report", st);
             code = status.finish(false);
@@ -289,62 +233,5 @@ fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<(), Error> {
             "ncu.metrics: not known to ncu on this GPU: {} (see `ncu --query-metrics`)",
             unknown.join(", ")
         )))
-    }
-}
-
-/// The ncu plan: the NVTX include and the kernel filter from the nsys pass's top kernels.
-fn plan_ncu(cfg: &Config, run: &RunDir) -> Plan {
-    let (include, base, warning) =
-        crate::analysis::nvtx::include_and_base(cfg, crate::analysis::nvtx::style_for(cfg, run));
-    if let Some(w) = warning {
-        tracing::warn!("{w}");
-    }
-    Plan {
-        include,
-        base,
-        filter: select::kernel_filter(cfg, run),
-    }
-}
-
-/// Disk and trace-size warnings before a pass, also logged now.
-fn guard(cfg: &Config, run: &RunDir, pass: &str) -> Vec<String> {
-    let w = crate::passes::guards::warnings(cfg, pass, crate::passes::guards::free_gb(&run.path));
-    for x in &w {
-        tracing::warn!("{pass}: {x}");
-    }
-    w
-}
-
-fn append_reason(st: &mut PassStatus, more: &str) {
-    let reason = st.reason.take().unwrap_or_default();
-    st.reason = Some(format!("{reason}\n{more}"));
-}
-
-fn announce(pass: &str, dry_run: bool) {
-    if dry_run {
-        tracing::info!("{pass} pass: writing its command lines (dry run)");
-    } else {
-        tracing::info!("{pass} pass: running");
-    }
-}
-
-fn report_pass(pass: &str, st: &PassStatus) {
-    let state = serde_json::to_value(st.state)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
-    let took = st
-        .duration_s
-        .map(|d| format!(" in {d:.1} s"))
-        .unwrap_or_default();
-    match &st.reason {
-        Some(r) if st.exit_code != exit_codes::OK => {
-            tracing::error!("{pass} pass: {state}{took}: {r}")
-        }
-        Some(r) => tracing::info!("{pass} pass: {state}{took} ({r})"),
-        None => tracing::info!("{pass} pass: {state}{took}"),
-    }
-    for w in &st.warnings {
-        tracing::warn!("{pass}: {w}");
     }
 }

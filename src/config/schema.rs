@@ -119,6 +119,35 @@ impl CaptureRange {
     }
 }
 
+/// `nsys.capture_range_end`: what nsys does when the capture range closes (null: the flag is
+/// not passed, nsys's default `stop-shutdown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CaptureRangeEnd {
+    /// Keep capturing to the end of the application: every later instance of a repeated range
+    /// (each decode step, each request's prefill) is in the one report.
+    None,
+    /// Stop capturing, keep the application running: only the first instance is captured.
+    Stop,
+    /// Stop capturing and end the application (nsys's default).
+    StopShutdown,
+}
+
+impl CaptureRangeEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CaptureRangeEnd::None => "none",
+            CaptureRangeEnd::Stop => "stop",
+            CaptureRangeEnd::StopShutdown => "stop-shutdown",
+        }
+    }
+
+    /// Whether the capture ends with the first instance of the range.
+    pub fn first_only(end: Option<Self>) -> bool {
+        end != Some(CaptureRangeEnd::None)
+    }
+}
+
 /// `nsys.cuda_graph_trace`: how nsys traces CUDA graphs. `node` records every kernel a graph
 /// launches (the reports need them); `graph` records each graph launch as one item, so the
 /// kernels inside graphs are invisible to the reports.
@@ -166,8 +195,7 @@ pub struct Nsys {
     #[serde(deserialize_with = "opt_string")]
     pub nvtx_capture_raw: Option<String>,
     pub diagnose: bool,
-    #[serde(deserialize_with = "opt_string")]
-    pub capture_range_end: Option<String>,
+    pub capture_range_end: Option<CaptureRangeEnd>,
     pub cuda_graph_trace: CudaGraphTrace,
     #[serde(deserialize_with = "string")]
     pub trace: String,

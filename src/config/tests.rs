@@ -25,8 +25,8 @@ fn defaults_have_the_documented_keys_and_values() {
     assert!(c.nsys.enable && c.nsys.gating_nvtx && c.ncu.enable && c.ncu.gating_nvtx);
     assert_eq!(c.nsys.capture_range, CaptureRange::Nvtx);
     assert_eq!(c.nsys.nvtx_capture.as_deref(), Some("prefill"));
-    assert_eq!(c.nsys.capture_range_end, None);
-    assert_eq!(c.nsys.trace, "cuda,nvtx,osrt");
+    assert_eq!(c.nsys.capture_range_end, Some(CaptureRangeEnd::None));
+    assert_eq!(c.nsys.trace, "cuda,nvtx");
     assert_eq!(c.nsys.sample, "none");
     assert_eq!(c.ncu.nvtx_include.as_deref(), Some("decode"));
     assert_eq!(c.ncu.set, "roofline");

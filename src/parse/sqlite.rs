@@ -89,6 +89,21 @@ impl NsysDb {
     }
 }
 
+impl NsysDb {
+    /// The strings of `StringIds`, by id.
+    pub fn strings(&self) -> Result<HashMap<i64, String>, Error> {
+        self.require("StringIds", &["id", "value"])?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, value FROM StringIds")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+}
+
 /// One NVTX range instance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NvtxRange {
@@ -114,6 +129,9 @@ pub struct Launch {
     pub kernel: bool,
     /// Launched by a CUDA graph.
     pub graph: bool,
+    /// The kernel's demangled name, as a `StringIds` id (see [`NsysDb::strings`]); -1 for a
+    /// memcpy or memset.
+    pub name: i64,
 }
 
 impl Launch {
@@ -199,9 +217,18 @@ impl NsysDb {
         } else {
             "0"
         };
+        let name = if self
+            .columns("CUPTI_ACTIVITY_KIND_KERNEL")?
+            .iter()
+            .any(|c| c == "demangledName")
+        {
+            "k.demangledName"
+        } else {
+            "-1"
+        };
         let mut ops = vec![format!(
-            "SELECT k.start, k.end, k.correlationId, k.globalPid, 1 AS kernel, {graph} AS graph \
-             FROM CUPTI_ACTIVITY_KIND_KERNEL k"
+            "SELECT k.start, k.end, k.correlationId, k.globalPid, 1 AS kernel, {graph} AS graph, \
+             {name} AS name FROM CUPTI_ACTIVITY_KIND_KERNEL k"
         )];
         for table in ["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"] {
             let cols = self.columns(table)?;
@@ -210,14 +237,14 @@ impl NsysDb {
                 .all(|c| cols.iter().any(|h| h == c))
             {
                 ops.push(format!(
-                    "SELECT start, end, correlationId, globalPid, 0, 0 FROM {table}"
+                    "SELECT start, end, correlationId, globalPid, 0, 0, -1 FROM {table}"
                 ));
             }
         }
         // Correlation ids are unique within a process: match the process too (globalTid holds
         // the globalPid in its upper bits; comparing the pid part is enough).
         let sql = format!(
-            "SELECT r.start, r.globalTid, o.start, o.end, o.kernel, o.graph FROM ({}) o \
+            "SELECT r.start, r.globalTid, o.start, o.end, o.kernel, o.graph, o.name FROM ({}) o \
              JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = o.correlationId \
              AND (r.globalTid / 16777216) = (o.globalPid / 16777216) ORDER BY r.start, o.start",
             ops.join(" UNION ALL ")
@@ -232,6 +259,7 @@ impl NsysDb {
                     end: r.get(3)?,
                     kernel: r.get::<_, i64>(4)? != 0,
                     graph: r.get::<_, i64>(5)? != 0,
+                    name: r.get::<_, Option<i64>>(6)?.unwrap_or(-1),
                 })
             })
             .map_err(|e| self.err(e))?;

@@ -43,12 +43,8 @@ pub fn warnings(cfg: &Config, pass: &str, free: Option<f64>) -> Vec<String> {
     if pass == "nsys" && cfg.nsys.trace.split(',').any(|t| t.trim() == "osrt") {
         let ungated =
             !cfg.nsys.gating_nvtx || cfg.nsys.capture_range == crate::config::CaptureRange::None;
-        let long = ungated
-            || cfg
-                .nsys
-                .capture_range_end
-                .as_deref()
-                .is_some_and(|e| e.starts_with("repeat") || e == "none");
+        let long =
+            ungated || !crate::config::CaptureRangeEnd::first_only(cfg.nsys.capture_range_end);
         if long {
             out.push("nsys traces osrt over a long capture: osrt once wrote a 2.5 GB intermediate file for a 1-second range of a tiny workload. Gate on a short range or drop it (nsys.trace=cuda,nvtx)".to_string());
         }
@@ -74,7 +70,10 @@ mod tests {
 
     #[test]
     fn osrt_over_a_long_capture_warns() {
-        let w = warnings(&cfg(&["nsys.gating_nvtx=false"]), "nsys", Some(500.0));
+        let osrt = "nsys.trace=cuda,nvtx,osrt";
+        let w = warnings(&cfg(&["nsys.gating_nvtx=false", osrt]), "nsys", Some(500.0));
+        assert!(w.iter().any(|x| x.contains("2.5 GB")), "{w:?}");
+        let w = warnings(&cfg(&[osrt]), "nsys", Some(500.0));
         assert!(w.iter().any(|x| x.contains("2.5 GB")), "{w:?}");
         assert!(warnings(
             &cfg(&["nsys.gating_nvtx=false", "nsys.trace=cuda,nvtx"]),
@@ -82,7 +81,8 @@ mod tests {
             Some(500.0)
         )
         .is_empty());
-        assert!(warnings(&cfg(&[]), "nsys", Some(500.0)).is_empty());
+        let stop = "nsys.capture_range_end=stop";
+        assert!(warnings(&cfg(&[osrt, stop]), "nsys", Some(500.0)).is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! pass needs around that (tools, workload argv, launchers, provenance, guards).
 
 pub mod diagnose;
+pub mod driver;
 pub mod guards;
 pub mod launcher;
 pub mod ncu;

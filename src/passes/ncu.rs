@@ -2,16 +2,16 @@
 //! kernels, each profiled once by default; then the raw metrics imported to CSV.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use super::{append_cmd_txt, run_step, stopped, write_cmd_txt, Ctx};
+use super::driver::Pass;
+use super::{append_cmd_txt, diagnose, run_step, stopped, Ctx};
 pub use crate::analysis::select::KernelFilter;
 use crate::config::{Config, Ncu};
 use crate::error::Error;
 use crate::exit_codes;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
-use crate::rundir::status::{PassState, PassStatus};
+use crate::rundir::status::{NcuRecord, PassState, PassStatus};
 
 pub const NO_KERNELS: &str = "No kernels were profiled";
 
@@ -214,24 +214,6 @@ pub fn classify(out: &Outcome, report: bool, filtered: bool) -> PassStatus {
     }
 }
 
-pub struct Plan {
-    pub include: Option<String>,
-    pub base: String,
-    pub filter: Option<KernelFilter>,
-}
-
-impl Plan {
-    pub fn report(&self, ctx: &Ctx) -> PathBuf {
-        ctx.run.ncu_report(&self.base)
-    }
-    pub fn raw_csv(&self, ctx: &Ctx) -> PathBuf {
-        ctx.run.ncu_raw(&self.base)
-    }
-    pub fn raw_mangled_csv(&self, ctx: &Ctx) -> PathBuf {
-        ctx.run.ncu_raw_mangled(&self.base)
-    }
-}
-
 /// Environment the ncu pass adds for every rank (see `ncu.nccl_p2p_disable` in conf/).
 pub fn rank_env(cfg: &Config) -> Vec<(String, String)> {
     const P2P: &str = "NCCL_P2P_DISABLE";
@@ -256,119 +238,126 @@ fn with_env(env: &[(String, String)], argv: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// Run the whole pass.
-pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStatus, Error> {
-    let launcher = ctx.cfg.workload.launcher;
-    let multi = launcher != Launcher::None;
-    let ranks = if ctx.cfg.ncu.ranks.is_empty() {
-        vec![0]
-    } else {
-        ctx.cfg.ncu.ranks.clone()
-    };
-    // One profiled rank keeps the plain name; several get a report each.
-    let out_base = if multi && ranks.len() > 1 {
-        ctx.run
-            .ncu(&format!("{}.rank{}", plan.base, launcher.rank_macro()))
-    } else {
-        ctx.run.ncu(&plan.base)
-    };
-    let rep = if multi && ranks.len() > 1 {
-        ctx.run
-            .ncu(&format!("{}.rank{}.ncu-rep", plan.base, ranks[0]))
-    } else {
-        plan.report(ctx)
-    };
-    let prog = ncu.display().to_string();
-    let with_prog = |a: Vec<String>| std::iter::once(prog.clone()).chain(a).collect::<Vec<_>>();
-    let exclude_nccl = multi && !ctx.cfg.ncu.include_nccl;
-    let stage2 = std::env::current_exe()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "stage2".to_string());
-    let env = rank_env(ctx.cfg);
-    // Everything the ranks get set, for launchers that forward variables by name.
-    let rank_vars: Vec<(String, String)> = ctx.workload.env.iter().chain(&env).cloned().collect();
-    // The full argv: ncu on the workload, or, under a launcher, `stage2 __rank-exec` per rank
-    // that runs ncu on the chosen ranks and the bare workload on the others.
-    let args = |filter: Option<&KernelFilter>| -> Vec<String> {
-        let profiled = with_prog(profile_args(
+/// The ncu pass: its program (None: not found or disabled), why a pre-check refused it, and
+/// nsys's program for the diagnosis of an empty pass.
+pub struct NcuPass {
+    pub tool: Option<PathBuf>,
+    pub refused: Option<Error>,
+    pub nsys: Option<PathBuf>,
+}
+
+/// What the ncu pass runs.
+pub struct NcuPlan {
+    /// The NVTX include expression (None: not gated) and the files' base name.
+    pub include: Option<String>,
+    pub base: String,
+    pub filter: Option<KernelFilter>,
+    /// The profile command line with the top-kernel filter, and without it (the retry when
+    /// the filter matched nothing), program first.
+    pub profile: Vec<String>,
+    pub unfiltered: Vec<String>,
+    /// Variables the pass adds for every rank.
+    pub env: Vec<(String, String)>,
+    /// The report ncu writes (the first profiled rank's under a launcher).
+    pub report: PathBuf,
+    pub multi: bool,
+}
+
+impl NcuPass {
+    fn program(&self) -> PathBuf {
+        self.tool.clone().unwrap_or_else(|| PathBuf::from("ncu"))
+    }
+    fn with_prog(&self, a: Vec<String>) -> Vec<String> {
+        std::iter::once(self.program().display().to_string())
+            .chain(a)
+            .collect()
+    }
+
+    /// The full argv: ncu on the workload, or, under a launcher, `stage2 __rank-exec` per rank
+    /// that runs ncu on the chosen ranks and the bare workload on the others.
+    fn argv(
+        &self,
+        ctx: &Ctx,
+        include: Option<&str>,
+        filter: Option<&KernelFilter>,
+        base: &str,
+    ) -> Vec<String> {
+        let launcher = ctx.cfg.workload.launcher;
+        let multi = launcher != Launcher::None;
+        let ranks = profiled_ranks(ctx.cfg);
+        // One profiled rank keeps the plain name; several get a report each.
+        let out_base = if multi && ranks.len() > 1 {
+            ctx.run
+                .ncu(&format!("{base}.rank{}", launcher.rank_macro()))
+        } else {
+            ctx.run.ncu(base)
+        };
+        let exclude_nccl = multi && !ctx.cfg.ncu.include_nccl;
+        let profiled = self.with_prog(profile_args(
             &ctx.cfg.ncu,
-            plan.include.as_deref(),
+            include,
             filter,
             &out_base,
             &ctx.workload.argv,
             exclude_nccl,
         ));
-        if multi {
-            let per_rank = crate::passes::launcher::rank_exec_args(
-                &stage2,
-                launcher,
-                &ranks,
-                ctx.workload.argv.len(),
-                profiled,
-            );
-            launcher.wrap(&ctx.cfg.workload, per_rank, &rank_vars)
-        } else {
-            profiled
+        if !multi {
+            return profiled;
         }
-    };
-    let cmd_txt = ctx.run.ncu("cmd.txt");
-    write_cmd_txt(
-        &cmd_txt,
-        &[
-            with_env(&env, args(plan.filter.as_ref())),
-            with_prog(import_args(&rep)),
-            with_prog(import_mangled_args(&rep)),
-            with_prog(vec!["--list-sections".into()]),
-        ],
-    )
-    .map_err(|e| Error::io("write", &cmd_txt, e))?;
-    if dry_run {
-        return Ok(PassStatus::new(PassState::Planned, exit_codes::OK, None));
+        let stage2 = std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "stage2".to_string());
+        // Everything the ranks get set, for launchers that forward variables by name.
+        let rank_vars: Vec<(String, String)> = ctx
+            .workload
+            .env
+            .iter()
+            .chain(&rank_env(ctx.cfg))
+            .cloned()
+            .collect();
+        let per_rank = crate::passes::launcher::rank_exec_args(
+            &stage2,
+            launcher,
+            &ranks,
+            ctx.workload.argv.len(),
+            profiled,
+        );
+        launcher.wrap(&ctx.cfg.workload, per_rank, &rank_vars)
     }
-    let log = ctx.run.ncu("ncu.log");
-    if multi {
-        crate::passes::launcher::find(launcher)?;
-    }
-    let profile = |filter: Option<&KernelFilter>| -> Result<Outcome, Error> {
-        let argv = args(filter);
-        let mut spec = ctx.spec(Path::new(&argv[0]), argv[1..].to_vec(), log.clone());
-        spec.env.extend(env.iter().cloned());
+
+    /// Run ncu once with `argv`.
+    fn profile(&self, ctx: &Ctx, plan: &NcuPlan, argv: &[String]) -> Result<Outcome, Error> {
+        let mut spec = ctx.spec(
+            Path::new(&argv[0]),
+            argv[1..].to_vec(),
+            ctx.run.ncu("ncu.log"),
+        );
+        spec.env.extend(plan.env.iter().cloned());
         spec.timeout = ctx.cfg.ncu_timeout();
         process::run(&spec).map_err(|e| Error::start(&argv[0], e))
-    };
-    let mut out = profile(plan.filter.as_ref())?;
-    let mut duration = out.duration;
-    let mut warnings = Vec::new();
-    let filtered = plan.filter.as_ref().is_some_and(|f| !f.is_empty());
-    if filtered
-        && out.tail.contains(NO_KERNELS)
-        && !process::nonempty(&rep)
-        && stopped(&out, "ncu").is_none()
-    {
-        let why = "ncu profiled no kernel with the top-kernel filter; profiling again without it";
-        tracing::warn!("{why}");
-        warnings.push(why.to_string());
-        let _ = append_cmd_txt(&cmd_txt, &with_env(&env, args(None)));
-        out = profile(None)?;
-        duration += out.duration;
     }
-    let have_report = process::nonempty(&rep);
-    let mut st = classify(&out, have_report, filtered);
-    st.duration_s = Some(duration.as_secs_f64());
-    st.warnings.extend(warnings);
-    if have_report {
+
+    /// The three independent reads of one report (raw CSV, mangled names, sections), side by
+    /// side; a failed raw import fails the pass, the others warn.
+    fn imports(&self, ctx: &Ctx, plan: &NcuPlan, st: &mut PassStatus) {
+        let rep = &plan.report;
         let step = |args: Vec<String>, stdout: PathBuf| {
-            let mut s = ctx.spec(ncu, args, log.clone());
+            let mut s = ctx.spec(&self.program(), args, ctx.run.ncu("ncu.log"));
             s.echo = false;
             s.stdout_file = Some(stdout);
-            s.timeout = Some(Duration::from_secs(3600));
+            s.timeout = Some(crate::passes::nsys::post_step_timeout(
+                ctx.cfg.ncu.timeout_s,
+            ));
             run_step(&s)
         };
-        // Three independent reads of one report: run them side by side.
         let (raw, mangled, sections) = std::thread::scope(|scope| {
-            let raw = scope.spawn(|| step(import_args(&rep), plan.raw_csv(ctx)));
-            let mangled =
-                scope.spawn(|| step(import_mangled_args(&rep), plan.raw_mangled_csv(ctx)));
+            let raw = scope.spawn(|| step(import_args(rep), ctx.run.ncu_raw(&plan.base)));
+            let mangled = scope.spawn(|| {
+                step(
+                    import_mangled_args(rep),
+                    ctx.run.ncu_raw_mangled(&plan.base),
+                )
+            });
             let sections =
                 scope.spawn(|| step(vec!["--list-sections".into()], ctx.run.ncu("sections.txt")));
             let join = |h: std::thread::ScopedJoinHandle<'_, Result<Outcome, String>>| {
@@ -389,7 +378,118 @@ pub fn run(ctx: &Ctx, ncu: &Path, plan: &Plan, dry_run: bool) -> Result<PassStat
         st.warnings.extend(mangled.err());
         st.warnings.extend(sections.err());
     }
-    Ok(st)
+}
+
+/// The ranks ncu profiles (rank 0 unless `ncu.ranks` names others).
+fn profiled_ranks(cfg: &Config) -> Vec<u32> {
+    if cfg.ncu.ranks.is_empty() {
+        vec![0]
+    } else {
+        cfg.ncu.ranks.clone()
+    }
+}
+
+impl Pass for NcuPass {
+    type Plan = NcuPlan;
+
+    fn name(&self) -> &'static str {
+        "ncu"
+    }
+
+    fn skip(&self, ctx: &Ctx) -> Option<PassStatus> {
+        if let (Some(_), Some(e)) = (&self.tool, &self.refused) {
+            return Some(PassStatus::new(
+                PassState::Failed,
+                e.exit_code(),
+                Some(format!("not run: {e}")),
+            ));
+        }
+        (self.tool.is_none() || !ctx.cfg.ncu.enable)
+            .then(|| PassStatus::skipped("disabled (ncu.enable=false or --no-ncu)"))
+    }
+
+    fn plan(&self, ctx: &Ctx) -> Result<NcuPlan, Error> {
+        use crate::analysis::nvtx::{include_and_base, style_for};
+        let (include, base, warning) = include_and_base(ctx.cfg, style_for(ctx.cfg, ctx.run));
+        if let Some(w) = warning {
+            tracing::warn!("{w}");
+        }
+        let filter = crate::analysis::select::kernel_filter(ctx.cfg, ctx.run);
+        let launcher = ctx.cfg.workload.launcher;
+        let multi = launcher != Launcher::None;
+        let ranks = profiled_ranks(ctx.cfg);
+        let report = if multi && ranks.len() > 1 {
+            ctx.run.ncu(&format!("{base}.rank{}.ncu-rep", ranks[0]))
+        } else {
+            ctx.run.ncu_report(&base)
+        };
+        Ok(NcuPlan {
+            profile: self.argv(ctx, include.as_deref(), filter.as_ref(), &base),
+            unfiltered: self.argv(ctx, include.as_deref(), None, &base),
+            env: rank_env(ctx.cfg),
+            include,
+            base,
+            filter,
+            report,
+            multi,
+        })
+    }
+
+    fn commands(&self, plan: &NcuPlan) -> Vec<Vec<String>> {
+        vec![
+            with_env(&plan.env, plan.profile.clone()),
+            self.with_prog(import_args(&plan.report)),
+            self.with_prog(import_mangled_args(&plan.report)),
+            self.with_prog(vec!["--list-sections".into()]),
+        ]
+    }
+
+    fn execute(&self, ctx: &Ctx, plan: &NcuPlan) -> Result<PassStatus, Error> {
+        if plan.multi {
+            crate::passes::launcher::find(ctx.cfg.workload.launcher)?;
+        }
+        let mut out = self.profile(ctx, plan, &plan.profile)?;
+        let mut duration = out.duration;
+        let mut warnings = Vec::new();
+        let filtered = plan.filter.as_ref().is_some_and(|f| !f.is_empty());
+        if filtered
+            && out.tail.contains(NO_KERNELS)
+            && !process::nonempty(&plan.report)
+            && stopped(&out, "ncu").is_none()
+        {
+            let why =
+                "ncu profiled no kernel with the top-kernel filter; profiling again without it";
+            tracing::warn!("{why}");
+            warnings.push(why.to_string());
+            let _ = append_cmd_txt(
+                &ctx.run.ncu("cmd.txt"),
+                &with_env(&plan.env, plan.unfiltered.clone()),
+            );
+            out = self.profile(ctx, plan, &plan.unfiltered)?;
+            duration += out.duration;
+        }
+        let have_report = process::nonempty(&plan.report);
+        let mut st = classify(&out, have_report, filtered);
+        st.duration_s = Some(duration.as_secs_f64());
+        st.warnings.extend(warnings);
+        if have_report {
+            self.imports(ctx, plan, &mut st);
+        }
+        Ok(st)
+    }
+
+    fn diagnose(&self, ctx: &Ctx, _st: &PassStatus) -> Option<String> {
+        let wanted = ctx.cfg.ncu.nvtx_include.clone().unwrap_or_default();
+        let ranges = diagnose::ranges_for(ctx, self.nsys.as_deref(), &wanted)?;
+        Some(diagnose::describe(&ranges, &wanted))
+    }
+
+    fn record(&self, plan: &NcuPlan, st: &mut PassStatus) {
+        st.ncu = Some(NcuRecord {
+            include: plan.include.clone(),
+            base: plan.base.clone(),
+        });
+    }
 }
 
 #[cfg(test)]

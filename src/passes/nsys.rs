@@ -4,13 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{append_cmd_txt, run_step, stopped, write_cmd_txt, Ctx};
-use crate::config::{CaptureRange, Nsys};
+use super::driver::Pass;
+use super::{append_cmd_txt, diagnose, run_step, stopped, Ctx};
+use crate::config::{CaptureRange, CaptureRangeEnd, Nsys};
 use crate::error::Error;
 use crate::exit_codes;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
-use crate::rundir::status::{PassState, PassStatus};
+use crate::rundir::status::{NsysRecord, PassState, PassStatus};
 
 /// The reports `nsys stats` writes as `summary_<report>.csv`.
 pub const STATS_REPORTS: &[&str] = &["cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum"];
@@ -39,8 +40,8 @@ pub fn profile_args(
             // not registered: the capture would never start.
             a.push("--env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0".to_string());
         }
-        if let Some(end) = cfg.capture_range_end.as_deref().filter(|e| !e.is_empty()) {
-            a.push(format!("--capture-range-end={end}"));
+        if let Some(end) = cfg.capture_range_end {
+            a.push(format!("--capture-range-end={}", end.as_str()));
         }
     }
     if let Some(d) = cfg.nvtx_domain_include.as_deref().filter(|d| !d.is_empty()) {
@@ -144,10 +145,15 @@ fn classify_exit(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys)
     }
     match (report, out.code) {
         (Some(_), Some(0)) => PassStatus::new(PassState::Ok, exit_codes::OK, None),
-        (Some(_), Some(143)) if cfg.capture_range_end.is_none() => {
+        (Some(_), Some(143))
+            if matches!(
+                cfg.capture_range_end,
+                None | Some(CaptureRangeEnd::StopShutdown)
+            ) =>
+        {
             let mut st = PassStatus::new(PassState::Ok, exit_codes::OK, None);
             st.warnings.push(format!(
-                "nsys ended the application when the capture range `{expr}` closed (nsys's default --capture-range-end=stop-shutdown; exit 143). Set nsys.capture_range_end=stop to let it run to its end"
+                "nsys ended the application when the capture range `{expr}` closed (nsys's default --capture-range-end=stop-shutdown; exit 143). Set nsys.capture_range_end=none to capture every instance and let it run to its end"
             ));
             st
         }
@@ -206,97 +212,178 @@ pub fn reports(dir: &Path) -> Vec<(Option<u32>, PathBuf)> {
     found
 }
 
-/// Run the whole pass; write cmd.txt first so even a failed pass leaves its command line.
-pub fn run(ctx: &Ctx, nsys: &Path, dry_run: bool) -> Result<PassStatus, Error> {
-    let launcher = ctx.cfg.workload.launcher;
-    let multi = launcher != Launcher::None;
-    let rank_macro = multi.then(|| launcher.rank_macro());
-    let base = ctx.run.nsys_report_base(rank_macro.as_deref());
-    let argv = profile_args(
-        &ctx.cfg.nsys,
-        ctx.cfg.nvtx.domain.as_deref(),
-        &base,
-        &ctx.workload.argv,
-    )?;
-    let prog = nsys.display().to_string();
-    let with_prog = |a: Vec<String>| std::iter::once(prog.clone()).chain(a).collect::<Vec<_>>();
-    // Under a launcher, nsys runs inside it, once per rank.
-    let full = launcher.wrap(&ctx.cfg.workload, with_prog(argv), &ctx.workload.env);
-    let mut post_lines = Vec::new();
-    if !multi {
-        let rep = ctx.run.nsys_report(None);
-        post_lines.push(with_prog(stats_args(&rep, &ctx.run.nsys_stats_base(None))));
-        post_lines.push(with_prog(export_args(&rep, &ctx.run.nsys_sqlite(None))));
+/// The nsys pass: its program, found before the run.
+pub struct NsysPass {
+    pub tool: Option<PathBuf>,
+}
+
+/// What the nsys pass runs: `nsys profile` (under the launcher for several ranks), then per
+/// report `nsys stats` and `nsys export`.
+pub struct NsysPlan {
+    /// The whole profile command line, program first.
+    pub profile: Vec<String>,
+    /// The post steps of a single-process run (a multi-rank run's are known once the ranks'
+    /// reports exist, and are appended to cmd.txt then).
+    pub post: Vec<Vec<String>>,
+    pub multi: bool,
+    /// What status.json records about the capture.
+    pub capture: NsysRecord,
+}
+
+impl NsysPass {
+    fn program(&self) -> PathBuf {
+        self.tool.clone().unwrap_or_else(|| PathBuf::from("nsys"))
     }
-    let cmd_txt = ctx.run.nsys("cmd.txt");
-    write_cmd_txt(&cmd_txt, &[vec![full.clone()], post_lines].concat())
-        .map_err(|e| Error::io("write", &cmd_txt, e))?;
-    if dry_run {
-        return Ok(PassStatus::new(PassState::Planned, exit_codes::OK, None));
+    fn with_prog(&self, a: Vec<String>) -> Vec<String> {
+        std::iter::once(self.program().display().to_string())
+            .chain(a)
+            .collect()
     }
-    let program = match crate::passes::launcher::find(launcher)? {
-        Some(p) => p,
-        None => nsys.to_path_buf(),
-    };
-    let log = ctx.run.nsys("nsys.log");
-    let mut spec = ctx.spec(&program, full[1..].to_vec(), log.clone());
-    spec.timeout = ctx.cfg.nsys_timeout();
-    let out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
-    let reports = reports(&ctx.run.path.join("nsys"));
-    let qdstrm = std::fs::read_dir(ctx.run.path.join("nsys"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .any(|e| e.path().extension().is_some_and(|x| x == "qdstrm"));
-    let first = reports.first().map(|(_, p)| p.clone());
-    let mut st = classify(&out, first.as_deref(), qdstrm, &ctx.cfg.nsys);
-    st.duration_s = Some(out.duration.as_secs_f64());
-    if multi && !reports.is_empty() {
-        let expected = ctx.cfg.workload.nproc_per_node.max(1) * ctx.cfg.workload.nnodes.max(1);
-        if reports.len() < expected as usize {
-            st.warnings.push(format!(
-                "{} of {expected} ranks left an nsys report",
-                reports.len()
-            ));
+}
+
+impl Pass for NsysPass {
+    type Plan = NsysPlan;
+
+    fn name(&self) -> &'static str {
+        "nsys"
+    }
+
+    fn skip(&self, ctx: &Ctx) -> Option<PassStatus> {
+        (self.tool.is_none() || !ctx.cfg.nsys.enable)
+            .then(|| PassStatus::skipped("disabled (nsys.enable=false or --no-nsys)"))
+    }
+
+    fn plan(&self, ctx: &Ctx) -> Result<NsysPlan, Error> {
+        let launcher = ctx.cfg.workload.launcher;
+        let multi = launcher != Launcher::None;
+        let rank_macro = multi.then(|| launcher.rank_macro());
+        let base = ctx.run.nsys_report_base(rank_macro.as_deref());
+        let argv = profile_args(
+            &ctx.cfg.nsys,
+            ctx.cfg.nvtx.domain.as_deref(),
+            &base,
+            &ctx.workload.argv,
+        )?;
+        // Under a launcher, nsys runs inside it, once per rank.
+        let profile = launcher.wrap(&ctx.cfg.workload, self.with_prog(argv), &ctx.workload.env);
+        let mut post = Vec::new();
+        if !multi {
+            let rep = ctx.run.nsys_report(None);
+            post.push(self.with_prog(stats_args(&rep, &ctx.run.nsys_stats_base(None))));
+            post.push(self.with_prog(export_args(&rep, &ctx.run.nsys_sqlite(None))));
         }
+        Ok(NsysPlan {
+            profile,
+            post,
+            multi,
+            capture: NsysRecord::from_config(&ctx.cfg.nsys),
+        })
     }
-    // A report is processed even when the workload failed or the user interrupted: that is
-    // data the user already paid for.
-    let quiet = |args: Vec<String>| {
-        let mut s = ctx.spec(nsys, args, log.clone());
-        s.echo = false;
-        s.timeout = Some(Duration::from_secs(3600));
-        run_step(&s)
-    };
-    for (rank, report) in &reports {
-        let summary = ctx.run.nsys_stats_base(*rank);
-        let sqlite = ctx.run.nsys_sqlite(*rank);
-        if multi || report.extension().is_some_and(|x| x == "qdrep") {
-            // Per-rank (or legacy .qdrep) lines: cmd.txt names the files that exist.
-            let _ = append_cmd_txt(&cmd_txt, &with_prog(stats_args(report, &summary)));
-            let _ = append_cmd_txt(&cmd_txt, &with_prog(export_args(report, &sqlite)));
-        }
-        let post =
-            quiet(stats_args(report, &summary)).and_then(|_| quiet(export_args(report, &sqlite)));
-        if let Err(why) = post {
-            if st.state == PassState::Ok {
-                st = PassStatus::new(PassState::Failed, exit_codes::TOOL, Some(why));
-                st.duration_s = Some(out.duration.as_secs_f64());
-            } else {
-                st.warnings.push(why);
+
+    fn commands(&self, plan: &NsysPlan) -> Vec<Vec<String>> {
+        [vec![plan.profile.clone()], plan.post.clone()].concat()
+    }
+
+    fn execute(&self, ctx: &Ctx, plan: &NsysPlan) -> Result<PassStatus, Error> {
+        let program = match crate::passes::launcher::find(ctx.cfg.workload.launcher)? {
+            Some(p) => p,
+            None => self.program(),
+        };
+        let log = ctx.run.nsys("nsys.log");
+        let mut spec = ctx.spec(&program, plan.profile[1..].to_vec(), log.clone());
+        spec.timeout = ctx.cfg.nsys_timeout();
+        let out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
+        let dir = ctx.run.path.join("nsys");
+        let reports = reports(&dir);
+        let qdstrm = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "qdstrm"));
+        let first = reports.first().map(|(_, p)| p.clone());
+        let mut st = classify(&out, first.as_deref(), qdstrm, &ctx.cfg.nsys);
+        st.duration_s = Some(out.duration.as_secs_f64());
+        if plan.multi && !reports.is_empty() {
+            let w = &ctx.cfg.workload;
+            let expected = w.nproc_per_node.max(1) * w.nnodes.max(1);
+            if reports.len() < expected as usize {
+                st.warnings.push(format!(
+                    "{} of {expected} ranks left an nsys report",
+                    reports.len()
+                ));
             }
         }
+        // A report is processed even when the workload failed or the user interrupted: that
+        // is data the user already paid for.
+        for (rank, report) in &reports {
+            if let Err(why) = self.post_steps(ctx, plan, *rank, report) {
+                if st.state == PassState::Ok {
+                    st = PassStatus::new(PassState::Failed, exit_codes::TOOL, Some(why));
+                    st.duration_s = Some(out.duration.as_secs_f64());
+                } else {
+                    st.warnings.push(why);
+                }
+            }
+        }
+        let kern_sum = ctx.run.kern_sum(reports.first().and_then(|r| r.0));
+        if st.state == PassState::Ok && !reports.is_empty() && !kern_sum.exists() {
+            st = PassStatus::new(
+                PassState::NoData,
+                exit_codes::NO_DATA,
+                Some("the captured range holds no CUDA kernels (nsys stats wrote no cuda_gpu_kern_sum); is the range around GPU work?".to_string()),
+            );
+            st.duration_s = Some(out.duration.as_secs_f64());
+        }
+        Ok(st)
     }
-    let kern_sum = ctx.run.kern_sum(reports.first().and_then(|r| r.0));
-    if st.state == PassState::Ok && !reports.is_empty() && !kern_sum.exists() {
-        st = PassStatus::new(
-            PassState::NoData,
-            exit_codes::NO_DATA,
-            Some("the captured range holds no CUDA kernels (nsys stats wrote no cuda_gpu_kern_sum); is the range around GPU work?".to_string()),
-        );
-        st.duration_s = Some(out.duration.as_secs_f64());
+
+    fn diagnose(&self, ctx: &Ctx, st: &PassStatus) -> Option<String> {
+        let empty = st.reason.as_deref().is_some_and(|r| r.contains(NO_REPORTS));
+        let nsys = self
+            .tool
+            .as_deref()
+            .filter(|_| empty && ctx.cfg.nsys.diagnose)?;
+        let wanted = ctx.cfg.nsys.nvtx_capture.clone().unwrap_or_default();
+        let ranges = diagnose::ungated(ctx, nsys)?;
+        Some(diagnose::describe(&ranges, &wanted))
     }
-    Ok(st)
+
+    fn record(&self, plan: &NsysPlan, st: &mut PassStatus) {
+        st.nsys = Some(plan.capture.clone());
+    }
+}
+
+impl NsysPass {
+    /// `nsys stats` then `nsys export` of one report, quietly, into the pass log.
+    fn post_steps(
+        &self,
+        ctx: &Ctx,
+        plan: &NsysPlan,
+        rank: Option<u32>,
+        report: &Path,
+    ) -> Result<(), String> {
+        let (summary, sqlite) = (ctx.run.nsys_stats_base(rank), ctx.run.nsys_sqlite(rank));
+        let steps = [stats_args(report, &summary), export_args(report, &sqlite)];
+        if plan.multi || report.extension().is_some_and(|x| x == "qdrep") {
+            // Per-rank (or legacy .qdrep) lines: cmd.txt names the files that exist.
+            for step in &steps {
+                let _ = append_cmd_txt(&ctx.run.nsys("cmd.txt"), &self.with_prog(step.clone()));
+            }
+        }
+        for args in steps {
+            let mut s = ctx.spec(&self.program(), args, ctx.run.nsys("nsys.log"));
+            s.echo = false;
+            s.timeout = Some(post_step_timeout(ctx.cfg.nsys.timeout_s));
+            run_step(&s)?;
+        }
+        Ok(())
+    }
+}
+
+/// A post step (stats, export) gets the pass's own limit when one is set, else an hour: long
+/// enough for any report, short enough that a hung exporter does not hold the run forever.
+pub fn post_step_timeout(limit_s: Option<u64>) -> Duration {
+    Duration::from_secs(limit_s.unwrap_or(3600).max(60))
 }
 
 #[cfg(test)]

@@ -16,7 +16,8 @@ pub fn kernels_md(a: &Artifacts) -> String {
     let basis = match a.records.first().map(|r| r.time_source) {
         Some(TimeSource::Nsys) => {
             format!(
-                "nsys totals over every launch in the capture (`{}`)",
+                "nsys totals over {} (`{}`)",
+                a.kernel_scope(),
                 a.kern_sum_file
             )
         }

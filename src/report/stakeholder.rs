@@ -66,7 +66,11 @@ fn headline(a: &Artifacts) -> String {
                 ": it mostly waits for the CPU to launch work (launch-bound)"
             });
         }
-        let _ = write!(h, " ({}, {})", c.source, a.kern_sum_file);
+        if c.source == a.kern_sum_file {
+            let _ = write!(h, " ({})", c.source);
+        } else {
+            let _ = write!(h, " ({}, {})", c.source, a.kern_sum_file);
+        }
     }
     h.push('.');
     if let (Some(p), Some(d)) = (phase(a, "prefill"), phase(a, "decode")) {

@@ -41,6 +41,17 @@ pub struct PassStatus {
     /// of recomputing it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub ncu: Option<NcuRecord>,
+    /// What the nsys pass captured, so the reports label it by what happened.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub nsys: Option<NsysRecord>,
+}
+
+/// The NVTX range the nsys capture was gated on (None: the whole run or a profiler-API
+/// window) and whether the capture ended with its first instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NsysRecord {
+    pub range: Option<String>,
+    pub first_instance_only: bool,
 }
 
 /// The ncu pass's NVTX include expression (None: not gated) and its files' base name
@@ -49,6 +60,24 @@ pub struct PassStatus {
 pub struct NcuRecord {
     pub include: Option<String>,
     pub base: String,
+}
+
+impl NsysRecord {
+    /// What a pass run with this config captured: for runs made before the pass recorded it.
+    pub fn from_config(cfg: &crate::config::Nsys) -> Self {
+        use crate::config::{CaptureRange, CaptureRangeEnd};
+        let gated = cfg.gating_nvtx && cfg.capture_range == CaptureRange::Nvtx;
+        NsysRecord {
+            range: cfg
+                .nvtx_capture
+                .as_deref()
+                .filter(|_| gated)
+                .map(|c| c.split('@').next().unwrap_or(c).to_string()),
+            first_instance_only: cfg.gating_nvtx
+                && cfg.capture_range != CaptureRange::None
+                && CaptureRangeEnd::first_only(cfg.capture_range_end),
+        }
+    }
 }
 
 impl PassStatus {
@@ -60,6 +89,7 @@ impl PassStatus {
             exit_code,
             warnings: Vec::new(),
             ncu: None,
+            nsys: None,
         }
     }
     pub fn skipped(reason: &str) -> Self {

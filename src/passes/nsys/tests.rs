@@ -21,12 +21,13 @@ fn default_profile_is_gated_on_prefill() {
         args(&[]),
         [
             "profile",
-            "--trace=cuda,nvtx,osrt",
+            "--trace=cuda,nvtx",
             "--sample=none",
             "--cuda-graph-trace=node",
             "--capture-range=nvtx",
             "--nvtx-capture=prefill",
             "--env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0",
+            "--capture-range-end=none",
             "-o",
             "/m/nsys/run",
             "python3",
@@ -37,9 +38,11 @@ fn default_profile_is_gated_on_prefill() {
 
 #[test]
 fn capture_range_end_only_when_set() {
-    assert!(!args(&[])
+    assert!(!args(&["nsys.capture_range_end=null"])
         .iter()
         .any(|a| a.starts_with("--capture-range-end")));
+    assert!(args(&["nsys.capture_range_end=stop-shutdown"])
+        .contains(&"--capture-range-end=stop-shutdown".to_string()));
     assert!(
         args(&["nsys.capture_range_end=stop"]).contains(&"--capture-range-end=stop".to_string())
     );
@@ -111,7 +114,7 @@ fn data(p: &str) -> String {
 
 #[test]
 fn classify_real_outcomes() {
-    let c = cfg(&[]);
+    let c = cfg(&["nsys.capture_range_end=null"]);
     let rep = Path::new("/m/run.nsys-rep");
     let st = classify(&outcome(0, &data("logs/nsys_wrong.log")), None, false, &c);
     assert_eq!(st.state, PassState::NoData);
@@ -123,7 +126,7 @@ fn classify_real_outcomes() {
         &c,
     );
     assert_eq!(st.state, PassState::Ok);
-    assert!(st.warnings[0].contains("capture_range_end=stop"));
+    assert!(st.warnings[0].contains("capture_range_end=none"));
     let st = classify(
         &outcome(143, ""),
         Some(rep),

@@ -1,0 +1,225 @@
+//! The one loop every profiler pass goes through: skip or plan, write cmd.txt, check the disk,
+//! run, classify, diagnose an empty capture, log, and record the outcome in status.json. A
+//! pass only says what it runs ([`Pass::plan`], pure) and what its outcome means
+//! ([`Pass::execute`]); everything around that is here, once.
+
+use std::path::PathBuf;
+
+use super::{guards, signals, write_cmd_txt, Ctx};
+use crate::error::Error;
+use crate::exit_codes;
+use crate::rundir::status::{PassState, PassStatus, Status};
+
+/// A profiler pass.
+pub(crate) trait Pass {
+    /// What the pass will run, computed before anything runs.
+    type Plan;
+
+    /// The pass's name in status.json and in its run-directory folder.
+    fn name(&self) -> &'static str;
+
+    /// Why the pass does not run this time (disabled, or a pre-check refused it).
+    fn skip(&self, ctx: &Ctx) -> Option<PassStatus>;
+
+    /// Pure: the plan from the config and what earlier passes left in the run directory.
+    fn plan(&self, ctx: &Ctx) -> Result<Self::Plan, Error>;
+
+    /// The command lines cmd.txt shows, in order, for a plan.
+    fn commands(&self, plan: &Self::Plan) -> Vec<Vec<String>>;
+
+    /// Run the plan (children through the process runner) and classify the outcome, post
+    /// steps (exports, imports) included.
+    fn execute(&self, ctx: &Ctx, plan: &Self::Plan) -> Result<PassStatus, Error>;
+
+    /// When the pass captured nothing: what the workload emits instead, if it can say.
+    fn diagnose(&self, _ctx: &Ctx, _st: &PassStatus) -> Option<String> {
+        None
+    }
+
+    /// Facts of the plan the reports read back from status.json.
+    fn record(&self, _plan: &Self::Plan, _st: &mut PassStatus) {}
+}
+
+/// The driver: owns status.json while the passes run.
+pub(crate) struct Driver<'a> {
+    pub ctx: &'a Ctx<'a>,
+    pub status: Status,
+    pub dry_run: bool,
+}
+
+impl Driver<'_> {
+    /// Save status.json; a failure to write it is logged, never fatal to the run.
+    pub fn save(&self) {
+        if let Err(e) = self.status.write(&self.ctx.run.path) {
+            tracing::warn!("cannot write status.json: {e}");
+        }
+    }
+
+    /// Run one pass through the loop and record its outcome.
+    pub fn drive<P: Pass>(&mut self, pass: &P) -> Result<(), Error> {
+        let name = pass.name();
+        let st = self.outcome(pass)?;
+        report_pass(name, &st);
+        self.status.set(name, st);
+        self.save();
+        Ok(())
+    }
+
+    fn outcome<P: Pass>(&mut self, pass: &P) -> Result<PassStatus, Error> {
+        let (ctx, name) = (self.ctx, pass.name());
+        if signals::interrupted() {
+            return Ok(PassStatus::skipped("not started: the run was interrupted"));
+        }
+        if let Some(st) = pass.skip(ctx) {
+            return Ok(st);
+        }
+        let plan = pass.plan(ctx)?;
+        let cmd_txt: PathBuf = ctx.run.path.join(name).join("cmd.txt");
+        write_cmd_txt(&cmd_txt, &pass.commands(&plan))
+            .map_err(|e| Error::io("write", &cmd_txt, e))?;
+        if self.dry_run {
+            tracing::info!("{name} pass: writing its command lines (dry run)");
+            let mut st = PassStatus::new(PassState::Planned, exit_codes::OK, None);
+            pass.record(&plan, &mut st);
+            return Ok(st);
+        }
+        tracing::info!("{name} pass: running");
+        let before = guards::warnings(ctx.cfg, name, guards::free_gb(&ctx.run.path));
+        for w in &before {
+            tracing::warn!("{name}: {w}");
+        }
+        self.status.set(
+            name,
+            PassStatus::new(PassState::Running, exit_codes::OK, None),
+        );
+        self.save();
+        let mut st = pass.execute(ctx, &plan)?;
+        st.warnings.splice(0..0, before);
+        if st.state == PassState::NoData && !signals::interrupted() {
+            if let Some(more) = pass.diagnose(ctx, &st) {
+                let reason = st.reason.take().unwrap_or_default();
+                st.reason = Some(format!("{reason}\n{more}"));
+            }
+        }
+        pass.record(&plan, &mut st);
+        Ok(st)
+    }
+}
+
+/// One log line per pass outcome, then its warnings.
+pub(crate) fn report_pass(pass: &str, st: &PassStatus) {
+    let state = serde_json::to_value(st.state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let took = st
+        .duration_s
+        .map(|d| format!(" in {d:.1} s"))
+        .unwrap_or_default();
+    match &st.reason {
+        Some(r) if st.exit_code != exit_codes::OK => {
+            tracing::error!("{pass} pass: {state}{took}: {r}")
+        }
+        Some(r) => tracing::info!("{pass} pass: {state}{took} ({r})"),
+        None => tracing::info!("{pass} pass: {state}{took}"),
+    }
+    for w in &st.warnings {
+        tracing::warn!("{pass}: {w}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::passes::ncu::NcuPass;
+    use crate::passes::nsys::NsysPass;
+    use crate::rundir::RunDir;
+
+    /// Both passes planned and driven as a dry run: command lines and status, nothing run
+    /// (the programs named do not exist).
+    #[test]
+    fn plans_are_pure_and_a_dry_run_records_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = crate::testutil::config(&[
+            "workload.argv=[python3,w.py]",
+            "nsys.nvtx_capture=decode@llm",
+        ]);
+        let run = RunDir::create(tmp.path(), Some("r")).unwrap();
+        let workload = crate::passes::workload::build(&cfg, &run.stage1()).unwrap();
+        let ctx = Ctx {
+            cfg: &cfg,
+            run: &run,
+            workload: &workload,
+            echo: false,
+        };
+        let nsys = NsysPass {
+            tool: Some("/no/such/nsys".into()),
+        };
+        let plan = nsys.plan(&ctx).unwrap();
+        let lines = nsys.commands(&plan);
+        assert_eq!(lines.len(), 3, "profile, stats, export: {lines:?}");
+        assert_eq!(lines[0][0], "/no/such/nsys");
+        assert!(lines[0].contains(&"--nvtx-capture=decode@llm".to_string()));
+        assert_eq!(lines[0][lines[0].len() - 2..], ["python3", "w.py"]);
+        assert_eq!(plan.capture.range.as_deref(), Some("decode"));
+        assert!(!plan.capture.first_instance_only);
+        let ncu = NcuPass {
+            tool: Some("/no/such/ncu".into()),
+            refused: None,
+            nsys: None,
+        };
+        let plan = ncu.plan(&ctx).unwrap();
+        // No nsys data yet: no kernel filter, so the unfiltered line is the profile line.
+        assert!(plan.filter.is_none());
+        assert_eq!(plan.profile, plan.unfiltered);
+        assert_eq!(ncu.commands(&plan).len(), 4);
+
+        let mut driver = Driver {
+            ctx: &ctx,
+            status: Status::new("r"),
+            dry_run: true,
+        };
+        driver.drive(&nsys).unwrap();
+        driver.drive(&ncu).unwrap();
+        let st = Status::read(&run.path).unwrap();
+        assert_eq!(st.passes["nsys"].state, PassState::Planned);
+        assert_eq!(st.passes["ncu"].state, PassState::Planned);
+        assert_eq!(
+            st.passes["nsys"].nsys.as_ref().unwrap().range.as_deref(),
+            Some("decode")
+        );
+        assert!(run.path.join("ncu/cmd.txt").is_file());
+    }
+
+    #[test]
+    fn a_refused_or_disabled_pass_is_not_planned() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = crate::testutil::config(&["workload.argv=[python3,w.py]"]);
+        let run = RunDir::create(tmp.path(), Some("r")).unwrap();
+        let workload = crate::passes::workload::build(&cfg, &run.stage1()).unwrap();
+        let ctx = Ctx {
+            cfg: &cfg,
+            run: &run,
+            workload: &workload,
+            echo: false,
+        };
+        let mut driver = Driver {
+            ctx: &ctx,
+            status: Status::new("r"),
+            dry_run: false,
+        };
+        driver.drive(&NsysPass { tool: None }).unwrap();
+        driver
+            .drive(&NcuPass {
+                tool: Some("/no/such/ncu".into()),
+                refused: Some(Error::config("ncu.metrics: not known")),
+                nsys: None,
+            })
+            .unwrap();
+        let st = &driver.status.passes;
+        assert_eq!(st["nsys"].state, PassState::Skipped);
+        assert_eq!(st["ncu"].state, PassState::Failed);
+        assert_eq!(st["ncu"].exit_code, exit_codes::USAGE);
+        assert!(!run.path.join("ncu/cmd.txt").exists());
+    }
+}
