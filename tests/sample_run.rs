@@ -46,6 +46,7 @@ fn stage2_report_re_renders_the_transformers_generate_sample_runs_identically() 
         "sample-run-hf-eager",
         "sample-run-hf-static",
         "sample-run-hf-large",
+        "sample-run-hf-moe",
     ] {
         re_renders_identically(name);
     }
@@ -90,7 +91,32 @@ fn a_run_whose_kernels_run_in_cuda_graphs_is_not_told_to_use_cuda_graphs() {
     let run = root().join("examples/sample-run-hf-static");
     let s = std::fs::read_to_string(run.join("stakeholder_summary.md")).unwrap();
     assert!(s.contains("2280 of them from CUDA graphs"), "{s}");
-    assert!(s.contains("waits for the CPU between launches"), "{s}");
     assert!(!s.contains("to launch work"), "{s}");
     assert!(!s.contains("capture the loop in CUDA graphs"), "{s}");
+}
+
+/// A static-KV-cache run profiled with `nsys.cuda_graph_trace=graph` (real H200 capture): the
+/// graphs' kernels are not in the report, and the reports say so instead of calling the range
+/// launch-bound with 0 ms of kernels.
+#[test]
+fn graph_traced_as_whole_graphs_says_the_graph_kernels_are_invisible() {
+    let sb = Sandbox::new();
+    let copy = sb.path().join("g");
+    copy_dir(&root().join("tests/data/hf/static-graphtrace"), &copy);
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&copy)
+        .assert()
+        .success();
+    let s = read(copy.join("stakeholder_summary.md"));
+    assert!(
+        s.contains("the kernels of the 15 graph launches") && s.contains("cuda_graph_trace=node"),
+        "{s}"
+    );
+    assert!(
+        !s.contains("launch-bound") && !s.contains(" in 0 launches"),
+        "{s}"
+    );
+    assert!(!s.contains("capture the loop in CUDA graphs"), "{s}");
+    assert!(read(copy.join("kernels.md")).contains("Note: nsys traced CUDA graphs as whole graphs"));
 }

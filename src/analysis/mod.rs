@@ -275,19 +275,55 @@ impl Artifacts {
             (Some(r), true) => r,
             _ => return "every launch in the capture".to_string(),
         };
-        let n = self
+        format!("every launch in `{range}`, {}", self.instances_captured())
+    }
+
+    /// How many instances of the captured range the report holds, and whether that is all:
+    /// "15 instances captured" or "first instance only (...)". Empty without a range.
+    pub fn instances_captured(&self) -> String {
+        let Some(range) = &self.capture.range else {
+            return String::new();
+        };
+        let n: u64 = self
             .range_stats
             .iter()
             .filter(|s| &s.name == range)
             .map(|s| s.instances)
-            .sum::<u64>();
+            .sum();
         match n {
-            1 if self.capture.first_instance_only => format!(
-                "every launch in `{range}`, first instance only (the capture stopped when it closed; nsys.capture_range_end=none captures every instance)"
-            ),
-            1 => format!("every launch in the one instance of `{range}`"),
-            n => format!("every launch in the {n} instances of `{range}`"),
+            0 => "no instance in the SQLite export".to_string(),
+            1 if self.capture.first_instance_only => "first instance only (the capture stopped when it closed; nsys.capture_range_end=none captures every instance)".to_string(),
+            1 => "1 instance captured".to_string(),
+            n => format!("{n} instances captured"),
         }
+    }
+
+    /// `cudaGraphLaunch` calls in the API summary (0 without one).
+    pub fn graph_launches(&self) -> u64 {
+        self.api
+            .iter()
+            .flatten()
+            .filter(|r| r.name.starts_with("cudaGraphLaunch"))
+            .map(|r| r.calls)
+            .sum()
+    }
+
+    /// The workload launched CUDA graphs whose kernels nsys did not trace (it ran with
+    /// `nsys.cuda_graph_trace=graph`): the graphs' kernels are missing from every figure.
+    pub fn graph_kernels_hidden(&self) -> bool {
+        self.graph_launches() > 0
+            && self.config.nsys.cuda_graph_trace == crate::config::CudaGraphTrace::Graph
+    }
+
+    /// The sentence that says so, or None.
+    pub fn hidden_graphs_note(&self) -> Option<String> {
+        self.graph_kernels_hidden().then(|| {
+            format!(
+                "nsys traced CUDA graphs as whole graphs (nsys.cuda_graph_trace=graph): the kernels of the {} graph launches (cudaGraphLaunch, {}) are not in these figures, so kernel time, launches and GPU busy are too low; profile with nsys.cuda_graph_trace=node to see them",
+                self.graph_launches(),
+                self.api_sum_file
+            )
+        })
     }
 
     /// Total kernel time and launches on the ranking basis (nsys when present).

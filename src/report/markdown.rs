@@ -41,6 +41,9 @@ pub fn kernels_md(a: &Artifacts) -> String {
         launches,
         ms(total)
     );
+    if let Some(note) = a.hidden_graphs_note() {
+        let _ = writeln!(s, "Note: {note}.");
+    }
     if let Some(cov) = a.ncu_coverage_pct() {
         let measured = a.records.iter().filter(|r| r.ncu_instances > 0).count();
         let _ = writeln!(

@@ -35,7 +35,9 @@ fn headline(a: &Artifacts) -> String {
         md(&cut(&display_name(&top.name), 60)),
         top.gpu_time_pct.map(pct).unwrap_or_else(|| "an unknown share".into())
     );
-    if let Some(c) = a.captured() {
+    if let Some(note) = a.hidden_graphs_note() {
+        let _ = write!(h, ". {note}");
+    } else if let Some(c) = a.captured() {
         let _ = write!(
             h,
             ". In the captured `{}` range ({} ms of CPU wall time{}) the GPU ran kernels for {} ms in {} launches{}, busy {} of the time",
@@ -139,22 +141,25 @@ fn run_facts(a: &Artifacts, s: &mut String) {
     let n = &a.config.nsys;
     let nsys = if n.gating_nvtx && n.capture_range == crate::config::CaptureRange::Nvtx {
         format!(
-            "NVTX range `{}`",
-            md(n.nvtx_capture.as_deref().unwrap_or(""))
+            "NVTX range `{}`, {}",
+            md(n.nvtx_capture.as_deref().unwrap_or("")),
+            a.instances_captured()
         )
     } else {
         "whole run".to_string()
     };
     let inc = a.ncu_include.clone();
-    let _ = writeln!(
-        s,
-        "| Capture | nsys: {}; ncu: {}, set {}, top {} kernels |",
-        nsys,
-        inc.map(|i| format!("NVTX `{}`", md(&i)))
-            .unwrap_or_else(|| "whole run".into()),
-        md(&a.config.ncu.set),
-        a.config.ncu.top_n
-    );
+    let ncu = match &a.ncu {
+        Some(r) => format!(
+            "{}, set {}, {} kernels profiled",
+            inc.map(|i| format!("NVTX `{}`", md(&i)))
+                .unwrap_or_else(|| "whole run".into()),
+            md(&a.config.ncu.set),
+            r.kernels.len()
+        ),
+        None => "no data".to_string(),
+    };
+    let _ = writeln!(s, "| Capture | nsys: {nsys}; ncu: {ncu} |");
     if let Some(st) = &a.status {
         let passes: Vec<String> = st
             .passes
@@ -191,7 +196,9 @@ fn numbers(a: &Artifacts, s: &mut String) {
             a.kern_sum_file
         );
     }
-    if let Some(c) = a.captured() {
+    if let Some(note) = a.hidden_graphs_note() {
+        let _ = writeln!(s, "- {note}");
+    } else if let Some(c) = a.captured() {
         let _ = writeln!(
             s,
             "- Captured range `{}`: {} ms CPU wall{}, {} ms of kernels in {} launches{}, GPU busy {} of the range ({})",
@@ -366,7 +373,12 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
         let _ = writeln!(
             s,
             "\nIn `{}`, which ncu profiled (ranked by ncu's time of the profiled launches):\n",
-            md(first.nvtx_range.as_deref().unwrap_or("the ncu range"))
+            md(&a
+                .ncu_include
+                .as_deref()
+                .map(crate::analysis::nvtx::base_name)
+                .or_else(|| first.nvtx_range.clone())
+                .unwrap_or_else(|| "the ncu range".into()))
         );
         top_table(s, &a.ncu_records);
     }
@@ -430,7 +442,9 @@ fn nccl_imbalance(a: &Artifacts) -> Option<String> {
 pub fn recommendations(a: &Artifacts) -> Vec<String> {
     let mut out = Vec::new();
     let (total, launches) = a.kernel_totals();
-    if let Some(c) = a.captured() {
+    if let Some(note) = a.hidden_graphs_note() {
+        out.push(format!("Graph kernels are invisible: {note}."));
+    } else if let Some(c) = a.captured() {
         let busy = c.working_pct();
         if busy < 50.0 && c.graph_kernels == 0 {
             out.push(format!(
