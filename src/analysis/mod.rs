@@ -85,6 +85,13 @@ pub struct Captured {
 }
 
 impl Captured {
+    /// GPU busy (NCCL waiting included) as a share of the range's time on either clock (the
+    /// longer of CPU wall and GPU projection); never above 100%.
+    pub fn busy_pct(&self) -> f64 {
+        let span = self.wall_ns.max(self.proj_ns.unwrap_or(0.0)).max(1.0);
+        (100.0 * self.busy_ns / span).min(100.0)
+    }
+
     /// GPU busy as a share of the range's time on either clock (the longer of CPU wall and
     /// GPU projection), less the time spent waiting in NCCL kernels; never above 100%.
     pub fn working_pct(&self) -> f64 {

@@ -27,9 +27,18 @@ fn headline(a: &Artifacts) -> String {
         return "**No kernel data was captured.** See the passes below and status.json for why."
             .to_string();
     };
-    let mut h =
-        format!(
-        "**Headline:** the GPU ran {} ms of kernels in {} launches; the top kernel, {}, takes {}",
+    // A multi-rank run's kernel table sums the ranks; its range figures are the first rank's.
+    let ranks = a.rank_data.len();
+    let (who, summed, whose) = match a.rank_data.first() {
+        Some(r) if ranks > 1 => (
+            format!("the {ranks} GPUs"),
+            format!(" (summed over {ranks} ranks)"),
+            format!("rank {}'s ", r.rank),
+        ),
+        _ => ("the GPU".to_string(), String::new(), "the ".to_string()),
+    };
+    let mut h = format!(
+        "**Headline:** {who} ran {} ms of kernels in {} launches{summed}; the top kernel, {}, takes {}",
         ms(total),
         launches,
         md(&cut(&display_name(&top.name), 60)),
@@ -40,7 +49,7 @@ fn headline(a: &Artifacts) -> String {
     } else if let Some(c) = a.captured() {
         let _ = write!(
             h,
-            ". In the captured `{}` range ({} ms of CPU wall time{}) the GPU ran kernels for {} ms in {} launches{}, busy {} of the time",
+            ". In {whose}captured `{}` range ({} ms of CPU wall time{}) the GPU ran kernels for {} ms in {} launches{}, busy {} of the time",
             md(&c.name),
             ms(c.wall_ns),
             c.proj_ns
@@ -49,7 +58,7 @@ fn headline(a: &Artifacts) -> String {
             ms(c.kernel_ns),
             c.launches,
             graphs(&c),
-            pct(c.working_pct())
+            pct(c.busy_pct())
         );
         if waits_much(&c) {
             let _ = write!(
@@ -59,7 +68,10 @@ fn headline(a: &Artifacts) -> String {
                 pct(c.working_pct())
             );
         }
-        if c.working_pct() < 50.0 {
+        if c.working_pct() < 50.0 && c.busy_pct() >= 50.0 {
+            // Busy, but in NCCL kernels that wait: the wait is on the other ranks.
+            h.push_str(": it mostly waits for the other ranks inside NCCL kernels");
+        } else if c.working_pct() < 50.0 {
             // With graphs the CPU launches few, large batches of work: what it waits for is
             // the CPU work between graph launches, not the launches themselves.
             h.push_str(if c.graph_kernels > 0 {
@@ -201,8 +213,13 @@ fn numbers(a: &Artifacts, s: &mut String) {
     } else if let Some(c) = a.captured() {
         let _ = writeln!(
             s,
-            "- Captured range `{}`: {} ms CPU wall{}, {} ms of kernels in {} launches{}, GPU busy {} of the range ({})",
+            "- Captured range `{}`{}: {} ms CPU wall{}, {} ms of kernels in {} launches{}, GPU busy {} of the range{} ({})",
             md(&c.name),
+            a.rank_data
+                .first()
+                .filter(|_| a.rank_data.len() > 1)
+                .map(|r| format!(" (rank {})", r.rank))
+                .unwrap_or_default(),
             ms(c.wall_ns),
             c.proj_ns
                 .map(|p| format!(", {} ms GPU projection", ms(p)))
@@ -210,7 +227,15 @@ fn numbers(a: &Artifacts, s: &mut String) {
             ms(c.kernel_ns),
             c.launches,
             graphs(&c),
-            pct(c.working_pct()),
+            pct(c.busy_pct()),
+            if c.nccl_wait_ns > 0.0 {
+                format!(
+                    ", {} not counting NCCL waiting",
+                    pct(c.working_pct())
+                )
+            } else {
+                String::new()
+            },
             c.source
         );
     }
@@ -446,7 +471,9 @@ pub fn recommendations(a: &Artifacts) -> Vec<String> {
         out.push(format!("Graph kernels are invisible: {note}."));
     } else if let Some(c) = a.captured() {
         let busy = c.working_pct();
-        if busy < 50.0 && c.graph_kernels == 0 {
+        if busy < 50.0 && c.busy_pct() >= 50.0 {
+            // NCCL waiting, not launching: nccl_imbalance below says which rank is late.
+        } else if busy < 50.0 && c.graph_kernels == 0 {
             out.push(format!(
                 "Launch overhead dominates (rule: GPU busy < 50% of the captured range{}; here {}): capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work.",
                 if c.nccl_wait_ns > 0.0 { ", not counting NCCL waiting" } else { "" },
@@ -510,7 +537,7 @@ pub fn recommendations(a: &Artifacts) -> Vec<String> {
         .filter(|m| *m < 10.0)
     {
         out.push(format!(
-            "Tensor cores are barely used (rule: tensor pipe < 10% in the top kernels that use them; here at most {max_pipe:.1}%): matrix products this small (batch 1, GEMV-like) cannot fill them; batch more tokens per step, and keep bf16/fp8 dtypes with shapes aligned to 16."
+            "Tensor cores are barely used (rule: tensor pipe < 10% in the top kernels that use them; here at most {max_pipe:.1}%, ncu's sm__pipe_tensor_cycles_active): these matrix products leave the tensor cores idle most of the time; more rows per product (more tokens or requests per step) is what fills them."
         ));
     }
     if a.ncu.is_none() {
