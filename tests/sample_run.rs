@@ -120,3 +120,32 @@ fn graph_traced_as_whole_graphs_says_the_graph_kernels_are_invisible() {
     assert!(!s.contains("capture the loop in CUDA graphs"), "{s}");
     assert!(read(copy.join("kernels.md")).contains("Note: nsys traced CUDA graphs as whole graphs"));
 }
+
+/// A folder of exports with no config.yaml or status.json: the captured ranges are read from
+/// the data, and the kernel table equals the one the run's own config gives.
+#[test]
+fn a_folder_of_exports_without_config_infers_the_captured_ranges() {
+    for name in ["sample-run-hf-eager", "sample-run-hf-static", "sample-run"] {
+        let sb = Sandbox::new();
+        let committed = root().join("examples").join(name);
+        let copy = sb.path().join(name);
+        copy_dir(&committed, &copy);
+        for f in REPORTS.iter().chain(&["config.yaml", "status.json"]) {
+            std::fs::remove_file(copy.join(f)).unwrap();
+        }
+        sb.stage2_without_tools()
+            .arg("report")
+            .arg(&copy)
+            .assert()
+            .success()
+            .stderr(predicates::str::contains(
+                "nsys's captured range taken as `decode`",
+            ))
+            .stderr(predicates::str::contains("ncu's range taken as `decode`"));
+        assert_eq!(
+            read(copy.join("kernels.csv")),
+            read(committed.join("kernels.csv")),
+            "{name}"
+        );
+    }
+}

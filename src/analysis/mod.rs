@@ -3,6 +3,7 @@
 //! these values and writes files.
 
 pub mod diff;
+pub mod infer;
 pub mod kernels;
 pub mod nvtx;
 pub mod ranges;
@@ -226,9 +227,12 @@ impl Artifacts {
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
         let nsys_range = capture.range.clone();
-        let ncu_range = ncu
-            .as_ref()
-            .and_then(|r| r.kernels.iter().find_map(|k| k.nvtx_range.clone()));
+        // The range ncu was told to profile names its kernels; without one, their innermost.
+        let ncu_range = match (&ncu, &ncu_include) {
+            (Some(_), Some(inc)) => Some(crate::analysis::nvtx::base_name(inc)),
+            (Some(r), None) => r.kernels.iter().find_map(|k| k.nvtx_range.clone()),
+            _ => None,
+        };
         // Counters of decode kernels say nothing about prefill kernels of the same name: join
         // only when both tools looked at the same range.
         let (records, ncu_records) =

@@ -19,18 +19,46 @@ pub fn run(dir: &Path) -> Result<i32> {
     Ok(crate::exit_codes::OK)
 }
 
-/// The run's own resolved config.yaml, or the defaults when the directory has none.
+/// The run's own resolved config.yaml; for a folder of exports without one, the defaults with
+/// the captured ranges read from the data (see `analysis::infer`), said on stderr.
 pub fn run_config(run: &RunDir) -> Result<Config, Error> {
     let path = run.file("config.yaml");
-    let files = if path.is_file() {
-        vec![path]
+    let (files, flags) = if path.is_file() {
+        (vec![path], Vec::new())
     } else {
-        Vec::new()
+        (Vec::new(), inferred(run))
     };
     let r = config::resolve(&config::Sources {
         embedded_only: true,
         files,
+        flags,
         ..Default::default()
     })?;
     Ok(r.config)
+}
+
+/// Typed settings for what the exports show was captured (range names are set as strings,
+/// never parsed as override syntax).
+fn inferred(run: &RunDir) -> Vec<(String, serde_yaml::Value)> {
+    use crate::analysis::infer;
+    use serde_yaml::Value;
+    let mut out = Vec::new();
+    let nsys = infer::nsys_range(run);
+    match nsys.clone() {
+        Some(r) => {
+            crate::errln!("no config.yaml in {}: nsys's captured range taken as `{r}`, the first range that opens in the export", run.path.display());
+            out.push(("nsys.nvtx_capture".into(), Value::String(r)));
+        }
+        None => out.push(("nsys.gating_nvtx".into(), Value::Bool(false))),
+    }
+    match infer::ncu_range(run, nsys.as_deref()) {
+        Some(r) => {
+            crate::errln!(
+                "no config.yaml: ncu's range taken as `{r}`, the NVTX range of its kernels"
+            );
+            out.push(("ncu.nvtx_include".into(), Value::String(r)));
+        }
+        None => out.push(("ncu.gating_nvtx".into(), Value::Bool(false))),
+    }
+    out
 }

@@ -33,6 +33,9 @@ pub struct NcuKernel {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_id: Option<String>,
     pub nvtx_range: Option<String>,
+    /// The NVTX ranges around its first profiled launch, outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvtx_stack: Vec<String>,
     pub instances: u64,
     /// Mean GPU time of one launch under ncu, in ns.
     pub time_ns: Option<f64>,
@@ -108,7 +111,7 @@ impl Columns {
 struct Acc {
     name: String,
     first_id: Option<String>,
-    nvtx: Option<String>,
+    nvtx: Vec<String>,
     block: Option<String>,
     grid: Option<String>,
     count: u64,
@@ -155,10 +158,14 @@ impl Kernels {
                 self.accs.push(Acc {
                     name: name.to_string(),
                     first_id: c.id.map(&text),
-                    nvtx: c
-                        .pushpop
-                        .and_then(|col| range_of(&text(col)))
-                        .or_else(|| c.startend.and_then(|col| range_of(&text(col)))),
+                    nvtx: Some(
+                        c.pushpop
+                            .map(|col| stack_of(&text(col)))
+                            .unwrap_or_default(),
+                    )
+                    .filter(|s| !s.is_empty())
+                    .or_else(|| c.startend.map(|col| stack_of(&text(col))))
+                    .unwrap_or_default(),
                     block: c.block.map(&text),
                     grid: c.grid.map(&text),
                     count: 0,
@@ -192,7 +199,8 @@ impl Kernels {
                     name: a.name,
                     mangled: None,
                     first_id: a.first_id,
-                    nvtx_range: a.nvtx,
+                    nvtx_range: a.nvtx.last().cloned(),
+                    nvtx_stack: a.nvtx,
                     instances: a.count,
                     time_ns,
                     block: a.block,
@@ -403,15 +411,20 @@ fn ns_per(unit: &str) -> Option<f64> {
 }
 
 /// The range name in ncu's NVTX column: `641  "<default domain>:decode:none:..." ` -> decode.
-fn range_of(cell: &str) -> Option<String> {
-    let start = cell.find('"')?;
-    let rest = &cell[start + 1..];
-    let quoted = &rest[..rest.find('"').unwrap_or(rest.len())];
-    let mut fields = quoted.split(':');
-    let _domain = fields.next()?;
-    fields
-        .find(|f| !f.is_empty() && *f != "none")
-        .map(str::to_string)
+/// The ranges of an NVTX context cell, outermost first: ncu quotes each range of the stack
+/// (`"dom:generate:..."  "dom:decode:..."`); the kernel ran in the last one.
+fn stack_of(cell: &str) -> Vec<String> {
+    cell.split('"')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|quoted| {
+            let mut fields = quoted.split(':');
+            let _domain = fields.next()?;
+            fields
+                .find(|f| !f.is_empty() && *f != "none")
+                .map(str::to_string)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -128,8 +128,15 @@ proptest::proptest! {
 #[test]
 fn range_cells() {
     assert_eq!(
-        range_of(r#"641  "<default domain>:decode:none:none:none:none:none:none" "#).as_deref(),
-        Some("decode")
+        stack_of(r#"641  "<default domain>:decode:none:none:none:none:none:none" "#),
+        ["decode"]
     );
-    assert_eq!(range_of(""), None);
+    // A real nested cell (transformers generate(), H200): outermost first.
+    assert_eq!(
+        stack_of(
+            r#"701  "<default domain>:generate:none:none:none:none:none:none"  "<default domain>:decode:none:none:none:none:none:none" "#
+        ),
+        ["generate", "decode"]
+    );
+    assert!(stack_of("").is_empty());
 }
