@@ -82,19 +82,19 @@ pub enum RunDirError {
 }
 
 impl Error {
-    pub fn usage(message: impl Into<String>) -> Self {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
         UsageError::Invalid(message.into()).into()
     }
 
-    pub fn config(message: impl Into<String>) -> Self {
+    pub(crate) fn config(message: impl Into<String>) -> Self {
         ConfigError::Invalid(message.into()).into()
     }
 
-    pub fn tool(message: impl Into<String>) -> Self {
+    pub(crate) fn tool(message: impl Into<String>) -> Self {
         ToolError::Unusable(message.into()).into()
     }
 
-    pub fn start(program: impl std::fmt::Display, source: std::io::Error) -> Self {
+    pub(crate) fn start(program: impl std::fmt::Display, source: std::io::Error) -> Self {
         ToolError::Start {
             program: program.to_string(),
             source,
@@ -102,7 +102,11 @@ impl Error {
         .into()
     }
 
-    pub fn parse(path: impl Into<PathBuf>, line: Option<u64>, message: impl Into<String>) -> Self {
+    pub(crate) fn parse(
+        path: impl Into<PathBuf>,
+        line: Option<u64>,
+        message: impl Into<String>,
+    ) -> Self {
         ParseError::At {
             path: path.into(),
             line,
@@ -112,7 +116,11 @@ impl Error {
     }
 
     /// Writing `path` failed (`action`: "write", "create", ...).
-    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
         RunDirError::Io {
             action,
             path: path.into(),
@@ -122,7 +130,7 @@ impl Error {
     }
 
     /// The one place an error becomes an exit code.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) | Error::Config(_) => exit_codes::USAGE,
             Error::Tool(_) => exit_codes::TOOL,

@@ -1,27 +1,27 @@
 //! The public exit-code table, in one place. The README's table mirrors this file.
 
 /// The run did what was asked.
-pub const OK: i32 = 0;
+pub(crate) const OK: i32 = 0;
 /// Usage or configuration error: nothing was run.
-pub const USAGE: i32 = 2;
+pub(crate) const USAGE: i32 = 2;
 /// A required tool (nsys, ncu, the workload's interpreter) is missing or unusable.
-pub const TOOL: i32 = 3;
+pub(crate) const TOOL: i32 = 3;
 /// The workload itself failed.
-pub const WORKLOAD: i32 = 4;
+pub(crate) const WORKLOAD: i32 = 4;
 /// A profiler pass produced no data (nothing matched the capture or the filter).
-pub const NO_DATA: i32 = 5;
+pub(crate) const NO_DATA: i32 = 5;
 /// An artifact (CSV, SQLite, YAML) could not be parsed.
-pub const PARSE: i32 = 6;
+pub(crate) const PARSE: i32 = 6;
 /// `stage2 diff --fail-above`: the chosen scope regressed by more than the threshold.
-pub const REGRESSION: i32 = 7;
+pub(crate) const REGRESSION: i32 = 7;
 /// The run directory (or an output file) could not be created or written: disk full,
 /// permissions. What was written before stays.
-pub const RUN_DIR: i32 = 8;
+pub(crate) const RUN_DIR: i32 = 8;
 /// Interrupted by Ctrl-C or SIGTERM.
-pub const INTERRUPTED: i32 = 130;
+pub(crate) const INTERRUPTED: i32 = 130;
 
 /// Every code with a one-line meaning, for `--help` and the README test.
-pub const TABLE: &[(i32, &str)] = &[
+pub(crate) const TABLE: &[(i32, &str)] = &[
     (OK, "ok"),
     (USAGE, "usage or config error"),
     (TOOL, "a required tool is missing or unusable"),
@@ -37,14 +37,14 @@ pub const TABLE: &[(i32, &str)] = &[
 ];
 
 /// The `--help` text of the table: "Exit codes: 0 ok, 2 ..., 130 interrupted."
-pub fn help() -> String {
+pub(crate) fn help() -> String {
     let codes: Vec<String> = TABLE.iter().map(|(c, m)| format!("{c} {m}")).collect();
     format!("Exit codes: {}.", codes.join(", "))
 }
 
 /// Of several outcomes, the one the run ends with: the most severe, where an interrupt beats
 /// everything and "no data" is milder than a failure.
-pub fn worst(codes: impl IntoIterator<Item = i32>) -> i32 {
+pub(crate) fn worst(codes: impl IntoIterator<Item = i32>) -> i32 {
     codes.into_iter().max_by_key(|c| severity(*c)).unwrap_or(OK)
 }
 

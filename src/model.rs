@@ -10,7 +10,7 @@ use crate::parse::nsys::KernelSum;
 /// Where a kernel's time figures come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum TimeSource {
+pub(crate) enum TimeSource {
     /// nsys totals over every launch in the captured range.
     Nsys,
     /// Only ncu's profiled launches (no nsys data for this kernel).
@@ -20,7 +20,7 @@ pub enum TimeSource {
 /// How a kernel spends its time, from SM and DRAM throughput (% of peak).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Bound {
+pub(crate) enum Bound {
     Compute,
     Memory,
     /// Neither unit is busy: too little work per launch, or stalls.
@@ -30,9 +30,9 @@ pub enum Bound {
 impl Bound {
     /// The rule, stated in the reports: the busier unit at >= 60% of peak decides; below 60%
     /// on both the kernel is latency/launch-bound.
-    pub const RULE: &'static str = "compute-bound when SM throughput >= 60% of peak and above DRAM throughput; memory-bound when DRAM throughput >= 60% and above SM; otherwise latency-bound (neither unit near its peak)";
+    pub(crate) const RULE: &'static str = "compute-bound when SM throughput >= 60% of peak and above DRAM throughput; memory-bound when DRAM throughput >= 60% and above SM; otherwise latency-bound (neither unit near its peak)";
 
-    pub fn classify(sm_pct: f64, dram_pct: f64) -> Bound {
+    pub(crate) fn classify(sm_pct: f64, dram_pct: f64) -> Bound {
         if sm_pct >= 60.0 && sm_pct >= dram_pct {
             Bound::Compute
         } else if dram_pct >= 60.0 {
@@ -42,7 +42,7 @@ impl Bound {
         }
     }
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Bound::Compute => "compute",
             Bound::Memory => "memory",
@@ -52,40 +52,40 @@ impl Bound {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KernelRecord {
-    pub rank: usize,
+pub(crate) struct KernelRecord {
+    pub(crate) rank: usize,
     /// The full name as the time source prints it.
-    pub name: String,
+    pub(crate) name: String,
     /// ncu's spelling of the name, when ncu measured this kernel.
-    pub ncu_name: Option<String>,
-    pub nvtx_range: Option<String>,
-    pub instances: u64,
-    pub total_time_ns: f64,
-    pub avg_time_ns: f64,
+    pub(crate) ncu_name: Option<String>,
+    pub(crate) nvtx_range: Option<String>,
+    pub(crate) instances: u64,
+    pub(crate) total_time_ns: f64,
+    pub(crate) avg_time_ns: f64,
     /// Share of all kernel time in the capture, in %. None for ncu-only kernels of a run
     /// that has nsys totals (their time is not part of that total).
-    pub gpu_time_pct: Option<f64>,
-    pub time_source: TimeSource,
-    pub sm_throughput_pct: Option<f64>,
-    pub dram_throughput_pct: Option<f64>,
-    pub bound: Option<Bound>,
-    pub grid: Option<String>,
-    pub block: Option<String>,
+    pub(crate) gpu_time_pct: Option<f64>,
+    pub(crate) time_source: TimeSource,
+    pub(crate) sm_throughput_pct: Option<f64>,
+    pub(crate) dram_throughput_pct: Option<f64>,
+    pub(crate) bound: Option<Bound>,
+    pub(crate) grid: Option<String>,
+    pub(crate) block: Option<String>,
     /// Launches ncu profiled for this kernel.
-    pub ncu_instances: u64,
+    pub(crate) ncu_instances: u64,
     /// Every other numeric ncu metric, mean over the profiled launches.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
-    pub metrics: BTreeMap<String, f64>,
+    pub(crate) metrics: BTreeMap<String, f64>,
 }
 
 impl KernelRecord {
-    pub fn short_name(&self) -> String {
+    pub(crate) fn short_name(&self) -> String {
         short_name(&self.name)
     }
 }
 
 /// nsys's demangled kernel name -> its mangled names (from the nsys SQLite export).
-pub type MangledNames = std::collections::HashMap<String, Vec<String>>;
+pub(crate) type MangledNames = std::collections::HashMap<String, Vec<String>>;
 
 impl KernelRecord {
     fn timed(
@@ -121,7 +121,7 @@ impl KernelRecord {
 /// both sides know it, else by a spelling-independent key of the demangled name. nsys decides
 /// the ranking (it saw every launch); ncu-only kernels follow, ranked by their ncu time, so
 /// nothing is dropped.
-pub fn build(
+pub(crate) fn build(
     nsys: Option<&[KernelSum]>,
     mangled: Option<&MangledNames>,
     ncu: Option<&NcuReport>,
@@ -242,7 +242,7 @@ fn attach(rec: &mut KernelRecord, matched: &[&NcuKernel]) {
 /// A spelling-independent key for a kernel name. nsys and ncu spell the same kernel
 /// differently (`void at::native::elementwise_kernel<(int)128, ...>` vs
 /// `void at::elementwise_kernel<128, ...>`): drop namespaces, casts and spaces.
-pub fn join_key(name: &str) -> String {
+pub(crate) fn join_key(name: &str) -> String {
     let cleaned = strip_anonymous(name);
     let n = cleaned.trim();
     let n = n.strip_prefix("void ").unwrap_or(n);
@@ -304,7 +304,7 @@ const CASTS: &[&str] = &[
 /// A readable name: the function without return type, namespaces, template arguments or
 /// parameters: `void at::native::vectorized_elementwise_kernel<(int)4, ...>(int, T2, T3)` ->
 /// `vectorized_elementwise_kernel`.
-pub fn short_name(name: &str) -> String {
+pub(crate) fn short_name(name: &str) -> String {
     let cleaned = strip_anonymous(name);
     let n = cleaned.trim();
     let n = n.strip_prefix("void ").unwrap_or(n);
@@ -334,13 +334,13 @@ mod tests;
 
 /// An NCCL kernel (`ncclDevKernel_AllReduce_Sum_bf16_RING_LL`, ...): its time includes
 /// waiting for the other ranks, and ncu cannot replay it alone.
-pub fn is_nccl(name: &str) -> bool {
+pub(crate) fn is_nccl(name: &str) -> bool {
     name.to_ascii_lowercase().contains("nccl")
 }
 
 /// A readable label: the function name plus the operation it was instantiated for, when the
 /// template arguments say (`vectorized_elementwise_kernel [rsqrt]`, `reduce_kernel [MeanOps]`).
-pub fn display_name(name: &str) -> String {
+pub(crate) fn display_name(name: &str) -> String {
     let short = short_name(name);
     let Some(open) = name.find('<') else {
         return short;

@@ -4,12 +4,12 @@
 use std::io::{self, Write};
 
 /// Write `text` to stdout; a closed pipe counts as written, other errors are returned.
-pub fn stdout(text: &str) -> io::Result<()> {
+pub(crate) fn stdout(text: &str) -> io::Result<()> {
     ignore_broken_pipe(io::stdout().lock().write_all(text.as_bytes()))
 }
 
 /// Write `text` to stderr, ignoring every error: there is nowhere left to report one.
-pub fn stderr(text: &str) {
+pub(crate) fn stderr(text: &str) {
     let _ = io::stderr().lock().write_all(text.as_bytes());
 }
 

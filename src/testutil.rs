@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::config::{resolve, Config, Sources};
 
 /// The embedded defaults with `overrides` applied.
-pub fn config(overrides: &[&str]) -> Config {
+pub(crate) fn config(overrides: &[&str]) -> Config {
     resolve(&Sources {
         embedded_only: true,
         overrides: overrides.iter().map(|s| s.to_string()).collect(),
@@ -16,7 +16,7 @@ pub fn config(overrides: &[&str]) -> Config {
 }
 
 /// A file of the real captures under tests/data.
-pub fn data(path: &str) -> PathBuf {
+pub(crate) fn data(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(path)

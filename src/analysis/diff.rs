@@ -8,50 +8,50 @@ use serde::Serialize;
 use crate::analysis::summary::Summary;
 
 #[derive(Debug, Clone, Serialize)]
-pub struct KernelDelta {
-    pub name: String,
-    pub time_a_ns: f64,
-    pub time_b_ns: f64,
-    pub delta_ns: f64,
+pub(crate) struct KernelDelta {
+    pub(crate) name: String,
+    pub(crate) time_a_ns: f64,
+    pub(crate) time_b_ns: f64,
+    pub(crate) delta_ns: f64,
     /// Relative change, % of A; None when the kernel is new in B.
-    pub delta_pct: Option<f64>,
-    pub share_a_pct: Option<f64>,
-    pub share_b_pct: Option<f64>,
-    pub instances_a: u64,
-    pub instances_b: u64,
-    pub sm_pct_delta: Option<f64>,
-    pub dram_pct_delta: Option<f64>,
+    pub(crate) delta_pct: Option<f64>,
+    pub(crate) share_a_pct: Option<f64>,
+    pub(crate) share_b_pct: Option<f64>,
+    pub(crate) instances_a: u64,
+    pub(crate) instances_b: u64,
+    pub(crate) sm_pct_delta: Option<f64>,
+    pub(crate) dram_pct_delta: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct RangeDelta {
-    pub name: String,
-    pub wall_a_ns: f64,
-    pub wall_b_ns: f64,
-    pub wall_delta_pct: Option<f64>,
-    pub kernel_a_ns: Option<f64>,
-    pub kernel_b_ns: Option<f64>,
+pub(crate) struct RangeDelta {
+    pub(crate) name: String,
+    pub(crate) wall_a_ns: f64,
+    pub(crate) wall_b_ns: f64,
+    pub(crate) wall_delta_pct: Option<f64>,
+    pub(crate) kernel_a_ns: Option<f64>,
+    pub(crate) kernel_b_ns: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Diff {
-    pub schema_version: u32,
-    pub run_a: String,
-    pub run_b: String,
-    pub total_kernel_time_a_ns: f64,
-    pub total_kernel_time_b_ns: f64,
-    pub total_delta_pct: Option<f64>,
-    pub kernels: Vec<KernelDelta>,
-    pub ranges: Vec<RangeDelta>,
+pub(crate) struct Diff {
+    pub(crate) schema_version: u32,
+    pub(crate) run_a: String,
+    pub(crate) run_b: String,
+    pub(crate) total_kernel_time_a_ns: f64,
+    pub(crate) total_kernel_time_b_ns: f64,
+    pub(crate) total_delta_pct: Option<f64>,
+    pub(crate) kernels: Vec<KernelDelta>,
+    pub(crate) ranges: Vec<RangeDelta>,
     /// Why the runs may not be comparable.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 fn pct(a: f64, b: f64) -> Option<f64> {
     (a > 0.0).then(|| 100.0 * (b - a) / a)
 }
 
-pub fn diff(
+pub(crate) fn diff(
     a: &Summary,
     b: &Summary,
     env_a: Option<&serde_json::Value>,
@@ -197,7 +197,7 @@ pub enum Scope {
 }
 
 /// The regressions above `threshold` %, described, for the chosen scope.
-pub fn regressions(d: &Diff, scope: Scope, threshold: f64) -> Vec<String> {
+pub(crate) fn regressions(d: &Diff, scope: Scope, threshold: f64) -> Vec<String> {
     let over = |p: Option<f64>| p.is_some_and(|p| p > threshold);
     match scope {
         Scope::Total => over(d.total_delta_pct)

@@ -7,7 +7,7 @@ use crate::rundir::RunDir;
 
 /// The range the nsys capture most likely began with: the earliest-opening range, the longer
 /// one when two open together (the outer of nested ranges).
-pub fn nsys_range(run: &RunDir) -> Option<String> {
+pub(crate) fn nsys_range(run: &RunDir) -> Option<String> {
     let sqlite = [run.nsys_sqlite(None), run.nsys_sqlite(Some(0))]
         .into_iter()
         .find(|p| p.is_file())?;
@@ -20,7 +20,7 @@ pub fn nsys_range(run: &RunDir) -> Option<String> {
 
 /// The range ncu profiled: `nsys` (the range nsys captured) when every profiled kernel ran
 /// inside it, else the innermost range all of them ran in.
-pub fn ncu_range(run: &RunDir, nsys: Option<&str>) -> Option<String> {
+pub(crate) fn ncu_range(run: &RunDir, nsys: Option<&str>) -> Option<String> {
     let csv = run.find_ncu_raw()?;
     let report = crate::parse::ncu::read_raw(&csv).ok()?;
     let mut stacks = report.kernels.iter().map(|k| k.nvtx_stack.as_slice());

@@ -71,7 +71,10 @@ pub fn in_range(
 
 /// The rows of a single-process run and the source they come from: the captured range's
 /// kernels when `range` is named and the SQLite export holds it, else `cuda_gpu_kern_sum`.
-pub fn load(run: &RunDir, range: Option<&str>) -> Result<Option<(Vec<KernelSum>, String)>, Error> {
+pub(crate) fn load(
+    run: &RunDir,
+    range: Option<&str>,
+) -> Result<Option<(Vec<KernelSum>, String)>, Error> {
     let sqlite = run.nsys_sqlite(None);
     if let (Some(name), true) = (range, sqlite.is_file()) {
         let db = NsysDb::open(&sqlite)?;
@@ -98,7 +101,7 @@ pub fn from_db(db: &NsysDb, name: &str) -> Result<Vec<KernelSum>, Error> {
 }
 
 /// How the reports name the rows' source.
-pub fn source(run: &RunDir, _range: &str) -> String {
+pub(crate) fn source(run: &RunDir, _range: &str) -> String {
     run.relative(&run.nsys_sqlite(None))
 }
 

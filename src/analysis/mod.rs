@@ -2,15 +2,15 @@
 //! figures, selection, roofline points and comparisons. Nothing here renders; `report/` reads
 //! these values and writes files.
 
-pub mod diff;
-pub mod infer;
+pub(crate) mod diff;
+pub(crate) mod infer;
 pub mod kernels;
-pub mod nvtx;
+pub(crate) mod nvtx;
 pub mod ranges;
-pub mod ranks;
-pub mod roofline;
-pub mod select;
-pub mod summary;
+pub(crate) mod ranks;
+pub(crate) mod roofline;
+pub(crate) mod select;
+pub(crate) mod summary;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,74 +28,74 @@ use ranges::RangeStats;
 use roofline::Peaks;
 
 /// The parsed contents of a run directory.
-pub struct Artifacts {
-    pub run_id: String,
-    pub config: Config,
-    pub kernels_nsys: Option<Vec<KernelSum>>,
-    pub ranges: Option<Vec<RangeSum>>,
-    pub api: Option<Vec<ApiSum>>,
-    pub ncu: Option<NcuReport>,
-    pub ncu_csv: Option<PathBuf>,
+pub(crate) struct Artifacts {
+    pub(crate) run_id: String,
+    pub(crate) config: Config,
+    pub(crate) kernels_nsys: Option<Vec<KernelSum>>,
+    pub(crate) ranges: Option<Vec<RangeSum>>,
+    pub(crate) api: Option<Vec<ApiSum>>,
+    pub(crate) ncu: Option<NcuReport>,
+    pub(crate) ncu_csv: Option<PathBuf>,
     /// The NVTX include expression the ncu pass used.
-    pub ncu_include: Option<String>,
-    pub env: Option<serde_json::Value>,
-    pub status: Option<Status>,
-    pub stage1_ops: Option<PathBuf>,
+    pub(crate) ncu_include: Option<String>,
+    pub(crate) env: Option<serde_json::Value>,
+    pub(crate) status: Option<Status>,
+    pub(crate) stage1_ops: Option<PathBuf>,
     /// Kernels by nsys time, with ncu counters joined when both tools saw the same range.
-    pub records: Vec<KernelRecord>,
+    pub(crate) records: Vec<KernelRecord>,
     /// ncu's kernels in their own table, when ncu profiled another range than nsys captured.
-    pub ncu_records: Vec<KernelRecord>,
+    pub(crate) ncu_records: Vec<KernelRecord>,
     /// Per NVTX range figures from the nsys SQLite export (empty without one; rank 0's in a
     /// multi-rank run).
-    pub range_stats: Vec<RangeStats>,
+    pub(crate) range_stats: Vec<RangeStats>,
     /// Per-rank nsys figures of a multi-rank run (empty for one process).
-    pub rank_data: Vec<ranks::RankData>,
+    pub(crate) rank_data: Vec<ranks::RankData>,
     /// The SQLite export the per-range figures come from, relative to the run directory.
-    pub sqlite_file: String,
+    pub(crate) sqlite_file: String,
     /// Where the kernel table's totals come from.
-    pub kern_sum_file: String,
+    pub(crate) kern_sum_file: String,
     /// Where the NVTX and API summaries came from (rank 0's in a multi-rank run).
-    pub nvtx_sum_file: String,
-    pub api_sum_file: String,
+    pub(crate) nvtx_sum_file: String,
+    pub(crate) api_sum_file: String,
     /// What the nsys pass captured, as it recorded it (from the config for older runs).
-    pub capture: NsysRecord,
+    pub(crate) capture: NsysRecord,
     /// Units of the ncu metrics.
-    pub ncu_units: BTreeMap<String, String>,
+    pub(crate) ncu_units: BTreeMap<String, String>,
     /// The device's peaks, from ncu's peak metrics.
-    pub peaks: Option<Peaks>,
+    pub(crate) peaks: Option<Peaks>,
 }
 
 /// The captured range's headline figures, from the best source the run has.
-pub struct Captured {
-    pub name: String,
-    pub wall_ns: f64,
-    pub kernel_ns: f64,
-    pub launches: u64,
+pub(crate) struct Captured {
+    pub(crate) name: String,
+    pub(crate) wall_ns: f64,
+    pub(crate) kernel_ns: f64,
+    pub(crate) launches: u64,
     /// Of `launches`, kernels launched by CUDA graphs (0 when graph kernels are not traced).
-    pub graph_kernels: u64,
+    pub(crate) graph_kernels: u64,
     /// The GPU projection (first start to last end of the work launched in the range), when
     /// the SQLite export gives it.
-    pub proj_ns: Option<f64>,
+    pub(crate) proj_ns: Option<f64>,
     /// Union of the kernels' execution intervals (never above the projection).
-    pub busy_ns: f64,
+    pub(crate) busy_ns: f64,
     /// Of `kernel_ns`, time the first rank's NCCL kernels spent waiting for late peers (0 for
     /// one process): the GPU is "busy" then without doing work.
-    pub nccl_wait_ns: f64,
+    pub(crate) nccl_wait_ns: f64,
     /// The files the figures come from.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 impl Captured {
     /// GPU busy (NCCL waiting included) as a share of the range's time on either clock (the
     /// longer of CPU wall and GPU projection); never above 100%.
-    pub fn busy_pct(&self) -> f64 {
+    pub(crate) fn busy_pct(&self) -> f64 {
         let span = self.wall_ns.max(self.proj_ns.unwrap_or(0.0)).max(1.0);
         (100.0 * self.busy_ns / span).min(100.0)
     }
 
     /// GPU busy as a share of the range's time on either clock (the longer of CPU wall and
     /// GPU projection), less the time spent waiting in NCCL kernels; never above 100%.
-    pub fn working_pct(&self) -> f64 {
+    pub(crate) fn working_pct(&self) -> f64 {
         let span = self.wall_ns.max(self.proj_ns.unwrap_or(0.0)).max(1.0);
         (100.0 * (self.busy_ns - self.nccl_wait_ns).max(0.0) / span).min(100.0)
     }
@@ -107,7 +107,7 @@ fn nsys_range(config: &Config) -> Option<String> {
 }
 
 /// Whether nsys captured the range ncu profiles (an ungated side counts as the same).
-pub fn same_range(config: &Config) -> bool {
+pub(crate) fn same_range(config: &Config) -> bool {
     let ncu = config
         .ncu
         .nvtx_include
@@ -134,7 +134,7 @@ fn optional<T>(
 
 impl Artifacts {
     /// Parse what the run directory holds; a missing artifact is `None`, a broken one an error.
-    pub fn load(run: &RunDir, config: Config) -> Result<Artifacts, Error> {
+    pub(crate) fn load(run: &RunDir, config: Config) -> Result<Artifacts, Error> {
         // A multi-rank run has one nsys summary per rank: its kernel table is their sum, its
         // other single-rank views are rank 0's.
         let rank_data = ranks::load(run)?;
@@ -281,7 +281,7 @@ impl Artifacts {
 
     /// Which launches the kernel table's rows sum: "every launch in the capture", or those of
     /// the captured range's instances (saying when the capture held only the first).
-    pub fn kernel_scope(&self) -> String {
+    pub(crate) fn kernel_scope(&self) -> String {
         let range = match (&self.capture.range, self.kern_sum_file == self.sqlite_file) {
             (Some(r), true) => r,
             _ => return "every launch in the capture".to_string(),
@@ -291,7 +291,7 @@ impl Artifacts {
 
     /// How many instances of the captured range the report holds, and whether that is all:
     /// "15 instances captured" or "first instance only (...)". Empty without a range.
-    pub fn instances_captured(&self) -> String {
+    pub(crate) fn instances_captured(&self) -> String {
         let Some(range) = &self.capture.range else {
             return String::new();
         };
@@ -310,7 +310,7 @@ impl Artifacts {
     }
 
     /// `cudaGraphLaunch` calls in the API summary (0 without one).
-    pub fn graph_launches(&self) -> u64 {
+    pub(crate) fn graph_launches(&self) -> u64 {
         self.api
             .iter()
             .flatten()
@@ -321,13 +321,13 @@ impl Artifacts {
 
     /// The workload launched CUDA graphs whose kernels nsys did not trace (it ran with
     /// `nsys.cuda_graph_trace=graph`): the graphs' kernels are missing from every figure.
-    pub fn graph_kernels_hidden(&self) -> bool {
+    pub(crate) fn graph_kernels_hidden(&self) -> bool {
         self.graph_launches() > 0
             && self.config.nsys.cuda_graph_trace == crate::config::CudaGraphTrace::Graph
     }
 
     /// The sentence that says so, or None.
-    pub fn hidden_graphs_note(&self) -> Option<String> {
+    pub(crate) fn hidden_graphs_note(&self) -> Option<String> {
         self.graph_kernels_hidden().then(|| {
             format!(
                 "nsys traced CUDA graphs as whole graphs (nsys.cuda_graph_trace=graph): the kernels of the {} graph launches (cudaGraphLaunch, {}) are not in these figures, so kernel time, launches and GPU busy are too low; profile with nsys.cuda_graph_trace=node to see them",
@@ -338,7 +338,7 @@ impl Artifacts {
     }
 
     /// Total kernel time and launches on the ranking basis (nsys when present).
-    pub fn kernel_totals(&self) -> (f64, u64) {
+    pub(crate) fn kernel_totals(&self) -> (f64, u64) {
         self.records
             .iter()
             .filter(|r| r.gpu_time_pct.is_some())
@@ -347,7 +347,7 @@ impl Artifacts {
 
     /// Share of kernel time whose kernels have ncu metrics, in %; None when ncu profiled
     /// another range than nsys captured (its share of that range is unknown).
-    pub fn ncu_coverage_pct(&self) -> Option<f64> {
+    pub(crate) fn ncu_coverage_pct(&self) -> Option<f64> {
         self.ncu.as_ref()?;
         if !self.ncu_records.is_empty() {
             return None;
@@ -370,12 +370,12 @@ impl Artifacts {
 
     /// The selection left NCCL kernels out of ncu (`ncu.include_nccl`, see `select`) and the
     /// run has some.
-    pub fn ncu_skips_nccl(&self) -> bool {
+    pub(crate) fn ncu_skips_nccl(&self) -> bool {
         !self.config.ncu.include_nccl && self.records.iter().any(|r| model::is_nccl(&r.name))
     }
 
     /// How ncu's coverage reads: of all kernel time, or of the time outside NCCL.
-    pub fn coverage_scope(&self) -> &'static str {
+    pub(crate) fn coverage_scope(&self) -> &'static str {
         if self.ncu_skips_nccl() {
             "of the kernel time outside NCCL (ncu leaves NCCL kernels out)"
         } else {
@@ -384,7 +384,7 @@ impl Artifacts {
     }
 
     /// Roofline figures of one kernel, when ncu measured it.
-    pub fn point(&self, r: &KernelRecord) -> Option<roofline::Point> {
+    pub(crate) fn point(&self, r: &KernelRecord) -> Option<roofline::Point> {
         roofline::point(&roofline::Metrics {
             values: &r.metrics,
             units: &self.ncu_units,
@@ -393,7 +393,7 @@ impl Artifacts {
 
     /// The captured range's wall time, kernel time and launches: from the SQLite export's
     /// per-range attribution when there is one, else from the stats CSVs.
-    pub fn captured(&self) -> Option<Captured> {
+    pub(crate) fn captured(&self) -> Option<Captured> {
         let name = self.capture.range.clone()?;
         // Single-rank views are the first rank's; so is the wait (see ranks::nccl_waits).
         let wait = self.rank_data.first().and_then(|r| r.nccl_wait_ns);
@@ -427,12 +427,12 @@ impl Artifacts {
     }
 
     /// The NVTX range the nsys capture was gated on, as nvtx_sum reports it.
-    pub fn capture_range(&self) -> Option<&RangeSum> {
+    pub(crate) fn capture_range(&self) -> Option<&RangeSum> {
         let name = self.capture.range.as_deref()?;
         self.ranges.as_ref()?.iter().find(|r| r.name() == name)
     }
 
-    pub fn env_str(&self, path: &[&str]) -> Option<String> {
+    pub(crate) fn env_str(&self, path: &[&str]) -> Option<String> {
         let mut v = self.env.as_ref()?;
         for p in path {
             v = match p.parse::<usize>() {

@@ -6,7 +6,7 @@ use crate::rundir::RunDir;
 
 /// How a workload marks its ranges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     /// `nvtxRangePush`/`Pop`, what `torch.cuda.nvtx.range` emits.
     PushPop,
     /// `nvtxRangeStart`/`End`.
@@ -18,7 +18,11 @@ pub enum Style {
 /// ncu matches push/pop ranges only as `NAME/`; `decode*` and `regex:decode` profile nothing
 /// there. Start/end ranges match as the plain `NAME`. An expression that already has `/`, `@`
 /// or a `regex:` prefix passes through.
-pub fn ncu_include(name: &str, style: Style, domain: Option<&str>) -> (String, Option<String>) {
+pub(crate) fn ncu_include(
+    name: &str,
+    style: Style,
+    domain: Option<&str>,
+) -> (String, Option<String>) {
     let n = name.trim();
     if n.contains('/') || n.contains('@') || n.starts_with("regex:") {
         return (n.to_string(), None);
@@ -42,7 +46,7 @@ pub fn ncu_include(name: &str, style: Style, domain: Option<&str>) -> (String, O
 }
 
 /// The nsys `--nvtx-capture` expression: `NAME`, or `NAME@DOMAIN` with a domain.
-pub fn nsys_capture(name: &str, domain: Option<&str>) -> String {
+pub(crate) fn nsys_capture(name: &str, domain: Option<&str>) -> String {
     let n = name.trim();
     match domain.filter(|d| !d.is_empty()) {
         Some(d) if !n.contains('@') => format!("{n}@{d}"),
@@ -52,7 +56,10 @@ pub fn nsys_capture(name: &str, domain: Option<&str>) -> String {
 
 /// The style of `name` in nsys's nvtx_sum `Style` column; when `name` is not there (nsys
 /// captured another range), the one style all captured ranges share.
-pub fn style_from_nsys(ranges: &[crate::parse::nsys::RangeSum], name: &str) -> Option<Style> {
+pub(crate) fn style_from_nsys(
+    ranges: &[crate::parse::nsys::RangeSum],
+    name: &str,
+) -> Option<Style> {
     let parse = |s: &str| match s {
         "PushPop" => Some(Style::PushPop),
         "StartEnd" => Some(Style::StartEnd),
@@ -71,7 +78,7 @@ pub fn style_from_nsys(ranges: &[crate::parse::nsys::RangeSum], name: &str) -> O
 
 /// A file-system-safe base name for a range expression: `decode/` -> `decode`,
 /// `dom@prefill/*/attn/` -> `prefill_attn`.
-pub fn base_name(expr: &str) -> String {
+pub(crate) fn base_name(expr: &str) -> String {
     let e = expr.trim().trim_start_matches("regex:");
     let e = e.rsplit_once('@').map(|(_, r)| r).unwrap_or(e);
     let parts: Vec<String> = e
@@ -92,7 +99,7 @@ pub fn base_name(expr: &str) -> String {
 
 /// The NVTX style ncu's include expression is written for: configured, or (auto) the style
 /// the nsys pass of this run saw, else push/pop (what `torch.cuda.nvtx.range` emits).
-pub fn style_for(cfg: &Config, run: &RunDir) -> Style {
+pub(crate) fn style_for(cfg: &Config, run: &RunDir) -> Style {
     match cfg.nvtx.style {
         NvtxStyle::Pushpop => Style::PushPop,
         NvtxStyle::Startend => Style::StartEnd,
@@ -113,7 +120,10 @@ pub fn style_for(cfg: &Config, run: &RunDir) -> Style {
 
 /// The NVTX include expression, the file base name it gives (`decode/` -> `decode`), and a
 /// warning when the user's expression was changed.
-pub fn include_and_base(cfg: &Config, style: Style) -> (Option<String>, String, Option<String>) {
+pub(crate) fn include_and_base(
+    cfg: &Config,
+    style: Style,
+) -> (Option<String>, String, Option<String>) {
     let n = &cfg.ncu;
     if !n.gating_nvtx {
         return (None, "all".to_string(), None);

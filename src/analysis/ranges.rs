@@ -74,11 +74,11 @@ impl RangeStats {
     /// The rule the reports state: the GPU ran kernels for under half of the range's time (the
     /// longer of its CPU wall and its GPU projection), so it mostly waited on the CPU (launch
     /// overhead, Python, synchronisation), not on its own work.
-    pub const LAUNCH_BOUND_RULE: &'static str =
+    pub(crate) const LAUNCH_BOUND_RULE: &'static str =
         "GPU busy (union of kernel intervals) under 50% of the longer of CPU wall and GPU projection";
 
     /// Busy time as a share of the range's time on either clock, in %.
-    pub fn busy_of_range_pct(&self) -> f64 {
+    pub(crate) fn busy_of_range_pct(&self) -> f64 {
         let span = self.wall_ns.max(self.proj_ns);
         if span > 0 {
             100.0 * self.busy_ns as f64 / span as f64
@@ -87,7 +87,7 @@ impl RangeStats {
         }
     }
 
-    pub fn launch_bound(&self) -> bool {
+    pub(crate) fn launch_bound(&self) -> bool {
         self.busy_of_range_pct() < 50.0
     }
 }

@@ -13,23 +13,23 @@ use crate::parse::sqlite::NsysDb;
 use crate::rundir::RunDir;
 
 #[derive(Debug, Clone, Serialize)]
-pub struct RankData {
-    pub rank: u32,
-    pub kernel_time_ns: f64,
-    pub launches: u64,
-    pub nccl_time_ns: f64,
-    pub nccl_pct: f64,
+pub(crate) struct RankData {
+    pub(crate) rank: u32,
+    pub(crate) kernel_time_ns: f64,
+    pub(crate) launches: u64,
+    pub(crate) nccl_time_ns: f64,
+    pub(crate) nccl_pct: f64,
     /// Of `nccl_time_ns`, the time spent waiting for other ranks to arrive (see `nccl_waits`);
     /// absent without every rank's SQLite export or when ranks ran different collectives.
-    pub nccl_wait_ns: Option<f64>,
+    pub(crate) nccl_wait_ns: Option<f64>,
     /// NVTX range name -> total wall time on this rank.
-    pub ranges: BTreeMap<String, f64>,
+    pub(crate) ranges: BTreeMap<String, f64>,
     #[serde(skip)]
-    pub kernels: Vec<KernelSum>,
+    pub(crate) kernels: Vec<KernelSum>,
 }
 
 /// Every `nsys/summary.rank<N>_cuda_gpu_kern_sum.csv`, in rank order.
-pub fn load(run: &RunDir) -> Result<Vec<RankData>, Error> {
+pub(crate) fn load(run: &RunDir) -> Result<Vec<RankData>, Error> {
     let mut ranks = load_summaries(run)?;
     let durations: Option<Vec<Vec<i64>>> = ranks
         .iter()
@@ -63,7 +63,7 @@ fn nccl_durations(sqlite: &Path) -> Option<Vec<i64>> {
 /// shortest duration of the i-th collective over all ranks approximates the transfer, and the
 /// rest of each rank's duration is waiting for a late peer. Collectives are matched by order,
 /// so this needs every rank to have run the same number of them.
-pub fn nccl_waits(durations: &[Vec<i64>]) -> Option<Vec<f64>> {
+pub(crate) fn nccl_waits(durations: &[Vec<i64>]) -> Option<Vec<f64>> {
     let n = durations.first()?.len();
     if n == 0 || durations.iter().any(|d| d.len() != n) {
         return None;
@@ -120,7 +120,7 @@ fn load_summaries(run: &RunDir) -> Result<Vec<RankData>, Error> {
 }
 
 /// All ranks' kernels summed per name, ordered by total time: the run's kernel table.
-pub fn merged(ranks: &[RankData]) -> Vec<KernelSum> {
+pub(crate) fn merged(ranks: &[RankData]) -> Vec<KernelSum> {
     let mut by: BTreeMap<&str, KernelSum> = BTreeMap::new();
     for r in ranks {
         for k in &r.kernels {
@@ -148,7 +148,7 @@ pub fn merged(ranks: &[RankData]) -> Vec<KernelSum> {
 }
 
 /// For one range: (median wall time over ranks, slowest rank, its wall time).
-pub fn straggler(ranks: &[RankData], range: &str) -> Option<(f64, u32, f64)> {
+pub(crate) fn straggler(ranks: &[RankData], range: &str) -> Option<(f64, u32, f64)> {
     let mut walls: Vec<(f64, u32)> = ranks
         .iter()
         .filter_map(|r| Some((*r.ranges.get(range)?, r.rank)))

@@ -6,19 +6,19 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Peaks {
-    pub fp32_flops: f64,
-    pub fp16_flops: f64,
-    pub fp64_flops: f64,
+pub(crate) struct Peaks {
+    pub(crate) fp32_flops: f64,
+    pub(crate) fp16_flops: f64,
+    pub(crate) fp64_flops: f64,
     /// Dense BF16 tensor-core peak (FP32 accumulate), where ncu reports it.
-    pub tensor_flops: Option<f64>,
-    pub dram_bytes_per_s: f64,
+    pub(crate) tensor_flops: Option<f64>,
+    pub(crate) dram_bytes_per_s: f64,
 }
 
 impl Peaks {
     /// The roof a kernel's work runs against: the tensor cores when most of its operations are
     /// tensor operations, else FP16, FP64 or FP32 by the same rule.
-    pub fn roof_for(&self, p: &Point) -> (&'static str, f64) {
+    pub(crate) fn roof_for(&self, p: &Point) -> (&'static str, f64) {
         let candidates = [
             (
                 "BF16 tensor",
@@ -38,43 +38,43 @@ impl Peaks {
     }
 
     /// The arithmetic intensity (FLOP/byte) where FP32 stops being memory-bound.
-    pub fn ridge_fp32(&self) -> f64 {
+    pub(crate) fn ridge_fp32(&self) -> f64 {
         self.fp32_flops / self.dram_bytes_per_s
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Point {
-    pub fp32_flops: f64,
-    pub fp16_flops: f64,
-    pub fp64_flops: f64,
+pub(crate) struct Point {
+    pub(crate) fp32_flops: f64,
+    pub(crate) fp16_flops: f64,
+    pub(crate) fp64_flops: f64,
     /// Tensor-core operations per second (all source types).
-    pub tensor_flops: f64,
-    pub dram_bytes_per_s: f64,
+    pub(crate) tensor_flops: f64,
+    pub(crate) dram_bytes_per_s: f64,
     /// Tensor pipe busy, % of peak, where ncu measured it.
-    pub tensor_pipe_pct: Option<f64>,
+    pub(crate) tensor_pipe_pct: Option<f64>,
 }
 
 impl Point {
-    pub fn flops(&self) -> f64 {
+    pub(crate) fn flops(&self) -> f64 {
         self.fp32_flops + self.fp16_flops + self.fp64_flops + self.tensor_flops
     }
     /// FLOP per DRAM byte; None without DRAM traffic.
-    pub fn intensity(&self) -> Option<f64> {
+    pub(crate) fn intensity(&self) -> Option<f64> {
         (self.dram_bytes_per_s > 0.0).then(|| self.flops() / self.dram_bytes_per_s)
     }
 }
 
 /// Metric values with their units, as ncu exported them.
-pub struct Metrics<'a> {
-    pub values: &'a BTreeMap<String, f64>,
-    pub units: &'a BTreeMap<String, String>,
+pub(crate) struct Metrics<'a> {
+    pub(crate) values: &'a BTreeMap<String, f64>,
+    pub(crate) units: &'a BTreeMap<String, String>,
 }
 
 impl Metrics<'_> {
     /// The value in base units (bytes, hertz, instructions): `Gbyte/s` x1e9, `Ghz` x1e9,
     /// `Kbyte/cycle` x1e3.
-    pub fn get(&self, name: &str) -> Option<f64> {
+    pub(crate) fn get(&self, name: &str) -> Option<f64> {
         let v = *self.values.get(name)?;
         Some(v * self.units.get(name).map(|u| unit_scale(u)).unwrap_or(1.0))
     }
@@ -113,7 +113,7 @@ fn op(kind: &str) -> String {
 }
 
 /// Achieved rates of one kernel; None when the roofline metrics are missing.
-pub fn point(m: &Metrics) -> Option<Point> {
+pub(crate) fn point(m: &Metrics) -> Option<Point> {
     let hz = m.get("smsp__cycles_elapsed.avg.per_second")?;
     let per_cycle = |p: &str| {
         m.sum(&[
@@ -141,7 +141,7 @@ pub fn point(m: &Metrics) -> Option<Point> {
 }
 
 /// The device's peaks, from ncu's peak metrics of any profiled kernel.
-pub fn peaks(m: &Metrics) -> Option<Peaks> {
+pub(crate) fn peaks(m: &Metrics) -> Option<Peaks> {
     let sm_hz = m.get("sm__cycles_elapsed.avg.per_second")?;
     let dram_hz = m.get("dram__cycles_elapsed.avg.per_second")?;
     Some(Peaks {

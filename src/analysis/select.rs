@@ -10,7 +10,7 @@ use crate::rundir::RunDir;
 
 /// Which kernels ncu profiles.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KernelFilter {
+pub(crate) enum KernelFilter {
     /// Exact mangled names (from the nsys SQLite): the same in both tools.
     Mangled(Vec<String>),
     /// Function names (no namespaces, templates or parameters), when no mangled name is known.
@@ -18,27 +18,32 @@ pub enum KernelFilter {
 }
 
 impl KernelFilter {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             KernelFilter::Mangled(v) | KernelFilter::Function(v) => v.len(),
         }
     }
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Selection {
+pub(crate) struct Selection {
     /// Indices into the nsys kernel list (its rank order), chosen.
-    pub chosen: Vec<usize>,
+    pub(crate) chosen: Vec<usize>,
     /// Share of kernel time the chosen kernels hold, in %.
-    pub planned_coverage_pct: f64,
+    pub(crate) planned_coverage_pct: f64,
     /// Indices left out.
-    pub left_out: Vec<usize>,
+    pub(crate) left_out: Vec<usize>,
 }
 
-pub fn select(kernels: &[KernelSum], top_n: usize, coverage: f64, max_kernels: usize) -> Selection {
+pub(crate) fn select(
+    kernels: &[KernelSum],
+    top_n: usize,
+    coverage: f64,
+    max_kernels: usize,
+) -> Selection {
     let total: f64 = kernels.iter().map(|k| k.total_ns).sum();
     let mut order: Vec<usize> = (0..kernels.len()).collect();
     // nsys lists kernels by time already; sort anyway so the rule does not depend on it.
@@ -73,7 +78,7 @@ pub fn select(kernels: &[KernelSum], top_n: usize, coverage: f64, max_kernels: u
 /// The kernels of the nsys pass that ncu profiles (see [`crate::analysis::select`]), as mangled names
 /// when the SQLite export has them (identical in both tools), else as function names. None:
 /// no nsys data of ncu's range, so no filter.
-pub fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
+pub(crate) fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
     if cfg.ncu.top_n == 0 && cfg.ncu.coverage <= 0.0 {
         return None;
     }

@@ -11,90 +11,90 @@ use crate::rundir::status::PassStatus;
 /// 2: per-range attribution from the SQLite export, roofline figures and peaks.
 /// 3: GPU time on the GPU timeline: per-range projection, busy (union of kernels, over the
 /// projection), graph kernels and per-instance spreads; `totals.gpu_busy_pct` never above 100.
-pub const SCHEMA_VERSION: u32 = 3;
+pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Serialize)]
-pub struct Summary {
-    pub schema_version: u32,
-    pub run_id: String,
-    pub stage2_version: String,
-    pub gpu: Option<String>,
-    pub nsys_capture: Option<String>,
-    pub ncu_include: Option<String>,
-    pub passes: BTreeMap<String, PassStatus>,
-    pub totals: Totals,
-    pub ranges: Vec<Range>,
-    pub peaks: Option<crate::analysis::roofline::Peaks>,
+pub(crate) struct Summary {
+    pub(crate) schema_version: u32,
+    pub(crate) run_id: String,
+    pub(crate) stage2_version: String,
+    pub(crate) gpu: Option<String>,
+    pub(crate) nsys_capture: Option<String>,
+    pub(crate) ncu_include: Option<String>,
+    pub(crate) passes: BTreeMap<String, PassStatus>,
+    pub(crate) totals: Totals,
+    pub(crate) ranges: Vec<Range>,
+    pub(crate) peaks: Option<crate::analysis::roofline::Peaks>,
     /// Per-rank figures of a multi-rank run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub ranks: Vec<super::ranks::RankData>,
-    pub kernels: Vec<Kernel>,
+    pub(crate) ranks: Vec<super::ranks::RankData>,
+    pub(crate) kernels: Vec<Kernel>,
     /// Which file each group of figures came from, relative to the run directory.
-    pub sources: BTreeMap<String, String>,
+    pub(crate) sources: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Totals {
-    pub kernel_time_ns: f64,
-    pub kernel_launches: u64,
-    pub distinct_kernels: usize,
-    pub ncu_kernels_measured: usize,
-    pub ncu_coverage_pct: Option<f64>,
+pub(crate) struct Totals {
+    pub(crate) kernel_time_ns: f64,
+    pub(crate) kernel_launches: u64,
+    pub(crate) distinct_kernels: usize,
+    pub(crate) ncu_kernels_measured: usize,
+    pub(crate) ncu_coverage_pct: Option<f64>,
     /// Ranks of the kernels without ncu metrics, when ncu profiled the captured range.
-    pub ncu_left_out: Vec<usize>,
-    pub capture_range_wall_ns: Option<f64>,
-    pub gpu_busy_pct: Option<f64>,
+    pub(crate) ncu_left_out: Vec<usize>,
+    pub(crate) capture_range_wall_ns: Option<f64>,
+    pub(crate) gpu_busy_pct: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Range {
-    pub name: String,
-    pub style: Option<String>,
-    pub instances: u64,
-    pub total_ns: f64,
-    pub avg_ns: f64,
+pub(crate) struct Range {
+    pub(crate) name: String,
+    pub(crate) style: Option<String>,
+    pub(crate) instances: u64,
+    pub(crate) total_ns: f64,
+    pub(crate) avg_ns: f64,
     /// From the SQLite export: kernels launched inside the range.
-    pub kernel_ns: Option<f64>,
-    pub launches: Option<u64>,
+    pub(crate) kernel_ns: Option<f64>,
+    pub(crate) launches: Option<u64>,
     /// Kernels launched by CUDA graphs.
-    pub graph_kernels: Option<u64>,
+    pub(crate) graph_kernels: Option<u64>,
     /// GPU projection summed over instances, and the union of kernel intervals within it.
-    pub gpu_projection_ns: Option<f64>,
-    pub gpu_busy_ns: Option<f64>,
+    pub(crate) gpu_projection_ns: Option<f64>,
+    pub(crate) gpu_busy_ns: Option<f64>,
     /// `gpu_busy_ns` over `gpu_projection_ns`, in %.
-    pub gpu_busy_pct: Option<f64>,
-    pub launch_bound: Option<bool>,
+    pub(crate) gpu_busy_pct: Option<f64>,
+    pub(crate) launch_bound: Option<bool>,
     /// Per instance: CPU wall, GPU projection, kernels launched (min, median, max).
-    pub per_instance: Option<PerInstance>,
+    pub(crate) per_instance: Option<PerInstance>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct PerInstance {
-    pub wall_ns: crate::analysis::ranges::Spread,
-    pub gpu_projection_ns: crate::analysis::ranges::Spread,
-    pub kernels: crate::analysis::ranges::Spread,
+pub(crate) struct PerInstance {
+    pub(crate) wall_ns: crate::analysis::ranges::Spread,
+    pub(crate) gpu_projection_ns: crate::analysis::ranges::Spread,
+    pub(crate) kernels: crate::analysis::ranges::Spread,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Kernel {
-    pub rank: usize,
-    pub name: String,
-    pub short_name: String,
-    pub instances: u64,
-    pub total_time_ns: f64,
-    pub avg_time_ns: f64,
-    pub gpu_time_pct: Option<f64>,
-    pub sm_throughput_pct: Option<f64>,
-    pub dram_throughput_pct: Option<f64>,
-    pub bound: Option<Bound>,
-    pub ncu_instances: u64,
-    pub time_source: TimeSource,
-    pub nvtx_range: Option<String>,
-    pub roofline: Option<crate::analysis::roofline::Point>,
-    pub arithmetic_intensity: Option<f64>,
+pub(crate) struct Kernel {
+    pub(crate) rank: usize,
+    pub(crate) name: String,
+    pub(crate) short_name: String,
+    pub(crate) instances: u64,
+    pub(crate) total_time_ns: f64,
+    pub(crate) avg_time_ns: f64,
+    pub(crate) gpu_time_pct: Option<f64>,
+    pub(crate) sm_throughput_pct: Option<f64>,
+    pub(crate) dram_throughput_pct: Option<f64>,
+    pub(crate) bound: Option<Bound>,
+    pub(crate) ncu_instances: u64,
+    pub(crate) time_source: TimeSource,
+    pub(crate) nvtx_range: Option<String>,
+    pub(crate) roofline: Option<crate::analysis::roofline::Point>,
+    pub(crate) arithmetic_intensity: Option<f64>,
 }
 
-pub fn summary(a: &Artifacts) -> Summary {
+pub(crate) fn summary(a: &Artifacts) -> Summary {
     let (total, launches) = a.kernel_totals();
     let captured = a.captured();
     let wall = captured.as_ref().map(|c| c.wall_ns);

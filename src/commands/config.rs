@@ -6,7 +6,7 @@ use crate::cli::SourceArgs;
 use crate::config;
 use crate::error::Result;
 
-pub fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
+pub(crate) fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
     let resolved = config::resolve(&sources.to_sources(overrides))?;
     let mut out = std::io::stdout().lock();
     // A closed pipe (`stage2 config | head`) is not an error.

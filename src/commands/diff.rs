@@ -10,12 +10,12 @@ use crate::error::{Error, Result};
 use crate::exit_codes;
 use crate::rundir::RunDir;
 
-pub struct Args<'a> {
-    pub run_a: &'a Path,
-    pub run_b: &'a Path,
-    pub out: Option<&'a Path>,
-    pub fail_above: Option<f64>,
-    pub scope: Scope,
+pub(crate) struct Args<'a> {
+    pub(crate) run_a: &'a Path,
+    pub(crate) run_b: &'a Path,
+    pub(crate) out: Option<&'a Path>,
+    pub(crate) fail_above: Option<f64>,
+    pub(crate) scope: Scope,
 }
 
 struct Loaded {
@@ -36,7 +36,7 @@ fn load(dir: &Path) -> Result<Loaded, Error> {
     })
 }
 
-pub fn run(args: &Args) -> Result<i32> {
+pub(crate) fn run(args: &Args) -> Result<i32> {
     let (a, b) = (load(args.run_a)?, load(args.run_b)?);
     let d = diff::diff(
         &a.summary,

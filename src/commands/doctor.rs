@@ -11,16 +11,16 @@ use crate::passes::process::{self, Spec};
 use crate::passes::tools::{self, Tool};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
+pub(crate) enum Level {
     Ok,
     Warn,
     Fail,
 }
 
-pub struct Check {
-    pub level: Level,
-    pub what: String,
-    pub fix: Option<String>,
+pub(crate) struct Check {
+    pub(crate) level: Level,
+    pub(crate) what: String,
+    pub(crate) fix: Option<String>,
 }
 
 fn check(level: Level, what: impl Into<String>, fix: Option<&str>) -> Check {
@@ -31,7 +31,7 @@ fn check(level: Level, what: impl Into<String>, fix: Option<&str>) -> Check {
     }
 }
 
-pub fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
+pub(crate) fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
     let cfg = config::resolve(&sources.to_sources(overrides))?.config;
     let mut checks = Vec::new();
     let nsys = tools::find(Tool::Nsys, cfg.tools.nsys.as_deref());
@@ -172,7 +172,7 @@ fn finalize_check(nsys: &Path) -> Check {
             )
         }
     };
-    if crate::passes::nsys::find_report(&base).is_some() {
+    if crate::rundir::find_nsys_report(&base).is_some() {
         check(
             Level::Ok,
             format!(

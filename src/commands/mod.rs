@@ -1,10 +1,10 @@
 //! The subcommands, each a function from parsed CLI arguments to an exit code.
 
-pub mod config;
-pub mod diff;
-pub mod doctor;
-pub mod profile;
-pub mod report;
+pub(crate) mod config;
+pub(crate) mod diff;
+pub(crate) mod doctor;
+pub(crate) mod profile;
+pub(crate) mod report;
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;

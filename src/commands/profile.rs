@@ -20,7 +20,7 @@ use crate::report;
 use crate::rundir::status::{PassState, PassStatus, Status};
 use crate::rundir::RunDir;
 
-pub fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
+pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     // First, so that a Ctrl-C during start-up (a slow probe) is seen, not lost.
     crate::passes::signals::install();
     let resolved = config::resolve(&args.to_sources())?;

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::report;
 use crate::rundir::RunDir;
 
-pub fn run(dir: &Path) -> Result<i32> {
+pub(crate) fn run(dir: &Path) -> Result<i32> {
     let run = RunDir::open(dir)?;
     let config = run_config(&run)?;
     let summary = report::render_all(&run, config)?;
@@ -21,7 +21,7 @@ pub fn run(dir: &Path) -> Result<i32> {
 
 /// The run's own resolved config.yaml; for a folder of exports without one, the defaults with
 /// the captured ranges read from the data (see `analysis::infer`), said on stderr.
-pub fn run_config(run: &RunDir) -> Result<Config, Error> {
+pub(crate) fn run_config(run: &RunDir) -> Result<Config, Error> {
     let path = run.file("config.yaml");
     let (files, flags) = if path.is_file() {
         (vec![path], Vec::new())

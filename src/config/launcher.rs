@@ -16,7 +16,7 @@ pub enum Launcher {
 }
 
 impl Launcher {
-    pub fn program(self) -> &'static str {
+    pub(crate) fn program(self) -> &'static str {
         match self {
             Launcher::None => "",
             Launcher::Torchrun => "torchrun",
@@ -26,7 +26,7 @@ impl Launcher {
     }
 
     /// The environment variable that holds a process's global rank under this launcher.
-    pub fn rank_var(self) -> &'static str {
+    pub(crate) fn rank_var(self) -> &'static str {
         match self {
             Launcher::None | Launcher::Torchrun => "RANK",
             Launcher::Srun => "SLURM_PROCID",
@@ -38,7 +38,7 @@ impl Launcher {
     /// workload, or the workload alone). None: no launcher, `per_rank` as is. `env` names the
     /// variables stage2 sets for the ranks: mpirun passes only those it is told (`-x`) to
     /// ranks on other nodes; torchrun and srun pass the whole environment on.
-    pub fn wrap(
+    pub(crate) fn wrap(
         self,
         w: &Workload,
         per_rank: Vec<String>,
@@ -81,7 +81,7 @@ impl Launcher {
     }
 
     /// A file-name part that the profilers expand per process: `%q{RANK}`.
-    pub fn rank_macro(self) -> String {
+    pub(crate) fn rank_macro(self) -> String {
         format!("%q{{{}}}", self.rank_var())
     }
 }

@@ -18,7 +18,7 @@ use crate::error::Error;
 
 /// The default files, relative to a config dir, in merge order; embedded at build time so the
 /// binary runs from any directory.
-pub const DEFAULT_FILES: &[(&str, &str)] = &[
+pub(crate) const DEFAULT_FILES: &[(&str, &str)] = &[
     ("config.yaml", include_str!("../../conf/config.yaml")),
     (
         "runner/stage2.yaml",
@@ -59,13 +59,13 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    pub fn to_yaml(&self) -> String {
+    pub(crate) fn to_yaml(&self) -> String {
         serde_yaml::to_string(&self.tree).unwrap_or_default()
     }
 }
 
 /// The embedded defaults as one tree.
-pub fn defaults() -> Value {
+pub(crate) fn defaults() -> Value {
     let mut tree = Value::Mapping(Default::default());
     for (name, text) in DEFAULT_FILES {
         // The embedded files are part of the binary and covered by tests.
@@ -77,7 +77,8 @@ pub fn defaults() -> Value {
 }
 
 /// Every key the schema knows, dotted.
-pub fn known_keys() -> Vec<String> {
+#[cfg(test)]
+pub(crate) fn known_keys() -> Vec<String> {
     tree::key_paths(&defaults())
 }
 

@@ -3,7 +3,7 @@
 use serde_yaml::{Mapping, Value};
 
 /// Deep-merge `over` into `base`: maps merge key by key, anything else (lists too) replaces.
-pub fn merge(base: &mut Value, over: Value) {
+pub(crate) fn merge(base: &mut Value, over: Value) {
     match (base, over) {
         (Value::Mapping(b), Value::Mapping(o)) => {
             for (k, v) in o {
@@ -19,18 +19,18 @@ pub fn merge(base: &mut Value, over: Value) {
     }
 }
 
-pub fn split(path: &str) -> Vec<&str> {
+pub(crate) fn split(path: &str) -> Vec<&str> {
     path.split('.').collect()
 }
 
-pub fn get<'a>(root: &'a Value, path: &[&str]) -> Option<&'a Value> {
+pub(crate) fn get<'a>(root: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter()
         .try_fold(root, |node, key| node.as_mapping()?.get(*key))
 }
 
 /// Set `path` to `value`, creating intermediate maps. Fails (with the offending prefix) when a
 /// prefix of the path is a scalar or list.
-pub fn set(root: &mut Value, path: &[&str], value: Value) -> Result<(), String> {
+pub(crate) fn set(root: &mut Value, path: &[&str], value: Value) -> Result<(), String> {
     let mut node = root;
     for (i, key) in path.iter().enumerate() {
         if node.is_null() {
@@ -50,7 +50,7 @@ pub fn set(root: &mut Value, path: &[&str], value: Value) -> Result<(), String> 
 }
 
 /// Remove `path`; returns whether it was there.
-pub fn delete(root: &mut Value, path: &[&str]) -> bool {
+pub(crate) fn delete(root: &mut Value, path: &[&str]) -> bool {
     let Some((last, parents)) = path.split_last() else {
         return false;
     };
@@ -67,7 +67,7 @@ pub fn delete(root: &mut Value, path: &[&str]) -> bool {
 }
 
 /// Every dotted key path in the tree (maps only; list items are values, not keys).
-pub fn key_paths(root: &Value) -> Vec<String> {
+pub(crate) fn key_paths(root: &Value) -> Vec<String> {
     let mut out = Vec::new();
     collect(root, String::new(), &mut out);
     out
@@ -88,7 +88,7 @@ fn collect(node: &Value, prefix: String, out: &mut Vec<String>) {
     }
 }
 
-pub fn key_text(k: &Value) -> String {
+pub(crate) fn key_text(k: &Value) -> String {
     match k {
         Value::String(s) => s.clone(),
         other => serde_yaml::to_string(other)
@@ -98,7 +98,7 @@ pub fn key_text(k: &Value) -> String {
 }
 
 /// The known key closest to `path`, when it is close enough to be a likely typo.
-pub fn closest<'a>(path: &str, known: &'a [String]) -> Option<&'a str> {
+pub(crate) fn closest<'a>(path: &str, known: &'a [String]) -> Option<&'a str> {
     known
         .iter()
         .map(|k| (strsim::damerau_levenshtein(path, k), k))

@@ -6,5 +6,3 @@ pub mod nsys;
 mod quoted;
 pub mod sqlite;
 mod table;
-
-pub use table::parse_number;

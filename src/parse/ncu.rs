@@ -13,14 +13,14 @@ use super::quoted::{QuotedRows, Row, Value};
 use super::table::{number_bytes, Table};
 use crate::error::Error;
 
-pub const COL_NAME: &str = "Kernel Name";
-pub const COL_PUSHPOP: &str =
+pub(crate) const COL_NAME: &str = "Kernel Name";
+pub(crate) const COL_PUSHPOP: &str =
     "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg";
-pub const COL_STARTEND: &str =
+pub(crate) const COL_STARTEND: &str =
     "Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg";
-pub const TIME: &str = "gpu__time_duration.sum";
-pub const SM_PCT: &str = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
-pub const DRAM_PCT: &str = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
+pub(crate) const TIME: &str = "gpu__time_duration.sum";
+pub(crate) const SM_PCT: &str = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+pub(crate) const DRAM_PCT: &str = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
 
 /// All profiled launches of one kernel name, metrics averaged over them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,7 +46,8 @@ pub struct NcuKernel {
 }
 
 impl NcuKernel {
-    pub fn metric(&self, name: &str) -> Option<f64> {
+    #[cfg(test)]
+    pub(crate) fn metric(&self, name: &str) -> Option<f64> {
         self.metrics.get(name).copied()
     }
 }

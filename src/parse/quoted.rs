@@ -16,7 +16,7 @@ use super::table::POW10;
 
 /// What a cell holds, as far as the fast pass could tell.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     /// A number in one of ncu's plain shapes (`3.456000`, `1,980,000`, `-2`), equal to what
     /// `table::number_bytes` gives for it.
     Number(f64),
@@ -26,17 +26,17 @@ pub enum Value {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct Cell {
+pub(crate) struct Cell {
     start: u32,
     end: u32,
     /// Holds a doubled quote (`""`), so its text needs unescaping.
     escaped: bool,
-    pub value: Value,
+    pub(crate) value: Value,
 }
 
 impl Cell {
     /// The cell's bytes inside the quotes, escapes undone.
-    pub fn text<'a>(&self, line: &'a [u8]) -> Cow<'a, [u8]> {
+    pub(crate) fn text<'a>(&self, line: &'a [u8]) -> Cow<'a, [u8]> {
         let raw = &line[self.start as usize..self.end as usize];
         if !self.escaped {
             return Cow::Borrowed(raw);
@@ -51,7 +51,7 @@ impl Cell {
         Cow::Owned(out)
     }
 
-    pub fn raw<'a>(&self, line: &'a [u8]) -> &'a [u8] {
+    pub(crate) fn raw<'a>(&self, line: &'a [u8]) -> &'a [u8] {
         &line[self.start as usize..self.end as usize]
     }
 }
@@ -189,12 +189,12 @@ impl Lines {
 }
 
 /// A file of quoted rows: a header of unique names, then rows of its width.
-pub struct QuotedRows {
+pub(crate) struct QuotedRows {
     lines: Lines,
-    pub headers: Vec<String>,
+    pub(crate) headers: Vec<String>,
 }
 
-pub enum Row<'a> {
+pub(crate) enum Row<'a> {
     /// The line; its cells are in the `cells` passed to `next`.
     Cells(&'a [u8]),
     End,
@@ -205,7 +205,7 @@ pub enum Row<'a> {
 impl QuotedRows {
     /// None where the header row is not quoted UTF-8 text of unique names (the general
     /// parser says what is wrong with it).
-    pub fn open(file: File) -> std::io::Result<Option<Self>> {
+    pub(crate) fn open(file: File) -> std::io::Result<Option<Self>> {
         let mut lines = Lines::new(file);
         let mut cells = Vec::new();
         let Line::Row(header) = lines.next_line()? else {
@@ -228,11 +228,11 @@ impl QuotedRows {
         Ok(Some(QuotedRows { lines, headers }))
     }
 
-    pub fn column(&self, name: &str) -> Option<usize> {
+    pub(crate) fn column(&self, name: &str) -> Option<usize> {
         self.headers.iter().position(|h| h == name)
     }
 
-    pub fn next(&mut self, cells: &mut Vec<Cell>) -> std::io::Result<Row<'_>> {
+    pub(crate) fn next(&mut self, cells: &mut Vec<Cell>) -> std::io::Result<Row<'_>> {
         let width = self.headers.len();
         Ok(match self.lines.next_line()? {
             Line::Row(l) if scan(l, cells) && cells.len() == width => Row::Cells(l),

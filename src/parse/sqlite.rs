@@ -34,7 +34,7 @@ impl NsysDb {
     }
 
     /// The columns of `table`; empty when the table does not exist.
-    pub fn columns(&self, table: &str) -> Result<Vec<String>, Error> {
+    pub(crate) fn columns(&self, table: &str) -> Result<Vec<String>, Error> {
         let mut stmt = self
             .conn
             .prepare("SELECT name FROM pragma_table_info(?1)")
@@ -63,7 +63,7 @@ impl NsysDb {
     }
 
     /// Demangled kernel name (as `nsys stats` prints it) -> mangled names.
-    pub fn mangled_names(&self) -> Result<HashMap<String, Vec<String>>, Error> {
+    pub(crate) fn mangled_names(&self) -> Result<HashMap<String, Vec<String>>, Error> {
         self.require(
             "CUPTI_ACTIVITY_KIND_KERNEL",
             &["demangledName", "mangledName"],
@@ -136,7 +136,7 @@ pub struct Launch {
 
 impl Launch {
     /// GPU time of a kernel; 0 for a memcpy or memset.
-    pub fn kernel_ns(&self) -> i64 {
+    pub(crate) fn kernel_ns(&self) -> i64 {
         if self.kernel {
             self.end - self.start
         } else {
@@ -183,7 +183,7 @@ impl NsysDb {
     }
 
     /// Durations of the NCCL kernels (name containing "nccl", any case), in start order.
-    pub fn nccl_durations(&self) -> Result<Vec<i64>, Error> {
+    pub(crate) fn nccl_durations(&self) -> Result<Vec<i64>, Error> {
         self.require("CUPTI_ACTIVITY_KIND_KERNEL", &["start", "end", "shortName"])?;
         let mut stmt = self
             .conn

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 
 /// A streaming CSV reader whose columns are looked up by header name.
-pub struct Table {
-    pub path: PathBuf,
+pub(crate) struct Table {
+    pub(crate) path: PathBuf,
     reader: csv::Reader<Box<dyn Read>>,
-    pub headers: Vec<String>,
+    pub(crate) headers: Vec<String>,
     index: HashMap<String, usize>,
     /// The profilers end every file with a newline; one that does not was cut off.
     ends_with_newline: bool,
@@ -21,7 +21,7 @@ pub struct Table {
 impl Table {
     /// Open `path` and read its header row. An empty file, a header-less file or binary
     /// garbage is a parse error naming the file.
-    pub fn open(path: &Path) -> Result<Self, Error> {
+    pub(crate) fn open(path: &Path) -> Result<Self, Error> {
         let mut file =
             File::open(path).map_err(|e| Error::parse(path, None, format!("cannot open: {e}")))?;
         let ends_with_newline = last_byte(&mut file) == Some(b'\n');
@@ -70,12 +70,12 @@ impl Table {
         })
     }
 
-    pub fn column(&self, name: &str) -> Option<usize> {
+    pub(crate) fn column(&self, name: &str) -> Option<usize> {
         self.index.get(name).copied()
     }
 
     /// A column that must be there; the error lists what the file has.
-    pub fn require(&self, name: &str) -> Result<usize, Error> {
+    pub(crate) fn require(&self, name: &str) -> Result<usize, Error> {
         self.column(name).ok_or_else(|| {
             let have: Vec<&str> = self.headers.iter().take(12).map(String::as_str).collect();
             Error::parse(
@@ -91,14 +91,14 @@ impl Table {
     }
 
     /// The next record and its 1-based line number, or None at the end.
-    pub fn next(&mut self, rec: &mut csv::StringRecord) -> Result<Option<u64>, Error> {
+    pub(crate) fn next(&mut self, rec: &mut csv::StringRecord) -> Result<Option<u64>, Error> {
         let read = self.reader.read_record(rec);
         let line = rec.position().map(|p| p.line()).unwrap_or(0);
         self.checked(read, rec.len(), line)
     }
 
     /// The same as raw bytes: no UTF-8 check of fields the caller does not read as text.
-    pub fn next_bytes(&mut self, rec: &mut csv::ByteRecord) -> Result<Option<u64>, Error> {
+    pub(crate) fn next_bytes(&mut self, rec: &mut csv::ByteRecord) -> Result<Option<u64>, Error> {
         let read = self.reader.read_byte_record(rec);
         let line = rec.position().map(|p| p.line()).unwrap_or(0);
         self.checked(read, rec.len(), line)
@@ -157,7 +157,7 @@ fn csv_error(path: &Path, e: &csv::Error) -> Error {
 
 /// A number from raw CSV bytes, without allocating: `1,536,000,000` and `3.456000`; None for
 /// anything else (`n/a`, text values such as `PolicySpread`, empty cells).
-pub fn number_bytes(field: &[u8]) -> Option<f64> {
+pub(crate) fn number_bytes(field: &[u8]) -> Option<f64> {
     let b = field.trim_ascii();
     if b.is_empty() {
         return None;
@@ -233,11 +233,11 @@ fn decimal_fast(b: &[u8]) -> Option<f64> {
 
 /// A cell that should hold a number but does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotANumber;
+pub(crate) struct NotANumber;
 
 /// A number as the profilers print it: `1,536,000,000`, `3.456000`, `12.5%`; `n/a`, `-` and
 /// the empty string are "no value".
-pub fn parse_number(s: &str) -> Result<Option<f64>, NotANumber> {
+pub(crate) fn parse_number(s: &str) -> Result<Option<f64>, NotANumber> {
     let t = s.trim();
     if t.is_empty() || t.eq_ignore_ascii_case("n/a") || t == "-" || t == "N/A" {
         return Ok(None);

@@ -6,10 +6,10 @@ use std::path::Path;
 
 use crate::parse::nsys::{read_ranges, RangeSum};
 use crate::passes::process;
-use crate::passes::{append_cmd_txt, nsys, Ctx};
+use crate::passes::{append_cmd_txt, Ctx};
 
 /// "the workload emits these NVTX ranges: decode (PushPop, 1x), ...; closest to `decod`: `decode`".
-pub fn describe(ranges: &[RangeSum], wanted: &str) -> String {
+pub(crate) fn describe(ranges: &[RangeSum], wanted: &str) -> String {
     if ranges.is_empty() {
         return "the workload emitted no NVTX ranges at all: mark prefill/decode with torch.cuda.nvtx.range (or nvtx.annotate)".to_string();
     }
@@ -64,12 +64,12 @@ pub fn describe(ranges: &[RangeSum], wanted: &str) -> String {
 }
 
 /// The ranges in this run's nsys summary, when it has one.
-pub fn from_run(ctx: &Ctx) -> Option<Vec<RangeSum>> {
+pub(crate) fn from_run(ctx: &Ctx) -> Option<Vec<RangeSum>> {
     read_ranges(&ctx.run.nvtx_sum()).ok()
 }
 
 /// A short ungated nsys pass (NVTX only) that lists every range the workload emits.
-pub fn ungated(ctx: &Ctx, nsys_path: &Path) -> Option<Vec<RangeSum>> {
+pub(crate) fn ungated(ctx: &Ctx, nsys_path: &Path) -> Option<Vec<RangeSum>> {
     let base = ctx.run.nsys("diagnose");
     let csv = ctx.run.nsys("diagnose_nvtx_sum.csv");
     if csv.is_file() {
@@ -95,7 +95,7 @@ pub fn ungated(ctx: &Ctx, nsys_path: &Path) -> Option<Vec<RangeSum>> {
     spec.timeout = ctx.cfg.nsys_timeout();
     let _ = append_cmd_txt(&cmd_txt, &[vec![prog.clone()], profile].concat());
     process::run(&spec).ok()?;
-    let rep = nsys::find_report(&base)?;
+    let rep = crate::rundir::find_nsys_report(&base)?;
     let stats = vec![
         "stats".to_string(),
         "--report".to_string(),
@@ -116,7 +116,11 @@ pub fn ungated(ctx: &Ctx, nsys_path: &Path) -> Option<Vec<RangeSum>> {
 
 /// The ranges to show: this run's nsys summary when it has `wanted`, else (when allowed) an
 /// ungated nsys pass.
-pub fn ranges_for(ctx: &Ctx, nsys_path: Option<&Path>, wanted: &str) -> Option<Vec<RangeSum>> {
+pub(crate) fn ranges_for(
+    ctx: &Ctx,
+    nsys_path: Option<&Path>,
+    wanted: &str,
+) -> Option<Vec<RangeSum>> {
     let bare = crate::analysis::nvtx::base_name(wanted);
     from_run(ctx)
         .filter(|r| {

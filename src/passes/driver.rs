@@ -42,21 +42,21 @@ pub(crate) trait Pass {
 
 /// The driver: owns status.json while the passes run.
 pub(crate) struct Driver<'a> {
-    pub ctx: &'a Ctx<'a>,
-    pub status: Status,
-    pub dry_run: bool,
+    pub(crate) ctx: &'a Ctx<'a>,
+    pub(crate) status: Status,
+    pub(crate) dry_run: bool,
 }
 
 impl Driver<'_> {
     /// Save status.json; a failure to write it is logged, never fatal to the run.
-    pub fn save(&self) {
+    pub(crate) fn save(&self) {
         if let Err(e) = self.status.write(&self.ctx.run.path) {
             tracing::warn!("cannot write status.json: {e}");
         }
     }
 
     /// Run one pass through the loop and record its outcome.
-    pub fn drive<P: Pass>(&mut self, pass: &P) -> Result<(), Error> {
+    pub(crate) fn drive<P: Pass>(&mut self, pass: &P) -> Result<(), Error> {
         let name = pass.name();
         let st = self.outcome(pass)?;
         report_pass(name, &st);

@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::config::Config;
 
 /// Free space at `path` (or its nearest existing parent), in GB.
-pub fn free_gb(path: &Path) -> Option<f64> {
+pub(crate) fn free_gb(path: &Path) -> Option<f64> {
     let probe = std::iter::successors(Some(path), |p| p.parent())
         .find(|p| p.exists() && !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
@@ -15,7 +15,7 @@ pub fn free_gb(path: &Path) -> Option<f64> {
 }
 
 /// What a pass may write, in GB: a rough upper estimate for the warning, not a promise.
-pub fn estimate_gb(cfg: &Config, pass: &str) -> f64 {
+pub(crate) fn estimate_gb(cfg: &Config, pass: &str) -> f64 {
     match pass {
         // osrt with a long range: 2.5 GB of intermediate data was seen for a 1 s range.
         "nsys" if cfg.nsys.trace.contains("osrt") => 3.0,
@@ -31,7 +31,7 @@ pub fn estimate_gb(cfg: &Config, pass: &str) -> f64 {
 }
 
 /// Warnings before `pass` runs, given the free space in the run root.
-pub fn warnings(cfg: &Config, pass: &str, free: Option<f64>) -> Vec<String> {
+pub(crate) fn warnings(cfg: &Config, pass: &str, free: Option<f64>) -> Vec<String> {
     let mut out = Vec::new();
     let need = cfg.run.min_free_gb.max(estimate_gb(cfg, pass));
     if let Some(free) = free.filter(|f| *f < need) {

@@ -1,11 +1,11 @@
 //! Multi-rank workloads: the profiler runs inside the user's launcher (torchrun, srun,
 //! mpirun), once per rank, so each rank writes its own report.
 
-pub use crate::config::Launcher;
+pub(crate) use crate::config::Launcher;
 use crate::error::Error;
 
 /// The launcher's own path, found on PATH.
-pub fn find(l: Launcher) -> Result<Option<std::path::PathBuf>, Error> {
+pub(crate) fn find(l: Launcher) -> Result<Option<std::path::PathBuf>, Error> {
     if l == Launcher::None {
         return Ok(None);
     }
@@ -21,7 +21,7 @@ pub fn find(l: Launcher) -> Result<Option<std::path::PathBuf>, Error> {
 /// Run the profiler only on chosen ranks: `stage2 __rank-exec VAR RANKS N -- ARGV...` runs
 /// ARGV where `$VAR` is one of RANKS, else only its last N arguments (the workload). It replaces
 /// itself with the program (exec), so signals and exit codes pass straight through.
-pub fn rank_exec_args(
+pub(crate) fn rank_exec_args(
     stage2: &str,
     l: Launcher,
     ranks: &[u32],
@@ -46,7 +46,7 @@ pub fn rank_exec_args(
 }
 
 /// The argv `__rank-exec` runs for the rank in `rank_value`.
-pub fn choose<'a>(
+pub(crate) fn choose<'a>(
     rank_value: Option<&str>,
     ranks: &str,
     workload_len: usize,

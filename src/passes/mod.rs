@@ -2,17 +2,17 @@
 //! running (every child through [`process`], with a timeout and signal forwarding) and what a
 //! pass needs around that (tools, workload argv, launchers, provenance, guards).
 
-pub mod diagnose;
-pub mod driver;
-pub mod guards;
-pub mod launcher;
-pub mod ncu;
-pub mod nsys;
-pub mod process;
-pub mod provenance;
-pub mod signals;
-pub mod tools;
-pub mod workload;
+pub(crate) mod diagnose;
+pub(crate) mod driver;
+pub(crate) mod guards;
+pub(crate) mod launcher;
+pub(crate) mod ncu;
+pub(crate) mod nsys;
+pub(crate) mod process;
+pub(crate) mod provenance;
+pub(crate) mod signals;
+pub(crate) mod tools;
+pub(crate) mod workload;
 
 use std::path::{Path, PathBuf};
 
@@ -24,17 +24,17 @@ use crate::rundir::RunDir;
 use process::{Outcome, Spec};
 
 /// What a pass needs to know about the run.
-pub struct Ctx<'a> {
-    pub cfg: &'a Config,
-    pub run: &'a RunDir,
-    pub workload: &'a Workload,
+pub(crate) struct Ctx<'a> {
+    pub(crate) cfg: &'a Config,
+    pub(crate) run: &'a RunDir,
+    pub(crate) workload: &'a Workload,
     /// Show the children's output live.
-    pub echo: bool,
+    pub(crate) echo: bool,
 }
 
 impl Ctx<'_> {
     /// A child spec with the workload's environment and working directory.
-    pub fn spec(&self, program: &Path, args: Vec<String>, log: PathBuf) -> Spec {
+    pub(crate) fn spec(&self, program: &Path, args: Vec<String>, log: PathBuf) -> Spec {
         let mut s = Spec::new(program, args, log);
         s.env = self.workload.env.clone();
         s.cwd = self.workload.cwd.clone();
@@ -45,7 +45,7 @@ impl Ctx<'_> {
 }
 
 /// Write cmd.txt: one pasteable, shell-quoted line per command of the pass, in order.
-pub fn write_cmd_txt(path: &Path, commands: &[Vec<String>]) -> std::io::Result<()> {
+pub(crate) fn write_cmd_txt(path: &Path, commands: &[Vec<String>]) -> std::io::Result<()> {
     let mut text = String::new();
     for argv in commands {
         // Credentials in URLs never reach the run directory, not even here.
@@ -58,7 +58,7 @@ pub fn write_cmd_txt(path: &Path, commands: &[Vec<String>]) -> std::io::Result<(
 }
 
 /// Append one more command (a rerun, a diagnosis pass) to cmd.txt.
-pub fn append_cmd_txt(path: &Path, argv: &[String]) -> std::io::Result<()> {
+pub(crate) fn append_cmd_txt(path: &Path, argv: &[String]) -> std::io::Result<()> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new()
         .append(true)
@@ -72,7 +72,7 @@ pub fn append_cmd_txt(path: &Path, argv: &[String]) -> std::io::Result<()> {
 }
 
 /// Run a post-processing step (stats, export, import) quietly, its output into the pass log.
-pub fn run_step(spec: &Spec) -> Result<Outcome, String> {
+pub(crate) fn run_step(spec: &Spec) -> Result<Outcome, String> {
     let out =
         process::run(spec).map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
     if out.success() {
@@ -97,7 +97,7 @@ pub fn run_step(spec: &Spec) -> Result<Outcome, String> {
 }
 
 /// The status of a pass the user interrupted or that ran past its time limit.
-pub fn stopped(out: &Outcome, tool: &str) -> Option<PassStatus> {
+pub(crate) fn stopped(out: &Outcome, tool: &str) -> Option<PassStatus> {
     if out.interrupted || signals::interrupted() {
         return Some(PassStatus::new(
             PassState::Interrupted,

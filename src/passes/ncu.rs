@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::driver::Pass;
 use super::{append_cmd_txt, diagnose, run_step, stopped, Ctx};
-pub use crate::analysis::select::KernelFilter;
+pub(crate) use crate::analysis::select::KernelFilter;
 use crate::config::{Config, Ncu};
 use crate::error::Error;
 use crate::exit_codes;
@@ -13,10 +13,10 @@ use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
 use crate::rundir::status::{NcuRecord, PassState, PassStatus};
 
-pub const NO_KERNELS: &str = "No kernels were profiled";
+pub(crate) const NO_KERNELS: &str = "No kernels were profiled";
 
 /// `ncu ...` profile arguments (without the program).
-pub fn profile_args(
+pub(crate) fn profile_args(
     cfg: &Ncu,
     include: Option<&str>,
     filter: Option<&KernelFilter>,
@@ -87,7 +87,7 @@ pub fn profile_args(
     a
 }
 
-pub fn import_args(rep: &Path) -> Vec<String> {
+pub(crate) fn import_args(rep: &Path) -> Vec<String> {
     vec![
         "--import".into(),
         rep.display().to_string(),
@@ -98,14 +98,14 @@ pub fn import_args(rep: &Path) -> Vec<String> {
 }
 
 /// The same import with mangled names: the join key shared with the nsys SQLite export.
-pub fn import_mangled_args(rep: &Path) -> Vec<String> {
+pub(crate) fn import_mangled_args(rep: &Path) -> Vec<String> {
     let mut a = import_args(rep);
     a.extend(["--print-kernel-base".into(), "mangled".into()]);
     a
 }
 
 /// Escape a kernel name for ncu's (ECMAScript) regex.
-pub fn escape_regex(s: &str) -> String {
+pub(crate) fn escape_regex(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         if "\\^$.|?*+()[]{}/".contains(c) {
@@ -118,7 +118,7 @@ pub fn escape_regex(s: &str) -> String {
 
 /// Metric names as ncu knows them: `unit__counter[.rollup...]`. nvprof-era names such as
 /// `flop_count_sp` make ncu 2025 fail and kill the application, so they are refused up front.
-pub fn check_metric_names(metrics: &[String]) -> Result<(), Error> {
+pub(crate) fn check_metric_names(metrics: &[String]) -> Result<(), Error> {
     for m in metrics {
         let ok = m.contains("__")
             && m.chars()
@@ -134,7 +134,7 @@ pub fn check_metric_names(metrics: &[String]) -> Result<(), Error> {
 
 /// Check metrics against `ncu --query-metrics` output: each metric's base name (before the
 /// first `.`) must be listed. Returns the unknown ones.
-pub fn unknown_metrics(metrics: &[String], query_output: &str) -> Vec<String> {
+pub(crate) fn unknown_metrics(metrics: &[String], query_output: &str) -> Vec<String> {
     // Plain `--query-metrics` lists base names; the suffix mode lists `base.suffix`.
     let known: std::collections::HashSet<&str> = query_output
         .lines()
@@ -152,7 +152,7 @@ pub fn unknown_metrics(metrics: &[String], query_output: &str) -> Vec<String> {
 }
 
 /// What the profile step's outcome means.
-pub fn classify(out: &Outcome, report: bool, filtered: bool) -> PassStatus {
+pub(crate) fn classify(out: &Outcome, report: bool, filtered: bool) -> PassStatus {
     if let Some(st) = stopped(out, "ncu") {
         return st;
     }
@@ -215,7 +215,7 @@ pub fn classify(out: &Outcome, report: bool, filtered: bool) -> PassStatus {
 }
 
 /// Environment the ncu pass adds for every rank (see `ncu.nccl_p2p_disable` in conf/).
-pub fn rank_env(cfg: &Config) -> Vec<(String, String)> {
+pub(crate) fn rank_env(cfg: &Config) -> Vec<(String, String)> {
     const P2P: &str = "NCCL_P2P_DISABLE";
     if cfg.workload.launcher == Launcher::None
         || !cfg.ncu.nccl_p2p_disable
@@ -240,27 +240,27 @@ fn with_env(env: &[(String, String)], argv: Vec<String>) -> Vec<String> {
 
 /// The ncu pass: its program (None: not found or disabled), why a pre-check refused it, and
 /// nsys's program for the diagnosis of an empty pass.
-pub struct NcuPass {
-    pub tool: Option<PathBuf>,
-    pub refused: Option<Error>,
-    pub nsys: Option<PathBuf>,
+pub(crate) struct NcuPass {
+    pub(crate) tool: Option<PathBuf>,
+    pub(crate) refused: Option<Error>,
+    pub(crate) nsys: Option<PathBuf>,
 }
 
 /// What the ncu pass runs.
-pub struct NcuPlan {
+pub(crate) struct NcuPlan {
     /// The NVTX include expression (None: not gated) and the files' base name.
-    pub include: Option<String>,
-    pub base: String,
-    pub filter: Option<KernelFilter>,
+    pub(crate) include: Option<String>,
+    pub(crate) base: String,
+    pub(crate) filter: Option<KernelFilter>,
     /// The profile command line with the top-kernel filter, and without it (the retry when
     /// the filter matched nothing), program first.
-    pub profile: Vec<String>,
-    pub unfiltered: Vec<String>,
+    pub(crate) profile: Vec<String>,
+    pub(crate) unfiltered: Vec<String>,
     /// Variables the pass adds for every rank.
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     /// The report ncu writes (the first profiled rank's under a launcher).
-    pub report: PathBuf,
-    pub multi: bool,
+    pub(crate) report: PathBuf,
+    pub(crate) multi: bool,
 }
 
 impl NcuPass {

@@ -14,12 +14,12 @@ use crate::passes::process::{self, Outcome};
 use crate::rundir::status::{NsysRecord, PassState, PassStatus};
 
 /// The reports `nsys stats` writes as `summary_<report>.csv`.
-pub const STATS_REPORTS: &[&str] = &["cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum"];
-pub const NO_REPORTS: &str = "No reports were generated";
+pub(crate) const STATS_REPORTS: &[&str] = &["cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum"];
+pub(crate) const NO_REPORTS: &str = "No reports were generated";
 
 /// `nsys profile ...` arguments (without the program). Fails, before anything runs, when
 /// NVTX gating is asked for without a range name.
-pub fn profile_args(
+pub(crate) fn profile_args(
     cfg: &Nsys,
     domain: Option<&str>,
     out_base: &Path,
@@ -58,7 +58,7 @@ pub fn profile_args(
 }
 
 /// The `--nvtx-capture` expression: the user's range name, e.g. `prefill` or `prefill@dom`.
-pub fn capture_expr(cfg: &Nsys, domain: Option<&str>) -> Result<String, Error> {
+pub(crate) fn capture_expr(cfg: &Nsys, domain: Option<&str>) -> Result<String, Error> {
     if let Some(raw) = cfg
         .nvtx_capture_raw
         .as_deref()
@@ -74,7 +74,7 @@ pub fn capture_expr(cfg: &Nsys, domain: Option<&str>) -> Result<String, Error> {
     }
 }
 
-pub fn stats_args(rep: &Path, out_base: &Path) -> Vec<String> {
+pub(crate) fn stats_args(rep: &Path, out_base: &Path) -> Vec<String> {
     let mut a = vec!["stats".to_string()];
     for r in STATS_REPORTS {
         a.push("--report".to_string());
@@ -94,7 +94,7 @@ pub fn stats_args(rep: &Path, out_base: &Path) -> Vec<String> {
     a
 }
 
-pub fn export_args(rep: &Path, sqlite: &Path) -> Vec<String> {
+pub(crate) fn export_args(rep: &Path, sqlite: &Path) -> Vec<String> {
     [
         "export",
         "--type",
@@ -108,16 +108,13 @@ pub fn export_args(rep: &Path, sqlite: &Path) -> Vec<String> {
     .to_vec()
 }
 
-/// The report nsys left: `.nsys-rep`, or `.qdrep` from older versions.
-pub fn find_report(base: &Path) -> Option<PathBuf> {
-    ["nsys-rep", "qdrep"]
-        .iter()
-        .map(|ext| base.with_extension(ext))
-        .find(|p| process::nonempty(p))
-}
-
 /// What the profile step's outcome means. Pure, so each case is unit-tested.
-pub fn classify(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys) -> PassStatus {
+pub(crate) fn classify(
+    out: &Outcome,
+    report: Option<&Path>,
+    qdstrm: bool,
+    cfg: &Nsys,
+) -> PassStatus {
     let mut st = classify_exit(out, report, qdstrm, cfg);
     let opened = out.tail.contains("Capture range started");
     if opened && !out.tail.contains("Capture range ended") && st.state == PassState::Ok {
@@ -190,7 +187,7 @@ fn classify_exit(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys)
 
 /// The reports one pass left: `run.nsys-rep`, or one `run.rank<N>.nsys-rep` per rank under a
 /// launcher, with the rank (None for a single process).
-pub fn reports(dir: &Path) -> Vec<(Option<u32>, PathBuf)> {
+pub(crate) fn reports(dir: &Path) -> Vec<(Option<u32>, PathBuf)> {
     let mut found: Vec<(Option<u32>, PathBuf)> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -213,21 +210,21 @@ pub fn reports(dir: &Path) -> Vec<(Option<u32>, PathBuf)> {
 }
 
 /// The nsys pass: its program, found before the run.
-pub struct NsysPass {
-    pub tool: Option<PathBuf>,
+pub(crate) struct NsysPass {
+    pub(crate) tool: Option<PathBuf>,
 }
 
 /// What the nsys pass runs: `nsys profile` (under the launcher for several ranks), then per
 /// report `nsys stats` and `nsys export`.
-pub struct NsysPlan {
+pub(crate) struct NsysPlan {
     /// The whole profile command line, program first.
-    pub profile: Vec<String>,
+    pub(crate) profile: Vec<String>,
     /// The post steps of a single-process run (a multi-rank run's are known once the ranks'
     /// reports exist, and are appended to cmd.txt then).
-    pub post: Vec<Vec<String>>,
-    pub multi: bool,
+    pub(crate) post: Vec<Vec<String>>,
+    pub(crate) multi: bool,
     /// What status.json records about the capture.
-    pub capture: NsysRecord,
+    pub(crate) capture: NsysRecord,
 }
 
 impl NsysPass {
@@ -382,7 +379,7 @@ impl NsysPass {
 
 /// A post step (stats, export) gets the pass's own limit when one is set, else an hour: long
 /// enough for any report, short enough that a hung exporter does not hold the run forever.
-pub fn post_step_timeout(limit_s: Option<u64>) -> Duration {
+pub(crate) fn post_step_timeout(limit_s: Option<u64>) -> Duration {
     Duration::from_secs(limit_s.unwrap_or(3600).max(60))
 }
 

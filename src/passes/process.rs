@@ -20,24 +20,28 @@ const TAIL_BYTES: usize = 256 * 1024;
 
 /// What to run and where its output goes.
 #[derive(Debug, Clone)]
-pub struct Spec {
-    pub program: PathBuf,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: Option<PathBuf>,
+pub(crate) struct Spec {
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) cwd: Option<PathBuf>,
     /// Everything the child prints is appended here.
-    pub log: PathBuf,
+    pub(crate) log: PathBuf,
     /// When set, stdout goes to this file alone (e.g. `ncu --import ... --csv`).
-    pub stdout_file: Option<PathBuf>,
+    pub(crate) stdout_file: Option<PathBuf>,
     /// Show the child's output live on our terminal.
-    pub echo: bool,
-    pub timeout: Option<Duration>,
+    pub(crate) echo: bool,
+    pub(crate) timeout: Option<Duration>,
     /// After a forwarded signal or a timeout, how long before SIGKILL.
-    pub grace: Duration,
+    pub(crate) grace: Duration,
 }
 
 impl Spec {
-    pub fn new(program: impl Into<PathBuf>, args: Vec<String>, log: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(
+        program: impl Into<PathBuf>,
+        args: Vec<String>,
+        log: impl Into<PathBuf>,
+    ) -> Self {
         Spec {
             program: program.into(),
             args,
@@ -52,7 +56,7 @@ impl Spec {
     }
 
     /// The full argv, program first.
-    pub fn argv(&self) -> Vec<String> {
+    pub(crate) fn argv(&self) -> Vec<String> {
         std::iter::once(self.program.display().to_string())
             .chain(self.args.iter().cloned())
             .collect()
@@ -60,27 +64,27 @@ impl Spec {
 }
 
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The exit code, or None when killed by a signal.
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-    pub duration: Duration,
+    pub(crate) code: Option<i32>,
+    pub(crate) signal: Option<i32>,
+    pub(crate) duration: Duration,
     /// The last bytes the child printed (stdout and stderr interleaved), lossily decoded.
-    pub tail: String,
-    pub interrupted: bool,
-    pub timed_out: bool,
+    pub(crate) tail: String,
+    pub(crate) interrupted: bool,
+    pub(crate) timed_out: bool,
 }
 
 impl Outcome {
-    pub fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.code == Some(0)
     }
     /// The last `n` lines of output, for error messages.
-    pub fn tail_lines(&self, n: usize) -> String {
+    pub(crate) fn tail_lines(&self, n: usize) -> String {
         let lines: Vec<&str> = self.tail.lines().collect();
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match (self.code, self.signal) {
             (Some(c), _) => format!("exit status {c}"),
             (None, Some(s)) => format!("killed by signal {s}"),
@@ -91,7 +95,7 @@ impl Outcome {
 
 /// Quote an argv as one line that a POSIX shell turns back into the same argv. Plain words
 /// (`--trace=cuda,nvtx`, paths) stay bare so the line reads like what a person would type.
-pub fn shell_line(argv: &[String]) -> String {
+pub(crate) fn shell_line(argv: &[String]) -> String {
     argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
 }
 
@@ -108,7 +112,7 @@ fn quote(arg: &str) -> String {
 }
 
 /// Run the child to its end. Errors only when it cannot be started.
-pub fn run(spec: &Spec) -> io::Result<Outcome> {
+pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     let log = Arc::new(Mutex::new(
         File::options().create(true).append(true).open(&spec.log)?,
     ));
@@ -247,7 +251,7 @@ fn join_readers(readers: Vec<std::thread::JoinHandle<()>>, pgid: Pid) {
 /// A short query (`--version`, `ncu --query-metrics`, `nvidia-smi`) run like a pass: its own
 /// process group, Ctrl-C forwarded, stopped after `timeout`. Its stdout, or None when it cannot
 /// start, fails or is stopped.
-pub fn probe(program: &Path, args: &[&str], timeout: Duration) -> Option<String> {
+pub(crate) fn probe(program: &Path, args: &[&str], timeout: Duration) -> Option<String> {
     let dir = tempfile::tempdir().ok()?;
     let args = args.iter().map(|a| a.to_string()).collect();
     let mut spec = Spec::new(program, args, dir.path().join("probe.log"));
@@ -263,7 +267,7 @@ pub fn probe(program: &Path, args: &[&str], timeout: Duration) -> Option<String>
 }
 
 /// How long a probe may take: long enough for `ncu --query-metrics` on a cold machine.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Copy raw bytes (not lines: progress bars end in `\r`, output need not be UTF-8).
 fn drain(
@@ -300,7 +304,7 @@ fn drain(
 }
 
 /// Whether `path` names an existing, non-empty file.
-pub fn nonempty(path: &Path) -> bool {
+pub(crate) fn nonempty(path: &Path) -> bool {
     path.metadata().map(|m| m.len() > 0).unwrap_or(false)
 }
 

@@ -39,33 +39,33 @@ const ENV_PREFIXES: &[&str] = &[
     "PIXI_",
 ];
 const SECRET_MARKERS: &[&str] = &["TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL"];
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Gpu {
-    pub name: String,
-    pub driver: String,
+pub(crate) struct Gpu {
+    pub(crate) name: String,
+    pub(crate) driver: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Env {
-    pub stage2_version: String,
-    pub argv: Vec<String>,
-    pub host: String,
-    pub os: String,
-    pub gpus: Vec<Gpu>,
-    pub cuda_version: Option<String>,
-    pub tools: BTreeMap<String, Option<Found>>,
-    pub git_commit: Option<String>,
-    pub git_remote: Option<String>,
-    pub cwd: String,
-    pub started: String,
-    pub finished: Option<String>,
-    pub env: BTreeMap<String, String>,
+pub(crate) struct Env {
+    pub(crate) stage2_version: String,
+    pub(crate) argv: Vec<String>,
+    pub(crate) host: String,
+    pub(crate) os: String,
+    pub(crate) gpus: Vec<Gpu>,
+    pub(crate) cuda_version: Option<String>,
+    pub(crate) tools: BTreeMap<String, Option<Found>>,
+    pub(crate) git_commit: Option<String>,
+    pub(crate) git_remote: Option<String>,
+    pub(crate) cwd: String,
+    pub(crate) started: String,
+    pub(crate) finished: Option<String>,
+    pub(crate) env: BTreeMap<String, String>,
 }
 
 impl Env {
-    pub fn collect(argv: &[String], tools: BTreeMap<String, Option<Found>>) -> Env {
+    pub(crate) fn collect(argv: &[String], tools: BTreeMap<String, Option<Found>>) -> Env {
         let uts = nix::sys::utsname::uname().ok();
         let (gpus, cuda_version) = nvidia_smi();
         Env {
@@ -98,14 +98,16 @@ impl Env {
         }
     }
 
-    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+    pub(crate) fn write(&self, path: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         crate::rundir::status::write_atomic(path, text.as_bytes())
     }
 }
 
 /// The variables worth recording, secrets redacted.
-pub fn relevant_env(vars: impl Iterator<Item = (String, String)>) -> BTreeMap<String, String> {
+pub(crate) fn relevant_env(
+    vars: impl Iterator<Item = (String, String)>,
+) -> BTreeMap<String, String> {
     vars.filter(|(k, _)| ENV_PREFIXES.iter().any(|p| k.starts_with(p)) || is_secret(k))
         .map(|(k, v)| {
             let v = if is_secret(&k) {
@@ -118,13 +120,13 @@ pub fn relevant_env(vars: impl Iterator<Item = (String, String)>) -> BTreeMap<St
         .collect()
 }
 
-pub fn is_secret(name: &str) -> bool {
+pub(crate) fn is_secret(name: &str) -> bool {
     let up = name.to_ascii_uppercase();
     SECRET_MARKERS.iter().any(|m| up.contains(m))
 }
 
 /// `https://user:pass@host/x` -> `https://<redacted>@host/x`, anywhere in the text.
-pub fn redact_url(text: &str) -> String {
+pub(crate) fn redact_url(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find("://") {
@@ -152,7 +154,7 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 /// GPUs and driver from `nvidia-smi`, and the CUDA version from its banner; empty without it.
-pub fn nvidia_smi() -> (Vec<Gpu>, Option<String>) {
+pub(crate) fn nvidia_smi() -> (Vec<Gpu>, Option<String>) {
     let smi = Path::new("nvidia-smi");
     let q = ["--query-gpu=name,driver_version", "--format=csv,noheader"];
     let gpus = process::probe(smi, &q, Duration::from_secs(30))
@@ -180,16 +182,16 @@ pub fn nvidia_smi() -> (Vec<Gpu>, Option<String>) {
 
 /// inputs.yaml: the workload and the manifest the user named.
 #[derive(Debug, Serialize)]
-pub struct Inputs {
-    pub workload_argv: Vec<String>,
-    pub working_dir: String,
-    pub hydra: bool,
-    pub manifest_path: Option<String>,
-    pub manifest: Option<serde_yaml::Value>,
+pub(crate) struct Inputs {
+    pub(crate) workload_argv: Vec<String>,
+    pub(crate) working_dir: String,
+    pub(crate) hydra: bool,
+    pub(crate) manifest_path: Option<String>,
+    pub(crate) manifest: Option<serde_yaml::Value>,
 }
 
 impl Inputs {
-    pub fn new(w: &Workload, manifest: Option<&str>) -> Result<Inputs, crate::error::Error> {
+    pub(crate) fn new(w: &Workload, manifest: Option<&str>) -> Result<Inputs, crate::error::Error> {
         let content = manifest
             .map(|p| {
                 std::fs::read_to_string(p).map_err(|e| {

@@ -9,7 +9,7 @@ static LAST: AtomicI32 = AtomicI32::new(0);
 static INSTALL: Once = Once::new();
 
 /// Start listening for SIGINT and SIGTERM (idempotent).
-pub fn install() {
+pub(crate) fn install() {
     INSTALL.call_once(|| {
         use signal_hook::consts::{SIGINT, SIGTERM};
         match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
@@ -27,16 +27,16 @@ pub fn install() {
 }
 
 /// How many signals arrived so far.
-pub fn count() -> usize {
+pub(crate) fn count() -> usize {
     COUNT.load(Ordering::SeqCst)
 }
 
 /// The last signal received (SIGINT or SIGTERM), 0 when none.
-pub fn last() -> i32 {
+pub(crate) fn last() -> i32 {
     LAST.load(Ordering::SeqCst)
 }
 
 /// Whether the user asked to stop.
-pub fn interrupted() -> bool {
+pub(crate) fn interrupted() -> bool {
     count() > 0
 }

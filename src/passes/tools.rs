@@ -8,13 +8,13 @@ use serde::Serialize;
 use crate::error::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tool {
+pub(crate) enum Tool {
     Nsys,
     Ncu,
 }
 
 impl Tool {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Tool::Nsys => "nsys",
             Tool::Ncu => "ncu",
@@ -94,14 +94,14 @@ impl Place {
 
 /// A tool that was found, how, and its version.
 #[derive(Debug, Clone, Serialize)]
-pub struct Found {
-    pub path: PathBuf,
-    pub how: String,
-    pub version: Option<String>,
+pub(crate) struct Found {
+    pub(crate) path: PathBuf,
+    pub(crate) how: String,
+    pub(crate) version: Option<String>,
 }
 
 /// Find `tool`, explicitly configured path first.
-pub fn find(tool: Tool, configured: Option<&str>) -> Result<Found, Error> {
+pub(crate) fn find(tool: Tool, configured: Option<&str>) -> Result<Found, Error> {
     let name = tool.name();
     if let Some(p) = configured {
         let path = PathBuf::from(p);
@@ -150,7 +150,7 @@ fn found(path: PathBuf, how: String) -> Found {
 }
 
 /// Search the install folders below `root` (a test can point it at a fake tree).
-pub fn search_install_folders(tool: Tool, root: &Path) -> Option<PathBuf> {
+pub(crate) fn search_install_folders(tool: Tool, root: &Path) -> Option<PathBuf> {
     tool.places()
         .iter()
         .flat_map(|place| place.folders(root))
@@ -176,7 +176,7 @@ fn is_executable(p: &Path) -> bool {
 }
 
 /// The version line of `tool --version`, e.g. "2025.3.1.0".
-pub fn version_of(path: &Path) -> Option<String> {
+pub(crate) fn version_of(path: &Path) -> Option<String> {
     let text = super::process::probe(path, &["--version"], std::time::Duration::from_secs(30))?;
     parse_version(&text)
 }

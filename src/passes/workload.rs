@@ -9,17 +9,17 @@ use crate::error::Error;
 
 /// What the profilers launch.
 #[derive(Debug, Clone, Serialize)]
-pub struct Workload {
-    pub argv: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: Option<PathBuf>,
+pub(crate) struct Workload {
+    pub(crate) argv: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) cwd: Option<PathBuf>,
     /// A Hydra-based Python module (gets hydra.run.dir and device overrides).
-    pub hydra: bool,
+    pub(crate) hydra: bool,
 }
 
 /// Build the workload from the resolved config (the argv after `--` is already in
 /// `workload.argv`). `stage1_dir` is MAIN/stage1, where a Hydra workload writes its outputs.
-pub fn build(cfg: &Config, stage1_dir: &std::path::Path) -> Result<Workload, Error> {
+pub(crate) fn build(cfg: &Config, stage1_dir: &std::path::Path) -> Result<Workload, Error> {
     let w = &cfg.workload;
     let device = w.device.as_deref().map(map_device).transpose()?.flatten();
     let mut env: Vec<(String, String)> =

@@ -2,7 +2,7 @@
 
 use crate::model::{Bound, KernelRecord};
 
-pub const HEADER: &[&str] = &[
+pub(crate) const HEADER: &[&str] = &[
     "rank",
     "name",
     "short_name",
@@ -20,7 +20,7 @@ pub const HEADER: &[&str] = &[
     "nvtx_range",
 ];
 
-pub fn kernels_csv(records: &[KernelRecord]) -> String {
+pub(crate) fn kernels_csv(records: &[KernelRecord]) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let num = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
     let _ = w.write_record(HEADER);

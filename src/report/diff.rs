@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::fmt::{cut, md, us};
 use crate::analysis::diff::Diff;
 
-pub fn to_markdown(d: &Diff, top: usize) -> String {
+pub(crate) fn to_markdown(d: &Diff, top: usize) -> String {
     let mut s = format!("# Diff: {} -> {}\n\n", md(&d.run_a), md(&d.run_b));
     let signed = |p: Option<f64>| {
         p.map(|p| format!("{p:+.1}%"))

@@ -2,6 +2,6 @@
 
 use crate::analysis::summary::Summary;
 
-pub fn summary_json(summary: &Summary) -> String {
+pub(crate) fn summary_json(summary: &Summary) -> String {
     serde_json::to_string_pretty(summary).unwrap_or_default() + "\n"
 }

@@ -8,7 +8,7 @@ use crate::analysis::Artifacts;
 use crate::model::{display_name, Bound, KernelRecord, TimeSource};
 use crate::rundir::KERN_SUM;
 
-pub fn kernels_md(a: &Artifacts) -> String {
+pub(crate) fn kernels_md(a: &Artifacts) -> String {
     let mut s = String::new();
     let width = a.config.report.name_width;
     let _ = writeln!(s, "# Kernels of run {}\n", md(&a.run_id));

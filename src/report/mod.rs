@@ -3,7 +3,7 @@
 //! run, offline.
 
 mod csv;
-pub mod diff;
+pub(crate) mod diff;
 mod json;
 mod markdown;
 mod stakeholder;
@@ -17,7 +17,7 @@ use crate::model::KernelRecord;
 use crate::rundir::RunDir;
 
 /// Render every report into the run directory; returns the summary written.
-pub fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
+pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
     let a = Artifacts::load(run, config)?;
     let write = |name: &str, text: String| {
         crate::rundir::status::write_atomic(&run.file(name), text.as_bytes())
@@ -36,7 +36,7 @@ pub fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
 }
 
 /// Formatting shared by the renderers.
-pub mod fmt {
+pub(crate) mod fmt {
     /// Sums of no floats are -0.0 in Rust; a report never shows "-0.0".
     fn z(x: f64) -> f64 {
         if x == 0.0 {
@@ -45,22 +45,22 @@ pub mod fmt {
             x
         }
     }
-    pub fn us(ns: f64) -> String {
+    pub(crate) fn us(ns: f64) -> String {
         format!("{:.2}", z(ns / 1e3))
     }
-    pub fn ms(ns: f64) -> String {
+    pub(crate) fn ms(ns: f64) -> String {
         format!("{:.2}", z(ns / 1e6))
     }
-    pub fn pct(p: f64) -> String {
+    pub(crate) fn pct(p: f64) -> String {
         format!("{:.1}%", z(p))
     }
-    pub fn opt1(v: Option<f64>) -> String {
+    pub(crate) fn opt1(v: Option<f64>) -> String {
         v.map(|x| format!("{x:.1}"))
             .unwrap_or_else(|| "–".to_string())
     }
     /// Escape a name for a Markdown table cell: `|`, `<`, `>` and the characters that start
     /// emphasis, code or links.
-    pub fn md(s: &str) -> String {
+    pub(crate) fn md(s: &str) -> String {
         let mut out = String::with_capacity(s.len());
         for c in s.chars() {
             match c {
@@ -79,7 +79,7 @@ pub mod fmt {
         out
     }
     /// A name cut to `width` characters (on a char boundary), marked when cut.
-    pub fn cut(s: &str, width: usize) -> String {
+    pub(crate) fn cut(s: &str, width: usize) -> String {
         if s.chars().count() <= width {
             s.to_string()
         } else {

@@ -6,7 +6,7 @@ use super::fmt::{cut, md, ms, pct, us};
 use super::Artifacts;
 use crate::model::{display_name, Bound};
 
-pub fn summary_md(a: &Artifacts) -> String {
+pub(crate) fn summary_md(a: &Artifacts) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Where the GPU time goes: run {}\n", md(&a.run_id));
     let _ = writeln!(s, "{}\n", headline(a));
@@ -464,7 +464,7 @@ fn nccl_imbalance(a: &Artifacts) -> Option<String> {
 }
 
 /// Recommendations, each from a stated rule on the data.
-pub fn recommendations(a: &Artifacts) -> Vec<String> {
+pub(crate) fn recommendations(a: &Artifacts) -> Vec<String> {
     let mut out = Vec::new();
     let (total, launches) = a.kernel_totals();
     if let Some(note) = a.hidden_graphs_note() {

@@ -36,7 +36,7 @@ fn xml(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-pub fn roofline_svg(a: &Artifacts, peaks: &Peaks) -> String {
+pub(crate) fn roofline_svg(a: &Artifacts, peaks: &Peaks) -> String {
     // (rank, name, intensity, flop/s, share of time in %)
     let mut pts: Vec<(usize, String, f64, f64, f64)> = Vec::new();
     let mut undrawn = 0;

@@ -12,7 +12,7 @@
 //! kernels.md stakeholder_summary.md kernels.csv summary.json roofline.svg   the reports
 //! ```
 
-pub mod status;
+pub(crate) mod status;
 
 use std::hash::{BuildHasher, Hasher};
 use std::io;
@@ -21,20 +21,21 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 
 /// Files relative to the run directory, as the reports cite them.
-pub const KERN_SUM: &str = "nsys/summary_cuda_gpu_kern_sum.csv";
-pub const NVTX_SUM: &str = "nsys/summary_nvtx_sum.csv";
-pub const API_SUM: &str = "nsys/summary_cuda_api_sum.csv";
-pub const SQLITE: &str = "nsys/run.sqlite";
+pub(crate) const KERN_SUM: &str = "nsys/summary_cuda_gpu_kern_sum.csv";
+pub(crate) const NVTX_SUM: &str = "nsys/summary_nvtx_sum.csv";
+
+#[cfg(test)]
+pub(crate) const SQLITE: &str = "nsys/run.sqlite";
 
 /// A run directory and the names of everything in it (the names are a contract).
 #[derive(Debug, Clone)]
-pub struct RunDir {
-    pub path: PathBuf,
+pub(crate) struct RunDir {
+    pub(crate) path: PathBuf,
 }
 
 impl RunDir {
     /// An existing run directory, for `stage2 report`.
-    pub fn open(path: &Path) -> Result<Self, Error> {
+    pub(crate) fn open(path: &Path) -> Result<Self, Error> {
         if path.exists() && !path.is_dir() {
             return Err(Error::usage(format!(
                 "{} is not a directory: `stage2 report` takes a run directory",
@@ -54,7 +55,7 @@ impl RunDir {
 
     /// Create `root/id` (id generated when `None`). An explicit id that already exists is a
     /// usage error; a generated one that clashes is drawn again.
-    pub fn create(root: &Path, id: Option<&str>) -> Result<Self, Error> {
+    pub(crate) fn create(root: &Path, id: Option<&str>) -> Result<Self, Error> {
         if let Some(id) = id {
             validate_id(id)?;
         }
@@ -96,60 +97,60 @@ impl RunDir {
         )))
     }
 
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         self.path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     }
 
-    pub fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
-    pub fn nsys(&self, name: &str) -> PathBuf {
+    pub(crate) fn nsys(&self, name: &str) -> PathBuf {
         self.path.join("nsys").join(name)
     }
-    pub fn ncu(&self, name: &str) -> PathBuf {
+    pub(crate) fn ncu(&self, name: &str) -> PathBuf {
         self.path.join("ncu").join(name)
     }
     /// The file base of rank `rank`'s outputs: `summary` / `summary.rank1`.
-    pub fn ranked(base: &str, rank: Option<u32>) -> String {
+    pub(crate) fn ranked(base: &str, rank: Option<u32>) -> String {
         match rank {
             Some(r) => format!("{base}.rank{r}"),
             None => base.to_string(),
         }
     }
     /// `nsys/summary[.rank<N>]_<report>.csv`, one `nsys stats` report.
-    pub fn nsys_stats(&self, report: &str, rank: Option<u32>) -> PathBuf {
+    pub(crate) fn nsys_stats(&self, report: &str, rank: Option<u32>) -> PathBuf {
         self.nsys(&format!("{}_{report}.csv", Self::ranked("summary", rank)))
     }
     /// The `-o` base of `nsys stats`.
-    pub fn nsys_stats_base(&self, rank: Option<u32>) -> PathBuf {
+    pub(crate) fn nsys_stats_base(&self, rank: Option<u32>) -> PathBuf {
         self.nsys(&Self::ranked("summary", rank))
     }
-    pub fn kern_sum(&self, rank: Option<u32>) -> PathBuf {
+    pub(crate) fn kern_sum(&self, rank: Option<u32>) -> PathBuf {
         self.nsys_stats("cuda_gpu_kern_sum", rank)
     }
-    pub fn nvtx_sum(&self) -> PathBuf {
+    pub(crate) fn nvtx_sum(&self) -> PathBuf {
         self.nsys_stats("nvtx_sum", None)
     }
     /// `nsys/run[.rank<N>].sqlite`.
-    pub fn nsys_sqlite(&self, rank: Option<u32>) -> PathBuf {
+    pub(crate) fn nsys_sqlite(&self, rank: Option<u32>) -> PathBuf {
         self.nsys(&format!("{}.sqlite", Self::ranked("run", rank)))
     }
     /// The `-o` base of `nsys profile`: `nsys/run`, or `nsys/run.rank<MACRO>` under a launcher.
-    pub fn nsys_report_base(&self, rank_macro: Option<&str>) -> PathBuf {
+    pub(crate) fn nsys_report_base(&self, rank_macro: Option<&str>) -> PathBuf {
         match rank_macro {
             Some(m) => self.nsys(&format!("run.rank{m}")),
             None => self.nsys("run"),
         }
     }
-    pub fn nsys_report(&self, rank: Option<u32>) -> PathBuf {
+    pub(crate) fn nsys_report(&self, rank: Option<u32>) -> PathBuf {
         self.nsys(&format!("{}.nsys-rep", Self::ranked("run", rank)))
     }
     /// The ranks with an nsys stats kernel summary (`summary.rank<N>_cuda_gpu_kern_sum.csv`), in
     /// order; empty for a single-process run.
-    pub fn ranks(&self) -> Vec<u32> {
+    pub(crate) fn ranks(&self) -> Vec<u32> {
         let mut ranks: Vec<u32> = std::fs::read_dir(self.path.join("nsys"))
             .into_iter()
             .flatten()
@@ -166,19 +167,19 @@ impl RunDir {
         ranks
     }
     /// `ncu/<base>.ncu-rep`.
-    pub fn ncu_report(&self, base: &str) -> PathBuf {
+    pub(crate) fn ncu_report(&self, base: &str) -> PathBuf {
         self.ncu(&format!("{base}.ncu-rep"))
     }
     /// `ncu/<base>_raw.csv`: `ncu --import --csv --page raw`.
-    pub fn ncu_raw(&self, base: &str) -> PathBuf {
+    pub(crate) fn ncu_raw(&self, base: &str) -> PathBuf {
         self.ncu(&format!("{base}_raw.csv"))
     }
     /// `ncu/<base>_raw_mangled.csv`: the same import with mangled kernel names.
-    pub fn ncu_raw_mangled(&self, base: &str) -> PathBuf {
+    pub(crate) fn ncu_raw_mangled(&self, base: &str) -> PathBuf {
         self.ncu(&format!("{base}_raw_mangled.csv"))
     }
     /// The raw import a run holds when its base is not recorded: the first `*_raw.csv`.
-    pub fn find_ncu_raw(&self) -> Option<PathBuf> {
+    pub(crate) fn find_ncu_raw(&self) -> Option<PathBuf> {
         let mut found: Vec<PathBuf> = std::fs::read_dir(self.path.join("ncu"))
             .ok()?
             .flatten()
@@ -189,19 +190,19 @@ impl RunDir {
         found.into_iter().next()
     }
     /// A path inside the run as the reports cite it: relative to the run directory.
-    pub fn relative(&self, p: &Path) -> String {
+    pub(crate) fn relative(&self, p: &Path) -> String {
         p.strip_prefix(&self.path)
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| p.display().to_string())
     }
     /// Hydra workloads' own outputs go here.
-    pub fn stage1(&self) -> PathBuf {
+    pub(crate) fn stage1(&self) -> PathBuf {
         self.path.join("stage1")
     }
 }
 
 /// A run id is one path component of printable characters.
-pub fn validate_id(id: &str) -> Result<(), Error> {
+pub(crate) fn validate_id(id: &str) -> Result<(), Error> {
     let bad = id.is_empty()
         || id == "."
         || id == ".."
@@ -228,6 +229,14 @@ fn generate_id(attempt: u32) -> String {
         now.format("%Y%m%d-%H%M%S"),
         h.finish() & 0xffff
     )
+}
+
+/// The report nsys left at `base`: `.nsys-rep`, or `.qdrep` from older versions (non-empty).
+pub(crate) fn find_nsys_report(base: &Path) -> Option<PathBuf> {
+    ["nsys-rep", "qdrep"]
+        .iter()
+        .map(|ext| base.with_extension(ext))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() > 0))
 }
 
 #[cfg(test)]

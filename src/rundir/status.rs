@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::exit_codes;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum PassState {
+pub(crate) enum PassState {
     Pending,
     Running,
     /// --dry-run: written, not run.
@@ -26,45 +26,45 @@ pub enum PassState {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PassStatus {
-    pub state: PassState,
+pub(crate) struct PassStatus {
+    pub(crate) state: PassState,
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub duration_s: Option<f64>,
+    pub(crate) duration_s: Option<f64>,
     /// The exit code this pass alone would give the run.
-    pub exit_code: i32,
+    pub(crate) exit_code: i32,
     /// Warnings worth a look even when the pass succeeded.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// What the ncu pass profiled and where it wrote it, so the reports read it back instead
     /// of recomputing it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub ncu: Option<NcuRecord>,
+    pub(crate) ncu: Option<NcuRecord>,
     /// What the nsys pass captured, so the reports label it by what happened.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub nsys: Option<NsysRecord>,
+    pub(crate) nsys: Option<NsysRecord>,
 }
 
 /// The NVTX range the nsys capture was gated on (None: the whole run or a profiler-API
 /// window) and whether the capture ended with its first instance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NsysRecord {
-    pub range: Option<String>,
-    pub first_instance_only: bool,
+pub(crate) struct NsysRecord {
+    pub(crate) range: Option<String>,
+    pub(crate) first_instance_only: bool,
 }
 
 /// The ncu pass's NVTX include expression (None: not gated) and its files' base name
 /// (`ncu/<base>.ncu-rep`, `ncu/<base>_raw.csv`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NcuRecord {
-    pub include: Option<String>,
-    pub base: String,
+pub(crate) struct NcuRecord {
+    pub(crate) include: Option<String>,
+    pub(crate) base: String,
 }
 
 impl NsysRecord {
     /// What a pass run with this config captured: for runs made before the pass recorded it.
-    pub fn from_config(cfg: &crate::config::Nsys) -> Self {
+    pub(crate) fn from_config(cfg: &crate::config::Nsys) -> Self {
         use crate::config::{CaptureRange, CaptureRangeEnd};
         let gated = cfg.gating_nvtx && cfg.capture_range == CaptureRange::Nvtx;
         NsysRecord {
@@ -81,7 +81,7 @@ impl NsysRecord {
 }
 
 impl PassStatus {
-    pub fn new(state: PassState, exit_code: i32, reason: Option<String>) -> Self {
+    pub(crate) fn new(state: PassState, exit_code: i32, reason: Option<String>) -> Self {
         PassStatus {
             state,
             reason,
@@ -92,27 +92,27 @@ impl PassStatus {
             nsys: None,
         }
     }
-    pub fn skipped(reason: &str) -> Self {
+    pub(crate) fn skipped(reason: &str) -> Self {
         Self::new(PassState::Skipped, exit_codes::OK, Some(reason.to_string()))
     }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Status {
-    pub schema_version: u32,
-    pub run_id: String,
+pub(crate) struct Status {
+    pub(crate) schema_version: u32,
+    pub(crate) run_id: String,
     /// running, ok, no-data, failed, interrupted, planned.
-    pub state: String,
+    pub(crate) state: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub exit_code: Option<i32>,
-    pub started: String,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) started: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub finished: Option<String>,
-    pub passes: BTreeMap<String, PassStatus>,
+    pub(crate) finished: Option<String>,
+    pub(crate) passes: BTreeMap<String, PassStatus>,
 }
 
 impl Status {
-    pub fn new(run_id: &str) -> Self {
+    pub(crate) fn new(run_id: &str) -> Self {
         Status {
             schema_version: SCHEMA_VERSION,
             run_id: run_id.to_string(),
@@ -124,16 +124,16 @@ impl Status {
         }
     }
 
-    pub fn set(&mut self, pass: &str, st: PassStatus) {
+    pub(crate) fn set(&mut self, pass: &str, st: PassStatus) {
         self.passes.insert(pass.to_string(), st);
     }
 
     /// The run's exit code: the worst pass.
-    pub fn worst_exit(&self) -> i32 {
+    pub(crate) fn worst_exit(&self) -> i32 {
         exit_codes::worst(self.passes.values().map(|p| p.exit_code))
     }
 
-    pub fn finish(&mut self, dry_run: bool) -> i32 {
+    pub(crate) fn finish(&mut self, dry_run: bool) -> i32 {
         let code = self.worst_exit();
         self.exit_code = Some(code);
         self.finished = Some(now());
@@ -149,24 +149,24 @@ impl Status {
     }
 
     /// Write atomically (temp file + rename): a reader never sees half a file.
-    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+    pub(crate) fn write(&self, dir: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         write_atomic(&dir.join("status.json"), text.as_bytes())
     }
 
-    pub fn read(dir: &Path) -> Option<Status> {
+    pub(crate) fn read(dir: &Path) -> Option<Status> {
         let text = std::fs::read_to_string(dir.join("status.json")).ok()?;
         serde_json::from_str(&text).ok()
     }
 }
 
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }
 
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
