@@ -160,10 +160,29 @@ impl Status {
     }
 }
 
+/// Write `path` whole or not at all: a temp file of a unique name, created exclusively in the
+/// same directory (never following a planted link), then renamed over `path`. Concurrent
+/// writers of different files never share a temp file.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".stage2-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    // Temp files are created 0600; a report is as readable as any file the user writes.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 pub(crate) fn now() -> String {
@@ -173,6 +192,24 @@ pub(crate) fn now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hand-made hostile setup: a planted `summary.tmp` link to a file elsewhere is left alone.
+    #[cfg(unix)]
+    #[test]
+    fn atomic_writes_never_follow_a_planted_temp_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside.txt");
+        std::fs::write(&outside, "keep").unwrap();
+        let run = tmp.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        std::os::unix::fs::symlink(&outside, run.join("summary.tmp")).unwrap();
+        write_atomic(&run.join("summary.json"), b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
+        assert_eq!(
+            std::fs::read_to_string(run.join("summary.json")).unwrap(),
+            "{}"
+        );
+    }
 
     #[test]
     fn run_state_follows_the_worst_pass() {
