@@ -35,7 +35,8 @@ pub(crate) struct Artifacts {
     pub(crate) ranges: Option<Vec<RangeSum>>,
     pub(crate) api: Option<Vec<ApiSum>>,
     pub(crate) ncu: Option<NcuReport>,
-    pub(crate) ncu_csv: Option<PathBuf>,
+    /// `ncu_csv` as the reports cite it, relative to the run directory (empty without one).
+    pub(crate) ncu_csv_file: String,
     /// The NVTX include expression the ncu pass used.
     pub(crate) ncu_include: Option<String>,
     pub(crate) env: Option<serde_json::Value>,
@@ -175,12 +176,8 @@ impl Artifacts {
             .or_else(|| run.find_ncu_raw());
         let mut ncu = ncu_csv.as_deref().map(ncu::read_raw).transpose()?;
         if let (Some(report), Some(csv)) = (ncu.as_mut(), ncu_csv.as_deref()) {
-            let mangled_csv = csv.with_file_name(
-                csv.file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .replace("_raw.csv", "_raw_mangled.csv"),
-            );
+            let name = csv.file_name().unwrap_or_default().to_string_lossy();
+            let mangled_csv = run.ncu_raw_mangled(name.strip_suffix("_raw.csv").unwrap_or(&name));
             if mangled_csv.is_file() {
                 ncu::attach_mangled(report, &mangled_csv)?;
             }
@@ -259,7 +256,10 @@ impl Artifacts {
             ranges,
             api,
             ncu,
-            ncu_csv,
+            ncu_csv_file: ncu_csv
+                .as_deref()
+                .map(|p| run.relative(p))
+                .unwrap_or_default(),
             ncu_include,
             env,
             status,

@@ -110,12 +110,8 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
     if a.api.is_some() {
         sources.insert("api".into(), a.api_sum_file.clone());
     }
-    if let Some(p) = &a.ncu_csv {
-        let name = p
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        sources.insert("ncu_metrics".into(), format!("ncu/{name}"));
+    if !a.ncu_csv_file.is_empty() {
+        sources.insert("ncu_metrics".into(), a.ncu_csv_file.clone());
     }
     Summary {
         schema_version: SCHEMA_VERSION,

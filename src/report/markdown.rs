@@ -51,11 +51,7 @@ pub(crate) fn kernels_md(a: &Artifacts) -> String {
             "ncu measured {measured} of them, covering {} {} (`{}`).",
             pct(cov),
             a.coverage_scope(),
-            a.ncu_csv
-                .as_ref()
-                .and_then(|p| p.strip_prefix(a.ncu_csv.as_ref()?.parent()?.parent()?).ok())
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
+            a.ncu_csv_file
         );
     }
     s.push('\n');

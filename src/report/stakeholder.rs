@@ -310,15 +310,11 @@ fn numbers(a: &Artifacts, s: &mut String) {
     if let Some(cov) = a.ncu_coverage_pct() {
         let _ = writeln!(
             s,
-            "- Hardware counters (ncu) measured for {} kernels covering {} {} (ncu/{})",
+            "- Hardware counters (ncu) measured for {} kernels covering {} {} ({})",
             a.records.iter().filter(|r| r.ncu_instances > 0).count(),
             pct(cov),
             a.coverage_scope(),
-            a.ncu_csv
-                .as_ref()
-                .and_then(|p| p.file_name())
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
+            a.ncu_csv_file
         );
     }
     s.push('\n');
@@ -383,11 +379,11 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
         s,
         "## Top kernels\n\nShares from {}; bound classes from ncu's SM and DRAM throughput ({}).\n",
         a.kern_sum_file,
-        a.ncu_csv
-            .as_ref()
-            .and_then(|p| p.file_name())
-            .map(|n| format!("ncu/{}", n.to_string_lossy()))
-            .unwrap_or_else(|| "no ncu data".into())
+        if a.ncu_csv_file.is_empty() {
+            "no ncu data"
+        } else {
+            &a.ncu_csv_file
+        }
     );
     if a.records.is_empty() {
         let _ = writeln!(s, "No kernels.\n");
