@@ -31,7 +31,8 @@ pub enum Command {
     Profile(ProfileArgs),
     /// Parse the artifacts already in RUN_DIR and (re)render every report. Needs no GPU or Nsight tools.
     Report {
-        /// A run directory made by `stage2 profile`.
+        /// A run directory made by `stage2 profile`, a folder of exports, or a `.nsys-rep` /
+        /// `.ncu-rep` file (exported into a new run directory with the installed nsys/ncu).
         run_dir: PathBuf,
     },
     /// Compare two runs per kernel and per NVTX range; write diff.md and diff.json.

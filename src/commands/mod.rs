@@ -3,6 +3,7 @@
 pub(crate) mod config;
 pub(crate) mod diff;
 pub(crate) mod doctor;
+pub(crate) mod import;
 pub(crate) mod profile;
 pub(crate) mod report;
 

@@ -1,4 +1,5 @@
-//! `stage2 report RUN_DIR`: re-render every report from the artifacts in a run directory.
+//! `stage2 report RUN_DIR`: re-render every report from the artifacts in a run directory (or
+//! from a `.nsys-rep`/`.ncu-rep` file, exported first into a new run directory).
 
 use std::path::Path;
 
@@ -8,7 +9,11 @@ use crate::report;
 use crate::rundir::RunDir;
 
 pub(crate) fn run(dir: &Path) -> Result<i32> {
-    let run = RunDir::open(dir)?;
+    // A report file made by hand: exported into a new run directory first.
+    let run = match super::import::tool_for(dir).filter(|_| dir.is_file()) {
+        Some(tool) => super::import::run(dir, tool)?,
+        None => RunDir::open(dir)?,
+    };
     let config = run_config(&run)?;
     let summary = report::render_all(&run, config)?;
     crate::outln!(

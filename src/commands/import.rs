@@ -1,0 +1,91 @@
+//! `stage2 report FILE.nsys-rep` / `FILE.ncu-rep`: a report made by hand becomes a run
+//! directory. The report is copied into a new run directory, exported there with the installed
+//! nsys or ncu (the same commands a profile pass runs, written to cmd.txt), and rendered.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::config;
+use crate::error::{Error, Result};
+use crate::passes::process::Spec;
+use crate::passes::tools::{self, Tool};
+use crate::passes::{ncu, nsys, run_step, write_cmd_txt};
+use crate::rundir::RunDir;
+
+/// The tool a report file needs, from its extension.
+pub(crate) fn tool_for(path: &Path) -> Option<Tool> {
+    match path.extension()?.to_str()? {
+        "nsys-rep" | "qdrep" => Some(Tool::Nsys),
+        "ncu-rep" => Some(Tool::Ncu),
+        _ => None,
+    }
+}
+
+/// Copy, export and render one report; returns the new run directory.
+pub(crate) fn run(report: &Path, tool: Tool) -> Result<RunDir> {
+    let cfg = config::resolve(&config::Sources {
+        embedded_only: true,
+        ..Default::default()
+    })?
+    .config;
+    let configured = match tool {
+        Tool::Nsys => cfg.tools.nsys.as_deref(),
+        _ => cfg.tools.ncu.as_deref(),
+    };
+    let found = tools::find(tool, configured).map_err(|e| {
+        Error::tool(format!(
+            "cannot read {}: {e}. Export it where {} is installed and run `stage2 report` on the folder (nsys: `nsys stats --report cuda_gpu_kern_sum --report nvtx_sum --report cuda_api_sum --format csv -o DIR/nsys/summary REPORT` and `nsys export --type sqlite -o DIR/nsys/run.sqlite REPORT`; ncu: `ncu --import REPORT --csv --page raw > DIR/ncu/NAME_raw.csv`)",
+            report.display(),
+            tool.name()
+        ))
+    })?;
+    let run = RunDir::create(Path::new(&cfg.run.root), None)?;
+    let (copy, commands, log) = match tool {
+        Tool::Nsys => {
+            let copy = run.nsys_report(None);
+            let commands = vec![
+                (nsys::stats_args(&copy, &run.nsys_stats_base(None)), None),
+                (nsys::export_args(&copy, &run.nsys_sqlite(None)), None),
+            ];
+            (copy, commands, run.nsys("import.log"))
+        }
+        _ => {
+            let stem = report
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "report".into());
+            let copy = run.ncu_report(&stem);
+            let commands = vec![
+                (ncu::import_args(&copy), Some(run.ncu_raw(&stem))),
+                (
+                    ncu::import_mangled_args(&copy),
+                    Some(run.ncu_raw_mangled(&stem)),
+                ),
+            ];
+            (copy, commands, run.ncu("import.log"))
+        }
+    };
+    std::fs::copy(report, &copy).map_err(|e| Error::io("copy", report, e))?;
+    let with_prog = |a: &[String]| -> Vec<String> {
+        std::iter::once(found.path.display().to_string())
+            .chain(a.iter().cloned())
+            .collect()
+    };
+    let cmd_txt = log.with_file_name("cmd.txt");
+    let lines: Vec<Vec<String>> = commands.iter().map(|(a, _)| with_prog(a)).collect();
+    write_cmd_txt(&cmd_txt, &lines).map_err(|e| Error::io("write", &cmd_txt, e))?;
+    crate::errln!(
+        "stage2: exporting {} with {} {} into {}",
+        report.display(),
+        tool.name(),
+        found.version.as_deref().unwrap_or("?"),
+        run.path.display()
+    );
+    for (args, stdout) in commands {
+        let mut spec = Spec::new(&found.path, args, log.clone());
+        spec.stdout_file = stdout;
+        spec.timeout = Some(Duration::from_secs(3600));
+        run_step(&spec).map_err(Error::tool)?;
+    }
+    Ok(run)
+}
