@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use crate::cli::ProfileArgs;
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
-use crate::exit_codes;
 use crate::passes::driver::Driver;
 use crate::passes::ncu::{self, NcuPass};
 use crate::passes::nsys::{self, NsysPass};
@@ -17,7 +16,7 @@ use crate::passes::tools::{self, Found, Tool};
 use crate::passes::workload;
 use crate::passes::Ctx;
 use crate::report;
-use crate::rundir::status::{PassState, PassStatus, Status};
+use crate::rundir::status::{Cause, PassState, PassStatus, Status};
 use crate::rundir::RunDir;
 
 pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
@@ -82,10 +81,7 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
 
     let mut status = Status::new(&run.id());
     for pass in ["nsys", "ncu"] {
-        status.set(
-            pass,
-            PassStatus::new(PassState::Pending, exit_codes::OK, None),
-        );
+        status.set(pass, PassStatus::new(PassState::Pending, None));
     }
     let ctx = Ctx {
         cfg,
@@ -121,10 +117,7 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     // The reports carry the final status of every pass, their own included: finish the run as
     // if rendering succeeds, render once, and record the failure if it does not.
     if !args.dry_run {
-        status.set(
-            "report",
-            PassStatus::new(PassState::Ok, exit_codes::OK, None),
-        );
+        status.set("report", PassStatus::new(PassState::Ok, None));
     }
     let mut code = status.finish(args.dry_run);
     save(&status);
@@ -132,8 +125,8 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     let _ = env.write(&run.file("env.json"));
     if !args.dry_run {
         let st = match report::render_all(&run, cfg.clone()) {
-            Ok(_) => PassStatus::new(PassState::Ok, exit_codes::OK, None),
-            Err(e) => PassStatus::new(PassState::Failed, e.exit_code(), Some(e.to_string())),
+            Ok(_) => PassStatus::new(PassState::Ok, None),
+            Err(e) => PassStatus::failed(Cause::of(&e), Some(e.to_string())),
         };
         crate::passes::driver::report_pass("report", &st);
         if st.state != PassState::Ok {

@@ -79,7 +79,7 @@ impl Driver<'_> {
             .map_err(|e| Error::io("write", &cmd_txt, e))?;
         if self.dry_run {
             tracing::info!("{name} pass: writing its command lines (dry run)");
-            let mut st = PassStatus::new(PassState::Planned, exit_codes::OK, None);
+            let mut st = PassStatus::new(PassState::Planned, None);
             pass.record(&plan, &mut st);
             return Ok(st);
         }
@@ -88,10 +88,8 @@ impl Driver<'_> {
         for w in &before {
             tracing::warn!("{name}: {w}");
         }
-        self.status.set(
-            name,
-            PassStatus::new(PassState::Running, exit_codes::OK, None),
-        );
+        self.status
+            .set(name, PassStatus::new(PassState::Running, None));
         self.save();
         let mut st = pass.execute(ctx, &plan)?;
         st.warnings.splice(0..0, before);

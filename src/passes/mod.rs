@@ -17,7 +17,6 @@ pub(crate) mod workload;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
-use crate::exit_codes;
 use crate::passes::workload::Workload;
 use crate::rundir::status::{PassState, PassStatus};
 use crate::rundir::RunDir;
@@ -99,10 +98,7 @@ pub(crate) fn run_step(spec: &Spec) -> Result<Outcome, String> {
 /// The status of a pass the user interrupted or that ran past its time limit.
 pub(crate) fn stopped(out: &Outcome, tool: &str) -> Option<PassStatus> {
     if out.interrupted || signals::interrupted() {
-        return Some(PassStatus::new(
-            PassState::Interrupted,
-            exit_codes::INTERRUPTED,
-            Some(format!(
+        return Some(PassStatus::new(PassState::Interrupted, Some(format!(
                 "interrupted: the signal was forwarded to {tool} so it could finalize its report; what it wrote is kept"
             )),
         ));
@@ -110,7 +106,6 @@ pub(crate) fn stopped(out: &Outcome, tool: &str) -> Option<PassStatus> {
     if out.timed_out {
         return Some(PassStatus::new(
             PassState::TimedOut,
-            exit_codes::WORKLOAD,
             Some(format!(
                 "{tool} ran past its time limit and was stopped after {:.0} s",
                 out.duration.as_secs_f64()

@@ -8,10 +8,9 @@ use super::{append_cmd_txt, diagnose, run_step, stopped, Ctx};
 pub(crate) use crate::analysis::select::KernelFilter;
 use crate::config::{Config, Ncu};
 use crate::error::Error;
-use crate::exit_codes;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
-use crate::rundir::status::{NcuRecord, PassState, PassStatus};
+use crate::rundir::status::{Cause, NcuRecord, PassState, PassStatus};
 
 pub(crate) const NO_KERNELS: &str = "No kernels were profiled";
 
@@ -168,44 +167,31 @@ pub(crate) fn classify(out: &Outcome, report: bool, filtered: bool) -> PassStatu
             .find(|l| l.contains(NO_KERNELS))
             .unwrap_or(NO_KERNELS)
             .trim();
-        return PassStatus::new(
-            PassState::NoData,
-            exit_codes::NO_DATA,
-            Some(format!(
+        return PassStatus::new(PassState::NoData, Some(format!(
                 "ncu profiled nothing{}: \"{warning}\". Check ncu.nvtx_include against the ranges in nsys/summary_nvtx_sum.csv (push/pop ranges match only as NAME/)",
                 if filtered { " (even without the kernel filter)" } else { "" }
             )),
         );
     }
     match (report, out.code) {
-        (true, Some(0)) => PassStatus::new(PassState::Ok, exit_codes::OK, None),
-        (true, _) => PassStatus::new(
-            PassState::Failed,
-            exit_codes::WORKLOAD,
-            Some(format!(
+        (true, Some(0)) => PassStatus::new(PassState::Ok, None),
+        (true, _) => PassStatus::failed(Cause::Workload, Some(format!(
                 "the workload under ncu ended with {}; the report was kept and imported. Last output:\n{}",
                 out.describe(),
                 out.tail_lines(8)
             )),
         ),
-        (false, _) if !error_lines.is_empty() => PassStatus::new(
-            PassState::Failed,
+        (false, _) if !error_lines.is_empty() => PassStatus::failed(
             if error_lines.iter().any(|l| l.contains("ERR_NVGPUCTRPERM")) {
-                exit_codes::TOOL
+                Cause::Tool
             } else {
-                exit_codes::WORKLOAD
+                Cause::Workload
             },
             Some(format!("ncu failed ({}): {}", out.describe(), error_lines.join(" | "))),
         ),
-        (false, Some(0)) => PassStatus::new(
-            PassState::NoData,
-            exit_codes::NO_DATA,
-            Some("ncu exited 0 but wrote no report; see ncu/ncu.log".to_string()),
+        (false, Some(0)) => PassStatus::new(PassState::NoData, Some("ncu exited 0 but wrote no report; see ncu/ncu.log".to_string()),
         ),
-        (false, _) => PassStatus::new(
-            PassState::Failed,
-            exit_codes::WORKLOAD,
-            Some(format!(
+        (false, _) => PassStatus::failed(Cause::Workload, Some(format!(
                 "ncu or the workload failed ({}) and no report was written. Last output:\n{}",
                 out.describe(),
                 out.tail_lines(10)
@@ -368,9 +354,10 @@ impl NcuPass {
         });
         if let Err(why) = raw {
             if st.state == PassState::Ok {
-                st.state = PassState::Failed;
-                st.exit_code = exit_codes::TOOL;
-                st.reason = Some(why);
+                let (duration, warnings) = (st.duration_s, std::mem::take(&mut st.warnings));
+                *st = PassStatus::failed(Cause::Tool, Some(why));
+                st.duration_s = duration;
+                st.warnings = warnings;
             } else {
                 st.warnings.push(why);
             }
@@ -398,9 +385,8 @@ impl Pass for NcuPass {
 
     fn skip(&self, ctx: &Ctx) -> Option<PassStatus> {
         if let (Some(_), Some(e)) = (&self.tool, &self.refused) {
-            return Some(PassStatus::new(
-                PassState::Failed,
-                e.exit_code(),
+            return Some(PassStatus::failed(
+                Cause::of(e),
                 Some(format!("not run: {e}")),
             ));
         }

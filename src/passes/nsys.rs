@@ -8,10 +8,9 @@ use super::driver::Pass;
 use super::{append_cmd_txt, diagnose, run_step, stopped, Ctx};
 use crate::config::{CaptureRange, CaptureRangeEnd, Nsys};
 use crate::error::Error;
-use crate::exit_codes;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
-use crate::rundir::status::{NsysRecord, PassState, PassStatus};
+use crate::rundir::status::{Cause, NsysRecord, PassState, PassStatus};
 
 /// The reports `nsys stats` writes as `summary_<report>.csv`.
 pub(crate) const STATS_REPORTS: &[&str] = &["cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum"];
@@ -132,51 +131,36 @@ fn classify_exit(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys)
     }
     let expr = cfg.nvtx_capture.clone().unwrap_or_default();
     if out.tail.contains(NO_REPORTS) {
-        return PassStatus::new(
-            PassState::NoData,
-            exit_codes::NO_DATA,
-            Some(format!(
+        return PassStatus::new(PassState::NoData, Some(format!(
                 "nsys: \"{NO_REPORTS}\": the capture range `--nvtx-capture={expr}` never opened. Check the NVTX range names the workload emits (a typo, or a domain: NAME@DOMAIN), or run with nsys.gating_nvtx=false to capture everything"
             )),
         );
     }
     match (report, out.code) {
-        (Some(_), Some(0)) => PassStatus::new(PassState::Ok, exit_codes::OK, None),
+        (Some(_), Some(0)) => PassStatus::new(PassState::Ok, None),
         (Some(_), Some(143))
             if matches!(
                 cfg.capture_range_end,
                 None | Some(CaptureRangeEnd::StopShutdown)
             ) =>
         {
-            let mut st = PassStatus::new(PassState::Ok, exit_codes::OK, None);
+            let mut st = PassStatus::new(PassState::Ok, None);
             st.warnings.push(format!(
                 "nsys ended the application when the capture range `{expr}` closed (nsys's default --capture-range-end=stop-shutdown; exit 143). Set nsys.capture_range_end=none to capture every instance and let it run to its end"
             ));
             st
         }
-        (Some(_), _) => PassStatus::new(
-            PassState::Failed,
-            exit_codes::WORKLOAD,
-            Some(format!(
+        (Some(_), _) => PassStatus::failed(Cause::Workload, Some(format!(
                 "the workload under nsys ended with {}; its report was kept and processed. Last output:\n{}",
                 out.describe(),
                 out.tail_lines(10)
             )),
         ),
-        (None, _) if qdstrm => PassStatus::new(
-            PassState::Failed,
-            exit_codes::TOOL,
-            Some("nsys wrote only a .qdstrm and no .nsys-rep: its importer (QdstrmImporter) is missing or cannot load a library. Run `stage2 doctor`, or use a complete Nsight Systems install (tools.nsys)".to_string()),
+        (None, _) if qdstrm => PassStatus::failed(Cause::Tool, Some("nsys wrote only a .qdstrm and no .nsys-rep: its importer (QdstrmImporter) is missing or cannot load a library. Run `stage2 doctor`, or use a complete Nsight Systems install (tools.nsys)".to_string()),
         ),
-        (None, Some(0)) => PassStatus::new(
-            PassState::NoData,
-            exit_codes::NO_DATA,
-            Some("nsys exited 0 but wrote no report; see nsys/nsys.log".to_string()),
+        (None, Some(0)) => PassStatus::new(PassState::NoData, Some("nsys exited 0 but wrote no report; see nsys/nsys.log".to_string()),
         ),
-        (None, _) => PassStatus::new(
-            PassState::Failed,
-            exit_codes::WORKLOAD,
-            Some(format!(
+        (None, _) => PassStatus::failed(Cause::Workload, Some(format!(
                 "nsys or the workload failed ({}) and no report was written. Last output:\n{}",
                 out.describe(),
                 out.tail_lines(10)
@@ -315,7 +299,7 @@ impl Pass for NsysPass {
         for (rank, report) in &reports {
             if let Err(why) = self.post_steps(ctx, plan, *rank, report) {
                 if st.state == PassState::Ok {
-                    st = PassStatus::new(PassState::Failed, exit_codes::TOOL, Some(why));
+                    st = PassStatus::failed(Cause::Tool, Some(why));
                     st.duration_s = Some(out.duration.as_secs_f64());
                 } else {
                     st.warnings.push(why);
@@ -324,10 +308,7 @@ impl Pass for NsysPass {
         }
         let kern_sum = ctx.run.kern_sum(reports.first().and_then(|r| r.0));
         if st.state == PassState::Ok && !reports.is_empty() && !kern_sum.exists() {
-            st = PassStatus::new(
-                PassState::NoData,
-                exit_codes::NO_DATA,
-                Some("the captured range holds no CUDA kernels (nsys stats wrote no cuda_gpu_kern_sum); is the range around GPU work?".to_string()),
+            st = PassStatus::new(PassState::NoData, Some("the captured range holds no CUDA kernels (nsys stats wrote no cuda_gpu_kern_sum); is the range around GPU work?".to_string()),
             );
             st.duration_s = Some(out.duration.as_secs_f64());
         }

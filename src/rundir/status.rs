@@ -80,20 +80,68 @@ impl NsysRecord {
     }
 }
 
+/// Why a pass failed; its exit code follows from it (see [`exit_code`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// nsys/ncu missing, unusable, or one of their post steps failed.
+    Tool,
+    /// The workload (under the profiler) failed.
+    Workload,
+    /// A setting was refused before the pass ran.
+    Config,
+    Parse,
+    RunDir,
+}
+
+impl Cause {
+    /// The cause an error stands for.
+    pub(crate) fn of(e: &crate::error::Error) -> Cause {
+        match e.exit_code() {
+            exit_codes::TOOL => Cause::Tool,
+            exit_codes::WORKLOAD => Cause::Workload,
+            exit_codes::PARSE => Cause::Parse,
+            exit_codes::RUN_DIR => Cause::RunDir,
+            _ => Cause::Config,
+        }
+    }
+}
+
+/// The one mapping from a pass's outcome to the exit code it gives the run.
+pub(crate) fn exit_code(state: PassState, cause: Option<Cause>) -> i32 {
+    match (state, cause) {
+        (PassState::NoData, _) => exit_codes::NO_DATA,
+        (PassState::Interrupted, _) => exit_codes::INTERRUPTED,
+        (PassState::TimedOut, _) => exit_codes::WORKLOAD,
+        (PassState::Failed, Some(Cause::Tool)) => exit_codes::TOOL,
+        (PassState::Failed, Some(Cause::Config)) => exit_codes::USAGE,
+        (PassState::Failed, Some(Cause::Parse)) => exit_codes::PARSE,
+        (PassState::Failed, Some(Cause::RunDir)) => exit_codes::RUN_DIR,
+        (PassState::Failed, _) => exit_codes::WORKLOAD,
+        _ => exit_codes::OK,
+    }
+}
+
 impl PassStatus {
-    pub(crate) fn new(state: PassState, exit_code: i32, reason: Option<String>) -> Self {
+    /// A pass in `state` (a failure's cause: see [`PassStatus::failed`]).
+    pub(crate) fn new(state: PassState, reason: Option<String>) -> Self {
+        Self::with(state, None, reason)
+    }
+    pub(crate) fn failed(cause: Cause, reason: Option<String>) -> Self {
+        Self::with(PassState::Failed, Some(cause), reason)
+    }
+    fn with(state: PassState, cause: Option<Cause>, reason: Option<String>) -> Self {
         PassStatus {
             state,
             reason,
             duration_s: None,
-            exit_code,
+            exit_code: exit_code(state, cause),
             warnings: Vec::new(),
             ncu: None,
             nsys: None,
         }
     }
     pub(crate) fn skipped(reason: &str) -> Self {
-        Self::new(PassState::Skipped, exit_codes::OK, Some(reason.to_string()))
+        Self::new(PassState::Skipped, Some(reason.to_string()))
     }
 }
 
@@ -212,13 +260,25 @@ mod tests {
     }
 
     #[test]
+    fn each_outcome_maps_to_its_documented_exit_code() {
+        let failed = |c| PassStatus::failed(c, None).exit_code;
+        assert_eq!(failed(Cause::Tool), exit_codes::TOOL);
+        assert_eq!(failed(Cause::Workload), exit_codes::WORKLOAD);
+        assert_eq!(failed(Cause::Config), exit_codes::USAGE);
+        assert_eq!(failed(Cause::Parse), exit_codes::PARSE);
+        assert_eq!(failed(Cause::RunDir), exit_codes::RUN_DIR);
+        let plain = |s| PassStatus::new(s, None).exit_code;
+        assert_eq!(plain(PassState::NoData), exit_codes::NO_DATA);
+        assert_eq!(plain(PassState::Interrupted), exit_codes::INTERRUPTED);
+        assert_eq!(plain(PassState::TimedOut), exit_codes::WORKLOAD);
+        assert_eq!(plain(PassState::Skipped), exit_codes::OK);
+    }
+
+    #[test]
     fn run_state_follows_the_worst_pass() {
         let mut s = Status::new("r");
-        s.set(
-            "nsys",
-            PassStatus::new(PassState::NoData, exit_codes::NO_DATA, None),
-        );
-        s.set("ncu", PassStatus::new(PassState::Ok, exit_codes::OK, None));
+        s.set("nsys", PassStatus::new(PassState::NoData, None));
+        s.set("ncu", PassStatus::new(PassState::Ok, None));
         assert_eq!(s.finish(false), exit_codes::NO_DATA);
         assert_eq!(s.state, "no-data");
         let tmp = tempfile::tempdir().unwrap();

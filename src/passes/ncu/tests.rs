@@ -1,5 +1,6 @@
 use super::*;
 use crate::analysis::nvtx::include_and_base;
+use crate::exit_codes;
 use crate::testutil::config as full;
 
 fn cfg(overrides: &[&str]) -> Ncu {

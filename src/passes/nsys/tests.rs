@@ -1,4 +1,5 @@
 use super::*;
+use crate::exit_codes;
 use std::time::Duration;
 
 fn cfg(overrides: &[&str]) -> Nsys {
