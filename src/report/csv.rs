@@ -49,3 +49,18 @@ pub(crate) fn kernels_csv(records: &[KernelRecord]) -> String {
     }
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }
+
+/// `kernels.csv`.
+pub(crate) struct KernelsCsv;
+
+impl super::Output for KernelsCsv {
+    fn file(&self) -> &'static str {
+        "kernels.csv"
+    }
+    fn render(&self, a: &crate::analysis::Artifacts) -> Option<String> {
+        {
+            let all: Vec<KernelRecord> = a.records.iter().chain(&a.ncu_records).cloned().collect();
+            Some(kernels_csv(&all))
+        }
+    }
+}

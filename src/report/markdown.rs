@@ -338,3 +338,15 @@ fn ranks_section(a: &Artifacts, s: &mut String, width: usize) {
         }
     }
 }
+
+/// `kernels.md`.
+pub(crate) struct KernelsMd;
+
+impl super::Output for KernelsMd {
+    fn file(&self) -> &'static str {
+        "kernels.md"
+    }
+    fn render(&self, a: &crate::analysis::Artifacts) -> Option<String> {
+        Some(kernels_md(a))
+    }
+}

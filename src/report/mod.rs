@@ -13,26 +13,37 @@ use crate::analysis::summary::Summary;
 use crate::analysis::Artifacts;
 use crate::config::Config;
 use crate::error::Error;
-use crate::model::KernelRecord;
 use crate::rundir::RunDir;
+
+/// One output file of a run, rendered from the analysis (hyperfine's `export/` shape): each
+/// renderer file implements it once.
+pub(crate) trait Output {
+    /// The file's name in the run directory.
+    fn file(&self) -> &'static str;
+    /// Its text, or None when the run has nothing for it (no roofline without ncu peaks).
+    fn render(&self, a: &Artifacts) -> Option<String>;
+}
+
+/// Every output, in the order they are written.
+const OUTPUTS: &[&dyn Output] = &[
+    &markdown::KernelsMd,
+    &stakeholder::StakeholderMd,
+    &csv::KernelsCsv,
+    &svg::RooflineSvg,
+    &json::SummaryJson,
+];
 
 /// Render every report into the run directory; returns the summary written.
 pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
     let a = Artifacts::load(run, config)?;
-    let write = |name: &str, text: String| {
-        crate::rundir::status::write_atomic(&run.file(name), text.as_bytes())
-            .map_err(|e| Error::io("write", run.file(name), e))
-    };
-    write("kernels.md", markdown::kernels_md(&a))?;
-    write("stakeholder_summary.md", stakeholder::summary_md(&a))?;
-    let all: Vec<KernelRecord> = a.records.iter().chain(&a.ncu_records).cloned().collect();
-    write("kernels.csv", csv::kernels_csv(&all))?;
-    if let Some(peaks) = &a.peaks {
-        write("roofline.svg", svg::roofline_svg(&a, peaks))?;
+    for out in OUTPUTS {
+        if let Some(text) = out.render(&a) {
+            let path = run.file(out.file());
+            crate::rundir::status::write_atomic(&path, text.as_bytes())
+                .map_err(|e| Error::io("write", path, e))?;
+        }
     }
-    let summary = crate::analysis::summary::summary(&a);
-    write("summary.json", json::summary_json(&summary))?;
-    Ok(summary)
+    Ok(crate::analysis::summary::summary(&a))
 }
 
 /// Formatting shared by the renderers.

@@ -554,3 +554,15 @@ pub(crate) fn recommendations(a: &Artifacts) -> Vec<String> {
     }
     out
 }
+
+/// `stakeholder_summary.md`.
+pub(crate) struct StakeholderMd;
+
+impl super::Output for StakeholderMd {
+    fn file(&self) -> &'static str {
+        "stakeholder_summary.md"
+    }
+    fn render(&self, a: &crate::analysis::Artifacts) -> Option<String> {
+        Some(summary_md(a))
+    }
+}

@@ -215,3 +215,15 @@ fn line(s: &mut String, axes: &Axes, from: (f64, f64), to: (f64, f64), color: &s
         axes.py(to.1)
     );
 }
+
+/// `roofline.svg`.
+pub(crate) struct RooflineSvg;
+
+impl super::Output for RooflineSvg {
+    fn file(&self) -> &'static str {
+        "roofline.svg"
+    }
+    fn render(&self, a: &crate::analysis::Artifacts) -> Option<String> {
+        a.peaks.as_ref().map(|p| roofline_svg(a, p))
+    }
+}
