@@ -8,9 +8,7 @@ use crate::rundir::RunDir;
 /// The range the nsys capture most likely began with: the earliest-opening range, the longer
 /// one when two open together (the outer of nested ranges).
 pub(crate) fn nsys_range(run: &RunDir) -> Option<String> {
-    let sqlite = [run.nsys_sqlite(None), run.nsys_sqlite(Some(0))]
-        .into_iter()
-        .find(|p| p.is_file())?;
+    let sqlite = Some(run.single_or_rank0_sqlite()).filter(|p| p.is_file())?;
     let ranges = NsysDb::open(&sqlite).ok()?.ranges().ok()?;
     ranges
         .iter()

@@ -80,7 +80,7 @@ pub(crate) fn load(
         let db = NsysDb::open(&sqlite)?;
         let rows = from_db(&db, name)?;
         if !rows.is_empty() {
-            return Ok(Some((rows, source(run, name))));
+            return Ok(Some((rows, source(run))));
         }
     }
     let csv = run.kern_sum(None);
@@ -101,7 +101,7 @@ pub fn from_db(db: &NsysDb, name: &str) -> Result<Vec<KernelSum>, Error> {
 }
 
 /// How the reports name the rows' source.
-pub(crate) fn source(run: &RunDir, _range: &str) -> String {
+pub(crate) fn source(run: &RunDir) -> String {
     run.relative(&run.nsys_sqlite(None))
 }
 

@@ -190,25 +190,32 @@ impl Artifacts {
             .is_file()
             .then(|| NsysDb::open(&sqlite))
             .transpose()?;
-        // One process's kernel table is its captured range's kernels (see analysis::kernels).
+        // The ranges and launches are read once: for the per-range figures and, in one
+        // process, the kernel table (its captured range's kernels, see analysis::kernels).
+        let timeline = match &db {
+            Some(db) => Some((db.ranges()?, db.launches()?)),
+            None => None,
+        };
         let mut kern_sum_file = if rank_data.is_empty() {
             KERN_SUM.to_string()
         } else {
             "nsys/summary.rank<N>_cuda_gpu_kern_sum.csv, summed over ranks".to_string()
         };
-        if let (Some(db), Some(range), true) = (&db, &capture.range, rank_data.is_empty()) {
-            let rows = kernels::from_db(db, range)?;
+        if let (Some(db), Some((r, l)), Some(range), true) =
+            (&db, &timeline, &capture.range, rank_data.is_empty())
+        {
+            let rows = kernels::in_range(range, r, l, &db.strings()?);
             if !rows.is_empty() {
                 kernels_nsys = Some(rows);
-                kern_sum_file = kernels::source(run, range);
+                kern_sum_file = kernels::source(run);
             }
         }
         let mangled = match (&db, &kernels_nsys) {
             (Some(db), Some(_)) => Some(db.mangled_names()?),
             _ => None,
         };
-        let range_stats = match &db {
-            Some(db) => ranges::attribute(&db.ranges()?, &db.launches()?),
+        let range_stats = match &timeline {
+            Some((r, l)) => ranges::attribute(r, l),
             None => Vec::new(),
         };
         let ncu_units = ncu.as_ref().map(|r| r.units.clone()).unwrap_or_default();

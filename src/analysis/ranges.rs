@@ -152,6 +152,14 @@ fn instance(r: &NvtxRange, window: &[Launch], intervals: &mut Vec<(i64, i64)>) -
     s
 }
 
+/// The launches whose API call falls inside range instance `r` (any thread: callers keep a
+/// push/pop range's own thread). `launches` is sorted by API start time.
+fn window<'a>(r: &NvtxRange, launches: &'a [Launch]) -> &'a [Launch] {
+    let lo = launches.partition_point(|l| l.api_start < r.start);
+    let hi = launches.partition_point(|l| l.api_start <= r.end);
+    &launches[lo..hi.max(lo)]
+}
+
 /// Attribute launches to ranges and aggregate by range name, in order of first appearance.
 pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
     // `launches` is sorted by API start time (the query orders it): each range is a window.
@@ -160,9 +168,7 @@ pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
     let mut index: std::collections::HashMap<(&str, bool), usize> = Default::default();
     let mut intervals = Vec::new();
     for r in ranges {
-        let lo = launches.partition_point(|l| l.api_start < r.start);
-        let hi = launches.partition_point(|l| l.api_start <= r.end);
-        let i = instance(r, &launches[lo..hi.max(lo)], &mut intervals);
+        let i = instance(r, window(r, launches), &mut intervals);
         let style = if r.push_pop { "PushPop" } else { "StartEnd" };
         let k = *index
             .entry((r.name.as_str(), r.push_pop))
@@ -226,9 +232,7 @@ pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
 pub fn kernels_of(name: &str, ranges: &[NvtxRange], launches: &[Launch]) -> Vec<(i64, Vec<i64>)> {
     let mut by: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
     for r in ranges.iter().filter(|r| r.name == name) {
-        let lo = launches.partition_point(|l| l.api_start < r.start);
-        let hi = launches.partition_point(|l| l.api_start <= r.end);
-        for l in launches[lo..hi.max(lo)]
+        for l in window(r, launches)
             .iter()
             .filter(|l| l.kernel && (!r.push_pop || l.tid == r.tid))
         {

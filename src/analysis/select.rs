@@ -127,10 +127,7 @@ pub(crate) fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> 
         .iter()
         .map(|i| kernels[*i].name.as_str())
         .collect();
-    let sqlite = [run.nsys_sqlite(None), run.nsys_sqlite(Some(0))]
-        .into_iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| run.nsys_sqlite(None));
+    let sqlite = run.single_or_rank0_sqlite();
     let mangled = NsysDb::open(&sqlite).and_then(|db| db.mangled_names());
     match mangled {
         Ok(map) if top.iter().all(|n| map.contains_key(*n)) => {

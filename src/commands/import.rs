@@ -9,7 +9,7 @@ use crate::config;
 use crate::error::{Error, Result};
 use crate::passes::process::Spec;
 use crate::passes::tools::{self, Tool};
-use crate::passes::{ncu, nsys, run_step, write_cmd_txt};
+use crate::passes::{ncu, nsys, run_step, with_program, write_cmd_txt};
 use crate::rundir::RunDir;
 
 /// The tool a report file needs, from its extension.
@@ -66,13 +66,11 @@ pub(crate) fn run(report: &Path, tool: Tool) -> Result<RunDir> {
         }
     };
     std::fs::copy(report, &copy).map_err(|e| Error::io("copy", report, e))?;
-    let with_prog = |a: &[String]| -> Vec<String> {
-        std::iter::once(found.path.display().to_string())
-            .chain(a.iter().cloned())
-            .collect()
-    };
     let cmd_txt = log.with_file_name("cmd.txt");
-    let lines: Vec<Vec<String>> = commands.iter().map(|(a, _)| with_prog(a)).collect();
+    let lines: Vec<Vec<String>> = commands
+        .iter()
+        .map(|(a, _)| with_program(&found.path, a.iter().cloned()))
+        .collect();
     write_cmd_txt(&cmd_txt, &lines).map_err(|e| Error::io("write", &cmd_txt, e))?;
     crate::errln!(
         "stage2: exporting {} with {} {} into {}",

@@ -107,20 +107,16 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         refused,
         nsys: nsys_path,
     })?;
-    let mut status = driver.status;
-    let save = |s: &Status| {
-        if let Err(e) = s.write(&run.path) {
-            tracing::warn!("cannot write status.json: {e}");
-        }
-    };
 
     // The reports carry the final status of every pass, their own included: finish the run as
     // if rendering succeeds, render once, and record the failure if it does not.
     if !args.dry_run {
-        status.set("report", PassStatus::new(PassState::Ok, None));
+        driver
+            .status
+            .set("report", PassStatus::new(PassState::Ok, None));
     }
-    let mut code = status.finish(args.dry_run);
-    save(&status);
+    let mut code = driver.status.finish(args.dry_run);
+    driver.save();
     env.finished = Some(crate::rundir::status::now());
     let _ = env.write(&run.file("env.json"));
     if !args.dry_run {
@@ -130,9 +126,9 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         };
         crate::passes::driver::report_pass("report", &st);
         if st.state != PassState::Ok {
-            status.set("report", st);
-            code = status.finish(false);
-            save(&status);
+            driver.status.set("report", st);
+            code = driver.status.finish(false);
+            driver.save();
         }
     }
     if args.dry_run {
@@ -143,7 +139,7 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     } else {
         crate::errln!(
             "stage2: {} -> {}/kernels.md, stakeholder_summary.md",
-            status.state,
+            driver.status.state,
             run.path.display()
         );
     }

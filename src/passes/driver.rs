@@ -129,21 +129,29 @@ pub(crate) fn report_pass(pass: &str, st: &PassStatus) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
     use crate::passes::ncu::NcuPass;
     use crate::passes::nsys::NsysPass;
+    use crate::passes::workload::Workload;
     use crate::rundir::RunDir;
+
+    /// A run directory in a temp dir, with its config and workload, for a `Ctx`.
+    fn fixture(overrides: &[&str]) -> (tempfile::TempDir, Config, RunDir, Workload) {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = crate::testutil::config(overrides);
+        let run = RunDir::create(tmp.path(), Some("r")).unwrap();
+        let workload = crate::passes::workload::build(&cfg, &run.stage1()).unwrap();
+        (tmp, cfg, run, workload)
+    }
 
     /// Both passes planned and driven as a dry run: command lines and status, nothing run
     /// (the programs named do not exist).
     #[test]
     fn plans_are_pure_and_a_dry_run_records_them() {
-        let tmp = tempfile::tempdir().unwrap();
-        let cfg = crate::testutil::config(&[
+        let (_tmp, cfg, run, workload) = fixture(&[
             "workload.argv=[python3,w.py]",
             "nsys.nvtx_capture=decode@llm",
         ]);
-        let run = RunDir::create(tmp.path(), Some("r")).unwrap();
-        let workload = crate::passes::workload::build(&cfg, &run.stage1()).unwrap();
         let ctx = Ctx {
             cfg: &cfg,
             run: &run,
@@ -191,10 +199,7 @@ mod tests {
 
     #[test]
     fn a_refused_or_disabled_pass_is_not_planned() {
-        let tmp = tempfile::tempdir().unwrap();
-        let cfg = crate::testutil::config(&["workload.argv=[python3,w.py]"]);
-        let run = RunDir::create(tmp.path(), Some("r")).unwrap();
-        let workload = crate::passes::workload::build(&cfg, &run.stage1()).unwrap();
+        let (_tmp, cfg, run, workload) = fixture(&["workload.argv=[python3,w.py]"]);
         let ctx = Ctx {
             cfg: &cfg,
             run: &run,

@@ -43,6 +43,13 @@ impl Ctx<'_> {
     }
 }
 
+/// A command line: the program, then its arguments.
+pub(crate) fn with_program(program: &Path, args: impl IntoIterator<Item = String>) -> Vec<String> {
+    std::iter::once(program.display().to_string())
+        .chain(args)
+        .collect()
+}
+
 /// Write cmd.txt: one pasteable, shell-quoted line per command of the pass, in order.
 pub(crate) fn write_cmd_txt(path: &Path, commands: &[Vec<String>]) -> std::io::Result<()> {
     let mut text = String::new();

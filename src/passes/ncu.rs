@@ -254,9 +254,7 @@ impl NcuPass {
         self.tool.clone().unwrap_or_else(|| PathBuf::from("ncu"))
     }
     fn with_prog(&self, a: Vec<String>) -> Vec<String> {
-        std::iter::once(self.program().display().to_string())
-            .chain(a)
-            .collect()
+        super::with_program(&self.program(), a)
     }
 
     /// The full argv: ncu on the workload, or, under a launcher, `stage2 __rank-exec` per rank

@@ -216,9 +216,7 @@ impl NsysPass {
         self.tool.clone().unwrap_or_else(|| PathBuf::from("nsys"))
     }
     fn with_prog(&self, a: Vec<String>) -> Vec<String> {
-        std::iter::once(self.program().display().to_string())
-            .chain(a)
-            .collect()
+        super::with_program(&self.program(), a)
     }
 }
 

@@ -189,6 +189,14 @@ impl RunDir {
         found.sort();
         found.into_iter().next()
     }
+    /// The SQLite export of a single process, or rank 0's in a multi-rank run, whichever
+    /// exists (the single-process name when neither does).
+    pub(crate) fn single_or_rank0_sqlite(&self) -> PathBuf {
+        [self.nsys_sqlite(None), self.nsys_sqlite(Some(0))]
+            .into_iter()
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| self.nsys_sqlite(None))
+    }
     /// A path inside the run as the reports cite it: relative to the run directory.
     pub(crate) fn relative(&self, p: &Path) -> String {
         p.strip_prefix(&self.path)
