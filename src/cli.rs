@@ -35,21 +35,32 @@ pub enum Command {
         /// `.ncu-rep` file (exported into a new run directory with the installed nsys/ncu).
         run_dir: PathBuf,
     },
-    /// Compare two runs per kernel and per NVTX range; write diff.md and diff.json.
+    /// Compare two runs per kernel and per NVTX range: Markdown on stdout; a CI gate with
+    /// --fail-above. Exit 9 when the runs cannot be compared (incomplete, no data, another
+    /// captured range, kernel basis or GPU).
     Diff {
         /// The baseline run directory.
         run_a: PathBuf,
         /// The run to compare with it.
         run_b: PathBuf,
-        /// Where diff.md and diff.json go (default: RUN_B).
-        #[arg(long, value_name = "DIR")]
+        /// Also write the Markdown to FILE (nothing is written into the runs).
+        #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
-        /// Exit 7 when the chosen scope regresses by more than PCT percent (a CI gate).
-        #[arg(long, value_name = "PCT")]
+        /// Write the comparison as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Exit 7 when the chosen scope grew by more than PCT percent and by more than the
+        /// noise (Welch's t-test, 95%, with `profile --repeat` runs); exit 10 when the change is
+        /// above PCT but within the noise.
+        #[arg(long, value_name = "PCT", value_parser = threshold, allow_hyphen_values = true)]
         fail_above: Option<f64>,
         /// What --fail-above compares.
         #[arg(long, value_enum, default_value = "total")]
         scope: crate::analysis::diff::Scope,
+        /// Compare runs that measure different things (capture range, kernel basis, GPU) or
+        /// did not finish; the differences become warnings.
+        #[arg(long)]
+        force: bool,
     },
     /// Check that profiling can work here: tools, GPU, counters, nsys finalizing, disk. Exit 0 or 3.
     Doctor {
@@ -78,6 +89,14 @@ pub enum Command {
         #[arg(value_name = "OVERRIDE")]
         overrides: Vec<String>,
     },
+}
+
+/// `--fail-above`: a finite percentage, not negative.
+fn threshold(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a finite percentage >= 0 (e.g. 5)")),
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -120,6 +139,10 @@ pub struct ProfileArgs {
     /// Create the run directory, write config, provenance and every cmd.txt; run nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Time the nsys pass N times (one ncu pass); kernels.csv and summary.json keep the
+    /// spread and `stage2 diff` tests changes against it (sets run.repeat).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
     /// Skip the Nsight Systems pass (sets nsys.enable=false).
     #[arg(long)]
     pub no_nsys: bool,
@@ -174,6 +197,9 @@ impl ProfileArgs {
         }
         if let Some(g) = self.grace {
             flag("run.grace_s", Value::from(g));
+        }
+        if let Some(n) = self.repeat {
+            flag("run.repeat", Value::from(n));
         }
         if self.no_nsys {
             flag("nsys.enable", Value::from(false));

@@ -17,6 +17,10 @@ pub(crate) const REGRESSION: i32 = 7;
 /// The run directory (or an output file) could not be created or written: disk full,
 /// permissions. What was written before stays.
 pub(crate) const RUN_DIR: i32 = 8;
+/// `stage2 diff`: an input is not a complete run, or the two measure different things.
+pub(crate) const NOT_COMPARABLE: i32 = 9;
+/// `stage2 diff --fail-above`: a change above the threshold that the runs' noise could explain.
+pub(crate) const INCONCLUSIVE: i32 = 10;
 /// Interrupted by Ctrl-C or SIGTERM.
 pub(crate) const INTERRUPTED: i32 = 130;
 
@@ -32,6 +36,11 @@ pub(crate) const TABLE: &[(i32, &str)] = &[
     (
         RUN_DIR,
         "the run directory or an output could not be written",
+    ),
+    (NOT_COMPARABLE, "stage2 diff: the runs cannot be compared"),
+    (
+        INCONCLUSIVE,
+        "stage2 diff: a change above --fail-above within the noise",
     ),
     (INTERRUPTED, "interrupted"),
 ];
@@ -53,7 +62,7 @@ fn severity(code: i32) -> u8 {
         OK => 0,
         NO_DATA => 1,
         PARSE => 2,
-        REGRESSION => 2,
+        REGRESSION | NOT_COMPARABLE | INCONCLUSIVE => 2,
         RUN_DIR => 4,
         WORKLOAD => 3,
         TOOL => 4,

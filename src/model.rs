@@ -73,6 +73,10 @@ pub(crate) struct KernelRecord {
     pub(crate) block: Option<String>,
     /// Launches ncu profiled for this kernel.
     pub(crate) ncu_instances: u64,
+    /// The mangled name, when the nsys export maps the demangled one to exactly one.
+    pub(crate) mangled: Option<String>,
+    /// nsys's spread of one launch's duration (its Med/Min/Max/StdDev columns).
+    pub(crate) per_launch: Option<LaunchSpread>,
     /// Every other numeric ncu metric, mean over the profiled launches.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub(crate) metrics: BTreeMap<String, f64>,
@@ -81,6 +85,27 @@ pub(crate) struct KernelRecord {
 impl KernelRecord {
     pub(crate) fn short_name(&self) -> String {
         short_name(&self.name)
+    }
+}
+
+/// One launch's duration over a kernel's launches, in ns, as `nsys stats` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LaunchSpread {
+    pub(crate) median_ns: f64,
+    pub(crate) min_ns: f64,
+    pub(crate) max_ns: f64,
+    /// Sample standard deviation (n - 1).
+    pub(crate) stddev_ns: f64,
+}
+
+impl LaunchSpread {
+    fn of(k: &KernelSum) -> Option<Self> {
+        Some(LaunchSpread {
+            median_ns: k.med_ns?,
+            min_ns: k.min_ns?,
+            max_ns: k.max_ns?,
+            stddev_ns: k.stddev_ns?,
+        })
     }
 }
 
@@ -112,6 +137,8 @@ impl KernelRecord {
             grid: None,
             block: None,
             ncu_instances: 0,
+            mangled: None,
+            per_launch: None,
             metrics: BTreeMap::new(),
         }
     }
@@ -148,6 +175,11 @@ pub(crate) fn build(
             k.total_ns,
             k.avg_ns,
         );
+        rec.per_launch = LaunchSpread::of(k);
+        rec.mangled = mangled
+            .and_then(|m| m.get(&k.name))
+            .filter(|v| v.len() == 1)
+            .map(|v| v[0].clone());
         let via_mangled: Vec<usize> = mangled
             .and_then(|m| m.get(&k.name))
             .into_iter()

@@ -1,11 +1,13 @@
-//! `stage2 diff` on copies of the real sample run.
+//! `stage2 diff` on copies of the real sample run: the report, the gate and its refusals.
 
 mod common;
+
+use std::path::{Path, PathBuf};
 
 use common::{read, root, Sandbox};
 use predicates::prelude::*;
 
-fn copy_sample(sb: &Sandbox, name: &str) -> std::path::PathBuf {
+fn copy_sample(sb: &Sandbox, name: &str) -> PathBuf {
     let to = sb.path().join(name);
     let status = std::process::Command::new("cp")
         .arg("-r")
@@ -17,59 +19,137 @@ fn copy_sample(sb: &Sandbox, name: &str) -> std::path::PathBuf {
     to
 }
 
-/// Make the top kernel of a run 50% slower in its nsys summary.
-fn slow_down_top_kernel(run: &std::path::Path) -> String {
-    let path = run.join("nsys/summary_cuda_gpu_kern_sum.csv");
-    let mut rdr = csv::Reader::from_path(&path).unwrap();
-    let headers = rdr.headers().unwrap().clone();
-    let total = headers.iter().position(|h| h == "Total Time (ns)").unwrap();
-    let avg = headers.iter().position(|h| h == "Avg (ns)").unwrap();
-    let name = headers.iter().position(|h| h == "Name").unwrap();
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(&headers).unwrap();
-    let mut slowed = String::new();
-    for (i, rec) in rdr.records().enumerate() {
-        let mut rec: Vec<String> = rec.unwrap().iter().map(str::to_string).collect();
-        if i == 0 {
-            slowed = rec[name].clone();
-            for c in [total, avg] {
-                rec[c] = format!("{:.1}", rec[c].parse::<f64>().unwrap() * 1.5);
-            }
-        }
-        w.write_record(&rec).unwrap();
-    }
-    std::fs::write(&path, w.into_inner().unwrap()).unwrap();
-    // The kernel table comes from the SQLite export's captured range: slow it there too.
-    let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
-    db.execute(
-        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + (end - start) * 3 / 2 \
-         WHERE demangledName = (SELECT id FROM StringIds WHERE value = ?1)",
-        [&slowed],
+fn db(run: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap()
+}
+
+/// The top kernel of the sample's captured range, by total time.
+fn top_kernel(run: &Path) -> String {
+    let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    s["kernels"][0]["name"].as_str().unwrap().to_string()
+}
+
+/// Scale the duration of kernel `name`'s launches in a run's SQLite export by `factor`.
+fn scale_kernel(run: &Path, name: &str, factor: f64) {
+    db(run)
+        .execute(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + CAST((end - start) * ?2 AS INTEGER) \
+             WHERE demangledName IN (SELECT id FROM StringIds WHERE value = ?1)",
+            rusqlite::params![name, factor],
+        )
+        .unwrap();
+}
+
+/// Scale every kernel of a run's SQLite export.
+fn scale_all(run: &Path, factor: f64) {
+    db(run)
+        .execute(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + CAST((end - start) * ?1 AS INTEGER)",
+            [factor],
+        )
+        .unwrap();
+}
+
+/// Give kernel `name` a new demangled name (and, with `mangled`, a new mangled one too).
+fn rename_kernel(run: &Path, name: &str, mangled: bool) {
+    let c = db(run);
+    c.execute(
+        "INSERT INTO StringIds (id, value) VALUES ((SELECT MAX(id) + 1 FROM StringIds), 'brand_new_kernel(float*)')",
+        [],
     )
     .unwrap();
-    slowed
+    let col = if mangled {
+        "demangledName = (SELECT MAX(id) FROM StringIds), mangledName = (SELECT MAX(id) FROM StringIds)"
+    } else {
+        "demangledName = (SELECT MAX(id) FROM StringIds)"
+    };
+    c.execute(
+        &format!("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET {col} WHERE demangledName IN (SELECT id FROM StringIds WHERE value = ?1)"),
+        [name],
+    )
+    .unwrap();
+}
+
+fn diff_json(sb: &Sandbox, a: &Path, b: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = sb.path().join("d.json");
+    sb.stage2()
+        .arg("diff")
+        .arg(a)
+        .arg(b)
+        .args(extra)
+        .arg("--json")
+        .arg(&out)
+        .output()
+        .unwrap();
+    serde_json::from_str(&read(&out)).unwrap()
+}
+
+/// Every file under a directory, relative, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = walk(dir)
+        .into_iter()
+        .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .flat_map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p)
+            } else {
+                vec![p]
+            }
+        })
+        .collect()
 }
 
 #[test]
-fn a_run_against_itself_has_zero_deltas() {
+fn a_run_against_itself_has_zero_deltas_and_writes_nothing_into_it() {
     let sb = Sandbox::new();
     let a = copy_sample(&sb, "a");
+    let before = listing(&a);
     sb.stage2()
         .args(["diff", "--fail-above", "5"])
         .arg(&a)
         .arg(&a)
         .assert()
         .success()
-        .stdout(predicate::str::contains("total kernel time +0.0%"));
-    let d: serde_json::Value = serde_json::from_str(&read(a.join("diff.json"))).unwrap();
+        .stdout(predicate::str::contains("# Diff: a -> a"))
+        .stdout(predicate::str::contains("(+0.0%)"))
+        .stderr(predicate::str::contains("total kernel time +0.0%"))
+        .stderr(predicate::str::contains("noise unknown"));
+    assert_eq!(listing(&a), before, "diff wrote into its input");
+    let d = diff_json(&sb, &a, &a, &[]);
     assert_eq!(d["total_delta_pct"], 0.0);
     assert!(d["kernels"]
         .as_array()
         .unwrap()
         .iter()
-        .all(|k| k["delta_ns"] == 0.0));
+        .all(|k| k["delta_ns"] == 0.0 && k["presence"] == "both"));
     assert!(d["warnings"].as_array().unwrap().is_empty());
-    assert!(read(a.join("diff.md")).contains("The runs are comparable"));
+}
+
+#[test]
+fn out_writes_the_markdown_to_the_named_file() {
+    let sb = Sandbox::new();
+    let a = copy_sample(&sb, "a");
+    let out = sb.path().join("report/diff.md");
+    std::fs::create_dir(sb.path().join("report")).unwrap();
+    sb.stage2()
+        .arg("diff")
+        .arg(&a)
+        .arg(&a)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(read(&out).contains("## Kernels, by absolute change"));
 }
 
 #[test]
@@ -77,9 +157,9 @@ fn one_kernel_fifty_percent_slower_is_named_first_and_fails_the_gate() {
     let sb = Sandbox::new();
     let a = copy_sample(&sb, "a");
     let b = copy_sample(&sb, "b");
-    let slowed = slow_down_top_kernel(&b);
-    sb.stage2().arg("diff").arg(&a).arg(&b).assert().success();
-    let d: serde_json::Value = serde_json::from_str(&read(b.join("diff.json"))).unwrap();
+    let slowed = top_kernel(&b);
+    scale_kernel(&b, &slowed, 1.5);
+    let d = diff_json(&sb, &a, &b, &[]);
     assert_eq!(d["kernels"][0]["name"], slowed.as_str());
     // Within the rounding of integer nanoseconds.
     assert!((d["kernels"][0]["delta_pct"].as_f64().unwrap() - 50.0).abs() < 0.1);
@@ -92,32 +172,276 @@ fn one_kernel_fifty_percent_slower_is_named_first_and_fails_the_gate() {
         .code(7)
         .stderr(predicate::str::contains("regression above 5%"));
     // Per kernel, the 50% regression trips a 40% gate too; nothing trips a 60% one.
+    for (limit, code) in [("40", 7), ("60", 0)] {
+        sb.stage2()
+            .args(["diff", "--scope", "kernels", "--fail-above", limit])
+            .arg(&a)
+            .arg(&b)
+            .assert()
+            .code(code);
+    }
+}
+
+#[test]
+fn a_new_kernel_counts_its_whole_share_in_the_kernels_scope() {
+    let sb = Sandbox::new();
+    let a = copy_sample(&sb, "a");
+    let b = copy_sample(&sb, "b");
+    let top = top_kernel(&a);
+    // Another kernel (new demangled and mangled name) in B in place of A's top kernel: total
+    // time is unchanged, so only the kernels scope can see it.
+    rename_kernel(&b, &top, true);
+    let d = diff_json(&sb, &a, &b, &[]);
+    let new = d["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["presence"] == "new")
+        .expect("a new kernel");
+    assert_eq!(new["name"], "brand_new_kernel(float*)");
+    let share = new["change_pct"].as_f64().unwrap();
+    assert!(share > 15.0, "{new}");
     sb.stage2()
-        .args(["diff", "--scope", "kernels", "--fail-above", "40"])
-        .arg(&a)
-        .arg(&b)
-        .assert()
-        .code(7);
-    sb.stage2()
-        .args(["diff", "--scope", "kernels", "--fail-above", "60"])
+        .args(["diff", "--fail-above", "5"])
         .arg(&a)
         .arg(&b)
         .assert()
         .success();
+    sb.stage2()
+        .args(["diff", "--scope", "kernels", "--fail-above", "5"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .code(7)
+        .stderr(predicate::str::contains("new kernel brand_new_kernel"))
+        .stderr(predicate::str::contains("1 new and 1 removed kernels"));
 }
 
 #[test]
-fn runs_with_different_settings_are_flagged() {
+fn a_renamed_kernel_with_the_same_mangled_name_pairs_up() {
+    let sb = Sandbox::new();
+    let a = copy_sample(&sb, "a");
+    let b = copy_sample(&sb, "b");
+    rename_kernel(&b, &top_kernel(&a), false);
+    let d = diff_json(&sb, &a, &b, &[]);
+    let ks = d["kernels"].as_array().unwrap();
+    assert!(ks.iter().all(|k| k["presence"] == "both"), "{d}");
+    assert!(ks.iter().all(|k| k["delta_ns"] == 0.0));
+}
+
+#[test]
+fn kernels_sharing_a_short_name_get_distinct_labels_and_full_names() {
+    let sb = Sandbox::new();
+    let a = copy_sample(&sb, "a");
+    let d = diff_json(&sb, &a, &a, &[]);
+    let labels: Vec<&str> = d["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["label"].as_str().unwrap())
+        .collect();
+    let mut unique = labels.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), labels.len(), "{labels:?}");
+    let suffixed: Vec<&&str> = labels.iter().filter(|l| l.contains(" ~")).collect();
+    assert!(
+        !suffixed.is_empty(),
+        "the sample has repeated short names: {labels:?}"
+    );
+    let out = sb.stage2().arg("diff").arg(&a).arg(&a).output().unwrap();
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        md.contains("Full names of kernels that share a short name"),
+        "{md}"
+    );
+}
+
+#[test]
+fn runs_with_different_settings_warn_and_list_values_as_typed() {
     let sb = Sandbox::new();
     let a = copy_sample(&sb, "a");
     let b = copy_sample(&sb, "b");
     let cfg = read(b.join("config.yaml")).replace("set: roofline", "set: full");
     std::fs::write(b.join("config.yaml"), cfg).unwrap();
+    let cfg = read(a.join("config.yaml"));
+    let argv_line = cfg.lines().position(|l| l.trim() == "argv:").unwrap();
+    let mut lines: Vec<&str> = cfg.lines().collect();
+    lines.insert(argv_line + 1, "  - --extra flag");
+    std::fs::write(a.join("config.yaml"), lines.join("\n")).unwrap();
     sb.stage2()
         .arg("diff")
         .arg(&a)
         .arg(&b)
         .assert()
         .success()
-        .stderr(predicate::str::contains("ncu.set differs"));
+        .stderr(predicate::str::contains(
+            "ncu.set differs: roofline vs full",
+        ))
+        .stderr(predicate::str::contains("'--extra flag'"))
+        .stderr(predicate::str::contains("- python3").not());
+}
+
+#[test]
+fn incomplete_or_empty_runs_are_refused_naming_the_side() {
+    let sb = Sandbox::new();
+    let a = copy_sample(&sb, "a");
+    let empty = sb.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    sb.stage2()
+        .args(["diff", "--fail-above", "5"])
+        .arg(&a)
+        .arg(&empty)
+        .assert()
+        .code(9)
+        .stderr(predicate::str::contains("RUN_B"))
+        .stderr(predicate::str::contains("no kernel data"));
+    assert!(listing(&empty).is_empty(), "diff wrote into an input");
+    sb.stage2()
+        .arg("diff")
+        .arg(&empty)
+        .arg(&a)
+        .assert()
+        .code(9)
+        .stderr(predicate::str::contains("RUN_A"));
+    let failed = copy_sample(&sb, "failed");
+    let st =
+        read(failed.join("status.json")).replacen("\"state\": \"ok\"", "\"state\": \"failed\"", 2);
+    std::fs::write(failed.join("status.json"), st).unwrap();
+    sb.stage2()
+        .arg("diff")
+        .arg(&a)
+        .arg(&failed)
+        .assert()
+        .code(9)
+        .stderr(predicate::str::contains("not complete"));
+    // --force compares anyway, the refusal kept as a warning.
+    sb.stage2()
+        .args(["diff", "--force"])
+        .arg(&a)
+        .arg(&failed)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("compared with --force"));
+}
+
+#[test]
+fn another_captured_range_is_refused() {
+    let sb = Sandbox::new();
+    let a = copy_sample(&sb, "a");
+    let b = copy_sample(&sb, "b");
+    let cfg = read(b.join("config.yaml")).replace("nvtx_capture: decode", "nvtx_capture: prefill");
+    std::fs::write(b.join("config.yaml"), cfg).unwrap();
+    let st = read(b.join("status.json"));
+    assert!(
+        !st.contains("\"range\""),
+        "the sample records no capture: config is read"
+    );
+    sb.stage2()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .code(9)
+        .stderr(predicate::str::contains(
+            "captured range differs: decode vs prefill",
+        ));
+}
+
+#[test]
+fn bad_thresholds_are_usage_errors() {
+    let sb = Sandbox::new();
+    let a = copy_sample(&sb, "a");
+    for t in ["NaN", "-1", "inf", "five"] {
+        sb.stage2()
+            .args(["diff", "--fail-above", t])
+            .arg(&a)
+            .arg(&a)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("finite percentage"));
+    }
+}
+
+#[test]
+fn negative_kernel_times_are_bad_input_naming_the_file() {
+    let sb = Sandbox::new();
+    let a = copy_sample(&sb, "a");
+    let b = copy_sample(&sb, "b");
+    scale_kernel(&b, &top_kernel(&b), -1.0);
+    sb.stage2()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .code(6)
+        .stderr(predicate::str::contains("run.sqlite"));
+}
+
+/// A run with `passes` timed nsys passes: the sample's export as pass 1 and copies, each
+/// kernel scaled by the pass's factor, as repeats/<i>.
+fn with_repeats(sb: &Sandbox, name: &str, factors: &[f64]) -> PathBuf {
+    let run = copy_sample(sb, name);
+    let original = run.join("nsys/run.sqlite");
+    let pristine = sb.path().join(format!("{name}.pristine.sqlite"));
+    std::fs::copy(&original, &pristine).unwrap();
+    for (i, f) in factors.iter().enumerate() {
+        let dir = if i == 0 {
+            run.clone()
+        } else {
+            let d = run.join(format!("repeats/{}", i + 1));
+            std::fs::create_dir_all(d.join("nsys")).unwrap();
+            std::fs::copy(&pristine, d.join("nsys/run.sqlite")).unwrap();
+            d
+        };
+        scale_all(&dir, *f);
+    }
+    run
+}
+
+#[test]
+fn repeated_runs_gate_on_the_noise() {
+    let sb = Sandbox::new();
+    let a = with_repeats(&sb, "a", &[1.0, 1.02, 0.98]);
+    let same = with_repeats(&sb, "same", &[0.99, 1.01, 1.0]);
+    let slower = with_repeats(&sb, "slower", &[1.20, 1.22, 1.18]);
+    let noisy = with_repeats(&sb, "noisy", &[0.9, 1.6, 1.0]);
+    let d = diff_json(&sb, &a, &slower, &[]);
+    assert_eq!(
+        (d["passes_a"].as_u64(), d["passes_b"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert_eq!(d["total_test"]["significant"], true);
+    let gate = |b: &Path, code: i32, says: &str| {
+        sb.stage2()
+            .args(["diff", "--fail-above", "5"])
+            .arg(&a)
+            .arg(b)
+            .assert()
+            .code(code)
+            .stderr(predicate::str::contains(says));
+    };
+    gate(&same, 0, "total kernel time");
+    gate(&slower, 7, "regression above 5%");
+    gate(&noisy, 10, "within the noise");
+    let s: serde_json::Value = serde_json::from_str(
+        &String::from_utf8(
+            sb.stage2()
+                .arg("report")
+                .arg(&slower)
+                .output()
+                .unwrap()
+                .stderr,
+        )
+        .map(|_| read(slower.join("summary.json")))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(s["timed_passes"], 3);
+    assert_eq!(
+        s["kernels"][0]["runs"]["values"].as_array().unwrap().len(),
+        3
+    );
+    let csv = read(slower.join("kernels.csv"));
+    assert!(csv.lines().next().unwrap().contains("total_stddev_ns"));
 }

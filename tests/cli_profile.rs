@@ -208,7 +208,7 @@ fn ncu_on_another_range_than_nsys_gets_no_filter_and_its_own_table() {
     let md = read(run.join("kernels.md"));
     assert!(md.contains("## Kernels ncu measured in `decode`"), "{md}");
     let csv = read(run.join("kernels.csv"));
-    assert!(csv.lines().any(|l| l.ends_with(",ncu,decode")), "{csv}");
+    assert!(csv.lines().any(|l| l.contains(",ncu,decode,")), "{csv}");
 }
 
 #[test]
@@ -506,4 +506,49 @@ fn secrets_never_reach_the_run_directory() {
             }
         }
     }
+}
+
+#[test]
+fn repeat_times_the_nsys_pass_n_times_and_keeps_the_spread() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "rep",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--repeat",
+            "3",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .assert()
+    .success()
+    .stderr(predicate::str::contains("nsys pass 3 of 3"));
+    let run = sb.run("rep");
+    for i in [2, 3] {
+        assert!(run.join(format!("repeats/{i}/nsys/run.sqlite")).is_file());
+        assert_eq!(status(&run.join(format!("repeats/{i}")))["state"], "ok");
+    }
+    // Three timed nsys passes, one ncu pass.
+    let calls = sb.calls();
+    assert_eq!(calls.matches("nsys profile").count(), 3, "{calls}");
+    assert_eq!(
+        calls
+            .lines()
+            .filter(|l| l.starts_with("ncu") && l.contains("--nvtx-include"))
+            .count(),
+        1,
+        "{calls}"
+    );
+    let st = status(&run);
+    assert_eq!(st["passes"]["nsys_repeat"]["state"], "ok");
+    let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    assert_eq!(s["timed_passes"], 3);
+    let runs = &s["kernels"][0]["runs"];
+    assert_eq!(runs["values"].as_array().unwrap().len(), 3);
+    assert!(runs["stddev"].as_f64().is_some());
+    assert!(s["totals"]["kernel_time_runs"]["mean"].as_f64().unwrap() > 0.0);
 }

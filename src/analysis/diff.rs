@@ -1,26 +1,51 @@
-//! `stage2 diff`: what changed between two runs, per kernel (joined by name) and per NVTX
-//! range, sorted by absolute impact, with warnings when the runs are not comparable.
+//! `stage2 diff`: what changed between two runs, per kernel (paired by mangled name where both
+//! runs know it, else by name) and per NVTX range, sorted by absolute impact; whether each
+//! change is outside the runs' noise (see `noise`); and why two runs cannot be compared.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analysis::summary::Summary;
+use super::noise::{self, Test};
+use super::repeats::Stats;
+use crate::analysis::summary::{Kernel, Summary};
+use crate::model::TimeSource;
+use crate::rundir::status::PassState;
+
+/// Whether a kernel ran in both runs or in one only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Presence {
+    Both,
+    /// Only in B.
+    New,
+    /// Only in A.
+    Removed,
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct KernelDelta {
     pub(crate) name: String,
+    /// The short name, with a suffix from the full name when two kernels share it.
+    pub(crate) label: String,
+    pub(crate) presence: Presence,
+    /// Total time, mean over the timed passes.
     pub(crate) time_a_ns: f64,
     pub(crate) time_b_ns: f64,
     pub(crate) delta_ns: f64,
-    /// Relative change, % of A; None when the kernel is new in B.
+    /// Relative change, % of A; None when the kernel is in one run only.
     pub(crate) delta_pct: Option<f64>,
+    /// What `--scope kernels` compares: `delta_pct`, or for a kernel in one run only its
+    /// whole share of that run's kernel time (+ new, - removed).
+    pub(crate) change_pct: Option<f64>,
     pub(crate) share_a_pct: Option<f64>,
     pub(crate) share_b_pct: Option<f64>,
     pub(crate) instances_a: u64,
     pub(crate) instances_b: u64,
     pub(crate) sm_pct_delta: Option<f64>,
     pub(crate) dram_pct_delta: Option<f64>,
+    /// The noise test of the total time over the timed passes (None: a side has one pass).
+    pub(crate) test: Option<Test>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -31,6 +56,7 @@ pub(crate) struct RangeDelta {
     pub(crate) wall_delta_pct: Option<f64>,
     pub(crate) kernel_a_ns: Option<f64>,
     pub(crate) kernel_b_ns: Option<f64>,
+    pub(crate) test: Option<Test>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -38,9 +64,15 @@ pub(crate) struct Diff {
     pub(crate) schema_version: u32,
     pub(crate) run_a: String,
     pub(crate) run_b: String,
+    /// Timed nsys passes behind each side's figures.
+    pub(crate) passes_a: usize,
+    pub(crate) passes_b: usize,
+    /// How a change is tested against the noise.
+    pub(crate) noise_test: String,
     pub(crate) total_kernel_time_a_ns: f64,
     pub(crate) total_kernel_time_b_ns: f64,
     pub(crate) total_delta_pct: Option<f64>,
+    pub(crate) total_test: Option<Test>,
     pub(crate) kernels: Vec<KernelDelta>,
     pub(crate) ranges: Vec<RangeDelta>,
     /// Why the runs may not be comparable.
@@ -51,77 +83,259 @@ fn pct(a: f64, b: f64) -> Option<f64> {
     (a > 0.0).then(|| 100.0 * (b - a) / a)
 }
 
-pub(crate) fn diff(
-    a: &Summary,
-    b: &Summary,
-    env_a: Option<&serde_json::Value>,
-    env_b: Option<&serde_json::Value>,
-    cfg_a: &serde_yaml::Value,
-    cfg_b: &serde_yaml::Value,
-) -> Diff {
-    let ka: BTreeMap<&str, _> = a.kernels.iter().map(|k| (k.name.as_str(), k)).collect();
-    let kb: BTreeMap<&str, _> = b.kernels.iter().map(|k| (k.name.as_str(), k)).collect();
-    let names: BTreeSet<&str> = ka.keys().chain(kb.keys()).copied().collect();
-    let mut kernels: Vec<KernelDelta> = names
-        .into_iter()
-        .map(|n| {
-            let (x, y) = (ka.get(n), kb.get(n));
-            let ta = x.map(|k| k.total_time_ns).unwrap_or(0.0);
-            let tb = y.map(|k| k.total_time_ns).unwrap_or(0.0);
-            let d =
-                |f: fn(&&crate::analysis::summary::Kernel) -> Option<f64>| Some(f(y?)? - f(x?)?);
-            KernelDelta {
-                name: n.to_string(),
-                time_a_ns: ta,
-                time_b_ns: tb,
-                delta_ns: tb - ta,
-                delta_pct: pct(ta, tb),
-                share_a_pct: x.and_then(|k| k.gpu_time_pct),
-                share_b_pct: y.and_then(|k| k.gpu_time_pct),
-                instances_a: x.map(|k| k.instances).unwrap_or(0),
-                instances_b: y.map(|k| k.instances).unwrap_or(0),
-                sm_pct_delta: d(|k| k.sm_throughput_pct),
-                dram_pct_delta: d(|k| k.dram_throughput_pct),
-            }
-        })
+/// A figure over a side's passes: its per-pass values, or the one value it has.
+fn runs(stats: Option<&Stats>, value: f64, passes: usize) -> Stats {
+    match stats {
+        Some(s) => s.clone(),
+        None if passes > 1 => Stats::of(vec![value; passes]),
+        None => Stats::of(vec![value]),
+    }
+}
+
+/// The A/B pairs of kernels: by mangled name when both have one, else by full name.
+fn pair<'a>(a: &[&'a Kernel], b: &[&'a Kernel]) -> Vec<(Option<&'a Kernel>, Option<&'a Kernel>)> {
+    let mut used = vec![false; b.len()];
+    let mut by_mangled: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, k) in b.iter().enumerate() {
+        if let Some(m) = &k.mangled {
+            by_mangled.entry(m.as_str()).or_insert(i);
+        }
+        by_name.entry(k.name.as_str()).or_insert(i);
+    }
+    let mut out = Vec::new();
+    for k in a {
+        let found = k
+            .mangled
+            .as_deref()
+            .and_then(|m| by_mangled.get(m))
+            .or_else(|| by_name.get(k.name.as_str()))
+            .copied()
+            .filter(|i| !used[*i]);
+        if let Some(i) = found {
+            used[i] = true;
+        }
+        out.push((Some(*k), found.map(|i| b[i])));
+    }
+    out.extend(
+        b.iter()
+            .zip(&used)
+            .filter(|(_, u)| !**u)
+            .map(|(k, _)| (None, Some(*k))),
+    );
+    out
+}
+
+/// One kernel's change; times are means over the timed passes (`totals`: each side's mean
+/// total kernel time, for the share of a kernel in one run only).
+fn kernel_delta(
+    x: Option<&Kernel>,
+    y: Option<&Kernel>,
+    (pa, pb): (usize, usize),
+    totals: (f64, f64),
+) -> KernelDelta {
+    let sa = runs(
+        x.and_then(|k| k.runs.as_ref()),
+        x.map_or(0.0, |k| k.total_time_ns),
+        pa,
+    );
+    let sb = runs(
+        y.and_then(|k| k.runs.as_ref()),
+        y.map_or(0.0, |k| k.total_time_ns),
+        pb,
+    );
+    let (ta, tb) = (sa.mean, sb.mean);
+    let d = |f: fn(&Kernel) -> Option<f64>| Some(f(y?)? - f(x?)?);
+    let share = |t: f64, total: f64| (total > 0.0).then(|| 100.0 * t / total);
+    let (presence, change_pct) = match (x, y) {
+        (Some(_), Some(_)) => (Presence::Both, pct(ta, tb)),
+        (None, _) => (Presence::New, share(tb, totals.1)),
+        (_, None) => (Presence::Removed, share(ta, totals.0).map(|p| -p)),
+    };
+    KernelDelta {
+        name: y.or(x).map(|k| k.name.clone()).unwrap_or_default(),
+        label: String::new(),
+        presence,
+        time_a_ns: ta,
+        time_b_ns: tb,
+        delta_ns: tb - ta,
+        delta_pct: if presence == Presence::Both {
+            pct(ta, tb)
+        } else {
+            None
+        },
+        change_pct,
+        share_a_pct: x.and(share(ta, totals.0)),
+        share_b_pct: y.and(share(tb, totals.1)),
+        instances_a: x.map(|k| k.instances).unwrap_or(0),
+        instances_b: y.map(|k| k.instances).unwrap_or(0),
+        sm_pct_delta: d(|k| k.sm_throughput_pct),
+        dram_pct_delta: d(|k| k.dram_throughput_pct),
+        test: noise::welch(&sa, &sb),
+    }
+}
+
+/// Short names, with a suffix from the full name where two kernels of the diff share one.
+fn label(kernels: &mut [KernelDelta]) {
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for k in kernels.iter() {
+        *count
+            .entry(crate::model::display_name(&k.name))
+            .or_default() += 1;
+    }
+    for k in kernels.iter_mut() {
+        let short = crate::model::display_name(&k.name);
+        k.label = if count[&short] > 1 {
+            format!("{short} ~{:06x}", fnv(&k.name) & 0xff_ffff)
+        } else {
+            short
+        };
+    }
+}
+
+/// FNV-1a: a short, stable tag of a full name (the same in every run and build).
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// The kernels whose times a side is compared on: those nsys timed, when it timed any (ncu's
+/// replay times of kernels nsys did not see are another measure).
+fn timed(s: &Summary) -> Vec<&Kernel> {
+    let nsys: Vec<&Kernel> = s
+        .kernels
+        .iter()
+        .filter(|k| k.time_source == TimeSource::Nsys)
         .collect();
+    if nsys.is_empty() {
+        s.kernels.iter().collect()
+    } else {
+        nsys
+    }
+}
+
+pub(crate) fn diff(a: &Summary, b: &Summary, warnings: Vec<String>) -> Diff {
+    let passes = (a.timed_passes, b.timed_passes);
+    let total_a = runs(
+        a.totals.kernel_time_runs.as_ref(),
+        a.totals.kernel_time_ns,
+        passes.0,
+    );
+    let total_b = runs(
+        b.totals.kernel_time_runs.as_ref(),
+        b.totals.kernel_time_ns,
+        passes.1,
+    );
+    let (ta, tb) = (total_a.mean, total_b.mean);
+    let mut kernels: Vec<KernelDelta> = pair(&timed(a), &timed(b))
+        .into_iter()
+        .map(|(x, y)| kernel_delta(x, y, passes, (ta, tb)))
+        .collect();
+    label(&mut kernels);
     kernels.sort_by(|x, y| {
         y.delta_ns
             .abs()
             .total_cmp(&x.delta_ns.abs())
-            .then(x.name.cmp(&y.name))
+            .then(x.label.cmp(&y.label))
     });
     let ranges = a
         .ranges
         .iter()
         .filter_map(|ra| {
             let rb = b.ranges.iter().find(|r| r.name == ra.name)?;
+            let sa = runs(ra.runs.as_ref(), ra.total_ns, passes.0);
+            let sb = runs(rb.runs.as_ref(), rb.total_ns, passes.1);
             Some(RangeDelta {
                 name: ra.name.clone(),
-                wall_a_ns: ra.total_ns,
-                wall_b_ns: rb.total_ns,
-                wall_delta_pct: pct(ra.total_ns, rb.total_ns),
+                wall_a_ns: sa.mean,
+                wall_b_ns: sb.mean,
+                wall_delta_pct: pct(sa.mean, sb.mean),
                 kernel_a_ns: ra.kernel_ns,
                 kernel_b_ns: rb.kernel_ns,
+                test: noise::welch(&sa, &sb),
             })
         })
         .collect();
-    let (ta, tb) = (a.totals.kernel_time_ns, b.totals.kernel_time_ns);
+    let total_test = noise::welch(&total_a, &total_b);
     Diff {
-        schema_version: 1,
+        schema_version: 2,
         run_a: a.run_id.clone(),
         run_b: b.run_id.clone(),
+        passes_a: passes.0,
+        passes_b: passes.1,
+        noise_test: format!(
+            "Welch's t-test, two-sided, {}: a change counts when its {} interval excludes zero",
+            noise::CONFIDENCE,
+            noise::CONFIDENCE
+        ),
         total_kernel_time_a_ns: ta,
         total_kernel_time_b_ns: tb,
         total_delta_pct: pct(ta, tb),
+        total_test,
         kernels,
         ranges,
-        warnings: comparability(env_a, env_b, cfg_a, cfg_b),
+        warnings,
     }
 }
 
-/// Differences in GPU, driver, tool versions and capture settings.
-fn comparability(
+/// Why a run cannot be one side of a comparison: it did not finish well, or has no data.
+pub(crate) fn incomplete(s: &Summary) -> Option<String> {
+    let bad: Vec<String> = s
+        .passes
+        .iter()
+        .filter(|(_, p)| !matches!(p.state, PassState::Ok | PassState::Skipped))
+        .map(|(name, p)| {
+            let state = serde_json::to_value(p.state).unwrap_or_default();
+            format!("{name} pass {}", state.as_str().unwrap_or("?"))
+        })
+        .collect();
+    if !bad.is_empty() {
+        return Some(format!("the run is not complete: {}", bad.join(", ")));
+    }
+    if s.kernels.is_empty() || s.totals.kernel_time_ns <= 0.0 {
+        return Some("no kernel data (no nsys kernel summary or SQLite export)".into());
+    }
+    None
+}
+
+/// Why two complete runs measure different things: another capture range, another kernel
+/// basis (one range's kernels vs the whole capture's), another GPU model.
+pub(crate) fn different_basis(a: &Summary, b: &Summary) -> Vec<String> {
+    let mut out = Vec::new();
+    let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(none)".into());
+    if a.nsys_capture != b.nsys_capture {
+        out.push(format!(
+            "captured range differs: {} vs {}",
+            show(&a.nsys_capture),
+            show(&b.nsys_capture)
+        ));
+    }
+    let basis = |s: &Summary| {
+        s.sources.get("kernels").map(|f| {
+            if f.ends_with(".sqlite") {
+                "the captured range's kernels (SQLite export)"
+            } else {
+                "every kernel in the capture (cuda_gpu_kern_sum)"
+            }
+        })
+    };
+    if basis(a) != basis(b) {
+        out.push(format!(
+            "kernel times measure different things: {} vs {}",
+            basis(a).unwrap_or("?"),
+            basis(b).unwrap_or("?")
+        ));
+    }
+    if a.gpu.is_some() && b.gpu.is_some() && a.gpu != b.gpu {
+        out.push(format!("GPU differs: {} vs {}", show(&a.gpu), show(&b.gpu)));
+    }
+    out
+}
+
+/// Differences that do not stop a comparison but may explain it: driver, tool versions,
+/// capture and workload settings.
+pub(crate) fn comparability(
     env_a: Option<&serde_json::Value>,
     env_b: Option<&serde_json::Value>,
     cfg_a: &serde_yaml::Value,
@@ -129,7 +343,6 @@ fn comparability(
 ) -> Vec<String> {
     let mut out = Vec::new();
     let env_keys: &[(&str, &[&str])] = &[
-        ("GPU", &["gpus", "0", "name"]),
         ("driver", &["gpus", "0", "driver"]),
         ("nsys version", &["tools", "nsys", "version"]),
         ("ncu version", &["tools", "ncu", "version"]),
@@ -155,7 +368,6 @@ fn comparability(
         }
     }
     for key in [
-        "nsys.nvtx_capture",
         "nsys.capture_range_end",
         "nsys.trace",
         "ncu.nvtx_include",
@@ -164,25 +376,45 @@ fn comparability(
         "workload.argv",
         "workload.module",
         "workload.overrides",
+        "workload.env",
     ] {
-        let get = |c: &serde_yaml::Value| {
-            key.split('.').try_fold(c, |v, k| v.get(k)).map(|v| {
-                serde_yaml::to_string(v)
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string()
-            })
-        };
+        let get = |c: &serde_yaml::Value| key.split('.').try_fold(c, |v, k| v.get(k)).map(show);
         let (x, y) = (get(cfg_a), get(cfg_b));
         if x != y {
             out.push(format!(
                 "{key} differs: {} vs {}",
-                x.unwrap_or("?".into()).replace('\n', " "),
-                y.unwrap_or("?".into()).replace('\n', " ")
+                x.unwrap_or("?".into()),
+                y.unwrap_or("?".into())
             ));
         }
     }
     out
+}
+
+/// A config value as a person writes it: a list as a shell line, a map as `k=v` pairs.
+fn show(v: &serde_yaml::Value) -> String {
+    use serde_yaml::Value;
+    let scalar = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "null".into(),
+        other => serde_yaml::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    };
+    match v {
+        Value::Sequence(items) if items.is_empty() => "[]".into(),
+        Value::Sequence(items) => {
+            crate::passes::process::shell_line(&items.iter().map(scalar).collect::<Vec<_>>())
+        }
+        Value::Mapping(m) if m.is_empty() => "{}".into(),
+        Value::Mapping(m) => m
+            .iter()
+            .map(|(k, v)| format!("{}={}", scalar(k), scalar(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => scalar(other),
+    }
 }
 
 /// What `--fail-above` compares.
@@ -190,42 +422,88 @@ fn comparability(
 pub enum Scope {
     /// Total kernel time of the run.
     Total,
-    /// Any single kernel's total time.
+    /// Any single kernel's total time; a kernel in one run only counts its whole share.
     Kernels,
     /// Any NVTX range's wall time.
     Ranges,
 }
 
-/// The regressions above `threshold` %, described, for the chosen scope.
-pub(crate) fn regressions(d: &Diff, scope: Scope, threshold: f64) -> Vec<String> {
-    let over = |p: Option<f64>| p.is_some_and(|p| p > threshold);
+/// The gate's findings: changes above the threshold outside the noise (regressions), and
+/// changes above it that the noise could explain (inconclusive).
+#[derive(Debug, Default)]
+pub(crate) struct Gate {
+    pub(crate) regressions: Vec<String>,
+    pub(crate) inconclusive: Vec<String>,
+}
+
+pub(crate) fn gate(d: &Diff, scope: Scope, threshold: f64) -> Gate {
+    let mut g = Gate::default();
+    let mut check = |what: String, change: Option<f64>, test: Option<Test>| {
+        let Some(p) = change.filter(|p| *p > threshold) else {
+            return;
+        };
+        match test {
+            Some(t) if !t.significant => g.inconclusive.push(format!(
+                "{what} {p:+.1}% (within the noise: +-{:.1}% at {})",
+                t.half_width,
+                noise::CONFIDENCE
+            )),
+            _ => g.regressions.push(format!("{what} {p:+.1}%")),
+        }
+    };
+    let rel = |t: Option<Test>, base: f64| {
+        t.map(|t| Test {
+            half_width: if base > 0.0 {
+                100.0 * t.half_width / base
+            } else {
+                0.0
+            },
+            ..t
+        })
+    };
     match scope {
-        Scope::Total => over(d.total_delta_pct)
-            .then(|| {
-                format!(
-                    "total kernel time +{:.1}%",
-                    d.total_delta_pct.unwrap_or(0.0)
-                )
-            })
-            .into_iter()
-            .collect(),
-        Scope::Kernels => d
-            .kernels
-            .iter()
-            .filter(|k| over(k.delta_pct))
-            .map(|k| {
-                format!(
-                    "{} +{:.1}%",
-                    crate::model::display_name(&k.name),
-                    k.delta_pct.unwrap_or(0.0)
-                )
-            })
-            .collect(),
-        Scope::Ranges => d
-            .ranges
-            .iter()
-            .filter(|r| over(r.wall_delta_pct))
-            .map(|r| format!("range {} +{:.1}%", r.name, r.wall_delta_pct.unwrap_or(0.0)))
-            .collect(),
+        Scope::Total => check(
+            "total kernel time".into(),
+            d.total_delta_pct,
+            rel(d.total_test, d.total_kernel_time_a_ns),
+        ),
+        Scope::Kernels => {
+            for k in &d.kernels {
+                let what = match k.presence {
+                    Presence::New => format!("new kernel {} (share of B)", k.label),
+                    _ => k.label.clone(),
+                };
+                let base = if k.presence == Presence::Both {
+                    k.time_a_ns
+                } else {
+                    k.time_b_ns
+                };
+                let test = rel(k.test, base).map(|t| match k.presence {
+                    // A new kernel's change is its share: the interval in share points.
+                    Presence::New => Test {
+                        half_width: t.half_width * k.share_b_pct.unwrap_or(0.0) / 100.0,
+                        ..t
+                    },
+                    _ => t,
+                });
+                check(what, k.change_pct, test);
+            }
+        }
+        Scope::Ranges => {
+            for r in &d.ranges {
+                check(
+                    format!("range {}", r.name),
+                    r.wall_delta_pct,
+                    rel(r.test, r.wall_a_ns),
+                );
+            }
+        }
     }
+    g
+}
+
+/// Distinct kernels on each side only, for the summary line.
+pub(crate) fn one_sided(d: &Diff) -> (usize, usize) {
+    let count = |p: Presence| d.kernels.iter().filter(|k| k.presence == p).count();
+    (count(Presence::New), count(Presence::Removed))
 }

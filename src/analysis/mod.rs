@@ -5,9 +5,11 @@
 pub(crate) mod diff;
 pub(crate) mod infer;
 pub mod kernels;
+pub(crate) mod noise;
 pub(crate) mod nvtx;
 pub mod ranges;
 pub(crate) mod ranks;
+pub(crate) mod repeats;
 pub(crate) mod roofline;
 pub(crate) mod select;
 pub(crate) mod summary;
@@ -64,6 +66,8 @@ pub(crate) struct Artifacts {
     pub(crate) ncu_units: BTreeMap<String, String>,
     /// The device's peaks, from ncu's peak metrics.
     pub(crate) peaks: Option<Peaks>,
+    /// Figures over the timed nsys passes, when `run.repeat` made more than one.
+    pub(crate) repeats: Option<repeats::Repeats>,
 }
 
 /// The captured range's headline figures, from the best source the run has.
@@ -257,7 +261,7 @@ impl Artifacts {
                     model::build(None, None, ncu.as_ref(), ncu_range.as_deref()),
                 )
             };
-        Ok(Artifacts {
+        let mut a = Artifacts {
             run_id: run.id(),
             kernels_nsys,
             ranges,
@@ -283,7 +287,10 @@ impl Artifacts {
             ncu_units,
             peaks,
             config,
-        })
+            repeats: None,
+        };
+        a.repeats = repeats::load(run, &a.config, &a)?;
+        Ok(a)
     }
 
     /// Which launches the kernel table's rows sum: "every launch in the capture", or those of

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::repeats::Stats;
 use super::Artifacts;
 use crate::model::{Bound, TimeSource};
 use crate::rundir::status::PassStatus;
@@ -11,7 +12,10 @@ use crate::rundir::status::PassStatus;
 /// 2: per-range attribution from the SQLite export, roofline figures and peaks.
 /// 3: GPU time on the GPU timeline: per-range projection, busy (union of kernels, over the
 /// projection), graph kernels and per-instance spreads; `totals.gpu_busy_pct` never above 100.
-pub(crate) const SCHEMA_VERSION: u32 = 3;
+/// 4: `timed_passes`; with `run.repeat` > 1, `runs` (values per pass, mean, stddev, min,
+/// median, max) on the totals, each range and each kernel; each kernel's `per_launch` spread
+/// (nsys's Med/Min/Max/StdDev) and `mangled` name.
+pub(crate) const SCHEMA_VERSION: u32 = 4;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct Summary {
@@ -22,6 +26,8 @@ pub(crate) struct Summary {
     pub(crate) nsys_capture: Option<String>,
     pub(crate) ncu_include: Option<String>,
     pub(crate) passes: BTreeMap<String, PassStatus>,
+    /// Timed nsys passes the figures come from (`run.repeat`).
+    pub(crate) timed_passes: usize,
     pub(crate) totals: Totals,
     pub(crate) ranges: Vec<Range>,
     pub(crate) peaks: Option<crate::analysis::roofline::Peaks>,
@@ -44,6 +50,9 @@ pub(crate) struct Totals {
     pub(crate) ncu_left_out: Vec<usize>,
     pub(crate) capture_range_wall_ns: Option<f64>,
     pub(crate) gpu_busy_pct: Option<f64>,
+    /// `kernel_time_ns` over the timed passes (with more than one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) kernel_time_runs: Option<Stats>,
 }
 
 #[derive(Debug, Serialize)]
@@ -66,6 +75,9 @@ pub(crate) struct Range {
     pub(crate) launch_bound: Option<bool>,
     /// Per instance: CPU wall, GPU projection, kernels launched (min, median, max).
     pub(crate) per_instance: Option<PerInstance>,
+    /// `total_ns` over the timed passes (with more than one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) runs: Option<Stats>,
 }
 
 #[derive(Debug, Serialize)]
@@ -92,6 +104,12 @@ pub(crate) struct Kernel {
     pub(crate) nvtx_range: Option<String>,
     pub(crate) roofline: Option<crate::analysis::roofline::Point>,
     pub(crate) arithmetic_intensity: Option<f64>,
+    pub(crate) mangled: Option<String>,
+    /// One launch's duration over the kernel's launches (nsys's spread columns).
+    pub(crate) per_launch: Option<crate::model::LaunchSpread>,
+    /// `total_time_ns` over the timed passes (with more than one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) runs: Option<Stats>,
 }
 
 pub(crate) fn summary(a: &Artifacts) -> Summary {
@@ -125,6 +143,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
             .clone()
             .filter(|_| a.config.nsys.gating_nvtx),
         ncu_include: a.ncu_include.clone(),
+        timed_passes: a.repeats.as_ref().map_or(1, |r| r.passes),
         passes: a
             .status
             .as_ref()
@@ -152,6 +171,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
             },
             capture_range_wall_ns: wall,
             gpu_busy_pct: captured.as_ref().map(|c| c.working_pct()),
+            kernel_time_runs: a.repeats.as_ref().map(|r| r.kernel_time_ns.clone()),
         },
         ranges: if a.range_stats.is_empty() {
             a.ranges
@@ -171,6 +191,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                     gpu_busy_pct: None,
                     launch_bound: None,
                     per_instance: None,
+                    runs: range_runs(a, r.name()),
                 })
                 .collect()
         } else {
@@ -194,6 +215,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                         gpu_projection_ns: r.proj_spread,
                         kernels: r.launches_spread,
                     }),
+                    runs: range_runs(a, &r.name),
                 })
                 .collect()
         },
@@ -219,8 +241,18 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                 nvtx_range: r.nvtx_range.clone(),
                 roofline: a.point(r),
                 arithmetic_intensity: a.point(r).and_then(|p| p.intensity()),
+                mangled: r.mangled.clone(),
+                per_launch: r.per_launch,
+                runs: a
+                    .repeats
+                    .as_ref()
+                    .and_then(|x| x.kernels.get(&r.name).cloned()),
             })
             .collect(),
         sources,
     }
+}
+
+fn range_runs(a: &Artifacts, name: &str) -> Option<Stats> {
+    a.repeats.as_ref()?.ranges.get(name).cloned()
 }

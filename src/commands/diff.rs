@@ -1,7 +1,8 @@
-//! `stage2 diff RUN_A RUN_B`: per-kernel and per-range changes, diff.md and diff.json, and a
-//! CI gate (`--fail-above PCT`, exit 7).
+//! `stage2 diff RUN_A RUN_B`: per-kernel and per-range changes as Markdown on stdout (and
+//! `--out FILE`, `--json FILE`), and a CI gate (`--fail-above PCT`): exit 7 for a regression
+//! outside the noise, 10 for one the noise could explain, 9 when the runs cannot be compared.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::analysis::diff::{self, Scope};
 use crate::analysis::summary::{self, Summary};
@@ -14,8 +15,10 @@ pub(crate) struct Args<'a> {
     pub(crate) run_a: &'a Path,
     pub(crate) run_b: &'a Path,
     pub(crate) out: Option<&'a Path>,
+    pub(crate) json: Option<&'a Path>,
     pub(crate) fail_above: Option<f64>,
     pub(crate) scope: Scope,
+    pub(crate) force: bool,
 }
 
 struct Loaded {
@@ -29,59 +32,141 @@ fn load(dir: &Path) -> Result<Loaded, Error> {
     let config = super::report::run_config(&run)?;
     let tree = serde_yaml::to_value(&config).unwrap_or_default();
     let a = Artifacts::load(&run, config)?;
+    let summary = summary::summary(&a);
+    check_values(&run, &summary)?;
     Ok(Loaded {
-        summary: summary::summary(&a),
+        summary,
         env: a.env.clone(),
         config: tree,
     })
 }
 
+/// Times that no profiler writes (negative, NaN, infinite) are bad input, not a -100% change.
+fn check_values(run: &RunDir, s: &Summary) -> Result<(), Error> {
+    let source = |key: &str| {
+        s.sources
+            .get(key)
+            .map(|f| run.path.join(f).display().to_string())
+            .unwrap_or_else(|| run.path.display().to_string())
+    };
+    let bad = |v: f64| !v.is_finite() || v < 0.0;
+    if let Some(k) = s
+        .kernels
+        .iter()
+        .find(|k| bad(k.total_time_ns) || bad(k.avg_time_ns))
+    {
+        return Err(Error::parse(
+            source("kernels"),
+            None,
+            format!(
+                "kernel {}: time {} ns is not a finite non-negative number",
+                crate::model::display_name(&k.name),
+                k.total_time_ns
+            ),
+        ));
+    }
+    if let Some(r) = s.ranges.iter().find(|r| bad(r.total_ns)) {
+        return Err(Error::parse(
+            source("ranges"),
+            None,
+            format!(
+                "range {}: wall time {} ns is not a finite non-negative number",
+                r.name, r.total_ns
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Why the two runs cannot be compared, naming the side; empty when they can.
+fn refusals(args: &Args, a: &Summary, b: &Summary) -> Vec<String> {
+    let mut out = Vec::new();
+    for (side, path, s) in [("RUN_A", args.run_a, a), ("RUN_B", args.run_b, b)] {
+        if let Some(why) = diff::incomplete(s) {
+            out.push(format!("{side} {}: {why}", path.display()));
+        }
+    }
+    if out.is_empty() {
+        out.extend(diff::different_basis(a, b));
+    }
+    out
+}
+
 pub(crate) fn run(args: &Args) -> Result<i32> {
     let (a, b) = (load(args.run_a)?, load(args.run_b)?);
-    let d = diff::diff(
-        &a.summary,
-        &b.summary,
+    let refused = refusals(args, &a.summary, &b.summary);
+    if !refused.is_empty() && !args.force {
+        crate::errln!(
+            "stage2: cannot compare these runs (--force compares anyway):\n  {}",
+            refused.join("\n  ")
+        );
+        return Ok(exit_codes::NOT_COMPARABLE);
+    }
+    let mut warnings: Vec<String> = refused
+        .into_iter()
+        .map(|r| format!("{r} (compared with --force)"))
+        .collect();
+    warnings.extend(diff::comparability(
         a.env.as_ref(),
         b.env.as_ref(),
         &a.config,
         &b.config,
-    );
-    let out: PathBuf = args
-        .out
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| args.run_b.to_path_buf());
-    std::fs::create_dir_all(&out).map_err(|e| Error::io("create", &out, e))?;
-    let write = |name: &str, text: String| {
-        crate::rundir::status::write_atomic(&out.join(name), text.as_bytes())
-            .map_err(|e| Error::io("write", out.join(name), e))
-    };
-    write("diff.md", crate::report::diff::to_markdown(&d, 30))?;
-    write(
-        "diff.json",
-        serde_json::to_string_pretty(&d).unwrap_or_default() + "\n",
-    )?;
+    ));
+    let d = diff::diff(&a.summary, &b.summary, warnings);
+    let markdown = crate::report::diff::to_markdown(&d, 30);
+    // stdout is the report; a closed pipe (`| head`) is not an error.
+    let _ = crate::out::stdout(&markdown);
+    for (path, text) in [
+        (args.out, markdown),
+        (
+            args.json,
+            serde_json::to_string_pretty(&d).unwrap_or_default() + "\n",
+        ),
+    ] {
+        if let Some(p) = path {
+            crate::rundir::status::write_atomic(p, text.as_bytes())
+                .map_err(|e| Error::io("write", p, e))?;
+        }
+    }
     for w in &d.warnings {
         tracing::warn!("runs may not be comparable: {w}");
     }
-    let change = d
-        .total_delta_pct
-        .map(|p| format!("{p:+.1}%"))
-        .unwrap_or_else(|| "n/a".into());
-    crate::outln!(
-        "total kernel time {change}; largest change: {}; wrote {}/diff.md and diff.json",
+    if d.passes_a < 2 || d.passes_b < 2 {
+        tracing::warn!(
+            "noise unknown: {} timed pass(es) in RUN_A, {} in RUN_B; `stage2 profile --repeat N` (N >= 2 on both) lets the gate test changes against the noise",
+            d.passes_a,
+            d.passes_b
+        );
+    }
+    let (new, removed) = diff::one_sided(&d);
+    crate::errln!(
+        "stage2 diff: total kernel time {}; largest change: {}; {new} new and {removed} removed kernels",
+        d.total_delta_pct
+            .map(|p| format!("{p:+.1}%"))
+            .unwrap_or_else(|| "n/a".into()),
         d.kernels
             .first()
             .filter(|k| k.delta_ns != 0.0)
-            .map(|k| crate::model::display_name(&k.name))
+            .map(|k| k.label.clone())
             .unwrap_or_else(|| "none".into()),
-        out.display()
     );
-    if let Some(limit) = args.fail_above {
-        let bad = diff::regressions(&d, args.scope, limit);
-        if !bad.is_empty() {
-            crate::errln!("stage2: regression above {limit}%: {}", bad.join("; "));
-            return Ok(exit_codes::REGRESSION);
-        }
+    let Some(limit) = args.fail_above else {
+        return Ok(exit_codes::OK);
+    };
+    let g = diff::gate(&d, args.scope, limit);
+    if !g.regressions.is_empty() {
+        crate::errln!(
+            "stage2: regression above {limit}%: {}",
+            g.regressions.join("; ")
+        );
+        return Ok(exit_codes::REGRESSION);
+    }
+    if !g.inconclusive.is_empty() {
+        crate::errln!(
+            "stage2: inconclusive: above {limit}% but within the noise: {}",
+            g.inconclusive.join("; ")
+        );
+        return Ok(exit_codes::INCONCLUSIVE);
     }
     Ok(exit_codes::OK)
 }

@@ -27,14 +27,18 @@ pub fn run(cli: Cli) -> Result<i32> {
             run_a,
             run_b,
             out,
+            json,
             fail_above,
             scope,
+            force,
         } => diff::run(&diff::Args {
             run_a: &run_a,
             run_b: &run_b,
             out: out.as_deref(),
+            json: json.as_deref(),
             fail_above,
             scope,
+            force,
         }),
     }
 }

@@ -99,6 +99,7 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     driver.drive(&NsysPass {
         tool: nsys_path.clone(),
     })?;
+    repeat_nsys(&mut driver, &nsys_path, args.dry_run)?;
     let refused = metric_check
         .take()
         .and_then(|h| h.join().unwrap_or(Ok(())).err());
@@ -144,6 +145,62 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// Timed nsys passes 2..=`run.repeat`, each in `repeats/<i>/` with its own status.json; the
+/// main status records how many succeeded as the `nsys_repeat` pass. They run only after a
+/// good first pass (a capture that found nothing once finds nothing again).
+fn repeat_nsys(driver: &mut Driver, nsys: &Option<PathBuf>, dry_run: bool) -> Result<(), Error> {
+    let (ctx, n) = (driver.ctx, driver.ctx.cfg.run.repeat);
+    let first_ok = driver
+        .status
+        .passes
+        .get("nsys")
+        .is_some_and(|p| matches!(p.state, PassState::Ok | PassState::Planned));
+    if n < 2 || !first_ok {
+        return Ok(());
+    }
+    let mut failed = Vec::new();
+    for i in 2..=n {
+        let sub = ctx.run.repeat(i, true)?;
+        let sub_ctx = Ctx { run: &sub, ..*ctx };
+        let mut d = Driver {
+            ctx: &sub_ctx,
+            status: Status::new(&ctx.run.id()),
+            dry_run,
+        };
+        tracing::info!("nsys pass {i} of {n}");
+        d.drive(&NsysPass { tool: nsys.clone() })?;
+        d.status.finish(dry_run);
+        d.save();
+        let st = &d.status.passes["nsys"];
+        if !matches!(st.state, PassState::Ok | PassState::Planned) {
+            failed.push((i, st.clone()));
+        }
+        if crate::passes::signals::interrupted() {
+            break;
+        }
+    }
+    let st = match failed.first() {
+        None if dry_run => PassStatus::new(PassState::Planned, None),
+        None => PassStatus::new(
+            PassState::Ok,
+            Some(format!("{n} timed nsys passes (repeats/2..{n})")),
+        ),
+        Some((i, st)) => {
+            let mut st = st.clone();
+            st.reason = Some(format!(
+                "{} of {} repeated nsys passes failed; first: repeats/{i}: {}",
+                failed.len(),
+                n - 1,
+                st.reason.clone().unwrap_or_default()
+            ));
+            st
+        }
+    };
+    driver.status.set("nsys_repeat", st);
+    driver.save();
+    Ok(())
 }
 
 /// Checks that need no tool: they fail in seconds, not after an hour of profiling.

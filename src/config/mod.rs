@@ -1,6 +1,7 @@
 //! Layered configuration: embedded defaults < `--config-dir` files < each `--config FILE` <
 //! overrides < flags, checked against the keys the defaults define.
 
+mod checks;
 mod launcher;
 mod overrides;
 mod schema;
@@ -121,6 +122,7 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
         tree::set(&mut tree, &tree::split(key), value.clone()).map_err(Error::config)?;
     }
     let config = typed(&tree)?;
+    checks::check(&config)?;
     Ok(Resolved {
         tree,
         config,

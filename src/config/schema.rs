@@ -83,6 +83,14 @@ pub struct Run {
     pub representative_max_new_tokens: Option<u64>,
     pub grace_s: u64,
     pub min_free_gb: f64,
+    /// Timed nsys passes (the first one and `repeat - 1` more); one ncu pass. Runs made
+    /// before the setting existed read as 1.
+    #[serde(default = "one")]
+    pub repeat: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,5 +1,6 @@
 //! kernels.csv: every kernel, one row each; empty cell when a value is unknown.
 
+use crate::analysis::repeats::Repeats;
 use crate::model::{Bound, KernelRecord};
 
 pub(crate) const HEADER: &[&str] = &[
@@ -18,14 +19,26 @@ pub(crate) const HEADER: &[&str] = &[
     "block",
     "time_source",
     "nvtx_range",
+    "launch_median_ns",
+    "launch_min_ns",
+    "launch_max_ns",
+    "launch_stddev_ns",
+    "passes",
+    "total_mean_ns",
+    "total_stddev_ns",
+    "total_min_ns",
+    "total_median_ns",
+    "total_max_ns",
 ];
 
-pub(crate) fn kernels_csv(records: &[KernelRecord]) -> String {
+/// The rows; the `launch_*` columns are nsys's spread of one launch, the `total_*` ones the
+/// kernel's total time over the timed passes (`run.repeat`; empty with one pass).
+pub(crate) fn kernels_csv(records: &[KernelRecord], repeats: Option<&Repeats>) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let num = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
     let _ = w.write_record(HEADER);
     for r in records {
-        let _ = w.write_record([
+        let mut row = vec![
             r.rank.to_string(),
             r.name.clone(),
             r.short_name(),
@@ -45,7 +58,16 @@ pub(crate) fn kernels_csv(records: &[KernelRecord]) -> String {
             }
             .to_string(),
             r.nvtx_range.clone().unwrap_or_default(),
-        ]);
+        ];
+        let launch = r
+            .per_launch
+            .map(|l| [l.median_ns, l.min_ns, l.max_ns, l.stddev_ns]);
+        row.extend((0..4).map(|i| num(launch.map(|l| l[i]))));
+        let runs = repeats.and_then(|x| x.kernels.get(&r.name));
+        row.push(runs.map(|s| s.values.len().to_string()).unwrap_or_default());
+        let over = runs.map(|s| [s.mean, s.stddev, s.min, s.median, s.max]);
+        row.extend((0..5).map(|i| num(over.map(|v| v[i]))));
+        let _ = w.write_record(&row);
     }
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }
@@ -60,7 +82,7 @@ impl super::Output for KernelsCsv {
     fn render(&self, a: &crate::analysis::Artifacts) -> Option<String> {
         {
             let all: Vec<KernelRecord> = a.records.iter().chain(&a.ncu_records).cloned().collect();
-            Some(kernels_csv(&all))
+            Some(kernels_csv(&all, a.repeats.as_ref()))
         }
     }
 }

@@ -10,6 +10,7 @@
 //! ncu/cmd.txt ncu/ncu.log ncu/sections.txt             the ncu pass's command lines and logs
 //! ncu/<base>[.rank<N>].ncu-rep ncu/<base>_raw[_mangled].csv   report and its raw imports
 //! kernels.md stakeholder_summary.md kernels.csv summary.json roofline.svg   the reports
+//! repeats/<i>/{status.json,nsys/...}                   timed nsys passes 2..N (`run.repeat`)
 //! ```
 
 pub(crate) mod status;
@@ -95,6 +96,34 @@ impl RunDir {
             "could not find a free run id under {}",
             root.display()
         )))
+    }
+
+    /// `repeats/<i>/`: the i-th timed nsys pass (i >= 2) of `run.repeat`, laid out like a run
+    /// directory of its own (status.json, nsys/). Created when `create` is true.
+    pub(crate) fn repeat(&self, i: u32, create: bool) -> Result<RunDir, Error> {
+        let dir = RunDir {
+            path: self.path.join("repeats").join(i.to_string()),
+        };
+        if create {
+            let nsys = dir.path.join("nsys");
+            std::fs::create_dir_all(&nsys).map_err(|e| Error::io("create", &nsys, e))?;
+        }
+        Ok(dir)
+    }
+
+    /// The repeated passes this run holds, in order (empty for a single timed pass).
+    pub(crate) fn repeats(&self) -> Vec<RunDir> {
+        let mut found: Vec<u32> = std::fs::read_dir(self.path.join("repeats"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        found.sort_unstable();
+        found
+            .into_iter()
+            .filter_map(|i| self.repeat(i, false).ok())
+            .collect()
     }
 
     pub(crate) fn id(&self) -> String {
