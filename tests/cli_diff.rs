@@ -445,3 +445,50 @@ fn repeated_runs_gate_on_the_noise() {
     let csv = read(slower.join("kernels.csv"));
     assert!(csv.lines().next().unwrap().contains("total_stddev_ns"));
 }
+
+/// The pairs measured on the GPU (examples/diff): same workload twice passes every scope; the
+/// run with extra decode work trips total and kernels, naming the kernels.
+#[test]
+fn the_gpu_pairs_gate_as_measured() {
+    let sb = Sandbox::new();
+    let ex = root().join("examples/diff");
+    let gate = |b: &str, scope: &str| {
+        sb.stage2()
+            .arg("diff")
+            .arg(ex.join("base"))
+            .arg(ex.join(b))
+            .args(["--scope", scope, "--fail-above", "5"])
+            .output()
+            .unwrap()
+    };
+    for scope in ["total", "kernels", "ranges"] {
+        let out = gate("same", scope);
+        assert_eq!(out.status.code(), Some(0), "same/{scope}: {out:?}");
+    }
+    assert_eq!(gate("slow", "total").status.code(), Some(7));
+    let out = gate("slow", "kernels");
+    assert_eq!(out.status.code(), Some(7));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("new kernel nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT"),
+        "{err}"
+    );
+    assert!(
+        err.contains("nvjet_sm90_tst_8x64_64x16_2x1_v_bz_TNN +12.1%"),
+        "{err}"
+    );
+    assert_eq!(gate("slow", "ranges").status.code(), Some(0));
+    for f in ["base-vs-same.md", "base-vs-slow.md"] {
+        let b = if f.contains("same") { "same" } else { "slow" };
+        let out = sb
+            .stage2()
+            .arg("diff")
+            .arg(ex.join("base"))
+            .arg(ex.join(b))
+            .output()
+            .unwrap();
+        // The committed comparison is what diff prints today (its run paths aside).
+        let now = String::from_utf8_lossy(&out.stdout).to_string();
+        assert_eq!(now, read(ex.join(f)), "{f}");
+    }
+}

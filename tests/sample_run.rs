@@ -52,6 +52,13 @@ fn stage2_report_re_renders_the_transformers_generate_sample_runs_identically() 
     }
 }
 
+#[test]
+fn stage2_report_re_renders_the_repeated_runs_of_the_diff_examples_identically() {
+    for name in ["diff/base", "diff/same", "diff/slow"] {
+        re_renders_identically(name);
+    }
+}
+
 fn re_renders_identically(name: &str) {
     let sb = Sandbox::new();
     let committed = root().join("examples").join(name);

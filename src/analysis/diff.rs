@@ -264,11 +264,7 @@ pub(crate) fn diff(a: &Summary, b: &Summary, warnings: Vec<String>) -> Diff {
         run_b: b.run_id.clone(),
         passes_a: passes.0,
         passes_b: passes.1,
-        noise_test: format!(
-            "Welch's t-test, two-sided, {}: a change counts when its {} interval excludes zero",
-            noise::CONFIDENCE,
-            noise::CONFIDENCE
-        ),
+        noise_test: format!("Welch's t-test, two-sided, {}", noise::CONFIDENCE),
         total_kernel_time_a_ns: ta,
         total_kernel_time_b_ns: tb,
         total_delta_pct: pct(ta, tb),

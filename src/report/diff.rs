@@ -20,9 +20,12 @@ fn change(p: Option<f64>, t: Option<Test>, base: f64) -> String {
 fn noise_line(d: &Diff) -> String {
     if d.passes_a > 1 && d.passes_b > 1 {
         format!(
-            "Timed passes: {} (A), {} (B). Changes show ± the half-width of the {} interval; a \
-             change counts when its interval excludes zero ({}).\n",
-            d.passes_a, d.passes_b, "95%", d.noise_test
+            "Timed passes: {} (A), {} (B). Changes show ± the half-width of their {} \
+             interval; a change counts when its interval excludes zero ({}).\n",
+            d.passes_a,
+            d.passes_b,
+            crate::analysis::noise::CONFIDENCE,
+            d.noise_test
         )
     } else {
         format!(
