@@ -83,6 +83,30 @@ const REPORT_CASES: &[Case] = &[
         says: &[],
     },
     Case {
+        file: "kern_sum_nan_hand_made.csv",
+        place: KERN,
+        code: 6,
+        says: &["summary_cuda_gpu_kern_sum.csv:2", "`NaN` is not a finite non-negative number"],
+    },
+    Case {
+        file: "kern_sum_inf_hand_made.csv",
+        place: KERN,
+        code: 6,
+        says: &["summary_cuda_gpu_kern_sum.csv:2", "not a finite"],
+    },
+    Case {
+        file: "kern_sum_1e309_hand_made.csv",
+        place: KERN,
+        code: 6,
+        says: &["summary_cuda_gpu_kern_sum.csv:2", "`1e309`"],
+    },
+    Case {
+        file: "kern_sum_negative_hand_made.csv",
+        place: KERN,
+        code: 6,
+        says: &["summary_cuda_gpu_kern_sum.csv:2", "`-526214`"],
+    },
+    Case {
         file: "binary_garbage_hand_made.csv",
         place: KERN,
         code: 6,
@@ -264,4 +288,53 @@ fn a_missing_run_directory_or_a_file_where_one_is_expected() {
     std::fs::write(&f, "x").unwrap();
     let out = sb.stage2().arg("report").arg(&f).output().unwrap();
     check(&out, 2, &["not a directory"], "file as run dir");
+}
+
+/// A 10 MB number is refused with its start shown, not the whole field.
+#[test]
+fn a_huge_bad_field_is_cut_in_the_message() {
+    let sb = Sandbox::new();
+    let run = run_with(&sb, "kern_sum_nan_hand_made.csv", KERN);
+    let csv = std::fs::read_to_string(run.join(KERN)).unwrap();
+    std::fs::write(run.join(KERN), csv.replacen("NaN", &"9".repeat(10 << 20), 1)).unwrap();
+    let out = sb.stage2_without_tools().arg("report").arg(&run).output().unwrap();
+    assert_eq!(out.status.code(), Some(6));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.len() < 2000, "{} bytes of error", err.len());
+    assert!(err.contains("more characters"), "{err}");
+}
+
+/// Real exports with one interval poisoned (end before start): exit 6 naming table and row.
+#[test]
+fn sqlite_rows_whose_end_is_before_their_start_are_named() {
+    for table in ["NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"] {
+        let sb = Sandbox::new();
+        let run = run_with(&sb, "kern_sum_bom_crlf_hand_made.csv", KERN);
+        let db = rusqlite::Connection::open(run.join(DB)).unwrap();
+        db.execute(
+            &format!("UPDATE {table} SET end = start - 1000 WHERE rowid = (SELECT MIN(rowid) FROM {table} WHERE end IS NOT NULL)"),
+            [],
+        )
+        .unwrap();
+        drop(db);
+        let out = sb.stage2_without_tools().arg("report").arg(&run).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(6), "{table}: {err}");
+        assert!(err.contains("run.sqlite") && err.contains(&format!("table {table}, rowid")), "{err}");
+        assert!(!run.join("summary.json").exists(), "{table}: reports written from bad data");
+    }
+}
+
+#[test]
+fn report_on_a_directory_without_data_is_no_data_and_writes_nothing() {
+    let sb = Sandbox::new();
+    let empty = sb.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&empty)
+        .assert()
+        .code(5)
+        .stderr(predicates::str::contains("no profiler data"));
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
 }

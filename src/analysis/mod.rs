@@ -293,6 +293,14 @@ impl Artifacts {
         Ok(a)
     }
 
+    /// Nothing to report: no kernels from either tool, no NVTX ranges.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.records.is_empty()
+            && self.ncu_records.is_empty()
+            && self.range_stats.is_empty()
+            && self.ranges.as_ref().is_none_or(|r| r.is_empty())
+    }
+
     /// Which launches the kernel table's rows sum: "every launch in the capture", or those of
     /// the captured range's instances (saying when the capture held only the first).
     pub(crate) fn kernel_scope(&self) -> String {

@@ -15,7 +15,15 @@ pub(crate) fn run(dir: &Path) -> Result<i32> {
         None => RunDir::open(dir)?,
     };
     let config = run_config(&run)?;
-    let summary = report::render_all(&run, config)?;
+    let a = crate::analysis::Artifacts::load(&run, config)?;
+    if a.is_empty() {
+        crate::errln!(
+            "stage2: no profiler data in {}: no nsys/ stats or SQLite export, no ncu/ raw CSV; nothing rendered",
+            run.path.display()
+        );
+        return Ok(crate::exit_codes::NO_DATA);
+    }
+    let summary = report::render(&run, &a)?;
     crate::outln!(
         "rendered {} kernels into {}: kernels.md, stakeholder_summary.md, kernels.csv, summary.json",
         summary.kernels.len(),

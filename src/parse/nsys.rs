@@ -67,18 +67,25 @@ impl Cells<'_> {
     fn text(&self, col: usize) -> &str {
         self.rec.get(col).unwrap_or("")
     }
+    /// Every figure nsys stats prints here (times, counts, shares) is finite and not
+    /// negative: anything else is bad input, never a number to add up.
     fn num(&self, col: usize) -> Result<Option<f64>, Error> {
-        parse_number(self.text(col)).map_err(|_| {
+        let bad = |what: &str| {
             Error::parse(
                 &self.table.path,
                 Some(self.line),
                 format!(
-                    "column `{}`: `{}` is not a number",
+                    "column `{}`: `{}` is {what}",
                     self.table.headers[col],
-                    self.text(col)
+                    super::table::shown(self.text(col))
                 ),
             )
-        })
+        };
+        match parse_number(self.text(col)) {
+            Err(_) => Err(bad("not a number")),
+            Ok(Some(v)) if !v.is_finite() || v < 0.0 => Err(bad("not a finite non-negative number")),
+            Ok(v) => Ok(v),
+        }
     }
     fn opt(&self, col: Option<usize>) -> Result<Option<f64>, Error> {
         col.map(|c| self.num(c)).transpose().map(Option::flatten)

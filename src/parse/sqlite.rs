@@ -62,6 +62,37 @@ impl NsysDb {
         Ok(())
     }
 
+    /// The first row of `table` whose interval is not a time span (end before start, or a
+    /// missing start), named by table and rowid: bad input, not a negative duration to add up.
+    /// (Negative timestamps are real: events before the capture started.)
+    fn check_intervals(&self, table: &str) -> Result<(), Error> {
+        let cols = self.columns(table)?;
+        if !["start", "end"].iter().all(|c| cols.iter().any(|h| h == c)) {
+            return Ok(());
+        }
+        // NVTX instant events and unclosed ranges have no end: only closed ones are checked.
+        let sql = format!(
+            "SELECT rowid, start, end FROM {table} \
+             WHERE start IS NULL OR (end IS NOT NULL AND end < start) LIMIT 1"
+        );
+        let bad: Option<(i64, Option<i64>, Option<i64>)> = self
+            .conn
+            .query_row(&sql, [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(self.err(e)),
+            })?;
+        match bad {
+            None => Ok(()),
+            Some((row, start, end)) => Err(self.err(format!(
+                "table {table}, rowid {row}: start {} and end {} are not a time span (end before start, or no start)",
+                start.map_or("NULL".into(), |v| v.to_string()),
+                end.map_or("NULL".into(), |v| v.to_string()),
+            ))),
+        }
+    }
+
     /// Demangled kernel name (as `nsys stats` prints it) -> mangled names.
     pub(crate) fn mangled_names(&self) -> Result<HashMap<String, Vec<String>>, Error> {
         self.require(
@@ -156,6 +187,7 @@ impl NsysDb {
         if cols.is_empty() {
             return Ok(Vec::new());
         }
+        self.check_intervals("NVTX_EVENTS")?;
         // Older exports have only `text`; newer ones may store the name in StringIds.
         let name = if cols.iter().any(|c| c == "textId") && !self.columns("StringIds")?.is_empty() {
             "COALESCE(e.text, (SELECT value FROM StringIds s WHERE s.id = e.textId))"
@@ -208,6 +240,14 @@ impl NsysDb {
             "CUPTI_ACTIVITY_KIND_RUNTIME",
             &["start", "correlationId", "globalTid"],
         )?;
+        for table in [
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            "CUPTI_ACTIVITY_KIND_MEMSET",
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+        ] {
+            self.check_intervals(table)?;
+        }
         let graph = if self
             .columns("CUPTI_ACTIVITY_KIND_KERNEL")?
             .iter()

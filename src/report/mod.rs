@@ -35,7 +35,11 @@ const OUTPUTS: &[&dyn Output] = &[
 
 /// Render every report into the run directory; returns the summary written.
 pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
-    let a = Artifacts::load(run, config)?;
+    render(run, &Artifacts::load(run, config)?)
+}
+
+/// Write every report of already parsed artifacts.
+pub(crate) fn render(run: &RunDir, a: &Artifacts) -> Result<Summary, Error> {
     for out in OUTPUTS {
         if let Some(text) = out.render(&a) {
             let path = run.file(out.file());
@@ -43,7 +47,7 @@ pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error>
                 .map_err(|e| Error::io("write", path, e))?;
         }
     }
-    Ok(crate::analysis::summary::summary(&a))
+    Ok(crate::analysis::summary::summary(a))
 }
 
 /// Formatting shared by the renderers.
