@@ -9,7 +9,7 @@
 //! | analysis | [`analysis`]: joins, selection, per-range figures, roofline, ranks, diff |
 //! | run directory | [`rundir`]: every file name of a run, status.json |
 //! | parsers and model | [`parse`], [`model`] |
-//! | foundations | [`config`], [`error`], [`exit_codes`], [`out`], [`logging`] |
+//! | foundations | [`config`], [`error`], [`exit_codes`], [`files`], [`out`], [`logging`] |
 
 pub mod analysis;
 pub mod cli;
@@ -17,6 +17,7 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub(crate) mod exit_codes;
+pub(crate) mod files;
 pub mod logging;
 pub(crate) mod model;
 pub(crate) mod out;

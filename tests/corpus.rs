@@ -86,7 +86,10 @@ const REPORT_CASES: &[Case] = &[
         file: "kern_sum_nan_hand_made.csv",
         place: KERN,
         code: 6,
-        says: &["summary_cuda_gpu_kern_sum.csv:2", "`NaN` is not a finite non-negative number"],
+        says: &[
+            "summary_cuda_gpu_kern_sum.csv:2",
+            "`NaN` is not a finite non-negative number",
+        ],
     },
     Case {
         file: "kern_sum_inf_hand_made.csv",
@@ -296,8 +299,17 @@ fn a_huge_bad_field_is_cut_in_the_message() {
     let sb = Sandbox::new();
     let run = run_with(&sb, "kern_sum_nan_hand_made.csv", KERN);
     let csv = std::fs::read_to_string(run.join(KERN)).unwrap();
-    std::fs::write(run.join(KERN), csv.replacen("NaN", &"9".repeat(10 << 20), 1)).unwrap();
-    let out = sb.stage2_without_tools().arg("report").arg(&run).output().unwrap();
+    std::fs::write(
+        run.join(KERN),
+        csv.replacen("NaN", &"9".repeat(10 << 20), 1),
+    )
+    .unwrap();
+    let out = sb
+        .stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(6));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.len() < 2000, "{} bytes of error", err.len());
@@ -307,7 +319,11 @@ fn a_huge_bad_field_is_cut_in_the_message() {
 /// Real exports with one interval poisoned (end before start): exit 6 naming table and row.
 #[test]
 fn sqlite_rows_whose_end_is_before_their_start_are_named() {
-    for table in ["NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"] {
+    for table in [
+        "NVTX_EVENTS",
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+    ] {
         let sb = Sandbox::new();
         let run = run_with(&sb, "kern_sum_bom_crlf_hand_made.csv", KERN);
         let db = rusqlite::Connection::open(run.join(DB)).unwrap();
@@ -317,12 +333,43 @@ fn sqlite_rows_whose_end_is_before_their_start_are_named() {
         )
         .unwrap();
         drop(db);
-        let out = sb.stage2_without_tools().arg("report").arg(&run).output().unwrap();
+        let out = sb
+            .stage2_without_tools()
+            .arg("report")
+            .arg(&run)
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(6), "{table}: {err}");
-        assert!(err.contains("run.sqlite") && err.contains(&format!("table {table}, rowid")), "{err}");
-        assert!(!run.join("summary.json").exists(), "{table}: reports written from bad data");
+        assert!(
+            err.contains("run.sqlite") && err.contains(&format!("table {table}, rowid")),
+            "{err}"
+        );
+        assert!(
+            !run.join("summary.json").exists(),
+            "{table}: reports written from bad data"
+        );
     }
+}
+
+/// An empty ncu export (a failed import) loses the ncu columns only: the nsys reports are
+/// written, and the run still exits 6 naming the file.
+#[test]
+fn a_broken_ncu_export_still_leaves_the_nsys_reports() {
+    let sb = Sandbox::new();
+    let run = run_with(&sb, "empty_hand_made.csv", RAW);
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .assert()
+        .code(6)
+        .stderr(predicates::str::contains("decode_raw.csv:1"));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert!(s["totals"]["kernel_time_ns"].as_f64().unwrap() > 0.0);
+    assert!(std::fs::read_to_string(run.join("kernels.md"))
+        .unwrap()
+        .contains("ncu metrics missing"));
 }
 
 #[test]
@@ -337,4 +384,57 @@ fn report_on_a_directory_without_data_is_no_data_and_writes_nothing() {
         .code(5)
         .stderr(predicates::str::contains("no profiler data"));
     assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+}
+
+/// Links to devices and FIFOs in place of a run's files, and a device as --config: no file is
+/// read without end, nothing blocks.
+#[test]
+fn devices_and_fifos_in_place_of_files_neither_hang_nor_grow() {
+    use std::time::Duration;
+    let sb = Sandbox::new();
+    let run = run_with(&sb, "kern_sum_bom_crlf_hand_made.csv", KERN);
+    for f in ["status.json", "config.yaml"] {
+        std::os::unix::fs::symlink("/dev/zero", run.join(f)).unwrap();
+    }
+    nix::unistd::mkfifo(&run.join("env.json"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::remove_file(run.join(RAW)).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", run.join(RAW)).unwrap();
+    let out = sb
+        .stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // config.yaml is a device: a config error naming it.
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("config.yaml") && err.contains("not a regular file"),
+        "{err}"
+    );
+    std::fs::remove_file(run.join("config.yaml")).unwrap();
+    let out = sb
+        .stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    // The ncu export is a device: exit 6 naming it, after the reports are made from the nsys
+    // data with the ncu part marked missing.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("decode_raw.csv: cannot open: not a regular file"),
+        "{err}"
+    );
+    let md = std::fs::read_to_string(run.join("kernels.md")).unwrap();
+    assert!(md.contains("ncu metrics missing"), "{md}");
+    sb.stage2_without_tools()
+        .args(["config", "--config", "/dev/zero"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not a regular file"));
 }

@@ -401,7 +401,7 @@ fn show(v: &serde_yaml::Value) -> String {
     match v {
         Value::Sequence(items) if items.is_empty() => "[]".into(),
         Value::Sequence(items) => {
-            crate::passes::process::shell_line(&items.iter().map(scalar).collect::<Vec<_>>())
+            crate::files::shell_line(&items.iter().map(scalar).collect::<Vec<_>>())
         }
         Value::Mapping(m) if m.is_empty() => "{}".into(),
         Value::Mapping(m) => m

@@ -68,6 +68,8 @@ pub(crate) struct Artifacts {
     pub(crate) peaks: Option<Peaks>,
     /// Figures over the timed nsys passes, when `run.repeat` made more than one.
     pub(crate) repeats: Option<repeats::Repeats>,
+    /// Why the ncu export could not be read (the reports are made without it and say so).
+    pub(crate) ncu_problem: Option<Error>,
 }
 
 /// The captured range's headline figures, from the best source the run has.
@@ -137,6 +139,17 @@ fn optional<T>(
     }
 }
 
+/// The ncu raw export with the mangled names of its twin import, when there is one.
+fn read_ncu(run: &RunDir, csv: &Path) -> Result<NcuReport, Error> {
+    let mut report = ncu::read_raw(csv)?;
+    let name = csv.file_name().unwrap_or_default().to_string_lossy();
+    let mangled_csv = run.ncu_raw_mangled(name.strip_suffix("_raw.csv").unwrap_or(&name));
+    if mangled_csv.is_file() {
+        ncu::attach_mangled(&mut report, &mangled_csv)?;
+    }
+    Ok(report)
+}
+
 impl Artifacts {
     /// Parse what the run directory holds; a missing artifact is `None`, a broken one an error.
     pub(crate) fn load(run: &RunDir, config: Config) -> Result<Artifacts, Error> {
@@ -178,14 +191,13 @@ impl Artifacts {
         let ncu_csv = Some(run.ncu_raw(&base))
             .filter(|p| p.is_file())
             .or_else(|| run.find_ncu_raw());
-        let mut ncu = ncu_csv.as_deref().map(ncu::read_raw).transpose()?;
-        if let (Some(report), Some(csv)) = (ncu.as_mut(), ncu_csv.as_deref()) {
-            let name = csv.file_name().unwrap_or_default().to_string_lossy();
-            let mangled_csv = run.ncu_raw_mangled(name.strip_suffix("_raw.csv").unwrap_or(&name));
-            if mangled_csv.is_file() {
-                ncu::attach_mangled(report, &mangled_csv)?;
-            }
-        }
+        // A broken ncu export costs the ncu columns, not the nsys figures: the reports are
+        // made from what is valid and the problem is reported (exit 6) after them.
+        let (ncu, ncu_problem) = match ncu_csv.as_deref().map(|csv| read_ncu(run, csv)) {
+            None => (None, None),
+            Some(Ok(r)) => (Some(r), None),
+            Some(Err(e)) => (None, Some(e)),
+        };
         let sqlite = match first_rank {
             Some(r) if !run.nsys_sqlite(None).is_file() => run.nsys_sqlite(Some(r)),
             _ => run.nsys_sqlite(None),
@@ -231,7 +243,7 @@ impl Artifacts {
                 })
             })
         });
-        let env = std::fs::read_to_string(run.file("env.json"))
+        let env = crate::files::read_capped(&run.file("env.json"), crate::files::RUN_FILE_CAP)
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
         let nsys_range = capture.range.clone();
@@ -288,6 +300,7 @@ impl Artifacts {
             peaks,
             config,
             repeats: None,
+            ncu_problem,
         };
         a.repeats = repeats::load(run, &a.config, &a)?;
         Ok(a)

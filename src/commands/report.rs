@@ -23,7 +23,7 @@ pub(crate) fn run(dir: &Path) -> Result<i32> {
         );
         return Ok(crate::exit_codes::NO_DATA);
     }
-    let summary = report::render(&run, &a)?;
+    let summary = report::render(&run, a)?;
     crate::outln!(
         "rendered {} kernels into {}: kernels.md, stakeholder_summary.md, kernels.csv, summary.json",
         summary.kernels.len(),
@@ -36,7 +36,8 @@ pub(crate) fn run(dir: &Path) -> Result<i32> {
 /// the captured ranges read from the data (see `analysis::infer`), said on stderr.
 pub(crate) fn run_config(run: &RunDir) -> Result<Config, Error> {
     let path = run.file("config.yaml");
-    let (files, flags) = if path.is_file() {
+    // exists(), not is_file(): a config.yaml that is a device or FIFO is an error, not absent.
+    let (files, flags) = if path.exists() {
         (vec![path], Vec::new())
     } else {
         (Vec::new(), inferred(run))

@@ -131,7 +131,7 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
 }
 
 fn merge_file(tree: &mut Value, path: &Path, known: &[String]) -> Result<(), Error> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::files::read_capped(path, crate::files::CONFIG_CAP)
         .map_err(|e| Error::config(format!("cannot read config file {}: {e}", path.display())))?;
     let layer = parse_layer(&text)
         .map_err(|e| Error::config(format!("config file {}: {e}", path.display())))?;

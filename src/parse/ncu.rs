@@ -229,8 +229,8 @@ const NO_UNITS: &str =
 /// Read a raw export: the fast reader when the file has ncu's all-quoted shape, else the
 /// general one (which also names what is wrong with a broken file).
 pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
-    let file =
-        File::open(path).map_err(|e| Error::parse(path, None, format!("cannot open: {e}")))?;
+    let file = crate::files::open_regular(path)
+        .map_err(|e| Error::parse(path, None, format!("cannot open: {e}")))?;
     match read_quoted(file) {
         Ok(Some(report)) => Ok(report),
         Ok(None) => read_general(path),
@@ -330,7 +330,7 @@ fn read_general(path: &Path) -> Result<NcuReport, Error> {
 /// the same fast reader, with the general one for any other shape.
 pub fn attach_mangled(report: &mut NcuReport, mangled_csv: &Path) -> Result<(), Error> {
     let wanted = first_ids(report);
-    let file = File::open(mangled_csv)
+    let file = crate::files::open_regular(mangled_csv)
         .map_err(|e| Error::parse(mangled_csv, None, format!("cannot open: {e}")))?;
     let found = match mangled_quoted(file, &wanted) {
         Ok(Some(found)) => found,

@@ -83,7 +83,9 @@ impl Cells<'_> {
         };
         match parse_number(self.text(col)) {
             Err(_) => Err(bad("not a number")),
-            Ok(Some(v)) if !v.is_finite() || v < 0.0 => Err(bad("not a finite non-negative number")),
+            Ok(Some(v)) if !v.is_finite() || v < 0.0 => {
+                Err(bad("not a finite non-negative number"))
+            }
             Ok(v) => Ok(v),
         }
     }

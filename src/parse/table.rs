@@ -22,8 +22,8 @@ impl Table {
     /// Open `path` and read its header row. An empty file, a header-less file or binary
     /// garbage is a parse error naming the file.
     pub(crate) fn open(path: &Path) -> Result<Self, Error> {
-        let mut file =
-            File::open(path).map_err(|e| Error::parse(path, None, format!("cannot open: {e}")))?;
+        let mut file = crate::files::open_regular(path)
+            .map_err(|e| Error::parse(path, None, format!("cannot open: {e}")))?;
         let ends_with_newline = last_byte(&mut file) == Some(b'\n');
         let reader: Box<dyn Read> = Box::new(BufReader::with_capacity(1 << 20, file));
         let mut reader = csv::ReaderBuilder::new()
@@ -239,7 +239,10 @@ pub(crate) fn shown(text: &str) -> String {
         .chars()
         .take(MAX)
         .flat_map(|c| {
-            if c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c) {
+            if c.is_control()
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c)
+            {
                 c.escape_unicode().collect::<Vec<_>>()
             } else {
                 vec![c]

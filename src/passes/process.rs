@@ -93,23 +93,7 @@ impl Outcome {
     }
 }
 
-/// Quote an argv as one line that a POSIX shell turns back into the same argv. Plain words
-/// (`--trace=cuda,nvtx`, paths) stay bare so the line reads like what a person would type.
-pub(crate) fn shell_line(argv: &[String]) -> String {
-    argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
-}
-
-fn quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
-    if plain {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
-    }
-}
+pub(crate) use crate::files::shell_line;
 
 /// Run the child to its end. Errors only when it cannot be started.
 pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {

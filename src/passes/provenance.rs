@@ -194,7 +194,7 @@ impl Inputs {
     pub(crate) fn new(w: &Workload, manifest: Option<&str>) -> Result<Inputs, crate::error::Error> {
         let content = manifest
             .map(|p| {
-                std::fs::read_to_string(p).map_err(|e| {
+                crate::files::read_capped(Path::new(p), crate::files::CONFIG_CAP).map_err(|e| {
                     crate::error::Error::config(format!("inputs.manifest={p}: cannot read: {e}"))
                 })
             })

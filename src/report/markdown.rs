@@ -44,6 +44,13 @@ pub(crate) fn kernels_md(a: &Artifacts) -> String {
     if let Some(note) = a.hidden_graphs_note() {
         let _ = writeln!(s, "Note: {note}.");
     }
+    if let Some(e) = &a.ncu_problem {
+        let _ = writeln!(
+            s,
+            "ncu metrics missing: the export could not be read ({}).",
+            md(&e.to_string())
+        );
+    }
     if let Some(cov) = a.ncu_coverage_pct() {
         let measured = a.records.iter().filter(|r| r.ncu_instances > 0).count();
         let _ = writeln!(

@@ -35,11 +35,12 @@ const OUTPUTS: &[&dyn Output] = &[
 
 /// Render every report into the run directory; returns the summary written.
 pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
-    render(run, &Artifacts::load(run, config)?)
+    render(run, Artifacts::load(run, config)?)
 }
 
-/// Write every report of already parsed artifacts.
-pub(crate) fn render(run: &RunDir, a: &Artifacts) -> Result<Summary, Error> {
+/// Write every report of already parsed artifacts. An ncu export that could not be read is
+/// returned as the error after the reports are written without it.
+pub(crate) fn render(run: &RunDir, mut a: Artifacts) -> Result<Summary, Error> {
     for out in OUTPUTS {
         if let Some(text) = out.render(&a) {
             let path = run.file(out.file());
@@ -47,7 +48,10 @@ pub(crate) fn render(run: &RunDir, a: &Artifacts) -> Result<Summary, Error> {
                 .map_err(|e| Error::io("write", path, e))?;
         }
     }
-    Ok(crate::analysis::summary::summary(a))
+    match a.ncu_problem.take() {
+        Some(e) => Err(e),
+        None => Ok(crate::analysis::summary::summary(&a)),
+    }
 }
 
 /// Formatting shared by the renderers.

@@ -138,7 +138,7 @@ fn run_facts(a: &Artifacts, s: &mut String) {
             .unwrap_or_else(|| format!("{t} –"))
     };
     let _ = writeln!(s, "| Tools | {}, {} |", tool("nsys"), tool("ncu"));
-    let workload = crate::passes::process::shell_line(&a.config.workload.argv);
+    let workload = crate::files::shell_line(&a.config.workload.argv);
     let workload = if workload.is_empty() {
         a.config
             .workload
@@ -379,7 +379,9 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
         s,
         "## Top kernels\n\nShares from {}; bound classes from ncu's SM and DRAM throughput ({}).\n",
         a.kern_sum_file,
-        if a.ncu_csv_file.is_empty() {
+        if a.ncu_problem.is_some() {
+            "ncu export unreadable, see kernels.md"
+        } else if a.ncu_csv_file.is_empty() {
             "no ncu data"
         } else {
             &a.ncu_csv_file

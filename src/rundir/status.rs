@@ -203,7 +203,8 @@ impl Status {
     }
 
     pub(crate) fn read(dir: &Path) -> Option<Status> {
-        let text = std::fs::read_to_string(dir.join("status.json")).ok()?;
+        let text =
+            crate::files::read_capped(&dir.join("status.json"), crate::files::RUN_FILE_CAP).ok()?;
         serde_json::from_str(&text).ok()
     }
 }

@@ -1,0 +1,91 @@
+//! Reading the files a run directory or a user names: only regular files (a symlink to
+//! `/dev/zero` or a FIFO would grow memory without end or block forever), and small ones read
+//! whole only up to a cap. Also how an argv is quoted for a shell, for every line stage2 prints.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+/// Caps for files that have no business being large.
+pub(crate) const CONFIG_CAP: u64 = 4 << 20;
+pub(crate) const RUN_FILE_CAP: u64 = 64 << 20;
+
+fn not_regular() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "not a regular file (a device, FIFO, socket or directory)",
+    )
+}
+
+/// Open `path` for reading if it is (or links to) a regular file; checked before opening, so
+/// a FIFO never blocks, and again on the open file.
+pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(not_regular());
+    }
+    let f = File::open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(not_regular());
+    }
+    Ok(f)
+}
+
+/// A regular file's text, refused when it is over `cap` bytes.
+pub(crate) fn read_capped(path: &Path, cap: u64) -> io::Result<String> {
+    let mut text = String::new();
+    open_regular(path)?
+        .take(cap + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > cap {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {} MiB: not a file stage2 wrote", cap >> 20),
+        ));
+    }
+    Ok(text)
+}
+
+/// Quote an argv as one line that a POSIX shell turns back into the same argv. Plain words
+/// (`--trace=cuda,nvtx`, paths) stay bare so the line reads like what a person would type.
+pub(crate) fn shell_line(argv: &[String]) -> String {
+    argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+fn quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_fifos_and_directories_are_refused_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let link = tmp.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let fifo = tmp.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        for p in [link.as_path(), fifo.as_path(), tmp.path()] {
+            let e = read_capped(p, 10).unwrap_err();
+            assert!(
+                e.to_string().contains("not a regular file"),
+                "{}: {e}",
+                p.display()
+            );
+        }
+        let big = tmp.path().join("big");
+        std::fs::write(&big, "x".repeat(11)).unwrap();
+        assert!(read_capped(&big, 10).is_err());
+        std::fs::write(&big, "x".repeat(10)).unwrap();
+        assert_eq!(read_capped(&big, 10).unwrap().len(), 10);
+    }
+}
