@@ -45,6 +45,31 @@ pub(crate) fn read_capped(path: &Path, cap: u64) -> io::Result<String> {
     Ok(text)
 }
 
+/// Text from input as an error message shows it: at most 60 characters, the rest counted, control
+/// characters escaped (a 10 MB field or a terminal escape is not echoed).
+pub(crate) fn shown(text: &str) -> String {
+    const MAX: usize = 60;
+    let mut out: String = text
+        .chars()
+        .take(MAX)
+        .flat_map(|c| {
+            if c.is_control()
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c)
+            {
+                c.escape_unicode().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    let n = text.chars().count();
+    if n > MAX {
+        out.push_str(&format!("... ({} more characters)", n - MAX));
+    }
+    out
+}
+
 /// Quote an argv as one line that a POSIX shell turns back into the same argv. Plain words
 /// (`--trace=cuda,nvtx`, paths) stay bare so the line reads like what a person would type.
 pub(crate) fn shell_line(argv: &[String]) -> String {

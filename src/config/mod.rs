@@ -140,8 +140,48 @@ fn merge_file(tree: &mut Value, path: &Path, known: &[String]) -> Result<(), Err
     Ok(())
 }
 
-/// Parse one YAML layer; an empty file is an empty layer.
+/// Deeper nesting than any config needs; the YAML parser's time grows steeply with the depth
+/// of flow collections (`[[[[...`), so deeper input is refused before parsing.
+pub(crate) const MAX_DEPTH: usize = 64;
+
+/// The line of the first place where flow collections (`[`, `{`) or block indentation nest
+/// deeper than `MAX_DEPTH`. Quoted text and comments are skipped roughly (a bracket inside a
+/// quoted string may count): the limit is far above what a config uses.
+pub(crate) fn too_deep(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (n, line) in text.lines().enumerate() {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if indent / 2 > MAX_DEPTH {
+            return Some(n + 1);
+        }
+        let mut quote = None;
+        for c in line.chars() {
+            match (quote, c) {
+                (None, '#') => break,
+                (None, '\'' | '"') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                (None, '[' | '{') => {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return Some(n + 1);
+                    }
+                }
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// Parse one YAML layer; an empty file is an empty layer. A UTF-8 byte-order mark is skipped.
 fn parse_layer(text: &str) -> Result<Value, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if let Some(line) = too_deep(text) {
+        return Err(format!(
+            "line {line}: nested deeper than {MAX_DEPTH} levels; a stage2 config is a few levels deep"
+        ));
+    }
     if text.contains('\t') {
         if let Some(line) = text
             .lines()

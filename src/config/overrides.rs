@@ -25,7 +25,8 @@ pub struct Override {
 pub fn parse(arg: &str) -> Result<Override, Error> {
     let bad = |why: &str| {
         Error::config(format!(
-            "bad override `{arg}`: {why} (grammar: a.b=v, +a.b=v, ++a.b=v, ~a.b)"
+            "bad override `{}`: {why} (grammar: a.b=v, +a.b=v, ++a.b=v, ~a.b)",
+            crate::files::shown(arg)
         ))
     };
     let (op, rest) = if let Some(r) = arg.strip_prefix("++") {
@@ -48,6 +49,9 @@ pub fn parse(arg: &str) -> Result<Override, Error> {
         (Op::Delete, _) => Value::Null,
         (_, None) => return Err(bad("missing `=value`")),
         (_, Some("")) => Value::String(String::new()),
+        (_, Some(v)) if super::too_deep(v).is_some() => {
+            return Err(bad(&format!("the value nests deeper than {} levels", super::MAX_DEPTH)))
+        }
         (_, Some(v)) => serde_yaml::from_str(v)
             .map_err(|e| bad(&format!("the value is not valid YAML: {e}")))?,
     };

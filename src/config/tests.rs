@@ -152,3 +152,12 @@ fn missing_config_file_is_a_config_error() {
     assert_eq!(err.exit_code(), crate::exit_codes::USAGE);
     assert!(err.to_string().contains("/nonexistent/x.yaml"));
 }
+
+#[test]
+fn deep_flow_nesting_fails_fast_and_a_byte_order_mark_is_accepted() {
+    let deep = format!("a: {}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let e = super::parse_layer(&deep).unwrap_err();
+    assert!(e.contains("line 1") && e.contains("deeper than 64"), "{e}");
+    let v = super::parse_layer("\u{feff}run:\n  id: x\nreport:\n  top_kernels: 3\n").unwrap();
+    assert_eq!(v["report"]["top_kernels"].as_u64(), Some(3));
+}

@@ -231,30 +231,7 @@ fn decimal_fast(b: &[u8]) -> Option<f64> {
     Some(if neg { -v } else { v })
 }
 
-/// A cell as an error message shows it: at most 60 characters, the rest counted, control
-/// characters escaped (a 10 MB field or a terminal escape is not echoed).
-pub(crate) fn shown(text: &str) -> String {
-    const MAX: usize = 60;
-    let mut out: String = text
-        .chars()
-        .take(MAX)
-        .flat_map(|c| {
-            if c.is_control()
-                || ('\u{202a}'..='\u{202e}').contains(&c)
-                || ('\u{2066}'..='\u{2069}').contains(&c)
-            {
-                c.escape_unicode().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect();
-    let n = text.chars().count();
-    if n > MAX {
-        out.push_str(&format!("... ({} more characters)", n - MAX));
-    }
-    out
-}
+pub(crate) use crate::files::shown;
 
 /// A cell that should hold a number but does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -240,15 +240,17 @@ impl RunDir {
 
 /// A run id is one path component of printable characters.
 pub(crate) fn validate_id(id: &str) -> Result<(), Error> {
+    // A name a shell and a terminal show as typed: letters, digits, `._-+@=,`; not starting
+    // with `-` (read as an option) or `.`; `~` and bidi controls are refused with the rest.
     let bad = id.is_empty()
-        || id == "."
-        || id == ".."
-        || id.contains('/')
-        || id.contains('\\')
-        || id.chars().any(char::is_control);
+        || id.len() > 200
+        || id.starts_with(['-', '.'])
+        || !id
+            .chars()
+            .all(|c| c.is_alphanumeric() && !c.is_control() || "._-+@=,".contains(c));
     if bad {
         return Err(Error::usage(format!(
-            "--run-id {id:?}: a run id is one directory name: no `/`, no `..`, no control characters"
+            "--run-id {id:?}: a run id is one directory name of letters, digits and `._-+@=,`, not starting with `-` or `.`, at most 200 bytes"
         )));
     }
     Ok(())
@@ -301,7 +303,9 @@ mod tests {
 
     #[test]
     fn ids_with_paths_or_control_characters_are_rejected() {
-        for id in ["", "..", "a/b", "../x", "a\nb", "a\u{7}"] {
+        for id in [
+            "", "..", "a/b", "../x", "a\nb", "a\u{7}", "~", "-x", ".hidden", "a\u{202e}b", "a b",
+        ] {
             assert!(validate_id(id).is_err(), "{id:?}");
         }
         validate_id("run-1_ok.x").unwrap();
