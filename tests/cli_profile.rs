@@ -381,6 +381,45 @@ fn a_failing_workload_exits_4_and_keeps_what_was_produced() {
     // The report nsys wrote anyway was processed.
     assert!(run.join("nsys/summary_cuda_gpu_kern_sum.csv").exists());
     assert!(read(run.join("nsys/nsys.log")).contains("boom"));
+    // The workload is not run again under ncu.
+    assert_eq!(st["passes"]["ncu"]["state"], "skipped");
+    assert!(st["passes"]["ncu"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("failed under nsys"));
+    assert!(!sb
+        .calls()
+        .lines()
+        .any(|l| l.starts_with("ncu") && l.contains("--nvtx")));
+}
+
+#[test]
+fn both_passes_off_is_refused_and_a_dry_run_without_tools_says_so() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "r",
+        &["--no-nsys", "--no-ncu", "--", "python3", "-c", "print(1)"],
+    )
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains("nothing to run"));
+    assert!(!sb.run("r").exists());
+    sb.stage2_without_tools()
+        .args([
+            "profile",
+            "--run-root",
+            "runs",
+            "--run-id",
+            "d",
+            "--dry-run",
+            "--",
+            "python3",
+            "-c",
+            "1",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("a real run would exit 3"));
 }
 
 #[test]

@@ -105,7 +105,7 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         .and_then(|h| h.join().unwrap_or(Ok(())).err());
     driver.drive(&NcuPass {
         tool: ncu_tool.map(|t| t.path),
-        refused,
+        refused: refused.or_else(|| workload_failed(&driver.status)),
         nsys: nsys_path,
     })?;
 
@@ -145,6 +145,18 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// A workload that failed under nsys would fail again under ncu, after minutes of replay:
+/// the ncu pass is not run, for that reason.
+fn workload_failed(status: &Status) -> Option<Error> {
+    let nsys = status.passes.get("nsys")?;
+    (nsys.state == PassState::Failed && nsys.exit_code == crate::exit_codes::WORKLOAD).then(|| {
+        crate::error::WorkloadError::Failed(
+            "the workload failed under nsys (see nsys/nsys.log); ncu would run it again".into(),
+        )
+        .into()
+    })
 }
 
 /// Timed nsys passes 2..=`run.repeat`, each in `repeats/<i>/` with its own status.json; the
@@ -205,6 +217,11 @@ fn repeat_nsys(driver: &mut Driver, nsys: &Option<PathBuf>, dry_run: bool) -> Re
 
 /// Checks that need no tool: they fail in seconds, not after an hour of profiling.
 fn preflight(cfg: &Config) -> Result<(), Error> {
+    if !cfg.nsys.enable && !cfg.ncu.enable {
+        return Err(Error::usage(
+            "both passes are off (--no-nsys and --no-ncu, or nsys.enable/ncu.enable=false): nothing to run",
+        ));
+    }
     if cfg.nsys.enable
         && cfg.nsys.gating_nvtx
         && cfg.nsys.capture_range == crate::config::CaptureRange::Nvtx
@@ -237,12 +254,19 @@ fn find_tool(
             );
             Ok(Some(f))
         }
-        // A dry run only writes command lines: name the tool plainly.
-        Err(_) if dry_run => Ok(Some(Found {
-            path: PathBuf::from(tool.name()),
-            how: "not found (dry run)".to_string(),
-            version: None,
-        })),
+        // A dry run only writes command lines: name the tool plainly, and say a real run
+        // would stop here.
+        Err(e) if dry_run => {
+            tracing::warn!(
+                "dry run: {e}; cmd.txt names plain `{}`, a real run would exit 3",
+                tool.name()
+            );
+            Ok(Some(Found {
+                path: PathBuf::from(tool.name()),
+                how: "not found (dry run)".to_string(),
+                version: None,
+            }))
+        }
         Err(e) => Err(e),
     }
 }

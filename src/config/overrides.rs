@@ -50,7 +50,10 @@ pub fn parse(arg: &str) -> Result<Override, Error> {
         (_, None) => return Err(bad("missing `=value`")),
         (_, Some("")) => Value::String(String::new()),
         (_, Some(v)) if super::too_deep(v).is_some() => {
-            return Err(bad(&format!("the value nests deeper than {} levels", super::MAX_DEPTH)))
+            return Err(bad(&format!(
+                "the value nests deeper than {} levels",
+                super::MAX_DEPTH
+            )))
         }
         (_, Some(v)) => serde_yaml::from_str(v)
             .map_err(|e| bad(&format!("the value is not valid YAML: {e}")))?,

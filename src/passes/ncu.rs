@@ -383,6 +383,10 @@ impl Pass for NcuPass {
 
     fn skip(&self, ctx: &Ctx) -> Option<PassStatus> {
         if let (Some(_), Some(e)) = (&self.tool, &self.refused) {
+            // The workload already failed (under nsys): the run's exit says so once.
+            if Cause::of(e) == Cause::Workload {
+                return Some(PassStatus::skipped(&format!("not run: {e}")));
+            }
             return Some(PassStatus::failed(
                 Cause::of(e),
                 Some(format!("not run: {e}")),

@@ -304,7 +304,17 @@ mod tests {
     #[test]
     fn ids_with_paths_or_control_characters_are_rejected() {
         for id in [
-            "", "..", "a/b", "../x", "a\nb", "a\u{7}", "~", "-x", ".hidden", "a\u{202e}b", "a b",
+            "",
+            "..",
+            "a/b",
+            "../x",
+            "a\nb",
+            "a\u{7}",
+            "~",
+            "-x",
+            ".hidden",
+            "a\u{202e}b",
+            "a b",
         ] {
             assert!(validate_id(id).is_err(), "{id:?}");
         }
