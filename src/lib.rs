@@ -9,7 +9,7 @@
 //! | analysis | [`analysis`]: joins, selection, per-range figures, roofline, ranks, diff |
 //! | run directory | [`rundir`]: every file name of a run, status.json |
 //! | parsers and model | [`parse`], [`model`] |
-//! | foundations | [`config`], [`error`], [`exit_codes`], [`files`], [`out`], [`logging`] |
+//! | foundations | [`config`], [`error`], [`exit_codes`], [`files`], [`secrets`], [`out`], [`logging`] |
 
 pub mod analysis;
 pub mod cli;
@@ -25,5 +25,6 @@ pub mod parse;
 pub(crate) mod passes;
 pub(crate) mod report;
 pub(crate) mod rundir;
+pub(crate) mod secrets;
 #[cfg(test)]
 mod testutil;

@@ -591,3 +591,70 @@ fn repeat_times_the_nsys_pass_n_times_and_keeps_the_spread() {
     assert!(runs["stddev"].as_f64().is_some());
     assert!(s["totals"]["kernel_time_runs"]["mean"].as_f64().unwrap() > 0.0);
 }
+
+/// Secrets planted every way a user can: an env override, a URL with credentials in the
+/// workload argv, a secret in stage2's own environment that the workload prints. None of them
+/// is anywhere in the run directory; cmd.txt still runs the same (the secret comes from the
+/// pasting shell); the run directory is private.
+#[test]
+fn no_secret_reaches_the_run_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let token = "hf_PLANTEDtoken1234";
+    let url_pw = "s3cretpassw0rd";
+    let shell_secret = "shellSECRETvalue99";
+    sb.profile(
+        "sec",
+        &[
+            "--nvtx-capture",
+            "decode",
+            &format!("+workload.env.HF_TOKEN={token}"),
+            "+workload.env.OMP_NUM_THREADS=2",
+            "--",
+            "python3",
+            "-c",
+            "import os,sys; print(os.environ.get('HF_TOKEN'), os.environ.get('MY_API_KEY'))",
+            &format!("https://user:{url_pw}@example.com/model"),
+        ],
+    )
+    .env("MY_API_KEY", shell_secret)
+    .assert()
+    .success();
+    let run = sb.run("sec");
+    let mut files = Vec::new();
+    let mut stack = vec![run.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() > 10);
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        for s in [token, url_pw, shell_secret] {
+            assert!(!text.contains(s), "{s} in {}", f.display());
+        }
+    }
+    // The workload printed both secrets into the pass log; they were replaced there.
+    assert!(read(run.join("nsys/nsys.log")).contains("<redacted> <redacted>"));
+    let cmd = read(run.join("nsys/cmd.txt"));
+    let first = cmd.lines().next().unwrap();
+    assert!(
+        first.starts_with("env HF_TOKEN=\"${HF_TOKEN:?set HF_TOKEN}\" OMP_NUM_THREADS=2 "),
+        "{first}"
+    );
+    let mode = std::fs::metadata(&run).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    let mode = std::fs::metadata(run.join("summary.json"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+}

@@ -71,7 +71,7 @@ pub(crate) fn run(report: &Path, tool: Tool) -> Result<RunDir> {
         .iter()
         .map(|(a, _)| with_program(&found.path, a.iter().cloned()))
         .collect();
-    write_cmd_txt(&cmd_txt, &lines).map_err(|e| Error::io("write", &cmd_txt, e))?;
+    write_cmd_txt(&cmd_txt, &[], &lines).map_err(|e| Error::io("write", &cmd_txt, e))?;
     crate::errln!(
         "stage2: exporting {} with {} {} into {}",
         report.display(),

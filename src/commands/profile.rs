@@ -60,9 +60,9 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     let io = |what: &str, e: std::io::Error| Error::io("write", run.file(what), e);
     tracing::info!("run directory {}", run.path.display());
     let workload = workload::build(cfg, &run.stage1())?;
-    std::fs::write(
-        run.file("config.yaml"),
-        crate::passes::provenance::redact_url(&resolved.to_yaml()),
+    crate::rundir::status::write_atomic(
+        &run.file("config.yaml"),
+        redacted_yaml(&resolved).as_bytes(),
     )
     .map_err(|e| io("config.yaml", e))?;
     let mut tools_found = BTreeMap::new();
@@ -213,6 +213,22 @@ fn repeat_nsys(driver: &mut Driver, nsys: &Option<PathBuf>, dry_run: bool) -> Re
     driver.status.set("nsys_repeat", st);
     driver.save();
     Ok(())
+}
+
+/// The resolved config as written into the run: values of secret-named `workload.env` keys
+/// and URL credentials redacted.
+fn redacted_yaml(resolved: &config::Resolved) -> String {
+    let mut tree = resolved.tree.clone();
+    if let Some(serde_yaml::Value::Mapping(env)) =
+        tree.get_mut("workload").and_then(|w| w.get_mut("env"))
+    {
+        for (k, v) in env.iter_mut() {
+            if k.as_str().is_some_and(crate::secrets::is_secret) {
+                *v = serde_yaml::Value::String(crate::secrets::REDACTED.into());
+            }
+        }
+    }
+    crate::secrets::redact_url(&serde_yaml::to_string(&tree).unwrap_or_default())
 }
 
 /// Checks that need no tool: they fail in seconds, not after an hour of profiling.

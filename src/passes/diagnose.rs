@@ -93,7 +93,11 @@ pub(crate) fn ungated(ctx: &Ctx, nsys_path: &Path) -> Option<Vec<RangeSum>> {
     let mut spec = ctx.spec(nsys_path, profile.clone(), log.clone());
     spec.echo = false;
     spec.timeout = ctx.cfg.nsys_timeout();
-    let _ = append_cmd_txt(&cmd_txt, &[vec![prog.clone()], profile].concat());
+    let _ = append_cmd_txt(
+        &ctx.workload.env,
+        &cmd_txt,
+        &[vec![prog.clone()], profile].concat(),
+    );
     process::run(&spec).ok()?;
     let rep = crate::rundir::find_nsys_report(&base)?;
     let stats = vec![
@@ -107,7 +111,11 @@ pub(crate) fn ungated(ctx: &Ctx, nsys_path: &Path) -> Option<Vec<RangeSum>> {
         base.display().to_string(),
         rep.display().to_string(),
     ];
-    let _ = append_cmd_txt(&cmd_txt, &[vec![prog], stats.clone()].concat());
+    let _ = append_cmd_txt(
+        &ctx.workload.env,
+        &cmd_txt,
+        &[vec![prog], stats.clone()].concat(),
+    );
     let mut spec = ctx.spec(nsys_path, stats, log);
     spec.echo = false;
     process::run(&spec).ok()?;

@@ -75,7 +75,7 @@ impl Driver<'_> {
         }
         let plan = pass.plan(ctx)?;
         let cmd_txt: PathBuf = ctx.run.path.join(name).join("cmd.txt");
-        write_cmd_txt(&cmd_txt, &pass.commands(&plan))
+        write_cmd_txt(&cmd_txt, &ctx.workload.env, &pass.commands(&plan))
             .map_err(|e| Error::io("write", &cmd_txt, e))?;
         if self.dry_run {
             tracing::info!("{name} pass: writing its command lines (dry run)");
@@ -91,7 +91,9 @@ impl Driver<'_> {
         self.status
             .set(name, PassStatus::new(PassState::Running, None));
         self.save();
-        let mut st = pass.execute(ctx, &plan)?;
+        let st = pass.execute(ctx, &plan);
+        super::redact_logs(&ctx.run.path.join(name), &ctx.workload.env);
+        let mut st = st?;
         st.warnings.splice(0..0, before);
         if st.state == PassState::NoData && !signals::interrupted() {
             if let Some(more) = pass.diagnose(ctx, &st) {

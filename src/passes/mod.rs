@@ -50,31 +50,82 @@ pub(crate) fn with_program(program: &Path, args: impl IntoIterator<Item = String
         .collect()
 }
 
-/// Write cmd.txt: one pasteable, shell-quoted line per command of the pass, in order.
-pub(crate) fn write_cmd_txt(path: &Path, commands: &[Vec<String>]) -> std::io::Result<()> {
+/// One pasteable line: `env VAR=value ... ` for the variables stage2 sets for the workload
+/// (`workload.env`, `CUDA_VISIBLE_DEVICES` from `workload.device`), then the command. A
+/// secret-named variable is taken from the pasting shell (`HF_TOKEN="${HF_TOKEN:?...}"`), so
+/// the line runs the same without the secret being on disk; URL credentials are cut.
+pub(crate) fn pasteable(env: &[(String, String)], argv: &[String]) -> String {
+    let mut parts = Vec::new();
+    if !env.is_empty() {
+        parts.push("env".to_string());
+        for (k, v) in env {
+            parts.push(if crate::secrets::is_secret(k) {
+                format!("{k}=\"${{{k}:?set {k}}}\"")
+            } else {
+                process::shell_line(&[format!("{k}={v}")])
+            });
+        }
+    }
+    parts.push(process::shell_line(argv));
+    crate::secrets::redact_url(&parts.join(" "))
+}
+
+/// Write cmd.txt: one pasteable line per command of the pass, in order.
+pub(crate) fn write_cmd_txt(
+    path: &Path,
+    env: &[(String, String)],
+    commands: &[Vec<String>],
+) -> std::io::Result<()> {
     let mut text = String::new();
     for argv in commands {
-        // Credentials in URLs never reach the run directory, not even here.
-        text.push_str(&crate::passes::provenance::redact_url(
-            &process::shell_line(argv),
-        ));
+        text.push_str(&pasteable(env, argv));
         text.push('\n');
     }
-    std::fs::write(path, text)
+    crate::rundir::status::write_atomic(path, text.as_bytes())
 }
 
 /// Append one more command (a rerun, a diagnosis pass) to cmd.txt.
-pub(crate) fn append_cmd_txt(path: &Path, argv: &[String]) -> std::io::Result<()> {
+pub(crate) fn append_cmd_txt(
+    env: &[(String, String)],
+    path: &Path,
+    argv: &[String],
+) -> std::io::Result<()> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
         .open(path)?;
-    writeln!(
-        f,
-        "{}",
-        crate::passes::provenance::redact_url(&process::shell_line(argv))
-    )
+    writeln!(f, "{}", pasteable(env, argv))
+}
+
+/// Replace the values of secret-named variables (the workload's and stage2's own environment)
+/// in the logs of a pass folder: workload output can print them.
+pub(crate) fn redact_logs(dir: &Path, workload_env: &[(String, String)]) {
+    let secrets: Vec<String> = workload_env
+        .iter()
+        .cloned()
+        .chain(std::env::vars())
+        .filter(|(k, _)| crate::secrets::is_secret(k))
+        .map(|(_, v)| v)
+        .collect();
+    if secrets.is_empty() {
+        return;
+    }
+    let logs = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    for p in logs
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+    {
+        let Ok(text) = crate::files::read_capped(&p, 1 << 30) else {
+            continue;
+        };
+        let clean = crate::secrets::redact_values(&text, secrets.iter().map(String::as_str));
+        if clean != text {
+            if let Err(e) = crate::rundir::status::write_atomic(&p, clean.as_bytes()) {
+                tracing::warn!("cannot redact {}: {e}", p.display());
+            }
+        }
+    }
 }
 
 /// Run a post-processing step (stats, export, import) quietly, its output into the pass log.

@@ -450,6 +450,7 @@ impl Pass for NcuPass {
             tracing::warn!("{why}");
             warnings.push(why.to_string());
             let _ = append_cmd_txt(
+                &ctx.workload.env,
                 &ctx.run.ncu("cmd.txt"),
                 &with_env(&plan.env, plan.unfiltered.clone()),
             );

@@ -343,7 +343,11 @@ impl NsysPass {
         if plan.multi || report.extension().is_some_and(|x| x == "qdrep") {
             // Per-rank (or legacy .qdrep) lines: cmd.txt names the files that exist.
             for step in &steps {
-                let _ = append_cmd_txt(&ctx.run.nsys("cmd.txt"), &self.with_prog(step.clone()));
+                let _ = append_cmd_txt(
+                    &ctx.workload.env,
+                    &ctx.run.nsys("cmd.txt"),
+                    &self.with_prog(step.clone()),
+                );
             }
         }
         for args in steps {

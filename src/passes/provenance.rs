@@ -38,8 +38,7 @@ const ENV_PREFIXES: &[&str] = &[
     "VIRTUAL_ENV",
     "PIXI_",
 ];
-const SECRET_MARKERS: &[&str] = &["TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL"];
-pub(crate) const REDACTED: &str = "<redacted>";
+pub(crate) use crate::secrets::{is_secret, redact_url, REDACTED};
 
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Gpu {
@@ -70,7 +69,7 @@ impl Env {
         let (gpus, cuda_version) = nvidia_smi();
         Env {
             stage2_version: env!("CARGO_PKG_VERSION").to_string(),
-            argv: argv.iter().map(|a| redact_url(a)).collect(),
+            argv: argv.iter().map(|a| crate::secrets::redact_arg(a)).collect(),
             host: nix::unistd::gethostname()
                 .map(|h| h.to_string_lossy().into_owned())
                 .unwrap_or_default(),
@@ -118,34 +117,6 @@ pub(crate) fn relevant_env(
             (k, v)
         })
         .collect()
-}
-
-pub(crate) fn is_secret(name: &str) -> bool {
-    let up = name.to_ascii_uppercase();
-    SECRET_MARKERS.iter().any(|m| up.contains(m))
-}
-
-/// `https://user:pass@host/x` -> `https://<redacted>@host/x`, anywhere in the text.
-pub(crate) fn redact_url(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        let end = tail
-            .find(|c: char| c == '/' || c.is_whitespace())
-            .unwrap_or(tail.len());
-        match tail[..end].rfind('@') {
-            Some(at) => {
-                out.push_str(REDACTED);
-                out.push_str(&tail[at..end]);
-            }
-            None => out.push_str(&tail[..end]),
-        }
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
 }
 
 fn git(args: &[&str]) -> Option<String> {

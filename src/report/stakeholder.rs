@@ -138,7 +138,7 @@ fn run_facts(a: &Artifacts, s: &mut String) {
             .unwrap_or_else(|| format!("{t} –"))
     };
     let _ = writeln!(s, "| Tools | {}, {} |", tool("nsys"), tool("ncu"));
-    let workload = crate::files::shell_line(&a.config.workload.argv);
+    let workload = crate::secrets::redact_url(&crate::files::shell_line(&a.config.workload.argv));
     let workload = if workload.is_empty() {
         a.config
             .workload

@@ -72,7 +72,7 @@ impl RunDir {
             let path = root.join(&name);
             // create_dir (not create_dir_all) fails when the directory exists: two runs can
             // never share one, even when they start in the same second.
-            match std::fs::create_dir(&path) {
+            match create_private(&path) {
                 Ok(()) => {
                     let dir = RunDir { path };
                     for sub in ["nsys", "ncu"] {
@@ -239,6 +239,12 @@ impl RunDir {
 }
 
 /// A run id is one path component of printable characters.
+/// `create_dir` with mode 0700: a run directory holds workload output and paths.
+fn create_private(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(path)
+}
+
 pub(crate) fn validate_id(id: &str) -> Result<(), Error> {
     // A name a shell and a terminal show as typed: letters, digits, `._-+@=,`; not starting
     // with `-` (read as an option) or `.`; `~` and bidi controls are refused with the rest.

@@ -223,13 +223,8 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .suffix(".tmp")
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    // Temp files are created 0600; a report is as readable as any file the user writes.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
+    // Temp files are created 0600, and the run's files stay so: a run directory can hold
+    // workload output and paths the user may not want to share (the directory itself is 0700).
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
