@@ -658,3 +658,36 @@ fn no_secret_reaches_the_run_directory() {
         & 0o777;
     assert_eq!(mode, 0o600);
 }
+
+/// A missing working directory is named before anything runs; a missing launcher is recorded
+/// as the pass's failure with the run's final state (nothing left `running`).
+#[test]
+fn missing_cwd_and_missing_launcher_leave_no_run_pending() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "c",
+        &["workload.cwd=/nonexistent/dir", "--", "python3", "-c", "1"],
+    )
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains(
+        "workload.cwd=/nonexistent/dir: no such directory",
+    ));
+    assert!(!sb.run("c").exists());
+    sb.profile("l", &["--launcher", "srun", "--", "python3", "-c", "1"])
+        .env(
+            "PATH",
+            format!(
+                "{}:/usr/bin:/bin",
+                common::root().join("tests/fakes").display()
+            ),
+        )
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("`srun` not found"));
+    let st = status(&sb.run("l"));
+    assert_eq!(st["state"], "failed");
+    assert_eq!(st["exit_code"], 3);
+    assert_eq!(st["passes"]["nsys"]["state"], "failed");
+    assert_eq!(st["passes"]["ncu"]["state"], "skipped");
+}

@@ -52,7 +52,15 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-const POISON: &[&str] = &["NaN", "-1", "1e309", "inf", "-0", "99999999999999999999999", ""];
+const POISON: &[&str] = &[
+    "NaN",
+    "-1",
+    "1e309",
+    "inf",
+    "-0",
+    "99999999999999999999999",
+    "",
+];
 
 /// Mutate one file of the run; returns what was done, for the failure message.
 fn mutate(rng: &mut Rng, run: &Path) -> String {
@@ -126,7 +134,12 @@ fn report_never_panics_or_hangs_on_mutated_runs() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(60);
-    let samples = ["sample-run", "sample-run-hf-eager", "sample-run-2gpu", "diff/slow"];
+    let samples = [
+        "sample-run",
+        "sample-run-hf-eager",
+        "sample-run-2gpu",
+        "diff/slow",
+    ];
     let sb = Sandbox::new();
     let mut rng = Rng(0x5eed_5eed_1234_5678);
     let mut codes = std::collections::BTreeMap::new();
@@ -134,7 +147,9 @@ fn report_never_panics_or_hangs_on_mutated_runs() {
         let sample = samples[case % samples.len()];
         let run = sb.path().join(format!("case{case}"));
         copy_dir(&root().join("examples").join(sample), &run);
-        let what = (0..1 + rng.below(3)).map(|_| mutate(&mut rng, &run)).collect::<Vec<_>>();
+        let what = (0..1 + rng.below(3))
+            .map(|_| mutate(&mut rng, &run))
+            .collect::<Vec<_>>();
         let out = sb
             .stage2_without_tools()
             .arg("report")

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::{guards, signals, write_cmd_txt, Ctx};
 use crate::error::Error;
 use crate::exit_codes;
-use crate::rundir::status::{PassState, PassStatus, Status};
+use crate::rundir::status::{Cause, PassState, PassStatus, Status};
 
 /// A profiler pass.
 pub(crate) trait Pass {
@@ -56,9 +56,26 @@ impl Driver<'_> {
     }
 
     /// Run one pass through the loop and record its outcome.
+    /// An error that stops the run (a launcher that is missing, a disk that is full) is
+    /// recorded as this pass's failure and the run's final state before it is returned: no
+    /// status.json is left `running`.
     pub(crate) fn drive<P: Pass>(&mut self, pass: &P) -> Result<(), Error> {
         let name = pass.name();
-        let st = self.outcome(pass)?;
+        let st = match self.outcome(pass) {
+            Ok(st) => st,
+            Err(e) => {
+                let st = PassStatus::failed(Cause::of(&e), Some(e.to_string()));
+                self.status.set(name, st);
+                for p in self.status.passes.values_mut() {
+                    if matches!(p.state, PassState::Pending) {
+                        *p = PassStatus::skipped("not started: an earlier step stopped the run");
+                    }
+                }
+                self.status.finish(self.dry_run);
+                self.save();
+                return Err(e);
+            }
+        };
         report_pass(name, &st);
         self.status.set(name, st);
         self.save();

@@ -28,6 +28,12 @@ pub(crate) fn build(cfg: &Config, stage1_dir: &std::path::Path) -> Result<Worklo
         env.push(("CUDA_VISIBLE_DEVICES".to_string(), index.clone()));
     }
     let cwd = w.cwd.as_ref().map(PathBuf::from);
+    if let Some(dir) = cwd.as_ref().filter(|d| !d.is_dir()) {
+        return Err(Error::config(format!(
+            "workload.cwd={}: no such directory (the workload would not start)",
+            dir.display()
+        )));
+    }
     if !w.argv.is_empty() {
         return Ok(Workload {
             argv: w.argv.clone(),
