@@ -110,8 +110,16 @@ pub(crate) fn style_for(cfg: &Config, run: &RunDir) -> Style {
                 .as_deref()
                 .unwrap_or("")
                 .trim_end_matches('/');
-            crate::parse::nsys::read_ranges(&run.nvtx_sum())
-                .ok()
+            // One process writes summary_nvtx_sum.csv; a multi-rank run one per rank, of which
+            // the first profiled rank's decides (the ranks run the same code).
+            std::iter::once(run.nvtx_sum())
+                .chain(
+                    run.ranks()
+                        .into_iter()
+                        .map(|r| run.nsys_stats("nvtx_sum", Some(r))),
+                )
+                .find(|p| p.is_file())
+                .and_then(|p| crate::parse::nsys::read_ranges(&p).ok())
                 .and_then(|ranges| style_from_nsys(&ranges, name))
                 .unwrap_or(Style::PushPop)
         }
@@ -153,6 +161,32 @@ pub(crate) fn include_and_base(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_multi_rank_run_reads_the_style_from_its_first_rank() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = RunDir {
+            path: tmp.path().to_path_buf(),
+        };
+        std::fs::create_dir(tmp.path().join("nsys")).unwrap();
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/nsys");
+        let nvtx = std::fs::read_to_string(data.join("summary_nvtx_sum.csv"))
+            .unwrap()
+            .replace("PushPop", "StartEnd");
+        std::fs::write(run.nsys_stats("nvtx_sum", Some(0)), nvtx).unwrap();
+        std::fs::copy(
+            data.join("summary_cuda_gpu_kern_sum.csv"),
+            run.kern_sum(Some(0)),
+        )
+        .unwrap();
+        let cfg = crate::config::resolve(&crate::config::Sources {
+            embedded_only: true,
+            ..Default::default()
+        })
+        .unwrap()
+        .config;
+        assert_eq!(style_for(&cfg, &run), Style::StartEnd);
+    }
 
     #[test]
     fn plain_names_become_push_pop_expressions() {
