@@ -193,13 +193,45 @@ fn parse_layer(text: &str) -> Result<Value, String> {
             ));
         }
     }
-    let mut v: Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    let mut v: Value =
+        serde_yaml::from_str(text).map_err(|e| duplicate_line(text, e.to_string()))?;
     // YAML merge keys (`<<: *base`) mean what YAML says, not a key named `<<`.
     v.apply_merge().map_err(|e| format!("merge key: {e}"))?;
     match v {
         Value::Null => Ok(Value::Mapping(Default::default())),
         Value::Mapping(_) => Ok(v),
         _ => Err("the top level must be a mapping of keys such as `nsys:`".to_string()),
+    }
+}
+
+/// The YAML parser places a duplicate key at the first of the two; the user needs the second.
+fn duplicate_line(text: &str, msg: String) -> String {
+    let Some(rest) = msg.split("duplicate entry with key \"").nth(1) else {
+        return msg;
+    };
+    let key = rest.split('"').next().unwrap_or_default();
+    let at = |s: &str, word: &str| {
+        s.split(word)
+            .nth(1)?
+            .split_whitespace()
+            .next()?
+            .parse::<usize>()
+            .ok()
+    };
+    let (Some(line), Some(col)) = (at(&msg, " line "), at(&msg, " column ")) else {
+        return msg;
+    };
+    let is_key = |l: &str| {
+        l.len() > col.saturating_sub(1)
+            && l[..col - 1].trim().is_empty()
+            && l[col - 1..].starts_with(&format!("{key}:"))
+    };
+    match text.lines().enumerate().skip(line).find(|(_, l)| is_key(l)) {
+        Some((n, _)) => format!(
+            "line {}: duplicate key `{key}` (first at line {line})",
+            n + 1
+        ),
+        None => msg,
     }
 }
 
@@ -223,7 +255,15 @@ fn check_known(layer: &Value, known: &[String], origin: &str) -> Result<(), Erro
 fn typed(tree: &Value) -> Result<Config, Error> {
     serde_path_to_error::deserialize(tree.clone()).map_err(|e| {
         let path = e.path().to_string();
-        Error::config(format!("key `{path}`: {}", e.inner()))
+        let inner = e.inner().to_string();
+        match inner.strip_prefix("missing field `") {
+            // A `~key` override (or a file) removed a key the schema needs.
+            Some(f) => Error::config(format!(
+                "key `{path}.{}` is required: it cannot be deleted (`~`), set a value instead (`stage2 config` shows the defaults)",
+                f.trim_end_matches('`')
+            )),
+            None => Error::config(format!("key `{path}`: {inner}")),
+        }
     })
 }
 

@@ -161,3 +161,21 @@ fn deep_flow_nesting_fails_fast_and_a_byte_order_mark_is_accepted() {
     let v = super::parse_layer("\u{feff}run:\n  id: x\nreport:\n  top_kernels: 3\n").unwrap();
     assert_eq!(v["report"]["top_kernels"].as_u64(), Some(3));
 }
+
+#[test]
+fn a_duplicate_key_is_placed_at_its_second_line_and_deleting_a_required_key_says_so() {
+    let e = super::parse_layer("report:\n  top_kernels: 3\n  name_width: 5\n  top_kernels: 4\n")
+        .unwrap_err();
+    assert!(
+        e.starts_with("line 4: duplicate key `top_kernels` (first at line 2)"),
+        "{e}"
+    );
+    let e = resolve(&Sources {
+        embedded_only: true,
+        overrides: vec!["~ncu.top_n".into()],
+        ..Default::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("`ncu.top_n` is required"), "{e}");
+}
