@@ -81,6 +81,13 @@ pub enum Command {
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },
+    /// Print a shell completion script: `stage2 completions bash > /etc/bash_completion.d/stage2`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `stage2 man > stage2.1 && man ./stage2.1`.
+    Man,
     /// Print the resolved configuration as YAML.
     Config {
         #[command(flatten)]

@@ -196,3 +196,25 @@ fn report_on_a_missing_directory_is_a_usage_error() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn completions_and_the_man_page_are_printed() {
+    let sb = common::Sandbox::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = sb.stage2().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("stage2") && text.contains("profile"),
+            "{shell}"
+        );
+    }
+    let out = sb.stage2().arg("man").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(".TH stage2 1") && text.contains("diff"),
+        "{text}"
+    );
+    sb.stage2().args(["completions", "tcsh"]).assert().code(2);
+}

@@ -16,6 +16,24 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Profile(args) => profile::run(&args, echo),
         Command::Report { run_dir } => report::run(&run_dir),
         Command::Config { sources, overrides } => config::run(&sources, &overrides),
+        Command::Completions { shell } => {
+            let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "stage2", &mut out);
+            crate::out::stdout(&String::from_utf8_lossy(&out))
+                .map_err(|e| crate::error::Error::io("write", "stdout", e))?;
+            Ok(crate::exit_codes::OK)
+        }
+        Command::Man => {
+            let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_mangen::Man::new(cmd)
+                .render(&mut out)
+                .map_err(|e| crate::error::Error::io("write", "stdout", e))?;
+            crate::out::stdout(&String::from_utf8_lossy(&out))
+                .map_err(|e| crate::error::Error::io("write", "stdout", e))?;
+            Ok(crate::exit_codes::OK)
+        }
         Command::Doctor { sources, overrides } => doctor::run(&sources, &overrides),
         Command::RankExec {
             var,
