@@ -218,3 +218,24 @@ fn completions_and_the_man_page_are_printed() {
     );
     sb.stage2().args(["completions", "tcsh"]).assert().code(2);
 }
+
+/// doctor on a machine without a GPU or driver fails (exit 3), and a tool that does not run
+/// is a failure, not "ok (version unknown)".
+#[test]
+fn doctor_fails_without_a_gpu_and_with_a_tool_that_does_not_run() {
+    let sb = common::Sandbox::new();
+    let out = sb
+        .stage2()
+        .arg("doctor")
+        .env("STAGE2_NSYS", "/bin/false")
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("FAIL  nsys at /bin/false"), "{text}");
+    assert!(!text.contains("(version unknown)"), "{text}");
+    if !std::path::Path::new("/proc/driver/nvidia/params").exists() {
+        assert!(!text.contains("ok    performance counters"), "{text}");
+    }
+}

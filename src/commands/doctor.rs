@@ -38,6 +38,17 @@ pub(crate) fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
     let ncu = tools::find(Tool::Ncu, cfg.tools.ncu.as_deref());
     for (tool, found) in [(Tool::Nsys, &nsys), (Tool::Ncu, &ncu)] {
         checks.push(match found {
+            // A tool that cannot say its version cannot be run: not a usable profiler.
+            Ok(f) if f.version.is_none() => check(
+                Level::Fail,
+                format!(
+                    "{} at {} (found via {}) does not run: `--version` gave no version",
+                    tool.name(),
+                    f.path.display(),
+                    f.how
+                ),
+                Some("point tools.* / STAGE2_* at a working install"),
+            ),
             Ok(f) => check(
                 Level::Ok,
                 format!(
@@ -124,6 +135,11 @@ fn counters_check() -> Check {
         .map(|l| l.trim().ends_with('1'));
     let root = nix::unistd::Uid::effective().is_root();
     match (admin_only, root) {
+        (None, true) => check(
+            Level::Warn,
+            "performance counters: running as root, but no NVIDIA driver is loaded (no /proc/driver/nvidia/params)",
+            None,
+        ),
         (_, true) => check(Level::Ok, "performance counters: running as root, readable", None),
         (Some(false), _) => check(Level::Ok, "performance counters: open to all users", None),
         (Some(true), false) => check(
