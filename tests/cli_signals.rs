@@ -239,3 +239,19 @@ fn ctrl_c_stops_a_hung_ncu_metric_query_and_nothing_runs_after_it() {
     // Interrupted during start-up: no pass ran, so no run directory was made.
     assert!(!sb.run("q").exists());
 }
+
+/// Ctrl-C while `nsys stats` runs: the run is interrupted (130), not a tool failure, and the
+/// SQLite export of the report still happens.
+#[test]
+fn ctrl_c_during_nsys_stats_is_an_interrupt_and_the_export_still_runs() {
+    let sb = Sandbox::new();
+    let mut child = spawn(&sb, "st", "slowstats", &[]);
+    wait_for(&sb.path().join("st.ready"), Duration::from_secs(20));
+    signal(&child, Signal::SIGINT);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(30)), 130);
+    let run = sb.run("st");
+    let st = status(&run);
+    assert_eq!(st["exit_code"], 130);
+    assert_eq!(st["passes"]["nsys"]["state"], "interrupted");
+    assert!(run.join("nsys/run.sqlite").exists());
+}

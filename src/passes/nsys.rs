@@ -296,7 +296,20 @@ impl Pass for NsysPass {
         // is data the user already paid for.
         for (rank, report) in &reports {
             if let Err(why) = self.post_steps(ctx, plan, *rank, report) {
-                if st.state == PassState::Ok {
+                if crate::passes::signals::interrupted() {
+                    // A Ctrl-C during stats/export is the user's stop, not a tool failure.
+                    if st.state != PassState::Interrupted {
+                        st = PassStatus::new(
+                            PassState::Interrupted,
+                            Some(format!(
+                                "interrupted while processing the report ({}); what exists is kept",
+                                report.display()
+                            )),
+                        );
+                        st.duration_s = Some(out.duration.as_secs_f64());
+                    }
+                    st.warnings.push(why);
+                } else if st.state == PassState::Ok {
                     st = PassStatus::failed(Cause::Tool, Some(why));
                     st.duration_s = Some(out.duration.as_secs_f64());
                 } else {
@@ -350,13 +363,21 @@ impl NsysPass {
                 );
             }
         }
+        // Every step runs even when one fails (or was interrupted): the SQLite export does not
+        // need the stats, and a report the user paid for is kept in every form it can be.
+        let mut failed = Vec::new();
         for args in steps {
             let mut s = ctx.spec(&self.program(), args, ctx.run.nsys("nsys.log"));
             s.echo = false;
             s.timeout = Some(post_step_timeout(ctx.cfg.nsys.timeout_s));
-            run_step(&s)?;
+            if let Err(e) = run_step(&s) {
+                failed.push(e);
+            }
         }
-        Ok(())
+        match failed.is_empty() {
+            true => Ok(()),
+            false => Err(failed.join("\n")),
+        }
     }
 }
 
