@@ -1,6 +1,8 @@
 //! roofline.svg: log-log roofline with the memory roof, the FP32 and FP16 compute roofs and
 //! their ridge points, one circle per measured kernel sized by its share of time, each with a
-//! `<title>` naming it. Hand-written and deterministic: same data, same bytes.
+//! `<title>` naming it; the largest ones numbered with their rank in kernels.md, a legend, and
+//! GFLOP/s on the axis as in kernels.md's roofline table. Hand-written and deterministic: same
+//! data, same bytes.
 
 use std::fmt::Write;
 
@@ -27,7 +29,26 @@ impl Axes {
     fn py(&self, flops: f64) -> f64 {
         H - BOTTOM - (flops.log10() - self.y.0) / (self.y.1 - self.y.0) * (H - TOP - BOTTOM)
     }
+    /// A circle's centre, kept inside the plot with its whole radius.
+    fn inside(&self, ai: f64, flops: f64, r: f64) -> (f64, f64) {
+        (
+            self.px(ai).clamp(LEFT + r, W - RIGHT - r),
+            self.py(flops).clamp(TOP + r, H - BOTTOM - r),
+        )
+    }
 }
+
+/// A power of ten as a reader writes it: 0.01, 1, 1,000; 1e-4 and 1e7 beyond that.
+fn tick(e: i32) -> String {
+    match e {
+        -3..=-1 => format!("{:.*}", (-e) as usize, 10f64.powi(e)),
+        0..=6 => thousands(10f64.powi(e)),
+        _ => format!("1e{e}"),
+    }
+}
+
+/// Kernels numbered on the chart (the largest shares; the rest have their `<title>` only).
+const NUMBERED: usize = 10;
 
 fn xml(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -111,13 +132,15 @@ pub(crate) fn roofline_svg(a: &Artifacts, peaks: &Peaks) -> String {
         let ridge = peak / peaks.dram_bytes_per_s;
         let x_end = 10f64.powf(axes.x.1);
         line(&mut s, &axes, (ridge, peak), (x_end, peak), "#444", dash);
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{label} {:.1} TFLOP/s (ridge {:.1} FLOP/byte)</text>"#,
-            axes.px(x_end) - 4.0,
-            axes.py(peak) + dy,
-            peak / 1e12,
-            ridge
+        halo_text(
+            &mut s,
+            (axes.px(x_end) - 4.0, axes.py(peak) + dy),
+            "end",
+            12,
+            &format!(
+                "{label} {} GFLOP/s (ridge {ridge:.1} FLOP/byte)",
+                thousands(peak / 1e9)
+            ),
         );
     }
     let _ = writeln!(
@@ -129,19 +152,42 @@ pub(crate) fn roofline_svg(a: &Artifacts, peaks: &Peaks) -> String {
         axes.py(mem_start * 3.0 * peaks.dram_bytes_per_s) - 6.0,
         peaks.dram_bytes_per_s / 1e12
     );
-    for (rank, name, ai, flops, share) in &pts {
+    let mut by_share: Vec<usize> = (0..pts.len()).collect();
+    by_share.sort_by(|&i, &j| pts[j].4.total_cmp(&pts[i].4).then(pts[i].0.cmp(&pts[j].0)));
+    let numbered: Vec<usize> = by_share.into_iter().take(NUMBERED).collect();
+    // Number labels placed so far (x, y), to move a label down past one it would cover.
+    let mut placed: Vec<(f64, f64)> = Vec::new();
+    for (i, (rank, name, ai, flops, share)) in pts.iter().enumerate() {
         let r = 3.0 + 14.0 * (share / 100.0).sqrt();
+        let (cx, cy) = axes.inside(*ai, *flops, r);
         let _ = writeln!(
             s,
-            r##"<circle cx="{:.1}" cy="{:.1}" r="{r:.1}" fill="#1f77b4" fill-opacity="0.55" stroke="#0b3c5d"><title>#{rank} {}: {:.3} FLOP/byte, {:.2} GFLOP/s, {:.1}% of kernel time</title></circle>"##,
-            axes.px(*ai),
-            axes.py(*flops),
+            r##"<circle cx="{cx:.1}" cy="{cy:.1}" r="{r:.1}" fill="#1f77b4" fill-opacity="0.55" stroke="#0b3c5d"><title>#{rank} {}: {:.3} FLOP/byte, {:.2} GFLOP/s, {:.1}% of kernel time</title></circle>"##,
             xml(name),
             ai,
             flops / 1e9,
             share
         );
+        if numbered.contains(&i) {
+            // Right of the circle, or left of it near the right edge; a white halo keeps the
+            // number readable over the roofs.
+            let (x, anchor) = if cx + r + 24.0 < W - RIGHT {
+                (cx + r + 2.0, "start")
+            } else {
+                (cx - r - 2.0, "end")
+            };
+            let mut y = cy + 4.0;
+            while placed
+                .iter()
+                .any(|(px, py)| (px - x).abs() < 18.0 && (py - y).abs() < 11.0)
+            {
+                y += 11.0;
+            }
+            placed.push((x, y));
+            halo_text(&mut s, (x, y), anchor, 11, &rank.to_string());
+        }
     }
+    legend(&mut s, numbered.len(), pts.len());
     if undrawn > 0 {
         let _ = writeln!(
             s,
@@ -151,6 +197,55 @@ pub(crate) fn roofline_svg(a: &Artifacts, peaks: &Peaks) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// Text over a white outline of itself, so it stays readable where it crosses a line (drawn as
+/// two elements: not every renderer knows `paint-order`).
+fn halo_text(s: &mut String, (x, y): (f64, f64), anchor: &str, size: u32, text: &str) {
+    for paint in [r#"stroke="white" stroke-width="3" fill="white""#, ""] {
+        let _ = writeln!(
+            s,
+            r#"<text x="{x:.1}" y="{y:.1}" font-size="{size}" text-anchor="{anchor}" {paint}>{}</text>"#,
+            xml(text)
+        );
+    }
+}
+
+fn thousands(v: f64) -> String {
+    let digits = format!("{:.0}", v);
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// What the marks mean, in the plot's bottom-right corner (high intensity at low FLOP/s: a
+/// region kernels rarely reach, and away from the roofs' labels).
+fn legend(s: &mut String, numbered: usize, drawn: usize) {
+    let lines = [
+        "circle: a kernel ncu measured, area ~ its share of time".to_string(),
+        format!("number: its rank in kernels.md ({numbered} largest of {drawn})"),
+        "solid: DRAM and FP32 roofs; dashed: FP16; dotted: BF16 tensor".to_string(),
+    ];
+    let height = 8.0 + 15.0 * lines.len() as f64;
+    let (x, y) = (W - RIGHT - 398.0, H - BOTTOM - 8.0 - height);
+    let _ = writeln!(
+        s,
+        r##"<rect x="{x}" y="{y}" width="390" height="{height}" fill="white" fill-opacity="0.85" stroke="#999"/>"##
+    );
+    for (i, l) in lines.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            x + 6.0,
+            y + 16.0 + 15.0 * i as f64,
+            xml(l)
+        );
+    }
 }
 
 fn grid(s: &mut String, axes: &Axes) {
@@ -169,8 +264,9 @@ fn grid(s: &mut String, axes: &Axes) {
         );
         let _ = writeln!(
             s,
-            r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">1e{e}</text>"#,
-            y1 + 16.0
+            r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            y1 + 16.0,
+            tick(e)
         );
     }
     for e in axes.y.0 as i32..=axes.y.1 as i32 {
@@ -179,11 +275,13 @@ fn grid(s: &mut String, axes: &Axes) {
             s,
             r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#ddd"/>"##
         );
+        // FLOP/s on the scale, GFLOP/s on the label (as kernels.md's table).
         let _ = writeln!(
             s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">1e{e}</text>"#,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
             x0 - 6.0,
-            y + 4.0
+            y + 4.0,
+            tick(e - 9)
         );
     }
     let _ = writeln!(
@@ -194,7 +292,7 @@ fn grid(s: &mut String, axes: &Axes) {
     );
     let _ = writeln!(
         s,
-        r#"<text x="18" y="{:.1}" text-anchor="middle" transform="rotate(-90 18 {:.1})">achieved FLOP/s</text>"#,
+        r#"<text x="18" y="{:.1}" text-anchor="middle" transform="rotate(-90 18 {:.1})">achieved GFLOP/s</text>"#,
         (y0 + y1) / 2.0,
         (y0 + y1) / 2.0
     );

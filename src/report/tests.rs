@@ -150,7 +150,24 @@ fn roofline_svg_is_valid_and_names_every_point() {
             .find(|n| n.has_tag_name("title"))
             .expect("each point has a title");
         assert!(title.text().unwrap_or("").contains("FLOP/byte"));
+        // Every point lies inside the plot, radius included.
+        let f = |a: &str| c.attribute(a).unwrap().parse::<f64>().unwrap();
+        let (x, y, r) = (f("cx"), f("cy"), f("r"));
+        assert!(x - r >= 80.0 - 1e-9 && x + r <= 730.0 + 1e-9, "{x} {r}");
+        assert!(y - r >= 40.0 - 1e-9 && y + r <= 440.0 + 1e-9, "{y} {r}");
     }
+    // The ten largest are numbered (their rank), there is a legend, and the axis is in GFLOP/s
+    // as kernels.md's roofline table.
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert!(texts.contains(&"1"), "rank 1 numbered");
+    assert!(texts
+        .iter()
+        .any(|t| t.starts_with("number: its rank in kernels.md")));
+    assert!(texts.contains(&"achieved GFLOP/s"));
     // Deterministic: rendering again gives the same bytes.
     render_all(&run, cfg()).unwrap();
     assert_eq!(
