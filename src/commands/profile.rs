@@ -132,6 +132,9 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
             driver.save();
         }
     }
+    if !cfg.run.private {
+        run.open_up();
+    }
     if args.dry_run {
         crate::errln!(
             "dry run: wrote {} (config, provenance, cmd.txt); ran nothing",

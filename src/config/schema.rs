@@ -87,10 +87,17 @@ pub struct Run {
     /// before the setting existed read as 1.
     #[serde(default = "one")]
     pub repeat: u32,
+    /// Run directories 0700 and their files 0600 (false: 0755/0644 when the run ends).
+    #[serde(default = "yes")]
+    pub private: bool,
 }
 
 fn one() -> u32 {
     1
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

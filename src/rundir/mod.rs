@@ -98,6 +98,28 @@ impl RunDir {
         )))
     }
 
+    /// Open the finished run to other users (`run.private=false`): directories 0755, files
+    /// 0644, links left alone. Errors are warnings: the run itself is complete.
+    pub(crate) fn open_up(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        let mut stack = vec![self.path.clone()];
+        while let Some(dir) = stack.pop() {
+            let set = |p: &Path, mode: u32| {
+                if let Err(e) = std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)) {
+                    tracing::warn!("cannot open {} to other users: {e}", p.display());
+                }
+            };
+            set(&dir, 0o755);
+            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                match e.file_type() {
+                    Ok(t) if t.is_dir() => stack.push(e.path()),
+                    Ok(t) if t.is_file() => set(&e.path(), 0o644),
+                    _ => {}
+                }
+            }
+        }
+    }
+
     /// `repeats/<i>/`: the i-th timed nsys pass (i >= 2) of `run.repeat`, laid out like a run
     /// directory of its own (status.json, nsys/). Created when `create` is true.
     pub(crate) fn repeat(&self, i: u32, create: bool) -> Result<RunDir, Error> {
