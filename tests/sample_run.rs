@@ -156,3 +156,44 @@ fn a_folder_of_exports_without_config_infers_the_captured_ranges() {
         );
     }
 }
+
+/// The wall-time ledger of every committed sample: each range's parts add up to its wall time
+/// (conservation), and the shipped sample names `attn` as where decode's steps go.
+#[test]
+fn the_ledger_conserves_wall_time_on_every_sample_and_names_attn() {
+    for name in [
+        "sample-run",
+        "sample-run-2gpu",
+        "sample-run-2gpu-tp",
+        "sample-run-hf-eager",
+        "sample-run-hf-static",
+        "sample-run-hf-large",
+        "sample-run-hf-moe",
+        "diff/base",
+    ] {
+        let s: serde_json::Value = serde_json::from_str(&read(
+            root().join("examples").join(name).join("summary.json"),
+        ))
+        .unwrap();
+        let ledger = s["ledger"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}: no ledger"));
+        assert!(!ledger.is_empty(), "{name}");
+        for l in ledger {
+            let t = &l["total"];
+            let get = |k: &str| t[k].as_i64().unwrap();
+            let parts = get("sync_ns")
+                + get("launch_ns")
+                + get("other_api_ns")
+                + get("children_ns")
+                + get("rest_ns");
+            assert_eq!(parts, get("wall_ns"), "{name}: {}", l["name"]);
+            assert_eq!(l["conserved"], true, "{name}: {}", l["name"]);
+        }
+    }
+    let md = read(root().join("examples/sample-run/kernels.md"));
+    assert!(
+        md.contains("| step | 8 | 659.05 |") && md.contains("child range attn (81.4%)"),
+        "{md}"
+    );
+}

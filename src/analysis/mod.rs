@@ -5,6 +5,7 @@
 pub(crate) mod diff;
 pub(crate) mod infer;
 pub mod kernels;
+pub(crate) mod ledger;
 pub(crate) mod noise;
 pub(crate) mod nvtx;
 pub mod ranges;
@@ -70,6 +71,9 @@ pub(crate) struct Artifacts {
     pub(crate) repeats: Option<repeats::Repeats>,
     /// Why the ncu export could not be read (the reports are made without it and say so).
     pub(crate) ncu_problem: Option<Error>,
+    /// Where each push/pop range's wall time goes on its thread (empty without the SQLite
+    /// export's API table).
+    pub(crate) ledger: Vec<ledger::RangeLedger>,
 }
 
 /// The captured range's headline figures, from the best source the run has.
@@ -234,6 +238,10 @@ impl Artifacts {
             Some((r, l)) => ranges::attribute(r, l),
             None => Vec::new(),
         };
+        let ledger = match (&db, &timeline) {
+            (Some(db), Some((r, _))) => ledger::ledger(r, &db.api_calls()?),
+            _ => Vec::new(),
+        };
         let ncu_units = ncu.as_ref().map(|r| r.units.clone()).unwrap_or_default();
         let peaks = ncu.as_ref().and_then(|r| {
             r.kernels.iter().find_map(|k| {
@@ -301,6 +309,7 @@ impl Artifacts {
             config,
             repeats: None,
             ncu_problem,
+            ledger,
         };
         a.repeats = repeats::load(run, &a.config, &a)?;
         Ok(a)

@@ -15,7 +15,9 @@ use crate::rundir::status::PassStatus;
 /// 4: `timed_passes`; with `run.repeat` > 1, `runs` (values per pass, mean, stddev, min,
 /// median, max) on the totals, each range and each kernel; each kernel's `per_launch` spread
 /// (nsys's Med/Min/Max/StdDev) and `mangled` name.
-pub(crate) const SCHEMA_VERSION: u32 = 4;
+/// 5: `ledger`: per push/pop range, where its wall time goes on its thread (sync, launch and
+/// other CUDA calls, child ranges, the rest), summed and per instance.
+pub(crate) const SCHEMA_VERSION: u32 = 5;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct Summary {
@@ -35,6 +37,9 @@ pub(crate) struct Summary {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) ranks: Vec<super::ranks::RankData>,
     pub(crate) kernels: Vec<Kernel>,
+    /// Per push/pop range: its wall time split on its CPU thread (see analysis::ledger).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) ledger: Vec<super::ledger::RangeLedger>,
     /// Which file each group of figures came from, relative to the run directory.
     pub(crate) sources: BTreeMap<String, String>,
 }
@@ -249,6 +254,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                     .and_then(|x| x.kernels.get(&r.name).cloned()),
             })
             .collect(),
+        ledger: a.ledger.clone(),
         sources,
     }
 }

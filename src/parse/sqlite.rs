@@ -176,6 +176,45 @@ impl Launch {
     }
 }
 
+/// What a CUDA API call does to the calling thread's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ApiKind {
+    /// Waits for the GPU: stream/device/event/context synchronize, blocking memcpy/memset.
+    Sync,
+    /// Puts work on the GPU: kernel and graph launches.
+    Launch,
+    /// Any other runtime or driver call (allocation, attributes, module loading, ...).
+    Other,
+}
+
+impl ApiKind {
+    /// By the call's name (`cudaStreamSynchronize_v3020`, `cuLaunchKernel`, ...).
+    pub fn of(name: &str) -> ApiKind {
+        let n = name.split("_v").next().unwrap_or(name);
+        let blocking_copy = (n.contains("Memcpy") || n.contains("Memset")) && !n.contains("Async");
+        if n.contains("Synchronize") || blocking_copy {
+            ApiKind::Sync
+        } else if n.contains("LaunchKernel")
+            || n.contains("GraphLaunch")
+            || n.contains("LaunchCooperativeKernel")
+            || n == "cudaLaunch"
+        {
+            ApiKind::Launch
+        } else {
+            ApiKind::Other
+        }
+    }
+}
+
+/// One CUDA runtime or driver API call on a CPU thread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ApiCall {
+    pub start: i64,
+    pub end: i64,
+    pub tid: i64,
+    pub kind: ApiKind,
+}
+
 /// NVTX event types in the nsys schema (ENUM_NSYS_EVENT_TYPE).
 const NVTX_PUSH_POP: i64 = 59;
 const NVTX_START_END: i64 = 60;
@@ -208,6 +247,38 @@ impl NsysDb {
                     end: r.get(2)?,
                     push_pop: r.get::<_, i64>(3)? == NVTX_PUSH_POP,
                     tid: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Every CUDA API call (runtime and driver), in start order; empty without the table.
+    pub fn api_calls(&self) -> Result<Vec<ApiCall>, Error> {
+        let cols = self.columns("CUPTI_ACTIVITY_KIND_RUNTIME")?;
+        if !["start", "end", "globalTid", "nameId"]
+            .iter()
+            .all(|c| cols.iter().any(|h| h == c))
+        {
+            return Ok(Vec::new());
+        }
+        self.check_intervals("CUPTI_ACTIVITY_KIND_RUNTIME")?;
+        let names = self.strings()?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT start, end, globalTid, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME \
+                 WHERE end IS NOT NULL ORDER BY start",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                let name: i64 = r.get(3)?;
+                Ok(ApiCall {
+                    start: r.get(0)?,
+                    end: r.get(1)?,
+                    tid: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                    kind: names.get(&name).map_or(ApiKind::Other, |n| ApiKind::of(n)),
                 })
             })
             .map_err(|e| self.err(e))?;

@@ -74,6 +74,7 @@ pub(crate) fn kernels_md(a: &Artifacts) -> String {
     );
     ranks_section(a, &mut s, width);
     ranges_section(a, &mut s);
+    super::ledger::section(a, &mut s);
     roofline_section(a, &mut s, width);
     if a.ncu_coverage_pct().is_some() {
         let left: Vec<_> = a.records.iter().filter(|r| r.ncu_instances == 0).collect();

@@ -5,6 +5,7 @@
 mod csv;
 pub(crate) mod diff;
 mod json;
+mod ledger;
 mod markdown;
 mod stakeholder;
 mod svg;

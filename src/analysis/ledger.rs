@@ -1,0 +1,288 @@
+//! Where a range's wall time goes on its CPU thread: CUDA calls that wait for the GPU (sync),
+//! launch calls, other CUDA calls, nested child ranges, and the rest (the thread's own work:
+//! Python, the framework). For push/pop ranges only: they belong to one thread, so the calls
+//! made inside them are on that thread; a start/end range has no thread, and the ledger
+//! abstains for it.
+//!
+//! Each call is counted once, in the innermost range open on its thread when it ran, and only
+//! the outermost of nested calls (a runtime call's own driver calls are inside it). The parts
+//! of an instance add up to its wall time by construction; an instance whose calls and children
+//! would exceed its wall time (overlapping data) is marked not conserved.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::parse::sqlite::{ApiCall, ApiKind, NvtxRange};
+
+/// One instance's (or a sum of instances') split of wall time, in ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub(crate) struct Parts {
+    pub(crate) wall_ns: i64,
+    pub(crate) sync_ns: i64,
+    pub(crate) launch_ns: i64,
+    pub(crate) other_api_ns: i64,
+    pub(crate) children_ns: i64,
+    pub(crate) rest_ns: i64,
+}
+
+impl Parts {
+    fn add(&mut self, o: &Parts) {
+        self.wall_ns += o.wall_ns;
+        self.sync_ns += o.sync_ns;
+        self.launch_ns += o.launch_ns;
+        self.other_api_ns += o.other_api_ns;
+        self.children_ns += o.children_ns;
+        self.rest_ns += o.rest_ns;
+    }
+}
+
+/// A range name's ledger over its instances.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RangeLedger {
+    pub(crate) name: String,
+    pub(crate) instances: u64,
+    pub(crate) total: Parts,
+    /// Each instance in start order (the per-step view of a decode loop).
+    pub(crate) per_instance: Vec<Parts>,
+    /// Wall time of the direct child ranges, by name.
+    pub(crate) children: BTreeMap<String, i64>,
+    /// Every instance's parts add up to its wall time.
+    pub(crate) conserved: bool,
+}
+
+impl RangeLedger {
+    /// The largest part, named: "child range attn", "the thread's own work ...", ...
+    pub(crate) fn dominant(&self) -> (String, i64) {
+        let t = &self.total;
+        let mut parts = vec![
+            (
+                "CUDA calls waiting for the GPU (sync)".to_string(),
+                t.sync_ns,
+            ),
+            ("kernel launch calls".to_string(), t.launch_ns),
+            ("other CUDA calls".to_string(), t.other_api_ns),
+            (
+                "the thread's own work outside CUDA calls (Python, framework)".to_string(),
+                t.rest_ns,
+            ),
+        ];
+        parts.extend(
+            self.children
+                .iter()
+                .map(|(n, ns)| (format!("child range {n}"), *ns)),
+        );
+        parts
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+            .unwrap_or_default()
+    }
+}
+
+/// One push/pop range instance while the ledger is built.
+struct Node {
+    range: usize,
+    parent: Option<usize>,
+    parts: Parts,
+}
+
+/// The ledger of every push/pop range name, in order of first appearance.
+pub(crate) fn ledger(ranges: &[NvtxRange], calls: &[ApiCall]) -> Vec<RangeLedger> {
+    let mut by_tid: HashMap<i64, Vec<usize>> = HashMap::new();
+    for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.push_pop) {
+        by_tid.entry(r.tid).or_default().push(i);
+    }
+    let mut calls_by_tid: HashMap<i64, Vec<&ApiCall>> = HashMap::new();
+    for c in calls {
+        calls_by_tid.entry(c.tid).or_default().push(c);
+    }
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut tids: Vec<i64> = by_tid.keys().copied().collect();
+    tids.sort_unstable();
+    for tid in tids {
+        let mut idx = by_tid.remove(&tid).unwrap_or_default();
+        idx.sort_by(|&a, &b| {
+            let (x, y) = (&ranges[a], &ranges[b]);
+            x.start.cmp(&y.start).then(y.end.cmp(&x.end))
+        });
+        let calls = calls_by_tid.remove(&tid).unwrap_or_default();
+        thread(ranges, &idx, &calls, &mut nodes);
+    }
+    aggregate(ranges, &nodes)
+}
+
+/// Build the nodes of one thread: nesting, then each outermost call into the innermost open
+/// range, then the rest.
+fn thread(ranges: &[NvtxRange], idx: &[usize], calls: &[&ApiCall], nodes: &mut Vec<Node>) {
+    let first = nodes.len();
+    let mut stack: Vec<usize> = Vec::new();
+    let mut c = 0;
+    let mut last_call_end = i64::MIN;
+    let attribute = |stack: &[usize], nodes: &mut Vec<Node>, call: &ApiCall| {
+        let Some(&top) = stack.last() else { return };
+        let r = &ranges[nodes[top].range];
+        let ns = (call.end.min(r.end) - call.start.max(r.start)).max(0);
+        let p = &mut nodes[top].parts;
+        match call.kind {
+            ApiKind::Sync => p.sync_ns += ns,
+            ApiKind::Launch => p.launch_ns += ns,
+            ApiKind::Other => p.other_api_ns += ns,
+        }
+    };
+    for &i in idx {
+        let r = &ranges[i];
+        // Calls that start before this range opens go to the ranges open then.
+        while c < calls.len() && calls[c].start < r.start {
+            let call = calls[c];
+            c += 1;
+            if call.start < last_call_end {
+                continue;
+            }
+            last_call_end = call.end;
+            while stack
+                .last()
+                .is_some_and(|&n| ranges[nodes[n].range].end <= call.start)
+            {
+                stack.pop();
+            }
+            attribute(&stack, nodes, call);
+        }
+        while stack
+            .last()
+            .is_some_and(|&n| ranges[nodes[n].range].end <= r.start)
+        {
+            stack.pop();
+        }
+        let parent = stack.last().copied();
+        let wall = (r.end - r.start).max(0);
+        if let Some(p) = parent {
+            nodes[p].parts.children_ns += wall;
+        }
+        nodes.push(Node {
+            range: i,
+            parent,
+            parts: Parts {
+                wall_ns: wall,
+                ..Parts::default()
+            },
+        });
+        stack.push(nodes.len() - 1);
+    }
+    for &call in &calls[c..] {
+        if call.start < last_call_end {
+            continue;
+        }
+        last_call_end = call.end;
+        while stack
+            .last()
+            .is_some_and(|&n| ranges[nodes[n].range].end <= call.start)
+        {
+            stack.pop();
+        }
+        attribute(&stack, nodes, call);
+    }
+    for n in &mut nodes[first..] {
+        let p = &mut n.parts;
+        p.rest_ns = p.wall_ns - p.sync_ns - p.launch_ns - p.other_api_ns - p.children_ns;
+    }
+}
+
+fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.sort_by_key(|&n| (ranges[nodes[n].range].start, n));
+    let mut out: Vec<RangeLedger> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for n in order {
+        let node = &nodes[n];
+        let name = ranges[node.range].name.as_str();
+        let k = *index.entry(name).or_insert_with(|| {
+            out.push(RangeLedger {
+                name: name.to_string(),
+                instances: 0,
+                total: Parts::default(),
+                per_instance: Vec::new(),
+                children: BTreeMap::new(),
+                conserved: true,
+            });
+            out.len() - 1
+        });
+        let mut parts = node.parts;
+        let e = &mut out[k];
+        if parts.rest_ns < 0 {
+            e.conserved = false;
+            parts.rest_ns = 0;
+        }
+        e.instances += 1;
+        e.total.add(&parts);
+        e.per_instance.push(parts);
+    }
+    for node in nodes {
+        if let Some(p) = node.parent {
+            let parent = ranges[nodes[p].range].name.as_str();
+            let child = &ranges[node.range];
+            let e = &mut out[index[parent]];
+            *e.children.entry(child.name.clone()).or_default() += (child.end - child.start).max(0);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(name: &str, start: i64, end: i64) -> NvtxRange {
+        NvtxRange {
+            name: name.into(),
+            start,
+            end,
+            push_pop: true,
+            tid: 1,
+        }
+    }
+
+    fn call(start: i64, end: i64, kind: ApiKind) -> ApiCall {
+        ApiCall {
+            start,
+            end,
+            tid: 1,
+            kind,
+        }
+    }
+
+    #[test]
+    fn calls_go_to_the_innermost_range_and_the_parts_add_up() {
+        let ranges = [r("step", 0, 100), r("attn", 10, 60), r("mlp", 70, 90)];
+        let calls = [
+            call(5, 8, ApiKind::Launch),
+            call(20, 30, ApiKind::Launch),
+            // A driver call inside the runtime call: counted once, in the outer.
+            call(21, 25, ApiKind::Other),
+            call(40, 55, ApiKind::Sync),
+            call(92, 95, ApiKind::Other),
+            call(200, 210, ApiKind::Sync),
+        ];
+        let l = ledger(&ranges, &calls);
+        let step = &l[0];
+        assert_eq!(step.name, "step");
+        assert_eq!(
+            step.total,
+            Parts {
+                wall_ns: 100,
+                sync_ns: 0,
+                launch_ns: 3,
+                other_api_ns: 3,
+                children_ns: 70,
+                rest_ns: 24,
+            }
+        );
+        assert_eq!(step.children["attn"], 50);
+        let attn = &l[1];
+        assert_eq!(
+            (attn.total.launch_ns, attn.total.sync_ns, attn.total.rest_ns),
+            (10, 15, 25)
+        );
+        assert!(l.iter().all(|x| x.conserved));
+        assert_eq!(step.dominant().0, "child range attn");
+    }
+}

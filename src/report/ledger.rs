@@ -1,0 +1,87 @@
+//! kernels.md's ledger section: where each push/pop range's wall time goes on its CPU thread,
+//! per range and, compactly, per instance of the step range.
+
+use std::fmt::Write;
+
+use super::fmt::md;
+use crate::analysis::ledger::{Parts, RangeLedger};
+use crate::analysis::Artifacts;
+
+/// Instances listed in the per-step table.
+const STEPS_SHOWN: usize = 16;
+
+fn share(ns: i64, wall: i64) -> String {
+    if wall > 0 {
+        format!("{:.1}%", 100.0 * ns as f64 / wall as f64)
+    } else {
+        "–".into()
+    }
+}
+
+fn row(p: &Parts) -> String {
+    format!(
+        "{:.2} | {} | {} | {} | {} | {}",
+        p.wall_ns as f64 / 1e6,
+        share(p.sync_ns, p.wall_ns),
+        share(p.launch_ns, p.wall_ns),
+        share(p.other_api_ns, p.wall_ns),
+        share(p.children_ns, p.wall_ns),
+        share(p.rest_ns, p.wall_ns)
+    )
+}
+
+pub(crate) fn section(a: &Artifacts, s: &mut String) {
+    if a.ledger.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## Where the wall time goes (CPU thread, `{}`)\n\nPer push/pop range, its wall time on its thread: CUDA calls that wait for the GPU (sync: synchronize, blocking memcpy/memset), kernel launch calls, other CUDA calls, nested child ranges, and the rest (the thread's own work outside CUDA calls: Python, the framework). Each call counts once, in the innermost range open when it ran; the parts add up to the wall time. Start/end ranges have no thread and are left out.\n",
+        a.sqlite_file
+    );
+    let _ = writeln!(s, "| range | instances | wall (ms) | sync | launch | other CUDA | child ranges | rest | largest part |");
+    let _ = writeln!(s, "|---|--:|--:|--:|--:|--:|--:|--:|---|");
+    for l in &a.ledger {
+        let (what, ns) = l.dominant();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} ({}){} |",
+            md(&l.name),
+            l.instances,
+            row(&l.total),
+            md(&what),
+            share(ns, l.total.wall_ns),
+            if l.conserved {
+                ""
+            } else {
+                "; parts exceed the wall time in some instance (overlapping data)"
+            }
+        );
+    }
+    steps(a, s);
+}
+
+/// The per-instance view of the step range (report.step_range), or of the captured range.
+fn steps(a: &Artifacts, s: &mut String) {
+    let wanted = [
+        Some(a.config.report.step_range.as_str()),
+        a.capture.range.as_deref(),
+    ];
+    let Some(l): Option<&RangeLedger> = wanted
+        .iter()
+        .flatten()
+        .find_map(|n| a.ledger.iter().find(|l| l.name == *n && l.instances > 1))
+    else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\nPer instance of `{}` (first {} of {}):\n\n| # | wall (ms) | sync | launch | other CUDA | child ranges | rest |\n|--:|--:|--:|--:|--:|--:|--:|",
+        md(&l.name),
+        STEPS_SHOWN.min(l.per_instance.len()),
+        l.per_instance.len()
+    );
+    for (i, p) in l.per_instance.iter().take(STEPS_SHOWN).enumerate() {
+        let _ = writeln!(s, "| {} | {} |", i + 1, row(p));
+    }
+}
