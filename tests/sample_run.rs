@@ -190,6 +190,16 @@ fn the_ledger_conserves_wall_time_on_every_sample_and_names_attn() {
             assert_eq!(parts, get("wall_ns"), "{name}: {}", l["name"]);
             assert_eq!(l["conserved"], true, "{name}: {}", l["name"]);
         }
+        // GPU side: kernels running plus idle gaps never exceed the projection (the rest is
+        // memcpy/memset only).
+        for r in s["ranges"].as_array().unwrap() {
+            let Some(idle) = r["gpu_idle"]["idle_ns"].as_i64() else {
+                continue;
+            };
+            let busy = r["gpu_busy_ns"].as_f64().unwrap() as i64;
+            let proj = r["gpu_projection_ns"].as_f64().unwrap() as i64;
+            assert!(busy + idle <= proj, "{name}: {}", r["name"]);
+        }
     }
     let md = read(root().join("examples/sample-run/kernels.md"));
     assert!(

@@ -61,6 +61,17 @@ pub struct RangeStats {
     pub busy_ns: i64,
     /// `busy_ns` over `proj_ns`, in %: how busy the GPU was while it had this range's work.
     pub gpu_busy_pct: f64,
+    /// Memcpy and memset execution time, summed.
+    #[serde(default)]
+    pub memcpy_ns: i64,
+    /// Gaps inside each instance's projection where the GPU ran none of the range's work
+    /// (kernels, memcpys, memsets): how many, their total and the largest.
+    #[serde(default)]
+    pub idle_gaps: u64,
+    #[serde(default)]
+    pub idle_ns: i64,
+    #[serde(default)]
+    pub largest_gap_ns: i64,
     pub avg_wall_ns: f64,
     pub avg_kernel_ns: f64,
     pub avg_launches: f64,
@@ -100,9 +111,45 @@ struct Instance {
     ops: u64,
     proj_ns: i64,
     busy_ns: i64,
+    memcpy_ns: i64,
+    gaps: u64,
+    idle_ns: i64,
+    largest_gap_ns: i64,
 }
 
-fn instance(r: &NvtxRange, window: &[Launch], intervals: &mut Vec<(i64, i64)>) -> Instance {
+/// Reused buffers of (start, end) GPU intervals.
+type Intervals = Vec<(i64, i64)>;
+
+/// Sort and merge intervals; returns the covered time and the gaps between them (count,
+/// total, largest).
+fn union(iv: &mut [(i64, i64)]) -> (i64, u64, i64, i64) {
+    iv.sort_unstable();
+    let (mut covered, mut gaps, mut idle, mut largest) = (0, 0, 0, 0);
+    let mut cur: Option<(i64, i64)> = None;
+    for &(a, b) in iv.iter() {
+        cur = match cur {
+            Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                covered += cb - ca;
+                gaps += 1;
+                idle += a - cb;
+                largest = largest.max(a - cb);
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    if let Some((ca, cb)) = cur {
+        covered += cb - ca;
+    }
+    (covered, gaps, idle, largest)
+}
+
+fn instance(
+    r: &NvtxRange,
+    window: &[Launch],
+    (intervals, all): (&mut Intervals, &mut Intervals),
+) -> Instance {
     let mut s = Instance {
         kernel_ns: 0,
         launches: 0,
@@ -110,9 +157,14 @@ fn instance(r: &NvtxRange, window: &[Launch], intervals: &mut Vec<(i64, i64)>) -
         ops: 0,
         proj_ns: 0,
         busy_ns: 0,
+        memcpy_ns: 0,
+        gaps: 0,
+        idle_ns: 0,
+        largest_gap_ns: 0,
     };
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     intervals.clear();
+    all.clear();
     // nsys counts one GPU op per graph launch, not per kernel node: the kernels of one launch
     // share the launch call (same thread and API start, adjacent in launch order).
     let mut last_graph_call: Option<(i64, i64)> = None;
@@ -124,6 +176,10 @@ fn instance(r: &NvtxRange, window: &[Launch], intervals: &mut Vec<(i64, i64)>) -
         last_graph_call = l.graph.then_some(call);
         first = first.min(l.start);
         last = last.max(l.end);
+        all.push((l.start, l.end));
+        if !l.kernel {
+            s.memcpy_ns += (l.end - l.start).max(0);
+        }
         if l.kernel {
             s.kernel_ns += l.kernel_ns();
             s.launches += 1;
@@ -134,21 +190,8 @@ fn instance(r: &NvtxRange, window: &[Launch], intervals: &mut Vec<(i64, i64)>) -
     if s.ops > 0 {
         s.proj_ns = (last - first).max(0);
     }
-    intervals.sort_unstable();
-    let mut cur: Option<(i64, i64)> = None;
-    for &(a, b) in intervals.iter() {
-        cur = match cur {
-            Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
-            Some((ca, cb)) => {
-                s.busy_ns += cb - ca;
-                Some((a, b))
-            }
-            None => Some((a, b)),
-        };
-    }
-    if let Some((ca, cb)) = cur {
-        s.busy_ns += cb - ca;
-    }
+    s.busy_ns = union(intervals).0;
+    (_, s.gaps, s.idle_ns, s.largest_gap_ns) = union(all);
     s
 }
 
@@ -166,9 +209,9 @@ pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
     let mut out: Vec<RangeStats> = Vec::new();
     let mut per: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = Vec::new();
     let mut index: std::collections::HashMap<(&str, bool), usize> = Default::default();
-    let mut intervals = Vec::new();
+    let (mut intervals, mut all) = (Vec::new(), Vec::new());
     for r in ranges {
-        let i = instance(r, window(r, launches), &mut intervals);
+        let i = instance(r, window(r, launches), (&mut intervals, &mut all));
         let style = if r.push_pop { "PushPop" } else { "StartEnd" };
         let k = *index
             .entry((r.name.as_str(), r.push_pop))
@@ -185,6 +228,10 @@ pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
                     proj_ns: 0,
                     busy_ns: 0,
                     gpu_busy_pct: 0.0,
+                    memcpy_ns: 0,
+                    idle_gaps: 0,
+                    idle_ns: 0,
+                    largest_gap_ns: 0,
                     avg_wall_ns: 0.0,
                     avg_kernel_ns: 0.0,
                     avg_launches: 0.0,
@@ -205,6 +252,10 @@ pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
         e.gpu_ops += i.ops;
         e.proj_ns += i.proj_ns;
         e.busy_ns += i.busy_ns;
+        e.memcpy_ns += i.memcpy_ns;
+        e.idle_gaps += i.gaps;
+        e.idle_ns += i.idle_ns;
+        e.largest_gap_ns = e.largest_gap_ns.max(i.largest_gap_ns);
         p.0.push(wall as f64);
         p.1.push(i.proj_ns as f64);
         p.2.push(i.launches as f64);

@@ -16,7 +16,8 @@ use crate::rundir::status::PassStatus;
 /// median, max) on the totals, each range and each kernel; each kernel's `per_launch` spread
 /// (nsys's Med/Min/Max/StdDev) and `mangled` name.
 /// 5: `ledger`: per push/pop range, where its wall time goes on its thread (sync, launch and
-/// other CUDA calls, child ranges, the rest), summed and per instance.
+/// other CUDA calls, child ranges, the rest), summed and per instance; each range's `gpu_idle`
+/// (gaps inside its projection, memcpy/memset time).
 pub(crate) const SCHEMA_VERSION: u32 = 5;
 
 #[derive(Debug, Serialize)]
@@ -83,6 +84,18 @@ pub(crate) struct Range {
     /// `total_ns` over the timed passes (with more than one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) runs: Option<Stats>,
+    /// Inside the projection: gaps with none of the range's GPU work (count, total, largest),
+    /// and memcpy/memset execution time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gpu_idle: Option<GpuIdle>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct GpuIdle {
+    pub(crate) gaps: u64,
+    pub(crate) idle_ns: i64,
+    pub(crate) largest_gap_ns: i64,
+    pub(crate) memcpy_ns: i64,
 }
 
 #[derive(Debug, Serialize)]
@@ -197,6 +210,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                     launch_bound: None,
                     per_instance: None,
                     runs: range_runs(a, r.name()),
+                    gpu_idle: None,
                 })
                 .collect()
         } else {
@@ -221,6 +235,12 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                         kernels: r.launches_spread,
                     }),
                     runs: range_runs(a, &r.name),
+                    gpu_idle: Some(GpuIdle {
+                        gaps: r.idle_gaps,
+                        idle_ns: r.idle_ns,
+                        largest_gap_ns: r.largest_gap_ns,
+                        memcpy_ns: r.memcpy_ns,
+                    }),
                 })
                 .collect()
         },

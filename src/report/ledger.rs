@@ -59,6 +59,33 @@ pub(crate) fn section(a: &Artifacts, s: &mut String) {
         );
     }
     steps(a, s);
+    gpu(a, s);
+}
+
+/// The GPU side of each range: its projection split into kernels running (union), other work
+/// only (memcpy/memset with no kernel running), and idle gaps between its work.
+fn gpu(a: &Artifacts, s: &mut String) {
+    if a.range_stats.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nGPU side, over each range's GPU projection (first start to last end of the work it launched, summed over instances): kernels running (union of kernel intervals), memcpy/memset only, and idle gaps between its work; the three add up to the projection.\n\n| range | projection (ms) | kernels running | memcpy/memset only | idle | idle gaps | largest gap (us) |\n|---|--:|--:|--:|--:|--:|--:|"
+    );
+    for r in &a.range_stats {
+        let other = (r.proj_ns - r.busy_ns - r.idle_ns).max(0);
+        let _ = writeln!(
+            s,
+            "| {} | {:.2} | {} | {} | {} | {} | {:.1} |",
+            md(&r.name),
+            r.proj_ns as f64 / 1e6,
+            share(r.busy_ns, r.proj_ns),
+            share(other, r.proj_ns),
+            share(r.idle_ns, r.proj_ns),
+            r.idle_gaps,
+            r.largest_gap_ns as f64 / 1e3
+        );
+    }
 }
 
 /// The per-instance view of the step range (report.step_range), or of the captured range.
