@@ -79,6 +79,52 @@ impl RangeLedger {
     }
 }
 
+/// How a range that leaves the GPU mostly idle spends its wall time, followed into the child
+/// range that holds most of it (up to three levels): a label (`CPU-bound`, `launch-bound`,
+/// `sync-bound`, `CUDA-call-bound`) and the sentence behind it, e.g. "81.4% of step is
+/// inside attn, 96.4% of which is the thread's own work outside CUDA calls". None when the
+/// range has no ledger (start/end ranges, no API table).
+pub(crate) fn cpu_story(ledger: &[RangeLedger], name: &str) -> Option<(&'static str, String)> {
+    let mut parts = Vec::new();
+    let mut current = ledger.iter().find(|l| l.name == name)?;
+    for _ in 0..4 {
+        let (what, ns) = current.dominant();
+        let share = 100.0 * ns as f64 / current.total.wall_ns.max(1) as f64;
+        let t = &current.total;
+        match what.strip_prefix("child range ") {
+            Some(child) if parts.len() < 3 => {
+                parts.push(format!("{share:.1}% of {} is inside {child}", current.name));
+                match ledger.iter().find(|l| l.name == child) {
+                    Some(next) => current = next,
+                    None => break,
+                }
+            }
+            _ => {
+                let label = if ns == t.sync_ns {
+                    "sync-bound"
+                } else if ns == t.launch_ns {
+                    "launch-bound"
+                } else if ns == t.other_api_ns {
+                    "CUDA-call-bound"
+                } else {
+                    "CPU-bound"
+                };
+                let lead = if parts.is_empty() {
+                    format!("{share:.1}% of {} is {what}", current.name)
+                } else {
+                    format!("{share:.1}% of which is {what}")
+                };
+                parts.push(lead);
+                return Some((label, parts.join(", ")));
+            }
+        }
+    }
+    None
+}
+
+/// The rule the reports state for the verdict that follows from the ledger.
+pub(crate) const VERDICT_RULE: &str = "when the GPU is busy under half of a range's time, the largest part of the range's wall time on its CPU thread decides: waiting in synchronize calls (sync-bound), launch calls (launch-bound), other CUDA calls (CUDA-call-bound) or the thread's own work (CPU-bound), followed into the child range that holds most of it";
+
 /// One push/pop range instance while the ledger is built.
 struct Node {
     range: usize,
@@ -284,5 +330,13 @@ mod tests {
         );
         assert!(l.iter().all(|x| x.conserved));
         assert_eq!(step.dominant().0, "child range attn");
+        let (label, story) = cpu_story(&l, "step").unwrap();
+        assert_eq!(label, "CPU-bound");
+        assert!(
+            story.starts_with(
+                "50.0% of step is inside attn, 50.0% of which is the thread's own work"
+            ),
+            "{story}"
+        );
     }
 }

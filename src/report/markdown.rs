@@ -176,9 +176,10 @@ fn ranges_section(a: &Artifacts, s: &mut String) {
     }
     let _ = writeln!(
         s,
-        "\n## Per NVTX range (`{}`)\n\nGPU work counts the kernels, memcpys and memsets launched inside the range (push/pop: on its thread), kernels of CUDA graphs included; it is measured on the GPU's timeline: the projection runs from the first start to the last end of that work (as `nsys stats --report nvtx_gpu_proj_sum`), GPU busy is the union of its kernels' execution intervals over the projection. Times in ms. Launch-bound: {}.\n",
+        "\n## Per NVTX range (`{}`)\n\nGPU work counts the kernels, memcpys and memsets launched inside the range (push/pop: on its thread), kernels of CUDA graphs included; it is measured on the GPU's timeline: the projection runs from the first start to the last end of that work (as `nsys stats --report nvtx_gpu_proj_sum`), GPU busy is the union of its kernels' execution intervals over the projection. Times in ms. Verdict: GPU-bound unless {} (GPU mostly idle); then {}.\n",
         a.sqlite_file,
-        RangeStats::LAUNCH_BOUND_RULE
+        RangeStats::LAUNCH_BOUND_RULE,
+        crate::analysis::ledger::VERDICT_RULE
     );
     let _ = writeln!(s, "| range | style | instances | CPU wall | GPU projection | kernel time | GPU busy of projection | kernels | from graphs | per instance: wall min / median / max | projection median | kernels median | verdict |");
     let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
@@ -202,7 +203,8 @@ fn ranges_section(a: &Artifacts, s: &mut String) {
             ms(r.proj_spread.median),
             r.launches_spread.median,
             if r.launch_bound() {
-                "launch-bound"
+                crate::analysis::ledger::cpu_story(&a.ledger, &r.name)
+                    .map_or("GPU mostly idle", |(label, _)| label)
             } else {
                 "GPU-bound"
             }

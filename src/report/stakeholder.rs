@@ -72,13 +72,17 @@ fn headline(a: &Artifacts) -> String {
             // Busy, but in NCCL kernels that wait: the wait is on the other ranks.
             h.push_str(": it mostly waits for the other ranks inside NCCL kernels");
         } else if c.working_pct() < 50.0 {
-            // With graphs the CPU launches few, large batches of work: what it waits for is
-            // the CPU work between graph launches, not the launches themselves.
-            h.push_str(if c.graph_kernels > 0 {
-                ": it mostly waits for the CPU between launches (launch-bound)"
-            } else {
-                ": it mostly waits for the CPU to launch work (launch-bound)"
-            });
+            // What the CPU does meanwhile comes from the wall-time ledger, when there is one.
+            match crate::analysis::ledger::cpu_story(&a.ledger, &c.name) {
+                Some((label, story)) => {
+                    let _ = write!(
+                        h,
+                        ": the GPU mostly waits on the CPU, and {} ({label}; kernels.md, \"Where the wall time goes\")",
+                        md(&story)
+                    );
+                }
+                None => h.push_str(": the GPU mostly waits on the CPU (busy under half the time)"),
+            }
         }
         if c.source == a.kern_sum_file {
             let _ = write!(h, " ({})", c.source);
