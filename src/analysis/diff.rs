@@ -59,6 +59,14 @@ pub(crate) struct RangeDelta {
     pub(crate) test: Option<Test>,
 }
 
+/// A range's wall time split (see analysis::ledger) in A and in B.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LedgerDelta {
+    pub(crate) name: String,
+    pub(crate) a: super::ledger::Parts,
+    pub(crate) b: super::ledger::Parts,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Diff {
     pub(crate) schema_version: u32,
@@ -75,6 +83,8 @@ pub(crate) struct Diff {
     pub(crate) total_test: Option<Test>,
     pub(crate) kernels: Vec<KernelDelta>,
     pub(crate) ranges: Vec<RangeDelta>,
+    /// Each push/pop range's wall-time ledger in both runs (first pass of each).
+    pub(crate) ledger: Vec<LedgerDelta>,
     /// Why the runs may not be comparable.
     pub(crate) warnings: Vec<String>,
 }
@@ -258,6 +268,18 @@ pub(crate) fn diff(a: &Summary, b: &Summary, warnings: Vec<String>) -> Diff {
         })
         .collect();
     let total_test = noise::welch(&total_a, &total_b);
+    let ledger = a
+        .ledger
+        .iter()
+        .filter_map(|la| {
+            let lb = b.ledger.iter().find(|l| l.name == la.name)?;
+            Some(LedgerDelta {
+                name: la.name.clone(),
+                a: la.total,
+                b: lb.total,
+            })
+        })
+        .collect();
     Diff {
         schema_version: 2,
         run_a: a.run_id.clone(),
@@ -271,6 +293,7 @@ pub(crate) fn diff(a: &Summary, b: &Summary, warnings: Vec<String>) -> Diff {
         total_test,
         kernels,
         ranges,
+        ledger,
         warnings,
     }
 }

@@ -74,8 +74,35 @@ pub(crate) fn to_markdown(d: &Diff, top: usize) -> String {
             );
         }
     }
+    ledger(&mut s, d);
     names(&mut s, d, top);
     s
+}
+
+/// Where each range's wall time went in A and in B, part by part (ms).
+fn ledger(s: &mut String, d: &Diff) {
+    if d.ledger.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## Where the wall time goes (CPU thread), A -> B\n\nms, first timed pass of each run; see kernels.md for the parts.\n\n| range | wall | sync | launch | other CUDA | child ranges | rest |\n|---|--:|--:|--:|--:|--:|--:|"
+    );
+    let pair = |a: i64, b: i64| format!("{:.2} -> {:.2}", a as f64 / 1e6, b as f64 / 1e6);
+    for l in &d.ledger {
+        let (a, b) = (&l.a, &l.b);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            md(&l.name),
+            pair(a.wall_ns, b.wall_ns),
+            pair(a.sync_ns, b.sync_ns),
+            pair(a.launch_ns, b.launch_ns),
+            pair(a.other_api_ns, b.other_api_ns),
+            pair(a.children_ns, b.children_ns),
+            pair(a.rest_ns, b.rest_ns)
+        );
+    }
 }
 
 fn kernels(s: &mut String, d: &Diff, top: usize) {
