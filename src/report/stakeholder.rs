@@ -465,6 +465,22 @@ fn nccl_imbalance(a: &Artifacts) -> Option<String> {
     ))
 }
 
+/// Advice for a range that leaves the GPU idle, from what its wall-time ledger says the CPU
+/// thread does (the rule and the chain of ranges stated).
+fn ledger_advice(label: &str, story: &str, busy: f64) -> String {
+    let what = match label {
+        "sync-bound" => "remove synchronisations from the loop (`.item()`, `.cpu()`, `.tolist()`, blocking copies) or move them off the critical path",
+        "launch-bound" => "capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work",
+        "CUDA-call-bound" => "find the CUDA calls that are neither launches nor synchronisations (allocation, attribute queries, module loads: nsys's `cuda_api_sum`) and move them out of the loop (warm-up, caching allocator)",
+        _ => "profile that Python/framework code (a CPU sampler such as py-spy, or nsys CPU sampling), then move it out of the step, compile it, or do more work per step (larger batch)",
+    };
+    format!(
+        "The GPU is idle most of the captured range (rule: GPU busy < 50%; here {}) and the range is {label} (kernels.md states the rule): {}. Next: {what}.",
+        pct(busy),
+        md(story)
+    )
+}
+
 /// Recommendations, each from a stated rule on the data.
 pub(crate) fn recommendations(a: &Artifacts) -> Vec<String> {
     let mut out = Vec::new();
@@ -473,8 +489,11 @@ pub(crate) fn recommendations(a: &Artifacts) -> Vec<String> {
         out.push(format!("Graph kernels are invisible: {note}."));
     } else if let Some(c) = a.captured() {
         let busy = c.working_pct();
+        let story = crate::analysis::ledger::cpu_story(&a.ledger, &c.name);
         if busy < 50.0 && c.busy_pct() >= 50.0 {
             // NCCL waiting, not launching: nccl_imbalance below says which rank is late.
+        } else if let (true, Some((label, story))) = (busy < 50.0, story) {
+            out.push(ledger_advice(label, &story, busy));
         } else if busy < 50.0 && c.graph_kernels == 0 {
             out.push(format!(
                 "Launch overhead dominates (rule: GPU busy < 50% of the captured range{}; here {}): capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work.",
@@ -497,7 +516,7 @@ pub(crate) fn recommendations(a: &Artifacts) -> Vec<String> {
         let avg = total / launches as f64;
         if avg < 10_000.0 {
             out.push(format!(
-                "Kernels are tiny (rule: mean kernel < 10 us; here {} us): per-launch cost, not kernel speed, sets the pace.",
+                "Kernels are tiny (rule: mean kernel < 10 us; here {} us): making them faster moves little; fewer, larger kernels (fusion, larger batches) do more work per launch.",
                 us(avg)
             ));
         }
