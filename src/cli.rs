@@ -150,6 +150,14 @@ pub struct ProfileArgs {
     /// spread and `stage2 diff` tests changes against it (sets run.repeat).
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
+    /// Mark transformers forward passes as NVTX prefill/decode without changing the workload
+    /// (sets workload.auto_nvtx=true).
+    #[arg(long)]
+    pub auto_nvtx: bool,
+    /// Sample the workload's Python stacks HZ times a second in the nsys pass (sets
+    /// workload.python_sampling_hz).
+    #[arg(long, value_name = "HZ")]
+    pub python_sampling: Option<f64>,
     /// Skip the Nsight Systems pass (sets nsys.enable=false).
     #[arg(long)]
     pub no_nsys: bool,
@@ -207,6 +215,12 @@ impl ProfileArgs {
         }
         if let Some(n) = self.repeat {
             flag("run.repeat", Value::from(n));
+        }
+        if self.auto_nvtx {
+            flag("workload.auto_nvtx", Value::from(true));
+        }
+        if let Some(hz) = self.python_sampling {
+            flag("workload.python_sampling_hz", Value::from(hz));
         }
         if self.no_nsys {
             flag("nsys.enable", Value::from(false));

@@ -59,7 +59,8 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     let run = RunDir::create(Path::new(&cfg.run.root), cfg.run.id.as_deref())?;
     let io = |what: &str, e: std::io::Error| Error::io("write", run.file(what), e);
     tracing::info!("run directory {}", run.path.display());
-    let workload = workload::build(cfg, &run.stage1())?;
+    let mut workload = workload::build(cfg, &run.stage1())?;
+    crate::passes::hook::install(cfg, &run, &mut workload)?;
     crate::rundir::status::write_atomic(
         &run.file("config.yaml"),
         redacted_yaml(&resolved).as_bytes(),

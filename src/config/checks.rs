@@ -75,6 +75,14 @@ pub(crate) fn check(c: &Config) -> Result<(), Error> {
             "must be a number of GB >= 0",
         );
     }
+    let hz = c.workload.python_sampling_hz;
+    if !(hz.is_finite() && (0.0..=10_000.0).contains(&hz)) {
+        return bad(
+            "workload.python_sampling_hz",
+            &hz,
+            "must be between 0 (off) and 10000 samples a second",
+        );
+    }
     if !(1..=100).contains(&c.run.repeat) {
         return bad("run.repeat", &c.run.repeat, "must be between 1 and 100");
     }
@@ -136,6 +144,14 @@ mod tests {
             ("nsys.trace=cuda,foo", "nsys.trace"),
             ("ncu.set=bogus", "ncu.set"),
             ("nsys.sample=always", "nsys.sample"),
+            (
+                "workload.python_sampling_hz=-1",
+                "workload.python_sampling_hz",
+            ),
+            (
+                "workload.python_sampling_hz=.inf",
+                "workload.python_sampling_hz",
+            ),
         ] {
             let e = check(&[o]).expect_err(o);
             assert!(e.contains(key), "{o}: {e}");

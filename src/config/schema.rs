@@ -39,6 +39,14 @@ pub struct Workload {
     pub launcher_args: Vec<String>,
     #[serde(deserialize_with = "string_map")]
     pub env: BTreeMap<String, String>,
+    /// Mark transformers' forward passes `prefill`/`decode` (and `generate`) through stage2's
+    /// Python hook; the workload's code is not changed.
+    #[serde(default)]
+    pub auto_nvtx: bool,
+    /// Sample the workload's Python stacks this many times a second during the nsys pass (0:
+    /// off); the ledger names the functions behind a range's CPU time.
+    #[serde(default)]
+    pub python_sampling_hz: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -5,6 +5,7 @@
 pub(crate) mod diagnose;
 pub(crate) mod driver;
 pub(crate) mod guards;
+pub(crate) mod hook;
 pub(crate) mod launcher;
 pub(crate) mod ncu;
 pub(crate) mod nsys;

@@ -86,6 +86,17 @@ pub(crate) fn profile_args(
     a
 }
 
+/// When nsys captures the workload's cudaProfilerStart/Stop windows, ncu profiles inside them
+/// too (`--profile-from-start off`), so both tools look at the same part of the run.
+pub(crate) fn window_args(cfg: &Config) -> Vec<String> {
+    let windows = cfg.nsys.gating_nvtx
+        && cfg.nsys.capture_range == crate::config::CaptureRange::CudaProfilerApi;
+    match windows {
+        true => vec!["--profile-from-start".into(), "off".into()],
+        false => Vec::new(),
+    }
+}
+
 pub(crate) fn import_args(rep: &Path) -> Vec<String> {
     vec![
         "--import".into(),
@@ -277,7 +288,7 @@ impl NcuPass {
             ctx.run.ncu(base)
         };
         let exclude_nccl = multi && !ctx.cfg.ncu.include_nccl;
-        let profiled = self.with_prog(profile_args(
+        let mut profiled = self.with_prog(profile_args(
             &ctx.cfg.ncu,
             include,
             filter,
@@ -285,6 +296,7 @@ impl NcuPass {
             &ctx.workload.argv,
             exclude_nccl,
         ));
+        profiled.splice(1..1, window_args(ctx.cfg));
         if !multi {
             return profiled;
         }

@@ -243,8 +243,11 @@ impl Pass for NsysPass {
             &base,
             &ctx.workload.argv,
         )?;
+        let mut argv = self.with_prog(argv);
+        let sampling = crate::passes::hook::nsys_env(ctx.cfg, &ctx.run.path.join("nsys"));
+        crate::passes::hook::add_nsys_env(&mut argv, &sampling)?;
         // Under a launcher, nsys runs inside it, once per rank.
-        let profile = launcher.wrap(&ctx.cfg.workload, self.with_prog(argv), &ctx.workload.env);
+        let profile = launcher.wrap(&ctx.cfg.workload, argv, &ctx.workload.env);
         let mut post = Vec::new();
         if !multi {
             let rep = ctx.run.nsys_report(None);

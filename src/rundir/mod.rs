@@ -254,6 +254,10 @@ impl RunDir {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| p.display().to_string())
     }
+    /// stage2's Python hook (`sitecustomize.py`), first on the workload's PYTHONPATH.
+    pub(crate) fn hook_dir(&self) -> PathBuf {
+        self.path.join("hook")
+    }
     /// Hydra workloads' own outputs go here.
     pub(crate) fn stage1(&self) -> PathBuf {
         self.path.join("stage1")

@@ -217,3 +217,15 @@ fn multi_rank_ncu_passes_turn_nccl_p2p_off_unless_told_otherwise() {
         ["env", "NCCL_P2P_DISABLE=1", "torchrun", "x"]
     );
 }
+
+#[test]
+fn profiler_api_windows_gate_ncu_too() {
+    let c = crate::testutil::config(&["nsys.capture_range=cudaProfilerApi"]);
+    assert_eq!(window_args(&c), ["--profile-from-start", "off"]);
+    assert!(window_args(&crate::testutil::config(&[])).is_empty());
+    let c = crate::testutil::config(&[
+        "nsys.capture_range=cudaProfilerApi",
+        "nsys.gating_nvtx=false",
+    ]);
+    assert!(window_args(&c).is_empty());
+}

@@ -1,0 +1,3 @@
+import torch
+
+torch.LOG.append(["chained sitecustomize ran"])

@@ -1,0 +1,46 @@
+"""Scenarios for stage2's Python hook; prints what it emitted as JSON, one scenario a line."""
+import json
+import sys
+import time
+
+import torch
+from transformers.generation.utils import GenerationMixin
+from transformers.modeling_utils import PreTrainedModel
+
+
+class Inner(PreTrainedModel):
+    def forward(self, input_ids=None, **kw):
+        return input_ids
+
+
+class Outer(PreTrainedModel, GenerationMixin):
+    def __init__(self):
+        self.inner = Inner()
+
+    def forward(self, input_ids=None, inputs_embeds=None, fail=False):
+        self.inner(input_ids=input_ids)
+        if fail:
+            raise ValueError("boom")
+        return input_ids
+
+
+def scenario(name, fn):
+    del torch.LOG[:]
+    try:
+        fn()
+    except ValueError as e:
+        torch.LOG.append(["raised", str(e)])
+    print(json.dumps({name: [x for x in torch.LOG if not str(x).startswith("['mark', 'stage2:clock")]}))
+
+
+m = Outer()
+print(json.dumps({"startup": list(torch.LOG)}))
+scenario("prefill", lambda: m(input_ids=torch.Tensor(2, 5)))
+scenario("decode", lambda: m(torch.Tensor(4, 1)))
+scenario("embeds", lambda: m(inputs_embeds=torch.Tensor(1, 7, 64)))
+scenario("no_ids", lambda: m())
+scenario("exception", lambda: m(input_ids=torch.Tensor(1, 1), fail=True))
+scenario("generate", lambda: m.generate(torch.Tensor(1, 4)))
+scenario("generate_compiled", lambda: m.generate(torch.Tensor(1, 4), compiled=True))
+if len(sys.argv) > 1:
+    time.sleep(float(sys.argv[1]))
