@@ -3,7 +3,7 @@
 //! ranges (`workload.auto_nvtx`) and Python stack samples (`workload.python_sampling_hz`)
 //! without a change to its code. The variables it reads are set here and land in cmd.txt.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::config::Config;
 use crate::error::Error;
