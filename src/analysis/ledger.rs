@@ -84,7 +84,11 @@ impl RangeLedger {
 /// `sync-bound`, `CUDA-call-bound`) and the sentence behind it, e.g. "81.4% of step is
 /// inside attn, 96.4% of which is the thread's own work outside CUDA calls". None when the
 /// range has no ledger (start/end ranges, no API table).
-pub(crate) fn cpu_story(ledger: &[RangeLedger], name: &str) -> Option<(&'static str, String)> {
+pub(crate) fn cpu_story(
+    ledger: &[RangeLedger],
+    name: &str,
+    python: Option<&super::pysamples::PyReport>,
+) -> Option<(&'static str, String)> {
     let mut parts = Vec::new();
     let mut current = ledger.iter().find(|l| l.name == name)?;
     for _ in 0..4 {
@@ -115,7 +119,18 @@ pub(crate) fn cpu_story(ledger: &[RangeLedger], name: &str) -> Option<(&'static 
                     format!("{share:.1}% of which is {what}")
                 };
                 parts.push(lead);
-                return Some((label, parts.join(", ")));
+                let mut story = parts.join(", ");
+                // The samples name the function behind the thread's own work, where there are some.
+                if let Some((f, share, n)) = python
+                    .filter(|_| label == "CPU-bound")
+                    .and_then(|p| p.top_of(&current.name))
+                {
+                    story.push_str(&format!(
+                        "; {share:.0}% of the {n} Python samples in {} are in {f}",
+                        current.name
+                    ));
+                }
+                return Some((label, story));
             }
         }
     }
@@ -330,7 +345,7 @@ mod tests {
         );
         assert!(l.iter().all(|x| x.conserved));
         assert_eq!(step.dominant().0, "child range attn");
-        let (label, story) = cpu_story(&l, "step").unwrap();
+        let (label, story) = cpu_story(&l, "step", None).unwrap();
         assert_eq!(label, "CPU-bound");
         assert!(
             story.starts_with(

@@ -8,6 +8,8 @@ pub mod kernels;
 pub(crate) mod ledger;
 pub(crate) mod noise;
 pub(crate) mod nvtx;
+pub(crate) mod ops;
+pub(crate) mod pysamples;
 pub mod ranges;
 pub(crate) mod ranks;
 pub(crate) mod repeats;
@@ -30,10 +32,31 @@ use crate::rundir::{RunDir, KERN_SUM, NVTX_SUM};
 use ranges::RangeStats;
 use roofline::Peaks;
 
+/// The Python samples of the nsys pass (none when the run took none), placed in its ranges.
+fn python_evidence(
+    run: &RunDir,
+    db: &NsysDb,
+    ranges: &[crate::parse::sqlite::NvtxRange],
+) -> Result<Option<pysamples::PyReport>, Error> {
+    let files = crate::parse::pysamples::read_dir(&run.path.join("nsys"))?;
+    if files.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(pysamples::attribute(
+        ranges,
+        &db.marks("stage2:clock ")?,
+        &files,
+    )))
+}
+
 /// The parsed contents of a run directory.
 pub(crate) struct Artifacts {
     pub(crate) run_id: String,
     pub(crate) config: Config,
+    /// Python stack samples placed in the ranges (`workload.python_sampling_hz`).
+    pub(crate) python: Option<pysamples::PyReport>,
+    /// PyTorch operators from their NVTX ranges (nsys `--pytorch=...`), when the run has them.
+    pub(crate) operators: Vec<ops::OpRow>,
     pub(crate) kernels_nsys: Option<Vec<KernelSum>>,
     pub(crate) ranges: Option<Vec<RangeSum>>,
     pub(crate) api: Option<Vec<ApiSum>>,
@@ -179,7 +202,10 @@ impl Artifacts {
             k => k,
         };
         let (nvtx_sum, api_sum) = (first("nvtx_sum"), first("cuda_api_sum"));
-        let ranges = optional(&nvtx_sum, nsys::read_ranges)?;
+        let mut ranges = optional(&nvtx_sum, nsys::read_ranges)?;
+        if let Some(r) = ranges.as_mut() {
+            r.retain(|r| !ops::is_op(r.name()));
+        }
         let api = optional(&api_sum, nsys::read_api)?;
         // The pass records the ncu include and file base; runs made before it did get them
         // recomputed from the config, which is what the pass used then.
@@ -212,9 +238,18 @@ impl Artifacts {
             .transpose()?;
         // The ranges and launches are read once: for the per-range figures and, in one
         // process, the kernel table (its captured range's kernels, see analysis::kernels).
-        let timeline = match &db {
-            Some(db) => Some((db.ranges()?, db.launches()?)),
-            None => None,
+        let (timeline, operators) = match &db {
+            Some(db) => {
+                let (all, launches) = (db.ranges()?, db.launches()?);
+                let operators = match all.iter().any(|r| ops::is_op(&r.name)) {
+                    true => ops::table(&all, &launches, &db.strings()?),
+                    false => Vec::new(),
+                };
+                // Operator ranges have a name per call: they are the operators table, not ranges.
+                let phases: Vec<_> = all.into_iter().filter(|r| !ops::is_op(&r.name)).collect();
+                (Some((phases, launches)), operators)
+            }
+            None => (None, Vec::new()),
         };
         let mut kern_sum_file = if rank_data.is_empty() {
             KERN_SUM.to_string()
@@ -241,6 +276,10 @@ impl Artifacts {
         let ledger = match (&db, &timeline) {
             (Some(db), Some((r, _))) => ledger::ledger(r, &db.api_calls()?),
             _ => Vec::new(),
+        };
+        let python = match (&db, &timeline) {
+            (Some(db), Some((r, _))) => python_evidence(run, db, r)?,
+            _ => None,
         };
         let ncu_units = ncu.as_ref().map(|r| r.units.clone()).unwrap_or_default();
         let peaks = ncu.as_ref().and_then(|r| {
@@ -310,6 +349,8 @@ impl Artifacts {
             repeats: None,
             ncu_problem,
             ledger,
+            python,
+            operators,
         };
         a.repeats = repeats::load(run, &a.config, &a)?;
         Ok(a)

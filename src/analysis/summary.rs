@@ -41,6 +41,12 @@ pub(crate) struct Summary {
     /// Per push/pop range: its wall time split on its CPU thread (see analysis::ledger).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) ledger: Vec<super::ledger::RangeLedger>,
+    /// Python stack samples placed in the ranges (`workload.python_sampling_hz` > 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) python_samples: Option<super::pysamples::PyReport>,
+    /// PyTorch operators from their NVTX ranges (`nsys.pytorch`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) operators: Vec<super::ops::OpRow>,
     /// Which file each group of figures came from, relative to the run directory.
     pub(crate) sources: BTreeMap<String, String>,
 }
@@ -275,6 +281,8 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
             })
             .collect(),
         ledger: a.ledger.clone(),
+        python_samples: a.python.clone(),
+        operators: a.operators.clone(),
         sources,
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod ncu;
 pub mod nsys;
+pub mod pysamples;
 mod quoted;
 pub mod sqlite;
 mod table;

@@ -218,6 +218,7 @@ pub struct ApiCall {
 /// NVTX event types in the nsys schema (ENUM_NSYS_EVENT_TYPE).
 const NVTX_PUSH_POP: i64 = 59;
 const NVTX_START_END: i64 = 60;
+const NVTX_MARK: i64 = 34;
 
 impl NsysDb {
     /// Every closed NVTX range, in start order.
@@ -248,6 +249,35 @@ impl NsysDb {
                     push_pop: r.get::<_, i64>(3)? == NVTX_PUSH_POP,
                     tid: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
                 })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// NVTX marks whose text starts with `prefix` (stage2's hook: `stage2:`), as (time,
+    /// globalTid, text), in time order; empty without NVTX.
+    pub fn marks(&self, prefix: &str) -> Result<Vec<(i64, i64, String)>, Error> {
+        let cols = self.columns("NVTX_EVENTS")?;
+        if !["start", "text", "eventType", "globalTid"]
+            .iter()
+            .all(|c| cols.iter().any(|h| h == c))
+        {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT start, globalTid, text FROM NVTX_EVENTS \
+                 WHERE eventType = {NVTX_MARK} AND substr(text, 1, ?1) = ?2 ORDER BY start"
+            ))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(rusqlite::params![prefix.len() as i64, prefix], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                    r.get(2)?,
+                ))
             })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))

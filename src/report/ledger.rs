@@ -58,8 +58,54 @@ pub(crate) fn section(a: &Artifacts, s: &mut String) {
             }
         );
     }
+    python(a, s);
     steps(a, s);
     gpu(a, s);
+}
+
+/// Where each range's own time went in Python, from the hook's stack samples.
+fn python(a: &Artifacts, s: &mut String) {
+    let Some(p) = &a.python else { return };
+    let hz = a.config.workload.python_sampling_hz;
+    let _ = writeln!(
+        s,
+        "\nPython samples (`nsys/pysamples.<pid>.txt`, {} samples from {} process(es){}), each counted in the innermost range open on its thread: that range's own time. The innermost function of each sample, and the functions on its stack (each once per sample).\n",
+        p.samples,
+        p.files,
+        if hz > 0.0 { format!(" at {hz} Hz") } else { String::new() }
+    );
+    if !p.unaligned.is_empty() {
+        let _ = writeln!(
+            s,
+            "Samples of process(es) {:?} could not be placed: no `stage2:clock` mark of theirs is in the capture.\n",
+            p.unaligned
+        );
+    }
+    if p.ranges.is_empty() {
+        let _ = writeln!(s, "No sample fell inside a captured push/pop range.");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "| range | samples | innermost functions | on the stack |\n|---|--:|---|---|"
+    );
+    let list = |v: &[(String, u64)], n: u64| {
+        v.iter()
+            .take(4)
+            .map(|(f, c)| format!("{} {}", md(f), share(*c as i64, n as i64)))
+            .collect::<Vec<_>>()
+            .join("<br>")
+    };
+    for e in &p.ranges {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            md(&e.range),
+            e.samples,
+            list(&e.leaf, e.samples),
+            list(&e.on_stack, e.samples)
+        );
+    }
 }
 
 /// The GPU side of each range: its projection split into kernels running (union), other work

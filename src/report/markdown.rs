@@ -75,6 +75,10 @@ pub(crate) fn kernels_md(a: &Artifacts) -> String {
     ranks_section(a, &mut s, width);
     ranges_section(a, &mut s);
     super::ledger::section(a, &mut s);
+    if !a.operators.is_empty() {
+        s.push_str("\n## PyTorch operators\n\n");
+        super::ops::table(a, &mut s, 30);
+    }
     roofline_section(a, &mut s, width);
     if a.ncu_coverage_pct().is_some() {
         let left: Vec<_> = a.records.iter().filter(|r| r.ncu_instances == 0).collect();
@@ -203,7 +207,7 @@ fn ranges_section(a: &Artifacts, s: &mut String) {
             ms(r.proj_spread.median),
             r.launches_spread.median,
             if r.launch_bound() {
-                crate::analysis::ledger::cpu_story(&a.ledger, &r.name)
+                crate::analysis::ledger::cpu_story(&a.ledger, &r.name, a.python.as_ref())
                     .map_or("GPU mostly idle", |(label, _)| label)
             } else {
                 "GPU-bound"

@@ -7,6 +7,7 @@ pub(crate) mod diff;
 mod json;
 mod ledger;
 mod markdown;
+mod ops;
 mod stakeholder;
 mod svg;
 

@@ -73,7 +73,7 @@ fn headline(a: &Artifacts) -> String {
             h.push_str(": it mostly waits for the other ranks inside NCCL kernels");
         } else if c.working_pct() < 50.0 {
             // What the CPU does meanwhile comes from the wall-time ledger, when there is one.
-            match crate::analysis::ledger::cpu_story(&a.ledger, &c.name) {
+            match crate::analysis::ledger::cpu_story(&a.ledger, &c.name, a.python.as_ref()) {
                 Some((label, story)) => {
                     let _ = write!(
                         h,
@@ -326,6 +326,7 @@ fn numbers(a: &Artifacts, s: &mut String) {
 
 fn operators(a: &Artifacts, s: &mut String) {
     let _ = writeln!(s, "## Operators\n");
+    super::ops::table(a, s, 15);
     match &a.ranges {
         Some(ranges) if !ranges.is_empty() => {
             let _ = writeln!(s, "NVTX ranges ({}):\n", a.nvtx_sum_file);
@@ -489,7 +490,7 @@ pub(crate) fn recommendations(a: &Artifacts) -> Vec<String> {
         out.push(format!("Graph kernels are invisible: {note}."));
     } else if let Some(c) = a.captured() {
         let busy = c.working_pct();
-        let story = crate::analysis::ledger::cpu_story(&a.ledger, &c.name);
+        let story = crate::analysis::ledger::cpu_story(&a.ledger, &c.name, a.python.as_ref());
         if busy < 50.0 && c.busy_pct() >= 50.0 {
             // NCCL waiting, not launching: nccl_imbalance below says which rank is late.
         } else if let (true, Some((label, story))) = (busy < 50.0, story) {

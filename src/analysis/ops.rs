@@ -1,0 +1,217 @@
+//! PyTorch operators from their NVTX ranges (nsys `--pytorch=autograd-nvtx` or
+//! `autograd-shapes-nvtx`, or torch's own `emit_nvtx`): each call is a push/pop range named
+//! `aten::mm, op_id = 12, sizes = [[4, 1024], [1024, 1024]], ...`. Every call has its own
+//! name, so these ranges are grouped by operator here and kept out of the per-range views.
+//! Per operator: calls, CPU time on its own (wall minus its nested operators), the kernels
+//! launched while it was the innermost operator (their GPU time), its commonest input shapes.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::parse::sqlite::{Launch, NvtxRange};
+
+/// Operators listed; kernels listed per operator.
+const TOP_KERNELS: usize = 3;
+
+/// Whether a range is one operator call.
+pub(crate) fn is_op(name: &str) -> bool {
+    name.starts_with("aten::") || name.contains(", op_id = ") || name.contains(", seq = ")
+}
+
+/// `aten::mm` of `aten::mm, op_id = 12, sizes = ...`.
+fn op_name(name: &str) -> &str {
+    name.split(", ").next().unwrap_or(name)
+}
+
+/// `[[4, 1024], [1024, 1024]]` of `..., sizes = [[4, 1024], [1024, 1024]], input_op_ids = ...`.
+fn shapes(name: &str) -> Option<&str> {
+    let rest = name.split_once("sizes = ")?.1;
+    Some(rest.split(", input_op_ids").next().unwrap_or(rest))
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct OpRow {
+    pub(crate) op: String,
+    pub(crate) calls: u64,
+    /// Wall time of its calls minus that of operators nested in them.
+    pub(crate) self_cpu_ns: i64,
+    /// Kernel time launched while it was the innermost operator open on its thread.
+    pub(crate) gpu_ns: i64,
+    pub(crate) kernels: u64,
+    /// The input shapes of most of its calls, and how many calls had them.
+    pub(crate) shapes: Option<(String, u64)>,
+    /// Its kernels by GPU time (StringIds id resolved), most first.
+    pub(crate) top_kernels: Vec<(String, i64)>,
+}
+
+#[derive(Default)]
+struct Acc {
+    row: OpRow,
+    shapes: HashMap<String, u64>,
+    kernels: HashMap<i64, i64>,
+}
+
+/// The operator table, largest GPU time first (then CPU time), from the op ranges and launches.
+pub(crate) fn table(
+    ranges: &[NvtxRange],
+    launches: &[Launch],
+    names: &HashMap<i64, String>,
+) -> Vec<OpRow> {
+    let mut by_tid: HashMap<i64, Vec<&NvtxRange>> = HashMap::new();
+    for r in ranges.iter().filter(|r| r.push_pop && is_op(&r.name)) {
+        by_tid.entry(r.tid).or_default().push(r);
+    }
+    let mut acc: HashMap<&str, Acc> = HashMap::new();
+    for (tid, mut ops) in by_tid {
+        ops.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+        self_times(&ops, &mut acc);
+        let mine = launches.iter().filter(|l| l.tid == tid && l.kernel);
+        innermost(&ops, mine, |op, l| {
+            let a = acc.entry(op_name(&op.name)).or_default();
+            a.row.gpu_ns += l.end - l.start;
+            a.row.kernels += 1;
+            *a.kernels.entry(l.name).or_default() += l.end - l.start;
+        });
+    }
+    let mut rows: Vec<OpRow> = acc
+        .into_iter()
+        .map(|(op, mut a)| {
+            a.row.op = op.to_string();
+            a.row.shapes = a
+                .shapes
+                .into_iter()
+                .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)));
+            let mut k: Vec<(String, i64)> = a
+                .kernels
+                .into_iter()
+                .map(|(id, ns)| {
+                    (
+                        names.get(&id).cloned().unwrap_or_else(|| format!("#{id}")),
+                        ns,
+                    )
+                })
+                .collect();
+            k.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+            k.truncate(TOP_KERNELS);
+            a.row.top_kernels = k;
+            a.row
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.gpu_ns
+            .cmp(&a.gpu_ns)
+            .then(b.self_cpu_ns.cmp(&a.self_cpu_ns))
+            .then(a.op.cmp(&b.op))
+    });
+    rows
+}
+
+/// Calls, shapes and self CPU time of one thread's op ranges (sorted, properly nested).
+fn self_times<'a>(ops: &[&'a NvtxRange], acc: &mut HashMap<&'a str, Acc>) {
+    let mut stack: Vec<usize> = Vec::new();
+    let mut child_ns = vec![0i64; ops.len()];
+    for (i, r) in ops.iter().enumerate() {
+        while stack.last().is_some_and(|&p| ops[p].end <= r.start) {
+            stack.pop();
+        }
+        if let Some(&p) = stack.last() {
+            child_ns[p] += r.end - r.start;
+        }
+        stack.push(i);
+    }
+    for (r, child) in ops.iter().zip(child_ns) {
+        let a = acc.entry(op_name(&r.name)).or_default();
+        a.row.calls += 1;
+        a.row.self_cpu_ns += (r.end - r.start - child).max(0);
+        if let Some(s) = shapes(&r.name) {
+            *a.shapes.entry(s.to_string()).or_default() += 1;
+        }
+    }
+}
+
+/// Call `f` with the innermost op open at each launch's API call (launches in API order).
+fn innermost<'a, 'b>(
+    ops: &[&'a NvtxRange],
+    launches: impl Iterator<Item = &'b Launch>,
+    mut f: impl FnMut(&'a NvtxRange, &'b Launch),
+) {
+    let mut stack: Vec<&NvtxRange> = Vec::new();
+    let mut next = 0;
+    for l in launches {
+        let t = l.api_start;
+        while next < ops.len() && ops[next].start <= t {
+            while stack.last().is_some_and(|o| o.end <= ops[next].start) {
+                stack.pop();
+            }
+            stack.push(ops[next]);
+            next += 1;
+        }
+        while stack.last().is_some_and(|o| o.end <= t) {
+            stack.pop();
+        }
+        if let Some(op) = stack.last() {
+            f(op, l);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(name: &str, start: i64, end: i64) -> NvtxRange {
+        NvtxRange {
+            name: name.into(),
+            start,
+            end,
+            push_pop: true,
+            tid: 1,
+        }
+    }
+
+    fn k(api_start: i64, ns: i64, name: i64) -> Launch {
+        Launch {
+            api_start,
+            tid: 1,
+            start: api_start + 5,
+            end: api_start + 5 + ns,
+            kernel: true,
+            graph: false,
+            name,
+        }
+    }
+
+    #[test]
+    fn operators_group_calls_and_take_kernels_of_the_innermost() {
+        let ranges = [
+            r("decode", 0, 1000),
+            r(
+                "aten::linear, op_id = 1, sizes = [[4, 8], [8, 8]], input_op_ids = [(0,0)]",
+                10,
+                110,
+            ),
+            r("aten::mm, op_id = 2, sizes = [[4, 8], [8, 8]]", 20, 60),
+            r(
+                "aten::linear, op_id = 3, sizes = [[4, 8], [8, 8]], input_op_ids = [(2,0)]",
+                200,
+                260,
+            ),
+            r("aten::mm, op_id = 4, sizes = [[4, 8], [8, 8]]", 210, 250),
+        ];
+        let launches = [k(30, 7, 9), k(80, 2, 8), k(220, 7, 9), k(500, 100, 9)];
+        let names = HashMap::from([(9, "gemm".to_string()), (8, "add".to_string())]);
+        let t = table(&ranges, &launches, &names);
+        let ops: Vec<_> = t
+            .iter()
+            .map(|o| (o.op.as_str(), o.calls, o.self_cpu_ns, o.gpu_ns, o.kernels))
+            .collect();
+        assert_eq!(
+            ops,
+            [("aten::mm", 2, 80, 14, 2), ("aten::linear", 2, 80, 2, 1)]
+        );
+        assert_eq!(t[0].shapes, Some(("[[4, 8], [8, 8]]".to_string(), 2)));
+        assert_eq!(t[0].top_kernels, [("gemm".to_string(), 14)]);
+        assert!(!is_op("decode") && is_op("aten::mm"));
+    }
+}

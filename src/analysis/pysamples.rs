@@ -1,0 +1,244 @@
+//! Evidence for a range's own CPU time: the Python stack samples stage2's hook took
+//! (`workload.python_sampling_hz`), placed on the nsys timeline through the hook's NVTX clock
+//! marks (`stage2:clock <ns>`: the nsys time of the mark minus the clock it carries), each
+//! counted in the innermost push/pop range open on its thread: that range's own time, as the
+//! ledger's "rest" is.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::parse::pysamples::PySamples;
+use crate::parse::sqlite::NvtxRange;
+
+/// Functions listed per range.
+const TOP: usize = 8;
+
+/// The samples of one range name.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct PyEvidence {
+    pub(crate) range: String,
+    /// Samples taken while this range was the innermost one open on its thread.
+    pub(crate) samples: u64,
+    /// Innermost Python function of each sample (where the thread was), most first.
+    pub(crate) leaf: Vec<(String, u64)>,
+    /// Functions anywhere on the stack (each counted once per sample), most first.
+    pub(crate) on_stack: Vec<(String, u64)>,
+}
+
+/// What the samples say, and why some could not be used.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct PyReport {
+    pub(crate) files: usize,
+    pub(crate) samples: u64,
+    pub(crate) ranges: Vec<PyEvidence>,
+    /// Processes whose samples could not be placed (no clock mark in the capture).
+    pub(crate) unaligned: Vec<i64>,
+}
+
+/// nsys's `globalTid` holds the process id in bits 24..48 and the thread id below.
+fn pid_tid(global_tid: i64) -> (i64, i64) {
+    ((global_tid >> 24) & 0xFF_FFFF, global_tid & 0xFF_FFFF)
+}
+
+/// Per process: the median of (nsys time of a clock mark - the monotonic time it carries).
+pub(crate) fn offsets(marks: &[(i64, i64, String)]) -> HashMap<i64, i64> {
+    let mut by: HashMap<i64, Vec<i64>> = HashMap::new();
+    for (ts, gtid, text) in marks {
+        if let Some(mono) = text
+            .strip_prefix("stage2:clock ")
+            .and_then(|v| v.trim().parse::<i64>().ok())
+        {
+            by.entry(pid_tid(*gtid).0).or_default().push(ts - mono);
+        }
+    }
+    by.into_iter()
+        .map(|(pid, mut v)| {
+            v.sort_unstable();
+            (pid, v[v.len() / 2])
+        })
+        .collect()
+}
+
+/// The hook's own frames say nothing about the workload.
+fn is_hook(frame: &str) -> bool {
+    frame.contains("/hook/sitecustomize.py")
+}
+
+#[derive(Default)]
+struct Counts {
+    samples: u64,
+    leaf: HashMap<String, u64>,
+    stack: HashMap<String, u64>,
+}
+
+/// Place every sample in the innermost push/pop range open on its thread at its time.
+pub(crate) fn attribute(
+    ranges: &[NvtxRange],
+    marks: &[(i64, i64, String)],
+    files: &[PySamples],
+) -> PyReport {
+    let offsets = offsets(marks);
+    let mut report = PyReport {
+        files: files.len(),
+        ..Default::default()
+    };
+    let mut by_thread: HashMap<(i64, i64), Vec<&NvtxRange>> = HashMap::new();
+    for r in ranges.iter().filter(|r| r.push_pop) {
+        by_thread.entry(pid_tid(r.tid)).or_default().push(r);
+    }
+    let mut counts: HashMap<&str, Counts> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for f in files {
+        report.samples += f.samples.len() as u64;
+        let Some(offset) = offsets.get(&f.pid) else {
+            if !f.samples.is_empty() {
+                report.unaligned.push(f.pid);
+            }
+            continue;
+        };
+        let mut samples: Vec<_> = f.samples.iter().collect();
+        samples.sort_by_key(|s| (s.tid, s.t));
+        for thread in samples.chunk_by(|a, b| a.tid == b.tid) {
+            let Some(rs) = by_thread.get_mut(&(f.pid, thread[0].tid)) else {
+                continue;
+            };
+            rs.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+            let mut stack: Vec<&NvtxRange> = Vec::new();
+            let mut next = 0;
+            for s in thread {
+                let t = s.t + offset;
+                while next < rs.len() && rs[next].start <= t {
+                    while stack.last().is_some_and(|o| o.end <= rs[next].start) {
+                        stack.pop();
+                    }
+                    stack.push(rs[next]);
+                    next += 1;
+                }
+                while stack.last().is_some_and(|o| o.end <= t) {
+                    stack.pop();
+                }
+                let Some(inner) = stack.last() else { continue };
+                let c = counts.entry(inner.name.as_str()).or_insert_with(|| {
+                    order.push(inner.name.as_str());
+                    Counts::default()
+                });
+                count(c, f, &s.stack);
+            }
+        }
+    }
+    report.ranges = order
+        .into_iter()
+        .map(|name| {
+            let c = counts.remove(name).unwrap_or_default();
+            PyEvidence {
+                range: name.to_string(),
+                samples: c.samples,
+                leaf: top(c.leaf),
+                on_stack: top(c.stack),
+            }
+        })
+        .collect();
+    report
+}
+
+fn count(c: &mut Counts, f: &PySamples, stack: &[u32]) {
+    c.samples += 1;
+    let names: Vec<&str> = stack
+        .iter()
+        .filter_map(|&i| f.frames.get(i as usize).map(String::as_str))
+        .filter(|n| !is_hook(n))
+        .collect();
+    if let Some(leaf) = names.first() {
+        *c.leaf.entry(leaf.to_string()).or_default() += 1;
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for n in names {
+        if !seen.contains(&n) {
+            seen.push(n);
+            *c.stack.entry(n.to_string()).or_default() += 1;
+        }
+    }
+}
+
+fn top(m: HashMap<String, u64>) -> Vec<(String, u64)> {
+    let mut v: Vec<_> = m.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.truncate(TOP);
+    v
+}
+
+impl PyReport {
+    /// The function most samples of `range` were in, with its share of them.
+    pub(crate) fn top_of(&self, range: &str) -> Option<(&str, f64, u64)> {
+        let e = self.ranges.iter().find(|e| e.range == range)?;
+        let (f, n) = e.leaf.first()?;
+        Some((f, 100.0 * *n as f64 / e.samples.max(1) as f64, e.samples))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::pysamples::PySample;
+
+    fn range(name: &str, start: i64, end: i64) -> NvtxRange {
+        NvtxRange {
+            name: name.into(),
+            start,
+            end,
+            push_pop: true,
+            tid: (7 << 24) | 70,
+        }
+    }
+
+    #[test]
+    fn samples_land_in_the_innermost_range_after_the_clock_offset() {
+        let ranges = [range("decode", 1000, 2000), range("attn", 1200, 1300)];
+        // nsys time = monotonic + 900 (two marks, one noisy by 2 ns: the median wins).
+        let gtid = (7 << 24) | 71;
+        let marks = vec![
+            (1000, gtid, "stage2:clock 100".to_string()),
+            (1002, gtid, "stage2:clock 100".to_string()),
+            (1500, gtid, "stage2:clock 600".to_string()),
+            (5, gtid, "stage2:tokens batch=1 new=1".to_string()),
+        ];
+        let s = |t, stack: Vec<u32>| PySample { t, tid: 70, stack };
+        let files = [PySamples {
+            pid: 7,
+            frames: vec![
+                "f (a.py:1)".into(),
+                "g (b.py:2)".into(),
+                "__call__ (/r/hook/sitecustomize.py:9)".into(),
+            ],
+            samples: vec![
+                s(50, vec![0]),
+                s(150, vec![0, 2, 1]),
+                s(350, vec![1, 2]),
+                s(360, vec![1]),
+                s(1200, vec![0]),
+            ],
+        }];
+        let r = attribute(&ranges, &marks, &files);
+        assert_eq!(r.samples, 5);
+        let names: Vec<_> = r
+            .ranges
+            .iter()
+            .map(|e| (e.range.as_str(), e.samples))
+            .collect();
+        // t=50 -> 950 (before decode), 150 -> 1050 decode, 350/360 -> 1250/1260 attn, 1200 -> 2100 none.
+        assert_eq!(names, [("decode", 1), ("attn", 2)]);
+        assert_eq!(
+            r.ranges[0].on_stack,
+            [("f (a.py:1)".to_string(), 1), ("g (b.py:2)".to_string(), 1)]
+        );
+        assert_eq!(r.top_of("attn"), Some(("g (b.py:2)", 100.0, 2)));
+        // Another process without a clock mark cannot be placed, and says so.
+        let other = PySamples {
+            pid: 8,
+            frames: vec![],
+            samples: vec![s(1, vec![])],
+        };
+        assert_eq!(attribute(&ranges, &marks, &[other]).unaligned, [8]);
+    }
+}
