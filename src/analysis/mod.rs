@@ -16,6 +16,7 @@ pub(crate) mod repeats;
 pub(crate) mod roofline;
 pub(crate) mod select;
 pub(crate) mod summary;
+pub(crate) mod tokens;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,8 @@ pub(crate) struct Artifacts {
     pub(crate) python: Option<pysamples::PyReport>,
     /// PyTorch operators from their NVTX ranges (nsys `--pytorch=...`), when the run has them.
     pub(crate) operators: Vec<ops::OpRow>,
+    /// Per phase: tokens, time per instance and per token, floors (see analysis::tokens).
+    pub(crate) per_token: Vec<tokens::PhaseCost>,
     pub(crate) kernels_nsys: Option<Vec<KernelSum>>,
     pub(crate) ranges: Option<Vec<RangeSum>>,
     pub(crate) api: Option<Vec<ApiSum>>,
@@ -351,7 +354,11 @@ impl Artifacts {
             ledger,
             python,
             operators,
+            per_token: Vec::new(),
         };
+        if let (Some(db), Some((r, _))) = (&db, &timeline) {
+            a.per_token = a.phase_costs(r, &db.marks("stage2:tokens ")?);
+        }
         a.repeats = repeats::load(run, &a.config, &a)?;
         Ok(a)
     }
@@ -473,6 +480,20 @@ impl Artifacts {
         roofline::point(&roofline::Metrics {
             values: &r.metrics,
             units: &self.ncu_units,
+        })
+    }
+
+    /// Per-token costs of each phase with token marks and of the captured range, with the
+    /// floors of the captured range where ncu measured its kernels.
+    fn phase_costs(
+        &self,
+        ranges: &[crate::parse::sqlite::NvtxRange],
+        marks: &[(i64, i64, String)],
+    ) -> Vec<tokens::PhaseCost> {
+        let captured = self.capture.range.as_deref();
+        tokens::costs(&self.range_stats, ranges, marks, captured, |s| {
+            let peaks = self.peaks.as_ref()?;
+            tokens::floor(s, &self.records, |r| self.point(r), peaks)
         })
     }
 

@@ -18,7 +18,11 @@ use crate::rundir::status::PassStatus;
 /// 5: `ledger`: per push/pop range, where its wall time goes on its thread (sync, launch and
 /// other CUDA calls, child ranges, the rest), summed and per instance; each range's `gpu_idle`
 /// (gaps inside its projection, memcpy/memset time).
-pub(crate) const SCHEMA_VERSION: u32 = 5;
+/// 6: `python_samples` (the hook's Python stacks placed in the ranges), `operators` (PyTorch
+/// operator ranges grouped), `per_token` (tokens, ms per instance and per token, tokens/s,
+/// the captured phase's memory and compute floors); cudaProfilerStart/Stop windows appear as
+/// the range `cudaProfilerApi window`.
+pub(crate) const SCHEMA_VERSION: u32 = 6;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct Summary {
@@ -47,6 +51,10 @@ pub(crate) struct Summary {
     /// PyTorch operators from their NVTX ranges (`nsys.pytorch`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) operators: Vec<super::ops::OpRow>,
+    /// Per phase: tokens, ms per instance and per token, tokens/s; the captured phase's
+    /// memory and compute floors.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) per_token: Vec<super::tokens::PhaseCost>,
     /// Which file each group of figures came from, relative to the run directory.
     pub(crate) sources: BTreeMap<String, String>,
 }
@@ -283,6 +291,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
         ledger: a.ledger.clone(),
         python_samples: a.python.clone(),
         operators: a.operators.clone(),
+        per_token: a.per_token.clone(),
         sources,
     }
 }

@@ -215,6 +215,9 @@ pub struct ApiCall {
     pub kind: ApiKind,
 }
 
+/// The name of the ranges that stand for cudaProfilerStart/Stop windows.
+pub const PROFILER_WINDOW: &str = "cudaProfilerApi window";
+
 /// NVTX event types in the nsys schema (ENUM_NSYS_EVENT_TYPE).
 const NVTX_PUSH_POP: i64 = 59;
 const NVTX_START_END: i64 = 60;
@@ -251,7 +254,66 @@ impl NsysDb {
                 })
             })
             .map_err(|e| self.err(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+        let mut ranges = rows
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        let windows = self.profiler_windows()?;
+        if !windows.is_empty() {
+            ranges.extend(windows);
+            ranges.sort_by_key(|r| r.start);
+        }
+        Ok(ranges)
+    }
+
+    /// The workload's cudaProfilerStart/Stop windows, as start/end ranges named
+    /// [`PROFILER_WINDOW`]: from the end of each start call to the start of the next stop
+    /// call (vLLM's and TensorRT-LLM's profiler switches make these).
+    fn profiler_windows(&self) -> Result<Vec<NvtxRange>, Error> {
+        let cols = self.columns("CUPTI_ACTIVITY_KIND_RUNTIME")?;
+        if !["start", "end", "nameId"]
+            .iter()
+            .all(|c| cols.iter().any(|h| h == c))
+        {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT r.start, r.end, s.value LIKE '%ProfilerStart%' FROM CUPTI_ACTIVITY_KIND_RUNTIME r \
+                 JOIN StringIds s ON s.id = r.nameId \
+                 WHERE s.value LIKE 'cu%ProfilerSt%' AND r.end IS NOT NULL ORDER BY r.start",
+            )
+            .map_err(|e| self.err(e))?;
+        let calls = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, bool>(2)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        let mut open: Option<i64> = None;
+        for (start, end, is_start) in calls {
+            match (is_start, open) {
+                (true, None) => open = Some(end),
+                (false, Some(from)) => {
+                    out.push(NvtxRange {
+                        name: PROFILER_WINDOW.to_string(),
+                        start: from,
+                        end: start.max(from),
+                        push_pop: false,
+                        tid: 0,
+                    });
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
     }
 
     /// NVTX marks whose text starts with `prefix` (stage2's hook: `stage2:`), as (time,

@@ -10,6 +10,7 @@ mod markdown;
 mod ops;
 mod stakeholder;
 mod svg;
+mod tokens;
 
 use crate::analysis::summary::Summary;
 use crate::analysis::Artifacts;

@@ -101,6 +101,10 @@ fn headline(a: &Artifacts) -> String {
             ms(d.kernel_ns as f64)
         );
     }
+    if let Some(t) = super::tokens::headline(a) {
+        h.push(' ');
+        h.push_str(&t);
+    }
     h
 }
 

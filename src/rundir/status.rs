@@ -67,12 +67,17 @@ impl NsysRecord {
     pub(crate) fn from_config(cfg: &crate::config::Nsys) -> Self {
         use crate::config::{CaptureRange, CaptureRangeEnd};
         let gated = cfg.gating_nvtx && cfg.capture_range == CaptureRange::Nvtx;
+        // cudaProfilerStart/Stop windows are read from the export as ranges of their own.
+        let windows = cfg.gating_nvtx && cfg.capture_range == CaptureRange::CudaProfilerApi;
         NsysRecord {
-            range: cfg
-                .nvtx_capture
-                .as_deref()
-                .filter(|_| gated)
-                .map(|c| c.split('@').next().unwrap_or(c).to_string()),
+            range: match windows {
+                true => Some(crate::parse::sqlite::PROFILER_WINDOW.to_string()),
+                false => cfg
+                    .nvtx_capture
+                    .as_deref()
+                    .filter(|_| gated)
+                    .map(|c| c.split('@').next().unwrap_or(c).to_string()),
+            },
             first_instance_only: cfg.gating_nvtx
                 && cfg.capture_range != CaptureRange::None
                 && CaptureRangeEnd::first_only(cfg.capture_range_end),
