@@ -158,6 +158,10 @@ pub struct ProfileArgs {
     /// workload.python_sampling_hz).
     #[arg(long, value_name = "HZ")]
     pub python_sampling: Option<f64>,
+    /// An NVTX range around each PyTorch operator for the operators table (sets
+    /// nsys.pytorch=autograd-shapes-nvtx; slows eager decode several times over).
+    #[arg(long)]
+    pub operators: bool,
     /// Skip the Nsight Systems pass (sets nsys.enable=false).
     #[arg(long)]
     pub no_nsys: bool,
@@ -221,6 +225,9 @@ impl ProfileArgs {
         }
         if let Some(hz) = self.python_sampling {
             flag("workload.python_sampling_hz", Value::from(hz));
+        }
+        if self.operators {
+            flag("nsys.pytorch", Value::from("autograd-shapes-nvtx"));
         }
         if self.no_nsys {
             flag("nsys.enable", Value::from(false));

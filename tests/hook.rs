@@ -151,3 +151,16 @@ fn the_sampler_writes_stacks_and_marks_its_clock() {
     );
     assert!(!Path::new(&dir).join("missing").exists());
 }
+
+#[test]
+fn the_first_generate_calls_can_be_left_unmarked() {
+    let (seen, _tmp) = drive(
+        &[("STAGE2_AUTO_NVTX", "1"), ("STAGE2_AUTO_NVTX_SKIP", "1")],
+        &[],
+    );
+    // drive.py's first generate() is skipped whole; the compiled one after it is marked.
+    assert_eq!(events(&seen["generate"]), Vec::<String>::new());
+    assert_eq!(events(&seen["generate_compiled"])[0], "push generate");
+    // Forward passes outside generate() are still marked.
+    assert_eq!(events(&seen["decode"])[0], "push decode");
+}

@@ -43,6 +43,9 @@ pub struct Workload {
     /// Python hook; the workload's code is not changed.
     #[serde(default)]
     pub auto_nvtx: bool,
+    /// With `auto_nvtx`: the first N generate() calls (warm-up) are left unmarked.
+    #[serde(default)]
+    pub auto_nvtx_skip: u32,
     /// Sample the workload's Python stacks this many times a second during the nsys pass (0:
     /// off); the ledger names the functions behind a range's CPU time.
     #[serde(default)]
@@ -190,6 +193,24 @@ impl CudaGraphTrace {
     }
 }
 
+/// `nsys.pytorch`: nsys's `--pytorch` (NVTX ranges around each PyTorch operator call, the
+/// operators table's source); null: not passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pytorch {
+    AutogradNvtx,
+    AutogradShapesNvtx,
+}
+
+impl Pytorch {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pytorch::AutogradNvtx => "autograd-nvtx",
+            Pytorch::AutogradShapesNvtx => "autograd-shapes-nvtx",
+        }
+    }
+}
+
 /// `ncu.clock_control`: ncu's `--clock-control` (null: not passed, ncu locks to base clocks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -220,6 +241,9 @@ pub struct Nsys {
     pub diagnose: bool,
     pub capture_range_end: Option<CaptureRangeEnd>,
     pub cuda_graph_trace: CudaGraphTrace,
+    /// Operator ranges for the operators table; runs made before the setting read as null.
+    #[serde(default)]
+    pub pytorch: Option<Pytorch>,
     #[serde(deserialize_with = "string")]
     pub trace: String,
     #[serde(deserialize_with = "string")]

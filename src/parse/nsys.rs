@@ -38,7 +38,7 @@ pub struct RangeSum {
 
 impl RangeSum {
     /// The range name without nsys's `domain:` prefix.
-    pub(crate) fn name(&self) -> &str {
+    pub fn name(&self) -> &str {
         self.range
             .split_once(':')
             .map(|(_, n)| n)

@@ -42,6 +42,10 @@ pub(crate) fn install(cfg: &Config, run: &RunDir, w: &mut Workload) -> Result<()
     );
     if cfg.workload.auto_nvtx {
         set(&mut w.env, "STAGE2_AUTO_NVTX", "1".into());
+        if cfg.workload.auto_nvtx_skip > 0 {
+            let skip = cfg.workload.auto_nvtx_skip.to_string();
+            set(&mut w.env, "STAGE2_AUTO_NVTX_SKIP", skip);
+        }
     }
     Ok(())
 }

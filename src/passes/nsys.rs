@@ -30,6 +30,9 @@ pub(crate) fn profile_args(
         format!("--sample={}", cfg.sample),
         format!("--cuda-graph-trace={}", cfg.cuda_graph_trace.as_str()),
     ];
+    if let Some(p) = cfg.pytorch {
+        a.push(format!("--pytorch={}", p.as_str()));
+    }
     if cfg.gating_nvtx && cfg.capture_range != CaptureRange::None {
         a.push(format!("--capture-range={}", cfg.capture_range.as_str()));
         if cfg.capture_range == CaptureRange::Nvtx {

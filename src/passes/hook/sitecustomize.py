@@ -10,6 +10,9 @@ STAGE2_AUTO_NVTX=1
     cache: transformers' `get_compiled_call`, CUDA graphs) is marked around the compiled call,
     since nothing runs in Python inside it. Inside each phase range an NVTX mark
     `stage2:tokens batch=B new=N` says how many tokens the pass handled.
+STAGE2_AUTO_NVTX_SKIP=K
+    The first K `generate()` calls (warm-up: compilation, CUDA graph capture) and the forward
+    passes inside them are left unmarked.
 STAGE2_PY_SAMPLE_HZ=N, STAGE2_PY_SAMPLE_DIR=DIR
     A thread samples the Python stacks of the other threads N times a second into
     DIR/pysamples.<pid>.txt, and every 100 ms emits an NVTX mark `stage2:clock <ns>` holding
@@ -43,9 +46,12 @@ class _Phases(threading.local):
     depth = 0
     # Inside a marked compiled call, an eager fallback of the wrapped forward is not a new pass.
     in_compiled = False
+    # Inside a generate() call left unmarked (warm-up).
+    quiet = False
 
 
 _phases = _Phases()
+_generate_calls = [0]
 
 
 def _tokens(args, kwargs):
@@ -95,7 +101,7 @@ def _patch_transformers(modeling_utils):
     def __call__(self, *args, **kwargs):
         # Only the outermost model's pass is a phase; while torch.compile traces this call
         # nothing may run here (the compiled call is marked by its wrapper instead).
-        if compiling() or _phases.depth or _phases.in_compiled:
+        if compiling() or _phases.depth or _phases.in_compiled or _phases.quiet:
             return module_call(self, *args, **kwargs)
         opened = _open(args, kwargs)
         _phases.depth += 1
@@ -114,7 +120,7 @@ def _patch_transformers(modeling_utils):
             compiled = original_compiled_call(self, *a, **kw)
 
             def call(*args, **kwargs):
-                if _phases.depth or _phases.in_compiled:
+                if _phases.depth or _phases.in_compiled or _phases.quiet:
                     return compiled(*args, **kwargs)
                 opened = _open(args, kwargs)
                 _phases.in_compiled = True
@@ -135,10 +141,19 @@ def _patch_generate(generation_utils):
     if original is None:
         return
 
+    skip = int(os.environ.get("STAGE2_AUTO_NVTX_SKIP") or 0)
+
     def generate(self, *args, **kwargs):
         nvtx = _nvtx()
-        if nvtx is None or _phases.depth:
+        if nvtx is None or _phases.depth or _phases.quiet:
             return original(self, *args, **kwargs)
+        _generate_calls[0] += 1
+        if _generate_calls[0] <= skip:
+            _phases.quiet = True
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                _phases.quiet = False
         nvtx.range_push("generate")
         try:
             return original(self, *args, **kwargs)
@@ -190,11 +205,14 @@ class _Sampler:
     def __init__(self, hz, folder):
         self.period = 1.0 / hz
         self.path = os.path.join(folder, f"pysamples.{os.getpid()}.txt")
-        self.out = open(self.path, "w", encoding="utf-8", errors="replace")
+        # Private like the rest of the run directory.
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.out = open(fd, "w", encoding="utf-8", errors="replace")
         self.out.write(f"# stage2 python samples pid={os.getpid()} hz={hz}\n")
         self.codes = {}
         self.lock = threading.Lock()
         self.next_clock = 0
+        self.stopped = False
 
     def frame_id(self, code):
         i = self.codes.get(code)
@@ -230,7 +248,7 @@ class _Sampler:
     def run(self):
         me = threading.get_ident()
         try:
-            while True:
+            while not self.stopped:
                 time.sleep(self.period)
                 self.sample(me)
         except Exception as err:

@@ -192,3 +192,17 @@ fn a_range_that_never_closes_is_warned_about() {
     );
     assert!(st.warnings.is_empty());
 }
+
+#[test]
+fn operator_ranges_are_asked_of_nsys_only_when_set() {
+    let a = profile_args(
+        &cfg(&["nsys.pytorch=autograd-shapes-nvtx"]),
+        None,
+        Path::new("/o"),
+        &[],
+    )
+    .unwrap();
+    assert!(a.contains(&"--pytorch=autograd-shapes-nvtx".to_string()));
+    let a = profile_args(&cfg(&[]), None, Path::new("/o"), &[]).unwrap();
+    assert!(!a.iter().any(|x| x.starts_with("--pytorch")));
+}
