@@ -4,9 +4,8 @@
 //! decode step, `capture_range_end=none`) holds other ranges' kernels too, which
 //! `cuda_gpu_kern_sum` would mix in. Without a range or a SQLite export, `cuda_gpu_kern_sum`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use crate::analysis::ranges::kernels_of;
 use crate::error::Error;
 use crate::parse::nsys::{read_kernels, KernelSum};
 use crate::parse::sqlite::{Launch, NsysDb, NvtxRange};
@@ -14,18 +13,40 @@ use crate::rundir::{RunDir, KERN_SUM};
 
 /// Rows as `nsys stats` computes them from a kernel's durations: total, count, mean, median,
 /// min, max and sample standard deviation.
-pub fn summarize(name: String, mut ns: Vec<i64>, total_all: f64) -> KernelSum {
-    ns.sort_unstable();
-    let n = ns.len();
-    let total: f64 = ns.iter().map(|&d| d as f64).sum();
+pub fn summarize(name: String, ns: Vec<i64>, total_all: f64) -> KernelSum {
+    let mut counts: BTreeMap<i64, u64> = BTreeMap::new();
+    for d in ns {
+        *counts.entry(d).or_default() += 1;
+    }
+    summarize_counts(name, &counts, total_all)
+}
+
+/// [`summarize`] of durations held as duration -> count (what a streaming scan keeps).
+pub(crate) fn summarize_counts(name: String, d: &BTreeMap<i64, u64>, total_all: f64) -> KernelSum {
+    let n: u64 = d.values().sum();
+    let total: f64 = d.iter().map(|(v, c)| *v as f64 * *c as f64).sum();
     let avg = total / n.max(1) as f64;
+    // The k-th smallest duration (0-based).
+    let nth = |k: u64| {
+        let mut seen = 0;
+        for (v, c) in d {
+            seen += c;
+            if k < seen {
+                return *v as f64;
+            }
+        }
+        0.0
+    };
     let med = match n {
         0 => 0.0,
-        _ if n % 2 == 1 => ns[n / 2] as f64,
-        _ => (ns[n / 2 - 1] + ns[n / 2]) as f64 / 2.0,
+        _ if n % 2 == 1 => nth(n / 2),
+        _ => (nth(n / 2 - 1) + nth(n / 2)) / 2.0,
     };
     let var = if n > 1 {
-        ns.iter().map(|&d| (d as f64 - avg).powi(2)).sum::<f64>() / (n - 1) as f64
+        d.iter()
+            .map(|(v, c)| *c as f64 * (*v as f64 - avg).powi(2))
+            .sum::<f64>()
+            / (n - 1) as f64
     } else {
         0.0
     };
@@ -37,11 +58,11 @@ pub fn summarize(name: String, mut ns: Vec<i64>, total_all: f64) -> KernelSum {
             0.0
         }),
         total_ns: total,
-        instances: n as u64,
+        instances: n,
         avg_ns: avg,
         med_ns: Some(med),
-        min_ns: ns.first().map(|&d| d as f64),
-        max_ns: ns.last().map(|&d| d as f64),
+        min_ns: d.keys().next().map(|&v| v as f64),
+        max_ns: d.keys().next_back().map(|&v| v as f64),
         stddev_ns: Some(var.sqrt()),
     }
 }
@@ -53,20 +74,7 @@ pub fn in_range(
     launches: &[Launch],
     strings: &HashMap<i64, String>,
 ) -> Vec<KernelSum> {
-    let per = kernels_of(name, ranges, launches);
-    let total: f64 = per.iter().flat_map(|(_, d)| d).map(|&d| d as f64).sum();
-    let mut rows: Vec<KernelSum> = per
-        .into_iter()
-        .map(|(id, d)| {
-            let name = strings
-                .get(&id)
-                .cloned()
-                .unwrap_or_else(|| format!("#{id}"));
-            summarize(name, d, total)
-        })
-        .collect();
-    rows.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns).then(a.name.cmp(&b.name)));
-    rows
+    crate::analysis::scan::Scan::over(ranges, Some(name), launches).kernel_rows(strings)
 }
 
 /// The rows of a single-process run and the source they come from: the captured range's
@@ -90,14 +98,13 @@ pub(crate) fn load(
     Ok(Some((read_kernels(&csv)?, KERN_SUM.to_string())))
 }
 
-/// The captured range's kernels from an open export (empty: the range is not in it).
+/// The captured range's kernels from an open export (empty: the range is not in it),
+/// streaming its launches.
 pub fn from_db(db: &NsysDb, name: &str) -> Result<Vec<KernelSum>, Error> {
-    Ok(in_range(
-        name,
-        &db.ranges()?,
-        &db.launches()?,
-        &db.strings()?,
-    ))
+    let ranges = db.ranges()?;
+    let mut scan = crate::analysis::scan::Scan::new(&ranges, Some(name));
+    db.for_each_launch(&mut scan)?;
+    Ok(scan.kernel_rows(&db.strings()?))
 }
 
 /// How the reports name the rows' source.

@@ -6,6 +6,7 @@ pub(crate) mod diff;
 pub(crate) mod infer;
 pub mod kernels;
 pub(crate) mod ledger;
+pub(crate) mod nesting;
 pub(crate) mod noise;
 pub(crate) mod nvtx;
 pub(crate) mod ops;
@@ -14,6 +15,7 @@ pub mod ranges;
 pub(crate) mod ranks;
 pub(crate) mod repeats;
 pub(crate) mod roofline;
+pub(crate) mod scan;
 pub(crate) mod select;
 pub(crate) mod summary;
 pub(crate) mod tokens;
@@ -48,6 +50,38 @@ fn python_evidence(
         &db.marks("stage2:clock ")?,
         &files,
     )))
+}
+
+/// What one streaming pass over the SQLite export gives.
+struct Timeline {
+    /// The NVTX ranges without the operator ranges (those are `operators`).
+    phases: Vec<crate::parse::sqlite::NvtxRange>,
+    stats: Vec<RangeStats>,
+    /// The captured range's kernels (empty without one, or when it is not in the export).
+    kernel_rows: Vec<nsys::KernelSum>,
+    operators: Vec<ops::OpRow>,
+}
+
+impl Timeline {
+    fn read(db: &NsysDb, captured: Option<&str>) -> Result<Timeline, Error> {
+        let all = db.ranges()?;
+        let (stats, kernel_rows, operators) = {
+            let mut scan = scan::Scan::new(&all, captured);
+            db.for_each_launch(&mut scan)?;
+            let strings = db.strings()?;
+            let operators = match all.iter().any(|r| ops::is_op(&r.name)) {
+                true => ops::table(&all, &scan.ops, &strings),
+                false => Vec::new(),
+            };
+            (scan.stats(), scan.kernel_rows(&strings), operators)
+        };
+        Ok(Timeline {
+            phases: all.into_iter().filter(|r| !ops::is_op(&r.name)).collect(),
+            stats,
+            kernel_rows,
+            operators,
+        })
+    }
 }
 
 /// The parsed contents of a run directory.
@@ -241,30 +275,24 @@ impl Artifacts {
             .transpose()?;
         // The ranges and launches are read once: for the per-range figures and, in one
         // process, the kernel table (its captured range's kernels, see analysis::kernels).
-        let (timeline, operators) = match &db {
-            Some(db) => {
-                let (all, launches) = (db.ranges()?, db.launches()?);
-                let operators = match all.iter().any(|r| ops::is_op(&r.name)) {
-                    true => ops::table(&all, &launches, &db.strings()?),
-                    false => Vec::new(),
-                };
-                // Operator ranges have a name per call: they are the operators table, not ranges.
-                let phases: Vec<_> = all.into_iter().filter(|r| !ops::is_op(&r.name)).collect();
-                (Some((phases, launches)), operators)
-            }
-            None => (None, Vec::new()),
+        // One streaming pass over the launches gives the per-range figures, the captured
+        // range's kernels and the operators' GPU time (see analysis::scan).
+        let timeline = match &db {
+            Some(db) => Some(Timeline::read(db, capture.range.as_deref())?),
+            None => None,
         };
+        let operators = timeline
+            .as_ref()
+            .map(|t| t.operators.clone())
+            .unwrap_or_default();
         let mut kern_sum_file = if rank_data.is_empty() {
             KERN_SUM.to_string()
         } else {
             "nsys/summary.rank<N>_cuda_gpu_kern_sum.csv, summed over ranks".to_string()
         };
-        if let (Some(db), Some((r, l)), Some(range), true) =
-            (&db, &timeline, &capture.range, rank_data.is_empty())
-        {
-            let rows = kernels::in_range(range, r, l, &db.strings()?);
-            if !rows.is_empty() {
-                kernels_nsys = Some(rows);
+        if let (Some(t), Some(_), true) = (&timeline, &capture.range, rank_data.is_empty()) {
+            if !t.kernel_rows.is_empty() {
+                kernels_nsys = Some(t.kernel_rows.clone());
                 kern_sum_file = kernels::source(run);
             }
         }
@@ -272,16 +300,16 @@ impl Artifacts {
             (Some(db), Some(_)) => Some(db.mangled_names()?),
             _ => None,
         };
-        let range_stats = match &timeline {
-            Some((r, l)) => ranges::attribute(r, l),
-            None => Vec::new(),
-        };
+        let range_stats = timeline
+            .as_ref()
+            .map(|t| t.stats.clone())
+            .unwrap_or_default();
         let ledger = match (&db, &timeline) {
-            (Some(db), Some((r, _))) => ledger::ledger(r, &db.api_calls()?),
+            (Some(db), Some(t)) => ledger::ledger(&t.phases, &db.api_calls()?),
             _ => Vec::new(),
         };
         let python = match (&db, &timeline) {
-            (Some(db), Some((r, _))) => python_evidence(run, db, r)?,
+            (Some(db), Some(t)) => python_evidence(run, db, &t.phases)?,
             _ => None,
         };
         let ncu_units = ncu.as_ref().map(|r| r.units.clone()).unwrap_or_default();
@@ -356,8 +384,8 @@ impl Artifacts {
             operators,
             per_token: Vec::new(),
         };
-        if let (Some(db), Some((r, _))) = (&db, &timeline) {
-            a.per_token = a.phase_costs(r, &db.marks("stage2:tokens ")?);
+        if let (Some(db), Some(t)) = (&db, &timeline) {
+            a.per_token = a.phase_costs(&t.phases, &db.marks("stage2:tokens ")?);
         }
         a.repeats = repeats::load(run, &a.config, &a)?;
         Ok(a)

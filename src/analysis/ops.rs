@@ -52,10 +52,28 @@ struct Acc {
     kernels: HashMap<i64, i64>,
 }
 
-/// The operator table, largest GPU time first (then CPU time), from the op ranges and launches.
+/// The operators' GPU side, gathered while the launches stream by (see analysis::scan): per
+/// operator name, its kernels' time and count, and time per kernel name id.
+#[derive(Default)]
+pub(crate) struct OpsGpu {
+    per: HashMap<String, (i64, u64, HashMap<i64, i64>)>,
+}
+
+impl OpsGpu {
+    /// A kernel launched while `range` (an operator call) was the innermost operator open.
+    pub(crate) fn add(&mut self, range: &str, l: &Launch) {
+        let e = self.per.entry(op_name(range).to_string()).or_default();
+        e.0 += l.end - l.start;
+        e.1 += 1;
+        *e.2.entry(l.name).or_default() += l.end - l.start;
+    }
+}
+
+/// The operator table, largest GPU time first (then CPU time), from the op ranges and what
+/// the scan gathered of their kernels.
 pub(crate) fn table(
     ranges: &[NvtxRange],
-    launches: &[Launch],
+    gpu: &OpsGpu,
     names: &HashMap<i64, String>,
 ) -> Vec<OpRow> {
     let mut by_tid: HashMap<i64, Vec<&NvtxRange>> = HashMap::new();
@@ -63,16 +81,17 @@ pub(crate) fn table(
         by_tid.entry(r.tid).or_default().push(r);
     }
     let mut acc: HashMap<&str, Acc> = HashMap::new();
-    for (tid, mut ops) in by_tid {
+    for (_, mut ops) in by_tid {
         ops.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
         self_times(&ops, &mut acc);
-        let mine = launches.iter().filter(|l| l.tid == tid && l.kernel);
-        innermost(&ops, mine, |op, l| {
-            let a = acc.entry(op_name(&op.name)).or_default();
-            a.row.gpu_ns += l.end - l.start;
-            a.row.kernels += 1;
-            *a.kernels.entry(l.name).or_default() += l.end - l.start;
-        });
+    }
+    for (op, (ns, n, kernels)) in &gpu.per {
+        let a = acc.entry(op.as_str()).or_default();
+        a.row.gpu_ns += ns;
+        a.row.kernels += n;
+        for (k, t) in kernels {
+            *a.kernels.entry(*k).or_default() += t;
+        }
     }
     let mut rows: Vec<OpRow> = acc
         .into_iter()
@@ -130,32 +149,6 @@ fn self_times<'a>(ops: &[&'a NvtxRange], acc: &mut HashMap<&'a str, Acc>) {
     }
 }
 
-/// Call `f` with the innermost op open at each launch's API call (launches in API order).
-fn innermost<'a, 'b>(
-    ops: &[&'a NvtxRange],
-    launches: impl Iterator<Item = &'b Launch>,
-    mut f: impl FnMut(&'a NvtxRange, &'b Launch),
-) {
-    let mut stack: Vec<&NvtxRange> = Vec::new();
-    let mut next = 0;
-    for l in launches {
-        let t = l.api_start;
-        while next < ops.len() && ops[next].start <= t {
-            while stack.last().is_some_and(|o| o.end <= ops[next].start) {
-                stack.pop();
-            }
-            stack.push(ops[next]);
-            next += 1;
-        }
-        while stack.last().is_some_and(|o| o.end <= t) {
-            stack.pop();
-        }
-        if let Some(op) = stack.last() {
-            f(op, l);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,7 +194,8 @@ mod tests {
         ];
         let launches = [k(30, 7, 9), k(80, 2, 8), k(220, 7, 9), k(500, 100, 9)];
         let names = HashMap::from([(9, "gemm".to_string()), (8, "add".to_string())]);
-        let t = table(&ranges, &launches, &names);
+        let scan = crate::analysis::scan::Scan::over(&ranges, None, &launches);
+        let t = table(&ranges, &scan.ops, &names);
         let ops: Vec<_> = t
             .iter()
             .map(|o| (o.op.as_str(), o.calls, o.self_cpu_ns, o.gpu_ns, o.kernels))

@@ -103,115 +103,95 @@ impl RangeStats {
     }
 }
 
-/// One instance's GPU figures.
-struct Instance {
+/// One instance's GPU figures, built from its launches in GPU start order.
+#[derive(Default)]
+pub(crate) struct Instance {
     kernel_ns: i64,
     launches: u64,
     graph_kernels: u64,
     ops: u64,
-    proj_ns: i64,
-    busy_ns: i64,
+    first: Option<i64>,
+    last: i64,
     memcpy_ns: i64,
-    gaps: u64,
-    idle_ns: i64,
-    largest_gap_ns: i64,
+    /// Union of kernel intervals (busy), and of all work (for the idle gaps).
+    busy: Union,
+    all: Union,
+    /// nsys counts one GPU op per graph launch, not per kernel node: the launch calls (thread,
+    /// API start) whose kernels were counted.
+    graph_calls: Vec<(i64, i64)>,
 }
 
-/// Reused buffers of (start, end) GPU intervals.
-type Intervals = Vec<(i64, i64)>;
+/// The union of intervals that arrive in start order: covered time and the gaps between.
+#[derive(Default)]
+struct Union {
+    cur: Option<(i64, i64)>,
+    covered: i64,
+    gaps: u64,
+    idle: i64,
+    largest: i64,
+}
 
-/// Sort and merge intervals; returns the covered time and the gaps between them (count,
-/// total, largest).
-fn union(iv: &mut [(i64, i64)]) -> (i64, u64, i64, i64) {
-    iv.sort_unstable();
-    let (mut covered, mut gaps, mut idle, mut largest) = (0, 0, 0, 0);
-    let mut cur: Option<(i64, i64)> = None;
-    for &(a, b) in iv.iter() {
-        cur = match cur {
+impl Union {
+    fn add(&mut self, a: i64, b: i64) {
+        self.cur = match self.cur {
             Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
             Some((ca, cb)) => {
-                covered += cb - ca;
-                gaps += 1;
-                idle += a - cb;
-                largest = largest.max(a - cb);
+                self.covered += cb - ca;
+                self.gaps += 1;
+                self.idle += a - cb;
+                self.largest = self.largest.max(a - cb);
                 Some((a, b))
             }
             None => Some((a, b)),
         };
     }
-    if let Some((ca, cb)) = cur {
-        covered += cb - ca;
+    fn covered(&self) -> i64 {
+        self.covered + self.cur.map_or(0, |(a, b)| b - a)
     }
-    (covered, gaps, idle, largest)
 }
 
-fn instance(
-    r: &NvtxRange,
-    window: &[Launch],
-    (intervals, all): (&mut Intervals, &mut Intervals),
-) -> Instance {
-    let mut s = Instance {
-        kernel_ns: 0,
-        launches: 0,
-        graph_kernels: 0,
-        ops: 0,
-        proj_ns: 0,
-        busy_ns: 0,
-        memcpy_ns: 0,
-        gaps: 0,
-        idle_ns: 0,
-        largest_gap_ns: 0,
-    };
-    let (mut first, mut last) = (i64::MAX, i64::MIN);
-    intervals.clear();
-    all.clear();
-    // nsys counts one GPU op per graph launch, not per kernel node: the kernels of one launch
-    // share the launch call (same thread and API start, adjacent in launch order).
-    let mut last_graph_call: Option<(i64, i64)> = None;
-    for l in window.iter().filter(|l| !r.push_pop || l.tid == r.tid) {
+impl Instance {
+    /// Add one launch; launches come in GPU start order.
+    pub(crate) fn add(&mut self, l: &Launch) {
         let call = (l.tid, l.api_start);
-        if !(l.graph && last_graph_call == Some(call)) {
-            s.ops += 1;
+        if !(l.graph && self.graph_calls.contains(&call)) {
+            self.ops += 1;
         }
-        last_graph_call = l.graph.then_some(call);
-        first = first.min(l.start);
-        last = last.max(l.end);
-        all.push((l.start, l.end));
-        if !l.kernel {
-            s.memcpy_ns += (l.end - l.start).max(0);
+        if l.graph && !self.graph_calls.contains(&call) {
+            self.graph_calls.push(call);
         }
+        self.first = Some(self.first.map_or(l.start, |f| f.min(l.start)));
+        self.last = self.last.max(l.end);
+        self.all.add(l.start, l.end);
         if l.kernel {
-            s.kernel_ns += l.kernel_ns();
-            s.launches += 1;
-            s.graph_kernels += u64::from(l.graph);
-            intervals.push((l.start, l.end));
+            self.kernel_ns += l.kernel_ns();
+            self.launches += 1;
+            self.graph_kernels += u64::from(l.graph);
+            self.busy.add(l.start, l.end);
+        } else {
+            self.memcpy_ns += (l.end - l.start).max(0);
         }
     }
-    if s.ops > 0 {
-        s.proj_ns = (last - first).max(0);
+    fn proj_ns(&self) -> i64 {
+        self.first.map_or(0, |f| (self.last - f).max(0))
     }
-    s.busy_ns = union(intervals).0;
-    (_, s.gaps, s.idle_ns, s.largest_gap_ns) = union(all);
-    s
 }
 
-/// The launches whose API call falls inside range instance `r` (any thread: callers keep a
-/// push/pop range's own thread). `launches` is sorted by API start time.
-fn window<'a>(r: &NvtxRange, launches: &'a [Launch]) -> &'a [Launch] {
-    let lo = launches.partition_point(|l| l.api_start < r.start);
-    let hi = launches.partition_point(|l| l.api_start <= r.end);
-    &launches[lo..hi.max(lo)]
-}
-
-/// Attribute launches to ranges and aggregate by range name, in order of first appearance.
-pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
-    // `launches` is sorted by API start time (the query orders it): each range is a window.
+/// Aggregate each instance's figures by range name (and style), in order of first appearance;
+/// `instance(i)` is range `i`'s, None for a range left out (operator ranges).
+pub(crate) fn aggregate<'a>(
+    ranges: &[NvtxRange],
+    instance: impl Fn(usize) -> Option<&'a Instance>,
+) -> Vec<RangeStats> {
+    let empty = Instance::default();
     let mut out: Vec<RangeStats> = Vec::new();
     let mut per: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = Vec::new();
     let mut index: std::collections::HashMap<(&str, bool), usize> = Default::default();
-    let (mut intervals, mut all) = (Vec::new(), Vec::new());
-    for r in ranges {
-        let i = instance(r, window(r, launches), (&mut intervals, &mut all));
+    for (n, r) in ranges.iter().enumerate() {
+        if crate::analysis::ops::is_op(&r.name) {
+            continue;
+        }
+        let i = instance(n).unwrap_or(&empty);
         let style = if r.push_pop { "PushPop" } else { "StartEnd" };
         let k = *index
             .entry((r.name.as_str(), r.push_pop))
@@ -250,14 +230,14 @@ pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
         e.launches += i.launches;
         e.graph_kernels += i.graph_kernels;
         e.gpu_ops += i.ops;
-        e.proj_ns += i.proj_ns;
-        e.busy_ns += i.busy_ns;
+        e.proj_ns += i.proj_ns();
+        e.busy_ns += i.busy.covered();
         e.memcpy_ns += i.memcpy_ns;
-        e.idle_gaps += i.gaps;
-        e.idle_ns += i.idle_ns;
-        e.largest_gap_ns = e.largest_gap_ns.max(i.largest_gap_ns);
+        e.idle_gaps += i.all.gaps;
+        e.idle_ns += i.all.idle;
+        e.largest_gap_ns = e.largest_gap_ns.max(i.all.largest);
         p.0.push(wall as f64);
-        p.1.push(i.proj_ns as f64);
+        p.1.push(i.proj_ns() as f64);
         p.2.push(i.launches as f64);
     }
     for (s, (wall, proj, launches)) in out.iter_mut().zip(per) {
@@ -277,20 +257,10 @@ pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
     out
 }
 
-/// The kernels launched inside the instances of range `name` (by the same attribution as
-/// [`attribute`]): each kernel name id with its launches' durations, as `nvtx_kern_sum` lists
-/// a range's kernels.
-pub fn kernels_of(name: &str, ranges: &[NvtxRange], launches: &[Launch]) -> Vec<(i64, Vec<i64>)> {
-    let mut by: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
-    for r in ranges.iter().filter(|r| r.name == name) {
-        for l in window(r, launches)
-            .iter()
-            .filter(|l| l.kernel && (!r.push_pop || l.tid == r.tid))
-        {
-            by.entry(l.name).or_default().push(l.end - l.start);
-        }
-    }
-    by.into_iter().collect()
+/// Attribute launches (any order) to ranges and aggregate by range name, in order of first
+/// appearance (see [`crate::analysis::scan`], which does this while streaming the export).
+pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
+    crate::analysis::scan::Scan::over(ranges, None, launches).stats()
 }
 
 #[cfg(test)]

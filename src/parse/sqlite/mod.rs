@@ -8,6 +8,9 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::Error;
 
+mod stream;
+pub use stream::Sink;
+
 pub struct NsysDb {
     conn: Connection,
     path: std::path::PathBuf,
@@ -411,6 +414,37 @@ impl NsysDb {
         ] {
             self.check_intervals(table)?;
         }
+        let ops = self.op_queries()?;
+        // Correlation ids are unique within a process: match the process too (globalTid holds
+        // the globalPid in its upper bits; comparing the pid part is enough).
+        let sql = format!(
+            "SELECT r.start, r.globalTid, o.start, o.end, o.kernel, o.graph, o.name FROM ({}) o \
+             JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = o.correlationId \
+             AND (r.globalTid / 16777216) = (o.globalPid / 16777216) ORDER BY r.start, o.start",
+            ops.join(" UNION ALL ")
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(Launch {
+                    api_start: r.get(0)?,
+                    tid: r.get(1)?,
+                    start: r.get(2)?,
+                    end: r.get(3)?,
+                    kernel: r.get::<_, i64>(4)? != 0,
+                    graph: r.get::<_, i64>(5)? != 0,
+                    name: r.get::<_, Option<i64>>(6)?.unwrap_or(-1),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+}
+
+impl NsysDb {
+    /// One query per GPU work table (kernels, then memcpys and memsets where the export has
+    /// them), each row: start, end, correlation id, pid, kernel, graph node, kernel name id.
+    fn op_queries(&self) -> Result<Vec<String>, Error> {
         let graph = if self
             .columns("CUPTI_ACTIVITY_KIND_KERNEL")?
             .iter()
@@ -444,29 +478,7 @@ impl NsysDb {
                 ));
             }
         }
-        // Correlation ids are unique within a process: match the process too (globalTid holds
-        // the globalPid in its upper bits; comparing the pid part is enough).
-        let sql = format!(
-            "SELECT r.start, r.globalTid, o.start, o.end, o.kernel, o.graph, o.name FROM ({}) o \
-             JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = o.correlationId \
-             AND (r.globalTid / 16777216) = (o.globalPid / 16777216) ORDER BY r.start, o.start",
-            ops.join(" UNION ALL ")
-        );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(Launch {
-                    api_start: r.get(0)?,
-                    tid: r.get(1)?,
-                    start: r.get(2)?,
-                    end: r.get(3)?,
-                    kernel: r.get::<_, i64>(4)? != 0,
-                    graph: r.get::<_, i64>(5)? != 0,
-                    name: r.get::<_, Option<i64>>(6)?.unwrap_or(-1),
-                })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+        Ok(ops)
     }
 }
 

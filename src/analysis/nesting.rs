@@ -1,0 +1,172 @@
+//! Which ranges hold a moment on a thread, without a time-ordered sweep: push/pop ranges of one
+//! thread nest, so the innermost one open at `t` is found by a binary search on starts and a
+//! walk up the parents; start/end ranges (any thread, may overlap) by a search bounded by the
+//! latest end before each start. Lets the readers stream events in whatever order the export
+//! holds them, with memory that grows with ranges, not with events.
+
+use std::collections::HashMap;
+
+use crate::parse::sqlite::NvtxRange;
+
+pub(crate) struct Nesting {
+    /// Per thread: push/pop range indices by start (outer first on ties), and each one's parent
+    /// (position in the same list).
+    threads: HashMap<i64, Thread>,
+    /// Start/end range indices by start, and the largest end up to each position.
+    spans: Vec<usize>,
+    spans_max_end: Vec<i64>,
+}
+
+struct Thread {
+    idx: Vec<usize>,
+    starts: Vec<i64>,
+    parent: Vec<Option<usize>>,
+}
+
+impl Nesting {
+    pub(crate) fn new(ranges: &[NvtxRange]) -> Nesting {
+        let mut by: HashMap<i64, Vec<usize>> = HashMap::new();
+        let mut spans = Vec::new();
+        for (i, r) in ranges.iter().enumerate() {
+            match r.push_pop {
+                true => by.entry(r.tid).or_default().push(i),
+                false => spans.push(i),
+            }
+        }
+        let order = |v: &mut Vec<usize>| {
+            v.sort_by(|&a, &b| {
+                let (x, y) = (&ranges[a], &ranges[b]);
+                x.start
+                    .cmp(&y.start)
+                    .then(y.end.cmp(&x.end))
+                    .then(a.cmp(&b))
+            })
+        };
+        let threads = by
+            .into_iter()
+            .map(|(tid, mut idx)| {
+                order(&mut idx);
+                let mut parent = Vec::with_capacity(idx.len());
+                let mut stack: Vec<usize> = Vec::new();
+                for (pos, &i) in idx.iter().enumerate() {
+                    while stack
+                        .last()
+                        .is_some_and(|&p| ranges[idx[p]].end <= ranges[i].start)
+                    {
+                        stack.pop();
+                    }
+                    parent.push(stack.last().copied());
+                    stack.push(pos);
+                }
+                let starts = idx.iter().map(|&i| ranges[i].start).collect();
+                (
+                    tid,
+                    Thread {
+                        idx,
+                        starts,
+                        parent,
+                    },
+                )
+            })
+            .collect();
+        order(&mut spans);
+        let mut max_end = i64::MIN;
+        let spans_max_end = spans
+            .iter()
+            .map(|&i| {
+                max_end = max_end.max(ranges[i].end);
+                max_end
+            })
+            .collect();
+        Nesting {
+            threads,
+            spans,
+            spans_max_end,
+        }
+    }
+
+    /// The push/pop ranges of `tid` open at `t` (start <= t, and `t` before the end, or at it
+    /// when `end_inclusive`), innermost first, as indices into the ranges.
+    pub(crate) fn open_at<'a>(
+        &'a self,
+        ranges: &'a [NvtxRange],
+        tid: i64,
+        t: i64,
+        end_inclusive: bool,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let th = self.threads.get(&tid);
+        let mut pos = th.and_then(|th| th.starts.partition_point(|&s| s <= t).checked_sub(1));
+        let holds = move |end: i64| if end_inclusive { end >= t } else { end > t };
+        std::iter::from_fn(move || {
+            let th = th?;
+            // A range that closed before `t` holds it only through an ancestor.
+            while let Some(p) = pos {
+                if holds(ranges[th.idx[p]].end) {
+                    break;
+                }
+                pos = th.parent[p];
+            }
+            let p = pos?;
+            pos = th.parent[p];
+            Some(th.idx[p])
+        })
+    }
+
+    /// The start/end ranges that hold `t` (start <= t <= end), any thread.
+    pub(crate) fn spans_at<'a>(
+        &'a self,
+        ranges: &'a [NvtxRange],
+        t: i64,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let hi = self.spans.partition_point(|&i| ranges[i].start <= t);
+        (0..hi)
+            .rev()
+            .take_while(move |&k| self.spans_max_end[k] >= t)
+            .map(move |k| self.spans[k])
+            .filter(move |&i| ranges[i].end >= t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(name: &str, start: i64, end: i64, push_pop: bool) -> NvtxRange {
+        NvtxRange {
+            name: name.into(),
+            start,
+            end,
+            push_pop,
+            tid: 1,
+        }
+    }
+
+    #[test]
+    fn innermost_first_then_parents_and_overlapping_spans() {
+        let ranges = [
+            r("decode", 0, 100, true),
+            r("step", 10, 40, true),
+            r("attn", 12, 20, true),
+            r("step", 50, 90, true),
+            r("w", 5, 60, false),
+            r("w", 30, 200, false),
+        ];
+        let n = Nesting::new(&ranges);
+        let at = |t, inc| n.open_at(&ranges, 1, t, inc).collect::<Vec<_>>();
+        assert_eq!(at(15, false), [2, 1, 0]);
+        assert_eq!(at(25, false), [1, 0]);
+        assert_eq!(at(45, false), [0]);
+        assert_eq!(at(40, false), [0]);
+        assert_eq!(at(40, true), [1, 0]);
+        assert_eq!(at(150, false), Vec::<usize>::new());
+        assert_eq!(n.open_at(&ranges, 2, 15, false).count(), 0);
+        let spans = |t| {
+            let mut v: Vec<_> = n.spans_at(&ranges, t).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(spans(55), [4, 5]);
+        assert_eq!(spans(100), [5]);
+        assert_eq!(spans(2), Vec::<usize>::new());
+    }
+}

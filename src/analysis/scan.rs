@@ -1,0 +1,109 @@
+//! One pass over a capture's launches, in GPU start order as the export streams them
+//! ([`crate::parse::sqlite::NsysDb::for_each_launch`]): each launch goes to the ranges open
+//! at its launch call (found through [`Nesting`], not a sweep), feeding at once the per-range
+//! GPU figures, the captured range's kernel durations and the operators' GPU time. Memory
+//! grows with ranges, distinct kernels and distinct durations, not with launches.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::analysis::nesting::Nesting;
+use crate::analysis::ops::{self, OpsGpu};
+use crate::analysis::ranges::{aggregate, Instance, RangeStats};
+use crate::parse::nsys::KernelSum;
+use crate::parse::sqlite::{Launch, NvtxRange, Sink};
+
+pub(crate) struct Scan<'a> {
+    ranges: &'a [NvtxRange],
+    nest: Nesting,
+    op: Vec<bool>,
+    /// Per range: its instance figures, once it has a launch.
+    inst: Vec<Option<Box<Instance>>>,
+    /// The range whose kernels make the kernel table, and their durations: kernel name id ->
+    /// duration -> launches.
+    captured: Option<&'a str>,
+    durations: HashMap<i64, BTreeMap<i64, u64>>,
+    pub(crate) ops: OpsGpu,
+}
+
+impl<'a> Scan<'a> {
+    pub(crate) fn new(ranges: &'a [NvtxRange], captured: Option<&'a str>) -> Scan<'a> {
+        Scan {
+            ranges,
+            nest: Nesting::new(ranges),
+            op: ranges.iter().map(|r| ops::is_op(&r.name)).collect(),
+            inst: (0..ranges.len()).map(|_| None).collect(),
+            captured,
+            durations: HashMap::new(),
+            ops: OpsGpu::default(),
+        }
+    }
+
+    /// A scan fed from launches in memory (any order).
+    pub(crate) fn over(
+        ranges: &'a [NvtxRange],
+        captured: Option<&'a str>,
+        launches: &[Launch],
+    ) -> Scan<'a> {
+        let mut s = Scan::new(ranges, captured);
+        let mut sorted: Vec<&Launch> = launches.iter().collect();
+        sorted.sort_by_key(|l| (l.start, l.api_start));
+        sorted.into_iter().for_each(|l| s.take(l));
+        s
+    }
+
+    /// The per-range figures (operator ranges left out).
+    pub(crate) fn stats(&self) -> Vec<RangeStats> {
+        aggregate(self.ranges, |i| self.inst[i].as_deref())
+    }
+
+    /// The captured range's kernels, largest total first, as `nvtx_kern_sum` lists them.
+    pub(crate) fn kernel_rows(&self, strings: &HashMap<i64, String>) -> Vec<KernelSum> {
+        let total: f64 = self
+            .durations
+            .values()
+            .flat_map(|d| d.iter().map(|(ns, n)| *ns as f64 * *n as f64))
+            .sum();
+        let mut rows: Vec<KernelSum> = self
+            .durations
+            .iter()
+            .map(|(id, d)| {
+                let name = strings.get(id).cloned().unwrap_or_else(|| format!("#{id}"));
+                crate::analysis::kernels::summarize_counts(name, d, total)
+            })
+            .collect();
+        rows.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns).then(a.name.cmp(&b.name)));
+        rows
+    }
+}
+
+impl Sink<Launch> for Scan<'_> {
+    fn take(&mut self, l: &Launch) {
+        let ranges = self.ranges;
+        let push_pop = self.nest.open_at(ranges, l.tid, l.api_start, true);
+        let mut innermost_op = None;
+        for i in push_pop.chain(self.nest.spans_at(ranges, l.api_start)) {
+            if self.op[i] {
+                innermost_op.get_or_insert(i);
+                continue;
+            }
+            self.inst[i].get_or_insert_with(Box::default).add(l);
+            if l.kernel && self.captured == Some(ranges[i].name.as_str()) {
+                *self
+                    .durations
+                    .entry(l.name)
+                    .or_default()
+                    .entry(l.end - l.start)
+                    .or_default() += 1;
+            }
+        }
+        if let (Some(i), true) = (innermost_op, l.kernel) {
+            self.ops.add(&ranges[i].name, l);
+        }
+    }
+
+    fn reset(&mut self) {
+        self.inst.iter_mut().for_each(|i| *i = None);
+        self.durations.clear();
+        self.ops = OpsGpu::default();
+    }
+}
