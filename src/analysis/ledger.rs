@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::parse::sqlite::{ApiCall, ApiKind, NvtxRange};
+use crate::analysis::nesting::Nesting;
+use crate::parse::sqlite::{ApiCall, ApiKind, NvtxRange, Sink};
 
 /// One instance's (or a sum of instances') split of wall time, in ns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -147,105 +148,107 @@ struct Node {
     parts: Parts,
 }
 
-/// The ledger of every push/pop range name, in order of first appearance.
-pub(crate) fn ledger(ranges: &[NvtxRange], calls: &[ApiCall]) -> Vec<RangeLedger> {
-    let mut by_tid: HashMap<i64, Vec<usize>> = HashMap::new();
-    for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.push_pop) {
-        by_tid.entry(r.tid).or_default().push(i);
-    }
-    let mut calls_by_tid: HashMap<i64, Vec<&ApiCall>> = HashMap::new();
-    for c in calls {
-        calls_by_tid.entry(c.tid).or_default().push(c);
-    }
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut tids: Vec<i64> = by_tid.keys().copied().collect();
-    tids.sort_unstable();
-    for tid in tids {
-        let mut idx = by_tid.remove(&tid).unwrap_or_default();
-        idx.sort_by(|&a, &b| {
-            let (x, y) = (&ranges[a], &ranges[b]);
-            x.start.cmp(&y.start).then(y.end.cmp(&x.end))
-        });
-        let calls = calls_by_tid.remove(&tid).unwrap_or_default();
-        thread(ranges, &idx, &calls, &mut nodes);
-    }
-    aggregate(ranges, &nodes)
+/// Builds the ledger from API calls streamed in start order (see
+/// [`crate::parse::sqlite::NsysDb::for_each_api_call`]): memory grows with ranges and
+/// threads, not with calls.
+pub(crate) struct Builder<'a> {
+    ranges: &'a [NvtxRange],
+    nest: Nesting,
+    /// Node of each push/pop range, by range index.
+    node_of: Vec<Option<usize>>,
+    nodes: Vec<Node>,
+    /// Per thread: where the last outermost call ended (calls inside it are its own).
+    last_end: rustc_hash::FxHashMap<i64, i64>,
 }
 
-/// Build the nodes of one thread: nesting, then each outermost call into the innermost open
-/// range, then the rest.
-fn thread(ranges: &[NvtxRange], idx: &[usize], calls: &[&ApiCall], nodes: &mut Vec<Node>) {
-    let first = nodes.len();
-    let mut stack: Vec<usize> = Vec::new();
-    let mut c = 0;
-    let mut last_call_end = i64::MIN;
-    let attribute = |stack: &[usize], nodes: &mut Vec<Node>, call: &ApiCall| {
-        let Some(&top) = stack.last() else { return };
-        let r = &ranges[nodes[top].range];
+impl<'a> Builder<'a> {
+    pub(crate) fn new(ranges: &'a [NvtxRange]) -> Builder<'a> {
+        let nest = Nesting::new(ranges);
+        let mut node_of = vec![None; ranges.len()];
+        let mut nodes = Vec::new();
+        for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.push_pop) {
+            node_of[i] = Some(nodes.len());
+            nodes.push(Node {
+                range: i,
+                parent: None,
+                parts: Parts {
+                    wall_ns: (r.end - r.start).max(0),
+                    ..Parts::default()
+                },
+            });
+        }
+        for n in 0..nodes.len() {
+            let i = nodes[n].range;
+            let parent = nest.parent(i).and_then(|p| node_of[p]);
+            nodes[n].parent = parent;
+            if let Some(p) = parent {
+                nodes[p].parts.children_ns += nodes[n].parts.wall_ns;
+            }
+        }
+        Builder {
+            ranges,
+            nest,
+            node_of,
+            nodes,
+            last_end: Default::default(),
+        }
+    }
+
+    /// The ledger of every push/pop range name, in order of first appearance.
+    pub(crate) fn finish(mut self) -> Vec<RangeLedger> {
+        for n in &mut self.nodes {
+            let p = &mut n.parts;
+            p.rest_ns = p.wall_ns - p.sync_ns - p.launch_ns - p.other_api_ns - p.children_ns;
+        }
+        aggregate(self.ranges, &self.nodes)
+    }
+}
+
+impl Sink<ApiCall> for Builder<'_> {
+    fn take(&mut self, call: &ApiCall) {
+        let last = self.last_end.entry(call.tid).or_insert(i64::MIN);
+        if call.start < *last {
+            return;
+        }
+        *last = call.end;
+        let Some(i) = self
+            .nest
+            .open_at(self.ranges, call.tid, call.start, false)
+            .next()
+        else {
+            return;
+        };
+        let Some(n) = self.node_of[i] else { return };
+        let r = &self.ranges[i];
         let ns = (call.end.min(r.end) - call.start.max(r.start)).max(0);
-        let p = &mut nodes[top].parts;
+        let p = &mut self.nodes[n].parts;
         match call.kind {
             ApiKind::Sync => p.sync_ns += ns,
             ApiKind::Launch => p.launch_ns += ns,
             ApiKind::Other => p.other_api_ns += ns,
         }
-    };
-    for &i in idx {
-        let r = &ranges[i];
-        // Calls that start before this range opens go to the ranges open then.
-        while c < calls.len() && calls[c].start < r.start {
-            let call = calls[c];
-            c += 1;
-            if call.start < last_call_end {
-                continue;
-            }
-            last_call_end = call.end;
-            while stack
-                .last()
-                .is_some_and(|&n| ranges[nodes[n].range].end <= call.start)
-            {
-                stack.pop();
-            }
-            attribute(&stack, nodes, call);
-        }
-        while stack
-            .last()
-            .is_some_and(|&n| ranges[nodes[n].range].end <= r.start)
-        {
-            stack.pop();
-        }
-        let parent = stack.last().copied();
-        let wall = (r.end - r.start).max(0);
-        if let Some(p) = parent {
-            nodes[p].parts.children_ns += wall;
-        }
-        nodes.push(Node {
-            range: i,
-            parent,
-            parts: Parts {
-                wall_ns: wall,
+    }
+
+    fn reset(&mut self) {
+        self.last_end.clear();
+        for n in &mut self.nodes {
+            n.parts = Parts {
+                wall_ns: n.parts.wall_ns,
+                children_ns: n.parts.children_ns,
                 ..Parts::default()
-            },
-        });
-        stack.push(nodes.len() - 1);
-    }
-    for &call in &calls[c..] {
-        if call.start < last_call_end {
-            continue;
+            };
         }
-        last_call_end = call.end;
-        while stack
-            .last()
-            .is_some_and(|&n| ranges[nodes[n].range].end <= call.start)
-        {
-            stack.pop();
-        }
-        attribute(&stack, nodes, call);
     }
-    for n in &mut nodes[first..] {
-        let p = &mut n.parts;
-        p.rest_ns = p.wall_ns - p.sync_ns - p.launch_ns - p.other_api_ns - p.children_ns;
-    }
+}
+
+/// The ledger from calls in memory (any order).
+#[cfg(test)]
+pub(crate) fn ledger(ranges: &[NvtxRange], calls: &[ApiCall]) -> Vec<RangeLedger> {
+    let mut b = Builder::new(ranges);
+    let mut sorted: Vec<&ApiCall> = calls.iter().collect();
+    sorted.sort_by_key(|c| (c.start, std::cmp::Reverse(c.end)));
+    sorted.into_iter().for_each(|c| b.take(c));
+    b.finish()
 }
 
 fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {

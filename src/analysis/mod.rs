@@ -60,26 +60,34 @@ struct Timeline {
     /// The captured range's kernels (empty without one, or when it is not in the export).
     kernel_rows: Vec<nsys::KernelSum>,
     operators: Vec<ops::OpRow>,
+    ledger: Vec<ledger::RangeLedger>,
 }
 
 impl Timeline {
+    /// One pass over the export: launches into the scan, API calls into the ledger.
     fn read(db: &NsysDb, captured: Option<&str>) -> Result<Timeline, Error> {
         let all = db.ranges()?;
-        let (stats, kernel_rows, operators) = {
-            let mut scan = scan::Scan::new(&all, captured);
-            db.for_each_launch(&mut scan)?;
-            let strings = db.strings()?;
-            let operators = match all.iter().any(|r| ops::is_op(&r.name)) {
-                true => ops::table(&all, &scan.ops, &strings),
-                false => Vec::new(),
-            };
-            (scan.stats(), scan.kernel_rows(&strings), operators)
+        let phases: Vec<_> = all
+            .iter()
+            .filter(|r| !ops::is_op(&r.name))
+            .cloned()
+            .collect();
+        let mut scan = scan::Scan::new(&all, captured);
+        let mut ledger = ledger::Builder::new(&phases);
+        db.stream(&mut scan, &mut ledger)?;
+        let strings = db.strings()?;
+        let operators = match all.iter().any(|r| ops::is_op(&r.name)) {
+            true => ops::table(&all, &scan.ops, &strings),
+            false => Vec::new(),
         };
+        let (stats, kernel_rows, ledger) =
+            (scan.stats(), scan.kernel_rows(&strings), ledger.finish());
         Ok(Timeline {
-            phases: all.into_iter().filter(|r| !ops::is_op(&r.name)).collect(),
+            phases,
             stats,
             kernel_rows,
             operators,
+            ledger,
         })
     }
 }
@@ -304,10 +312,10 @@ impl Artifacts {
             .as_ref()
             .map(|t| t.stats.clone())
             .unwrap_or_default();
-        let ledger = match (&db, &timeline) {
-            (Some(db), Some(t)) => ledger::ledger(&t.phases, &db.api_calls()?),
-            _ => Vec::new(),
-        };
+        let ledger = timeline
+            .as_ref()
+            .map(|t| t.ledger.clone())
+            .unwrap_or_default();
         let python = match (&db, &timeline) {
             (Some(db), Some(t)) => python_evidence(run, db, &t.phases)?,
             _ => None,

@@ -4,11 +4,13 @@
 //! latest end before each start. Lets the readers stream events in whatever order the export
 //! holds them, with memory that grows with ranges, not with events.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::parse::sqlite::NvtxRange;
 
 pub(crate) struct Nesting {
+    /// Each push/pop range's enclosing range on its thread, by range index.
+    parent_of: Vec<Option<usize>>,
     /// Per thread: push/pop range indices by start (outer first on ties), and each one's parent
     /// (position in the same list).
     threads: HashMap<i64, Thread>,
@@ -25,7 +27,7 @@ struct Thread {
 
 impl Nesting {
     pub(crate) fn new(ranges: &[NvtxRange]) -> Nesting {
-        let mut by: HashMap<i64, Vec<usize>> = HashMap::new();
+        let mut by: HashMap<i64, Vec<usize>> = HashMap::default();
         let mut spans = Vec::new();
         for (i, r) in ranges.iter().enumerate() {
             match r.push_pop {
@@ -42,6 +44,7 @@ impl Nesting {
                     .then(a.cmp(&b))
             })
         };
+        let mut parent_of = vec![None; ranges.len()];
         let threads = by
             .into_iter()
             .map(|(tid, mut idx)| {
@@ -56,6 +59,7 @@ impl Nesting {
                         stack.pop();
                     }
                     parent.push(stack.last().copied());
+                    parent_of[i] = stack.last().map(|&p| idx[p]);
                     stack.push(pos);
                 }
                 let starts = idx.iter().map(|&i| ranges[i].start).collect();
@@ -79,6 +83,7 @@ impl Nesting {
             })
             .collect();
         Nesting {
+            parent_of,
             threads,
             spans,
             spans_max_end,
@@ -110,6 +115,11 @@ impl Nesting {
             pos = th.parent[p];
             Some(th.idx[p])
         })
+    }
+
+    /// The push/pop range that encloses push/pop range `i` on its thread.
+    pub(crate) fn parent(&self, i: usize) -> Option<usize> {
+        self.parent_of.get(i).copied().flatten()
     }
 
     /// The start/end ranges that hold `t` (start <= t <= end), any thread.

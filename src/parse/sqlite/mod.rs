@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags};
 use crate::error::Error;
 
 mod stream;
-pub use stream::Sink;
+pub use stream::{Ignore, Sink};
 
 pub struct NsysDb {
     conn: Connection,
@@ -106,7 +106,8 @@ impl NsysDb {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT DISTINCT d.value, m.value FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+                "SELECT d.value, m.value FROM (SELECT DISTINCT demangledName, mangledName \
+                 FROM CUPTI_ACTIVITY_KIND_KERNEL) k \
                  JOIN StringIds d ON k.demangledName = d.id \
                  JOIN StringIds m ON k.mangledName = m.id",
             )
@@ -279,13 +280,41 @@ impl NsysDb {
         {
             return Ok(Vec::new());
         }
+        // The call names first (a few strings): most runs never call the profiler API, and
+        // then the runtime table is not read at all.
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT r.start, r.end, s.value LIKE '%ProfilerStart%' FROM CUPTI_ACTIVITY_KIND_RUNTIME r \
-                 JOIN StringIds s ON s.id = r.nameId \
-                 WHERE s.value LIKE 'cu%ProfilerSt%' AND r.end IS NOT NULL ORDER BY r.start",
+                "SELECT id, value LIKE '%ProfilerStart%' FROM StringIds \
+                 WHERE value LIKE 'cu%ProfilerSt%'",
             )
+            .map_err(|e| self.err(e))?;
+        let ids: Vec<(i64, bool)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let starts: Vec<String> = ids
+            .iter()
+            .filter(|i| i.1)
+            .map(|i| i.0.to_string())
+            .collect();
+        let all: Vec<String> = ids.iter().map(|i| i.0.to_string()).collect();
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT start, end, nameId IN ({}) FROM CUPTI_ACTIVITY_KIND_RUNTIME \
+                 WHERE nameId IN ({}) AND end IS NOT NULL ORDER BY start",
+                if starts.is_empty() {
+                    "NULL".to_string()
+                } else {
+                    starts.join(",")
+                },
+                all.join(",")
+            ))
             .map_err(|e| self.err(e))?;
         let calls = stmt
             .query_map([], |r| {
@@ -421,7 +450,10 @@ impl NsysDb {
             "SELECT r.start, r.globalTid, o.start, o.end, o.kernel, o.graph, o.name FROM ({}) o \
              JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = o.correlationId \
              AND (r.globalTid / 16777216) = (o.globalPid / 16777216) ORDER BY r.start, o.start",
-            ops.join(" UNION ALL ")
+            ops.iter()
+                .map(|(_, q)| q.as_str())
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ")
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = stmt
@@ -444,7 +476,7 @@ impl NsysDb {
 impl NsysDb {
     /// One query per GPU work table (kernels, then memcpys and memsets where the export has
     /// them), each row: start, end, correlation id, pid, kernel, graph node, kernel name id.
-    fn op_queries(&self) -> Result<Vec<String>, Error> {
+    fn op_queries(&self) -> Result<Vec<(&'static str, String)>, Error> {
         let graph = if self
             .columns("CUPTI_ACTIVITY_KIND_KERNEL")?
             .iter()
@@ -463,9 +495,12 @@ impl NsysDb {
         } else {
             "-1"
         };
-        let mut ops = vec![format!(
-            "SELECT k.start, k.end, k.correlationId, k.globalPid, 1 AS kernel, {graph} AS graph, \
-             {name} AS name FROM CUPTI_ACTIVITY_KIND_KERNEL k"
+        let mut ops = vec![(
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            format!(
+                "SELECT k.start, k.end, k.correlationId, k.globalPid, 1 AS kernel, {graph} AS graph, \
+                 {name} AS name, k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k"
+            ),
         )];
         for table in ["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"] {
             let cols = self.columns(table)?;
@@ -473,8 +508,11 @@ impl NsysDb {
                 .iter()
                 .all(|c| cols.iter().any(|h| h == c))
             {
-                ops.push(format!(
-                    "SELECT start, end, correlationId, globalPid, 0, 0, -1 FROM {table}"
+                ops.push((
+                    table,
+                    format!(
+                        "SELECT start, end, correlationId, globalPid, 0, 0, -1, rowid FROM {table}"
+                    ),
                 ));
             }
         }

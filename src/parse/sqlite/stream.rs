@@ -1,16 +1,18 @@
-//! Launches streamed in GPU start order, with memory that does not grow with them: the
-//! kernel, memcpy and memset tables are merged by start as the export stores them, and each
-//! piece of work is matched to its launch call by a merge join on the runtime table (also in
-//! start order): a call is read once the GPU work being matched has started after it, and
-//! kept only until its work is matched (a CUDA graph launch until the capture ends: its
-//! kernels share its correlation id). An export whose rows are not in start order is read
-//! with the sorting join instead, which is correct at any order but holds every launch.
+//! Launches and API calls streamed from the export in one pass, with memory that does not
+//! grow with them. The kernel, memcpy and memset tables are merged by start as the export
+//! stores them (GPU start order); each piece of work is matched to its launch call by a merge
+//! join on the runtime table, also in start order: a call is read once the GPU work being
+//! matched has started after it, and kept only until its work is matched (a CUDA graph
+//! launch for the whole capture: its kernels share its correlation id). Every runtime row
+//! read goes to the API-call consumer too (the ledger), so the largest table is read once. An
+//! export whose rows are not in start order is read with the sorting join instead, which is
+//! correct at any order but holds every launch.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use rusqlite::Rows;
 
-use super::{Launch, NsysDb};
+use super::{ApiCall, ApiKind, Launch, NsysDb};
 use crate::error::Error;
 
 /// GPU work may carry a timestamp slightly before its call's (clock conversion); calls this
@@ -19,30 +21,55 @@ const SKEW_NS: i64 = 1_000_000;
 /// Calls waiting for their work beyond which the sorting join takes over (bounded memory).
 const MAX_PENDING: usize = 4_000_000;
 
+/// What consumes a stream of launches or calls; `reset` drops what it took so far, when the
+/// export turns out not to be in start order and the rows come again, sorted.
+pub trait Sink<T> {
+    fn take(&mut self, item: &T);
+    fn reset(&mut self);
+}
+
+/// A consumer that wants nothing.
+pub struct Ignore;
+
+impl<T> Sink<T> for Ignore {
+    fn take(&mut self, _: &T) {}
+    fn reset(&mut self) {}
+}
+
 /// One GPU op row: start, end, correlation id, pid, kernel, graph, name.
 type Op = (i64, i64, i64, i64, bool, bool, i64);
 
 struct Ops<'s> {
+    table: &'static str,
     rows: Rows<'s>,
     next: Option<Op>,
     last_start: i64,
 }
 
 impl Ops<'_> {
+    /// The next row; false when it starts before the previous one (not in start order).
     fn advance(&mut self, db: &NsysDb) -> Result<bool, Error> {
-        self.next = match self.rows.next().map_err(|e| db.err(e))? {
+        let e = |e| db.err(e);
+        self.next = match self.rows.next().map_err(e)? {
             None => None,
             Some(r) => {
+                let (start, end): (Option<i64>, i64) = (r.get(0).map_err(e)?, r.get(1).map_err(e)?);
+                let Some(start) = start.filter(|&s| end >= s) else {
+                    let rowid: i64 = r.get(7).map_err(e)?;
+                    return Err(db.err(format!(
+                        "table {}, rowid {rowid}: start {} and end {end} are not a time span (end before start, or no start)",
+                        self.table,
+                        start.map_or("NULL".into(), |v| v.to_string())
+                    )));
+                };
                 let op: Op = (
-                    r.get(0).map_err(|e| db.err(e))?,
-                    r.get(1).map_err(|e| db.err(e))?,
-                    r.get(2).map_err(|e| db.err(e))?,
-                    r.get::<_, i64>(3).map_err(|e| db.err(e))? >> 24,
-                    r.get::<_, i64>(4).map_err(|e| db.err(e))? != 0,
-                    r.get::<_, i64>(5).map_err(|e| db.err(e))? != 0,
-                    r.get::<_, Option<i64>>(6)
-                        .map_err(|e| db.err(e))?
-                        .unwrap_or(-1),
+                    start,
+                    end,
+                    r.get(2).map_err(e)?,
+                    r.get::<_, i64>(3).map_err(e)? >> 24,
+                    r.get::<_, i64>(4).map_err(e)? != 0,
+                    r.get::<_, i64>(5).map_err(e)? != 0,
+                    r.get::<_, Option<i64>>(6).map_err(e)?.unwrap_or(-1),
                 );
                 if op.0 < self.last_start {
                     return Ok(false);
@@ -55,54 +82,215 @@ impl Ops<'_> {
     }
 }
 
-/// What consumes a stream of launches or calls; `reset` drops what it took so far, when the
-/// export turns out not to be in start order and the rows come again, sorted.
-pub trait Sink<T> {
-    fn take(&mut self, item: &T);
-    fn reset(&mut self);
+/// One raw runtime row: rowid, start, end, tid, correlation id, name id.
+type RawCall = (i64, Option<i64>, Option<i64>, i64, i64, i64);
+/// Rows per batch from the reader thread, and batches in flight (bounds the memory).
+const BATCH: usize = 8192;
+const IN_FLIGHT: usize = 4;
+
+/// Read the runtime table in export order on a thread of its own (its own connection), in
+/// batches: the largest table's decoding runs beside the join.
+fn read_runtime(
+    path: std::path::PathBuf,
+) -> std::sync::mpsc::Receiver<Result<Vec<RawCall>, String>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(IN_FLIGHT);
+    std::thread::spawn(move || {
+        let read = || -> rusqlite::Result<()> {
+            let conn = rusqlite::Connection::open_with_flags(
+                &path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            let mut stmt = conn.prepare(
+                "SELECT rowid, start, end, globalTid, correlationId, nameId \
+                 FROM CUPTI_ACTIVITY_KIND_RUNTIME",
+            )?;
+            let mut rows = stmt.query([])?;
+            let mut batch = Vec::with_capacity(BATCH);
+            while let Some(r) = rows.next()? {
+                batch.push((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                    r.get::<_, Option<i64>>(4)?.unwrap_or(-1),
+                    r.get::<_, Option<i64>>(5)?.unwrap_or(-1),
+                ));
+                if batch.len() == BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    if tx.send(Ok(full)).is_err() {
+                        return Ok(()); // the reader stopped listening (fallback or error)
+                    }
+                }
+            }
+            let _ = tx.send(Ok(batch));
+            Ok(())
+        };
+        if let Err(e) = read() {
+            let _ = tx.send(Err(e.to_string()));
+        }
+    });
+    rx
+}
+
+/// The runtime rows in export order, each checked and handed to the call consumer.
+struct Calls {
+    rx: std::sync::mpsc::Receiver<Result<Vec<RawCall>, String>>,
+    batch: std::vec::IntoIter<RawCall>,
+    kinds: HashMap<i64, ApiKind>,
+    last_start: i64,
+    done: bool,
+}
+
+/// One runtime row: start, tid, correlation id, name id.
+type Call = (i64, i64, i64, i64);
+
+impl Calls {
+    /// The next row (None at the end); Err(None) when it is out of start order.
+    fn next(
+        &mut self,
+        db: &NsysDb,
+        calls: &mut impl Sink<ApiCall>,
+    ) -> Result<Option<Call>, Option<Error>> {
+        let (rowid, start, end, tid, corr, name) = loop {
+            if let Some(row) = self.batch.next() {
+                break row;
+            }
+            match self.rx.recv() {
+                Ok(Ok(b)) => self.batch = b.into_iter(),
+                Ok(Err(e)) => return Err(Some(db.err(e))),
+                Err(_) => {
+                    self.done = true;
+                    return Ok(None);
+                }
+            }
+        };
+        let Some(start) = start.filter(|&s| end.is_none_or(|e| e >= s)) else {
+            return Err(Some(db.err(format!(
+                "table CUPTI_ACTIVITY_KIND_RUNTIME, rowid {rowid}: start {} and end {} are not a time span (end before start, or no start)",
+                start.map_or("NULL".into(), |v| v.to_string()),
+                end.map_or("NULL".into(), |v| v.to_string())
+            ))));
+        };
+        if start < self.last_start {
+            return Err(None);
+        }
+        self.last_start = start;
+        if let Some(end) = end {
+            let kind = self.kinds.get(&name).copied().unwrap_or(ApiKind::Other);
+            calls.take(&ApiCall {
+                start,
+                end,
+                tid,
+                kind,
+            });
+        }
+        Ok(Some((start, tid, corr, name)))
+    }
 }
 
 impl NsysDb {
-    /// Hand every kernel, memcpy and memset with its launch call to `sink`, in GPU start order
-    /// (the pairs [`NsysDb::launches`] returns, in another order).
-    pub fn for_each_launch(&self, sink: &mut impl Sink<Launch>) -> Result<(), Error> {
-        if self.stream_launches(|l| sink.take(l))? {
+    /// Hand every kernel, memcpy and memset with its launch call to `launches` (in GPU start
+    /// order: the pairs [`NsysDb::launches`] returns) and every CUDA API call to `calls` (in
+    /// start order), in one pass over the export where its rows are in start order.
+    pub fn stream(
+        &self,
+        launches: &mut impl Sink<Launch>,
+        calls: &mut impl Sink<ApiCall>,
+    ) -> Result<(), Error> {
+        if self.stream_both(launches, calls)? {
             return Ok(());
         }
         tracing::debug!("export rows not in start order (or too many pending calls): sorting join");
-        sink.reset();
+        launches.reset();
+        calls.reset();
         let mut all = self.launches()?;
         all.sort_by_key(|l| (l.start, l.api_start));
-        all.iter().for_each(|l| sink.take(l));
+        all.iter().for_each(|l| launches.take(l));
+        self.for_each_api_call(calls)
+    }
+
+    /// [`NsysDb::stream`] of the launches alone.
+    pub fn for_each_launch(&self, sink: &mut impl Sink<Launch>) -> Result<(), Error> {
+        self.stream(sink, &mut Ignore)
+    }
+
+    /// Every CUDA API call in start order, sorted by SQLite where the export is not (on
+    /// disk, not in memory). Nothing without the runtime table.
+    pub fn for_each_api_call(&self, sink: &mut impl Sink<ApiCall>) -> Result<(), Error> {
+        if !self.has_runtime()? {
+            return Ok(());
+        }
+        self.check_intervals("CUPTI_ACTIVITY_KIND_RUNTIME")?;
+        let kinds = self.api_kinds()?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT start, end, globalTid, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME \
+                 WHERE end IS NOT NULL ORDER BY start",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let name = r.get::<_, Option<i64>>(3).map_err(|e| self.err(e))?;
+            sink.take(&ApiCall {
+                start: r.get(0).map_err(|e| self.err(e))?,
+                end: r.get(1).map_err(|e| self.err(e))?,
+                tid: r
+                    .get::<_, Option<i64>>(2)
+                    .map_err(|e| self.err(e))?
+                    .unwrap_or(0),
+                kind: name
+                    .and_then(|n| kinds.get(&n).copied())
+                    .unwrap_or(ApiKind::Other),
+            });
+        }
         Ok(())
     }
 
+    fn has_runtime(&self) -> Result<bool, Error> {
+        let cols = self.columns("CUPTI_ACTIVITY_KIND_RUNTIME")?;
+        Ok(["start", "end", "globalTid", "nameId", "correlationId"]
+            .iter()
+            .all(|c| cols.iter().any(|h| h == c)))
+    }
+
+    /// What each call name does to the calling thread (see [`ApiKind::of`]), by string id.
+    fn api_kinds(&self) -> Result<HashMap<i64, ApiKind>, Error> {
+        Ok(self
+            .strings()?
+            .into_iter()
+            .map(|(id, n)| (id, ApiKind::of(&n)))
+            .collect())
+    }
+
     /// False when the rows are not in start order: the caller falls back.
-    fn stream_launches(&self, mut f: impl FnMut(&Launch)) -> Result<bool, Error> {
+    fn stream_both(
+        &self,
+        launches: &mut impl Sink<Launch>,
+        calls: &mut impl Sink<ApiCall>,
+    ) -> Result<bool, Error> {
         self.require(
             "CUPTI_ACTIVITY_KIND_KERNEL",
             &["start", "end", "correlationId", "globalPid"],
         )?;
         self.require(
             "CUPTI_ACTIVITY_KIND_RUNTIME",
-            &["start", "correlationId", "globalTid", "nameId"],
+            &["start", "correlationId", "globalTid"],
         )?;
-        for table in [
-            "CUPTI_ACTIVITY_KIND_KERNEL",
-            "CUPTI_ACTIVITY_KIND_MEMCPY",
-            "CUPTI_ACTIVITY_KIND_MEMSET",
-            "CUPTI_ACTIVITY_KIND_RUNTIME",
-        ] {
-            self.check_intervals(table)?;
+        if !self.has_runtime()? {
+            return Ok(false);
         }
         let (launching, graph_calls) = self.launch_names()?;
+        let queries = self.op_queries()?;
         let mut stmts = Vec::new();
-        for sql in self.op_queries()? {
-            stmts.push(self.conn.prepare(&sql).map_err(|e| self.err(e))?);
+        for (table, sql) in &queries {
+            stmts.push((*table, self.conn.prepare(sql).map_err(|e| self.err(e))?));
         }
         let mut streams = Vec::new();
-        for s in &mut stmts {
+        for (table, s) in &mut stmts {
             let mut o = Ops {
+                table,
                 rows: s.query([]).map_err(|e| self.err(e))?,
                 next: None,
                 last_start: i64::MIN,
@@ -112,58 +300,37 @@ impl NsysDb {
             }
             streams.push(o);
         }
-        let mut calls_stmt = self
-            .conn
-            .prepare(
-                "SELECT start, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME \
-                 WHERE correlationId IS NOT NULL",
-            )
-            .map_err(|e| self.err(e))?;
-        let mut calls = calls_stmt.query([]).map_err(|e| self.err(e))?;
-        let mut call_next: Option<(i64, i64, i64, i64)> = None;
-        let mut calls_done = false;
-        let mut last_call = i64::MIN;
+        let mut rt = Calls {
+            rx: read_runtime(self.path.clone()),
+            batch: Vec::new().into_iter(),
+            kinds: self.api_kinds()?,
+            last_start: i64::MIN,
+            done: false,
+        };
+        let mut call_next: Option<Call> = None;
         // (pid, correlation id) -> (call start, tid, graph launch)
-        let mut pending: HashMap<(i64, i64), (i64, i64, bool)> = HashMap::new();
+        let mut pending: HashMap<(i64, i64), (i64, i64, bool)> = HashMap::default();
         loop {
-            // The op that started first among the three tables.
-            let Some(k) = (0..streams.len())
+            // The op that started first among the tables; None once all are read.
+            let first = (0..streams.len())
                 .filter(|&k| streams[k].next.is_some())
-                .min_by_key(|&k| streams[k].next.map(|o| o.0))
-            else {
-                return Ok(true);
-            };
-            let op = streams[k].next.expect("chosen for having one");
-            while !calls_done {
+                .min_by_key(|&k| streams[k].next.map(|o| o.0));
+            let until = first.and_then(|k| streams[k].next).map(|o| o.0 + SKEW_NS);
+            while !rt.done {
                 if call_next.is_none() {
-                    call_next = match calls.next().map_err(|e| self.err(e))? {
-                        None => {
-                            calls_done = true;
-                            None
-                        }
-                        Some(r) => Some((
-                            r.get(0).map_err(|e| self.err(e))?,
-                            r.get::<_, Option<i64>>(1)
-                                .map_err(|e| self.err(e))?
-                                .unwrap_or(0),
-                            r.get(2).map_err(|e| self.err(e))?,
-                            r.get::<_, Option<i64>>(3)
-                                .map_err(|e| self.err(e))?
-                                .unwrap_or(-1),
-                        )),
+                    call_next = match rt.next(self, calls) {
+                        Ok(c) => c,
+                        Err(Some(e)) => return Err(e),
+                        Err(None) => return Ok(false),
                     };
                 }
                 let Some((start, tid, corr, name)) = call_next else {
                     break;
                 };
-                if start > op.0 + SKEW_NS {
+                if until.is_some_and(|u| start > u) {
                     break;
                 }
-                if start < last_call {
-                    return Ok(false);
-                }
-                last_call = start;
-                if launching.contains(&name) {
+                if first.is_some() && launching.contains(&name) {
                     pending.insert((tid >> 24, corr), (start, tid, graph_calls.contains(&name)));
                     if pending.len() > MAX_PENDING {
                         return Ok(false);
@@ -171,9 +338,11 @@ impl NsysDb {
                 }
                 call_next = None;
             }
+            let Some(k) = first else { return Ok(true) };
+            let op = streams[k].next.expect("chosen for having one");
             let key = (op.3, op.2);
             if let Some(&(api_start, tid, graph_call)) = pending.get(&key) {
-                f(&Launch {
+                launches.take(&Launch {
                     api_start,
                     tid,
                     start: op.0,
@@ -205,7 +374,7 @@ impl NsysDb {
         let rows = stmt
             .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?)))
             .map_err(|e| self.err(e))?;
-        let (mut all, mut graph) = (HashSet::new(), HashSet::new());
+        let (mut all, mut graph) = (HashSet::default(), HashSet::default());
         for row in rows {
             let (id, g) = row.map_err(|e| self.err(e))?;
             all.insert(id);

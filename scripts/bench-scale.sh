@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `stage2 report` at production scale: the sample run's export repeated to N kernel launches
+# (scripts/synth-export.py), report time and peak memory, against scripts/attribute.py, a
+# plain Python sqlite3 script doing the range attribution alone, on the same file, side by
+# side. Prints one table.
+#
+#   scripts/bench-scale.sh [COPIES...]     (default 1024 4096 10240: 1.5M, 6M, 15M launches)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${STAGE2_BIN:-target/release/stage2}
+tmp=${BENCH_DIR:-$(mktemp -d)}
+trap 'rm -rf "$tmp"' EXIT
+echo "| copies | kernel launches | export (MB) | stage2 report (s) | peak RSS (MB) | attribute.py (s) | peak RSS (MB) | speed-up |"
+echo "|--:|--:|--:|--:|--:|--:|--:|--:|"
+for n in "${@:-1024 4096 10240}"; do
+  run="$tmp/r$n"
+  rm -rf "$run"
+  cp -r examples/sample-run "$run"
+  rm -f "$run"/nsys/*.sqlite
+  python3 scripts/synth-export.py examples/sample-run/nsys/run.sqlite "$run/nsys/run.sqlite" "$n" >/dev/null
+  launches=$(sqlite3 "$run/nsys/run.sqlite" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+  mb=$(( $(stat -c %s "$run/nsys/run.sqlite") / 1048576 ))
+  /usr/bin/time -o "$tmp/t1" -f "%e %M" "$bin" report "$run" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+  /usr/bin/time -o "$tmp/t2" -f "%e %M" python3 scripts/attribute.py "$run/nsys/run.sqlite" >/dev/null
+  read -r s1 k1 <"$tmp/t1"
+  read -r s2 k2 <"$tmp/t2"
+  ratio=$(awk -v a="$s1" -v b="$s2" 'BEGIN { printf "%.1fx", b / a }')
+  echo "| $n | $launches | $mb | $s1 | $((k1 / 1024)) | $s2 | $((k2 / 1024)) | $ratio |"
+  rm -rf "$run"
+done
