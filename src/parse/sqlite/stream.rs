@@ -402,6 +402,25 @@ mod tests {
         )
     }
 
+    struct Got(Vec<(i64, i64, i64, i64, bool, bool, i64)>);
+    impl Sink<Launch> for Got {
+        fn take(&mut self, l: &Launch) {
+            self.0.push(key(l));
+        }
+        fn reset(&mut self) {
+            panic!("every committed export streams in start order");
+        }
+    }
+    struct Count(usize);
+    impl Sink<ApiCall> for Count {
+        fn take(&mut self, _: &ApiCall) {
+            self.0 += 1;
+        }
+        fn reset(&mut self) {
+            self.0 = 0;
+        }
+    }
+
     #[test]
     fn the_stream_holds_exactly_the_joined_launches_in_gpu_order() {
         let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -416,12 +435,18 @@ mod tests {
         for p in dbs.iter().filter(|p| p.is_file()) {
             let db = NsysDb::open(p).unwrap();
             let mut want: Vec<_> = db.launches().unwrap().iter().map(key).collect();
-            let mut got = Vec::new();
+            let mut sink = Got(Vec::new());
+            let mut calls = Count(0);
             assert!(
-                db.stream_launches(|l| got.push(key(l))).unwrap(),
+                db.stream_both(&mut sink, &mut calls).unwrap(),
                 "{}",
                 p.display()
             );
+            // Every runtime row with an end reached the call consumer.
+            let mut all_calls = Count(0);
+            db.for_each_api_call(&mut all_calls).unwrap();
+            assert_eq!(calls.0, all_calls.0, "{}", p.display());
+            let mut got = sink.0;
             assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "{}", p.display());
             want.sort();
             got.sort();
