@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${STAGE2_BIN:-target/release/stage2}
 tmp=${BENCH_DIR:-$(mktemp -d)}
+mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 echo "| copies | kernel launches | export (MB) | stage2 report (s) | peak RSS (MB) | attribute.py (s) | peak RSS (MB) | speed-up |"
 echo "|--:|--:|--:|--:|--:|--:|--:|--:|"

@@ -16,6 +16,9 @@ use serde::Serialize;
 use crate::analysis::nesting::Nesting;
 use crate::parse::sqlite::{ApiCall, ApiKind, NvtxRange, Sink};
 
+/// Instances whose parts are kept one by one (the per-step view); the totals cover them all.
+pub(crate) const PER_INSTANCE_KEPT: usize = 4096;
+
 /// One instance's (or a sum of instances') split of wall time, in ns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub(crate) struct Parts {
@@ -44,7 +47,8 @@ pub(crate) struct RangeLedger {
     pub(crate) name: String,
     pub(crate) instances: u64,
     pub(crate) total: Parts,
-    /// Each instance in start order (the per-step view of a decode loop).
+    /// Each instance in start order (the per-step view of a decode loop), the first
+    /// [`PER_INSTANCE_KEPT`] of them.
     pub(crate) per_instance: Vec<Parts>,
     /// Wall time of the direct child ranges, by name.
     pub(crate) children: BTreeMap<String, i64>,
@@ -166,7 +170,9 @@ impl<'a> Builder<'a> {
         let nest = Nesting::new(ranges);
         let mut node_of = vec![None; ranges.len()];
         let mut nodes = Vec::new();
-        for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.push_pop) {
+        // Operator ranges (nsys --pytorch) are framework work of their range, not ranges.
+        let own = |r: &NvtxRange| r.push_pop && !crate::analysis::ops::is_op(&r.name);
+        for (i, r) in ranges.iter().enumerate().filter(|(_, r)| own(r)) {
             node_of[i] = Some(nodes.len());
             nodes.push(Node {
                 range: i,
@@ -179,7 +185,12 @@ impl<'a> Builder<'a> {
         }
         for n in 0..nodes.len() {
             let i = nodes[n].range;
-            let parent = nest.parent(i).and_then(|p| node_of[p]);
+            // The nearest enclosing range that has a node (operator ranges have none).
+            let mut up = nest.parent(i);
+            while let Some(p) = up.filter(|&p| node_of[p].is_none()) {
+                up = nest.parent(p);
+            }
+            let parent = up.and_then(|p| node_of[p]);
             nodes[n].parent = parent;
             if let Some(p) = parent {
                 nodes[p].parts.children_ns += nodes[n].parts.wall_ns;
@@ -211,14 +222,15 @@ impl Sink<ApiCall> for Builder<'_> {
             return;
         }
         *last = call.end;
+        let node_of = &self.node_of;
         let Some(i) = self
             .nest
             .open_at(self.ranges, call.tid, call.start, false)
-            .next()
+            .find(|&i| node_of[i].is_some())
         else {
             return;
         };
-        let Some(n) = self.node_of[i] else { return };
+        let Some(n) = node_of[i] else { return };
         let r = &self.ranges[i];
         let ns = (call.end.min(r.end) - call.start.max(r.start)).max(0);
         let p = &mut self.nodes[n].parts;
@@ -278,7 +290,9 @@ fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
         }
         e.instances += 1;
         e.total.add(&parts);
-        e.per_instance.push(parts);
+        if e.per_instance.len() < PER_INSTANCE_KEPT {
+            e.per_instance.push(parts);
+        }
     }
     for node in nodes {
         if let Some(p) = node.parent {

@@ -67,21 +67,21 @@ impl Timeline {
     /// One pass over the export: launches into the scan, API calls into the ledger.
     fn read(db: &NsysDb, captured: Option<&str>) -> Result<Timeline, Error> {
         let all = db.ranges()?;
-        let phases: Vec<_> = all
-            .iter()
-            .filter(|r| !ops::is_op(&r.name))
-            .cloned()
-            .collect();
+        let has_ops = all.iter().any(|r| ops::is_op(&r.name));
         let mut scan = scan::Scan::new(&all, captured);
-        let mut ledger = ledger::Builder::new(&phases);
+        let mut ledger = ledger::Builder::new(&all);
         db.stream(&mut scan, &mut ledger)?;
         let strings = db.strings()?;
-        let operators = match all.iter().any(|r| ops::is_op(&r.name)) {
+        let operators = match has_ops {
             true => ops::table(&all, &scan.ops, &strings),
             false => Vec::new(),
         };
         let (stats, kernel_rows, ledger) =
             (scan.stats(), scan.kernel_rows(&strings), ledger.finish());
+        let phases = match has_ops {
+            true => all.into_iter().filter(|r| !ops::is_op(&r.name)).collect(),
+            false => all,
+        };
         Ok(Timeline {
             phases,
             stats,

@@ -103,50 +103,91 @@ impl RangeStats {
     }
 }
 
-/// One instance's GPU figures, built from its launches in GPU start order.
-#[derive(Default)]
+/// One instance's GPU figures, built from its launches in GPU start order. Kept small: a
+/// capture can hold hundreds of thousands of range instances.
 pub(crate) struct Instance {
     kernel_ns: i64,
     launches: u64,
     graph_kernels: u64,
     ops: u64,
-    first: Option<i64>,
+    /// First start and last end of its work (i64::MAX / MIN before any).
+    first: i64,
     last: i64,
     memcpy_ns: i64,
     /// Union of kernel intervals (busy), and of all work (for the idle gaps).
     busy: Union,
     all: Union,
+    idle: Gaps,
     /// nsys counts one GPU op per graph launch, not per kernel node: the launch calls (thread,
     /// API start) whose kernels were counted.
     graph_calls: Vec<(i64, i64)>,
 }
 
-/// The union of intervals that arrive in start order: covered time and the gaps between.
-#[derive(Default)]
+impl Default for Instance {
+    fn default() -> Self {
+        Instance {
+            kernel_ns: 0,
+            launches: 0,
+            graph_kernels: 0,
+            ops: 0,
+            first: i64::MAX,
+            last: i64::MIN,
+            memcpy_ns: 0,
+            busy: Union::default(),
+            all: Union::default(),
+            idle: Gaps::default(),
+            graph_calls: Vec::new(),
+        }
+    }
+}
+
+/// The union of intervals that arrive in start order: the one being merged and the time
+/// covered before it.
 struct Union {
-    cur: Option<(i64, i64)>,
+    start: i64,
+    end: i64,
     covered: i64,
-    gaps: u64,
-    idle: i64,
+}
+
+impl Default for Union {
+    fn default() -> Self {
+        Union {
+            start: i64::MIN,
+            end: i64::MIN,
+            covered: 0,
+        }
+    }
+}
+
+/// Gaps between merged intervals: how many, their total and the largest.
+#[derive(Default)]
+struct Gaps {
+    count: u64,
+    total: i64,
     largest: i64,
 }
 
 impl Union {
-    fn add(&mut self, a: i64, b: i64) {
-        self.cur = match self.cur {
-            Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
-            Some((ca, cb)) => {
-                self.covered += cb - ca;
-                self.gaps += 1;
-                self.idle += a - cb;
-                self.largest = self.largest.max(a - cb);
-                Some((a, b))
-            }
-            None => Some((a, b)),
-        };
+    /// Add `[a, b)`; returns the gap before it when it starts after the merged interval.
+    fn add(&mut self, a: i64, b: i64) -> Option<i64> {
+        if self.start == i64::MIN {
+            (self.start, self.end) = (a, b);
+            return None;
+        }
+        if a <= self.end {
+            self.end = self.end.max(b);
+            return None;
+        }
+        self.covered += self.end - self.start;
+        let gap = a - self.end;
+        (self.start, self.end) = (a, b);
+        Some(gap)
     }
     fn covered(&self) -> i64 {
-        self.covered + self.cur.map_or(0, |(a, b)| b - a)
+        match self.start {
+            i64::MIN => self.covered,
+            s => self.covered + self.end - s,
+        }
     }
 }
 
@@ -160,9 +201,13 @@ impl Instance {
         if l.graph && !self.graph_calls.contains(&call) {
             self.graph_calls.push(call);
         }
-        self.first = Some(self.first.map_or(l.start, |f| f.min(l.start)));
+        self.first = self.first.min(l.start);
         self.last = self.last.max(l.end);
-        self.all.add(l.start, l.end);
+        if let Some(gap) = self.all.add(l.start, l.end) {
+            self.idle.count += 1;
+            self.idle.total += gap;
+            self.idle.largest = self.idle.largest.max(gap);
+        }
         if l.kernel {
             self.kernel_ns += l.kernel_ns();
             self.launches += 1;
@@ -173,7 +218,10 @@ impl Instance {
         }
     }
     fn proj_ns(&self) -> i64 {
-        self.first.map_or(0, |f| (self.last - f).max(0))
+        match self.first {
+            i64::MAX => 0,
+            f => (self.last - f).max(0),
+        }
     }
 }
 
@@ -233,9 +281,9 @@ pub(crate) fn aggregate<'a>(
         e.proj_ns += i.proj_ns();
         e.busy_ns += i.busy.covered();
         e.memcpy_ns += i.memcpy_ns;
-        e.idle_gaps += i.all.gaps;
-        e.idle_ns += i.all.idle;
-        e.largest_gap_ns = e.largest_gap_ns.max(i.all.largest);
+        e.idle_gaps += i.idle.count;
+        e.idle_ns += i.idle.total;
+        e.largest_gap_ns = e.largest_gap_ns.max(i.idle.largest);
         p.0.push(wall as f64);
         p.1.push(i.proj_ns() as f64);
         p.2.push(i.launches as f64);
