@@ -82,110 +82,114 @@ impl Ops<'_> {
     }
 }
 
-/// One raw runtime row: rowid, start, end, tid, correlation id, name id.
-type RawCall = (i64, Option<i64>, Option<i64>, i64, i64, i64);
+/// What the runtime reader thread sends: the launch calls (start, tid, correlation id, graph
+/// launch) in export order, or why it stopped.
+enum FromReader {
+    Calls(Vec<(i64, i64, i64, bool)>),
+    Failed(String),
+    OutOfOrder,
+}
+
 /// Rows per batch from the reader thread, and batches in flight (bounds the memory).
 const BATCH: usize = 8192;
 const IN_FLIGHT: usize = 4;
 
-/// Read the runtime table in export order on a thread of its own (its own connection), in
-/// batches: the largest table's decoding runs beside the join.
+/// What the reader needs to know of the call names.
+struct Names {
+    kinds: HashMap<i64, ApiKind>,
+    launching: HashSet<i64>,
+    graph: HashSet<i64>,
+}
+
+/// Read the runtime table in export order on a thread of its own (its own connection): every
+/// call goes to `calls` (the ledger) there, and the launch calls to the join, in batches. So
+/// the largest table is read once, and its decoding and the ledger run beside the join.
 fn read_runtime(
-    path: std::path::PathBuf,
-) -> std::sync::mpsc::Receiver<Result<Vec<RawCall>, String>> {
-    let (tx, rx) = std::sync::mpsc::sync_channel(IN_FLIGHT);
-    std::thread::spawn(move || {
-        let read = || -> rusqlite::Result<()> {
-            let conn = rusqlite::Connection::open_with_flags(
-                &path,
-                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )?;
-            let mut stmt = conn.prepare(
-                "SELECT rowid, start, end, globalTid, correlationId, nameId \
-                 FROM CUPTI_ACTIVITY_KIND_RUNTIME",
-            )?;
-            let mut rows = stmt.query([])?;
-            let mut batch = Vec::with_capacity(BATCH);
-            while let Some(r) = rows.next()? {
-                batch.push((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                    r.get::<_, Option<i64>>(4)?.unwrap_or(-1),
-                    r.get::<_, Option<i64>>(5)?.unwrap_or(-1),
-                ));
+    path: &std::path::Path,
+    names: &Names,
+    calls: &mut impl Sink<ApiCall>,
+    tx: std::sync::mpsc::SyncSender<FromReader>,
+) {
+    let mut read = || -> rusqlite::Result<Option<FromReader>> {
+        let conn = rusqlite::Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        let mut stmt = conn.prepare(
+            "SELECT rowid, start, end, globalTid, correlationId, nameId \
+             FROM CUPTI_ACTIVITY_KIND_RUNTIME",
+        )?;
+        let mut rows = stmt.query([])?;
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut last = i64::MIN;
+        while let Some(r) = rows.next()? {
+            let (start, end): (Option<i64>, Option<i64>) = (r.get(1)?, r.get(2)?);
+            let Some(start) = start.filter(|&s| end.is_none_or(|e| e >= s)) else {
+                let rowid: i64 = r.get(0)?;
+                return Ok(Some(FromReader::Failed(format!(
+                    "table CUPTI_ACTIVITY_KIND_RUNTIME, rowid {rowid}: start {} and end {} are not a time span (end before start, or no start)",
+                    start.map_or("NULL".into(), |v| v.to_string()),
+                    end.map_or("NULL".into(), |v| v.to_string())
+                ))));
+            };
+            if start < last {
+                return Ok(Some(FromReader::OutOfOrder));
+            }
+            last = start;
+            let tid = r.get::<_, Option<i64>>(3)?.unwrap_or(0);
+            let name = r.get::<_, Option<i64>>(5)?.unwrap_or(-1);
+            if let Some(end) = end {
+                let kind = names.kinds.get(&name).copied().unwrap_or(ApiKind::Other);
+                calls.take(&ApiCall {
+                    start,
+                    end,
+                    tid,
+                    kind,
+                });
+            }
+            if names.launching.contains(&name) {
+                let corr = r.get::<_, Option<i64>>(4)?.unwrap_or(-1);
+                batch.push((start, tid, corr, names.graph.contains(&name)));
                 if batch.len() == BATCH {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    if tx.send(Ok(full)).is_err() {
-                        return Ok(()); // the reader stopped listening (fallback or error)
+                    if tx.send(FromReader::Calls(full)).is_err() {
+                        return Ok(None); // the join stopped listening: it fell back
                     }
                 }
             }
-            let _ = tx.send(Ok(batch));
-            Ok(())
-        };
-        if let Err(e) = read() {
-            let _ = tx.send(Err(e.to_string()));
         }
-    });
-    rx
+        Ok(Some(FromReader::Calls(batch)))
+    };
+    let last = match read() {
+        Ok(m) => m,
+        Err(e) => Some(FromReader::Failed(e.to_string())),
+    };
+    if let Some(m) = last {
+        let _ = tx.send(m);
+    }
 }
 
-/// The runtime rows in export order, each checked and handed to the call consumer.
+/// The launch calls as the join consumes them.
 struct Calls {
-    rx: std::sync::mpsc::Receiver<Result<Vec<RawCall>, String>>,
-    batch: std::vec::IntoIter<RawCall>,
-    kinds: HashMap<i64, ApiKind>,
-    last_start: i64,
-    done: bool,
+    rx: std::sync::mpsc::Receiver<FromReader>,
+    batch: std::vec::IntoIter<(i64, i64, i64, bool)>,
 }
-
-/// One runtime row: start, tid, correlation id, name id.
-type Call = (i64, i64, i64, i64);
 
 impl Calls {
-    /// The next row (None at the end); Err(None) when it is out of start order.
-    fn next(
-        &mut self,
-        db: &NsysDb,
-        calls: &mut impl Sink<ApiCall>,
-    ) -> Result<Option<Call>, Option<Error>> {
-        let (rowid, start, end, tid, corr, name) = loop {
-            if let Some(row) = self.batch.next() {
-                break row;
+    /// The next launch call (None at the end); Err(None) when the runtime rows are out of
+    /// start order.
+    fn next(&mut self, db: &NsysDb) -> Result<Option<(i64, i64, i64, bool)>, Option<Error>> {
+        loop {
+            if let Some(c) = self.batch.next() {
+                return Ok(Some(c));
             }
             match self.rx.recv() {
-                Ok(Ok(b)) => self.batch = b.into_iter(),
-                Ok(Err(e)) => return Err(Some(db.err(e))),
-                Err(_) => {
-                    self.done = true;
-                    return Ok(None);
-                }
+                Ok(FromReader::Calls(b)) => self.batch = b.into_iter(),
+                Ok(FromReader::Failed(e)) => return Err(Some(db.err(e))),
+                Ok(FromReader::OutOfOrder) => return Err(None),
+                Err(_) => return Ok(None),
             }
-        };
-        let Some(start) = start.filter(|&s| end.is_none_or(|e| e >= s)) else {
-            return Err(Some(db.err(format!(
-                "table CUPTI_ACTIVITY_KIND_RUNTIME, rowid {rowid}: start {} and end {} are not a time span (end before start, or no start)",
-                start.map_or("NULL".into(), |v| v.to_string()),
-                end.map_or("NULL".into(), |v| v.to_string())
-            ))));
-        };
-        if start < self.last_start {
-            return Err(None);
         }
-        self.last_start = start;
-        if let Some(end) = end {
-            let kind = self.kinds.get(&name).copied().unwrap_or(ApiKind::Other);
-            calls.take(&ApiCall {
-                start,
-                end,
-                tid,
-                kind,
-            });
-        }
-        Ok(Some((start, tid, corr, name)))
     }
 }
 
@@ -196,7 +200,7 @@ impl NsysDb {
     pub fn stream(
         &self,
         launches: &mut impl Sink<Launch>,
-        calls: &mut impl Sink<ApiCall>,
+        calls: &mut (impl Sink<ApiCall> + Send),
     ) -> Result<(), Error> {
         if self.stream_both(launches, calls)? {
             return Ok(());
@@ -268,7 +272,7 @@ impl NsysDb {
     fn stream_both(
         &self,
         launches: &mut impl Sink<Launch>,
-        calls: &mut impl Sink<ApiCall>,
+        calls: &mut (impl Sink<ApiCall> + Send),
     ) -> Result<bool, Error> {
         self.require(
             "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -281,7 +285,12 @@ impl NsysDb {
         if !self.has_runtime()? {
             return Ok(false);
         }
-        let (launching, graph_calls) = self.launch_names()?;
+        let (launching, graph) = self.launch_names()?;
+        let names = Names {
+            kinds: self.api_kinds()?,
+            launching,
+            graph,
+        };
         let queries = self.op_queries()?;
         let mut stmts = Vec::new();
         for (table, sql) in &queries {
@@ -300,46 +309,76 @@ impl NsysDb {
             }
             streams.push(o);
         }
-        let mut rt = Calls {
-            rx: read_runtime(self.path.clone()),
-            batch: Vec::new().into_iter(),
-            kinds: self.api_kinds()?,
-            last_start: i64::MIN,
-            done: false,
-        };
-        let mut call_next: Option<Call> = None;
+        let (tx, rx) = std::sync::mpsc::sync_channel(IN_FLIGHT);
+        let path = self.path.clone();
+        std::thread::scope(|scope| {
+            let names = &names;
+            scope.spawn(move || read_runtime(&path, names, calls, tx));
+            let mut rt = Calls {
+                rx,
+                batch: Vec::new().into_iter(),
+            };
+            let joined = self.join(&mut streams, &mut rt, launches);
+            // The reader owns the ledger's calls: let it read to the end (or stop it by
+            // hanging up when the join falls back).
+            if matches!(joined, Ok(true)) {
+                loop {
+                    match rt.next(self) {
+                        Ok(Some(_)) => {}
+                        Ok(None) => break,
+                        Err(None) => return Ok(false),
+                        Err(Some(e)) => return Err(e),
+                    }
+                }
+            }
+            joined
+        })
+    }
+
+    /// The merge join of the GPU work (in start order) with the launch calls.
+    fn join(
+        &self,
+        streams: &mut [Ops],
+        rt: &mut Calls,
+        launches: &mut impl Sink<Launch>,
+    ) -> Result<bool, Error> {
+        let mut call_next: Option<(i64, i64, i64, bool)> = None;
+        let mut calls_done = false;
         // (pid, correlation id) -> (call start, tid, graph launch)
         let mut pending: HashMap<(i64, i64), (i64, i64, bool)> = HashMap::default();
         loop {
-            // The op that started first among the tables; None once all are read.
-            let first = (0..streams.len())
+            // The op that started first among the tables; done once all are read.
+            let Some(k) = (0..streams.len())
                 .filter(|&k| streams[k].next.is_some())
-                .min_by_key(|&k| streams[k].next.map(|o| o.0));
-            let until = first.and_then(|k| streams[k].next).map(|o| o.0 + SKEW_NS);
-            while !rt.done {
+                .min_by_key(|&k| streams[k].next.map(|o| o.0))
+            else {
+                return Ok(true);
+            };
+            let op = streams[k].next.expect("chosen for having one");
+            while !calls_done {
                 if call_next.is_none() {
-                    call_next = match rt.next(self, calls) {
+                    call_next = match rt.next(self) {
+                        Ok(None) => {
+                            calls_done = true;
+                            None
+                        }
                         Ok(c) => c,
                         Err(Some(e)) => return Err(e),
                         Err(None) => return Ok(false),
                     };
                 }
-                let Some((start, tid, corr, name)) = call_next else {
+                let Some((start, tid, corr, graph_call)) = call_next else {
                     break;
                 };
-                if until.is_some_and(|u| start > u) {
+                if start > op.0 + SKEW_NS {
                     break;
                 }
-                if first.is_some() && launching.contains(&name) {
-                    pending.insert((tid >> 24, corr), (start, tid, graph_calls.contains(&name)));
-                    if pending.len() > MAX_PENDING {
-                        return Ok(false);
-                    }
+                pending.insert((tid >> 24, corr), (start, tid, graph_call));
+                if pending.len() > MAX_PENDING {
+                    return Ok(false);
                 }
                 call_next = None;
             }
-            let Some(k) = first else { return Ok(true) };
-            let op = streams[k].next.expect("chosen for having one");
             let key = (op.3, op.2);
             if let Some(&(api_start, tid, graph_call)) = pending.get(&key) {
                 launches.take(&Launch {
