@@ -85,7 +85,7 @@ impl Ops<'_> {
 /// What the runtime reader thread sends: the launch calls (start, tid, correlation id, graph
 /// launch) in export order, or why it stopped.
 enum FromReader {
-    Calls(Vec<(i64, i64, i64, bool)>),
+    Calls(Vec<LaunchCall>),
     Failed(String),
     OutOfOrder,
 }
@@ -93,6 +93,9 @@ enum FromReader {
 /// Rows per batch from the reader thread, and batches in flight (bounds the memory).
 const BATCH: usize = 8192;
 const IN_FLIGHT: usize = 4;
+
+/// A launch call: start, tid, correlation id, whether it launches a CUDA graph.
+type LaunchCall = (i64, i64, i64, bool);
 
 /// What the reader needs to know of the call names.
 struct Names {
@@ -172,13 +175,13 @@ fn read_runtime(
 /// The launch calls as the join consumes them.
 struct Calls {
     rx: std::sync::mpsc::Receiver<FromReader>,
-    batch: std::vec::IntoIter<(i64, i64, i64, bool)>,
+    batch: std::vec::IntoIter<LaunchCall>,
 }
 
 impl Calls {
     /// The next launch call (None at the end); Err(None) when the runtime rows are out of
     /// start order.
-    fn next(&mut self, db: &NsysDb) -> Result<Option<(i64, i64, i64, bool)>, Option<Error>> {
+    fn next(&mut self, db: &NsysDb) -> Result<Option<LaunchCall>, Option<Error>> {
         loop {
             if let Some(c) = self.batch.next() {
                 return Ok(Some(c));
@@ -342,7 +345,7 @@ impl NsysDb {
         rt: &mut Calls,
         launches: &mut impl Sink<Launch>,
     ) -> Result<bool, Error> {
-        let mut call_next: Option<(i64, i64, i64, bool)> = None;
+        let mut call_next: Option<LaunchCall> = None;
         let mut calls_done = false;
         // (pid, correlation id) -> (call start, tid, graph launch)
         let mut pending: HashMap<(i64, i64), (i64, i64, bool)> = HashMap::default();
