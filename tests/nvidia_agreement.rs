@@ -46,9 +46,10 @@ fn num(row: &BTreeMap<String, String>, col: &str) -> f64 {
 }
 
 /// Captures whose every range figure must equal NVIDIA's.
-const SAME: [&str; 6] = [
+const SAME: [&str; 7] = [
     "eager",
     "sample-run-hf-window",
+    "sample-run-hf-prefill",
     "sample-run-hf-eager",
     "sample-run-hf-static",
     "sample-run-hf-large",
@@ -216,8 +217,14 @@ fn ncu_metrics_equal_ncu_print_summary() {
     // (distinct functions, same demangled name), which the summary's rows cannot be matched to.
     for variant in SAME.iter().filter(|v| **v != "sample-run-hf-window") {
         let d = dir(variant);
-        let raw = stage2::parse::ncu::read_raw(&d.join("ncu/decode_raw.csv")).unwrap();
-        let summary = rows(&d.join("nvidia/decode_print_summary.csv"));
+        // The ncu report is named after the range it profiled.
+        let base = if *variant == "sample-run-hf-prefill" {
+            "prefill"
+        } else {
+            "decode"
+        };
+        let raw = stage2::parse::ncu::read_raw(&d.join(format!("ncu/{base}_raw.csv"))).unwrap();
+        let summary = rows(&d.join(format!("nvidia/{base}_print_summary.csv")));
         let mut checked = 0;
         for t in summary.iter().filter(|t| t["Invocations"] == "1") {
             let dims = |s: &str| s.replace([' ', '(', ')'], "");

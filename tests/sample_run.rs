@@ -47,9 +47,67 @@ fn stage2_report_re_renders_the_transformers_generate_sample_runs_identically() 
         "sample-run-hf-static",
         "sample-run-hf-large",
         "sample-run-hf-moe",
+        "sample-run-hf-auto",
+        "sample-run-hf-window",
+        "sample-run-hf-prefill",
     ] {
         re_renders_identically(name);
     }
+}
+
+fn summary(name: &str) -> serde_json::Value {
+    let p = root().join("examples").join(name).join("summary.json");
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// A plain generate() script (no NVTX of its own) under --auto-nvtx, --python-sampling 200
+/// and --operators: phases, tokens, Python evidence and operators all come out of it.
+#[test]
+fn an_unmarked_generate_script_gets_phases_tokens_samples_and_operators() {
+    let s = summary("sample-run-hf-auto");
+    let decode = &s["per_token"][0];
+    assert_eq!(decode["phase"], "decode");
+    // batch 4, one new token per step, 15 steps in the measured generate() call
+    assert_eq!(
+        (decode["batch"].as_u64(), decode["tokens"].as_u64()),
+        (Some(4), Some(60))
+    );
+    let floor = &decode["floor"];
+    assert!(floor["dram_bytes"].as_f64().unwrap() > 1e8, "{floor}");
+    let py = &s["python_samples"];
+    let in_decode = py["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["range"] == "decode");
+    assert!(in_decode.unwrap()["samples"].as_u64().unwrap() > 50, "{py}");
+    let ops = s["operators"].as_array().unwrap();
+    assert!(ops
+        .iter()
+        .any(|o| o["op"] == "aten::mm" && o["gpu_ns"].as_i64().unwrap() > 0));
+    // Operator ranges are the operators table, not ranges of their own.
+    assert!(s["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| !r["name"].as_str().unwrap().starts_with("aten::")));
+}
+
+/// Compute-bound prefill (~1.1B Llama, batch 8 x 1024 tokens) captured with ncu on prefill:
+/// tokens from the marks and both floors from ncu's figures.
+#[test]
+fn prefill_gets_tokens_and_its_compute_floor() {
+    let s = summary("sample-run-hf-prefill");
+    let p = &s["per_token"][0];
+    assert_eq!(
+        (p["phase"].as_str(), p["tokens"].as_u64()),
+        (Some("prefill"), Some(8192))
+    );
+    let compute = p["floor"]["pct_of_compute_floor"].as_f64().unwrap();
+    assert!(compute > 5.0 && compute < 100.0, "{compute}");
+    // GFLOP per prefill: about 2 x parameters x tokens (~1.1B x 8192 tokens).
+    let tflop = p["floor"]["flops"].as_f64().unwrap() / 1e12;
+    assert!((10.0..25.0).contains(&tflop), "{tflop}");
 }
 
 #[test]

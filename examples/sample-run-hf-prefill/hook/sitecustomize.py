@@ -1,0 +1,309 @@
+"""stage2's workload hook, loaded by Python at start-up as `sitecustomize` (stage2 puts this
+file's folder first on the workload's PYTHONPATH). The workload's code is not changed.
+
+What it does is chosen by environment variables that stage2 sets (and records in cmd.txt):
+
+STAGE2_AUTO_NVTX=1
+    When transformers is imported, each forward pass of the outermost `PreTrainedModel` is
+    marked with an NVTX range `prefill` (more than one new token per sequence) or `decode`
+    (one new token), and each `generate()` call with `generate`. A compiled forward (static
+    cache: transformers' `get_compiled_call`, CUDA graphs) is marked around the compiled call,
+    since nothing runs in Python inside it. Inside each phase range an NVTX mark
+    `stage2:tokens batch=B new=N` says how many tokens the pass handled.
+STAGE2_AUTO_NVTX_SKIP=K
+    The first K `generate()` calls (warm-up: compilation, CUDA graph capture) and the forward
+    passes inside them are left unmarked.
+STAGE2_PY_SAMPLE_HZ=N, STAGE2_PY_SAMPLE_DIR=DIR
+    A thread samples the Python stacks of the other threads N times a second into
+    DIR/pysamples.<pid>.txt, and every 100 ms emits an NVTX mark `stage2:clock <ns>` holding
+    its clock (time.monotonic_ns), so the samples can be placed on the profiler's timeline.
+
+Any failure here is reported once on stderr and leaves the workload running unmarked.
+"""
+
+import os
+import sys
+import threading
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _warn(what, err):
+    print(f"stage2 hook: {what}: {err!r} (continuing without it)", file=sys.stderr)
+
+
+def _nvtx():
+    torch = sys.modules.get("torch")
+    return getattr(getattr(torch, "cuda", None), "nvtx", None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Automatic phases
+
+
+class _Phases(threading.local):
+    depth = 0
+    # Inside a marked compiled call, an eager fallback of the wrapped forward is not a new pass.
+    in_compiled = False
+    # Inside a generate() call left unmarked (warm-up).
+    quiet = False
+
+
+_phases = _Phases()
+_generate_calls = [0]
+
+
+def _tokens(args, kwargs):
+    """(batch, new tokens per sequence) of one forward call, or None when it has no ids."""
+    x = kwargs.get("input_ids")
+    if x is None:
+        x = kwargs.get("inputs_embeds")
+    if x is None and args:
+        x = args[0]
+    shape = getattr(x, "shape", None)
+    if shape is None or len(shape) < 2:
+        return None
+    return int(shape[0]), int(shape[1])
+
+
+def phase_of(tokens):
+    """The range name for a forward pass handling `tokens` = (batch, new tokens)."""
+    if tokens is None:
+        return "forward"
+    return "decode" if tokens[1] == 1 else "prefill"
+
+
+def _open(args, kwargs):
+    nvtx = _nvtx()
+    if nvtx is None:
+        return False
+    tokens = _tokens(args, kwargs)
+    nvtx.range_push(phase_of(tokens))
+    if tokens is not None:
+        nvtx.mark(f"stage2:tokens batch={tokens[0]} new={tokens[1]}")
+    return True
+
+
+def _close(opened):
+    if opened:
+        _nvtx().range_pop()
+
+
+def _patch_transformers(modeling_utils):
+    import torch
+
+    Model = modeling_utils.PreTrainedModel
+    module_call = torch.nn.Module.__call__
+    # Bound once: torch.compile evaluates it to True while tracing, and reads nothing else here.
+    compiling = torch.compiler.is_compiling
+
+    def __call__(self, *args, **kwargs):
+        # Only the outermost model's pass is a phase; while torch.compile traces this call
+        # nothing may run here (the compiled call is marked by its wrapper instead).
+        if compiling() or _phases.depth or _phases.in_compiled or _phases.quiet:
+            return module_call(self, *args, **kwargs)
+        opened = _open(args, kwargs)
+        _phases.depth += 1
+        try:
+            return module_call(self, *args, **kwargs)
+        finally:
+            _phases.depth -= 1
+            _close(opened)
+
+    Model.__call__ = __call__
+
+    original_compiled_call = getattr(Model, "get_compiled_call", None)
+    if original_compiled_call is not None:
+
+        def get_compiled_call(self, *a, **kw):
+            compiled = original_compiled_call(self, *a, **kw)
+
+            def call(*args, **kwargs):
+                if _phases.depth or _phases.in_compiled or _phases.quiet:
+                    return compiled(*args, **kwargs)
+                opened = _open(args, kwargs)
+                _phases.in_compiled = True
+                try:
+                    return compiled(*args, **kwargs)
+                finally:
+                    _phases.in_compiled = False
+                    _close(opened)
+
+            return call
+
+        Model.get_compiled_call = get_compiled_call
+
+
+def _patch_generate(generation_utils):
+    Mixin = getattr(generation_utils, "GenerationMixin", None)
+    original = getattr(Mixin, "generate", None)
+    if original is None:
+        return
+
+    skip = int(os.environ.get("STAGE2_AUTO_NVTX_SKIP") or 0)
+
+    def generate(self, *args, **kwargs):
+        nvtx = _nvtx()
+        if nvtx is None or _phases.depth or _phases.quiet:
+            return original(self, *args, **kwargs)
+        _generate_calls[0] += 1
+        if _generate_calls[0] <= skip:
+            _phases.quiet = True
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                _phases.quiet = False
+        nvtx.range_push("generate")
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            nvtx.range_pop()
+
+    generate.__wrapped__ = original
+    generate.__doc__ = original.__doc__
+    Mixin.generate = generate
+
+
+_PATCHES = {
+    "transformers.modeling_utils": _patch_transformers,
+    "transformers.generation.utils": _patch_generate,
+}
+
+
+class _AfterImport:
+    """A meta path finder that runs a patch right after a module has been executed."""
+
+    def find_spec(self, name, path=None, target=None):
+        patch = _PATCHES.get(name)
+        if patch is None:
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        execute = loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            try:
+                patch(module)
+            except Exception as err:  # the workload must run even if transformers changed
+                _warn(f"cannot mark phases in {name}", err)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# Python stack sampling
+
+
+class _Sampler:
+    def __init__(self, hz, folder):
+        self.period = 1.0 / hz
+        self.path = os.path.join(folder, f"pysamples.{os.getpid()}.txt")
+        # Private like the rest of the run directory.
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.out = open(fd, "w", encoding="utf-8", errors="replace")
+        self.out.write(f"# stage2 python samples pid={os.getpid()} hz={hz}\n")
+        self.codes = {}
+        self.lock = threading.Lock()
+        self.next_clock = 0
+        self.stopped = False
+
+    def frame_id(self, code):
+        i = self.codes.get(code)
+        if i is None:
+            i = len(self.codes)
+            self.codes[code] = i
+            name = getattr(code, "co_qualname", code.co_name)
+            self.out.write(f"F {i} {code.co_filename}:{code.co_firstlineno}\t{name}\n")
+        return i
+
+    def clock(self, now):
+        nvtx = _nvtx()
+        if nvtx is not None and now >= self.next_clock:
+            nvtx.mark(f"stage2:clock {time.monotonic_ns()}")
+            self.next_clock = now + 100_000_000
+
+    def sample(self, me):
+        frames = sys._current_frames()
+        now = time.monotonic_ns()
+        natives = {t.ident: t.native_id for t in threading.enumerate()}
+        with self.lock:
+            for ident, frame in frames.items():
+                if ident == me:
+                    continue
+                ids = []
+                while frame is not None and len(ids) < 200:
+                    ids.append(self.frame_id(frame.f_code))
+                    frame = frame.f_back
+                tid = natives.get(ident, 0)
+                self.out.write(f"S {now} {tid} {','.join(map(str, ids))}\n")
+        self.clock(now)
+
+    def run(self):
+        me = threading.get_ident()
+        try:
+            while not self.stopped:
+                time.sleep(self.period)
+                self.sample(me)
+        except Exception as err:
+            _warn("python sampling stopped", err)
+
+    def close(self):
+        with self.lock:
+            try:
+                self.out.close()
+            except Exception:
+                pass
+
+
+def _start_sampler(hz, folder):
+    import atexit
+
+    sampler = _Sampler(hz, folder)
+    atexit.register(sampler.close)
+    threading.Thread(target=sampler.run, name="stage2-sampler", daemon=True).start()
+
+
+# ---------------------------------------------------------------------------------------------
+# Start-up
+
+
+def _chain():
+    """Run the sitecustomize this file shadows, if there is one further along sys.path."""
+    import importlib.machinery
+    import importlib.util
+
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+def _install():
+    if os.environ.get("STAGE2_AUTO_NVTX") == "1":
+        sys.meta_path.insert(0, _AfterImport())
+    hz = os.environ.get("STAGE2_PY_SAMPLE_HZ")
+    folder = os.environ.get("STAGE2_PY_SAMPLE_DIR")
+    if hz and folder:
+        try:
+            if float(hz) > 0:
+                _start_sampler(float(hz), folder)
+        except Exception as err:
+            _warn("cannot start python sampling", err)
+
+
+try:
+    _install()
+except Exception as _err:
+    _warn("cannot install", _err)
+try:
+    _chain()
+except Exception as _err:
+    _warn("the shadowed sitecustomize failed", _err)
