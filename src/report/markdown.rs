@@ -257,6 +257,43 @@ fn roofline_section(a: &Artifacts, s: &mut String, width: usize) {
             opt1(pt.tensor_pipe_pct)
         );
     }
+    roofline_context(a, s);
+}
+
+/// What the roofline does not show: how much of the captured range the kernels fill, and
+/// where the rest of its wall time goes (the ledger), so a kernel at its roof is not read as
+/// the range being at its floor.
+fn roofline_context(a: &Artifacts, s: &mut String) {
+    let Some(c) = a.captured() else { return };
+    let mut line = format!(
+        "\nThese rates are per kernel while it runs. The captured `{}` range's kernels run {} ms of its {} ms CPU wall time",
+        md(&c.name),
+        ms(c.kernel_ns),
+        ms(c.wall_ns)
+    );
+    if let Some((label, story)) =
+        crate::analysis::ledger::cpu_story(&a.ledger, &c.name, a.python.as_ref())
+            .filter(|_| c.busy_pct() < 50.0)
+    {
+        let _ = write!(
+            line,
+            "; the rest is {label} by the wall-time ledger: {}",
+            md(&story)
+        );
+    }
+    if let Some(f) = a
+        .per_token
+        .iter()
+        .find(|p| p.phase == c.name)
+        .and_then(|p| p.floor.as_ref())
+    {
+        let _ = write!(
+            line,
+            "; per instance the range runs at {:.1}% of its memory-bandwidth floor (Per token)",
+            f.pct_of_memory_floor
+        );
+    }
+    let _ = writeln!(s, "{line}.");
 }
 
 fn ranks_section(a: &Artifacts, s: &mut String, width: usize) {
