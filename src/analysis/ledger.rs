@@ -157,7 +157,7 @@ struct Node {
 /// threads, not with calls.
 pub(crate) struct Builder<'a> {
     ranges: &'a [NvtxRange],
-    nest: Nesting,
+    nest: &'a Nesting,
     /// Node of each push/pop range, by range index.
     node_of: Vec<Option<usize>>,
     nodes: Vec<Node>,
@@ -166,12 +166,11 @@ pub(crate) struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    pub(crate) fn new(ranges: &'a [NvtxRange]) -> Builder<'a> {
-        let nest = Nesting::new(ranges);
-        let mut node_of = vec![None; ranges.len()];
-        let mut nodes = Vec::new();
+    pub(crate) fn new(ranges: &'a [NvtxRange], nest: &'a Nesting) -> Builder<'a> {
         // Operator ranges (nsys --pytorch) are framework work of their range, not ranges.
         let own = |r: &NvtxRange| r.push_pop && !crate::analysis::ops::is_op(&r.name);
+        let mut node_of = vec![None; ranges.len()];
+        let mut nodes = Vec::with_capacity(ranges.iter().filter(|r| own(r)).count());
         for (i, r) in ranges.iter().enumerate().filter(|(_, r)| own(r)) {
             node_of[i] = Some(nodes.len());
             nodes.push(Node {
@@ -256,7 +255,8 @@ impl Sink<ApiCall> for Builder<'_> {
 /// The ledger from calls in memory (any order).
 #[cfg(test)]
 pub(crate) fn ledger(ranges: &[NvtxRange], calls: &[ApiCall]) -> Vec<RangeLedger> {
-    let mut b = Builder::new(ranges);
+    let nest = Nesting::new(ranges);
+    let mut b = Builder::new(ranges, &nest);
     let mut sorted: Vec<&ApiCall> = calls.iter().collect();
     sorted.sort_by_key(|c| (c.start, std::cmp::Reverse(c.end)));
     sorted.into_iter().for_each(|c| b.take(c));

@@ -68,8 +68,10 @@ impl Timeline {
     fn read(db: &NsysDb, captured: Option<&str>) -> Result<Timeline, Error> {
         let all = db.ranges()?;
         let has_ops = all.iter().any(|r| ops::is_op(&r.name));
-        let mut scan = scan::Scan::new(&all, captured);
-        let mut ledger = ledger::Builder::new(&all);
+        // One nesting index for both consumers.
+        let nest = nesting::Nesting::new(&all);
+        let mut scan = scan::Scan::with(&all, std::borrow::Cow::Borrowed(&nest), captured);
+        let mut ledger = ledger::Builder::new(&all, &nest);
         db.stream(&mut scan, &mut ledger)?;
         let strings = db.strings()?;
         let operators = match has_ops {

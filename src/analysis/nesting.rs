@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::parse::sqlite::NvtxRange;
 
+#[derive(Clone)]
 pub(crate) struct Nesting {
     /// Each push/pop range's enclosing range on its thread, by range index.
     parent_of: Vec<Option<usize>>,
@@ -19,6 +20,7 @@ pub(crate) struct Nesting {
     spans_max_end: Vec<i64>,
 }
 
+#[derive(Clone)]
 struct Thread {
     idx: Vec<usize>,
     starts: Vec<i64>,

@@ -14,10 +14,10 @@ use crate::parse::sqlite::{Launch, NvtxRange, Sink};
 
 pub(crate) struct Scan<'a> {
     ranges: &'a [NvtxRange],
-    nest: Nesting,
+    nest: std::borrow::Cow<'a, Nesting>,
     op: Vec<bool>,
-    /// Per range: its instance figures, once it has a launch.
-    inst: Vec<Option<Box<Instance>>>,
+    /// Per range: its instance figures.
+    inst: Vec<Instance>,
     /// The range whose kernels make the kernel table, and their durations: kernel name id ->
     /// duration -> launches.
     captured: Option<&'a str>,
@@ -27,11 +27,24 @@ pub(crate) struct Scan<'a> {
 
 impl<'a> Scan<'a> {
     pub(crate) fn new(ranges: &'a [NvtxRange], captured: Option<&'a str>) -> Scan<'a> {
+        Scan::with(
+            ranges,
+            std::borrow::Cow::Owned(Nesting::new(ranges)),
+            captured,
+        )
+    }
+
+    /// A scan over ranges whose nesting is already built (shared with the ledger).
+    pub(crate) fn with(
+        ranges: &'a [NvtxRange],
+        nest: std::borrow::Cow<'a, Nesting>,
+        captured: Option<&'a str>,
+    ) -> Scan<'a> {
         Scan {
             ranges,
-            nest: Nesting::new(ranges),
+            nest,
             op: ranges.iter().map(|r| ops::is_op(&r.name)).collect(),
-            inst: (0..ranges.len()).map(|_| None).collect(),
+            inst: (0..ranges.len()).map(|_| Instance::default()).collect(),
             captured,
             durations: HashMap::new(),
             ops: OpsGpu::default(),
@@ -53,7 +66,7 @@ impl<'a> Scan<'a> {
 
     /// The per-range figures (operator ranges left out).
     pub(crate) fn stats(&self) -> Vec<RangeStats> {
-        aggregate(self.ranges, |i| self.inst[i].as_deref())
+        aggregate(self.ranges, |i| Some(&self.inst[i]))
     }
 
     /// The captured range's kernels, largest total first, as `nvtx_kern_sum` lists them.
@@ -86,7 +99,7 @@ impl Sink<Launch> for Scan<'_> {
                 innermost_op.get_or_insert(i);
                 continue;
             }
-            self.inst[i].get_or_insert_with(Box::default).add(l);
+            self.inst[i].add(l);
             if l.kernel && self.captured == Some(ranges[i].name.as_str()) {
                 *self
                     .durations
@@ -102,7 +115,7 @@ impl Sink<Launch> for Scan<'_> {
     }
 
     fn reset(&mut self) {
-        self.inst.iter_mut().for_each(|i| *i = None);
+        self.inst.iter_mut().for_each(|i| *i = Instance::default());
         self.durations.clear();
         self.ops = OpsGpu::default();
     }
