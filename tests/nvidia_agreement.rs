@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use stage2::analysis::ranges::{attribute, RangeStats};
+use stage2::analysis::ranges::RangeStats;
+use stage2::analysis::scan::attribute;
 use stage2::parse::sqlite::NsysDb;
 
 /// `eager`/`static` of tests/data/hf, or a committed sample run (`sample-run-hf-...`).

@@ -3,6 +3,7 @@
 //! these values and writes files.
 
 pub(crate) mod diff;
+pub(crate) mod durations;
 pub(crate) mod infer;
 pub mod kernels;
 pub(crate) mod ledger;
@@ -15,7 +16,7 @@ pub mod ranges;
 pub(crate) mod ranks;
 pub(crate) mod repeats;
 pub(crate) mod roofline;
-pub(crate) mod scan;
+pub mod scan;
 pub(crate) mod select;
 pub(crate) mod summary;
 pub(crate) mod tokens;

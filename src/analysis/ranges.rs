@@ -305,15 +305,10 @@ pub(crate) fn aggregate<'a>(
     out
 }
 
-/// Attribute launches (any order) to ranges and aggregate by range name, in order of first
-/// appearance (see [`crate::analysis::scan`], which does this while streaming the export).
-pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
-    crate::analysis::scan::Scan::over(ranges, None, launches).stats()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::scan::attribute;
     use crate::parse::sqlite::NsysDb;
 
     fn stats(path: &str) -> Vec<RangeStats> {

@@ -81,12 +81,18 @@ impl<'a> Scan<'a> {
             .iter()
             .map(|(id, d)| {
                 let name = strings.get(id).cloned().unwrap_or_else(|| format!("#{id}"));
-                crate::analysis::kernels::summarize_counts(name, d, total)
+                crate::analysis::durations::summarize_counts(name, d, total)
             })
             .collect();
         rows.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns).then(a.name.cmp(&b.name)));
         rows
     }
+}
+
+/// Attribute launches (any order) to ranges and aggregate by range name, in order of first
+/// appearance (what [`Scan`] does while streaming the export).
+pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
+    Scan::over(ranges, None, launches).stats()
 }
 
 impl Sink<Launch> for Scan<'_> {
