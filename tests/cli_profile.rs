@@ -691,3 +691,53 @@ fn missing_cwd_and_missing_launcher_leave_no_run_pending() {
     assert_eq!(st["passes"]["nsys"]["state"], "failed");
     assert_eq!(st["passes"]["ncu"]["state"], "skipped");
 }
+
+/// `--auto-nvtx --python-sampling` on a dry run: the hook lands in the run directory, both
+/// passes' lines carry its PYTHONPATH, only the nsys pass samples, and `--operators` asks
+/// nsys for operator ranges.
+#[test]
+fn the_hook_and_its_variables_are_in_every_pasteable_line() {
+    let sb = Sandbox::new();
+    sb.stage2_without_tools()
+        .args([
+            "profile",
+            "--run-root",
+            "runs",
+            "--run-id",
+            "h",
+            "--dry-run",
+            "--auto-nvtx",
+            "--python-sampling",
+            "100",
+            "--operators",
+            "workload.auto_nvtx_skip=1",
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "x.py",
+        ])
+        .assert()
+        .success();
+    let run = sb.run("h");
+    assert!(run.join("hook/sitecustomize.py").is_file());
+    let hook = run.join("hook").canonicalize().unwrap();
+    let nsys = read(run.join("nsys/cmd.txt"));
+    let ncu = read(run.join("ncu/cmd.txt"));
+    for line in [&nsys, &ncu] {
+        assert!(
+            line.contains(&format!("PYTHONPATH={}", hook.display())),
+            "{line}"
+        );
+        assert!(
+            line.contains("STAGE2_AUTO_NVTX=1 STAGE2_AUTO_NVTX_SKIP=1"),
+            "{line}"
+        );
+    }
+    assert!(
+        nsys.contains(",STAGE2_PY_SAMPLE_HZ=100,STAGE2_PY_SAMPLE_DIR="),
+        "{nsys}"
+    );
+    assert!(nsys.contains("--pytorch=autograd-shapes-nvtx"), "{nsys}");
+    assert!(!ncu.contains("STAGE2_PY_SAMPLE_HZ"), "{ncu}");
+}
