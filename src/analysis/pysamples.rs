@@ -13,6 +13,8 @@ use crate::parse::sqlite::NvtxRange;
 
 /// Functions listed per range.
 const TOP: usize = 8;
+/// Samples a range needs before a verdict names its top function (fewer say too little).
+pub(crate) const MIN_SAMPLES: u64 = 20;
 
 /// The samples of one range name.
 #[derive(Debug, Clone, Serialize)]
@@ -169,9 +171,13 @@ fn top(m: HashMap<String, u64>) -> Vec<(String, u64)> {
 }
 
 impl PyReport {
-    /// The function most samples of `range` were in, with its share of them.
+    /// The function most samples of `range` were in, with its share of them; None below
+    /// [`MIN_SAMPLES`] samples.
     pub(crate) fn top_of(&self, range: &str) -> Option<(&str, f64, u64)> {
-        let e = self.ranges.iter().find(|e| e.range == range)?;
+        let e = self
+            .ranges
+            .iter()
+            .find(|e| e.range == range && e.samples >= MIN_SAMPLES)?;
         let (f, n) = e.leaf.first()?;
         Some((f, 100.0 * *n as f64 / e.samples.max(1) as f64, e.samples))
     }
@@ -232,7 +238,9 @@ mod tests {
             r.ranges[0].on_stack,
             [("f (a.py:1)".to_string(), 1), ("g (b.py:2)".to_string(), 1)]
         );
-        assert_eq!(r.top_of("attn"), Some(("g (b.py:2)", 100.0, 2)));
+        // Two samples are listed but too few for a verdict to name a function.
+        assert_eq!(r.ranges[1].leaf, [("g (b.py:2)".to_string(), 2)]);
+        assert_eq!(r.top_of("attn"), None);
         // Another process without a clock mark cannot be placed, and says so.
         let other = PySamples {
             pid: 8,

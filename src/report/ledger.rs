@@ -69,10 +69,11 @@ fn python(a: &Artifacts, s: &mut String) {
     let hz = a.config.workload.python_sampling_hz;
     let _ = writeln!(
         s,
-        "\nPython samples (`nsys/pysamples.<pid>.txt`, {} samples from {} process(es){}), each counted in the innermost range open on its thread: that range's own time. The innermost function of each sample, and the functions on its stack (each once per sample).\n",
+        "\nPython samples (`nsys/pysamples.<pid>.txt`, {} samples from {} process(es){}), each counted in the innermost range open on its thread: that range's own time. The innermost function of each sample, and the functions on its stack (each once per sample). A verdict names a function only from {} samples on.\n",
         p.samples,
         p.files,
-        if hz > 0.0 { format!(" at {hz} Hz") } else { String::new() }
+        if hz > 0.0 { format!(" at {hz} Hz") } else { String::new() },
+        crate::analysis::pysamples::MIN_SAMPLES
     );
     if !p.unaligned.is_empty() {
         let _ = writeln!(
