@@ -438,3 +438,20 @@ fn devices_and_fifos_in_place_of_files_neither_hang_nor_grow() {
         .code(2)
         .stderr(predicates::str::contains("not a regular file"));
 }
+
+/// A broken Python samples file (hand-made) costs the samples, not the report.
+#[test]
+fn a_broken_python_samples_file_is_named_and_left_out() {
+    let sb = Sandbox::new();
+    let run = run_with(&sb, "pysamples_hand_made.txt", "nsys/pysamples.7.txt");
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .assert()
+        .success()
+        .stderr(predicates::prelude::PredicateBooleanExt::and(
+            predicates::str::contains("pysamples.7.txt:2"),
+            predicates::str::contains("Python samples left out"),
+        ));
+    assert!(run.join("kernels.md").is_file());
+}

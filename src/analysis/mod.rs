@@ -320,7 +320,11 @@ impl Artifacts {
             .map(|t| t.ledger.clone())
             .unwrap_or_default();
         let python = match (&db, &timeline) {
-            (Some(db), Some(t)) => python_evidence(run, db, &t.phases)?,
+            // The samples are evidence beside the figures: a broken file costs them alone.
+            (Some(db), Some(t)) => python_evidence(run, db, &t.phases).unwrap_or_else(|e| {
+                tracing::warn!("Python samples left out: {e}");
+                None
+            }),
             _ => None,
         };
         let ncu_units = ncu.as_ref().map(|r| r.units.clone()).unwrap_or_default();
