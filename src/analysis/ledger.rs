@@ -163,6 +163,7 @@ pub(crate) struct Builder<'a> {
     nodes: Vec<Node>,
     /// Per thread: where the last outermost call ended (calls inside it are its own).
     last_end: rustc_hash::FxHashMap<i64, i64>,
+    cursor: crate::analysis::nesting::Cursor,
 }
 
 impl<'a> Builder<'a> {
@@ -201,6 +202,7 @@ impl<'a> Builder<'a> {
             node_of,
             nodes,
             last_end: Default::default(),
+            cursor: Default::default(),
         }
     }
 
@@ -224,7 +226,7 @@ impl Sink<ApiCall> for Builder<'_> {
         let node_of = &self.node_of;
         let Some(i) = self
             .nest
-            .open_at(self.ranges, call.tid, call.start, false)
+            .open_at_from(&mut self.cursor, self.ranges, call.tid, call.start, false)
             .find(|&i| node_of[i].is_some())
         else {
             return;

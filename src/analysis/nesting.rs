@@ -20,6 +20,40 @@ pub(crate) struct Nesting {
     spans_max_end: Vec<i64>,
 }
 
+/// Where a consumer's last lookup landed on each thread (see [`Nesting::open_at_from`]).
+#[derive(Default)]
+pub(crate) struct Cursor {
+    at: HashMap<i64, usize>,
+}
+
+impl Cursor {
+    /// The last position whose start is at or before `t`.
+    fn last_start_at_or_before(&mut self, tid: i64, starts: &[i64], t: i64) -> Option<usize> {
+        let hint = self.at.get(&tid).copied().unwrap_or(0).min(starts.len());
+        // A few steps forward from the last answer, else a binary search.
+        let mut end = hint;
+        let mut found = None;
+        if hint == 0 || starts.get(hint - 1).is_some_and(|&s| s <= t) {
+            for _ in 0..8 {
+                match starts.get(end) {
+                    Some(&s) if s <= t => end += 1,
+                    Some(_) => {
+                        found = Some(end);
+                        break;
+                    }
+                    None => {
+                        found = Some(end);
+                        break;
+                    }
+                }
+            }
+        }
+        let end = found.unwrap_or_else(|| starts.partition_point(|&s| s <= t));
+        self.at.insert(tid, end);
+        end.checked_sub(1)
+    }
+}
+
 #[derive(Clone)]
 struct Thread {
     idx: Vec<usize>,
@@ -94,6 +128,7 @@ impl Nesting {
 
     /// The push/pop ranges of `tid` open at `t` (start <= t, and `t` before the end, or at it
     /// when `end_inclusive`), innermost first, as indices into the ranges.
+    #[cfg(test)]
     pub(crate) fn open_at<'a>(
         &'a self,
         ranges: &'a [NvtxRange],
@@ -101,8 +136,22 @@ impl Nesting {
         t: i64,
         end_inclusive: bool,
     ) -> impl Iterator<Item = usize> + 'a {
+        self.open_at_from(&mut Cursor::default(), ranges, tid, t, end_inclusive)
+    }
+
+    /// [`Nesting::open_at`] for a consumer whose times mostly grow: `cursor` remembers where
+    /// the last lookup on each thread landed, so the next one is a step or two from it rather
+    /// than a binary search.
+    pub(crate) fn open_at_from<'a>(
+        &'a self,
+        cursor: &mut Cursor,
+        ranges: &'a [NvtxRange],
+        tid: i64,
+        t: i64,
+        end_inclusive: bool,
+    ) -> impl Iterator<Item = usize> + 'a {
         let th = self.threads.get(&tid);
-        let mut pos = th.and_then(|th| th.starts.partition_point(|&s| s <= t).checked_sub(1));
+        let mut pos = th.and_then(|th| cursor.last_start_at_or_before(tid, &th.starts, t));
         let holds = move |end: i64| if end_inclusive { end >= t } else { end > t };
         std::iter::from_fn(move || {
             let th = th?;
@@ -172,6 +221,18 @@ mod tests {
         assert_eq!(at(40, true), [1, 0]);
         assert_eq!(at(150, false), Vec::<usize>::new());
         assert_eq!(n.open_at(&ranges, 2, 15, false).count(), 0);
+        // The same answers through a cursor, times going back and forth.
+        let mut c = Cursor::default();
+        for (t, want) in [
+            (15, vec![2, 1, 0]),
+            (45, vec![0]),
+            (15, vec![2, 1, 0]),
+            (150, vec![]),
+            (25, vec![1, 0]),
+        ] {
+            let got: Vec<_> = n.open_at_from(&mut c, &ranges, 1, t, false).collect();
+            assert_eq!(got, want, "t={t}");
+        }
         let spans = |t| {
             let mut v: Vec<_> = n.spans_at(&ranges, t).collect();
             v.sort();

@@ -23,6 +23,7 @@ pub(crate) struct Scan<'a> {
     captured: Option<&'a str>,
     durations: HashMap<i64, BTreeMap<i64, u64>>,
     pub(crate) ops: OpsGpu,
+    cursor: crate::analysis::nesting::Cursor,
 }
 
 impl<'a> Scan<'a> {
@@ -48,6 +49,7 @@ impl<'a> Scan<'a> {
             captured,
             durations: HashMap::new(),
             ops: OpsGpu::default(),
+            cursor: Default::default(),
         }
     }
 
@@ -98,7 +100,9 @@ pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
 impl Sink<Launch> for Scan<'_> {
     fn take(&mut self, l: &Launch) {
         let ranges = self.ranges;
-        let push_pop = self.nest.open_at(ranges, l.tid, l.api_start, true);
+        let push_pop = self
+            .nest
+            .open_at_from(&mut self.cursor, ranges, l.tid, l.api_start, true);
         let mut innermost_op = None;
         for i in push_pop.chain(self.nest.spans_at(ranges, l.api_start)) {
             if self.op[i] {
