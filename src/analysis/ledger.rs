@@ -147,9 +147,21 @@ pub(crate) const VERDICT_RULE: &str = "when the GPU is busy under half of a rang
 
 /// One push/pop range instance while the ledger is built.
 struct Node {
-    range: usize,
-    parent: Option<usize>,
+    range: u32,
+    /// The enclosing node, [`NO_NODE`] for none (u32: this is kept per range instance).
+    parent: u32,
     parts: Parts,
+}
+
+const NO_NODE: u32 = u32::MAX;
+
+impl Node {
+    fn range(&self) -> usize {
+        self.range as usize
+    }
+    fn parent(&self) -> Option<usize> {
+        (self.parent != NO_NODE).then_some(self.parent as usize)
+    }
 }
 
 /// Builds the ledger from API calls streamed in start order (see
@@ -159,7 +171,7 @@ pub(crate) struct Builder<'a> {
     ranges: &'a [NvtxRange],
     nest: &'a Nesting,
     /// Node of each push/pop range, by range index.
-    node_of: Vec<Option<usize>>,
+    node_of: Vec<u32>,
     nodes: Vec<Node>,
     /// Per thread: where the last outermost call ended (calls inside it are its own).
     last_end: rustc_hash::FxHashMap<i64, i64>,
@@ -170,13 +182,13 @@ impl<'a> Builder<'a> {
     pub(crate) fn new(ranges: &'a [NvtxRange], nest: &'a Nesting) -> Builder<'a> {
         // Operator ranges (nsys --pytorch) are framework work of their range, not ranges.
         let own = |r: &NvtxRange| r.push_pop && !crate::analysis::ops::is_op(&r.name);
-        let mut node_of = vec![None; ranges.len()];
+        let mut node_of = vec![NO_NODE; ranges.len()];
         let mut nodes = Vec::with_capacity(ranges.iter().filter(|r| own(r)).count());
         for (i, r) in ranges.iter().enumerate().filter(|(_, r)| own(r)) {
-            node_of[i] = Some(nodes.len());
+            node_of[i] = nodes.len() as u32;
             nodes.push(Node {
-                range: i,
-                parent: None,
+                range: i as u32,
+                parent: NO_NODE,
                 parts: Parts {
                     wall_ns: (r.end - r.start).max(0),
                     ..Parts::default()
@@ -184,16 +196,16 @@ impl<'a> Builder<'a> {
             });
         }
         for n in 0..nodes.len() {
-            let i = nodes[n].range;
+            let i = nodes[n].range();
             // The nearest enclosing range that has a node (operator ranges have none).
             let mut up = nest.parent(i);
-            while let Some(p) = up.filter(|&p| node_of[p].is_none()) {
+            while let Some(p) = up.filter(|&p| node_of[p] == NO_NODE) {
                 up = nest.parent(p);
             }
-            let parent = up.and_then(|p| node_of[p]);
+            let parent = up.map_or(NO_NODE, |p| node_of[p]);
             nodes[n].parent = parent;
-            if let Some(p) = parent {
-                nodes[p].parts.children_ns += nodes[n].parts.wall_ns;
+            if parent != NO_NODE {
+                nodes[parent as usize].parts.children_ns += nodes[n].parts.wall_ns;
             }
         }
         Builder {
@@ -227,11 +239,11 @@ impl Sink<ApiCall> for Builder<'_> {
         let Some(i) = self
             .nest
             .open_at_from(&mut self.cursor, self.ranges, call.tid, call.start, false)
-            .find(|&i| node_of[i].is_some())
+            .find(|&i| node_of[i] != NO_NODE)
         else {
             return;
         };
-        let Some(n) = node_of[i] else { return };
+        let n = node_of[i] as usize;
         let r = &self.ranges[i];
         let ns = (call.end.min(r.end) - call.start.max(r.start)).max(0);
         let p = &mut self.nodes[n].parts;
@@ -267,12 +279,12 @@ pub(crate) fn ledger(ranges: &[NvtxRange], calls: &[ApiCall]) -> Vec<RangeLedger
 
 fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
     let mut order: Vec<usize> = (0..nodes.len()).collect();
-    order.sort_by_key(|&n| (ranges[nodes[n].range].start, n));
+    order.sort_by_key(|&n| (ranges[nodes[n].range()].start, n));
     let mut out: Vec<RangeLedger> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     for n in order {
         let node = &nodes[n];
-        let name = ranges[node.range].name.as_str();
+        let name = ranges[node.range()].name.as_str();
         let k = *index.entry(name).or_insert_with(|| {
             out.push(RangeLedger {
                 name: name.to_string(),
@@ -297,9 +309,9 @@ fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
         }
     }
     for node in nodes {
-        if let Some(p) = node.parent {
-            let parent = ranges[nodes[p].range].name.as_str();
-            let child = &ranges[node.range];
+        if let Some(p) = node.parent() {
+            let parent = ranges[nodes[p].range()].name.as_str();
+            let child = &ranges[node.range()];
             let e = &mut out[index[parent]];
             *e.children.entry(child.name.clone()).or_default() += (child.end - child.start).max(0);
         }

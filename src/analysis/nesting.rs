@@ -11,7 +11,7 @@ use crate::parse::sqlite::NvtxRange;
 #[derive(Clone)]
 pub(crate) struct Nesting {
     /// Each push/pop range's enclosing range on its thread, by range index.
-    parent_of: Vec<Option<usize>>,
+    parent_of: Vec<u32>,
     /// Per thread: push/pop range indices by start (outer first on ties), and each one's parent
     /// (position in the same list).
     threads: HashMap<i64, Thread>,
@@ -56,9 +56,16 @@ impl Cursor {
 
 #[derive(Clone)]
 struct Thread {
-    idx: Vec<usize>,
+    idx: Vec<u32>,
     starts: Vec<i64>,
-    parent: Vec<Option<usize>>,
+    parent: Vec<u32>,
+}
+
+/// No parent (indices are u32: a range index per 4 bytes keeps the index small).
+const NONE: u32 = u32::MAX;
+
+fn some(i: u32) -> Option<usize> {
+    (i != NONE).then_some(i as usize)
 }
 
 impl Nesting {
@@ -80,7 +87,7 @@ impl Nesting {
                     .then(a.cmp(&b))
             })
         };
-        let mut parent_of = vec![None; ranges.len()];
+        let mut parent_of = vec![NONE; ranges.len()];
         let threads = by
             .into_iter()
             .map(|(tid, mut idx)| {
@@ -94,11 +101,12 @@ impl Nesting {
                     {
                         stack.pop();
                     }
-                    parent.push(stack.last().copied());
-                    parent_of[i] = stack.last().map(|&p| idx[p]);
+                    parent.push(stack.last().map_or(NONE, |&p| p as u32));
+                    parent_of[i] = stack.last().map_or(NONE, |&p| idx[p] as u32);
                     stack.push(pos);
                 }
                 let starts = idx.iter().map(|&i| ranges[i].start).collect();
+                let idx = idx.into_iter().map(|i| i as u32).collect();
                 (
                     tid,
                     Thread {
@@ -157,20 +165,20 @@ impl Nesting {
             let th = th?;
             // A range that closed before `t` holds it only through an ancestor.
             while let Some(p) = pos {
-                if holds(ranges[th.idx[p]].end) {
+                if holds(ranges[th.idx[p] as usize].end) {
                     break;
                 }
-                pos = th.parent[p];
+                pos = some(th.parent[p]);
             }
             let p = pos?;
-            pos = th.parent[p];
-            Some(th.idx[p])
+            pos = some(th.parent[p]);
+            Some(th.idx[p] as usize)
         })
     }
 
     /// The push/pop range that encloses push/pop range `i` on its thread.
     pub(crate) fn parent(&self, i: usize) -> Option<usize> {
-        self.parent_of.get(i).copied().flatten()
+        self.parent_of.get(i).copied().and_then(some)
     }
 
     /// The start/end ranges that hold `t` (start <= t <= end), any thread.
