@@ -50,6 +50,12 @@ impl NsysDb {
         Ok(cols)
     }
 
+    /// Whether `table` exists with every one of `cols`.
+    fn has_columns(&self, table: &str, cols: &[&str]) -> Result<bool, Error> {
+        let have = self.columns(table)?;
+        Ok(cols.iter().all(|c| have.iter().any(|h| h == c)))
+    }
+
     fn require(&self, table: &str, cols: &[&str]) -> Result<(), Error> {
         let have = self.columns(table)?;
         if have.is_empty() {
@@ -69,8 +75,7 @@ impl NsysDb {
     /// missing start), named by table and rowid: bad input, not a negative duration to add up.
     /// (Negative timestamps are real: events before the capture started.)
     fn check_intervals(&self, table: &str) -> Result<(), Error> {
-        let cols = self.columns(table)?;
-        if !["start", "end"].iter().all(|c| cols.iter().any(|h| h == c)) {
+        if !self.has_columns(table, &["start", "end"])? {
             return Ok(());
         }
         // NVTX instant events and unclosed ranges have no end: only closed ones are checked.
@@ -273,11 +278,7 @@ impl NsysDb {
     /// [`PROFILER_WINDOW`]: from the end of each start call to the start of the next stop
     /// call (vLLM's and TensorRT-LLM's profiler switches make these).
     fn profiler_windows(&self) -> Result<Vec<NvtxRange>, Error> {
-        let cols = self.columns("CUPTI_ACTIVITY_KIND_RUNTIME")?;
-        if !["start", "end", "nameId"]
-            .iter()
-            .all(|c| cols.iter().any(|h| h == c))
-        {
+        if !self.has_columns("CUPTI_ACTIVITY_KIND_RUNTIME", &["start", "end", "nameId"])? {
             return Ok(Vec::new());
         }
         // The call names first (a few strings): most runs never call the profiler API, and
@@ -351,11 +352,7 @@ impl NsysDb {
     /// NVTX marks whose text starts with `prefix` (stage2's hook: `stage2:`), as (time,
     /// globalTid, text), in time order; empty without NVTX.
     pub fn marks(&self, prefix: &str) -> Result<Vec<(i64, i64, String)>, Error> {
-        let cols = self.columns("NVTX_EVENTS")?;
-        if !["start", "text", "eventType", "globalTid"]
-            .iter()
-            .all(|c| cols.iter().any(|h| h == c))
-        {
+        if !self.has_columns("NVTX_EVENTS", &["start", "text", "eventType", "globalTid"])? {
             return Ok(Vec::new());
         }
         let mut stmt = self
@@ -372,38 +369,6 @@ impl NsysDb {
                     r.get::<_, Option<i64>>(1)?.unwrap_or(0),
                     r.get(2)?,
                 ))
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
-    }
-
-    /// Every CUDA API call (runtime and driver), in start order; empty without the table.
-    pub fn api_calls(&self) -> Result<Vec<ApiCall>, Error> {
-        let cols = self.columns("CUPTI_ACTIVITY_KIND_RUNTIME")?;
-        if !["start", "end", "globalTid", "nameId"]
-            .iter()
-            .all(|c| cols.iter().any(|h| h == c))
-        {
-            return Ok(Vec::new());
-        }
-        self.check_intervals("CUPTI_ACTIVITY_KIND_RUNTIME")?;
-        let names = self.strings()?;
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT start, end, globalTid, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME \
-                 WHERE end IS NOT NULL ORDER BY start",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                let name: i64 = r.get(3)?;
-                Ok(ApiCall {
-                    start: r.get(0)?,
-                    end: r.get(1)?,
-                    tid: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                    kind: names.get(&name).map_or(ApiKind::Other, |n| ApiKind::of(n)),
-                })
             })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
@@ -503,11 +468,7 @@ impl NsysDb {
             ),
         )];
         for table in ["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"] {
-            let cols = self.columns(table)?;
-            if ["start", "end", "correlationId", "globalPid"]
-                .iter()
-                .all(|c| cols.iter().any(|h| h == c))
-            {
+            if self.has_columns(table, &["start", "end", "correlationId", "globalPid"])? {
                 ops.push((
                     table,
                     format!(

@@ -15,6 +15,8 @@ use rusqlite::Rows;
 use super::{ApiCall, ApiKind, Launch, NsysDb};
 use crate::error::Error;
 
+const RUNTIME: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
+
 /// GPU work may carry a timestamp slightly before its call's (clock conversion); calls this
 /// much later than the work are read before it is matched.
 const SKEW_NS: i64 = 1_000_000;
@@ -225,7 +227,7 @@ impl NsysDb {
     /// Every CUDA API call in start order, sorted by SQLite where the export is not (on
     /// disk, not in memory). Nothing without the runtime table.
     pub fn for_each_api_call(&self, sink: &mut impl Sink<ApiCall>) -> Result<(), Error> {
-        if !self.has_runtime()? {
+        if !self.has_columns(RUNTIME, &["start", "end", "globalTid", "nameId"])? {
             return Ok(());
         }
         self.check_intervals("CUPTI_ACTIVITY_KIND_RUNTIME")?;
@@ -255,11 +257,12 @@ impl NsysDb {
         Ok(())
     }
 
+    /// The runtime table with what the one-pass join and the ledger read.
     fn has_runtime(&self) -> Result<bool, Error> {
-        let cols = self.columns("CUPTI_ACTIVITY_KIND_RUNTIME")?;
-        Ok(["start", "end", "globalTid", "nameId", "correlationId"]
-            .iter()
-            .all(|c| cols.iter().any(|h| h == c)))
+        self.has_columns(
+            RUNTIME,
+            &["start", "end", "globalTid", "nameId", "correlationId"],
+        )
     }
 
     /// What each call name does to the calling thread (see [`ApiKind::of`]), by string id.
