@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::analysis::nesting::{Cursor, Nesting};
 use crate::parse::pysamples::PySamples;
 use crate::parse::sqlite::NvtxRange;
 
@@ -85,10 +86,14 @@ pub(crate) fn attribute(
         files: files.len(),
         ..Default::default()
     };
-    let mut by_thread: HashMap<(i64, i64), Vec<&NvtxRange>> = HashMap::new();
-    for r in ranges.iter().filter(|r| r.push_pop) {
-        by_thread.entry(pid_tid(r.tid)).or_default().push(r);
-    }
+    // Samples name a process and a Linux thread; the ranges, nsys's globalTid.
+    let global_tid: HashMap<(i64, i64), i64> = ranges
+        .iter()
+        .filter(|r| r.push_pop)
+        .map(|r| (pid_tid(r.tid), r.tid))
+        .collect();
+    let nest = Nesting::new(ranges);
+    let mut cursor = Cursor::default();
     let mut counts: HashMap<&str, Counts> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
     for f in files {
@@ -101,32 +106,19 @@ pub(crate) fn attribute(
         };
         let mut samples: Vec<_> = f.samples.iter().collect();
         samples.sort_by_key(|s| (s.tid, s.t));
-        for thread in samples.chunk_by(|a, b| a.tid == b.tid) {
-            let Some(rs) = by_thread.get_mut(&(f.pid, thread[0].tid)) else {
+        for s in samples {
+            let Some(&gtid) = global_tid.get(&(f.pid, s.tid)) else {
                 continue;
             };
-            rs.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
-            let mut stack: Vec<&NvtxRange> = Vec::new();
-            let mut next = 0;
-            for s in thread {
-                let t = s.t + offset;
-                while next < rs.len() && rs[next].start <= t {
-                    while stack.last().is_some_and(|o| o.end <= rs[next].start) {
-                        stack.pop();
-                    }
-                    stack.push(rs[next]);
-                    next += 1;
-                }
-                while stack.last().is_some_and(|o| o.end <= t) {
-                    stack.pop();
-                }
-                let Some(inner) = stack.last() else { continue };
-                let c = counts.entry(inner.name.as_str()).or_insert_with(|| {
-                    order.push(inner.name.as_str());
-                    Counts::default()
-                });
-                count(c, f, &s.stack);
-            }
+            let open = nest.open_at_from(&mut cursor, ranges, gtid, s.t + offset, false);
+            let Some(inner) = open.map(|i| &ranges[i]).next() else {
+                continue;
+            };
+            let c = counts.entry(inner.name.as_str()).or_insert_with(|| {
+                order.push(inner.name.as_str());
+                Counts::default()
+            });
+            count(c, f, &s.stack);
         }
     }
     report.ranges = order

@@ -4,8 +4,11 @@
 //! phase runs to the GPU's floors: the DRAM bytes and FLOPs its kernels need (ncu's rates
 //! times nsys's durations and launch counts) at the GPU's peak bandwidth and tensor rate.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
+use crate::analysis::nesting::{Cursor, Nesting};
 use crate::analysis::ranges::RangeStats;
 use crate::analysis::roofline::{self, Peaks};
 use crate::model::KernelRecord;
@@ -55,26 +58,33 @@ fn parse(text: &str) -> Option<(u64, u64)> {
     Some((b?, n?))
 }
 
-/// Token counts per range name: the marks whose innermost enclosing range (on the mark's
-/// thread) is one of its instances, so `generate` does not also count its phases' marks.
-fn tokens_of(name: &str, ranges: &[NvtxRange], marks: &[(i64, i64, String)]) -> Option<(u64, u64)> {
-    let (mut batch, mut tokens, mut any) = (0, 0, false);
-    for m in marks {
-        let Some((b, n)) = parse(&m.2) else { continue };
-        // `ranges` is in start order: the latest-starting range still open at the mark.
-        let open = ranges.partition_point(|r| r.start <= m.0);
-        let inner = ranges[..open]
-            .iter()
-            .rev()
-            .filter(|r| !r.push_pop || r.tid == m.1)
-            .find(|r| r.end >= m.0);
-        if inner.is_some_and(|r| r.name == name) {
-            batch = batch.max(b);
-            tokens += b * n;
-            any = true;
+/// Token counts per range name: (largest batch, tokens) of the marks whose innermost
+/// enclosing range (on the mark's thread, or a start/end range) is one of its instances, so
+/// `generate` does not also count its phases' marks.
+fn tokens_by_range<'a>(
+    ranges: &'a [NvtxRange],
+    marks: &[(i64, i64, String)],
+) -> HashMap<&'a str, (u64, u64)> {
+    let nest = Nesting::new(ranges);
+    let mut cursor = Cursor::default();
+    let mut out: HashMap<&str, (u64, u64)> = HashMap::new();
+    for (t, tid, text) in marks {
+        let Some((b, n)) = parse(text) else { continue };
+        // The latest-starting range that holds the mark.
+        let push_pop = nest
+            .open_at_from(&mut cursor, ranges, *tid, *t, true)
+            .next();
+        let inner = push_pop
+            .into_iter()
+            .chain(nest.spans_at(ranges, *t))
+            .max_by_key(|&i| ranges[i].start);
+        if let Some(i) = inner {
+            let e = out.entry(ranges[i].name.as_str()).or_default();
+            e.0 = e.0.max(b);
+            e.1 += b * n;
         }
     }
-    any.then_some((batch, tokens))
+    out
 }
 
 /// Costs of every range with token marks, and of the captured range; `records` are the
@@ -86,9 +96,10 @@ pub(crate) fn costs(
     captured: Option<&str>,
     floor: impl Fn(&RangeStats) -> Option<Floor>,
 ) -> Vec<PhaseCost> {
+    let by_range = tokens_by_range(ranges, marks);
     let mut out = Vec::new();
     for s in stats.iter().filter(|s| s.instances > 0) {
-        let toks = tokens_of(&s.name, ranges, marks);
+        let toks = by_range.get(s.name.as_str()).copied();
         let is_captured = captured == Some(s.name.as_str());
         if toks.is_none() && !is_captured {
             continue;
