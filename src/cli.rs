@@ -168,6 +168,17 @@ pub struct ProfileArgs {
     /// Skip the Nsight Compute pass (sets ncu.enable=false).
     #[arg(long)]
     pub no_ncu: bool,
+    /// Keep ncu's figures out of the metrics cache and profile every selected kernel (sets
+    /// ncu.cache.enable=false).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Where the ncu metrics cache lives (sets ncu.cache.dir; default $XDG_CACHE_HOME/stage2/ncu).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<String>,
+    /// Show the profilers' and the workload's own output live instead of a progress line
+    /// (it is in each pass's log either way).
+    #[arg(long)]
+    pub show_output: bool,
     /// Config overrides, e.g. ncu.top_n=5 nsys.trace=cuda,nvtx.
     #[arg(value_name = "OVERRIDE")]
     pub overrides: Vec<String>,
@@ -234,6 +245,12 @@ impl ProfileArgs {
         }
         if self.no_ncu {
             flag("ncu.enable", Value::from(false));
+        }
+        if self.no_cache {
+            flag("ncu.cache.enable", Value::from(false));
+        }
+        if let Some(dir) = &self.cache_dir {
+            flag("ncu.cache.dir", Value::from(dir.clone()));
         }
         if !self.workload.is_empty() {
             let argv = self.workload.iter().map(|a| Value::from(a.as_str()));

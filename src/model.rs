@@ -73,6 +73,9 @@ pub(crate) struct KernelRecord {
     pub(crate) block: Option<String>,
     /// Launches ncu profiled for this kernel.
     pub(crate) ncu_instances: u64,
+    /// The run that measured its ncu figures, when they came from the metrics cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ncu_cached_from: Option<String>,
     /// The mangled name, when the nsys export maps the demangled one to exactly one.
     pub(crate) mangled: Option<String>,
     /// nsys's spread of one launch's duration (its Med/Min/Max/StdDev columns).
@@ -137,6 +140,7 @@ impl KernelRecord {
             grid: None,
             block: None,
             ncu_instances: 0,
+            ncu_cached_from: None,
             mangled: None,
             per_launch: None,
             metrics: BTreeMap::new(),
@@ -261,6 +265,7 @@ fn attach(rec: &mut KernelRecord, matched: &[&NcuKernel]) {
     rec.metrics = metrics.into_iter().map(|(k, (s, w))| (k, s / w)).collect();
     rec.ncu_name = Some(matched[0].name.clone());
     rec.ncu_instances = n;
+    rec.ncu_cached_from = matched[0].cached_from.clone();
     rec.grid = matched[0].grid.clone();
     rec.block = matched[0].block.clone();
     rec.sm_throughput_pct = rec.metrics.get(SM_PCT).copied();

@@ -271,11 +271,20 @@ impl Artifacts {
             .or_else(|| run.find_ncu_raw());
         // A broken ncu export costs the ncu columns, not the nsys figures: the reports are
         // made from what is valid and the problem is reported (exit 6) after them.
-        let (ncu, ncu_problem) = match ncu_csv.as_deref().map(|csv| read_ncu(run, csv)) {
+        let (mut ncu, mut ncu_problem) = match ncu_csv.as_deref().map(|csv| read_ncu(run, csv)) {
             None => (None, None),
             Some(Ok(r)) => (Some(r), None),
             Some(Err(e)) => (None, Some(e)),
         };
+        // Kernels whose figures the metrics cache gave this run (all of them when ncu did not
+        // need to run).
+        match optional(&run.ncu("cached.json"), ncu::read_cached) {
+            Ok(Some(cached)) if !cached.is_empty() && ncu_problem.is_none() => {
+                ncu::merge_cached(ncu.get_or_insert_with(NcuReport::default), cached);
+            }
+            Err(e) if ncu_problem.is_none() => ncu_problem = Some(e),
+            _ => {}
+        }
         let sqlite = match first_rank {
             Some(r) if !run.nsys_sqlite(None).is_file() => run.nsys_sqlite(Some(r)),
             _ => run.nsys_sqlite(None),

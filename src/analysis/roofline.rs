@@ -91,7 +91,7 @@ impl Metrics<'_> {
     }
 }
 
-fn unit_scale(unit: &str) -> f64 {
+pub(crate) fn unit_scale(unit: &str) -> f64 {
     let mut chars = unit.chars();
     let factor = match chars.next() {
         Some('K') => 1e3,
@@ -144,16 +144,23 @@ pub(crate) fn point(m: &Metrics) -> Option<Point> {
 pub(crate) fn peaks(m: &Metrics) -> Option<Peaks> {
     let sm_hz = m.get("sm__cycles_elapsed.avg.per_second")?;
     let dram_hz = m.get("dram__cycles_elapsed.avg.per_second")?;
+    // The roofline sections' derived peaks (`..._x2`: an FMA is two operations, `_x4` a packed
+    // half FMA four); without those sections, the same from the instruction peak itself.
+    let peak = |op: &str, x: f64| {
+        m.get(&format!(
+            "derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x{x}"
+        ))
+        .or_else(|| {
+            m.get(&format!(
+                "sm__sass_thread_inst_executed_op_{op}_pred_on.sum.peak_sustained"
+            ))
+            .map(|v| v * x)
+        })
+    };
     Some(Peaks {
-        fp32_flops: m.get("derived__sm__sass_thread_inst_executed_op_ffma_pred_on_x2")? * sm_hz,
-        fp16_flops: m
-            .get("derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x4")
-            .unwrap_or(0.0)
-            * sm_hz,
-        fp64_flops: m
-            .get("derived__sm__sass_thread_inst_executed_op_dfma_pred_on_x2")
-            .unwrap_or(0.0)
-            * sm_hz,
+        fp32_flops: peak("ffma", 2.0)? * sm_hz,
+        fp16_flops: peak("hfma", 4.0).unwrap_or(0.0) * sm_hz,
+        fp64_flops: peak("dfma", 2.0).unwrap_or(0.0) * sm_hz,
         // Dense (sparsity off) BF16: wgmma on Hopper, mma before it.
         tensor_flops: [
             "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second",
@@ -216,6 +223,35 @@ mod tests {
             .unwrap();
             assert!(pt.flops() >= 0.0 && pt.dram_bytes_per_s >= 0.0);
             assert!(pt.flops() < peaks.fp32_flops + peaks.fp16_flops + tensor);
+        }
+    }
+
+    /// The capture made with only the reports' metrics (`ncu.set: report`, no section set)
+    /// gives the same peaks from the instruction peaks as the roofline sections' derived ones.
+    #[test]
+    fn the_reports_own_metrics_give_the_same_peaks() {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/ncu");
+        let own = read_raw(&dir.join("report_metrics_raw.csv")).unwrap();
+        let sections = read_raw(&dir.join("decode_raw.csv")).unwrap();
+        let peaks_of = |r: &crate::parse::ncu::NcuReport| {
+            peaks(&Metrics {
+                values: &r.kernels[0].metrics,
+                units: &r.units,
+            })
+            .unwrap()
+        };
+        let (a, b) = (peaks_of(&own), peaks_of(&sections));
+        assert!(!own.kernels[0].metrics.keys().any(|k| k.starts_with("derived__")));
+        assert!((a.fp16_flops / a.fp32_flops - b.fp16_flops / b.fp32_flops).abs() < 1e-9);
+        assert!((a.fp32_flops / b.fp32_flops - 1.0).abs() < 0.05, "{a:?} {b:?}");
+        assert!(a.tensor_flops.is_some());
+        assert_eq!((own.rows, own.kernels.len()), (34, 30));
+        for k in &own.kernels {
+            let m = Metrics {
+                values: &k.metrics,
+                units: &own.units,
+            };
+            assert!(point(&m).is_some(), "{}", k.name);
         }
     }
 

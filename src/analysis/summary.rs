@@ -132,6 +132,9 @@ pub(crate) struct Kernel {
     pub(crate) dram_throughput_pct: Option<f64>,
     pub(crate) bound: Option<Bound>,
     pub(crate) ncu_instances: u64,
+    /// The run that measured its ncu figures, when they came from the metrics cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ncu_cached_from: Option<String>,
     pub(crate) time_source: TimeSource,
     pub(crate) nvtx_range: Option<String>,
     pub(crate) roofline: Option<crate::analysis::roofline::Point>,
@@ -276,6 +279,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                 dram_throughput_pct: r.dram_throughput_pct,
                 bound: r.bound,
                 ncu_instances: r.ncu_instances,
+                ncu_cached_from: r.ncu_cached_from.clone(),
                 time_source: r.time_source,
                 nvtx_range: r.nvtx_range.clone(),
                 roofline: a.point(r),

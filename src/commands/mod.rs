@@ -11,9 +11,8 @@ use crate::cli::{Cli, Command};
 use crate::error::Result;
 
 pub fn run(cli: Cli) -> Result<i32> {
-    let echo = !cli.quiet;
     match cli.command {
-        Command::Profile(args) => profile::run(&args, echo),
+        Command::Profile(args) => profile::run(&args, cli.quiet),
         Command::Report { run_dir } => report::run(&run_dir),
         Command::Config { sources, overrides } => config::run(&sources, &overrides),
         Command::Completions { shell } => {

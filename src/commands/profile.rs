@@ -19,7 +19,7 @@ use crate::report;
 use crate::rundir::status::{Cause, PassState, PassStatus, Status};
 use crate::rundir::RunDir;
 
-pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
+pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     // First, so that a Ctrl-C during start-up (a slow probe) is seen, not lost.
     crate::passes::signals::install();
     let resolved = config::resolve(&args.to_sources())?;
@@ -42,6 +42,7 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
     // Metric names are checked against this GPU's list before the ncu pass. With an nsys pass
     // first, the query runs beside it instead of delaying it.
     let mut metric_check = None;
+    let mut known = None;
     if let (Some(found), false) = (&ncu_tool, args.dry_run) {
         let (path, metrics) = (found.path.clone(), cfg.ncu.metrics.clone());
         if cfg.nsys.enable {
@@ -49,7 +50,7 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
                 check_metrics_with_ncu(&path, &metrics)
             }));
         } else {
-            check_metrics_with_ncu(&path, &metrics)?;
+            known = check_metrics_with_ncu(&path, &metrics)?;
         }
     }
 
@@ -88,7 +89,8 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         cfg,
         run: &run,
         workload: &workload,
-        echo,
+        echo: args.show_output && !quiet,
+        progress: crate::passes::progress::Mode::detect(!quiet && !args.show_output),
     };
     let mut driver = Driver {
         ctx: &ctx,
@@ -101,13 +103,19 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         tool: nsys_path.clone(),
     })?;
     repeat_nsys(&mut driver, &nsys_path, args.dry_run)?;
-    let refused = metric_check
-        .take()
-        .and_then(|h| h.join().unwrap_or(Ok(())).err());
+    let mut refused = None;
+    match metric_check.take().map(|h| h.join().unwrap_or(Ok(None))) {
+        Some(Ok(k)) => known = k,
+        Some(Err(e)) => refused = Some(e),
+        None => {}
+    }
+    let device = cache_device(&env, cfg, ncu_tool.as_ref());
     driver.drive(&NcuPass {
+        device,
         tool: ncu_tool.map(|t| t.path),
         refused: refused.or_else(|| workload_failed(&driver.status)),
         nsys: nsys_path,
+        known_metrics: known,
     })?;
 
     // The reports carry the final status of every pass, their own included: finish the run as
@@ -149,6 +157,28 @@ pub(crate) fn run(args: &ProfileArgs, echo: bool) -> Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// The GPU the workload runs on, its driver and ncu's version: what the metrics cache's keys
+/// need (None when any is unknown).
+fn cache_device(
+    env: &Env,
+    cfg: &Config,
+    ncu: Option<&Found>,
+) -> Option<crate::passes::ncu::cache::Device> {
+    // `cuda:N` (or `N`): the workload sees GPU N; else the first.
+    let index = cfg
+        .workload
+        .device
+        .as_deref()
+        .and_then(|d| d.rsplit(':').next()?.parse::<usize>().ok())
+        .unwrap_or(0);
+    let gpu = env.gpus.get(index)?;
+    Some(crate::passes::ncu::cache::Device {
+        gpu: gpu.name.clone(),
+        driver: gpu.driver.clone(),
+        ncu: ncu?.version.clone()?,
+    })
 }
 
 /// A workload that failed under nsys would fail again under ncu, after minutes of replay:
@@ -291,37 +321,38 @@ fn find_tool(
     }
 }
 
-/// `ncu --query-metrics` lists the metric base names this GPU has. Where the query itself
-/// fails (no GPU visible here, say), the check is skipped with a warning.
-fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<(), Error> {
-    if metrics.is_empty() {
-        return Ok(());
-    }
+/// `ncu --query-metrics` lists the metric base names this GPU has: the user's `ncu.metrics` must
+/// be among them, and the reports' own metrics are cut to them (see
+/// [`ncu::metrics_to_collect`]). Where the query itself fails (no GPU visible here, say), the
+/// check is skipped with a warning and None is returned.
+fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<Option<Vec<String>>, Error> {
     let out = crate::passes::process::probe(
         ncu,
         &["--query-metrics"],
         crate::passes::process::PROBE_TIMEOUT,
     );
     let text = match out {
-        Some(text) => text,
+        Some(text) if text.contains("Metric Name") => text,
+        Some(_) => {
+            tracing::warn!("unexpected `ncu --query-metrics` output; metric names are not checked");
+            return Ok(None);
+        }
         None => {
             tracing::warn!(
                 "could not list ncu metrics; metric names are not checked before the run"
             );
-            return Ok(());
+            return Ok(None);
         }
     };
-    if !text.contains("Metric Name") {
-        tracing::warn!("unexpected `ncu --query-metrics` output; metric names are not checked");
-        return Ok(());
-    }
     let unknown = ncu::unknown_metrics(metrics, &text);
-    if unknown.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::config(format!(
+    if !unknown.is_empty() {
+        return Err(Error::config(format!(
             "ncu.metrics: not known to ncu on this GPU: {} (see `ncu --query-metrics`)",
             unknown.join(", ")
-        )))
+        )));
     }
+    Ok(Some(ncu::known_metrics(
+        crate::parse::ncu::REPORT_METRICS,
+        &text,
+    )))
 }

@@ -34,8 +34,9 @@ const NSYS_TRACE: &[&str] = &[
 ];
 /// nsys `--sample` values.
 const NSYS_SAMPLE: &[&str] = &["none", "process-tree", "system-wide", "cpu"];
-/// ncu `--set` section sets (ncu --list-sets).
+/// ncu `--set` section sets (ncu --list-sets), and `report`: only the metrics the reports read.
 const NCU_SET: &[&str] = &[
+    "report",
     "basic",
     "detailed",
     "full",

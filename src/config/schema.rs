@@ -282,6 +282,18 @@ pub struct Ncu {
     #[serde(deserialize_with = "strings")]
     pub extra_args: Vec<String>,
     pub timeout_s: Option<u64>,
+    pub stop_when_done: bool,
+    pub cache: NcuCache,
+}
+
+/// The persistent ncu metrics cache (see `passes::ncu::cache`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcuCache {
+    pub enable: bool,
+    #[serde(deserialize_with = "opt_string")]
+    pub dir: Option<String>,
+    pub max_mb: u64,
 }
 
 impl Config {

@@ -29,7 +29,8 @@ fn defaults_have_the_documented_keys_and_values() {
     assert_eq!(c.nsys.trace, "cuda,nvtx");
     assert_eq!(c.nsys.sample, "none");
     assert_eq!(c.ncu.nvtx_include.as_deref(), Some("decode"));
-    assert_eq!(c.ncu.set, "roofline");
+    assert_eq!(c.ncu.set, "report");
+    assert!(c.ncu.stop_when_done && c.ncu.cache.enable && c.ncu.cache.dir.is_none());
     assert_eq!(c.run.root, "tmp/stage2");
     assert_eq!(c.run.representative_max_new_tokens, None);
     let keys = known_keys();

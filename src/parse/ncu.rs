@@ -22,6 +22,41 @@ pub(crate) const TIME: &str = "gpu__time_duration.sum";
 pub(crate) const SM_PCT: &str = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
 pub(crate) const DRAM_PCT: &str = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
 
+/// What the reports read from ncu (bound classes, roofline, tensor use, peaks), the default
+/// metric list of the ncu pass (`ncu.set: report`); ncu adds its launch and device attributes.
+pub(crate) const REPORT_METRICS: &[&str] = &[
+    TIME,
+    SM_PCT,
+    DRAM_PCT,
+    "smsp__cycles_elapsed.avg.per_second",
+    "sm__cycles_elapsed.avg.per_second",
+    "dram__cycles_elapsed.avg.per_second",
+    "dram__bytes.sum.per_second",
+    "dram__bytes.sum.peak_sustained",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed",
+    "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum.per_cycle_elapsed",
+    "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum.per_cycle_elapsed",
+    "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum.per_cycle_elapsed",
+    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum.per_cycle_elapsed",
+    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum.per_cycle_elapsed",
+    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum.per_cycle_elapsed",
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum.peak_sustained",
+    "sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained",
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum.per_second",
+    "sm__ops_path_tensor_src_fp16.sum.per_second",
+    "sm__ops_path_tensor_src_fp64.sum.per_second",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum.per_second",
+    "sm__ops_path_tensor_src_int8.sum.per_second",
+    "sm__ops_path_tensor_src_fp8_sparsity_off.sum.per_second",
+    "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second",
+    "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second",
+    "launch__shared_mem_per_block_dynamic",
+];
+
 /// All profiled launches of one kernel name, metrics averaged over them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NcuKernel {
@@ -43,6 +78,52 @@ pub struct NcuKernel {
     pub grid: Option<String>,
     /// Every numeric metric present, mean over the launches.
     pub metrics: BTreeMap<String, f64>,
+    /// Not measured in this run: the run whose ncu pass did, from the metrics cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_from: Option<String>,
+}
+
+/// One kernel's figures as the metrics cache keeps them (and `ncu/cached.json` lists the ones
+/// a run took from it): the figures, their units, and the run that measured them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CachedKernel {
+    pub kernel: NcuKernel,
+    pub units: BTreeMap<String, String>,
+    pub measured_by: String,
+    pub measured_at: String,
+}
+
+/// `ncu/cached.json`: the kernels a run took from the metrics cache.
+pub fn read_cached(path: &Path) -> Result<Vec<CachedKernel>, Error> {
+    let text = crate::files::read_capped(path, 256 << 20)
+        .map_err(|e| Error::parse(path, None, format!("cannot read: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| {
+        Error::parse(
+            path,
+            Some(e.line() as u64),
+            format!("not a list of cached kernels: {e}"),
+        )
+    })
+}
+
+/// Add cached kernels to a report (all of it when the run profiled nothing): each one that the
+/// report does not hold under the same mangled name, marked with the run that measured it.
+pub fn merge_cached(report: &mut NcuReport, cached: Vec<CachedKernel>) {
+    for c in cached {
+        let present = report
+            .kernels
+            .iter()
+            .any(|k| k.mangled.is_some() && k.mangled == c.kernel.mangled);
+        if present {
+            continue;
+        }
+        for (k, u) in c.units {
+            report.units.entry(k).or_insert(u);
+        }
+        let mut kernel = c.kernel;
+        kernel.cached_from = Some(c.measured_by);
+        report.kernels.push(kernel);
+    }
 }
 
 impl NcuKernel {
@@ -207,6 +288,7 @@ impl Kernels {
                     block: a.block,
                     grid: a.grid,
                     metrics,
+                    cached_from: None,
                 }
             })
             .collect();

@@ -29,7 +29,12 @@ pub(crate) trait Pass {
 
     /// Run the plan (children through the process runner) and classify the outcome, post
     /// steps (exports, imports) included.
-    fn execute(&self, ctx: &Ctx, plan: &Self::Plan) -> Result<PassStatus, Error>;
+    fn execute(
+        &self,
+        ctx: &Ctx,
+        plan: &Self::Plan,
+        progress: &super::progress::Progress,
+    ) -> Result<PassStatus, Error>;
 
     /// When the pass captured nothing: what the workload emits instead, if it can say.
     fn diagnose(&self, _ctx: &Ctx, _st: &PassStatus) -> Option<String> {
@@ -108,7 +113,9 @@ impl Driver<'_> {
         self.status
             .set(name, PassStatus::new(PassState::Running, None));
         self.save();
-        let st = pass.execute(ctx, &plan);
+        let progress = super::progress::Progress::start(name, ctx.progress);
+        let st = pass.execute(ctx, &plan, &progress);
+        drop(progress);
         super::redact_logs(&ctx.run.path.join(name), &ctx.workload.env);
         let mut st = st?;
         st.warnings.splice(0..0, before);
@@ -176,6 +183,7 @@ mod tests {
             run: &run,
             workload: &workload,
             echo: false,
+            progress: crate::passes::progress::Mode::Off,
         };
         let nsys = NsysPass {
             tool: Some("/no/such/nsys".into()),
@@ -192,6 +200,8 @@ mod tests {
             tool: Some("/no/such/ncu".into()),
             refused: None,
             nsys: None,
+            known_metrics: None,
+            device: None,
         };
         let plan = ncu.plan(&ctx).unwrap();
         // No nsys data yet: no kernel filter, so the unfiltered line is the profile line.
@@ -224,6 +234,7 @@ mod tests {
             run: &run,
             workload: &workload,
             echo: false,
+            progress: crate::passes::progress::Mode::Off,
         };
         let mut driver = Driver {
             ctx: &ctx,
@@ -236,6 +247,8 @@ mod tests {
                 tool: Some("/no/such/ncu".into()),
                 refused: Some(Error::config("ncu.metrics: not known")),
                 nsys: None,
+                known_metrics: None,
+                device: None,
             })
             .unwrap();
         let st = &driver.status.passes;

@@ -10,6 +10,7 @@ pub(crate) mod launcher;
 pub(crate) mod ncu;
 pub(crate) mod nsys;
 pub(crate) mod process;
+pub(crate) mod progress;
 pub(crate) mod provenance;
 pub(crate) mod signals;
 pub(crate) mod tools;
@@ -30,6 +31,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) workload: &'a Workload,
     /// Show the children's output live.
     pub(crate) echo: bool,
+    /// How each pass shows its progress.
+    pub(crate) progress: progress::Mode,
 }
 
 impl Ctx<'_> {

@@ -4,34 +4,44 @@
 use std::path::{Path, PathBuf};
 
 use super::driver::Pass;
+use super::progress::Progress;
 use super::{append_cmd_txt, diagnose, run_step, stopped, Ctx};
 pub(crate) use crate::analysis::select::KernelFilter;
 use crate::config::{Config, Ncu};
 use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
-use crate::rundir::status::{Cause, NcuRecord, PassState, PassStatus};
+use crate::rundir::status::{Cause, NcuCacheUse, NcuRecord, PassState, PassStatus};
 
 pub(crate) const NO_KERNELS: &str = "No kernels were profiled";
 
+/// What one ncu profile command covers.
+pub(crate) struct Scope<'a> {
+    /// The NVTX include expression (None: not gated).
+    pub(crate) include: Option<&'a str>,
+    pub(crate) filter: Option<&'a KernelFilter>,
+    pub(crate) out_base: &'a Path,
+    pub(crate) workload: &'a [String],
+    /// Leave NCCL kernels out of the unfiltered pass (under a launcher).
+    pub(crate) exclude_nccl: bool,
+    /// End the workload once every filtered kernel is profiled (one process only: ending one
+    /// rank of several would leave the others waiting on it).
+    pub(crate) stop_early: bool,
+    /// The section set (None: only the metrics) and every metric collected.
+    pub(crate) collect: &'a Collect,
+}
+
 /// `ncu ...` profile arguments (without the program).
-pub(crate) fn profile_args(
-    cfg: &Ncu,
-    include: Option<&str>,
-    filter: Option<&KernelFilter>,
-    out_base: &Path,
-    workload: &[String],
-    exclude_nccl: bool,
-) -> Vec<String> {
+pub(crate) fn profile_args(cfg: &Ncu, s: &Scope) -> Vec<String> {
     let mut a: Vec<String> = vec!["--target-processes".into(), "all".into()];
-    if let Some(expr) = include {
+    if let Some(expr) = s.include {
         a.extend(["--nvtx".into(), "--nvtx-include".into(), expr.to_string()]);
     }
     let per_kernel = cfg.instances_per_kernel.max(1);
     // ncu counts invocations per distinct kernel from 1: skipping N warm-up launches of each
     // kernel means profiling its invocation N+1.
     let invocation = cfg.launch_skip + 1;
-    match filter.filter(|f| !f.is_empty()) {
+    match s.filter.filter(|f| !f.is_empty()) {
         Some(f) => {
             let (base, names) = match f {
                 KernelFilter::Mangled(n) => ("mangled", n),
@@ -40,6 +50,7 @@ pub(crate) fn profile_args(
             let alternatives: Vec<String> = names.iter().map(|n| escape_regex(n)).collect();
             let regex = format!("^({})$", alternatives.join("|"));
             a.extend(["--kernel-name-base".into(), base.into()]);
+            let results = u64::from(per_kernel) * names.len() as u64;
             if per_kernel == 1 {
                 // The invocation number counts per distinct kernel: `:1` is each one's first
                 // launch in the range. Every launch would take hours of replay.
@@ -51,12 +62,14 @@ pub(crate) fn profile_args(
                 if cfg.launch_skip > 0 {
                     a.extend(["--launch-skip".into(), cfg.launch_skip.to_string()]);
                 }
-                a.extend([
-                    "--kernel-name".into(),
-                    format!("regex:{regex}"),
-                    "--launch-count".into(),
-                    (u64::from(per_kernel) * names.len() as u64).to_string(),
-                ]);
+                a.extend(["--kernel-name".into(), format!("regex:{regex}")]);
+            }
+            if per_kernel > 1 || s.stop_early {
+                a.extend(["--launch-count".into(), results.to_string()]);
+            }
+            if s.stop_early {
+                // The rest of the workload would run under ncu for nothing.
+                a.extend(["--kill".into(), "on".into()]);
             }
         }
         // No filter: each distinct kernel once (distinct demangled name: with the default
@@ -65,7 +78,7 @@ pub(crate) fn profile_args(
             "--kernel-name-base".into(),
             "demangled".into(),
             "--kernel-id".into(),
-            if exclude_nccl {
+            if s.exclude_nccl {
                 // NCCL kernels wait on the other ranks, which ncu's serialised replay stalls.
                 format!("::regex:^(?!.*nccl).*:{invocation}")
             } else {
@@ -73,17 +86,68 @@ pub(crate) fn profile_args(
             },
         ]),
     }
-    a.extend(["--set".into(), cfg.set.clone()]);
-    if !cfg.metrics.is_empty() {
-        a.extend(["--metrics".into(), cfg.metrics.join(",")]);
+    if let Some(set) = &s.collect.set {
+        a.extend(["--set".into(), set.clone()]);
+    }
+    if !s.collect.metrics.is_empty() {
+        a.extend(["--metrics".into(), s.collect.metrics.join(",")]);
     }
     if let Some(c) = cfg.clock_control {
         a.extend(["--clock-control".into(), c.as_str().to_string()]);
     }
     a.extend(cfg.extra_args.iter().cloned());
-    a.extend(["-o".into(), out_base.display().to_string()]);
-    a.extend(workload.iter().cloned());
+    a.extend(["-o".into(), s.out_base.display().to_string()]);
+    a.extend(s.workload.iter().cloned());
     a
+}
+
+/// `ncu.set` value for "no section set, only the metrics the reports read".
+pub(crate) const REPORT_SET: &str = "report";
+
+/// What ncu collects: a section set (None: none) and metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Collect {
+    pub(crate) set: Option<String>,
+    pub(crate) metrics: Vec<String>,
+}
+
+/// What a pass collects. `ncu.set: report`: the metrics the reports read that this GPU knows
+/// (`known`, from `ncu --query-metrics`), no section set, so ncu replays each kernel as few
+/// times as it can. Some of those names exist only on some GPUs and an unknown name stops ncu,
+/// so when ncu could not be asked the roofline set stands in (ncu picks its metrics per GPU).
+/// Another set: that set and the base metrics. `ncu.metrics` always comes last.
+pub(crate) fn metrics_to_collect(cfg: &Ncu, known: Option<&[String]>) -> Collect {
+    use crate::parse::ncu::{DRAM_PCT, REPORT_METRICS, SM_PCT, TIME};
+    let (set, ours): (Option<String>, Vec<&str>) = match (cfg.set.as_str(), known) {
+        (REPORT_SET, Some(k)) => (
+            None,
+            REPORT_METRICS
+                .iter()
+                .copied()
+                .filter(|m| k.iter().any(|n| n == m))
+                .collect(),
+        ),
+        (REPORT_SET, None) => (Some("roofline".into()), vec![TIME, SM_PCT, DRAM_PCT]),
+        (set, _) => (Some(set.to_string()), vec![TIME, SM_PCT, DRAM_PCT]),
+    };
+    let mut metrics: Vec<String> = Vec::new();
+    for m in ours
+        .into_iter()
+        .map(str::to_string)
+        .chain(cfg.metrics.iter().cloned())
+    {
+        if !metrics.contains(&m) {
+            metrics.push(m);
+        }
+    }
+    Collect { set, metrics }
+}
+
+/// The names in `metrics` that `ncu --query-metrics` output lists (by base name).
+pub(crate) fn known_metrics(metrics: &[&str], query_output: &str) -> Vec<String> {
+    let all: Vec<String> = metrics.iter().map(|m| m.to_string()).collect();
+    let unknown = unknown_metrics(&all, query_output);
+    all.into_iter().filter(|m| !unknown.contains(m)).collect()
 }
 
 /// When nsys captures the workload's cudaProfilerStart/Stop windows, ncu profiles inside them
@@ -241,6 +305,10 @@ pub(crate) struct NcuPass {
     pub(crate) tool: Option<PathBuf>,
     pub(crate) refused: Option<Error>,
     pub(crate) nsys: Option<PathBuf>,
+    /// The reports' metrics this GPU knows (None: ncu could not be asked).
+    pub(crate) known_metrics: Option<Vec<String>>,
+    /// The GPU and ncu, for the metrics cache's keys (None: not known; no cache).
+    pub(crate) device: Option<cache::Device>,
 }
 
 /// What the ncu pass runs.
@@ -258,6 +326,14 @@ pub(crate) struct NcuPlan {
     /// The report ncu writes (the first profiled rank's under a launcher).
     pub(crate) report: PathBuf,
     pub(crate) multi: bool,
+    pub(crate) collect: Collect,
+    /// The metrics cache's part (None: not used).
+    pub(crate) reuse: Option<reuse::Reuse>,
+    /// Every chosen kernel is in the cache: ncu does not run.
+    pub(crate) nothing_left: bool,
+    pub(crate) stop_early: bool,
+    /// The predicted cost (None: the number of kernels is not known before ncu runs).
+    pub(crate) cost: Option<cost::Plan>,
 }
 
 impl NcuPass {
@@ -287,15 +363,17 @@ impl NcuPass {
         } else {
             ctx.run.ncu(base)
         };
-        let exclude_nccl = multi && !ctx.cfg.ncu.include_nccl;
-        let mut profiled = self.with_prog(profile_args(
-            &ctx.cfg.ncu,
+        let collect = metrics_to_collect(&ctx.cfg.ncu, self.known_metrics.as_deref());
+        let scope = Scope {
             include,
             filter,
-            &out_base,
-            &ctx.workload.argv,
-            exclude_nccl,
-        ));
+            out_base: &out_base,
+            workload: &ctx.workload.argv,
+            exclude_nccl: multi && !ctx.cfg.ncu.include_nccl,
+            stop_early: !multi && ctx.cfg.ncu.stop_when_done,
+            collect: &collect,
+        };
+        let mut profiled = self.with_prog(profile_args(&ctx.cfg.ncu, &scope));
         profiled.splice(1..1, window_args(ctx.cfg));
         if !multi {
             return profiled;
@@ -322,7 +400,13 @@ impl NcuPass {
     }
 
     /// Run ncu once with `argv`.
-    fn profile(&self, ctx: &Ctx, plan: &NcuPlan, argv: &[String]) -> Result<Outcome, Error> {
+    fn profile(
+        &self,
+        ctx: &Ctx,
+        plan: &NcuPlan,
+        argv: &[String],
+        watch: &Watch,
+    ) -> Result<Outcome, Error> {
         let mut spec = ctx.spec(
             Path::new(&argv[0]),
             argv[1..].to_vec(),
@@ -330,6 +414,7 @@ impl NcuPass {
         );
         spec.env.extend(plan.env.iter().cloned());
         spec.timeout = ctx.cfg.ncu_timeout();
+        spec.on_line = Some(watch.hook.clone());
         process::run(&spec).map_err(|e| Error::start(&argv[0], e))
     }
 
@@ -414,7 +499,7 @@ impl Pass for NcuPass {
         if let Some(w) = warning {
             tracing::warn!("{w}");
         }
-        let filter = crate::analysis::select::kernel_filter(ctx.cfg, ctx.run);
+        let chosen = crate::analysis::select::kernel_filter(ctx.cfg, ctx.run);
         let launcher = ctx.cfg.workload.launcher;
         let multi = launcher != Launcher::None;
         let ranks = profiled_ranks(ctx.cfg);
@@ -423,6 +508,36 @@ impl Pass for NcuPass {
         } else {
             ctx.run.ncu_report(&base)
         };
+        let collect = metrics_to_collect(&ctx.cfg.ncu, self.known_metrics.as_deref());
+        let range = crate::rundir::status::NsysRecord::from_config(&ctx.cfg.nsys).range;
+        let (reuse, filter) = match (reuse::unusable(ctx, self.device.as_ref()), &self.device) {
+            (None, Some(device)) => {
+                reuse::lookup(ctx, chosen, &collect, device.clone(), range.as_deref())
+            }
+            (why, _) => {
+                tracing::info!("ncu metrics cache {}", why.unwrap_or_default());
+                (None, chosen)
+            }
+        };
+        let hits = reuse.as_ref().map_or(0, |r| r.hits.len());
+        let to_profile = filter.as_ref().map(KernelFilter::len);
+        let nothing_left = hits > 0 && to_profile == Some(0);
+        let stop_early = !multi && ctx.cfg.ncu.stop_when_done && to_profile.is_some();
+        let cost = to_profile.map(|n| {
+            let learned = reuse
+                .as_ref()
+                .and_then(|r| cost::load(&cost_model_path(ctx, r)));
+            let nsys_s = crate::rundir::status::Status::read(&ctx.run.path)
+                .and_then(|s| s.passes.get("nsys")?.duration_s);
+            cost::plan(
+                learned.as_ref(),
+                n,
+                hits,
+                collect.set.as_deref(),
+                nsys_s,
+                stop_early,
+            )
+        });
         Ok(NcuPlan {
             profile: self.argv(ctx, include.as_deref(), filter.as_ref(), &base),
             unfiltered: self.argv(ctx, include.as_deref(), None, &base),
@@ -432,10 +547,18 @@ impl Pass for NcuPass {
             filter,
             report,
             multi,
+            collect,
+            reuse,
+            nothing_left,
+            stop_early,
+            cost,
         })
     }
 
     fn commands(&self, plan: &NcuPlan) -> Vec<Vec<String>> {
+        if plan.nothing_left {
+            return Vec::new();
+        }
         vec![
             with_env(&plan.env, plan.profile.clone()),
             self.with_prog(import_args(&plan.report)),
@@ -444,13 +567,38 @@ impl Pass for NcuPass {
         ]
     }
 
-    fn execute(&self, ctx: &Ctx, plan: &NcuPlan) -> Result<PassStatus, Error> {
+    fn execute(&self, ctx: &Ctx, plan: &NcuPlan, progress: &Progress) -> Result<PassStatus, Error> {
         if plan.multi {
             crate::passes::launcher::find(ctx.cfg.workload.launcher)?;
         }
-        let mut out = self.profile(ctx, plan, &plan.profile)?;
-        let mut duration = out.duration;
         let mut warnings = Vec::new();
+        if let Some(r) = &plan.reuse {
+            if let Err(e) = reuse::record_hits(ctx, r) {
+                warnings.push(e);
+            }
+        }
+        if let Some(c) = &plan.cost {
+            tracing::info!(
+                "ncu plan: {} kernels to profile ({} from the metrics cache), {} passes each, about {:.0} s ({})",
+                c.kernels, c.cached, c.passes_per_kernel, c.predicted_s, c.basis
+            );
+        }
+        if plan.nothing_left {
+            let mut st = PassStatus::new(
+                PassState::Ok,
+                Some(format!(
+                    "ncu not run: all {} chosen kernels are in the metrics cache",
+                    plan.reuse.as_ref().map_or(0, |r| r.hits.len())
+                )),
+            );
+            st.duration_s = Some(0.0);
+            st.warnings = warnings;
+            st.ncu = Some(self.outcome_record(plan, None, 0));
+            return Ok(st);
+        }
+        let watch = Watch::new(progress, plan);
+        let mut out = self.profile(ctx, plan, &plan.profile, &watch)?;
+        let mut duration = out.duration;
         let filtered = plan.filter.as_ref().is_some_and(|f| !f.is_empty());
         if filtered
             && out.tail.contains(NO_KERNELS)
@@ -466,15 +614,48 @@ impl Pass for NcuPass {
                 &ctx.run.ncu("cmd.txt"),
                 &with_env(&plan.env, plan.unfiltered.clone()),
             );
-            out = self.profile(ctx, plan, &plan.unfiltered)?;
+            out = self.profile(ctx, plan, &plan.unfiltered, &watch)?;
             duration += out.duration;
         }
         let have_report = process::nonempty(&plan.report);
         let mut st = classify(&out, have_report, filtered);
         st.duration_s = Some(duration.as_secs_f64());
         st.warnings.extend(warnings);
+        let actual = plan.cost.as_ref().map(|c| {
+            let (actual, model) = cost::measure(c, &watch.done(), out.duration, &ctx.run.id());
+            if let (Some(m), Some(r)) = (model, &plan.reuse) {
+                let _ = cost::save(&cost_model_path(ctx, r), &m);
+            }
+            actual
+        });
+        if let Some(a) = &actual {
+            tracing::info!(
+                "ncu profiled {} kernels in {:.0} s{}",
+                a.kernels,
+                a.s,
+                a.prediction_error_pct
+                    .map(|e| format!(" (predicted {:+.0}% off)", e))
+                    .unwrap_or_default()
+            );
+        }
+        let mut stored = 0;
         if have_report {
+            progress.stage("importing the report");
             self.imports(ctx, plan, &mut st);
+            if let (Some(r), PassState::Ok) = (&plan.reuse, st.state) {
+                stored = reuse::store(
+                    ctx,
+                    r,
+                    &ctx.run.ncu_raw(&plan.base),
+                    &ctx.run.ncu_raw_mangled(&plan.base),
+                );
+            }
+        }
+        st.ncu = Some(self.outcome_record(plan, actual, stored));
+        if plan.stop_early && out.tail.contains(STOPPED_EARLY) {
+            if let Some(r) = st.ncu.as_mut() {
+                r.stopped_early = true;
+            }
         }
         Ok(st)
     }
@@ -486,12 +667,103 @@ impl Pass for NcuPass {
     }
 
     fn record(&self, plan: &NcuPlan, st: &mut PassStatus) {
-        st.ncu = Some(NcuRecord {
+        let mut r = st
+            .ncu
+            .take()
+            .unwrap_or_else(|| self.outcome_record(plan, None, 0));
+        r.include = plan.include.clone();
+        r.base = plan.base.clone();
+        st.ncu = Some(r);
+    }
+}
+
+/// ncu's line when it ends the workload after the last requested kernel (`--kill on`).
+const STOPPED_EARLY: &str = "==PROF== Trying to shutdown target application";
+
+/// The cost model of this workload on this GPU with these settings, in the cache folder.
+fn cost_model_path(ctx: &Ctx, r: &reuse::Reuse) -> PathBuf {
+    let identity = format!(
+        "{:?}|{}|{}",
+        r.device,
+        r.settings,
+        ctx.workload.argv.join("\u{1f}")
+    );
+    cost::model_path(&r.cache.dir, &identity)
+}
+
+impl NcuPass {
+    /// What status.json keeps of a pass beyond its state.
+    fn outcome_record(
+        &self,
+        plan: &NcuPlan,
+        actual: Option<cost::Actual>,
+        stored: usize,
+    ) -> NcuRecord {
+        NcuRecord {
             include: plan.include.clone(),
             base: plan.base.clone(),
-        });
+            set: plan.collect.set.clone(),
+            metrics: plan.collect.metrics.len(),
+            stopped_early: false,
+            cost: plan.cost.clone(),
+            actual,
+            cache: plan.reuse.as_ref().map(|r| NcuCacheUse {
+                dir: r.cache.dir.display().to_string(),
+                hits: r.hits.len(),
+                stored,
+            }),
+        }
+    }
+}
+
+/// Follows ncu's output while it runs: kernels done (with their times, for the cost) on the
+/// progress line.
+struct Watch {
+    done: std::sync::Arc<std::sync::Mutex<Vec<cost::Done>>>,
+    hook: process::LineHook,
+}
+
+impl Watch {
+    fn new(progress: &Progress, plan: &NcuPlan) -> Watch {
+        let done = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (sink, handle) = (done.clone(), progress.handle());
+        let total = plan.cost.as_ref().map(|c| c.kernels);
+        let cost = plan.cost.clone();
+        let t0 = std::time::Instant::now();
+        let hook = process::LineHook(std::sync::Arc::new(move |line: &str| {
+            if line.starts_with("==PROF== Connected") {
+                handle.stage("profiling");
+            } else if line.starts_with(STOPPED_EARLY) || line.starts_with("==PROF== Disconnected") {
+                handle.stage("writing the report");
+            } else if let Some(passes) = cost::parse_done(line) {
+                let mut d = sink.lock().unwrap_or_else(|p| p.into_inner());
+                d.push(cost::Done {
+                    at: t0.elapsed(),
+                    passes,
+                });
+                let k = d.len();
+                let left = cost
+                    .as_ref()
+                    .zip(total)
+                    .map(|(c, n)| cost::left_s(c, 1.0, &d, n));
+                handle.update(|s| {
+                    s.stage = "profiling".into();
+                    s.count = Some((k, total.unwrap_or(k).max(k)));
+                    s.left_s = left;
+                });
+            }
+        }));
+        Watch { done, hook }
+    }
+
+    fn done(&self) -> Vec<cost::Done> {
+        self.done.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
 #[cfg(test)]
 mod tests;
+
+pub(crate) mod cache;
+pub(crate) mod cost;
+mod reuse;

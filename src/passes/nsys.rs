@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::driver::Pass;
+use super::process::LineHook;
+use super::progress::Progress;
 use super::{append_cmd_txt, diagnose, run_step, stopped, Ctx};
 use crate::config::{CaptureRange, CaptureRangeEnd, Nsys};
 use crate::error::Error;
@@ -269,7 +271,12 @@ impl Pass for NsysPass {
         [vec![plan.profile.clone()], plan.post.clone()].concat()
     }
 
-    fn execute(&self, ctx: &Ctx, plan: &NsysPlan) -> Result<PassStatus, Error> {
+    fn execute(
+        &self,
+        ctx: &Ctx,
+        plan: &NsysPlan,
+        progress: &Progress,
+    ) -> Result<PassStatus, Error> {
         let program = match crate::passes::launcher::find(ctx.cfg.workload.launcher)? {
             Some(p) => p,
             None => self.program(),
@@ -277,6 +284,7 @@ impl Pass for NsysPass {
         let log = ctx.run.nsys("nsys.log");
         let mut spec = ctx.spec(&program, plan.profile[1..].to_vec(), log.clone());
         spec.timeout = ctx.cfg.nsys_timeout();
+        spec.on_line = Some(stage_hook(progress));
         let out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
         let dir = ctx.run.path.join("nsys");
         let reports = reports(&dir);
@@ -301,7 +309,7 @@ impl Pass for NsysPass {
         // A report is processed even when the workload failed or the user interrupted: that
         // is data the user already paid for.
         for (rank, report) in &reports {
-            if let Err(why) = self.post_steps(ctx, plan, *rank, report) {
+            if let Err(why) = self.post_steps(ctx, plan, *rank, report, progress) {
                 if crate::passes::signals::interrupted() {
                     // A Ctrl-C during stats/export is the user's stop, not a tool failure.
                     if st.state != PassState::Interrupted {
@@ -356,6 +364,7 @@ impl NsysPass {
         plan: &NsysPlan,
         rank: Option<u32>,
         report: &Path,
+        progress: &Progress,
     ) -> Result<(), String> {
         let (summary, sqlite) = (ctx.run.nsys_stats_base(rank), ctx.run.nsys_sqlite(rank));
         let steps = [stats_args(report, &summary), export_args(report, &sqlite)];
@@ -372,7 +381,8 @@ impl NsysPass {
         // Every step runs even when one fails (or was interrupted): the SQLite export does not
         // need the stats, and a report the user paid for is kept in every form it can be.
         let mut failed = Vec::new();
-        for args in steps {
+        for (args, what) in steps.into_iter().zip(["statistics", "SQLite"]) {
+            progress.stage(&format!("exporting {what}"));
             let mut s = ctx.spec(&self.program(), args, ctx.run.nsys("nsys.log"));
             s.echo = false;
             s.timeout = Some(post_step_timeout(ctx.cfg.nsys.timeout_s));
@@ -385,6 +395,22 @@ impl NsysPass {
             false => Err(failed.join("\n")),
         }
     }
+}
+
+/// Follow nsys's own messages: collecting while the workload runs, finalizing once it ended
+/// and nsys writes the report.
+fn stage_hook(progress: &Progress) -> LineHook {
+    let state = progress.handle();
+    LineHook(std::sync::Arc::new(move |line: &str| {
+        let stage = if line.starts_with("Generating '") || line.starts_with("Processing events") {
+            "finalizing the report"
+        } else if line.starts_with("Collecting data") {
+            "collecting"
+        } else {
+            return;
+        };
+        state.stage(stage);
+    }))
 }
 
 /// A post step (stats, export) gets the pass's own limit when one is set, else an hour: long

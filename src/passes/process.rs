@@ -34,6 +34,18 @@ pub(crate) struct Spec {
     pub(crate) timeout: Option<Duration>,
     /// After a forwarded signal or a timeout, how long before SIGKILL.
     pub(crate) grace: Duration,
+    /// Told each line the child prints (stdout and stderr), as it arrives.
+    pub(crate) on_line: Option<LineHook>,
+}
+
+/// A callback for each output line (ended by `\n` or `\r`, lossily decoded).
+#[derive(Clone)]
+pub(crate) struct LineHook(pub(crate) Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for LineHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineHook")
+    }
 }
 
 impl Spec {
@@ -52,6 +64,7 @@ impl Spec {
             echo: false,
             timeout: None,
             grace: Duration::from_secs(30),
+            on_line: None,
         }
     }
 
@@ -145,15 +158,21 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     } else {
         Box::new(io::sink())
     };
+    let tee = |hook: &Option<LineHook>, lines: bool| Tee {
+        log: log.clone(),
+        tail: tail.clone(),
+        hook: hook.clone().filter(|_| lines),
+        partial: Vec::new(),
+    };
     let readers = [
         child
             .stdout
             .take()
-            .map(|r| drain(r, stdout_sink, to_log, log.clone(), tail.clone())),
+            .map(|r| drain(r, stdout_sink, to_log, tee(&spec.on_line, to_log))),
         child
             .stderr
             .take()
-            .map(|r| drain(r, stderr_sink, true, log.clone(), tail.clone())),
+            .map(|r| drain(r, stderr_sink, true, tee(&spec.on_line, true))),
     ];
 
     let seen_signals = signals::count();
@@ -253,13 +272,46 @@ pub(crate) fn probe(program: &Path, args: &[&str], timeout: Duration) -> Option<
 /// How long a probe may take: long enough for `ncu --query-metrics` on a cold machine.
 pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Where a child's output goes besides its sink: the pass log, the tail kept for diagnosis,
+/// and the line hook.
+struct Tee {
+    log: Arc<Mutex<File>>,
+    tail: Arc<Mutex<VecDeque<u8>>>,
+    hook: Option<LineHook>,
+    /// The unfinished last line, for the hook.
+    partial: Vec<u8>,
+}
+
+impl Tee {
+    fn write(&mut self, chunk: &[u8]) {
+        if let Ok(mut f) = self.log.lock() {
+            let _ = f.write_all(chunk);
+        }
+        let mut t = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        t.extend(chunk);
+        let excess = t.len().saturating_sub(TAIL_BYTES);
+        t.drain(..excess);
+        drop(t);
+        let Some(hook) = &self.hook else { return };
+        for &b in chunk {
+            if b == b'\n' || b == b'\r' {
+                if !self.partial.is_empty() {
+                    (hook.0)(&String::from_utf8_lossy(&self.partial));
+                    self.partial.clear();
+                }
+            } else if self.partial.len() < 64 * 1024 {
+                self.partial.push(b);
+            }
+        }
+    }
+}
+
 /// Copy raw bytes (not lines: progress bars end in `\r`, output need not be UTF-8).
 fn drain(
     mut from: impl Read + Send + 'static,
     mut sink: Box<dyn Write + Send>,
     to_log: bool,
-    log: Arc<Mutex<File>>,
-    tail: Arc<Mutex<VecDeque<u8>>>,
+    mut tee: Tee,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut buf = [0u8; 16 * 1024];
@@ -275,13 +327,7 @@ fn drain(
             let _ = sink.write_all(chunk);
             let _ = sink.flush();
             if to_log {
-                if let Ok(mut f) = log.lock() {
-                    let _ = f.write_all(chunk);
-                }
-                let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
-                t.extend(chunk);
-                let excess = t.len().saturating_sub(TAIL_BYTES);
-                t.drain(..excess);
+                tee.write(chunk);
             }
         }
     })

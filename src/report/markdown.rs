@@ -61,6 +61,7 @@ pub(crate) fn kernels_md(a: &Artifacts) -> String {
             a.ncu_csv_file
         );
     }
+    cached_note(a, &mut s);
     s.push('\n');
     table(&mut s, &a.records, a.config.report.top_kernels, width);
     let rest = a.records.len().saturating_sub(a.config.report.top_kernels);
@@ -150,6 +151,32 @@ pub(crate) fn kernels_md(a: &Artifacts) -> String {
         }
     }
     s
+}
+
+/// Which kernels' ncu figures this run took from the metrics cache, and from which runs.
+fn cached_note(a: &Artifacts, s: &mut String) {
+    let cached: Vec<&KernelRecord> = a
+        .records
+        .iter()
+        .filter(|r| r.ncu_cached_from.is_some())
+        .collect();
+    if cached.is_empty() {
+        return;
+    }
+    let mut runs: Vec<&str> = cached
+        .iter()
+        .filter_map(|r| r.ncu_cached_from.as_deref())
+        .collect();
+    runs.sort_unstable();
+    runs.dedup();
+    let ranks: Vec<String> = cached.iter().map(|r| format!("#{}", r.rank)).collect();
+    let _ = writeln!(
+        s,
+        "ncu figures of {} kernels ({}) come from the metrics cache (`ncu/cached.json`), measured by run {} on the same GPU, driver, ncu version and settings.",
+        cached.len(),
+        ranks.join(", "),
+        runs.iter().map(|r| format!("`{}`", md(r))).collect::<Vec<_>>().join(", ")
+    );
 }
 
 fn table(s: &mut String, records: &[KernelRecord], top: usize, width: usize) {

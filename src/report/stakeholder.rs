@@ -169,12 +169,24 @@ fn run_facts(a: &Artifacts, s: &mut String) {
         "whole run".to_string()
     };
     let inc = a.ncu_include.clone();
+    let record = a
+        .status
+        .as_ref()
+        .and_then(|s| s.passes.get("ncu")?.ncu.clone())
+        .filter(|r| r.metrics > 0);
+    let collected = match record {
+        Some(r) => match r.set {
+            Some(set) => format!("set {}", md(&set)),
+            None => format!("the reports' {} metrics", r.metrics),
+        },
+        None if a.config.ncu.set == "report" => "the reports' metrics".to_string(),
+        None => format!("set {}", md(&a.config.ncu.set)),
+    };
     let ncu = match &a.ncu {
         Some(r) => format!(
-            "{}, set {}, {} kernels profiled",
+            "{}, {collected}, {} kernels profiled",
             inc.map(|i| format!("NVTX `{}`", md(&i)))
                 .unwrap_or_else(|| "whole run".into()),
-            md(&a.config.ncu.set),
             r.kernels.len()
         ),
         None => "no data".to_string(),

@@ -60,6 +60,58 @@ pub(crate) struct NsysRecord {
 pub(crate) struct NcuRecord {
     pub(crate) include: Option<String>,
     pub(crate) base: String,
+    /// What ncu collected: `--set` (None: none) and how many metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) set: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) metrics: usize,
+    /// The ncu pass ended the workload once every chosen kernel was profiled.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) stopped_early: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cost: Option<NcuCostPlan>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) actual: Option<NcuCostActual>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cache: Option<NcuCacheUse>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The metrics cache in one run: its folder, the kernels served from it, those stored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct NcuCacheUse {
+    pub(crate) dir: String,
+    pub(crate) hits: usize,
+    pub(crate) stored: usize,
+}
+
+/// The plan printed before the pass and kept in status.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct NcuCostPlan {
+    /// Kernels ncu will profile, and kernels whose figures come from the cache instead.
+    pub(crate) kernels: usize,
+    pub(crate) cached: usize,
+    pub(crate) passes_per_kernel: u32,
+    pub(crate) predicted_s: f64,
+    /// Where the figures come from: a named earlier run, or the built-in defaults.
+    pub(crate) basis: String,
+}
+
+/// What the pass cost, measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct NcuCostActual {
+    pub(crate) kernels: usize,
+    pub(crate) passes_per_kernel: Option<u32>,
+    pub(crate) s: f64,
+    pub(crate) s_per_kernel: Option<f64>,
+    /// Until the first kernel was being profiled, and after the last one was.
+    pub(crate) before_first_s: Option<f64>,
+    pub(crate) after_last_s: Option<f64>,
+    /// (predicted - actual) / actual, in %.
+    pub(crate) prediction_error_pct: Option<f64>,
 }
 
 impl NsysRecord {

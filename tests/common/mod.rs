@@ -46,6 +46,8 @@ impl Sandbox {
             .env("PATH", path)
             .env("FAKE_DATA", root().join("tests/data"))
             .env("FAKE_CALLS", self.path().join("calls.log"))
+            // The ncu metrics cache lives in the sandbox, never in the user's home.
+            .env("XDG_CACHE_HOME", self.path().join("cache"))
             .env_remove("STAGE2_NSYS")
             .env_remove("STAGE2_NCU")
             .env_remove("FAKE_NSYS_MODE")

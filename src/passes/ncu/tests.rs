@@ -11,6 +11,35 @@ fn wl() -> Vec<String> {
     vec!["python3".into(), "w.py".into()]
 }
 
+/// The profile arguments for a scope, with the reports' full metric list.
+fn args(
+    c: &Ncu,
+    include: Option<&str>,
+    filter: Option<&KernelFilter>,
+    out_base: &Path,
+    exclude_nccl: bool,
+    stop_early: bool,
+) -> Vec<String> {
+    let known: Vec<String> = crate::parse::ncu::REPORT_METRICS
+        .iter()
+        .map(|m| m.to_string())
+        .collect();
+    let collect = metrics_to_collect(c, Some(&known));
+    let w = wl();
+    profile_args(
+        c,
+        &Scope {
+            include,
+            filter,
+            out_base,
+            workload: &w,
+            exclude_nccl,
+            stop_early,
+            collect: &collect,
+        },
+    )
+}
+
 #[test]
 fn default_plan_profiles_the_decode_push_pop_range() {
     let c = cfg(&[]);
@@ -19,12 +48,12 @@ fn default_plan_profiles_the_decode_push_pop_range() {
         (inc.as_deref(), base.as_str(), warn),
         (Some("decode/"), "decode", None)
     );
-    let a = profile_args(
+    let a = args(
         &c,
         inc.as_deref(),
         None,
         Path::new("/m/ncu/decode"),
-        &wl(),
+        false,
         false,
     );
     let line = a.join(" ");
@@ -37,8 +66,12 @@ fn default_plan_profiles_the_decode_push_pop_range() {
         "{line}"
     );
     assert!(
-        line.contains("--set roofline --metrics gpu__time_duration.sum,"),
+        line.contains(" --metrics gpu__time_duration.sum,") && !line.contains("--set"),
         "{line}"
+    );
+    assert!(
+        !line.contains("--kill"),
+        "no filter, nothing to count: {line}"
     );
     assert!(line.ends_with("-o /m/ncu/decode python3 w.py"), "{line}");
     assert!(!line.contains("--clock-control"));
@@ -50,23 +83,23 @@ fn mangled_filter_profiles_each_kernel_once() {
         "_ZN2at6native13reduce_kernel".into(),
         "nvjet_sm90".into(),
     ]);
-    let a = profile_args(
+    let a = args(
         &cfg(&["ncu.clock_control=none"]),
         Some("decode/"),
         Some(&f),
         Path::new("/o"),
-        &wl(),
+        false,
         false,
     );
     let line = a.join(" ");
     assert!(line.contains("--kernel-name-base mangled --kernel-id ::regex:^(_ZN2at6native13reduce_kernel|nvjet_sm90)$:1"), "{line}");
     assert!(line.contains("--clock-control none"));
-    let a = profile_args(
+    let a = args(
         &cfg(&["ncu.instances_per_kernel=3"]),
         None,
         Some(&f),
         Path::new("/o"),
-        &wl(),
+        false,
         false,
     );
     let line = a.join(" ");
@@ -75,6 +108,39 @@ fn mangled_filter_profiles_each_kernel_once() {
         "{line}"
     );
     assert!(!line.contains("--nvtx"));
+}
+
+#[test]
+fn with_a_filter_the_workload_ends_once_every_kernel_is_profiled() {
+    let f = KernelFilter::Mangled(vec!["a".into(), "b".into(), "c".into()]);
+    let line = args(&cfg(&[]), None, Some(&f), Path::new("/o"), false, true).join(" ");
+    assert!(line.contains("--launch-count 3 --kill on"), "{line}");
+    let line = args(&cfg(&[]), None, Some(&f), Path::new("/o"), false, false).join(" ");
+    assert!(
+        !line.contains("--kill") && !line.contains("--launch-count"),
+        "{line}"
+    );
+}
+
+#[test]
+fn the_metric_list_follows_the_set_and_what_this_gpu_knows() {
+    let known = vec![crate::parse::ncu::TIME.to_string(), "sm__x.sum".to_string()];
+    let c = metrics_to_collect(&cfg(&["ncu.metrics=[sm__x.sum]"]), Some(&known));
+    assert_eq!(c.set, None);
+    assert_eq!(c.metrics, [crate::parse::ncu::TIME, "sm__x.sum"]);
+    // ncu could not be asked: names that exist only on some GPUs are not risked.
+    let c = metrics_to_collect(&cfg(&[]), None);
+    assert_eq!(c.set.as_deref(), Some("roofline"));
+    assert_eq!(c.metrics.len(), 3);
+    let c = metrics_to_collect(&cfg(&["ncu.set=full"]), Some(&known));
+    assert_eq!(c.set.as_deref(), Some("full"));
+    let q = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/ncu/query_metrics_head.txt"
+    ))
+    .unwrap();
+    let k = known_metrics(crate::parse::ncu::REPORT_METRICS, &q);
+    assert!(k.len() < crate::parse::ncu::REPORT_METRICS.len(), "{k:?}");
 }
 
 #[test]
@@ -184,13 +250,13 @@ fn classify_outcomes() {
 
 #[test]
 fn under_a_launcher_nccl_kernels_are_left_out_of_the_unfiltered_pass() {
-    let a = profile_args(
+    let a = args(
         &cfg(&[]),
         Some("decode/"),
         None,
         Path::new("/o"),
-        &wl(),
         true,
+        false,
     );
     assert!(
         a.join(" ").contains("--kernel-id ::regex:^(?!.*nccl).*:1"),

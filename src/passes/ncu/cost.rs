@@ -1,0 +1,264 @@
+//! What the ncu pass costs: predicted before it runs, followed while it runs (from ncu's
+//! `==PROF== Profiling ... - N passes` lines, one per kernel), measured after, and remembered
+//! per workload and GPU so the next prediction starts from this run's figures.
+//!
+//! The model: the time before ncu profiles its first kernel (the workload starting under ncu,
+//! ncu setting up its counters), then each kernel's replay passes at a cost per pass, then the
+//! time after the last kernel (the rest of the workload unless the pass stops it early, and
+//! writing the report).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Defaults before any run of this workload on this GPU was measured. From an H100 with ncu
+/// 2025.3.1 and a transformers generate() workload (README, "Measured"): 37 ms per replay pass,
+/// 16 passes per kernel for the reports' metrics, 17 for the roofline set.
+const PRIOR_S_PER_PASS: f64 = 0.037;
+/// ncu's own start-up on top of the workload's, and setting up its first kernel.
+const PRIOR_SETUP_S: f64 = 6.0;
+const PRIOR_AFTER_STOPPED_S: f64 = 2.0;
+
+fn prior_passes(set: Option<&str>) -> u32 {
+    match set {
+        None => 16,
+        Some("roofline") => 17,
+        Some("basic") => 8,
+        _ => 40,
+    }
+}
+
+/// The figures a prediction rests on, learned from one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Model {
+    pub(crate) before_s: f64,
+    pub(crate) s_per_pass: f64,
+    pub(crate) passes: u32,
+    pub(crate) after_s: f64,
+    /// The run they were measured in.
+    pub(crate) run: String,
+}
+
+pub(crate) use crate::rundir::status::{NcuCostActual as Actual, NcuCostPlan as Plan};
+
+/// Predict a pass of `kernels` kernels. `nsys_s`: the nsys pass's duration, the workload's
+/// own run time under a profiler, for the defaults.
+pub(crate) fn plan(
+    learned: Option<&Model>,
+    kernels: usize,
+    cached: usize,
+    set: Option<&str>,
+    nsys_s: Option<f64>,
+    stop_early: bool,
+) -> Plan {
+    let (model, basis) = match learned {
+        Some(m) => (m.clone(), format!("learned from run {}", m.run)),
+        None => {
+            let workload = nsys_s.unwrap_or(0.0);
+            let model = Model {
+                before_s: workload + PRIOR_SETUP_S,
+                s_per_pass: PRIOR_S_PER_PASS,
+                passes: prior_passes(set),
+                after_s: if stop_early {
+                    PRIOR_AFTER_STOPPED_S
+                } else {
+                    workload * 0.2 + PRIOR_AFTER_STOPPED_S
+                },
+                run: String::new(),
+            };
+            let why = match nsys_s {
+                Some(s) => format!("defaults: the nsys pass's {s:.0} s for the workload, {PRIOR_SETUP_S:.0} s of ncu set-up, {:.0} ms per replay pass", PRIOR_S_PER_PASS * 1e3),
+                None => "defaults (no nsys pass to time the workload)".to_string(),
+            };
+            (model, why)
+        }
+    };
+    let predicted_s = match kernels {
+        0 => 0.0,
+        n => model.before_s + n as f64 * f64::from(model.passes) * model.s_per_pass + model.after_s,
+    };
+    Plan {
+        kernels,
+        cached,
+        passes_per_kernel: model.passes,
+        predicted_s,
+        basis,
+    }
+}
+
+/// One kernel profiled: when (since the pass started) and in how many passes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Done {
+    pub(crate) at: Duration,
+    pub(crate) passes: Option<u32>,
+}
+
+/// A `==PROF== Profiling "..." - 0: 0%....50%....100% - 16 passes` line: a kernel done, with
+/// its pass count (None for any other line).
+pub(crate) fn parse_done(line: &str) -> Option<Option<u32>> {
+    let rest = line.trim_end();
+    if !rest.starts_with("==PROF== Profiling") || !rest.contains("100%") {
+        return None;
+    }
+    let passes = rest
+        .strip_suffix("passes")
+        .and_then(|r| r.trim_end().rsplit(' ').next())
+        .and_then(|n| n.parse().ok());
+    Some(passes)
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+/// Seconds per kernel: the median gap between kernels done (the first kernel carries ncu's
+/// set-up, so it is not one of them).
+pub(crate) fn per_kernel(done: &[Done]) -> Option<f64> {
+    let gaps = done
+        .windows(2)
+        .map(|w| (w[1].at - w[0].at).as_secs_f64())
+        .collect();
+    median(gaps)
+}
+
+/// Seconds left after `done` of `total` kernels: the kernels left at the pace so far (the
+/// plan's pace before two are done), then the time after the last one.
+pub(crate) fn left_s(plan: &Plan, model_after_s: f64, done: &[Done], total: usize) -> f64 {
+    let pace = per_kernel(done).unwrap_or(f64::from(plan.passes_per_kernel) * PRIOR_S_PER_PASS);
+    total.saturating_sub(done.len()) as f64 * pace + model_after_s
+}
+
+/// The measured cost of a pass that took `total` and finished `done`, against its plan, and
+/// the model it teaches (None when it profiled fewer than two kernels).
+pub(crate) fn measure(
+    plan: &Plan,
+    done: &[Done],
+    total: Duration,
+    run: &str,
+) -> (Actual, Option<Model>) {
+    let s = total.as_secs_f64();
+    let pace = per_kernel(done);
+    let passes = median(
+        done.iter()
+            .filter_map(|d| d.passes.map(f64::from))
+            .collect(),
+    )
+    .map(|p| p as u32);
+    let before = done
+        .first()
+        .map(|d| d.at.as_secs_f64() - pace.unwrap_or(0.0));
+    let after = done.last().map(|d| s - d.at.as_secs_f64());
+    let actual = Actual {
+        kernels: done.len(),
+        passes_per_kernel: passes,
+        s,
+        s_per_kernel: pace,
+        before_first_s: before,
+        after_last_s: after,
+        prediction_error_pct: (s > 0.0 && plan.kernels > 0)
+            .then(|| 100.0 * (plan.predicted_s - s) / s),
+    };
+    let model = match (pace, passes, before, after) {
+        (Some(pace), Some(p), Some(b), Some(a)) if p > 0 => Some(Model {
+            before_s: b.max(0.0),
+            s_per_pass: pace / f64::from(p),
+            passes: p,
+            after_s: a.max(0.0),
+            run: run.to_string(),
+        }),
+        _ => None,
+    };
+    (actual, model)
+}
+
+/// Where the model of one workload on one GPU with one ncu setting is kept.
+pub(crate) fn model_path(cache_dir: &Path, identity: &str) -> PathBuf {
+    let digest = Sha256::digest(identity.as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    cache_dir.join("costs").join(format!("{hex}.json"))
+}
+
+pub(crate) fn load(path: &Path) -> Option<Model> {
+    let text = crate::files::read_capped(path, 1 << 20).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+pub(crate) fn save(path: &Path, model: &Model) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let text = serde_json::to_vec_pretty(model).map_err(std::io::Error::other)?;
+    crate::rundir::status::write_atomic(path, &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: f64, p: u32) -> Done {
+        Done {
+            at: Duration::from_secs_f64(s),
+            passes: Some(p),
+        }
+    }
+
+    #[test]
+    fn the_real_log_lines_are_kernels_done_with_their_passes() {
+        let log = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/logs/ncu_stop_early.log"
+        ))
+        .unwrap();
+        let done: Vec<Option<u32>> = log.lines().filter_map(parse_done).collect();
+        assert_eq!(done.len(), 34);
+        assert!(done.iter().all(|p| *p == Some(16)), "{done:?}");
+        assert_eq!(parse_done("==PROF== Connected to process 722"), None);
+    }
+
+    #[test]
+    fn a_measured_pass_teaches_the_next_prediction() {
+        let p = plan(None, 3, 2, None, Some(20.0), true);
+        assert_eq!((p.kernels, p.cached, p.passes_per_kernel), (3, 2, 16));
+        let expected = 20.0 + PRIOR_SETUP_S + 3.0 * 16.0 * PRIOR_S_PER_PASS + 2.0;
+        assert!((p.predicted_s - expected).abs() < 1e-9, "{}", p.predicted_s);
+        assert!(p.basis.starts_with("defaults"));
+        // Kernels done at 25, 25.6 and 26.2 s; the pass ended at 28 s.
+        let done = [at(25.0, 16), at(25.6, 16), at(26.2, 16)];
+        let (actual, model) = measure(&p, &done, Duration::from_secs(28), "r1");
+        let model = model.unwrap();
+        assert!((actual.s_per_kernel.unwrap() - 0.6).abs() < 1e-9);
+        assert!((model.before_s - 24.4).abs() < 1e-9);
+        assert!((model.after_s - 1.8).abs() < 1e-9);
+        let again = plan(Some(&model), 3, 0, None, Some(20.0), true);
+        assert!(
+            (again.predicted_s - 28.0).abs() < 1e-9,
+            "{}",
+            again.predicted_s
+        );
+        assert_eq!(again.basis, "learned from run r1");
+        assert_eq!(plan(Some(&model), 0, 5, None, None, true).predicted_s, 0.0);
+        assert!((left_s(&again, 1.8, &done[..2], 3) - 2.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_model_round_trips_through_its_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = model_path(tmp.path(), "gpu|ncu|workload");
+        assert_eq!(load(&path), None);
+        let m = Model {
+            before_s: 1.0,
+            s_per_pass: 0.04,
+            passes: 16,
+            after_s: 2.0,
+            run: "r".into(),
+        };
+        save(&path, &m).unwrap();
+        assert_eq!(load(&path), Some(m));
+    }
+}

@@ -1,0 +1,112 @@
+//! The ncu metrics cache end to end, with the fake tools replaying real H100 output: a first
+//! run stores each profiled kernel, a re-run takes them from the cache and does not run ncu,
+//! and nothing is served for another GPU or with the cache off.
+
+mod common;
+
+use common::{read, status, Sandbox};
+
+fn profile(sb: &Sandbox, id: &str, extra: &[&str]) {
+    let mut args = vec!["--nvtx-capture", "decode"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "python3", "-c", "print(1)"]);
+    sb.profile(id, &args)
+        .env("FAKE_SMI", "1")
+        .assert()
+        .success();
+}
+
+fn ncu_profiles(sb: &Sandbox) -> usize {
+    sb.calls()
+        .lines()
+        .filter(|l| l.starts_with("ncu --target-processes"))
+        .count()
+}
+
+#[test]
+fn a_rerun_takes_every_kernel_from_the_cache_and_skips_ncu() {
+    let sb = Sandbox::new();
+    profile(&sb, "one", &[]);
+    let first = status(&sb.run("one"));
+    let ncu = &first["passes"]["ncu"]["ncu"];
+    let stored = ncu["cache"]["stored"].as_u64().unwrap();
+    assert!(stored >= 8, "{ncu}");
+    assert_eq!(ncu["cache"]["hits"], 0);
+    assert!(ncu["cost"]["predicted_s"].as_f64().unwrap() > 0.0, "{ncu}");
+    assert!(sb.path().join("cache/stage2/ncu/entries").is_dir());
+    assert_eq!(ncu_profiles(&sb), 1);
+
+    profile(&sb, "two", &[]);
+    let second = status(&sb.run("two"));
+    let ncu = &second["passes"]["ncu"];
+    assert_eq!(ncu["state"], "ok", "{ncu}");
+    assert!(
+        ncu["reason"].as_str().unwrap().contains("metrics cache"),
+        "{ncu}"
+    );
+    assert_eq!(ncu_profiles(&sb), 1, "ncu ran again: {}", sb.calls());
+    let hits = ncu["ncu"]["cache"]["hits"].as_u64().unwrap();
+    assert!(hits >= 8, "{ncu}");
+    // The reports carry the cached figures and name the run that measured them.
+    let md = read(sb.run("two").join("kernels.md"));
+    assert!(
+        md.contains("come from the metrics cache") && md.contains("`one`"),
+        "{md}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(sb.run("two").join("summary.json"))).unwrap();
+    let cached = summary["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["ncu_cached_from"] == "one")
+        .count();
+    assert_eq!(cached as u64, hits);
+    // Every chosen kernel has its figures (the fake ncu replays more kernels than were chosen,
+    // so the first run measured more).
+    assert_eq!(
+        summary["totals"]["ncu_kernels_measured"].as_u64(),
+        Some(hits)
+    );
+    assert!(read(sb.run("two").join("ncu/cmd.txt")).is_empty());
+}
+
+#[test]
+fn no_cache_and_other_settings_profile_again() {
+    let sb = Sandbox::new();
+    profile(&sb, "one", &[]);
+    profile(&sb, "off", &["--no-cache"]);
+    assert_eq!(ncu_profiles(&sb), 2);
+    assert!(status(&sb.run("off"))["passes"]["ncu"]["ncu"]["cache"].is_null());
+    // Another clock setting is another key: nothing is served.
+    profile(&sb, "clocks", &["ncu.clock_control=none"]);
+    assert_eq!(ncu_profiles(&sb), 3);
+    let st = status(&sb.run("clocks"));
+    assert_eq!(st["passes"]["ncu"]["ncu"]["cache"]["hits"], 0);
+    // A cache folder of its own starts empty.
+    profile(&sb, "elsewhere", &["--cache-dir", "mycache"]);
+    assert_eq!(ncu_profiles(&sb), 4);
+    assert!(sb.path().join("mycache/entries").is_dir());
+}
+
+#[test]
+fn without_gpu_facts_the_cache_is_not_used() {
+    let sb = Sandbox::new();
+    for id in ["a", "b"] {
+        sb.profile(
+            id,
+            &[
+                "--nvtx-capture",
+                "decode",
+                "--",
+                "python3",
+                "-c",
+                "print(1)",
+            ],
+        )
+        .assert()
+        .success();
+    }
+    assert_eq!(ncu_profiles(&sb), 2);
+    assert!(!sb.path().join("cache").exists());
+}
