@@ -241,9 +241,15 @@ mod tests {
             .unwrap()
         };
         let (a, b) = (peaks_of(&own), peaks_of(&sections));
-        assert!(!own.kernels[0].metrics.keys().any(|k| k.starts_with("derived__")));
+        assert!(!own.kernels[0]
+            .metrics
+            .keys()
+            .any(|k| k.starts_with("derived__")));
         assert!((a.fp16_flops / a.fp32_flops - b.fp16_flops / b.fp32_flops).abs() < 1e-9);
-        assert!((a.fp32_flops / b.fp32_flops - 1.0).abs() < 0.05, "{a:?} {b:?}");
+        assert!(
+            (a.fp32_flops / b.fp32_flops - 1.0).abs() < 0.05,
+            "{a:?} {b:?}"
+        );
         assert!(a.tensor_flops.is_some());
         assert_eq!((own.rows, own.kernels.len()), (34, 30));
         for k in &own.kernels {

@@ -14,12 +14,14 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// Defaults before any run of this workload on this GPU was measured. From an H100 with ncu
-/// 2025.3.1 and a transformers generate() workload (README, "Measured"): 37 ms per replay pass,
-/// 16 passes per kernel for the reports' metrics, 17 for the roofline set.
+/// 2025.3.1 and the transformers generate() workloads of scripts/bench-gpu.sh (README,
+/// "Measured"): 31 to 51 ms per replay pass, 16 passes per kernel for the reports' metrics
+/// (17 for the roofline set); the time before ncu's first kernel (the workload starting under
+/// ncu, ncu's set-up) 0.8 to 1.2 times the nsys pass; 0.3 s after the last kernel when the
+/// pass stops the workload.
 const PRIOR_S_PER_PASS: f64 = 0.037;
-/// ncu's own start-up on top of the workload's, and setting up its first kernel.
-const PRIOR_SETUP_S: f64 = 6.0;
-const PRIOR_AFTER_STOPPED_S: f64 = 2.0;
+const PRIOR_BEFORE_PER_NSYS_S: f64 = 1.0;
+const PRIOR_AFTER_STOPPED_S: f64 = 0.5;
 
 fn prior_passes(set: Option<&str>) -> u32 {
     match set {
@@ -58,7 +60,7 @@ pub(crate) fn plan(
         None => {
             let workload = nsys_s.unwrap_or(0.0);
             let model = Model {
-                before_s: workload + PRIOR_SETUP_S,
+                before_s: workload * PRIOR_BEFORE_PER_NSYS_S,
                 s_per_pass: PRIOR_S_PER_PASS,
                 passes: prior_passes(set),
                 after_s: if stop_early {
@@ -69,7 +71,10 @@ pub(crate) fn plan(
                 run: String::new(),
             };
             let why = match nsys_s {
-                Some(s) => format!("defaults: the nsys pass's {s:.0} s for the workload, {PRIOR_SETUP_S:.0} s of ncu set-up, {:.0} ms per replay pass", PRIOR_S_PER_PASS * 1e3),
+                Some(s) => format!(
+                    "defaults: the nsys pass's {s:.0} s until the first kernel, {:.0} ms per replay pass",
+                    PRIOR_S_PER_PASS * 1e3
+                ),
                 None => "defaults (no nsys pass to time the workload)".to_string(),
             };
             (model, why)
@@ -225,7 +230,7 @@ mod tests {
     fn a_measured_pass_teaches_the_next_prediction() {
         let p = plan(None, 3, 2, None, Some(20.0), true);
         assert_eq!((p.kernels, p.cached, p.passes_per_kernel), (3, 2, 16));
-        let expected = 20.0 + PRIOR_SETUP_S + 3.0 * 16.0 * PRIOR_S_PER_PASS + 2.0;
+        let expected = 20.0 + 3.0 * 16.0 * PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S;
         assert!((p.predicted_s - expected).abs() < 1e-9, "{}", p.predicted_s);
         assert!(p.basis.starts_with("defaults"));
         // Kernels done at 25, 25.6 and 26.2 s; the pass ended at 28 s.
