@@ -352,6 +352,8 @@ impl NcuPass {
         include: Option<&str>,
         filter: Option<&KernelFilter>,
         base: &str,
+        collect: &Collect,
+        stop_early: bool,
     ) -> Vec<String> {
         let launcher = ctx.cfg.workload.launcher;
         let multi = launcher != Launcher::None;
@@ -363,15 +365,14 @@ impl NcuPass {
         } else {
             ctx.run.ncu(base)
         };
-        let collect = metrics_to_collect(&ctx.cfg.ncu, self.known_metrics.as_deref());
         let scope = Scope {
             include,
             filter,
             out_base: &out_base,
             workload: &ctx.workload.argv,
             exclude_nccl: multi && !ctx.cfg.ncu.include_nccl,
-            stop_early: !multi && ctx.cfg.ncu.stop_when_done,
-            collect: &collect,
+            stop_early,
+            collect,
         };
         let mut profiled = self.with_prog(profile_args(&ctx.cfg.ncu, &scope));
         profiled.splice(1..1, window_args(ctx.cfg));
@@ -539,8 +540,15 @@ impl Pass for NcuPass {
             )
         });
         Ok(NcuPlan {
-            profile: self.argv(ctx, include.as_deref(), filter.as_ref(), &base),
-            unfiltered: self.argv(ctx, include.as_deref(), None, &base),
+            profile: self.argv(
+                ctx,
+                include.as_deref(),
+                filter.as_ref(),
+                &base,
+                &collect,
+                stop_early,
+            ),
+            unfiltered: self.argv(ctx, include.as_deref(), None, &base, &collect, false),
             env: rank_env(ctx.cfg),
             include,
             base,
@@ -667,13 +675,10 @@ impl Pass for NcuPass {
     }
 
     fn record(&self, plan: &NcuPlan, st: &mut PassStatus) {
-        let mut r = st
-            .ncu
-            .take()
-            .unwrap_or_else(|| self.outcome_record(plan, None, 0));
-        r.include = plan.include.clone();
-        r.base = plan.base.clone();
-        st.ncu = Some(r);
+        // execute() records the outcome (cost, cache); a pass that did not run gets the plan's.
+        if st.ncu.is_none() {
+            st.ncu = Some(self.outcome_record(plan, None, 0));
+        }
     }
 }
 

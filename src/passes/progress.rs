@@ -44,13 +44,15 @@ pub(crate) struct State {
     pub(crate) left_s: Option<f64>,
 }
 
-/// The line for a state after `elapsed`.
-pub(crate) fn render(st: &State, elapsed: Duration) -> String {
+/// The line for a state after `elapsed` (None: without the time).
+pub(crate) fn render(st: &State, elapsed: Option<Duration>) -> String {
     let mut line = format!("{}: {}", st.pass, st.stage);
     if let Some((done, total)) = st.count {
         line.push_str(&format!(" {done}/{total} kernels"));
     }
-    line.push_str(&format!(", {:.0} s elapsed", elapsed.as_secs_f64()));
+    if let Some(e) = elapsed {
+        line.push_str(&format!(", {:.0} s elapsed", e.as_secs_f64()));
+    }
     if let Some(left) = st.left_s {
         line.push_str(&format!(", about {:.0} s left", left.max(0.0)));
     }
@@ -112,10 +114,7 @@ impl Handle {
         let before = (st.stage.clone(), st.count);
         f(&mut st);
         if (st.stage.clone(), st.count) != before {
-            tracing::debug!(
-                "{}",
-                render(&st, Duration::ZERO).replace(", 0 s elapsed", "")
-            );
+            tracing::debug!("{}", render(&st, None));
         }
     }
 
@@ -155,7 +154,7 @@ fn tick(shared: &Shared, mode: Mode) {
         last = Instant::now();
         let line = {
             let st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
-            render(&st, t0.elapsed())
+            render(&st, Some(t0.elapsed()))
         };
         let mut err = std::io::stderr();
         let _ = match mode {
@@ -179,14 +178,14 @@ mod tests {
             left_s: Some(19.6),
         };
         assert_eq!(
-            render(&st, Duration::from_secs(14)),
+            render(&st, Some(Duration::from_secs(14))),
             "ncu: profiling 5/26 kernels, 14 s elapsed, about 20 s left"
         );
         st.count = None;
         st.left_s = None;
         st.stage = "finalizing".into();
         assert_eq!(
-            render(&st, Duration::from_millis(2500)),
+            render(&st, Some(Duration::from_millis(2500))),
             "ncu: finalizing, 2 s elapsed"
         );
     }

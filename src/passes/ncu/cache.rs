@@ -131,15 +131,12 @@ impl Cache {
 
     /// Store one kernel's figures; then keep the cache under its cap.
     pub(crate) fn put(&self, key: Key, kernel: CachedKernel) -> std::io::Result<()> {
-        use std::io::Write;
         let dir = self.entries();
         std::fs::create_dir_all(&dir)?;
-        let name = key.file_name();
+        let path = dir.join(key.file_name());
         let text = serde_json::to_vec(&Entry { key, kernel }).map_err(std::io::Error::other)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
-        tmp.write_all(&text)?;
-        tmp.persist(dir.join(name)).map_err(|e| e.error)?;
-        Ok(())
+        // A temp file of its own, renamed into place: concurrent writers never mix.
+        crate::rundir::status::write_atomic(&path, &text)
     }
 
     /// Remove the least recently used entries until the cache holds at most its cap.
