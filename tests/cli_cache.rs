@@ -110,3 +110,19 @@ fn without_gpu_facts_the_cache_is_not_used() {
     assert_eq!(ncu_profiles(&sb), 2);
     assert!(!sb.path().join("cache").exists());
 }
+
+/// Hand-made broken input: an `ncu/cached.json` that is not JSON costs the ncu figures only;
+/// the reports are made from the rest and the run exits 6 naming the file.
+#[test]
+fn a_broken_cached_list_is_named_and_exits_6() {
+    let sb = Sandbox::new();
+    profile(&sb, "one", &[]);
+    let run = sb.run("one");
+    std::fs::write(run.join("ncu/cached.json"), "[{\"kernel\": ").unwrap();
+    sb.stage2()
+        .args(["report", run.to_str().unwrap()])
+        .assert()
+        .code(6)
+        .stderr(predicates::str::contains("cached.json"));
+    assert!(read(run.join("kernels.md")).contains("ncu metrics missing"));
+}
