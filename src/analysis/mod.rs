@@ -470,6 +470,12 @@ impl Artifacts {
             && self.config.nsys.cuda_graph_trace == crate::config::CudaGraphTrace::Graph
     }
 
+    /// The GPUs of the nsys and ncu passes when they ran at once (`ncu.second_gpu`).
+    pub(crate) fn second_gpu(&self) -> Option<&crate::rundir::status::SecondGpu> {
+        let ncu = self.status.as_ref()?.passes.get("ncu")?.ncu.as_ref()?;
+        ncu.second_gpu.as_ref()
+    }
+
     /// The sentence that says so, or None.
     pub(crate) fn hidden_graphs_note(&self) -> Option<String> {
         self.graph_kernels_hidden().then(|| {

@@ -99,24 +99,52 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     };
     driver.save();
     let nsys_path = nsys_tool.map(|t| t.path);
-    driver.drive(&NsysPass {
-        tool: nsys_path.clone(),
-    })?;
-    repeat_nsys(&mut driver, &nsys_path, args.dry_run)?;
-    let mut refused = None;
-    match metric_check.take().map(|h| h.join().unwrap_or(Ok(None))) {
-        Some(Ok(k)) => known = k,
-        Some(Err(e)) => refused = Some(e),
-        None => {}
+    let ncu_path = ncu_tool.as_ref().map(|t| t.path.clone());
+    if let Some(gpus) = second_gpu(cfg, &env, &workload) {
+        // ncu starts now, so the names it will be given are checked first.
+        let (known, refused) = checked(metric_check.take(), known);
+        let index = gpus.ncu.parse().unwrap_or(0);
+        let on = |gpu: &str| crate::passes::workload::Workload {
+            env: crate::passes::beside::pinned(&workload.env, gpu),
+            ..workload.clone()
+        };
+        let (nsys_w, ncu_w) = (on(&gpus.nsys), on(&gpus.ncu));
+        let (nsys_ctx, ncu_ctx) = (ctx.with_workload(&nsys_w), ctx.with_workload(&ncu_w));
+        driver.drive_pair(
+            (
+                &NsysPass {
+                    tool: nsys_path.clone(),
+                },
+                &nsys_ctx,
+            ),
+            (
+                &NcuPass {
+                    device: cache_device(&env, index, ncu_tool.as_ref()),
+                    tool: ncu_path,
+                    refused,
+                    nsys: nsys_path.clone(),
+                    known_metrics: known,
+                    second_gpu: Some(gpus),
+                },
+                &ncu_ctx,
+            ),
+        )?;
+        repeat_nsys(&mut driver, &nsys_path, args.dry_run)?;
+    } else {
+        driver.drive(&NsysPass {
+            tool: nsys_path.clone(),
+        })?;
+        repeat_nsys(&mut driver, &nsys_path, args.dry_run)?;
+        let (known, refused) = checked(metric_check.take(), known);
+        driver.drive(&NcuPass {
+            device: cache_device(&env, workload_gpu(cfg), ncu_tool.as_ref()),
+            tool: ncu_path,
+            refused: refused.or_else(|| workload_failed(&driver.status)),
+            nsys: nsys_path,
+            known_metrics: known,
+            second_gpu: None,
+        })?;
     }
-    let device = cache_device(&env, cfg, ncu_tool.as_ref());
-    driver.drive(&NcuPass {
-        device,
-        tool: ncu_tool.map(|t| t.path),
-        refused: refused.or_else(|| workload_failed(&driver.status)),
-        nsys: nsys_path,
-        known_metrics: known,
-    })?;
 
     // The reports carry the final status of every pass, their own included: finish the run as
     // if rendering succeeds, render once, and record the failure if it does not.
@@ -159,20 +187,64 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     Ok(code)
 }
 
-/// The GPU the workload runs on, its driver and ncu's version: what the metrics cache's keys
-/// need (None when any is unknown).
-fn cache_device(
-    env: &Env,
+/// The metric check's answer: the reports' metrics this GPU knows (or what was known before),
+/// and the error that refuses the ncu pass.
+fn checked(
+    check: Option<std::thread::JoinHandle<Result<Option<Vec<String>>, Error>>>,
+    known: Option<Vec<String>>,
+) -> (Option<Vec<String>>, Option<Error>) {
+    match check.map(|h| h.join().unwrap_or(Ok(None))) {
+        Some(Ok(k)) => (k, None),
+        Some(Err(e)) => (None, Some(e)),
+        None => (known, None),
+    }
+}
+
+/// The GPUs for `ncu.second_gpu`, when it is on and the two passes can run at once; why not
+/// is a warning, and the passes run one after the other.
+fn second_gpu(
     cfg: &Config,
-    ncu: Option<&Found>,
-) -> Option<crate::passes::ncu::cache::Device> {
-    // `cuda:N` (or `N`): the workload sees GPU N; else the first.
-    let index = cfg
-        .workload
+    env: &Env,
+    workload: &crate::passes::workload::Workload,
+) -> Option<crate::rundir::status::SecondGpu> {
+    if !cfg.ncu.second_gpu {
+        return None;
+    }
+    let inherited = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    match crate::passes::beside::gpus(cfg, &workload.env, inherited.as_deref(), &env.gpus) {
+        Ok(g) => {
+            tracing::info!(
+                "ncu.second_gpu: the ncu pass runs on GPU {} while the nsys pass runs on GPU {} ({})",
+                g.ncu,
+                g.nsys,
+                g.model
+            );
+            Some(g)
+        }
+        Err(why) => {
+            tracing::warn!("ncu.second_gpu: the passes run one after the other: {why}");
+            None
+        }
+    }
+}
+
+/// The index (in nvidia-smi's list) of the GPU the workload sees: `workload.device`'s
+/// `cuda:N` (or `N`), else the first.
+fn workload_gpu(cfg: &Config) -> usize {
+    cfg.workload
         .device
         .as_deref()
         .and_then(|d| d.rsplit(':').next()?.parse::<usize>().ok())
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+/// GPU `index`, its driver and ncu's version: what the metrics cache's keys need (None when
+/// any is unknown).
+fn cache_device(
+    env: &Env,
+    index: usize,
+    ncu: Option<&Found>,
+) -> Option<crate::passes::ncu::cache::Device> {
     let gpu = env.gpus.get(index)?;
     Some(crate::passes::ncu::cache::Device {
         gpu: gpu.name.clone(),

@@ -283,6 +283,7 @@ pub struct Ncu {
     pub extra_args: Vec<String>,
     pub timeout_s: Option<u64>,
     pub stop_when_done: bool,
+    pub second_gpu: bool,
     pub cache: NcuCache,
 }
 

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use super::{guards, signals, write_cmd_txt, Ctx};
-use crate::error::Error;
+use crate::error::{Error, ToolError};
 use crate::exit_codes;
 use crate::rundir::status::{Cause, PassState, PassStatus, Status};
 
@@ -65,8 +65,77 @@ impl Driver<'_> {
     /// recorded as this pass's failure and the run's final state before it is returned: no
     /// status.json is left `running`.
     pub(crate) fn drive<P: Pass>(&mut self, pass: &P) -> Result<(), Error> {
-        let name = pass.name();
-        let st = match self.outcome(pass) {
+        let ctx = self.ctx;
+        let st = match self.begin(pass, ctx) {
+            Ok(Begun::Done(st)) => Ok(*st),
+            Ok(Begun::Ready(plan, before)) => {
+                run(pass, ctx, &plan, ctx.progress).map(|st| end(pass, ctx, &plan, before, st))
+            }
+            Err(e) => Err(e),
+        };
+        self.settle(pass.name(), st)
+    }
+
+    /// Two passes at once, each with its own context (its own GPU): both planned, run side
+    /// by side, then each outcome recorded as [`Driver::drive`] records one. An empty pass is
+    /// diagnosed only once both have ended (the diagnosis reads the other pass's report).
+    pub(crate) fn drive_pair<A, B>(
+        &mut self,
+        (a, actx): (&A, &Ctx),
+        (b, bctx): (&B, &Ctx),
+    ) -> Result<(), Error>
+    where
+        A: Pass + Sync,
+        B: Pass + Sync,
+        A::Plan: Sync,
+        B::Plan: Sync,
+    {
+        let began_a = self.begin(a, actx);
+        let began_b = self.begin(b, bctx);
+        // Two lines redrawn in place would overwrite each other: plain lines instead.
+        let mode = |ctx: &Ctx| match ctx.progress {
+            super::progress::Mode::Tty => super::progress::Mode::Plain,
+            m => m,
+        };
+        let (ra, rb) = std::thread::scope(|scope| {
+            let tb = match &began_b {
+                Ok(Begun::Ready(plan, _)) => {
+                    Some(scope.spawn(move || run(b, bctx, plan, mode(bctx))))
+                }
+                _ => None,
+            };
+            let ra = match &began_a {
+                Ok(Begun::Ready(plan, _)) => Some(run(a, actx, plan, mode(actx))),
+                _ => None,
+            };
+            let rb = tb.map(|t| {
+                t.join().unwrap_or_else(|_| {
+                    Err(
+                        ToolError::Unusable(format!("the {} pass stopped unexpectedly", b.name()))
+                            .into(),
+                    )
+                })
+            });
+            (ra, rb)
+        });
+        let st_a = finish(a, actx, began_a, ra);
+        let st_b = finish(b, bctx, began_b, rb);
+        // Both outcomes are recorded before an error of either stops the run.
+        let (a_err, b_err) = (st_a.is_err(), st_b.is_err());
+        if !b_err {
+            self.settle(b.name(), st_b)?;
+            return self.settle(a.name(), st_a);
+        }
+        if !a_err {
+            self.settle(a.name(), st_a)?;
+        }
+        self.settle(b.name(), st_b)
+    }
+
+    /// Record an outcome; an error is recorded as the pass's failure, every pass not started
+    /// is marked so, and the error is returned.
+    fn settle(&mut self, name: &str, st: Result<PassStatus, Error>) -> Result<(), Error> {
+        let st = match st {
             Ok(st) => st,
             Err(e) => {
                 let st = PassStatus::failed(Cause::of(&e), Some(e.to_string()));
@@ -87,13 +156,17 @@ impl Driver<'_> {
         Ok(())
     }
 
-    fn outcome<P: Pass>(&mut self, pass: &P) -> Result<PassStatus, Error> {
-        let (ctx, name) = (self.ctx, pass.name());
+    /// Skip or plan, write cmd.txt, check the disk and mark the pass running; a pass that
+    /// does not run (skipped, refused, a dry run) is done here.
+    fn begin<P: Pass>(&mut self, pass: &P, ctx: &Ctx) -> Result<Begun<P::Plan>, Error> {
+        let name = pass.name();
         if signals::interrupted() {
-            return Ok(PassStatus::skipped("not started: the run was interrupted"));
+            return Ok(Begun::Done(Box::new(PassStatus::skipped(
+                "not started: the run was interrupted",
+            ))));
         }
         if let Some(st) = pass.skip(ctx) {
-            return Ok(st);
+            return Ok(Begun::Done(Box::new(st)));
         }
         let plan = pass.plan(ctx)?;
         let cmd_txt: PathBuf = ctx.run.path.join(name).join("cmd.txt");
@@ -103,7 +176,7 @@ impl Driver<'_> {
             tracing::info!("{name} pass: writing its command lines (dry run)");
             let mut st = PassStatus::new(PassState::Planned, None);
             pass.record(&plan, &mut st);
-            return Ok(st);
+            return Ok(Begun::Done(Box::new(st)));
         }
         tracing::info!("{name} pass: running");
         let before = guards::warnings(ctx.cfg, name, guards::free_gb(&ctx.run.path));
@@ -113,20 +186,62 @@ impl Driver<'_> {
         self.status
             .set(name, PassStatus::new(PassState::Running, None));
         self.save();
-        let progress = super::progress::Progress::start(name, ctx.progress);
-        let st = pass.execute(ctx, &plan, &progress);
-        drop(progress);
-        super::redact_logs(&ctx.run.path.join(name), &ctx.workload.env);
-        let mut st = st?;
-        st.warnings.splice(0..0, before);
-        if st.state == PassState::NoData && !signals::interrupted() {
-            if let Some(more) = pass.diagnose(ctx, &st) {
-                let reason = st.reason.take().unwrap_or_default();
-                st.reason = Some(format!("{reason}\n{more}"));
-            }
+        Ok(Begun::Ready(plan, before))
+    }
+}
+
+/// A pass after [`Driver::begin`]: done already, or planned with the disk's warnings.
+enum Begun<Plan> {
+    Done(Box<PassStatus>),
+    Ready(Plan, Vec<String>),
+}
+
+/// Execute a planned pass with its progress line, then redact its logs.
+fn run<P: Pass>(
+    pass: &P,
+    ctx: &Ctx,
+    plan: &P::Plan,
+    mode: super::progress::Mode,
+) -> Result<PassStatus, Error> {
+    let progress = super::progress::Progress::start(pass.name(), mode);
+    let st = pass.execute(ctx, plan, &progress);
+    drop(progress);
+    super::redact_logs(&ctx.run.path.join(pass.name()), &ctx.workload.env);
+    st
+}
+
+/// The disk's warnings first, an empty capture diagnosed, the plan's facts recorded.
+fn end<P: Pass>(
+    pass: &P,
+    ctx: &Ctx,
+    plan: &P::Plan,
+    before: Vec<String>,
+    mut st: PassStatus,
+) -> PassStatus {
+    st.warnings.splice(0..0, before);
+    if st.state == PassState::NoData && !signals::interrupted() {
+        if let Some(more) = pass.diagnose(ctx, &st) {
+            let reason = st.reason.take().unwrap_or_default();
+            st.reason = Some(format!("{reason}\n{more}"));
         }
-        pass.record(&plan, &mut st);
-        Ok(st)
+    }
+    pass.record(plan, &mut st);
+    st
+}
+
+/// A pass of a pair: its outcome from what [`Driver::begin`] and [`run`] gave.
+fn finish<P: Pass>(
+    pass: &P,
+    ctx: &Ctx,
+    began: Result<Begun<P::Plan>, Error>,
+    ran: Option<Result<PassStatus, Error>>,
+) -> Result<PassStatus, Error> {
+    match (began?, ran) {
+        (Begun::Done(st), _) => Ok(*st),
+        (Begun::Ready(plan, before), Some(st)) => Ok(end(pass, ctx, &plan, before, st?)),
+        (Begun::Ready(..), None) => {
+            Err(ToolError::Unusable(format!("the {} pass did not run", pass.name())).into())
+        }
     }
 }
 
@@ -201,6 +316,7 @@ mod tests {
             refused: None,
             nsys: None,
             known_metrics: None,
+            second_gpu: None,
             device: None,
         };
         let plan = ncu.plan(&ctx).unwrap();
@@ -248,6 +364,7 @@ mod tests {
                 refused: Some(Error::config("ncu.metrics: not known")),
                 nsys: None,
                 known_metrics: None,
+                second_gpu: None,
                 device: None,
             })
             .unwrap();

@@ -2,6 +2,7 @@
 //! running (every child through [`process`], with a timeout and signal forwarding) and what a
 //! pass needs around that (tools, workload argv, launchers, provenance, guards).
 
+pub(crate) mod beside;
 pub(crate) mod diagnose;
 pub(crate) mod driver;
 pub(crate) mod guards;
@@ -35,7 +36,21 @@ pub(crate) struct Ctx<'a> {
     pub(crate) progress: progress::Mode,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The same run with another workload (the same one pinned to another GPU).
+    pub(crate) fn with_workload<'b>(&self, workload: &'b Workload) -> Ctx<'b>
+    where
+        'a: 'b,
+    {
+        Ctx {
+            cfg: self.cfg,
+            run: self.run,
+            workload,
+            echo: self.echo,
+            progress: self.progress,
+        }
+    }
+
     /// A child spec with the workload's environment and working directory.
     pub(crate) fn spec(&self, program: &Path, args: Vec<String>, log: PathBuf) -> Spec {
         let mut s = Spec::new(program, args, log);

@@ -309,6 +309,8 @@ pub(crate) struct NcuPass {
     pub(crate) known_metrics: Option<Vec<String>>,
     /// The GPU and ncu, for the metrics cache's keys (None: not known; no cache).
     pub(crate) device: Option<cache::Device>,
+    /// Run on a second GPU beside the nsys pass (None: after it, on the workload's GPU).
+    pub(crate) second_gpu: Option<crate::rundir::status::SecondGpu>,
 }
 
 /// What the ncu pass runs.
@@ -717,6 +719,7 @@ impl NcuPass {
                 hits: r.hits.len(),
                 stored,
             }),
+            second_gpu: self.second_gpu.clone(),
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::fmt::{cut, md, ms, opt1, pct, us};
+use super::second_gpu_note;
 use crate::analysis::ranges::RangeStats;
 use crate::analysis::Artifacts;
 use crate::model::{display_name, Bound, KernelRecord, TimeSource};
@@ -62,6 +63,9 @@ pub(crate) fn kernels_md(a: &Artifacts) -> String {
         );
     }
     cached_note(a, &mut s);
+    if let Some(note) = second_gpu_note(a) {
+        let _ = writeln!(s, "Note: {note}.");
+    }
     s.push('\n');
     table(&mut s, &a.records, a.config.report.top_kernels, width);
     let rest = a.records.len().saturating_sub(a.config.report.top_kernels);

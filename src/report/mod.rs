@@ -112,5 +112,17 @@ pub(crate) mod fmt {
     }
 }
 
+/// The sentence saying the two passes ran at once, on which GPUs (None: one after the
+/// other).
+pub(crate) fn second_gpu_note(a: &crate::analysis::Artifacts) -> Option<String> {
+    let g = a.second_gpu()?;
+    Some(format!(
+        "the ncu pass ran on GPU {} while the nsys pass ran on GPU {}, both {} (`ncu.second_gpu`; status.json `passes.ncu.ncu.second_gpu`)",
+        fmt::md(&g.ncu),
+        fmt::md(&g.nsys),
+        fmt::md(&g.model)
+    ))
+}
+
 #[cfg(test)]
 mod tests;

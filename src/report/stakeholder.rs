@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::fmt::{cut, md, ms, pct, us};
+use super::second_gpu_note;
 use super::Artifacts;
 use crate::model::{display_name, Bound};
 
@@ -210,7 +211,10 @@ fn run_facts(a: &Artifacts, s: &mut String) {
                 )
             })
             .collect();
-        let _ = writeln!(s, "| Passes | {} |", passes.join("; "));
+        let beside = second_gpu_note(a)
+            .map(|n| format!("; {n}"))
+            .unwrap_or_default();
+        let _ = writeln!(s, "| Passes | {}{beside} |", passes.join("; "));
     }
     s.push('\n');
 }

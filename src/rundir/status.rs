@@ -74,6 +74,17 @@ pub(crate) struct NcuRecord {
     pub(crate) actual: Option<NcuCostActual>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cache: Option<NcuCacheUse>,
+    /// The pass ran on a second GPU while the nsys pass ran (`ncu.second_gpu`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) second_gpu: Option<SecondGpu>,
+}
+
+/// The GPUs of two passes run at once (`CUDA_VISIBLE_DEVICES` values) and their one model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SecondGpu {
+    pub(crate) nsys: String,
+    pub(crate) ncu: String,
+    pub(crate) model: String,
 }
 
 fn is_zero(n: &usize) -> bool {
