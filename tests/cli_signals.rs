@@ -255,3 +255,25 @@ fn ctrl_c_during_nsys_stats_is_an_interrupt_and_the_export_still_runs() {
     assert_eq!(st["passes"]["nsys"]["state"], "interrupted");
     assert!(run.join("nsys/run.sqlite").exists());
 }
+
+/// With the two passes at once (`ncu.second_gpu`), a Ctrl-C reaches the one still running and
+/// the run ends with neither pass left `running`.
+#[test]
+fn ctrl_c_with_both_passes_at_once_leaves_no_pass_running() {
+    let sb = Sandbox::new();
+    let mut child = command(&sb, "pair", "hang", &["ncu.second_gpu=true"])
+        .env("FAKE_SMI", "1")
+        .env("FAKE_SMI_GPUS", "2")
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .spawn()
+        .unwrap();
+    wait_for(&sb.path().join("pair.ready"), Duration::from_secs(20));
+    signal(&child, Signal::SIGINT);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(20)), 130);
+    let st = status(&sb.run("pair"));
+    assert_eq!(st["state"], "interrupted", "{st}");
+    assert_eq!(st["passes"]["nsys"]["state"], "interrupted", "{st}");
+    let ncu = st["passes"]["ncu"]["state"].as_str().unwrap();
+    assert!(["ok", "interrupted", "no_data"].contains(&ncu), "{st}");
+    assert_eq!(st["passes"]["ncu"]["ncu"]["second_gpu"]["ncu"], "1", "{st}");
+}

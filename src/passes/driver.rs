@@ -120,16 +120,19 @@ impl Driver<'_> {
         });
         let st_a = finish(a, actx, began_a, ra);
         let st_b = finish(b, bctx, began_b, rb);
-        // Both outcomes are recorded before an error of either stops the run.
-        let (a_err, b_err) = (st_a.is_err(), st_b.is_err());
-        if !b_err {
-            self.settle(b.name(), st_b)?;
-            return self.settle(a.name(), st_a);
+        // Both outcomes are recorded, in order, before an error of either stops the run.
+        let mut failed = Vec::new();
+        for (name, st) in [(a.name(), st_a), (b.name(), st_b)] {
+            match st {
+                Ok(st) => self.settle(name, Ok(st))?,
+                Err(e) => failed.push((name, e)),
+            }
         }
-        if !a_err {
-            self.settle(a.name(), st_a)?;
+        let mut first = None;
+        for (name, e) in failed {
+            first = first.or(self.settle(name, Err(e)).err());
         }
-        self.settle(b.name(), st_b)
+        first.map_or(Ok(()), Err)
     }
 
     /// Record an outcome; an error is recorded as the pass's failure, every pass not started
@@ -373,5 +376,46 @@ mod tests {
         assert_eq!(st["ncu"].state, PassState::Failed);
         assert_eq!(st["ncu"].exit_code, exit_codes::USAGE);
         assert!(!run.path.join("ncu/cmd.txt").exists());
+    }
+
+    /// Two passes at once whose programs cannot start: both failures are recorded, none is
+    /// left running, and the first error is returned.
+    #[test]
+    fn a_pair_records_both_outcomes_when_both_fail_to_start() {
+        let (_tmp, cfg, run, workload) = fixture(&[
+            "workload.argv=[python3,w.py]",
+            "nsys.nvtx_capture=prefill",
+            "ncu.nvtx_include=decode",
+        ]);
+        let ctx = Ctx {
+            cfg: &cfg,
+            run: &run,
+            workload: &workload,
+            echo: false,
+            progress: crate::passes::progress::Mode::Off,
+        };
+        let mut driver = Driver {
+            ctx: &ctx,
+            status: Status::new("r"),
+            dry_run: false,
+        };
+        let nsys = NsysPass {
+            tool: Some("/no/such/nsys".into()),
+        };
+        let ncu = NcuPass {
+            tool: Some("/no/such/ncu".into()),
+            refused: None,
+            nsys: None,
+            known_metrics: None,
+            device: None,
+            second_gpu: None,
+        };
+        let err = driver.drive_pair((&nsys, &ctx), (&ncu, &ctx)).unwrap_err();
+        assert!(err.to_string().contains("/no/such/nsys"), "{err}");
+        let st = Status::read(&run.path).unwrap();
+        for pass in ["nsys", "ncu"] {
+            assert_eq!(st.passes[pass].state, PassState::Failed, "{pass}");
+        }
+        assert!(st.passes["ncu"].reason.as_deref().unwrap().contains("/no/such/ncu"));
     }
 }

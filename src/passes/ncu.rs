@@ -756,7 +756,7 @@ impl Watch {
                     .map(|(c, n)| cost::left_s(c, 1.0, &d, n));
                 handle.update(|s| {
                     s.stage = "profiling".into();
-                    s.count = Some((k, total.unwrap_or(k).max(k)));
+                    s.count = Some((k, total.map(|n| n.max(k))));
                     s.left_s = left;
                 });
             }

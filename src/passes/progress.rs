@@ -38,8 +38,8 @@ const TTY_EVERY: Duration = Duration::from_millis(500);
 pub(crate) struct State {
     pub(crate) pass: String,
     pub(crate) stage: String,
-    /// Items done and planned (ncu: kernels).
-    pub(crate) count: Option<(usize, usize)>,
+    /// Items done and planned (ncu: kernels; None planned: not known before the pass).
+    pub(crate) count: Option<(usize, Option<usize>)>,
     /// Seconds left, when they can be estimated.
     pub(crate) left_s: Option<f64>,
 }
@@ -47,8 +47,10 @@ pub(crate) struct State {
 /// The line for a state after `elapsed` (None: without the time).
 pub(crate) fn render(st: &State, elapsed: Option<Duration>) -> String {
     let mut line = format!("{}: {}", st.pass, st.stage);
-    if let Some((done, total)) = st.count {
-        line.push_str(&format!(" {done}/{total} kernels"));
+    match st.count {
+        Some((done, Some(total))) => line.push_str(&format!(" {done}/{total} kernels")),
+        Some((done, None)) => line.push_str(&format!(", {done} kernels so far")),
+        None => {}
     }
     if let Some(e) = elapsed {
         line.push_str(&format!(", {:.0} s elapsed", e.as_secs_f64()));
@@ -174,15 +176,21 @@ mod tests {
         let mut st = State {
             pass: "ncu".into(),
             stage: "profiling".into(),
-            count: Some((5, 26)),
+            count: Some((5, Some(26))),
             left_s: Some(19.6),
         };
         assert_eq!(
             render(&st, Some(Duration::from_secs(14))),
             "ncu: profiling 5/26 kernels, 14 s elapsed, about 20 s left"
         );
-        st.count = None;
+        // Each distinct kernel of a range: how many is not known until ncu ends.
+        st.count = Some((8, None));
         st.left_s = None;
+        assert_eq!(
+            render(&st, Some(Duration::from_secs(20))),
+            "ncu: profiling, 8 kernels so far, 20 s elapsed"
+        );
+        st.count = None;
         st.stage = "finalizing".into();
         assert_eq!(
             render(&st, Some(Duration::from_millis(2500))),
