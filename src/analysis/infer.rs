@@ -13,7 +13,7 @@ pub(crate) fn nsys_range(run: &RunDir) -> Option<String> {
     ranges
         .iter()
         .min_by_key(|r| (r.start, std::cmp::Reverse(r.end - r.start)))
-        .map(|r| r.name.clone())
+        .map(|r| r.name.to_string())
 }
 
 /// The range ncu profiled: `nsys` (the range nsys captured) when every profiled kernel ran

@@ -284,7 +284,7 @@ fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
     let mut index: HashMap<&str, usize> = HashMap::new();
     for n in order {
         let node = &nodes[n];
-        let name = ranges[node.range()].name.as_str();
+        let name = &*ranges[node.range()].name;
         let k = *index.entry(name).or_insert_with(|| {
             out.push(RangeLedger {
                 name: name.to_string(),
@@ -310,10 +310,11 @@ fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
     }
     for node in nodes {
         if let Some(p) = node.parent() {
-            let parent = ranges[nodes[p].range()].name.as_str();
+            let parent = &*ranges[nodes[p].range()].name;
             let child = &ranges[node.range()];
             let e = &mut out[index[parent]];
-            *e.children.entry(child.name.clone()).or_default() += (child.end - child.start).max(0);
+            *e.children.entry(child.name.to_string()).or_default() +=
+                (child.end - child.start).max(0);
         }
     }
     out

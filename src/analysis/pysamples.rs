@@ -114,8 +114,8 @@ pub(crate) fn attribute(
             let Some(inner) = open.map(|i| &ranges[i]).next() else {
                 continue;
             };
-            let c = counts.entry(inner.name.as_str()).or_insert_with(|| {
-                order.push(inner.name.as_str());
+            let c = counts.entry(&*inner.name).or_insert_with(|| {
+                order.push(&*inner.name);
                 Counts::default()
             });
             count(c, f, &s.stack);

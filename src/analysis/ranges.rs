@@ -103,50 +103,36 @@ impl RangeStats {
     }
 }
 
-/// One instance's GPU figures, built from its launches in GPU start order. Kept small: a
-/// capture can hold hundreds of thousands of range instances.
+/// One instance's GPU figures that need its own state, built from its launches in GPU start
+/// order; what only adds up goes straight to its name's [`Sums`]. Kept small (40 bytes): a
+/// capture can hold hundreds of thousands of range instances, all open until the stream ends
+/// (work launched in a range can run any time after it).
+#[derive(Clone, Copy)]
 pub(crate) struct Instance {
-    kernel_ns: i64,
-    launches: u32,
-    graph_kernels: u32,
-    ops: u32,
-    /// First start and last end of its work (i64::MAX / MIN before any).
+    /// First start and last end of its work (i64::MAX / MIN before any). Work comes in start
+    /// order, so `last` is also where the union of all its work ends: a start after it opens
+    /// an idle gap.
     first: i64,
     last: i64,
-    memcpy_ns: i64,
-    /// Union of kernel intervals (busy), and of all work (for the idle gaps).
+    /// Union of kernel intervals (busy).
     busy: Union,
-    all: Union,
-    idle: Gaps,
-    /// nsys counts one GPU op per graph launch, not per kernel node: the launch calls (thread,
-    /// API start) whose kernels were counted. Boxed on purpose: 8 bytes in every instance
-    /// instead of a Vec's 24, and most instances launch no graph.
-    #[allow(clippy::box_collection)]
-    graph_calls: Option<Box<Vec<(i64, i64)>>>,
+    launches: u32,
 }
 
 impl Default for Instance {
     fn default() -> Self {
         Instance {
-            kernel_ns: 0,
-            launches: 0,
-            graph_kernels: 0,
-            ops: 0,
             first: i64::MAX,
             last: i64::MIN,
-            memcpy_ns: 0,
             busy: Union::default(),
-            all: Union::default(),
-            idle: Gaps::default(),
-            graph_calls: None,
+            launches: 0,
         }
     }
 }
 
-/// The union of intervals that arrive in start order: the one being merged and the time
-/// covered before it.
+/// The union of intervals that arrive in start order: where it ends and the time it covers.
+#[derive(Clone, Copy)]
 struct Union {
-    start: i64,
     end: i64,
     covered: i64,
 }
@@ -154,72 +140,89 @@ struct Union {
 impl Default for Union {
     fn default() -> Self {
         Union {
-            start: i64::MIN,
             end: i64::MIN,
             covered: 0,
         }
     }
 }
 
-/// Gaps between merged intervals: how many, their total and the largest.
-#[derive(Default)]
-struct Gaps {
-    count: u64,
-    total: i64,
-    largest: i64,
+impl Union {
+    /// Add `[a, b)`, which starts at or after every interval added before.
+    fn add(&mut self, a: i64, b: i64) {
+        if self.end == i64::MIN || a > self.end {
+            self.covered += (b - a).max(0);
+            self.end = b;
+        } else if b > self.end {
+            self.covered += b - self.end;
+            self.end = b;
+        }
+    }
 }
 
-impl Union {
-    /// Add `[a, b)`; returns the gap before it when it starts after the merged interval.
-    fn add(&mut self, a: i64, b: i64) -> Option<i64> {
-        if self.start == i64::MIN {
-            (self.start, self.end) = (a, b);
-            return None;
-        }
-        if a <= self.end {
-            self.end = self.end.max(b);
-            return None;
-        }
-        self.covered += self.end - self.start;
-        let gap = a - self.end;
-        (self.start, self.end) = (a, b);
-        Some(gap)
-    }
-    fn covered(&self) -> i64 {
-        match self.start {
-            i64::MIN => self.covered,
-            s => self.covered + self.end - s,
-        }
+/// What adds up over a range name's instances, fed at each launch.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Sums {
+    kernel_ns: i64,
+    memcpy_ns: i64,
+    launches: u64,
+    graph_kernels: u64,
+    ops: u64,
+    idle_gaps: u64,
+    idle_ns: i64,
+    largest_gap_ns: i64,
+}
+
+/// Each range's name and style as an index (first appearance order), and the names.
+pub(crate) struct Keys {
+    /// Per range; [`Keys::NONE`] for an operator range.
+    pub(crate) of: Vec<u32>,
+    pub(crate) names: Vec<(std::sync::Arc<str>, bool)>,
+}
+
+impl Keys {
+    pub(crate) const NONE: u32 = u32::MAX;
+
+    pub(crate) fn new(ranges: &[NvtxRange]) -> Keys {
+        let mut index: std::collections::HashMap<(&str, bool), u32> = Default::default();
+        let mut names = Vec::new();
+        let of = ranges
+            .iter()
+            .map(|r| {
+                if crate::analysis::ops::is_op(&r.name) {
+                    return Keys::NONE;
+                }
+                *index.entry((&*r.name, r.push_pop)).or_insert_with(|| {
+                    names.push((r.name.clone(), r.push_pop));
+                    (names.len() - 1) as u32
+                })
+            })
+            .collect();
+        Keys { of, names }
     }
 }
 
 impl Instance {
-    /// Add one launch; launches come in GPU start order.
-    pub(crate) fn add(&mut self, l: &Launch) {
-        let call = (l.tid, l.api_start);
-        if !l.graph {
-            self.ops += 1;
-        } else {
-            let calls = self.graph_calls.get_or_insert_with(Default::default);
-            if !calls.contains(&call) {
-                self.ops += 1;
-                calls.push(call);
-            }
+    /// Add one launch; launches come in GPU start order. `new_op`: false for a kernel of a
+    /// CUDA graph launch whose other kernels this instance already counted (nsys counts one
+    /// GPU op per graph launch).
+    pub(crate) fn add(&mut self, l: &Launch, sums: &mut Sums, new_op: bool) {
+        sums.ops += u64::from(new_op);
+        if self.first != i64::MAX && l.start > self.last {
+            let gap = l.start - self.last;
+            sums.idle_gaps += 1;
+            sums.idle_ns += gap;
+            sums.largest_gap_ns = sums.largest_gap_ns.max(gap);
         }
         self.first = self.first.min(l.start);
         self.last = self.last.max(l.end);
-        if let Some(gap) = self.all.add(l.start, l.end) {
-            self.idle.count += 1;
-            self.idle.total += gap;
-            self.idle.largest = self.idle.largest.max(gap);
-        }
         if l.kernel {
-            self.kernel_ns += l.kernel_ns();
+            sums.kernel_ns += l.kernel_ns();
+            sums.launches += 1;
+            sums.graph_kernels += u64::from(l.graph);
             self.launches += 1;
-            self.graph_kernels += u32::from(l.graph);
             self.busy.add(l.start, l.end);
         } else {
-            self.memcpy_ns += (l.end - l.start).max(0);
+            sums.memcpy_ns += (l.end - l.start).max(0);
         }
     }
     fn proj_ns(&self) -> i64 {
@@ -230,70 +233,66 @@ impl Instance {
     }
 }
 
-/// Aggregate each instance's figures by range name (and style), in order of first appearance;
-/// `instance(i)` is range `i`'s, None for a range left out (operator ranges).
-pub(crate) fn aggregate<'a>(
+/// The per-name figures: `sums` by key, each instance's own figures from `instance(i)`.
+pub(crate) fn aggregate(
     ranges: &[NvtxRange],
-    instance: impl Fn(usize) -> Option<&'a Instance>,
+    keys: &Keys,
+    sums: &[Sums],
+    instance: impl Fn(usize) -> Instance,
 ) -> Vec<RangeStats> {
-    let empty = Instance::default();
-    let mut out: Vec<RangeStats> = Vec::new();
-    let mut per: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = Vec::new();
-    let mut index: std::collections::HashMap<(&str, bool), usize> = Default::default();
-    for (n, r) in ranges.iter().enumerate() {
-        if crate::analysis::ops::is_op(&r.name) {
+    let mut out: Vec<RangeStats> = keys
+        .names
+        .iter()
+        .zip(sums)
+        .map(|((name, push_pop), s)| RangeStats {
+            name: name.to_string(),
+            style: if *push_pop { "PushPop" } else { "StartEnd" }.to_string(),
+            instances: 0,
+            wall_ns: 0,
+            kernel_ns: s.kernel_ns,
+            launches: s.launches,
+            graph_kernels: s.graph_kernels,
+            gpu_ops: s.ops,
+            proj_ns: 0,
+            busy_ns: 0,
+            gpu_busy_pct: 0.0,
+            memcpy_ns: s.memcpy_ns,
+            idle_gaps: s.idle_gaps,
+            idle_ns: s.idle_ns,
+            largest_gap_ns: s.largest_gap_ns,
+            avg_wall_ns: 0.0,
+            avg_kernel_ns: 0.0,
+            avg_launches: 0.0,
+            wall_spread: Spread::default(),
+            proj_spread: Spread::default(),
+            launches_spread: Spread::default(),
+        })
+        .collect();
+    let wall = |n: usize| (ranges[n].end - ranges[n].start).max(0);
+    for (n, &k) in keys.of.iter().enumerate() {
+        if k == Keys::NONE {
             continue;
         }
-        let i = instance(n).unwrap_or(&empty);
-        let style = if r.push_pop { "PushPop" } else { "StartEnd" };
-        let k = *index
-            .entry((r.name.as_str(), r.push_pop))
-            .or_insert_with(|| {
-                out.push(RangeStats {
-                    name: r.name.clone(),
-                    style: style.to_string(),
-                    instances: 0,
-                    wall_ns: 0,
-                    kernel_ns: 0,
-                    launches: 0,
-                    graph_kernels: 0,
-                    gpu_ops: 0,
-                    proj_ns: 0,
-                    busy_ns: 0,
-                    gpu_busy_pct: 0.0,
-                    memcpy_ns: 0,
-                    idle_gaps: 0,
-                    idle_ns: 0,
-                    largest_gap_ns: 0,
-                    avg_wall_ns: 0.0,
-                    avg_kernel_ns: 0.0,
-                    avg_launches: 0.0,
-                    wall_spread: Spread::default(),
-                    proj_spread: Spread::default(),
-                    launches_spread: Spread::default(),
-                });
-                per.push(Default::default());
-                out.len() - 1
-            });
-        let (e, p) = (&mut out[k], &mut per[k]);
-        let wall = (r.end - r.start).max(0);
+        let (e, i) = (&mut out[k as usize], instance(n));
         e.instances += 1;
-        e.wall_ns += wall;
-        e.kernel_ns += i.kernel_ns;
-        e.launches += u64::from(i.launches);
-        e.graph_kernels += u64::from(i.graph_kernels);
-        e.gpu_ops += u64::from(i.ops);
+        e.wall_ns += wall(n);
         e.proj_ns += i.proj_ns();
-        e.busy_ns += i.busy.covered();
-        e.memcpy_ns += i.memcpy_ns;
-        e.idle_gaps += i.idle.count;
-        e.idle_ns += i.idle.total;
-        e.largest_gap_ns = e.largest_gap_ns.max(i.idle.largest);
-        p.0.push(wall as f64);
-        p.1.push(i.proj_ns() as f64);
-        p.2.push(i.launches as f64);
+        e.busy_ns += i.busy.covered;
     }
-    for (s, (wall, proj, launches)) in out.iter_mut().zip(per) {
+    // One spread at a time: the values of all instances of one figure, not of three.
+    let spread = |f: &dyn Fn(usize) -> f64| -> Vec<Spread> {
+        let mut per: Vec<Vec<f64>> = vec![Vec::new(); keys.names.len()];
+        for (n, &k) in keys.of.iter().enumerate() {
+            if k != Keys::NONE {
+                per[k as usize].push(f(n));
+            }
+        }
+        per.into_iter().map(Spread::of).collect()
+    };
+    let walls = spread(&|n| wall(n) as f64);
+    let projs = spread(&|n| instance(n).proj_ns() as f64);
+    let launches = spread(&|n| f64::from(instance(n).launches));
+    for (((s, w), p), l) in out.iter_mut().zip(walls).zip(projs).zip(launches) {
         let n = s.instances.max(1) as f64;
         s.gpu_busy_pct = if s.proj_ns > 0 {
             100.0 * s.busy_ns as f64 / s.proj_ns as f64
@@ -303,9 +302,9 @@ pub(crate) fn aggregate<'a>(
         s.avg_wall_ns = s.wall_ns as f64 / n;
         s.avg_kernel_ns = s.kernel_ns as f64 / n;
         s.avg_launches = s.launches as f64 / n;
-        s.wall_spread = Spread::of(wall);
-        s.proj_spread = Spread::of(proj);
-        s.launches_spread = Spread::of(launches);
+        s.wall_spread = w;
+        s.proj_spread = p;
+        s.launches_spread = l;
     }
     out
 }

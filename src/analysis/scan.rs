@@ -7,17 +7,22 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::analysis::nesting::Nesting;
-use crate::analysis::ops::{self, OpsGpu};
-use crate::analysis::ranges::{aggregate, Instance, RangeStats};
+use crate::analysis::ops::OpsGpu;
+use crate::analysis::ranges::{aggregate, Instance, Keys, RangeStats, Sums};
 use crate::parse::nsys::KernelSum;
 use crate::parse::sqlite::{Launch, NvtxRange, Sink};
 
 pub(crate) struct Scan<'a> {
     ranges: &'a [NvtxRange],
     nest: std::borrow::Cow<'a, Nesting>,
-    op: Vec<bool>,
-    /// Per range: its instance figures.
+    /// Per range: its name's index (operator ranges: none) and its instance figures; per name:
+    /// what adds up.
+    keys: Keys,
     inst: Vec<Instance>,
+    sums: Vec<Sums>,
+    /// The CUDA graph launch calls (range, thread, API start) whose kernels a range instance
+    /// counted already as one GPU op.
+    graph_calls: rustc_hash::FxHashSet<(u32, i64, i64)>,
     /// The range whose kernels make the kernel table, and their durations: kernel name id ->
     /// duration -> launches.
     captured: Option<&'a str>,
@@ -41,11 +46,14 @@ impl<'a> Scan<'a> {
         nest: std::borrow::Cow<'a, Nesting>,
         captured: Option<&'a str>,
     ) -> Scan<'a> {
+        let keys = Keys::new(ranges);
         Scan {
             ranges,
             nest,
-            op: ranges.iter().map(|r| ops::is_op(&r.name)).collect(),
-            inst: (0..ranges.len()).map(|_| Instance::default()).collect(),
+            inst: vec![Instance::default(); ranges.len()],
+            sums: vec![Sums::default(); keys.names.len()],
+            keys,
+            graph_calls: Default::default(),
             captured,
             durations: HashMap::new(),
             ops: OpsGpu::default(),
@@ -68,7 +76,7 @@ impl<'a> Scan<'a> {
 
     /// The per-range figures (operator ranges left out).
     pub(crate) fn stats(&self) -> Vec<RangeStats> {
-        aggregate(self.ranges, |i| Some(&self.inst[i]))
+        aggregate(self.ranges, &self.keys, &self.sums, |i| self.inst[i])
     }
 
     /// The captured range's kernels, largest total first, as `nvtx_kern_sum` lists them.
@@ -105,12 +113,14 @@ impl Sink<Launch> for Scan<'_> {
             .open_at_from(&mut self.cursor, ranges, l.tid, l.api_start, true);
         let mut innermost_op = None;
         for i in push_pop.chain(self.nest.spans_at(ranges, l.api_start)) {
-            if self.op[i] {
+            let key = self.keys.of[i];
+            if key == Keys::NONE {
                 innermost_op.get_or_insert(i);
                 continue;
             }
-            self.inst[i].add(l);
-            if l.kernel && self.captured == Some(ranges[i].name.as_str()) {
+            let new_op = !l.graph || self.graph_calls.insert((i as u32, l.tid, l.api_start));
+            self.inst[i].add(l, &mut self.sums[key as usize], new_op);
+            if l.kernel && self.captured == Some(&*ranges[i].name) {
                 *self
                     .durations
                     .entry(l.name)
@@ -126,6 +136,8 @@ impl Sink<Launch> for Scan<'_> {
 
     fn reset(&mut self) {
         self.inst.iter_mut().for_each(|i| *i = Instance::default());
+        self.sums.iter_mut().for_each(|s| *s = Sums::default());
+        self.graph_calls.clear();
         self.durations.clear();
         self.ops = OpsGpu::default();
     }

@@ -79,7 +79,7 @@ fn tokens_by_range<'a>(
             .chain(nest.spans_at(ranges, *t))
             .max_by_key(|&i| ranges[i].start);
         if let Some(i) = inner {
-            let e = out.entry(ranges[i].name.as_str()).or_default();
+            let e = out.entry(&*ranges[i].name).or_default();
             e.0 = e.0.max(b);
             e.1 += b * n;
         }

@@ -416,6 +416,10 @@ mod tests {
         for pass in ["nsys", "ncu"] {
             assert_eq!(st.passes[pass].state, PassState::Failed, "{pass}");
         }
-        assert!(st.passes["ncu"].reason.as_deref().unwrap().contains("/no/such/ncu"));
+        assert!(st.passes["ncu"]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("/no/such/ncu"));
     }
 }

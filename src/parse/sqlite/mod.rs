@@ -199,7 +199,8 @@ impl NsysDb {
 /// One NVTX range instance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NvtxRange {
-    pub name: String,
+    /// Shared by every instance of one name: a capture holds hundreds of thousands.
+    pub name: std::sync::Arc<str>,
     pub start: i64,
     pub end: i64,
     /// Push/pop ranges belong to one thread; start/end ranges to none in particular.
@@ -303,21 +304,45 @@ impl NsysDb {
              WHERE e.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND e.end IS NOT NULL \
              ORDER BY e.start"
         );
+        let count: i64 = self
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM NVTX_EVENTS e WHERE e.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND e.end IS NOT NULL"
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(NvtxRange {
-                    name: r.get::<_, Option<String>>(0)?.unwrap_or_default(),
-                    start: r.get(1)?,
-                    end: r.get(2)?,
-                    push_pop: r.get::<_, i64>(3)? == NVTX_PUSH_POP,
-                    tid: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-                })
-            })
-            .map_err(|e| self.err(e))?;
-        let mut ranges = rows
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        // Sized once: a doubling vector would hold up to twice the ranges at its peak.
+        let mut ranges = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+        let mut names: rustc_hash::FxHashMap<String, std::sync::Arc<str>> = Default::default();
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let e = |e| self.err(e);
+            let text: Option<&str> = match r.get_ref(0).map_err(e)? {
+                rusqlite::types::ValueRef::Text(t) => std::str::from_utf8(t).ok(),
+                _ => None,
+            };
+            let text = text.unwrap_or_default();
+            let name = match names.get(text) {
+                Some(n) => n.clone(),
+                None => {
+                    let n: std::sync::Arc<str> = text.into();
+                    names.insert(text.to_string(), n.clone());
+                    n
+                }
+            };
+            ranges.push(NvtxRange {
+                name,
+                start: r.get(1).map_err(e)?,
+                end: r.get(2).map_err(e)?,
+                push_pop: r.get::<_, i64>(3).map_err(e)? == NVTX_PUSH_POP,
+                tid: r.get::<_, Option<i64>>(4).map_err(e)?.unwrap_or(0),
+            });
+        }
+        drop(rows);
         let windows = self.profiler_windows()?;
         if !windows.is_empty() {
             ranges.extend(windows);
@@ -387,7 +412,7 @@ impl NsysDb {
                 (true, None) => open = Some(end),
                 (false, Some(from)) => {
                     out.push(NvtxRange {
-                        name: PROFILER_WINDOW.to_string(),
+                        name: PROFILER_WINDOW.into(),
                         start: from,
                         end: start.max(from),
                         push_pop: false,
@@ -559,7 +584,7 @@ mod tests {
         let db = NsysDb::open(&dir.join("run.sqlite")).unwrap();
         let ranges = db.ranges().unwrap();
         assert_eq!(ranges.len(), 1);
-        assert_eq!(ranges[0].name, "decode");
+        assert_eq!(&*ranges[0].name, "decode");
         assert_eq!(ranges[0].end - ranges[0].start, 715_174_939);
         assert!(ranges[0].push_pop);
         let launches = db.launches().unwrap();
