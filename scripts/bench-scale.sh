@@ -13,7 +13,9 @@ mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 echo "| copies | kernel launches | export (MB) | stage2 report (s) | peak RSS (MB) | attribute.py (s) | peak RSS (MB) | speed-up |"
 echo "|--:|--:|--:|--:|--:|--:|--:|--:|"
-for n in "${@:-1024 4096 10240}"; do
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(1024 4096 10240)
+for n in "${sizes[@]}"; do
   run="$tmp/r$n"
   rm -rf "$run"
   cp -r examples/sample-run "$run"

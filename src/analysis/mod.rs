@@ -21,7 +21,7 @@ pub(crate) mod select;
 pub(crate) mod summary;
 pub(crate) mod tokens;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::analysis::nvtx::{include_and_base, style_for};
@@ -60,6 +60,8 @@ struct Timeline {
     stats: Vec<RangeStats>,
     /// The captured range's kernels (empty without one, or when it is not in the export).
     kernel_rows: Vec<nsys::KernelSum>,
+    /// Their mangled names by demangled name (read while streaming).
+    mangled: HashMap<String, Vec<String>>,
     operators: Vec<ops::OpRow>,
     ledger: Vec<ledger::RangeLedger>,
 }
@@ -79,8 +81,14 @@ impl Timeline {
             true => ops::table(&all, &scan.ops, &strings),
             false => Vec::new(),
         };
-        let (stats, kernel_rows, ledger) =
-            (scan.stats(), scan.kernel_rows(&strings), ledger.finish());
+        let (stats, kernel_rows, mangled) = (
+            scan.stats(),
+            scan.kernel_rows(&strings),
+            scan.mangled_names(&strings),
+        );
+        // The instances' figures go before the ledger's are aggregated: at most one set held.
+        drop(scan);
+        let ledger = ledger.finish();
         let phases = match has_ops {
             true => all.into_iter().filter(|r| !ops::is_op(&r.name)).collect(),
             false => all,
@@ -89,6 +97,7 @@ impl Timeline {
             phases,
             stats,
             kernel_rows,
+            mangled,
             operators,
             ledger,
         })
@@ -310,14 +319,19 @@ impl Artifacts {
         } else {
             "nsys/summary.rank<N>_cuda_gpu_kern_sum.csv, summed over ranks".to_string()
         };
+        let mut mangled = None;
         if let (Some(t), Some(_), true) = (&timeline, &capture.range, rank_data.is_empty()) {
             if !t.kernel_rows.is_empty() {
                 kernels_nsys = Some(t.kernel_rows.clone());
                 kern_sum_file = kernels::source(run);
+                mangled = Some(t.mangled.clone());
             }
         }
-        let mangled = match (&db, &kernels_nsys) {
-            (Some(db), Some(_)) => Some(db.mangled_names()?),
+        // The kernel table from the stats CSV: every kernel's mangled names, a pass over the
+        // export's kernels.
+        let mangled = match (mangled, &db, &kernels_nsys) {
+            (Some(m), _, _) => Some(m),
+            (None, Some(db), Some(_)) => Some(db.mangled_names()?),
             _ => None,
         };
         let range_stats = timeline

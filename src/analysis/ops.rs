@@ -172,6 +172,7 @@ mod tests {
             kernel: true,
             graph: false,
             name,
+            mangled: -1,
         }
     }
 

@@ -362,6 +362,7 @@ mod tests {
             kernel: true,
             graph: false,
             name: 1,
+            mangled: -1,
         }
     }
 

@@ -26,7 +26,7 @@ pub(crate) struct Scan<'a> {
     /// The range whose kernels make the kernel table, and their durations: kernel name id ->
     /// duration -> launches.
     captured: Option<&'a str>,
-    durations: HashMap<i64, BTreeMap<i64, u64>>,
+    durations: HashMap<i64, Captured>,
     pub(crate) ops: OpsGpu,
     cursor: crate::analysis::nesting::Cursor,
 }
@@ -79,24 +79,51 @@ impl<'a> Scan<'a> {
         aggregate(self.ranges, &self.keys, &self.sums, |i| self.inst[i])
     }
 
+    /// The captured range's kernels' mangled names by demangled name, as
+    /// [`NsysDb::mangled_names`](crate::parse::sqlite::NsysDb::mangled_names) gives them for
+    /// the whole export: read while streaming instead of in a second pass over the kernels.
+    pub(crate) fn mangled_names(
+        &self,
+        strings: &HashMap<i64, String>,
+    ) -> HashMap<String, Vec<String>> {
+        let name = |id: &i64| strings.get(id).cloned();
+        self.durations
+            .iter()
+            .filter(|(_, k)| !k.mangled.is_empty())
+            .filter_map(|(d, k)| {
+                let mut m = k.mangled.clone();
+                m.sort_unstable();
+                Some((name(d)?, m.iter().filter_map(name).collect()))
+            })
+            .collect()
+    }
+
     /// The captured range's kernels, largest total first, as `nvtx_kern_sum` lists them.
     pub(crate) fn kernel_rows(&self, strings: &HashMap<i64, String>) -> Vec<KernelSum> {
         let total: f64 = self
             .durations
             .values()
-            .flat_map(|d| d.iter().map(|(ns, n)| *ns as f64 * *n as f64))
+            .flat_map(|k| k.durations.iter().map(|(ns, n)| *ns as f64 * *n as f64))
             .sum();
         let mut rows: Vec<KernelSum> = self
             .durations
             .iter()
-            .map(|(id, d)| {
+            .map(|(id, k)| {
                 let name = strings.get(id).cloned().unwrap_or_else(|| format!("#{id}"));
-                crate::analysis::durations::summarize_counts(name, d, total)
+                crate::analysis::durations::summarize_counts(name, &k.durations, total)
             })
             .collect();
         rows.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns).then(a.name.cmp(&b.name)));
         rows
     }
+}
+
+/// A kernel of the captured range: its mangled name ids (one, unless template instances
+/// demangle alike) and its durations (ns -> launches).
+#[derive(Default)]
+struct Captured {
+    mangled: Vec<i64>,
+    durations: BTreeMap<i64, u64>,
 }
 
 /// Attribute launches (any order) to ranges and aggregate by range name, in order of first
@@ -121,12 +148,11 @@ impl Sink<Launch> for Scan<'_> {
             let new_op = !l.graph || self.graph_calls.insert((i as u32, l.tid, l.api_start));
             self.inst[i].add(l, &mut self.sums[key as usize], new_op);
             if l.kernel && self.captured == Some(&*ranges[i].name) {
-                *self
-                    .durations
-                    .entry(l.name)
-                    .or_default()
-                    .entry(l.end - l.start)
-                    .or_default() += 1;
+                let k = self.durations.entry(l.name).or_default();
+                if l.mangled >= 0 && !k.mangled.contains(&l.mangled) {
+                    k.mangled.push(l.mangled);
+                }
+                *k.durations.entry(l.end - l.start).or_default() += 1;
             }
         }
         if let (Some(i), true) = (innermost_op, l.kernel) {
@@ -173,5 +199,25 @@ mod tests {
         let names = db.strings().unwrap();
         assert_eq!(streamed.kernel_rows(&names), joined.kernel_rows(&names));
         assert_eq!(streamed.stats()[0].launches, 1464);
+    }
+
+    /// The mangled names read while streaming are the export's own for every kernel of the
+    /// captured range (what a second pass over the kernel table gave).
+    #[test]
+    fn mangled_names_while_streaming_match_the_export() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/sample-run-hf-eager/nsys/run.sqlite");
+        let db = NsysDb::open(&p).unwrap();
+        let ranges = db.ranges().unwrap();
+        let mut scan = Scan::new(&ranges, Some("decode"));
+        db.stream(&mut scan, &mut Ignore).unwrap();
+        let strings = db.strings().unwrap();
+        let streamed = scan.mangled_names(&strings);
+        let all = db.mangled_names().unwrap();
+        let rows = scan.kernel_rows(&strings);
+        assert!(rows.len() > 10);
+        for r in &rows {
+            assert_eq!(streamed.get(&r.name), all.get(&r.name), "{}", r.name);
+        }
     }
 }

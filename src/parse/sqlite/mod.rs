@@ -225,6 +225,8 @@ pub struct Launch {
     /// The kernel's demangled name, as a `StringIds` id (see [`NsysDb::strings`]); -1 for a
     /// memcpy or memset.
     pub name: i64,
+    /// Its mangled name's id, -1 where unknown (memcpy, memset, an export without one).
+    pub mangled: i64,
 }
 
 impl Launch {
@@ -489,7 +491,7 @@ impl NsysDb {
         // Correlation ids are unique within a process: match the process too (globalTid holds
         // the globalPid in its upper bits; comparing the pid part is enough).
         let sql = format!(
-            "SELECT r.start, r.globalTid, o.start, o.end, o.kernel, o.graph, o.name FROM ({}) o \
+            "SELECT r.start, r.globalTid, o.start, o.end, o.kernel, o.graph, o.name, o.mangled FROM ({}) o \
              JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = o.correlationId \
              AND (r.globalTid / 16777216) = (o.globalPid / 16777216) ORDER BY r.start, o.start",
             ops.iter()
@@ -508,6 +510,7 @@ impl NsysDb {
                     kernel: r.get::<_, i64>(4)? != 0,
                     graph: r.get::<_, i64>(5)? != 0,
                     name: r.get::<_, Option<i64>>(6)?.unwrap_or(-1),
+                    mangled: r.get::<_, Option<i64>>(7)?.unwrap_or(-1),
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -537,11 +540,20 @@ impl NsysDb {
         } else {
             "-1"
         };
+        let mangled = if self
+            .columns("CUPTI_ACTIVITY_KIND_KERNEL")?
+            .iter()
+            .any(|c| c == "mangledName")
+        {
+            "k.mangledName"
+        } else {
+            "-1"
+        };
         let mut ops = vec![(
             "CUPTI_ACTIVITY_KIND_KERNEL",
             format!(
                 "SELECT k.start, k.end, k.correlationId, k.globalPid, 1 AS kernel, {graph} AS graph, \
-                 {name} AS name, k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k"
+                 {name} AS name, k.rowid, {mangled} AS mangled FROM CUPTI_ACTIVITY_KIND_KERNEL k"
             ),
         )];
         for table in ["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"] {
@@ -549,7 +561,7 @@ impl NsysDb {
                 ops.push((
                     table,
                     format!(
-                        "SELECT start, end, correlationId, globalPid, 0, 0, -1, rowid FROM {table}"
+                        "SELECT start, end, correlationId, globalPid, 0, 0, -1, rowid, -1 FROM {table}"
                     ),
                 ));
             }

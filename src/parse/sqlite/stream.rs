@@ -38,8 +38,8 @@ impl<T> Sink<T> for Ignore {
     fn reset(&mut self) {}
 }
 
-/// One GPU op row: start, end, correlation id, pid, kernel, graph, name.
-type Op = (i64, i64, i64, i64, bool, bool, i64);
+/// One GPU op row: start, end, correlation id, pid, kernel, graph, name, mangled name.
+type Op = (i64, i64, i64, i64, bool, bool, i64, i64);
 
 struct Ops<'s> {
     table: &'static str,
@@ -72,6 +72,7 @@ impl Ops<'_> {
                     r.get::<_, i64>(4).map_err(e)? != 0,
                     r.get::<_, i64>(5).map_err(e)? != 0,
                     r.get::<_, Option<i64>>(6).map_err(e)?.unwrap_or(-1),
+                    r.get::<_, Option<i64>>(8).map_err(e)?.unwrap_or(-1),
                 );
                 if op.0 < self.last_start {
                     return Ok(false);
@@ -395,6 +396,7 @@ impl NsysDb {
                     kernel: op.4,
                     graph: op.5,
                     name: op.6,
+                    mangled: op.7,
                 });
                 if !graph_call {
                     pending.remove(&key);
