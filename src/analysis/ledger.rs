@@ -400,4 +400,9 @@ mod tests {
             "{story}"
         );
     }
+
+    #[test]
+    fn a_ledger_node_stays_small() {
+        assert_eq!(std::mem::size_of::<Node>(), 40);
+    }
 }

@@ -379,4 +379,11 @@ mod tests {
         assert_eq!(attribute(&[r(true)], &l)[0].kernel_ns, 3);
         assert_eq!(attribute(&[r(false)], &l)[0].kernel_ns, 10);
     }
+
+    /// What a range instance costs while the export streams (README, "Reading large exports").
+    #[test]
+    fn a_range_instance_stays_small() {
+        assert_eq!(std::mem::size_of::<Instance>(), 40);
+        assert_eq!(std::mem::size_of::<NvtxRange>(), 48);
+    }
 }

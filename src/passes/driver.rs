@@ -288,6 +288,16 @@ mod tests {
         (tmp, cfg, run, workload)
     }
 
+    fn quiet<'a>(cfg: &'a Config, run: &'a RunDir, workload: &'a Workload) -> Ctx<'a> {
+        Ctx {
+            cfg,
+            run,
+            workload,
+            echo: false,
+            progress: crate::passes::progress::Mode::Off,
+        }
+    }
+
     /// Both passes planned and driven as a dry run: command lines and status, nothing run
     /// (the programs named do not exist).
     #[test]
@@ -296,13 +306,7 @@ mod tests {
             "workload.argv=[python3,w.py]",
             "nsys.nvtx_capture=decode@llm",
         ]);
-        let ctx = Ctx {
-            cfg: &cfg,
-            run: &run,
-            workload: &workload,
-            echo: false,
-            progress: crate::passes::progress::Mode::Off,
-        };
+        let ctx = quiet(&cfg, &run, &workload);
         let nsys = NsysPass {
             tool: Some("/no/such/nsys".into()),
         };
@@ -348,13 +352,7 @@ mod tests {
     #[test]
     fn a_refused_or_disabled_pass_is_not_planned() {
         let (_tmp, cfg, run, workload) = fixture(&["workload.argv=[python3,w.py]"]);
-        let ctx = Ctx {
-            cfg: &cfg,
-            run: &run,
-            workload: &workload,
-            echo: false,
-            progress: crate::passes::progress::Mode::Off,
-        };
+        let ctx = quiet(&cfg, &run, &workload);
         let mut driver = Driver {
             ctx: &ctx,
             status: Status::new("r"),
@@ -387,13 +385,7 @@ mod tests {
             "nsys.nvtx_capture=prefill",
             "ncu.nvtx_include=decode",
         ]);
-        let ctx = Ctx {
-            cfg: &cfg,
-            run: &run,
-            workload: &workload,
-            echo: false,
-            progress: crate::passes::progress::Mode::Off,
-        };
+        let ctx = quiet(&cfg, &run, &workload);
         let mut driver = Driver {
             ctx: &ctx,
             status: Status::new("r"),

@@ -522,32 +522,19 @@ impl NsysDb {
     /// One query per GPU work table (kernels, then memcpys and memsets where the export has
     /// them), each row: start, end, correlation id, pid, kernel, graph node, kernel name id.
     fn op_queries(&self) -> Result<Vec<(&'static str, String)>, Error> {
-        let graph = if self
-            .columns("CUPTI_ACTIVITY_KIND_KERNEL")?
-            .iter()
-            .any(|c| c == "graphNodeId")
-        {
-            "k.graphNodeId IS NOT NULL"
-        } else {
-            "0"
+        let cols = self.columns("CUPTI_ACTIVITY_KIND_KERNEL")?;
+        let has = |c: &str| cols.iter().any(|x| x == c);
+        let graph = match has("graphNodeId") {
+            true => "k.graphNodeId IS NOT NULL",
+            false => "0",
         };
-        let name = if self
-            .columns("CUPTI_ACTIVITY_KIND_KERNEL")?
-            .iter()
-            .any(|c| c == "demangledName")
-        {
-            "k.demangledName"
-        } else {
-            "-1"
+        let name = match has("demangledName") {
+            true => "k.demangledName",
+            false => "-1",
         };
-        let mangled = if self
-            .columns("CUPTI_ACTIVITY_KIND_KERNEL")?
-            .iter()
-            .any(|c| c == "mangledName")
-        {
-            "k.mangledName"
-        } else {
-            "-1"
+        let mangled = match has("mangledName") {
+            true => "k.mangledName",
+            false => "-1",
         };
         let mut ops = vec![(
             "CUPTI_ACTIVITY_KIND_KERNEL",
