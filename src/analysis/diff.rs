@@ -249,11 +249,18 @@ pub(crate) fn diff(a: &Summary, b: &Summary, warnings: Vec<String>) -> Diff {
             .total_cmp(&x.delta_ns.abs())
             .then(x.label.cmp(&y.label))
     });
+    // By name: a capture can hold tens of thousands of range names.
+    let b_ranges: std::collections::HashMap<&str, _> = b
+        .ranges
+        .iter()
+        .rev()
+        .map(|r| (r.name.as_str(), r))
+        .collect();
     let ranges = a
         .ranges
         .iter()
         .filter_map(|ra| {
-            let rb = b.ranges.iter().find(|r| r.name == ra.name)?;
+            let rb = *b_ranges.get(ra.name.as_str())?;
             let sa = runs(ra.runs.as_ref(), ra.total_ns, passes.0);
             let sb = runs(rb.runs.as_ref(), rb.total_ns, passes.1);
             Some(RangeDelta {
@@ -268,11 +275,12 @@ pub(crate) fn diff(a: &Summary, b: &Summary, warnings: Vec<String>) -> Diff {
         })
         .collect();
     let total_test = noise::welch(&total_a, &total_b);
+    let b_ledger = crate::analysis::ledger::ByName::new(&b.ledger);
     let ledger = a
         .ledger
         .iter()
         .filter_map(|la| {
-            let lb = b.ledger.iter().find(|l| l.name == la.name)?;
+            let lb = b_ledger.get(&la.name)?;
             Some(LedgerDelta {
                 name: la.name.clone(),
                 a: la.total,

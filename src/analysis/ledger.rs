@@ -84,18 +84,31 @@ impl RangeLedger {
     }
 }
 
+/// The ledgers by range name: a report looks one up per range, and a capture can hold tens of
+/// thousands of names.
+pub(crate) struct ByName<'a>(HashMap<&'a str, &'a RangeLedger>);
+
+impl<'a> ByName<'a> {
+    pub(crate) fn new(ledger: &'a [RangeLedger]) -> ByName<'a> {
+        ByName(ledger.iter().map(|l| (l.name.as_str(), l)).collect())
+    }
+    pub(crate) fn get(&self, name: &str) -> Option<&'a RangeLedger> {
+        self.0.get(name).copied()
+    }
+}
+
 /// How a range that leaves the GPU mostly idle spends its wall time, followed into the child
 /// range that holds most of it (up to three levels): a label (`CPU-bound`, `launch-bound`,
 /// `sync-bound`, `CUDA-call-bound`) and the sentence behind it, e.g. "81.4% of step is
 /// inside attn, 96.4% of which is the thread's own work outside CUDA calls". None when the
 /// range has no ledger (start/end ranges, no API table).
 pub(crate) fn cpu_story(
-    ledger: &[RangeLedger],
+    ledger: &ByName,
     name: &str,
     python: Option<&super::pysamples::PyReport>,
 ) -> Option<(&'static str, String)> {
     let mut parts = Vec::new();
-    let mut current = ledger.iter().find(|l| l.name == name)?;
+    let mut current = ledger.get(name)?;
     for _ in 0..4 {
         let (what, ns) = current.dominant();
         let share = 100.0 * ns as f64 / current.total.wall_ns.max(1) as f64;
@@ -103,7 +116,7 @@ pub(crate) fn cpu_story(
         match what.strip_prefix("child range ") {
             Some(child) if parts.len() < 3 => {
                 parts.push(format!("{share:.1}% of {} is inside {child}", current.name));
-                match ledger.iter().find(|l| l.name == child) {
+                match ledger.get(child) {
                     Some(next) => current = next,
                     None => break,
                 }
@@ -391,7 +404,7 @@ mod tests {
         );
         assert!(l.iter().all(|x| x.conserved));
         assert_eq!(step.dominant().0, "child range attn");
-        let (label, story) = cpu_story(&l, "step", None).unwrap();
+        let (label, story) = cpu_story(&ByName::new(&l), "step", None).unwrap();
         assert_eq!(label, "CPU-bound");
         assert!(
             story.starts_with(

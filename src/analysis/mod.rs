@@ -484,6 +484,11 @@ impl Artifacts {
             && self.config.nsys.cuda_graph_trace == crate::config::CudaGraphTrace::Graph
     }
 
+    /// The ledgers by range name (one lookup, not a scan, per name).
+    pub(crate) fn ledger_by_name(&self) -> ledger::ByName<'_> {
+        ledger::ByName::new(&self.ledger)
+    }
+
     /// The GPUs of the nsys and ncu passes when they ran at once (`ncu.second_gpu`).
     pub(crate) fn second_gpu(&self) -> Option<&crate::rundir::status::SecondGpu> {
         let ncu = self.status.as_ref()?.passes.get("ncu")?.ncu.as_ref()?;

@@ -144,7 +144,7 @@ fn steps(a: &Artifacts, s: &mut String) {
     let Some(l): Option<&RangeLedger> = wanted
         .iter()
         .flatten()
-        .find_map(|n| a.ledger.iter().find(|l| l.name == *n && l.instances > 1))
+        .find_map(|n| a.ledger_by_name().get(n).filter(|l| l.instances > 1))
     else {
         return;
     };

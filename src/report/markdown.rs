@@ -219,6 +219,7 @@ fn ranges_section(a: &Artifacts, s: &mut String) {
     );
     let _ = writeln!(s, "| range | style | instances | CPU wall | GPU projection | kernel time | GPU busy of projection | kernels | from graphs | per instance: wall min / median / max | projection median | kernels median | verdict |");
     let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+    let ledger = crate::analysis::ledger::ByName::new(&a.ledger);
     for r in &a.range_stats {
         let w = &r.wall_spread;
         let _ = writeln!(
@@ -239,7 +240,7 @@ fn ranges_section(a: &Artifacts, s: &mut String) {
             ms(r.proj_spread.median),
             r.launches_spread.median,
             if r.launch_bound() {
-                crate::analysis::ledger::cpu_story(&a.ledger, &r.name, a.python.as_ref())
+                crate::analysis::ledger::cpu_story(&ledger, &r.name, a.python.as_ref())
                     .map_or("GPU mostly idle", |(label, _)| label)
             } else {
                 "GPU-bound"
@@ -303,7 +304,7 @@ fn roofline_context(a: &Artifacts, s: &mut String) {
         ms(c.wall_ns)
     );
     if let Some((label, story)) =
-        crate::analysis::ledger::cpu_story(&a.ledger, &c.name, a.python.as_ref())
+        crate::analysis::ledger::cpu_story(&a.ledger_by_name(), &c.name, a.python.as_ref())
             .filter(|_| c.busy_pct() < 50.0)
     {
         let _ = write!(

@@ -74,7 +74,11 @@ fn headline(a: &Artifacts) -> String {
             h.push_str(": it mostly waits for the other ranks inside NCCL kernels");
         } else if c.working_pct() < 50.0 {
             // What the CPU does meanwhile comes from the wall-time ledger, when there is one.
-            match crate::analysis::ledger::cpu_story(&a.ledger, &c.name, a.python.as_ref()) {
+            match crate::analysis::ledger::cpu_story(
+                &a.ledger_by_name(),
+                &c.name,
+                a.python.as_ref(),
+            ) {
                 Some((label, story)) => {
                     let _ = write!(
                         h,
@@ -510,7 +514,8 @@ pub(crate) fn recommendations(a: &Artifacts) -> Vec<String> {
         out.push(format!("Graph kernels are invisible: {note}."));
     } else if let Some(c) = a.captured() {
         let busy = c.working_pct();
-        let story = crate::analysis::ledger::cpu_story(&a.ledger, &c.name, a.python.as_ref());
+        let story =
+            crate::analysis::ledger::cpu_story(&a.ledger_by_name(), &c.name, a.python.as_ref());
         if busy < 50.0 && c.busy_pct() >= 50.0 {
             // NCCL waiting, not launching: nccl_imbalance below says which rank is late.
         } else if let (true, Some((label, story))) = (busy < 50.0, story) {
