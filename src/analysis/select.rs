@@ -38,20 +38,31 @@ pub(crate) struct Selection {
     pub(crate) left_out: Vec<usize>,
 }
 
+/// `cached[i]`: kernel i's ncu figures are in the metrics cache already (empty: none is).
+/// The top `top_n` are chosen whatever the cache holds; past them, cached kernels count first
+/// toward the coverage and the others only where those fall short, so that a re-run does not
+/// start ncu for a kernel that differs from the last run's only at the margin.
 pub(crate) fn select(
     kernels: &[KernelSum],
     top_n: usize,
     coverage: f64,
     max_kernels: usize,
+    cached: &[bool],
 ) -> Selection {
     let total: f64 = kernels.iter().map(|k| k.total_ns).sum();
     let mut order: Vec<usize> = (0..kernels.len()).collect();
     // nsys lists kernels by time already; sort anyway so the rule does not depend on it.
     order.sort_by(|a, b| kernels[*b].total_ns.total_cmp(&kernels[*a].total_ns));
     let target = coverage.clamp(0.0, 1.0) * total;
+    let is_cached = |i: usize| cached.get(i).copied().unwrap_or(false);
+    let (top, rest) = order.split_at(top_n.min(order.len()));
+    let rest = rest
+        .iter()
+        .filter(|&&i| is_cached(i))
+        .chain(rest.iter().filter(|&&i| !is_cached(i)));
     let mut chosen = Vec::new();
     let mut covered = 0.0;
-    for i in order.iter().copied() {
+    for i in top.iter().chain(rest).copied() {
         if chosen.len() >= max_kernels {
             break;
         }
@@ -63,6 +74,8 @@ pub(crate) fn select(
         chosen.push(i);
         covered += kernels[i].total_ns;
     }
+    // Rank order, whichever way they were taken.
+    chosen.sort_by(|a, b| kernels[*b].total_ns.total_cmp(&kernels[*a].total_ns));
     let left_out = order.into_iter().filter(|i| !chosen.contains(i)).collect();
     Selection {
         planned_coverage_pct: if total > 0.0 {
@@ -77,8 +90,13 @@ pub(crate) fn select(
 
 /// The kernels of the nsys pass that ncu profiles (see [`crate::analysis::select`]), as mangled names
 /// when the SQLite export has them (identical in both tools), else as function names. None:
-/// no nsys data of ncu's range, so no filter.
-pub(crate) fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> {
+/// no nsys data of ncu's range, so no filter. `cached(mangled)`: that kernel's figures are in
+/// the metrics cache (None: no cache).
+pub(crate) fn kernel_filter(
+    cfg: &Config,
+    run: &RunDir,
+    cached: Option<&dyn Fn(&str) -> bool>,
+) -> Option<KernelFilter> {
     if cfg.ncu.top_n == 0 && cfg.ncu.coverage <= 0.0 {
         return None;
     }
@@ -107,11 +125,22 @@ pub(crate) fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> 
             nccl.len()
         );
     }
+    let sqlite = run.single_or_rank0_sqlite();
+    let mangled = NsysDb::open(&sqlite).and_then(|db| db.mangled_names());
+    // A kernel is cached when every mangled name it stands for is.
+    let cached: Vec<bool> = match (&mangled, cached) {
+        (Ok(map), Some(hit)) => kernels
+            .iter()
+            .map(|k| map.get(&k.name).is_some_and(|m| m.iter().all(|m| hit(m))))
+            .collect(),
+        _ => Vec::new(),
+    };
     let sel = select(
         &kernels,
         cfg.ncu.top_n,
         cfg.ncu.coverage,
         cfg.ncu.max_kernels,
+        &cached,
     );
     if sel.chosen.is_empty() {
         return None;
@@ -127,8 +156,6 @@ pub(crate) fn kernel_filter(cfg: &Config, run: &RunDir) -> Option<KernelFilter> 
         .iter()
         .map(|i| kernels[*i].name.as_str())
         .collect();
-    let sqlite = run.single_or_rank0_sqlite();
-    let mangled = NsysDb::open(&sqlite).and_then(|db| db.mangled_names());
     match mangled {
         Ok(map) if top.iter().all(|n| map.contains_key(*n)) => {
             let names = unique(top.iter().flat_map(|n| map[*n].clone()));
@@ -164,7 +191,7 @@ mod tests {
     fn coverage_on_the_real_capture() {
         let k = real();
         // Cumulative shares: ... 94.8% after 17 kernels, 96.1% after 18.
-        let s = select(&k, 10, 0.95, 50);
+        let s = select(&k, 10, 0.95, 50, &[]);
         assert_eq!(s.chosen.len(), 18);
         assert!(
             s.planned_coverage_pct >= 95.0 && s.planned_coverage_pct < 96.5,
@@ -190,13 +217,13 @@ mod tests {
             .unwrap()
             .config
         };
-        let Some(KernelFilter::Mangled(names)) = kernel_filter(&cfg(&[]), &run) else {
+        let Some(KernelFilter::Mangled(names)) = kernel_filter(&cfg(&[]), &run, None) else {
             panic!("no mangled filter")
         };
         assert!(!names.iter().any(|n| n.contains("nccl")), "{names:?}");
         assert!(names.len() >= 10, "{}", names.len());
         let Some(KernelFilter::Mangled(with)) =
-            kernel_filter(&cfg(&["ncu.include_nccl=true"]), &run)
+            kernel_filter(&cfg(&["ncu.include_nccl=true"]), &run, None)
         else {
             panic!("no mangled filter")
         };
@@ -206,10 +233,39 @@ mod tests {
     #[test]
     fn top_n_is_a_floor_and_max_kernels_a_cap() {
         let k = real();
-        assert_eq!(select(&k, 10, 0.0, 50).chosen.len(), 10);
-        assert_eq!(select(&k, 10, 1.0, 50).chosen.len(), 26);
-        assert_eq!(select(&k, 10, 1.0, 5).chosen.len(), 5);
-        assert_eq!(select(&k, 0, 0.5, 50).chosen.len(), 6);
-        assert!(select(&[], 10, 0.95, 50).chosen.is_empty());
+        assert_eq!(select(&k, 10, 0.0, 50, &[]).chosen.len(), 10);
+        assert_eq!(select(&k, 10, 1.0, 50, &[]).chosen.len(), 26);
+        assert_eq!(select(&k, 10, 1.0, 5, &[]).chosen.len(), 5);
+        assert_eq!(select(&k, 0, 0.5, 50, &[]).chosen.len(), 6);
+        assert!(select(&[], 10, 0.95, 50, &[]).chosen.is_empty());
+    }
+
+    /// Past the top kernels, what the cache holds counts first: a re-run whose margin holds
+    /// an uncached kernel takes cached ones instead when they reach the coverage, and never
+    /// profiles more kernels than without the cache.
+    #[test]
+    fn cached_kernels_count_first_past_the_top() {
+        let k = real();
+        let plain = select(&k, 10, 0.95, 50, &[]);
+        assert_eq!(plain.chosen.len(), 18);
+        // The plain selection's last kernel (#17) is not cached; the three after it are.
+        let mut cached = vec![true; k.len()];
+        cached[17] = false;
+        let aware = select(&k, 10, 0.95, 50, &cached);
+        assert!(
+            aware.planned_coverage_pct >= 95.0,
+            "{}",
+            aware.planned_coverage_pct
+        );
+        assert!(!aware.chosen.contains(&17), "{:?}", aware.chosen);
+        assert_eq!(aware.chosen[..10], plain.chosen[..10]);
+        let uncached = |s: &Selection| s.chosen.iter().filter(|&&i| !cached[i]).count();
+        assert!(uncached(&aware) <= uncached(&plain));
+        // Nothing cached: the plain selection.
+        assert_eq!(select(&k, 10, 0.95, 50, &vec![false; k.len()]), plain);
+        // The top is taken whatever the cache holds.
+        let mut top_missing = vec![true; k.len()];
+        top_missing[0] = false;
+        assert!(select(&k, 10, 0.95, 50, &top_missing).chosen.contains(&0));
     }
 }

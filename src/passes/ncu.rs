@@ -502,7 +502,6 @@ impl Pass for NcuPass {
         if let Some(w) = warning {
             tracing::warn!("{w}");
         }
-        let chosen = crate::analysis::select::kernel_filter(ctx.cfg, ctx.run);
         let launcher = ctx.cfg.workload.launcher;
         let multi = launcher != Launcher::None;
         let ranks = profiled_ranks(ctx.cfg);
@@ -513,14 +512,27 @@ impl Pass for NcuPass {
         };
         let collect = metrics_to_collect(&ctx.cfg.ncu, self.known_metrics.as_deref());
         let range = crate::rundir::status::NsysRecord::from_config(&ctx.cfg.nsys).range;
-        let (reuse, filter) = match (reuse::unusable(ctx, self.device.as_ref()), &self.device) {
-            (None, Some(device)) => {
-                reuse::lookup(ctx, chosen, &collect, device.clone(), range.as_deref())
+        // The cache is looked up before the selection, which then prefers what it holds.
+        // With ncu on another range than nsys captured there is no kernel list to look up.
+        let lookup = match (reuse::unusable(ctx, self.device.as_ref()), &self.device) {
+            (None, Some(device)) if crate::analysis::same_range(ctx.cfg) => {
+                reuse::Lookup::new(ctx, &collect, device.clone(), range.as_deref())
             }
+            (None, Some(_)) => None,
             (why, _) => {
                 tracing::info!("ncu metrics cache {}", why.unwrap_or_default());
-                (None, chosen)
+                None
             }
+        };
+        let holds = lookup.as_ref().map(|l| move |m: &str| l.holds(m));
+        let chosen = crate::analysis::select::kernel_filter(
+            ctx.cfg,
+            ctx.run,
+            holds.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
+        );
+        let (reuse, filter) = match lookup {
+            Some(l) => l.split(chosen),
+            None => (None, chosen),
         };
         let hits = reuse.as_ref().map_or(0, |r| r.hits.len());
         let to_profile = filter.as_ref().map(KernelFilter::len);

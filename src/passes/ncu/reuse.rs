@@ -34,52 +34,83 @@ pub(crate) fn unusable(ctx: &Ctx, device: Option<&Device>) -> Option<String> {
     None
 }
 
-/// Split the chosen kernels into those the cache holds and those ncu must profile. Only a
-/// filter of mangled names can be looked up (the cache is keyed by them).
-pub(crate) fn lookup(
-    ctx: &Ctx,
-    filter: Option<KernelFilter>,
-    collect: &Collect,
+/// What a lookup in the cache needs: the cache, the GPU, the settings and each kernel's
+/// launch configuration (from the nsys export).
+pub(crate) struct Lookup {
+    cache: Cache,
     device: Device,
-    range: Option<&str>,
-) -> (Option<Reuse>, Option<KernelFilter>) {
-    let Some(KernelFilter::Mangled(names)) = filter else {
-        return (None, filter);
-    };
-    let Some(dir) = cache::default_dir(ctx.cfg.ncu.cache.dir.as_deref()) else {
-        tracing::warn!("ncu metrics cache not used: no cache folder (set ncu.cache.dir)");
-        return (None, Some(KernelFilter::Mangled(names)));
-    };
-    let launches = match first_launches(ctx, range) {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::warn!("ncu metrics cache not used: {e}");
-            return (None, Some(KernelFilter::Mangled(names)));
-        }
-    };
-    let cache = Cache::new(dir, ctx.cfg.ncu.cache.max_mb);
-    let settings = cache::settings(&ctx.cfg.ncu, collect);
-    let mut hits = Vec::new();
-    let mut misses = Vec::new();
-    for name in names {
-        let key = launches.get(&name).map(|launch| Key {
-            mangled: name.clone(),
-            launch: launch.clone(),
-            device: device.clone(),
-            settings: settings.clone(),
-        });
-        match key.and_then(|k| cache.get(&k).map(|c| (k, c))) {
-            Some(hit) => hits.push(hit),
-            None => misses.push(name),
-        }
+    settings: String,
+    launches: std::collections::HashMap<String, cache::Launch>,
+}
+
+impl Lookup {
+    /// None (with a warning) when there is no cache folder or no nsys export to read the
+    /// launches from.
+    pub(crate) fn new(
+        ctx: &Ctx,
+        collect: &Collect,
+        device: Device,
+        range: Option<&str>,
+    ) -> Option<Lookup> {
+        let Some(dir) = cache::default_dir(ctx.cfg.ncu.cache.dir.as_deref()) else {
+            tracing::warn!("ncu metrics cache not used: no cache folder (set ncu.cache.dir)");
+            return None;
+        };
+        let launches = match first_launches(ctx, range) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!("ncu metrics cache not used: {e}");
+                return None;
+            }
+        };
+        Some(Lookup {
+            cache: Cache::new(dir, ctx.cfg.ncu.cache.max_mb),
+            settings: cache::settings(&ctx.cfg.ncu, collect),
+            device,
+            launches,
+        })
     }
-    let reuse = Reuse {
-        cache,
-        device,
-        settings,
-        hits,
-    };
-    (Some(reuse), Some(KernelFilter::Mangled(misses)))
+
+    fn get(&self, mangled: &str) -> Option<(Key, CachedKernel)> {
+        let key = Key {
+            mangled: mangled.to_string(),
+            launch: self.launches.get(mangled)?.clone(),
+            device: self.device.clone(),
+            settings: self.settings.clone(),
+        };
+        let hit = self.cache.get(&key)?;
+        Some((key, hit))
+    }
+
+    /// Whether the cache holds this kernel's figures.
+    pub(crate) fn holds(&self, mangled: &str) -> bool {
+        self.get(mangled).is_some()
+    }
+
+    /// Split the chosen kernels into those the cache holds and those ncu must profile. Only
+    /// a filter of mangled names can be looked up (the cache is keyed by them).
+    pub(crate) fn split(
+        self,
+        filter: Option<KernelFilter>,
+    ) -> (Option<Reuse>, Option<KernelFilter>) {
+        let Some(KernelFilter::Mangled(names)) = filter else {
+            return (None, filter);
+        };
+        let (mut hits, mut misses) = (Vec::new(), Vec::new());
+        for name in names {
+            match self.get(&name) {
+                Some(hit) => hits.push(hit),
+                None => misses.push(name),
+            }
+        }
+        let reuse = Reuse {
+            cache: self.cache,
+            device: self.device,
+            settings: self.settings,
+            hits,
+        };
+        (Some(reuse), Some(KernelFilter::Mangled(misses)))
+    }
 }
 
 /// Each kernel's first launch from the start of the range's first instance (the whole
