@@ -50,8 +50,35 @@ fn stage2_report_re_renders_the_transformers_generate_sample_runs_identically() 
         "sample-run-hf-auto",
         "sample-run-hf-window",
         "sample-run-hf-prefill",
+        "sample-run-hf-second-gpu",
     ] {
         re_renders_identically(name);
+    }
+}
+
+/// The real two-GPU run (`ncu.second_gpu` on 2 H200): both reports say which GPU ran which
+/// pass, from its status.json.
+#[test]
+fn the_two_gpu_sample_says_the_passes_ran_at_once() {
+    let d = root().join("examples/sample-run-hf-second-gpu");
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("status.json")).unwrap()).unwrap();
+    let g = &st["passes"]["ncu"]["ncu"]["second_gpu"];
+    assert_eq!(
+        (g["nsys"].as_str(), g["ncu"].as_str()),
+        (Some("0"), Some("1"))
+    );
+    let note = "the ncu pass ran on GPU 1 while the nsys pass ran on GPU 0, both NVIDIA H200";
+    for f in ["kernels.md", "stakeholder_summary.md"] {
+        let text = std::fs::read_to_string(d.join(f)).unwrap();
+        assert!(text.contains(note), "{f}");
+    }
+    for (pass, gpu) in [("nsys", "0"), ("ncu", "1")] {
+        let cmd = std::fs::read_to_string(d.join(pass).join("cmd.txt")).unwrap();
+        assert!(
+            cmd.starts_with(&format!("env CUDA_VISIBLE_DEVICES={gpu} ")),
+            "{pass}: {cmd}"
+        );
     }
 }
 
