@@ -11,19 +11,13 @@
 #   env: STAGE2_BIN, PYTHON, RUN_ROOT (tmp/bench), STAGE2_EXTRA (e.g. ncu.clock_control=none)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/hf-workloads.sh
+. scripts/hf-workloads.sh
 py=${PYTHON:-python3}
 bin=${STAGE2_BIN:-target/release/stage2}
 root=${RUN_ROOT:-tmp/bench}
-w=examples/workloads/hf_generate.py
+w=$hf_workload
 [ -x "$bin" ] || { echo "bench: no stage2 binary at $bin (cargo build --release)" >&2; exit 1; }
-now() { date +%s.%N; }
-argv_of() {
-  case $1 in
-    eager) echo "$w --arch qwen2" ;;
-    large) echo "$w --large --batch 8 --prompt-len 1024 --new-tokens 8" ;;
-    *) echo "unknown variant $1" >&2; return 1 ;;
-  esac
-}
 mkdir -p "$root"
 "$py" $w --arch qwen2 --new-tokens 1 >/dev/null 2>&1
 rows=()

@@ -10,21 +10,13 @@
 # CAPTURE (the NVTX range nsys captures; default decode).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/hf-workloads.sh
+. scripts/hf-workloads.sh
 bin=${STAGE2_BIN:-target/release/stage2}
 root=${RUN_ROOT:-tmp/hf}
 py=${PYTHON:-python3}
-w=examples/workloads/hf_generate.py
-now() { date +%s.%N; }
+w=$hf_workload
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-argv_of() {
-  case $1 in
-    eager) echo "$w --arch qwen2" ;;
-    static) echo "$w --arch qwen2 --static" ;;
-    large) echo "$w --large --batch 8 --prompt-len 1024 --new-tokens 8" ;;
-    moe) echo "$w --arch mixtral --layers 4 --batch 4 --prompt-len 256 --new-tokens 8" ;;
-    *) echo "unknown variant $1" >&2; return 1 ;;
-  esac
-}
 rows=()
 for v in "$@"; do
   args=$(argv_of "$v") || exit 2
