@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use crate::error::Error;
 use crate::parse::nsys::{read_kernels, KernelSum};
 use crate::parse::sqlite::{Launch, NsysDb, NvtxRange};
-use crate::rundir::{RunDir, KERN_SUM};
+use crate::rundir::RunDir;
 
 /// The kernels launched in the instances of range `name`, largest total first.
 pub fn in_range(
@@ -21,34 +21,51 @@ pub fn in_range(
     crate::analysis::scan::Scan::over(ranges, Some(name), launches).kernel_rows(strings)
 }
 
-/// The rows of a single-process run and the source they come from: the captured range's
-/// kernels when `range` is named and the SQLite export holds it, else `cuda_gpu_kern_sum`.
-pub(crate) fn load(
-    run: &RunDir,
-    range: Option<&str>,
-) -> Result<Option<(Vec<KernelSum>, String)>, Error> {
+/// The rows of a single-process run: the captured range's kernels when `range` is named and
+/// the SQLite export holds it, else `cuda_gpu_kern_sum`. With the rows from the export come
+/// their mangled names, read in the same pass.
+pub(crate) fn load(run: &RunDir, range: Option<&str>) -> Result<Option<Loaded>, Error> {
     let sqlite = run.nsys_sqlite(None);
     if let (Some(name), true) = (range, sqlite.is_file()) {
         let db = NsysDb::open(&sqlite)?;
-        let rows = from_db(&db, name)?;
-        if !rows.is_empty() {
-            return Ok(Some((rows, source(run))));
+        let loaded = streamed(&db, name)?;
+        if !loaded.rows.is_empty() {
+            return Ok(Some(loaded));
         }
     }
     let csv = run.kern_sum(None);
     if !csv.is_file() {
         return Ok(None);
     }
-    Ok(Some((read_kernels(&csv)?, KERN_SUM.to_string())))
+    Ok(Some(Loaded {
+        rows: read_kernels(&csv)?,
+        mangled: None,
+    }))
+}
+
+/// What [`load`] found.
+pub(crate) struct Loaded {
+    pub(crate) rows: Vec<KernelSum>,
+    /// Demangled name -> mangled names of the rows (None: rows from the stats CSV).
+    pub(crate) mangled: Option<HashMap<String, Vec<String>>>,
 }
 
 /// The captured range's kernels from an open export (empty: the range is not in it),
 /// streaming its launches.
 pub fn from_db(db: &NsysDb, name: &str) -> Result<Vec<KernelSum>, Error> {
+    Ok(streamed(db, name)?.rows)
+}
+
+/// [`from_db`], with the rows' mangled names.
+fn streamed(db: &NsysDb, name: &str) -> Result<Loaded, Error> {
     let ranges = db.ranges()?;
     let mut scan = crate::analysis::scan::Scan::new(&ranges, Some(name));
     db.for_each_launch(&mut scan)?;
-    Ok(scan.kernel_rows(&db.strings()?))
+    let strings = db.strings()?;
+    Ok(Loaded {
+        rows: scan.kernel_rows(&strings),
+        mangled: Some(scan.mangled_names(&strings)),
+    })
 }
 
 /// How the reports name the rows' source.

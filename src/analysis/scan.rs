@@ -23,8 +23,8 @@ pub(crate) struct Scan<'a> {
     /// The CUDA graph launch calls (range, thread, API start) whose kernels a range instance
     /// counted already as one GPU op.
     graph_calls: rustc_hash::FxHashSet<(u32, i64, i64)>,
-    /// The range whose kernels make the kernel table, and their durations: kernel name id ->
-    /// duration -> launches.
+    /// The range whose kernels make the kernel table, and per kernel name id its mangled names
+    /// and durations.
     captured: Option<&'a str>,
     durations: HashMap<i64, Captured>,
     pub(crate) ops: OpsGpu,

@@ -110,9 +110,9 @@ pub(crate) fn kernel_filter(
     }
     // The kernel table's rows (the captured range's kernels), or rank 0's under a launcher.
     let range = crate::rundir::status::NsysRecord::from_config(&cfg.nsys).range;
-    let all = match crate::analysis::kernels::load(run, range.as_deref()) {
-        Ok(Some((rows, _))) => rows,
-        _ => read_kernels(&run.kern_sum(Some(0))).ok()?,
+    let (all, streamed) = match crate::analysis::kernels::load(run, range.as_deref()) {
+        Ok(Some(l)) => (l.rows, l.mangled),
+        _ => (read_kernels(&run.kern_sum(Some(0))).ok()?, None),
     };
     // ncu serialises kernels across processes: an NCCL kernel waits for ranks that cannot run
     // meanwhile, and the profile hangs. They are left out unless asked for.
@@ -125,8 +125,11 @@ pub(crate) fn kernel_filter(
             nccl.len()
         );
     }
-    let sqlite = run.single_or_rank0_sqlite();
-    let mangled = NsysDb::open(&sqlite).and_then(|db| db.mangled_names());
+    // Rows from the stats CSV: every kernel's mangled names, a pass over the export's kernels.
+    let mangled = match streamed {
+        Some(m) => Ok(m),
+        None => NsysDb::open(&run.single_or_rank0_sqlite()).and_then(|db| db.mangled_names()),
+    };
     // A kernel is cached when every mangled name it stands for is.
     let cached: Vec<bool> = match (&mangled, cached) {
         (Ok(map), Some(hit)) => kernels
