@@ -66,14 +66,12 @@ impl Driver<'_> {
     /// status.json is left `running`.
     pub(crate) fn drive<P: Pass>(&mut self, pass: &P) -> Result<(), Error> {
         let ctx = self.ctx;
-        let st = match self.begin(pass, ctx) {
-            Ok(Begun::Done(st)) => Ok(*st),
-            Ok(Begun::Ready(plan, before)) => {
-                run(pass, ctx, &plan, ctx.progress).map(|st| end(pass, ctx, &plan, before, st))
-            }
-            Err(e) => Err(e),
+        let began = self.begin(pass, ctx);
+        let ran = match &began {
+            Ok(Begun::Ready(plan, _)) => Some(run(pass, ctx, plan, ctx.progress)),
+            _ => None,
         };
-        self.settle(pass.name(), st)
+        self.settle(pass.name(), finish(pass, ctx, began, ran))
     }
 
     /// Two passes at once, each with its own context (its own GPU): both planned, run side
@@ -232,7 +230,7 @@ fn end<P: Pass>(
     st
 }
 
-/// A pass of a pair: its outcome from what [`Driver::begin`] and [`run`] gave.
+/// A pass's outcome from what [`Driver::begin`] and [`run`] gave.
 fn finish<P: Pass>(
     pass: &P,
     ctx: &Ctx,
