@@ -18,6 +18,7 @@ pub mod config;
 pub mod error;
 pub(crate) mod exit_codes;
 pub(crate) mod files;
+pub(crate) mod findings;
 pub mod logging;
 pub(crate) mod model;
 pub(crate) mod out;

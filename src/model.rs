@@ -25,12 +25,15 @@ pub(crate) enum Bound {
     Memory,
     /// Neither unit is busy: too little work per launch, or stalls.
     Latency,
+    /// The SM is busy but not with arithmetic: FLOP/byte below the FP32 ridge (loads,
+    /// stores, address math, copies). Set from the roofline point, see analysis.
+    Instruction,
 }
 
 impl Bound {
     /// The rule, stated in the reports: the busier unit at >= 60% of peak decides; below 60%
     /// on both the kernel is latency/launch-bound.
-    pub(crate) const RULE: &'static str = "compute-bound when SM throughput >= 60% of peak and above DRAM throughput; memory-bound when DRAM throughput >= 60% and above SM; otherwise latency-bound (neither unit near its peak)";
+    pub(crate) const RULE: &'static str = "compute-bound when SM throughput >= 60% of peak and above DRAM throughput, and the kernel's FLOP/byte is at or above the FP32 ridge (or unmeasured); instruction-bound when the SM is that busy but its FLOP/byte is below the ridge (loads, stores, copies: not arithmetic); memory-bound when DRAM throughput >= 60% and above SM; otherwise latency-bound (neither unit near its peak)";
 
     pub(crate) fn classify(sm_pct: f64, dram_pct: f64) -> Bound {
         if sm_pct >= 60.0 && sm_pct >= dram_pct {
@@ -47,6 +50,7 @@ impl Bound {
             Bound::Compute => "compute",
             Bound::Memory => "memory",
             Bound::Latency => "latency",
+            Bound::Instruction => "instruction",
         }
     }
 }
@@ -377,6 +381,46 @@ pub(crate) fn is_nccl(name: &str) -> bool {
 
 /// A readable label: the function name plus the operation it was instantiated for, when the
 /// template arguments say (`vectorized_elementwise_kernel [rsqrt]`, `reduce_kernel [MeanOps]`).
+/// Display names cut to `width` characters, each with a short stable tag of its full name
+/// (`~3fa2c1`) where two of the cut names would read the same, so two rows never do.
+pub(crate) fn labels<'a>(
+    names: impl Iterator<Item = &'a str> + Clone,
+    width: usize,
+) -> Vec<String> {
+    let cut = |s: String, w: usize| -> String {
+        if s.chars().count() <= w {
+            return s;
+        }
+        let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    };
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for n in names.clone() {
+        *count.entry(cut(display_name(n), width)).or_default() += 1;
+    }
+    names
+        .map(|n| {
+            let short = cut(display_name(n), width);
+            match count[&short] > 1 {
+                true => format!(
+                    "{} ~{:06x}",
+                    cut(display_name(n), width.saturating_sub(8).max(8)),
+                    fnv(n) & 0xff_ffff
+                ),
+                false => short,
+            }
+        })
+        .collect()
+}
+
+/// FNV-1a: a short, stable tag of a full name (the same in every run and build).
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
 pub(crate) fn display_name(name: &str) -> String {
     let short = short_name(name);
     let Some(open) = name.find('<') else {

@@ -188,29 +188,56 @@ fn a_run_whose_kernels_run_in_cuda_graphs_is_not_told_to_use_cuda_graphs() {
 }
 
 /// A static-KV-cache run profiled with `nsys.cuda_graph_trace=graph` (real H200 capture): the
-/// graphs' kernels are not in the report, and the reports say so instead of calling the range
-/// launch-bound with 0 ms of kernels.
+/// graphs' kernels are not in the report, and the reports say so, read from the export: with
+/// its own config, with no config.yaml (an export folder made by hand), and with a config that
+/// claims node tracing.
 #[test]
 fn graph_traced_as_whole_graphs_says_the_graph_kernels_are_invisible() {
-    let sb = Sandbox::new();
-    let copy = sb.path().join("g");
-    copy_dir(&root().join("tests/data/hf/static-graphtrace"), &copy);
-    sb.stage2_without_tools()
-        .arg("report")
-        .arg(&copy)
-        .assert()
-        .success();
-    let s = read(copy.join("stakeholder_summary.md"));
-    assert!(
-        s.contains("the kernels of the 15 graph launches") && s.contains("cuda_graph_trace=node"),
-        "{s}"
-    );
-    assert!(
-        !s.contains("launch-bound") && !s.contains(" in 0 launches"),
-        "{s}"
-    );
-    assert!(!s.contains("capture the loop in CUDA graphs"), "{s}");
-    assert!(read(copy.join("kernels.md")).contains("Note: nsys traced CUDA graphs as whole graphs"));
+    for config in ["as captured", "none", "node"] {
+        let sb = Sandbox::new();
+        let copy = sb.path().join("g");
+        copy_dir(&root().join("tests/data/hf/static-graphtrace"), &copy);
+        match config {
+            "none" => std::fs::remove_file(copy.join("config.yaml")).unwrap(),
+            "node" => {
+                let c = read(copy.join("config.yaml"));
+                std::fs::write(
+                    copy.join("config.yaml"),
+                    c.replace("cuda_graph_trace: graph", "cuda_graph_trace: node"),
+                )
+                .unwrap();
+            }
+            _ => {}
+        }
+        sb.stage2_without_tools()
+            .arg("report")
+            .arg(&copy)
+            .assert()
+            .success();
+        let s = read(copy.join("stakeholder_summary.md"));
+        assert!(
+            s.contains("15 CUDA graph launches") && s.contains("cuda-graph-trace=node"),
+            "{config}: {s}"
+        );
+        assert!(
+            !s.contains("launch-bound") && !s.contains("mostly waits on the CPU"),
+            "{config}: {s}"
+        );
+        assert!(
+            !s.contains("capture the loop in CUDA graphs"),
+            "{config}: {s}"
+        );
+        assert!(!s.contains("are tiny"), "{config}: {s}");
+        let md = read(copy.join("kernels.md"));
+        assert!(
+            md.contains("Note: CUDA graphs traced as whole graphs in `decode`"),
+            "{config}"
+        );
+        assert!(
+            md.contains("no verdict: graph kernels not traced"),
+            "{config}"
+        );
+    }
 }
 
 /// A folder of exports with no config.yaml or status.json: the captured ranges are read from

@@ -187,27 +187,10 @@ fn kernel_delta(
 
 /// Short names, with a suffix from the full name where two kernels of the diff share one.
 fn label(kernels: &mut [KernelDelta]) {
-    let mut count: BTreeMap<String, usize> = BTreeMap::new();
-    for k in kernels.iter() {
-        *count
-            .entry(crate::model::display_name(&k.name))
-            .or_default() += 1;
+    let labels = crate::model::labels(kernels.iter().map(|k| k.name.as_str()), usize::MAX);
+    for (k, l) in kernels.iter_mut().zip(labels) {
+        k.label = l;
     }
-    for k in kernels.iter_mut() {
-        let short = crate::model::display_name(&k.name);
-        k.label = if count[&short] > 1 {
-            format!("{short} ~{:06x}", fnv(&k.name) & 0xff_ffff)
-        } else {
-            short
-        };
-    }
-}
-
-/// FNV-1a: a short, stable tag of a full name (the same in every run and build).
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
 }
 
 /// The kernels whose times a side is compared on: those nsys timed, when it timed any (ncu's

@@ -107,6 +107,23 @@ pub(crate) fn cpu_story(
     name: &str,
     python: Option<&super::pysamples::PyReport>,
 ) -> Option<(&'static str, String)> {
+    cpu_story_with(ledger, name, python).map(|s| (s.label, s.story))
+}
+
+/// What [`cpu_story`] found, with the Python function behind the thread's own work when the
+/// samples name one.
+pub(crate) struct CpuStory {
+    pub(crate) label: &'static str,
+    pub(crate) story: String,
+    /// The range the samples were counted in, the function, its share of them, and how many.
+    pub(crate) python: Option<(String, String, f64, u64)>,
+}
+
+pub(crate) fn cpu_story_with(
+    ledger: &ByName,
+    name: &str,
+    python: Option<&super::pysamples::PyReport>,
+) -> Option<CpuStory> {
     let mut parts = Vec::new();
     let mut current = ledger.get(name)?;
     for _ in 0..4 {
@@ -139,24 +156,26 @@ pub(crate) fn cpu_story(
                 parts.push(lead);
                 let mut story = parts.join(", ");
                 // The samples name the function behind the thread's own work, where there are some.
-                if let Some((f, share, n)) = python
+                let top = python
                     .filter(|_| label == "CPU-bound")
-                    .and_then(|p| p.top_of(&current.name))
-                {
+                    .and_then(|p| p.top_of(&current.name));
+                if let Some((f, share, n)) = top {
                     story.push_str(&format!(
                         "; {share:.0}% of the {n} Python samples in {} are in {f}",
                         current.name
                     ));
                 }
-                return Some((label, story));
+                return Some(CpuStory {
+                    label,
+                    story,
+                    python: top
+                        .map(|(f, share, n)| (current.name.clone(), f.to_string(), share, n)),
+                });
             }
         }
     }
     None
 }
-
-/// The rule the reports state for the verdict that follows from the ledger.
-pub(crate) const VERDICT_RULE: &str = "when the GPU is busy under half of a range's time, the largest part of the range's wall time on its CPU thread decides: waiting in synchronize calls (sync-bound), launch calls (launch-bound), other CUDA calls (CUDA-call-bound) or the thread's own work (CPU-bound), followed into the child range that holds most of it";
 
 /// One push/pop range instance while the ledger is built: what its calls and children add
 /// (its wall time is its range's, the rest follows). 40 bytes: kept per range instance.

@@ -4,9 +4,11 @@
 
 pub(crate) mod diff;
 pub(crate) mod durations;
+pub(crate) mod graphs;
 pub(crate) mod infer;
 pub mod kernels;
 pub(crate) mod ledger;
+mod load;
 pub(crate) mod nesting;
 pub(crate) mod noise;
 pub(crate) mod nvtx;
@@ -21,88 +23,18 @@ pub(crate) mod select;
 pub(crate) mod summary;
 pub(crate) mod tokens;
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use crate::analysis::nvtx::{include_and_base, style_for};
-use crate::config::Config;
+use crate::config::{Capture, Config};
 use crate::error::Error;
-use crate::model::{self, KernelRecord};
-use crate::parse::ncu::{self, NcuReport};
-use crate::parse::nsys::{self, ApiSum, KernelSum, RangeSum};
-use crate::parse::sqlite::NsysDb;
-use crate::rundir::status::{NsysRecord, Status};
-use crate::rundir::{RunDir, KERN_SUM, NVTX_SUM};
+use crate::model::{self, Bound, KernelRecord};
+use crate::parse::ncu::NcuReport;
+use crate::parse::nsys::{ApiSum, KernelSum, RangeSum};
+use crate::rundir::status::Status;
+use crate::rundir::{KERN_SUM, NVTX_SUM};
 use ranges::RangeStats;
 use roofline::Peaks;
-
-/// The Python samples of the nsys pass (none when the run took none), placed in its ranges.
-fn python_evidence(
-    run: &RunDir,
-    db: &NsysDb,
-    ranges: &[crate::parse::sqlite::NvtxRange],
-) -> Result<Option<pysamples::PyReport>, Error> {
-    let files = crate::parse::pysamples::read_dir(&run.path.join("nsys"))?;
-    if files.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(pysamples::attribute(
-        ranges,
-        &db.marks("stage2:clock ")?,
-        &files,
-    )))
-}
-
-/// What one streaming pass over the SQLite export gives.
-struct Timeline {
-    /// The NVTX ranges without the operator ranges (those are `operators`).
-    phases: Vec<crate::parse::sqlite::NvtxRange>,
-    stats: Vec<RangeStats>,
-    /// The captured range's kernels (empty without one, or when it is not in the export).
-    kernel_rows: Vec<nsys::KernelSum>,
-    /// Their mangled names by demangled name (read while streaming).
-    mangled: HashMap<String, Vec<String>>,
-    operators: Vec<ops::OpRow>,
-    ledger: Vec<ledger::RangeLedger>,
-}
-
-impl Timeline {
-    /// One pass over the export: launches into the scan, API calls into the ledger.
-    fn read(db: &NsysDb, captured: Option<&str>) -> Result<Timeline, Error> {
-        let all = db.ranges()?;
-        let has_ops = all.iter().any(|r| ops::is_op(&r.name));
-        // One nesting index for both consumers.
-        let nest = nesting::Nesting::new(&all);
-        let mut scan = scan::Scan::with(&all, std::borrow::Cow::Borrowed(&nest), captured);
-        let mut ledger = ledger::Builder::new(&all, &nest);
-        db.stream(&mut scan, &mut ledger)?;
-        let strings = db.strings()?;
-        let operators = match has_ops {
-            true => ops::table(&all, &scan.ops, &strings),
-            false => Vec::new(),
-        };
-        let (stats, kernel_rows, mangled) = (
-            scan.stats(),
-            scan.kernel_rows(&strings),
-            scan.mangled_names(&strings),
-        );
-        // The instances' figures go before the ledger's are aggregated: at most one set held.
-        drop(scan);
-        let ledger = ledger.finish();
-        let phases = match has_ops {
-            true => all.into_iter().filter(|r| !ops::is_op(&r.name)).collect(),
-            false => all,
-        };
-        Ok(Timeline {
-            phases,
-            stats,
-            kernel_rows,
-            mangled,
-            operators,
-            ledger,
-        })
-    }
-}
 
 /// The parsed contents of a run directory.
 pub(crate) struct Artifacts {
@@ -141,8 +73,10 @@ pub(crate) struct Artifacts {
     /// Where the NVTX and API summaries came from (rank 0's in a multi-rank run).
     pub(crate) nvtx_sum_file: String,
     pub(crate) api_sum_file: String,
-    /// What the nsys pass captured, as it recorded it (from the config for older runs).
-    pub(crate) capture: NsysRecord,
+    /// What the nsys pass captured, typed once from the config.
+    pub(crate) capture: Capture,
+    /// CUDA graph launches per range name, read from the export (see analysis::graphs).
+    pub(crate) graphs: BTreeMap<String, graphs::GraphUse>,
     /// Units of the ncu metrics.
     pub(crate) ncu_units: BTreeMap<String, String>,
     /// The device's peaks, from ncu's peak metrics.
@@ -192,243 +126,23 @@ impl Captured {
     }
 }
 
-/// The range the nsys capture was gated on, without a domain.
-fn nsys_range(config: &Config) -> Option<String> {
-    NsysRecord::from_config(&config.nsys).range
-}
-
 /// Whether nsys captured the range ncu profiles (an ungated side counts as the same).
 pub(crate) fn same_range(config: &Config) -> bool {
+    let nsys = Capture::of(&config.nsys);
     let ncu = config
         .ncu
         .nvtx_include
         .as_deref()
         .filter(|_| config.ncu.gating_nvtx);
-    match (nsys_range(config), ncu) {
+    match (nsys.range(), ncu) {
         (Some(a), Some(b)) => {
-            crate::analysis::nvtx::base_name(&a) == crate::analysis::nvtx::base_name(b)
+            crate::analysis::nvtx::base_name(a) == crate::analysis::nvtx::base_name(b)
         }
         _ => true,
     }
 }
 
-fn optional<T>(
-    path: &Path,
-    read: impl FnOnce(&Path) -> Result<T, Error>,
-) -> Result<Option<T>, Error> {
-    if path.is_file() {
-        read(path).map(Some)
-    } else {
-        Ok(None)
-    }
-}
-
-/// The ncu raw export with the mangled names of its twin import, when there is one.
-fn read_ncu(run: &RunDir, csv: &Path) -> Result<NcuReport, Error> {
-    let mut report = ncu::read_raw(csv)?;
-    let name = csv.file_name().unwrap_or_default().to_string_lossy();
-    let mangled_csv = run.ncu_raw_mangled(name.strip_suffix("_raw.csv").unwrap_or(&name));
-    if mangled_csv.is_file() {
-        ncu::attach_mangled(&mut report, &mangled_csv)?;
-    }
-    Ok(report)
-}
-
 impl Artifacts {
-    /// Parse what the run directory holds; a missing artifact is `None`, a broken one an error.
-    pub(crate) fn load(run: &RunDir, config: Config) -> Result<Artifacts, Error> {
-        // A multi-rank run has one nsys summary per rank: its kernel table is their sum, its
-        // other single-rank views are rank 0's.
-        let rank_data = ranks::load(run)?;
-        let first_rank = rank_data.first().map(|r| r.rank);
-        // Single-rank names first; a multi-rank run's single-rank views are its first rank's.
-        let first = |report: &str| {
-            let p = run.nsys_stats(report, None);
-            match first_rank {
-                Some(r) if !p.is_file() => run.nsys_stats(report, Some(r)),
-                _ => p,
-            }
-        };
-        let status = Status::read(&run.path);
-        let capture = status
-            .as_ref()
-            .and_then(|s| s.passes.get("nsys")?.nsys.clone())
-            .unwrap_or_else(|| NsysRecord::from_config(&config.nsys));
-        let mut kernels_nsys = match optional(&run.kern_sum(None), nsys::read_kernels)? {
-            None if !rank_data.is_empty() => Some(ranks::merged(&rank_data)),
-            k => k,
-        };
-        let (nvtx_sum, api_sum) = (first("nvtx_sum"), first("cuda_api_sum"));
-        let mut ranges = optional(&nvtx_sum, nsys::read_ranges)?;
-        if let Some(r) = ranges.as_mut() {
-            r.retain(|r| !ops::is_op(r.name()));
-        }
-        let api = optional(&api_sum, nsys::read_api)?;
-        // The pass records the ncu include and file base; runs made before it did get them
-        // recomputed from the config, which is what the pass used then.
-        let recorded =
-            Status::read(&run.path).and_then(|s| s.passes.get("ncu").and_then(|p| p.ncu.clone()));
-        let (ncu_include, base) = match recorded {
-            Some(r) => (r.include, r.base),
-            None => {
-                let (include, base, _) = include_and_base(&config, style_for(&config, run));
-                (include, base)
-            }
-        };
-        let ncu_csv = Some(run.ncu_raw(&base))
-            .filter(|p| p.is_file())
-            .or_else(|| run.find_ncu_raw());
-        // A broken ncu export costs the ncu columns, not the nsys figures: the reports are
-        // made from what is valid and the problem is reported (exit 6) after them.
-        let (mut ncu, mut ncu_problem) = match ncu_csv.as_deref().map(|csv| read_ncu(run, csv)) {
-            None => (None, None),
-            Some(Ok(r)) => (Some(r), None),
-            Some(Err(e)) => (None, Some(e)),
-        };
-        // Kernels whose figures the metrics cache gave this run (all of them when ncu did not
-        // need to run).
-        match optional(&run.ncu("cached.json"), ncu::read_cached) {
-            Ok(Some(cached)) if !cached.is_empty() && ncu_problem.is_none() => {
-                ncu::merge_cached(ncu.get_or_insert_with(NcuReport::default), cached);
-            }
-            Err(e) if ncu_problem.is_none() => ncu_problem = Some(e),
-            _ => {}
-        }
-        let sqlite = match first_rank {
-            Some(r) if !run.nsys_sqlite(None).is_file() => run.nsys_sqlite(Some(r)),
-            _ => run.nsys_sqlite(None),
-        };
-        let db = sqlite
-            .is_file()
-            .then(|| NsysDb::open(&sqlite))
-            .transpose()?;
-        // The ranges and launches are read once: for the per-range figures and, in one
-        // process, the kernel table (its captured range's kernels, see analysis::kernels).
-        // One streaming pass over the launches gives the per-range figures, the captured
-        // range's kernels and the operators' GPU time (see analysis::scan).
-        let timeline = match &db {
-            Some(db) => Some(Timeline::read(db, capture.range.as_deref())?),
-            None => None,
-        };
-        let operators = timeline
-            .as_ref()
-            .map(|t| t.operators.clone())
-            .unwrap_or_default();
-        let mut kern_sum_file = if rank_data.is_empty() {
-            KERN_SUM.to_string()
-        } else {
-            "nsys/summary.rank<N>_cuda_gpu_kern_sum.csv, summed over ranks".to_string()
-        };
-        let mut mangled = None;
-        if let (Some(t), Some(_), true) = (&timeline, &capture.range, rank_data.is_empty()) {
-            if !t.kernel_rows.is_empty() {
-                kernels_nsys = Some(t.kernel_rows.clone());
-                kern_sum_file = kernels::source(run);
-                mangled = Some(t.mangled.clone());
-            }
-        }
-        // The kernel table from the stats CSV: every kernel's mangled names, a pass over the
-        // export's kernels.
-        let mangled = match (mangled, &db, &kernels_nsys) {
-            (Some(m), _, _) => Some(m),
-            (None, Some(db), Some(_)) => Some(db.mangled_names()?),
-            _ => None,
-        };
-        let range_stats = timeline
-            .as_ref()
-            .map(|t| t.stats.clone())
-            .unwrap_or_default();
-        let ledger = timeline
-            .as_ref()
-            .map(|t| t.ledger.clone())
-            .unwrap_or_default();
-        let python = match (&db, &timeline) {
-            // The samples are evidence beside the figures: a broken file costs them alone.
-            (Some(db), Some(t)) => python_evidence(run, db, &t.phases).unwrap_or_else(|e| {
-                tracing::warn!("Python samples left out: {e}");
-                None
-            }),
-            _ => None,
-        };
-        let ncu_units = ncu.as_ref().map(|r| r.units.clone()).unwrap_or_default();
-        let peaks = ncu.as_ref().and_then(|r| {
-            r.kernels.iter().find_map(|k| {
-                roofline::peaks(&roofline::Metrics {
-                    values: &k.metrics,
-                    units: &r.units,
-                })
-            })
-        });
-        let env = crate::files::read_capped(&run.file("env.json"), crate::files::RUN_FILE_CAP)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
-        let nsys_range = capture.range.clone();
-        // The range ncu was told to profile names its kernels; without one, their innermost.
-        let ncu_range = match (&ncu, &ncu_include) {
-            (Some(_), Some(inc)) => Some(crate::analysis::nvtx::base_name(inc)),
-            (Some(r), None) => r.kernels.iter().find_map(|k| k.nvtx_range.clone()),
-            _ => None,
-        };
-        // Counters of decode kernels say nothing about prefill kernels of the same name: join
-        // only when both tools looked at the same range.
-        let (records, ncu_records) =
-            if same_range(&config) || kernels_nsys.is_none() || ncu.is_none() {
-                let range = ncu_range.or(nsys_range);
-                (
-                    model::build(
-                        kernels_nsys.as_deref(),
-                        mangled.as_ref(),
-                        ncu.as_ref(),
-                        range.as_deref(),
-                    ),
-                    Vec::new(),
-                )
-            } else {
-                (
-                    model::build(kernels_nsys.as_deref(), None, None, nsys_range.as_deref()),
-                    model::build(None, None, ncu.as_ref(), ncu_range.as_deref()),
-                )
-            };
-        let mut a = Artifacts {
-            run_id: run.id(),
-            kernels_nsys,
-            ranges,
-            api,
-            ncu,
-            ncu_csv_file: ncu_csv
-                .as_deref()
-                .map(|p| run.relative(p))
-                .unwrap_or_default(),
-            ncu_include,
-            env,
-            status,
-            stage1_ops: find_stage1_ops(&run.stage1()),
-            records,
-            ncu_records,
-            range_stats,
-            sqlite_file: run.relative(&sqlite),
-            nvtx_sum_file: run.relative(&nvtx_sum),
-            api_sum_file: run.relative(&api_sum),
-            kern_sum_file,
-            capture,
-            rank_data,
-            ncu_units,
-            peaks,
-            config,
-            repeats: None,
-            ncu_problem,
-            ledger,
-            python,
-            operators,
-            per_token: Vec::new(),
-        };
-        if let (Some(db), Some(t)) = (&db, &timeline) {
-            a.per_token = a.phase_costs(&t.phases, &db.marks("stage2:tokens ")?);
-        }
-        a.repeats = repeats::load(run, &a.config, &a)?;
-        Ok(a)
-    }
-
     /// Nothing to report: no kernels from either tool, no NVTX ranges.
     pub(crate) fn is_empty(&self) -> bool {
         self.records.is_empty()
@@ -440,7 +154,7 @@ impl Artifacts {
     /// Which launches the kernel table's rows sum: "every launch in the capture", or those of
     /// the captured range's instances (saying when the capture held only the first).
     pub(crate) fn kernel_scope(&self) -> String {
-        let range = match (&self.capture.range, self.kern_sum_file == self.sqlite_file) {
+        let range = match (self.capture.range(), self.kern_sum_file == self.sqlite_file) {
             (Some(r), true) => r,
             _ => return "every launch in the capture".to_string(),
         };
@@ -450,38 +164,56 @@ impl Artifacts {
     /// How many instances of the captured range the report holds, and whether that is all:
     /// "15 instances captured" or "first instance only (...)". Empty without a range.
     pub(crate) fn instances_captured(&self) -> String {
-        let Some(range) = &self.capture.range else {
+        let Some(range) = self.capture.range() else {
             return String::new();
         };
         let n: u64 = self
             .range_stats
             .iter()
-            .filter(|s| &s.name == range)
+            .filter(|s| s.name == range)
             .map(|s| s.instances)
             .sum();
         match n {
             0 => "no instance in the SQLite export".to_string(),
-            1 if self.capture.first_instance_only => "first instance only (the capture stopped when it closed; nsys.capture_range_end=none captures every instance)".to_string(),
+            1 if self.capture.first_only() => "first instance only (the capture stopped when it closed; nsys.capture_range_end=none captures every instance)".to_string(),
             1 => "1 instance captured".to_string(),
             n => format!("{n} instances captured"),
         }
     }
 
-    /// `cudaGraphLaunch` calls in the API summary (0 without one).
+    /// `cudaGraphLaunch` calls in the API summary of the whole capture (0 without one).
     pub(crate) fn graph_launches(&self) -> u64 {
         self.api
             .iter()
             .flatten()
-            .filter(|r| r.name.starts_with("cudaGraphLaunch"))
+            .filter(|r| {
+                r.name.starts_with("cudaGraphLaunch") || r.name.starts_with("cuGraphLaunch")
+            })
             .map(|r| r.calls)
             .sum()
     }
 
-    /// The workload launched CUDA graphs whose kernels nsys did not trace (it ran with
-    /// `nsys.cuda_graph_trace=graph`): the graphs' kernels are missing from every figure.
-    pub(crate) fn graph_kernels_hidden(&self) -> bool {
-        self.graph_launches() > 0
-            && self.config.nsys.cuda_graph_trace == crate::config::CudaGraphTrace::Graph
+    /// The graph launches of range `name` whose kernels the export does not hold: nsys traced
+    /// them as whole graphs (its default `--cuda-graph-trace=graph`), whatever the config
+    /// says. Read from the export: launches in the range with no graph kernel traced in it,
+    /// or launches recorded as whole-graph items. Without a SQLite export, from the API
+    /// summary and the config. None when the range's graph kernels are all there.
+    pub(crate) fn graph_level(&self, name: &str) -> Option<graphs::GraphUse> {
+        if self.range_stats.is_empty() {
+            let hidden = self.graph_launches() > 0
+                && self.config.nsys.cuda_graph_trace == crate::config::CudaGraphTrace::Graph;
+            return hidden.then(|| graphs::GraphUse {
+                launches: self.graph_launches(),
+                ..Default::default()
+            });
+        }
+        let g = self.graphs.get(name)?;
+        let traced = self
+            .range_stats
+            .iter()
+            .find(|r| r.name == name)
+            .map_or(0, |r| r.graph_kernels);
+        (g.launches > 0 && (g.graph_level > 0 || traced == 0)).then(|| g.clone())
     }
 
     /// The ledgers by range name (one lookup, not a scan, per name).
@@ -493,17 +225,6 @@ impl Artifacts {
     pub(crate) fn second_gpu(&self) -> Option<&crate::rundir::status::SecondGpu> {
         let ncu = self.status.as_ref()?.passes.get("ncu")?.ncu.as_ref()?;
         ncu.second_gpu.as_ref()
-    }
-
-    /// The sentence that says so, or None.
-    pub(crate) fn hidden_graphs_note(&self) -> Option<String> {
-        self.graph_kernels_hidden().then(|| {
-            format!(
-                "nsys traced CUDA graphs as whole graphs (nsys.cuda_graph_trace=graph): the kernels of the {} graph launches (cudaGraphLaunch, {}) are not in these figures, so kernel time, launches and GPU busy are too low; profile with nsys.cuda_graph_trace=node to see them",
-                self.graph_launches(),
-                self.api_sum_file
-            )
-        })
     }
 
     /// Total kernel time and launches on the ranking basis (nsys when present).
@@ -543,15 +264,6 @@ impl Artifacts {
         !self.config.ncu.include_nccl && self.records.iter().any(|r| model::is_nccl(&r.name))
     }
 
-    /// How ncu's coverage reads: of all kernel time, or of the time outside NCCL.
-    pub(crate) fn coverage_scope(&self) -> &'static str {
-        if self.ncu_skips_nccl() {
-            "of the kernel time outside NCCL (ncu leaves NCCL kernels out)"
-        } else {
-            "of the kernel time"
-        }
-    }
-
     /// Roofline figures of one kernel, when ncu measured it.
     pub(crate) fn point(&self, r: &KernelRecord) -> Option<roofline::Point> {
         roofline::point(&roofline::Metrics {
@@ -560,24 +272,10 @@ impl Artifacts {
         })
     }
 
-    /// Per-token costs of each phase with token marks and of the captured range, with the
-    /// floors of the captured range where ncu measured its kernels.
-    fn phase_costs(
-        &self,
-        ranges: &[crate::parse::sqlite::NvtxRange],
-        marks: &[(i64, i64, String)],
-    ) -> Vec<tokens::PhaseCost> {
-        let captured = self.capture.range.as_deref();
-        tokens::costs(&self.range_stats, ranges, marks, captured, |s| {
-            let peaks = self.peaks.as_ref()?;
-            tokens::floor(s, &self.records, |r| self.point(r), peaks)
-        })
-    }
-
     /// The captured range's wall time, kernel time and launches: from the SQLite export's
     /// per-range attribution when there is one, else from the stats CSVs.
     pub(crate) fn captured(&self) -> Option<Captured> {
-        let name = self.capture.range.clone()?;
+        let name = self.capture.range()?.to_string();
         // Single-rank views are the first rank's; so is the wait (see ranks::nccl_waits).
         let wait = self.rank_data.first().and_then(|r| r.nccl_wait_ns);
         if let Some(s) = self.range_stats.iter().find(|s| s.name == name) {
@@ -611,7 +309,7 @@ impl Artifacts {
 
     /// The NVTX range the nsys capture was gated on, as nvtx_sum reports it.
     pub(crate) fn capture_range(&self) -> Option<&RangeSum> {
-        let name = self.capture.range.as_deref()?;
+        let name = self.capture.range()?;
         self.ranges.as_ref()?.iter().find(|r| r.name() == name)
     }
 
@@ -627,26 +325,26 @@ impl Artifacts {
     }
 }
 
-/// A Stage-1 operator table the workload left: a CSV under stage1/ named like `*operator*`.
-fn find_stage1_ops(dir: &Path) -> Option<PathBuf> {
-    let mut stack = vec![(dir.to_path_buf(), 0)];
-    while let Some((d, depth)) = stack.pop() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(&d)
-            .ok()?
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() && depth < 3 {
-                stack.push((p, depth + 1));
-            } else if p.extension().is_some_and(|e| e == "csv")
-                && p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().contains("operator"))
-            {
-                return Some(p);
+impl Artifacts {
+    /// A kernel whose SM throughput is high but whose FLOP/byte is below the FP32 ridge is busy
+    /// with instructions that are not arithmetic (loads, stores, address math): not
+    /// compute-bound in the roofline's sense, so it is classed instruction-bound.
+    fn classify_bounds(&mut self) {
+        let Some(ridge) = self.peaks.map(|p| p.ridge_fp32()) else {
+            return;
+        };
+        let units = &self.ncu_units;
+        for r in self.records.iter_mut().chain(self.ncu_records.iter_mut()) {
+            if r.bound != Some(Bound::Compute) {
+                continue;
+            }
+            let point = roofline::point(&roofline::Metrics {
+                values: &r.metrics,
+                units,
+            });
+            if point.and_then(|p| p.intensity()).is_some_and(|i| i < ridge) {
+                r.bound = Some(Bound::Instruction);
             }
         }
     }
-    None
 }

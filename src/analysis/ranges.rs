@@ -85,9 +85,6 @@ impl RangeStats {
     /// The rule the reports state: the GPU ran kernels for under half of the range's time (the
     /// longer of its CPU wall and its GPU projection), so it mostly waited on the CPU (launch
     /// overhead, Python, synchronisation), not on its own work.
-    pub(crate) const LAUNCH_BOUND_RULE: &'static str =
-        "GPU busy (union of kernel intervals) under 50% of the longer of CPU wall and GPU projection";
-
     /// Busy time as a share of the range's time on either clock, in %.
     pub(crate) fn busy_of_range_pct(&self) -> f64 {
         let span = self.wall_ns.max(self.proj_ns);
@@ -96,10 +93,6 @@ impl RangeStats {
         } else {
             0.0
         }
-    }
-
-    pub(crate) fn launch_bound(&self) -> bool {
-        self.busy_of_range_pct() < 50.0
     }
 }
 
@@ -337,7 +330,7 @@ mod tests {
             d.kernel_ns
         );
         assert_eq!(d.launches, 1464);
-        assert!(d.launch_bound() && d.gpu_busy_pct < 1.0);
+        assert!(d.busy_of_range_pct() < 50.0 && d.gpu_busy_pct < 1.0);
     }
 
     #[test]

@@ -7,9 +7,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::Artifacts;
-use crate::config::Config;
-use crate::error::Error;
-use crate::rundir::RunDir;
 
 /// One figure over the timed passes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,14 +62,14 @@ pub(crate) struct Repeats {
 }
 
 /// The figures of one pass that the statistics are taken over.
-struct Pass {
+pub(crate) struct Pass {
     kernel_ns: f64,
     kernels: BTreeMap<String, f64>,
     ranges: BTreeMap<String, f64>,
 }
 
 impl Pass {
-    fn of(a: &Artifacts) -> Pass {
+    pub(crate) fn of(a: &Artifacts) -> Pass {
         let mut kernels = BTreeMap::new();
         for r in &a.records {
             *kernels.entry(r.name.clone()).or_insert(0.0) += r.total_time_ns;
@@ -97,30 +94,9 @@ impl Pass {
     }
 }
 
-/// The statistics over the first pass (`first`, already parsed) and the run's repeats; None
-/// for a run with one timed pass.
-pub(crate) fn load(
-    run: &RunDir,
-    config: &Config,
-    first: &Artifacts,
-) -> Result<Option<Repeats>, Error> {
-    let dirs = run.repeats();
-    if dirs.is_empty() {
-        return Ok(None);
-    }
-    let mut passes = vec![Pass::of(first)];
-    for dir in dirs {
-        // A repeat whose pass failed left no data: it is not a sample of zero time.
-        if !dir.nsys_sqlite(None).is_file() && !dir.kern_sum(None).is_file() {
-            tracing::warn!(
-                "{}: no nsys data; left out of the spread",
-                dir.path.display()
-            );
-            continue;
-        }
-        passes.push(Pass::of(&Artifacts::load(&dir, config.clone())?));
-    }
-    Ok(Some(spread(&passes)))
+/// The statistics over the timed passes' figures (the run's own first).
+pub(crate) fn over(passes: &[Pass]) -> Repeats {
+    spread(passes)
 }
 
 fn spread(passes: &[Pass]) -> Repeats {

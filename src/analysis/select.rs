@@ -102,8 +102,8 @@ pub(crate) fn kernel_filter(
     }
     if !crate::analysis::same_range(cfg) {
         tracing::info!(
-            "nsys captured `{}` but ncu profiles `{}`: nsys's top kernels are not that range's, so ncu profiles each distinct kernel there once",
-            cfg.nsys.nvtx_capture.as_deref().unwrap_or(""),
+            "nsys captured {} but ncu profiles `{}`: nsys's top kernels are not that range's, so ncu profiles each distinct kernel there once",
+            crate::config::Capture::of(&cfg.nsys).describe(),
             cfg.ncu.nvtx_include.as_deref().unwrap_or("")
         );
         return None;

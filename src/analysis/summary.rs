@@ -22,7 +22,15 @@ use crate::rundir::status::PassStatus;
 /// operator ranges grouped), `per_token` (tokens, ms per instance and per token, tokens/s,
 /// the captured phase's memory and compute floors); cudaProfilerStart/Stop windows appear as
 /// the range `cudaProfilerApi window`.
-pub(crate) const SCHEMA_VERSION: u32 = 6;
+/// 7: `findings` (every verdict, headline clause, caveat and piece of advice, with its scope,
+/// evidence and rule) and `capture` (what the nsys pass captured, typed); one name per busy
+/// figure: `totals.gpu_busy_of_range_pct` / `gpu_working_of_range_pct` (over the longer of
+/// CPU wall and GPU projection; working leaves NCCL waiting out), each range's
+/// `gpu_busy_of_projection_pct` and `gpu_busy_of_range_pct`; `launch_bound` left the ranges
+/// (a verdict: the `range_verdict` findings); `nsys_capture` is the captured range as the
+/// export names it (`cudaProfilerApi window` for profiler-API windows). The JSON Schema is
+/// src/findings/summary.schema.json.
+pub(crate) const SCHEMA_VERSION: u32 = 7;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct Summary {
@@ -69,7 +77,10 @@ pub(crate) struct Totals {
     /// Ranks of the kernels without ncu metrics, when ncu profiled the captured range.
     pub(crate) ncu_left_out: Vec<usize>,
     pub(crate) capture_range_wall_ns: Option<f64>,
-    pub(crate) gpu_busy_pct: Option<f64>,
+    /// The captured range's GPU busy (union of kernel intervals) over its range time (the
+    /// longer of CPU wall and GPU projection), and the same less NCCL waiting.
+    pub(crate) gpu_busy_of_range_pct: Option<f64>,
+    pub(crate) gpu_working_of_range_pct: Option<f64>,
     /// `kernel_time_ns` over the timed passes (with more than one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) kernel_time_runs: Option<Stats>,
@@ -91,8 +102,9 @@ pub(crate) struct Range {
     pub(crate) gpu_projection_ns: Option<f64>,
     pub(crate) gpu_busy_ns: Option<f64>,
     /// `gpu_busy_ns` over `gpu_projection_ns`, in %.
-    pub(crate) gpu_busy_pct: Option<f64>,
-    pub(crate) launch_bound: Option<bool>,
+    pub(crate) gpu_busy_of_projection_pct: Option<f64>,
+    /// `gpu_busy_ns` over the longer of CPU wall and GPU projection, in %.
+    pub(crate) gpu_busy_of_range_pct: Option<f64>,
     /// Per instance: CPU wall, GPU projection, kernels launched (min, median, max).
     pub(crate) per_instance: Option<PerInstance>,
     /// `total_ns` over the timed passes (with more than one).
@@ -171,12 +183,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
         run_id: a.run_id.clone(),
         stage2_version: env!("CARGO_PKG_VERSION").to_string(),
         gpu: a.env_str(&["gpus", "0", "name"]),
-        nsys_capture: a
-            .config
-            .nsys
-            .nvtx_capture
-            .clone()
-            .filter(|_| a.config.nsys.gating_nvtx),
+        nsys_capture: a.capture.range().map(str::to_string),
         ncu_include: a.ncu_include.clone(),
         timed_passes: a.repeats.as_ref().map_or(1, |r| r.passes),
         passes: a
@@ -205,7 +212,8 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                 Vec::new()
             },
             capture_range_wall_ns: wall,
-            gpu_busy_pct: captured.as_ref().map(|c| c.working_pct()),
+            gpu_busy_of_range_pct: captured.as_ref().map(|c| c.busy_pct()),
+            gpu_working_of_range_pct: captured.as_ref().map(|c| c.working_pct()),
             kernel_time_runs: a.repeats.as_ref().map(|r| r.kernel_time_ns.clone()),
         },
         ranges: if a.range_stats.is_empty() {
@@ -223,8 +231,8 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                     graph_kernels: None,
                     gpu_projection_ns: None,
                     gpu_busy_ns: None,
-                    gpu_busy_pct: None,
-                    launch_bound: None,
+                    gpu_busy_of_projection_pct: None,
+                    gpu_busy_of_range_pct: None,
                     per_instance: None,
                     runs: range_runs(a, r.name()),
                     gpu_idle: None,
@@ -244,8 +252,8 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                     graph_kernels: Some(r.graph_kernels),
                     gpu_projection_ns: Some(r.proj_ns as f64),
                     gpu_busy_ns: Some(r.busy_ns as f64),
-                    gpu_busy_pct: Some(r.gpu_busy_pct),
-                    launch_bound: Some(r.launch_bound()),
+                    gpu_busy_of_projection_pct: Some(r.gpu_busy_pct),
+                    gpu_busy_of_range_pct: Some(r.busy_of_range_pct()),
                     per_instance: Some(PerInstance {
                         wall_ns: r.wall_spread,
                         gpu_projection_ns: r.proj_spread,

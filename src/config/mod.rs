@@ -1,6 +1,7 @@
 //! Layered configuration: embedded defaults < `--config-dir` files < each `--config FILE` <
 //! overrides < flags, checked against the keys the defaults define.
 
+mod capture;
 mod checks;
 mod launcher;
 mod overrides;
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
+pub use capture::{Capture, PROFILER_WINDOW};
 pub use launcher::Launcher;
 pub use overrides::{parse as parse_override, Op, Override};
 pub use schema::*;

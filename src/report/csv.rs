@@ -79,7 +79,11 @@ impl super::Output for KernelsCsv {
     fn file(&self) -> &'static str {
         "kernels.csv"
     }
-    fn render(&self, a: &crate::analysis::Artifacts) -> Option<String> {
+    fn render(
+        &self,
+        a: &crate::analysis::Artifacts,
+        _: &crate::findings::Findings,
+    ) -> Option<String> {
         {
             let all: Vec<KernelRecord> = a.records.iter().chain(&a.ncu_records).cloned().collect();
             Some(kernels_csv(&all, a.repeats.as_ref()))

@@ -1,10 +1,7 @@
-//! summary.json: the analysis's summary serialized, for machines.
+//! summary.json: the run's figures and findings serialized, for machines (see
+//! findings::document and src/findings/summary.schema.json).
 
-use crate::analysis::summary::Summary;
-
-pub(crate) fn summary_json(summary: &Summary) -> String {
-    serde_json::to_string_pretty(summary).unwrap_or_default() + "\n"
-}
+use crate::findings::{document, Findings};
 
 /// `summary.json`.
 pub(crate) struct SummaryJson;
@@ -13,7 +10,8 @@ impl super::Output for SummaryJson {
     fn file(&self) -> &'static str {
         "summary.json"
     }
-    fn render(&self, a: &crate::analysis::Artifacts) -> Option<String> {
-        Some(summary_json(&crate::analysis::summary::summary(a)))
+    fn render(&self, a: &crate::analysis::Artifacts, f: &Findings) -> Option<String> {
+        let doc = document::with(a, f.clone());
+        Some(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
     }
 }

@@ -137,10 +137,7 @@ fn gpu(a: &Artifacts, s: &mut String) {
 
 /// The per-instance view of the step range (report.step_range), or of the captured range.
 fn steps(a: &Artifacts, s: &mut String) {
-    let wanted = [
-        Some(a.config.report.step_range.as_str()),
-        a.capture.range.as_deref(),
-    ];
+    let wanted = [Some(a.config.report.step_range.as_str()), a.capture.range()];
     let Some(l): Option<&RangeLedger> = wanted
         .iter()
         .flatten()

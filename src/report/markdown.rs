@@ -2,14 +2,15 @@
 
 use std::fmt::Write;
 
-use super::fmt::{cut, md, ms, opt1, pct, us};
+use super::fmt::{capitalise, cut, md, ms, opt1, pct, us};
+use super::phrase;
 use super::second_gpu_note;
-use crate::analysis::ranges::RangeStats;
 use crate::analysis::Artifacts;
+use crate::findings::{rules, Claim, Finding, Findings, Quantity as Q};
 use crate::model::{display_name, Bound, KernelRecord, TimeSource};
 use crate::rundir::KERN_SUM;
 
-pub(crate) fn kernels_md(a: &Artifacts) -> String {
+pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
     let mut s = String::new();
     let width = a.config.report.name_width;
     let _ = writeln!(s, "# Kernels of run {}\n", md(&a.run_id));
@@ -42,8 +43,11 @@ pub(crate) fn kernels_md(a: &Artifacts) -> String {
         launches,
         ms(total)
     );
-    if let Some(note) = a.hidden_graphs_note() {
-        let _ = writeln!(s, "Note: {note}.");
+    for g in f
+        .made()
+        .filter(|x| matches!(x.claim, Claim::GraphLevelTrace))
+    {
+        let _ = writeln!(s, "Note: {}", phrase::sentence(g));
     }
     if let Some(e) = &a.ncu_problem {
         let _ = writeln!(
@@ -52,15 +56,9 @@ pub(crate) fn kernels_md(a: &Artifacts) -> String {
             md(&e.to_string())
         );
     }
-    if let Some(cov) = a.ncu_coverage_pct() {
-        let measured = a.records.iter().filter(|r| r.ncu_instances > 0).count();
-        let _ = writeln!(
-            s,
-            "ncu measured {measured} of them, covering {} {} (`{}`).",
-            pct(cov),
-            a.coverage_scope(),
-            a.ncu_csv_file
-        );
+    let coverage = f.find(|x| matches!(x.claim, Claim::NcuCoverage { .. }));
+    if let Some(c) = coverage {
+        let _ = writeln!(s, "{}.", phrase::fact(c));
     }
     cached_note(a, &mut s);
     if let Some(note) = second_gpu_note(a) {
@@ -78,34 +76,16 @@ pub(crate) fn kernels_md(a: &Artifacts) -> String {
         Bound::RULE
     );
     ranks_section(a, &mut s, width);
-    ranges_section(a, &mut s);
+    ranges_section(a, f, &mut s);
     super::tokens::section(a, &mut s);
     super::ledger::section(a, &mut s);
     if !a.operators.is_empty() {
         s.push_str("\n## PyTorch operators\n\n");
         super::ops::table(a, &mut s, 30);
     }
-    roofline_section(a, &mut s, width);
-    if a.ncu_coverage_pct().is_some() {
-        let left: Vec<_> = a.records.iter().filter(|r| r.ncu_instances == 0).collect();
-        if !left.is_empty() {
-            let share: f64 = left.iter().filter_map(|r| r.gpu_time_pct).sum();
-            let _ = writeln!(
-                s,
-                "\n## Left out of the ncu pass ({} kernels, {} of kernel time)\n",
-                left.len(),
-                pct(share)
-            );
-            for r in left {
-                let _ = writeln!(
-                    s,
-                    "- #{} {} ({})",
-                    r.rank,
-                    md(&cut(&display_name(&r.name), width)),
-                    r.gpu_time_pct.map(pct).unwrap_or_default()
-                );
-            }
-        }
+    roofline_section(a, f, &mut s, width);
+    if let Some(c) = coverage {
+        left_out(a, c, &mut s, width);
     }
     let ncu_only: Vec<_> = a
         .records
@@ -157,6 +137,43 @@ pub(crate) fn kernels_md(a: &Artifacts) -> String {
     s
 }
 
+/// The kernels ncu did not measure, headed by the same share the coverage line completes; NCCL
+/// kernels that ncu leaves out are marked, outside that basis.
+fn left_out(a: &Artifacts, c: &Finding, s: &mut String, width: usize) {
+    let left: Vec<_> = a.records.iter().filter(|r| r.ncu_instances == 0).collect();
+    if left.is_empty() {
+        return;
+    }
+    let nccl_out = matches!(
+        c.claim,
+        Claim::NcuCoverage {
+            nccl_left_out: true
+        }
+    );
+    let basis = if nccl_out { " outside NCCL" } else { "" };
+    let _ = writeln!(
+        s,
+        "\n## Left out of the ncu pass ({} kernels; {} of the kernel time{basis})\n",
+        left.len(),
+        c.text(Q::NcuLeftOutPct)
+    );
+    for r in left {
+        let nccl = nccl_out && crate::model::is_nccl(&r.name);
+        let _ = writeln!(
+            s,
+            "- #{} {} ({} of all kernel time{})",
+            r.rank,
+            md(&cut(&display_name(&r.name), width)),
+            r.gpu_time_pct.map(pct).unwrap_or_default(),
+            if nccl {
+                "; NCCL, outside the basis: ncu.include_nccl=true profiles it"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
 /// Which kernels' ncu figures this run took from the metrics cache, and from which runs.
 fn cached_note(a: &Artifacts, s: &mut String) {
     let cached: Vec<&KernelRecord> = a
@@ -189,12 +206,13 @@ fn table(s: &mut String, records: &[KernelRecord], top: usize, width: usize) {
         "| # | kernel | instances | total (us) | avg (us) | share | SM % | DRAM % | bound |"
     );
     let _ = writeln!(s, "|--:|---|--:|--:|--:|--:|--:|--:|---|");
-    for r in records.iter().take(top) {
+    let labels = crate::model::labels(records.iter().take(top).map(|r| r.name.as_str()), width);
+    for (r, label) in records.iter().zip(labels).take(top) {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.rank,
-            md(&cut(&display_name(&r.name), width)),
+            md(&label),
             r.instances,
             us(r.total_time_ns),
             us(r.avg_time_ns),
@@ -206,25 +224,35 @@ fn table(s: &mut String, records: &[KernelRecord], top: usize, width: usize) {
     }
 }
 
-fn ranges_section(a: &Artifacts, s: &mut String) {
+fn ranges_section(a: &Artifacts, f: &Findings, s: &mut String) {
     if a.range_stats.is_empty() {
         return;
     }
     let _ = writeln!(
         s,
-        "\n## Per NVTX range (`{}`)\n\nGPU work counts the kernels, memcpys and memsets launched inside the range (push/pop: on its thread), kernels of CUDA graphs included; it is measured on the GPU's timeline: the projection runs from the first start to the last end of that work (as `nsys stats --report nvtx_gpu_proj_sum`), GPU busy is the union of its kernels' execution intervals over the projection. Times in ms. Verdict: GPU-bound unless {} (GPU mostly idle); then {}.\n",
+        "\n## Per NVTX range (`{}`)\n\nGPU work counts the kernels, memcpys and memsets launched inside the range (push/pop: on its thread), kernels of CUDA graphs included when nsys traced them per node; it is measured on the GPU's timeline: the projection runs from the first start to the last end of that work (as `nsys stats --report nvtx_gpu_proj_sum`). GPU busy is the union of its kernels' execution intervals, over the projection and over the range time (the longer of CPU wall and GPU projection). Times in ms. Verdict ({}).\n",
         a.sqlite_file,
-        RangeStats::LAUNCH_BOUND_RULE,
-        crate::analysis::ledger::VERDICT_RULE
+        rules::RANGE_VERDICT.text
     );
-    let _ = writeln!(s, "| range | style | instances | CPU wall | GPU projection | kernel time | GPU busy of projection | kernels | from graphs | per instance: wall min / median / max | projection median | kernels median | verdict |");
-    let _ = writeln!(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
-    let ledger = crate::analysis::ledger::ByName::new(&a.ledger);
+    let _ = writeln!(s, "| range | style | instances | CPU wall | GPU projection | kernel time | GPU busy of projection | GPU busy of range time | kernels | from graphs | graph launches | per instance: wall min / median / max | projection median | kernels median | verdict |");
+    let _ = writeln!(
+        s,
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+    );
     for r in &a.range_stats {
         let w = &r.wall_spread;
+        let verdict = f
+            .find(|x| {
+                matches!(x.claim, Claim::RangeVerdict { .. })
+                    && x.scope.range.as_deref() == Some(r.name.as_str())
+            })
+            .map_or("–".to_string(), |x| match &x.claim {
+                Claim::RangeVerdict { verdict } => verdict.clone(),
+                _ => String::new(),
+            });
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} |",
             md(&r.name),
             r.style,
             r.instances,
@@ -232,24 +260,21 @@ fn ranges_section(a: &Artifacts, s: &mut String) {
             ms(r.proj_ns as f64),
             ms(r.kernel_ns as f64),
             pct(r.gpu_busy_pct),
+            pct(r.busy_of_range_pct()),
             r.launches,
             r.graph_kernels,
+            a.graphs.get(&r.name).map_or(0, |g| g.launches),
             ms(w.min),
             ms(w.median),
             ms(w.max),
             ms(r.proj_spread.median),
             r.launches_spread.median,
-            if r.launch_bound() {
-                crate::analysis::ledger::cpu_story(&ledger, &r.name, a.python.as_ref())
-                    .map_or("GPU mostly idle", |(label, _)| label)
-            } else {
-                "GPU-bound"
-            }
+            md(&verdict)
         );
     }
 }
 
-fn roofline_section(a: &Artifacts, s: &mut String, width: usize) {
+fn roofline_section(a: &Artifacts, f: &Findings, s: &mut String, width: usize) {
     let Some(p) = a.peaks else {
         return;
     };
@@ -265,18 +290,30 @@ fn roofline_section(a: &Artifacts, s: &mut String, width: usize) {
     );
     let _ = writeln!(s, "| # | kernel | GFLOP/s | of which tensor | % of peak (its roof) | DRAM GB/s | % of DRAM peak | FLOP/byte | tensor pipe % |");
     let _ = writeln!(s, "|--:|---|--:|--:|--:|--:|--:|--:|--:|");
-    let measured = a
+    let measured: Vec<_> = a
         .records
         .iter()
         .chain(&a.ncu_records)
-        .filter(|r| r.ncu_instances > 0);
-    for r in measured.take(a.config.report.top_kernels) {
+        .filter(|r| r.ncu_instances > 0)
+        .collect();
+    let labels = crate::model::labels(
+        measured
+            .iter()
+            .take(a.config.report.top_kernels)
+            .map(|r| r.name.as_str()),
+        width,
+    );
+    for (r, label) in measured
+        .into_iter()
+        .zip(labels)
+        .take(a.config.report.top_kernels)
+    {
         let Some(pt) = a.point(r) else { continue };
         let _ = writeln!(
             s,
             "| {} | {} | {:.2} | {:.2} | {:.3}% ({}) | {:.2} | {:.2}% | {} | {} |",
             r.rank,
-            md(&cut(&display_name(&r.name), width)),
+            md(&label),
             pt.flops() / 1e9,
             pt.tensor_flops / 1e9,
             100.0 * pt.flops() / p.roof_for(&pt).1,
@@ -289,43 +326,43 @@ fn roofline_section(a: &Artifacts, s: &mut String, width: usize) {
             opt1(pt.tensor_pipe_pct)
         );
     }
-    roofline_context(a, s);
+    roofline_context(a, f, s);
 }
 
 /// What the roofline does not show: how much of the captured range the kernels fill, and
-/// where the rest of its wall time goes (the ledger), so a kernel at its roof is not read as
-/// the range being at its floor.
-fn roofline_context(a: &Artifacts, s: &mut String) {
-    let Some(c) = a.captured() else { return };
-    let mut line = format!(
-        "\nThese rates are per kernel while it runs. The captured `{}` range's kernels run {} ms of its {} ms CPU wall time",
-        md(&c.name),
-        ms(c.kernel_ns),
-        ms(c.wall_ns)
+/// where the rest of its wall time goes, so a kernel at its roof is not read as the range
+/// being at its floor. Phrased from the captured range's findings.
+fn roofline_context(a: &Artifacts, f: &Findings, s: &mut String) {
+    let Some(c) = f.find(|x| matches!(x.claim, Claim::CapturedRange)) else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\nThese rates are per kernel while it runs. {}: {} of kernels in {} of CPU wall time, GPU busy {} of the range time.",
+        capitalise(&phrase::scope(&c.scope)),
+        c.text(Q::KernelTimeNs),
+        c.text(Q::WallNs),
+        c.text(Q::GpuBusyOfRangePct)
     );
-    if let Some((label, story)) =
-        crate::analysis::ledger::cpu_story(&a.ledger_by_name(), &c.name, a.python.as_ref())
-            .filter(|_| c.busy_pct() < 50.0)
-    {
-        let _ = write!(
-            line,
-            "; the rest is {label} by the wall-time ledger: {}",
-            md(&story)
-        );
+    let here = |x: &&Finding| x.scope.range == c.scope.range;
+    for x in f.made().filter(here) {
+        match &x.claim {
+            Claim::KernelsExceedWall { .. } | Claim::GpuIdle { .. } => {
+                let _ = writeln!(s, "{}", phrase::sentence(x));
+            }
+            Claim::PerToken => {
+                if let Some(m) = x.figure(Q::MemoryFloorOfMeasuredPct) {
+                    let _ = writeln!(
+                        s,
+                        "Per instance, its memory-bandwidth floor is {} of the measured time (Per token).",
+                        m.text
+                    );
+                }
+            }
+            _ => {}
+        }
     }
-    if let Some(f) = a
-        .per_token
-        .iter()
-        .find(|p| p.phase == c.name)
-        .and_then(|p| p.floor.as_ref())
-    {
-        let _ = write!(
-            line,
-            "; per instance the range runs at {:.1}% of its memory-bandwidth floor (Per token)",
-            f.pct_of_memory_floor
-        );
-    }
-    let _ = writeln!(s, "{line}.");
+    let _ = a;
 }
 
 fn ranks_section(a: &Artifacts, s: &mut String, width: usize) {
@@ -430,7 +467,7 @@ impl super::Output for KernelsMd {
     fn file(&self) -> &'static str {
         "kernels.md"
     }
-    fn render(&self, a: &crate::analysis::Artifacts) -> Option<String> {
-        Some(kernels_md(a))
+    fn render(&self, a: &crate::analysis::Artifacts, f: &Findings) -> Option<String> {
+        Some(kernels_md(a, f))
     }
 }

@@ -8,6 +8,7 @@ mod json;
 mod ledger;
 mod markdown;
 mod ops;
+mod phrase;
 mod stakeholder;
 mod svg;
 mod tokens;
@@ -16,6 +17,7 @@ use crate::analysis::summary::Summary;
 use crate::analysis::Artifacts;
 use crate::config::Config;
 use crate::error::Error;
+use crate::findings::Findings;
 use crate::rundir::RunDir;
 
 /// One output file of a run, rendered from the analysis (hyperfine's `export/` shape): each
@@ -24,7 +26,7 @@ pub(crate) trait Output {
     /// The file's name in the run directory.
     fn file(&self) -> &'static str;
     /// Its text, or None when the run has nothing for it (no roofline without ncu peaks).
-    fn render(&self, a: &Artifacts) -> Option<String>;
+    fn render(&self, a: &Artifacts, f: &Findings) -> Option<String>;
 }
 
 /// Every output, in the order they are written.
@@ -44,8 +46,9 @@ pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error>
 /// Write every report of already parsed artifacts. An ncu export that could not be read is
 /// returned as the error after the reports are written without it.
 pub(crate) fn render(run: &RunDir, mut a: Artifacts) -> Result<Summary, Error> {
+    let findings = crate::findings::derive(&a);
     for out in OUTPUTS {
-        if let Some(text) = out.render(&a) {
+        if let Some(text) = out.render(&a, &findings) {
             let path = run.file(out.file());
             crate::rundir::status::write_atomic(&path, text.as_bytes())
                 .map_err(|e| Error::io("write", path, e))?;
@@ -99,6 +102,14 @@ pub(crate) mod fmt {
             }
         }
         out
+    }
+    /// The sentence with its first letter upper-case.
+    pub(crate) fn capitalise(s: &str) -> String {
+        let mut c = s.chars();
+        match c.next() {
+            Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+            None => String::new(),
+        }
     }
     /// A name cut to `width` characters (on a char boundary), marked when cut.
     pub(crate) fn cut(s: &str, width: usize) -> String {

@@ -321,7 +321,11 @@ impl super::Output for RooflineSvg {
     fn file(&self) -> &'static str {
         "roofline.svg"
     }
-    fn render(&self, a: &crate::analysis::Artifacts) -> Option<String> {
+    fn render(
+        &self,
+        a: &crate::analysis::Artifacts,
+        _: &crate::findings::Findings,
+    ) -> Option<String> {
         a.peaks.as_ref().map(|p| roofline_svg(a, p))
     }
 }

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use super::fmt::md;
-use crate::analysis::tokens::PhaseCost;
 use crate::analysis::Artifacts;
+use crate::findings::{Claim, Finding, Findings, Quantity as Q};
 
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("–".into(), |v| format!("{v:.digits$}"))
@@ -17,12 +17,12 @@ pub(crate) fn section(a: &Artifacts, s: &mut String) {
     }
     let _ = writeln!(
         s,
-        "\n## Per token\n\nTokens come from the `stage2:tokens batch=B new=N` NVTX marks inside each phase's instances (`{}`; `--auto-nvtx` puts them there); time is the phases' CPU wall time. The floors of the captured range: the DRAM bytes and FLOPs of its kernels (ncu's rates times nsys's durations, per instance) at the GPU's peak DRAM bandwidth and dense BF16 tensor rate (ncu's peaks); \"% of floor\" is the floor over the measured time per instance, so 100% would be running at the floor.\n",
+        "\n## Per token\n\nTokens come from the `stage2:tokens batch=B new=N` NVTX marks inside each phase's instances (`{}`; `--auto-nvtx` puts them there); time is the phases' CPU wall time. The floors of the captured range: the DRAM bytes and FLOPs of its kernels (ncu's rates times nsys's durations, per instance) at the GPU's peak DRAM bandwidth and dense BF16 tensor rate (ncu's peaks); \"floor / measured\" is the floor's time over the measured time per instance, so 100% would be running at the floor.\n",
         a.sqlite_file
     );
     let _ = writeln!(
         s,
-        "| phase | instances | batch | tokens | ms per instance | ms per token | tokens/s | DRAM MB per instance | memory floor (ms) | % of memory floor | GFLOP per instance | compute floor (ms) | % of compute floor | kernel time measured by ncu |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+        "| phase | instances | batch | tokens | ms per instance | ms per token | tokens/s | DRAM MB per instance | memory floor (ms) | memory floor / measured | GFLOP per instance | compute floor (ms) | compute floor / measured | kernel time measured by ncu |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
     );
     for p in &a.per_token {
         let f = p.floor.as_ref();
@@ -47,9 +47,14 @@ pub(crate) fn section(a: &Artifacts, s: &mut String) {
     }
 }
 
-/// One sentence per phase for a manager: step time, per token, tokens/s, floor.
-pub(crate) fn headline(a: &Artifacts) -> Option<String> {
-    let parts: Vec<String> = a.per_token.iter().filter_map(sentence).collect();
+/// One sentence per phase for a manager, from the per-token findings: step time, per token,
+/// tokens/s, and how near the floors it runs.
+pub(crate) fn headline(a: &Artifacts, f: &Findings) -> Option<String> {
+    let parts: Vec<String> = f
+        .made()
+        .filter(|x| matches!(x.claim, Claim::PerToken))
+        .map(sentence)
+        .collect();
     (!parts.is_empty()).then(|| {
         format!(
             "Per token ({}, kernels.md \"Per token\"): {}.",
@@ -59,24 +64,26 @@ pub(crate) fn headline(a: &Artifacts) -> Option<String> {
     })
 }
 
-fn sentence(p: &PhaseCost) -> Option<String> {
+fn sentence(p: &Finding) -> String {
     let mut t = format!(
-        "{} takes {:.2} ms per instance",
-        md(&p.phase),
-        p.ms_per_instance
+        "{} takes {} per instance",
+        super::phrase::range_name(p.scope.range.as_deref().unwrap_or("")),
+        p.text(Q::MsPerInstance)
     );
-    if let (Some(ms), Some(tps)) = (p.ms_per_token, p.tokens_per_s) {
-        let _ = write!(t, ", {ms:.3} ms per token ({tps:.0} tokens/s)");
+    if let (Some(ms), Some(tps)) = (p.figure(Q::MsPerToken), p.figure(Q::TokensPerS)) {
+        let _ = write!(t, ", {} per token ({})", ms.text, tps.text);
     }
-    if let Some(f) = &p.floor {
+    if let Some(m) = p.figure(Q::MemoryFloorOfMeasuredPct) {
         let _ = write!(
             t,
-            ", at {:.1}% of its memory-bandwidth floor{}",
-            f.pct_of_memory_floor,
-            f.pct_of_compute_floor.map_or(String::new(), |c| format!(
-                " and {c:.1}% of its compute floor"
-            ))
+            "; its memory-bandwidth floor (its kernels' DRAM bytes at peak bandwidth) is {} of that time{}",
+            m.text,
+            p.figure(Q::ComputeFloorOfMeasuredPct)
+                .map_or(String::new(), |c| format!(
+                    ", its compute floor {}",
+                    c.text
+                ))
         );
     }
-    Some(t)
+    t
 }

@@ -8,7 +8,9 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::Error;
 
+mod graphs;
 mod stream;
+pub use graphs::GraphLaunch;
 pub use stream::{Ignore, Sink};
 
 pub struct NsysDb {
@@ -280,7 +282,7 @@ pub struct ApiCall {
 }
 
 /// The name of the ranges that stand for cudaProfilerStart/Stop windows.
-pub const PROFILER_WINDOW: &str = "cudaProfilerApi window";
+pub const PROFILER_WINDOW: &str = crate::config::PROFILER_WINDOW;
 
 /// NVTX event types in the nsys schema (ENUM_NSYS_EVENT_TYPE).
 const NVTX_PUSH_POP: i64 = 59;

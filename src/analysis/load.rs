@@ -1,0 +1,432 @@
+//! Loading a run directory into [`Artifacts`]: one loader per source (the nsys stats CSVs, the
+//! SQLite export's timeline, the ncu export and its cache, the provenance files, the timed
+//! repeats), then the join of nsys's kernels with ncu's counters.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use super::nvtx::{include_and_base, style_for};
+use super::{
+    graphs, kernels, ledger, nesting, ops, pysamples, ranks, repeats, roofline, same_range, scan,
+    tokens, Artifacts,
+};
+use crate::config::{Capture, Config};
+use crate::error::Error;
+use crate::model::{self, KernelRecord};
+use crate::parse::ncu::{self, NcuReport};
+use crate::parse::nsys::{self, ApiSum, KernelSum, RangeSum};
+use crate::parse::sqlite::{NsysDb, NvtxRange};
+use crate::rundir::status::Status;
+use crate::rundir::{RunDir, KERN_SUM};
+
+fn optional<T>(
+    path: &Path,
+    read: impl FnOnce(&Path) -> Result<T, Error>,
+) -> Result<Option<T>, Error> {
+    if path.is_file() {
+        read(path).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// What one streaming pass over the SQLite export gives.
+pub(super) struct Timeline {
+    /// The NVTX ranges without the operator ranges (those are `operators`).
+    pub(super) phases: Vec<NvtxRange>,
+    pub(super) stats: Vec<super::ranges::RangeStats>,
+    /// The captured range's kernels (empty without one, or when it is not in the export).
+    pub(super) kernel_rows: Vec<KernelSum>,
+    /// Their mangled names by demangled name (read while streaming).
+    pub(super) mangled: HashMap<String, Vec<String>>,
+    pub(super) operators: Vec<ops::OpRow>,
+    pub(super) ledger: Vec<ledger::RangeLedger>,
+    /// CUDA graph launches per range name, and how nsys traced them.
+    pub(super) graphs: BTreeMap<String, graphs::GraphUse>,
+}
+
+impl Timeline {
+    /// One pass over the export: launches into the scan, API calls into the ledger.
+    fn read(db: &NsysDb, captured: Option<&str>) -> Result<Timeline, Error> {
+        let all = db.ranges()?;
+        let has_ops = all.iter().any(|r| ops::is_op(&r.name));
+        // One nesting index for every consumer.
+        let nest = nesting::Nesting::new(&all);
+        let graphs = graphs::per_range(&all, &nest, &db.graph_launches()?);
+        let mut scan = scan::Scan::with(&all, std::borrow::Cow::Borrowed(&nest), captured);
+        let mut ledger = ledger::Builder::new(&all, &nest);
+        db.stream(&mut scan, &mut ledger)?;
+        let strings = db.strings()?;
+        let operators = match has_ops {
+            true => ops::table(&all, &scan.ops, &strings),
+            false => Vec::new(),
+        };
+        let (stats, kernel_rows, mangled) = (
+            scan.stats(),
+            scan.kernel_rows(&strings),
+            scan.mangled_names(&strings),
+        );
+        // The instances' figures go before the ledger's are aggregated: at most one set held.
+        drop(scan);
+        let ledger = ledger.finish();
+        let phases = match has_ops {
+            true => all.into_iter().filter(|r| !ops::is_op(&r.name)).collect(),
+            false => all,
+        };
+        Ok(Timeline {
+            phases,
+            stats,
+            kernel_rows,
+            mangled,
+            operators,
+            ledger,
+            graphs,
+        })
+    }
+}
+
+/// The nsys stats CSVs (a multi-rank run has one set per rank: its kernel table is their sum,
+/// its other single-rank views are its first rank's).
+struct Stats {
+    rank_data: Vec<ranks::RankData>,
+    kernels: Option<Vec<KernelSum>>,
+    ranges: Option<Vec<RangeSum>>,
+    api: Option<Vec<ApiSum>>,
+    kern_sum_file: String,
+    nvtx_sum: PathBuf,
+    api_sum: PathBuf,
+}
+
+impl Stats {
+    fn load(run: &RunDir) -> Result<Stats, Error> {
+        let rank_data = ranks::load(run)?;
+        let first_rank = rank_data.first().map(|r| r.rank);
+        let first = |report: &str| {
+            let p = run.nsys_stats(report, None);
+            match first_rank {
+                Some(r) if !p.is_file() => run.nsys_stats(report, Some(r)),
+                _ => p,
+            }
+        };
+        let kernels = match optional(&run.kern_sum(None), nsys::read_kernels)? {
+            None if !rank_data.is_empty() => Some(ranks::merged(&rank_data)),
+            k => k,
+        };
+        let (nvtx_sum, api_sum) = (first("nvtx_sum"), first("cuda_api_sum"));
+        let mut ranges = optional(&nvtx_sum, nsys::read_ranges)?;
+        if let Some(r) = ranges.as_mut() {
+            r.retain(|r| !ops::is_op(r.name()));
+        }
+        let api = optional(&api_sum, nsys::read_api)?;
+        let kern_sum_file = match rank_data.is_empty() {
+            true => KERN_SUM.to_string(),
+            false => "nsys/summary.rank<N>_cuda_gpu_kern_sum.csv, summed over ranks".to_string(),
+        };
+        Ok(Stats {
+            rank_data,
+            kernels,
+            ranges,
+            api,
+            kern_sum_file,
+            nvtx_sum,
+            api_sum,
+        })
+    }
+}
+
+/// The ncu export, the kernels the metrics cache gave this run, and the range ncu profiled.
+struct NcuSide {
+    report: Option<NcuReport>,
+    /// Why the export could not be read: the reports are made without it and say so.
+    problem: Option<Error>,
+    include: Option<String>,
+    csv: Option<PathBuf>,
+}
+
+impl NcuSide {
+    fn load(run: &RunDir, config: &Config, status: Option<&Status>) -> NcuSide {
+        // The pass records the ncu include and file base; runs made before it did get them
+        // recomputed from the config, which is what the pass used then.
+        let recorded = status.and_then(|s| s.passes.get("ncu").and_then(|p| p.ncu.clone()));
+        let (include, base) = match recorded {
+            Some(r) => (r.include, r.base),
+            None => {
+                let (include, base, _) = include_and_base(config, style_for(config, run));
+                (include, base)
+            }
+        };
+        let csv = Some(run.ncu_raw(&base))
+            .filter(|p| p.is_file())
+            .or_else(|| run.find_ncu_raw());
+        // A broken ncu export costs the ncu columns, not the nsys figures (exit 6 after them).
+        let (mut report, mut problem) = match csv.as_deref().map(|csv| read_ncu(run, csv)) {
+            None => (None, None),
+            Some(Ok(r)) => (Some(r), None),
+            Some(Err(e)) => (None, Some(e)),
+        };
+        // Kernels whose figures the metrics cache gave this run (all of them when ncu did not
+        // need to run).
+        match optional(&run.ncu("cached.json"), ncu::read_cached) {
+            Ok(Some(cached)) if !cached.is_empty() && problem.is_none() => {
+                ncu::merge_cached(report.get_or_insert_with(NcuReport::default), cached);
+            }
+            Err(e) if problem.is_none() => problem = Some(e),
+            _ => {}
+        }
+        NcuSide {
+            report,
+            problem,
+            include,
+            csv,
+        }
+    }
+
+    /// The range ncu was told to profile names its kernels; without one, their innermost.
+    fn range(&self) -> Option<String> {
+        match (&self.report, &self.include) {
+            (Some(_), Some(inc)) => Some(super::nvtx::base_name(inc)),
+            (Some(r), None) => r.kernels.iter().find_map(|k| k.nvtx_range.clone()),
+            _ => None,
+        }
+    }
+
+    fn peaks(&self) -> Option<roofline::Peaks> {
+        let r = self.report.as_ref()?;
+        r.kernels.iter().find_map(|k| {
+            roofline::peaks(&roofline::Metrics {
+                values: &k.metrics,
+                units: &r.units,
+            })
+        })
+    }
+}
+
+/// The ncu raw export with the mangled names of its twin import, when there is one.
+fn read_ncu(run: &RunDir, csv: &Path) -> Result<NcuReport, Error> {
+    let mut report = ncu::read_raw(csv)?;
+    let name = csv.file_name().unwrap_or_default().to_string_lossy();
+    let mangled_csv = run.ncu_raw_mangled(name.strip_suffix("_raw.csv").unwrap_or(&name));
+    if mangled_csv.is_file() {
+        ncu::attach_mangled(&mut report, &mangled_csv)?;
+    }
+    Ok(report)
+}
+
+/// The SQLite export (a multi-rank run's first rank's) and what one pass over it gives.
+fn timeline(
+    run: &RunDir,
+    first_rank: Option<u32>,
+    capture: &Capture,
+) -> Result<(PathBuf, Option<NsysDb>, Option<Timeline>), Error> {
+    let sqlite = match first_rank {
+        Some(r) if !run.nsys_sqlite(None).is_file() => run.nsys_sqlite(Some(r)),
+        _ => run.nsys_sqlite(None),
+    };
+    let db = sqlite
+        .is_file()
+        .then(|| NsysDb::open(&sqlite))
+        .transpose()?;
+    let t = match &db {
+        Some(db) => Some(Timeline::read(db, capture.range())?),
+        None => None,
+    };
+    Ok((sqlite, db, t))
+}
+
+/// The nsys kernel rows joined with ncu's counters: one table when both tools looked at the
+/// same range; two when ncu profiled another (counters of decode kernels say nothing about
+/// prefill kernels of the same name).
+fn join(
+    config: &Config,
+    nsys_kernels: Option<&[KernelSum]>,
+    mangled: Option<&HashMap<String, Vec<String>>>,
+    ncu: &NcuSide,
+    nsys_range: Option<&str>,
+) -> (Vec<KernelRecord>, Vec<KernelRecord>) {
+    let ncu_range = ncu.range();
+    if same_range(config) || nsys_kernels.is_none() || ncu.report.is_none() {
+        let range = ncu_range.as_deref().or(nsys_range);
+        let records = model::build(nsys_kernels, mangled, ncu.report.as_ref(), range);
+        return (records, Vec::new());
+    }
+    (
+        model::build(nsys_kernels, None, None, nsys_range),
+        model::build(None, None, ncu.report.as_ref(), ncu_range.as_deref()),
+    )
+}
+
+/// The figures of each timed repeat pass (`run.repeat`), parsed like runs of their own; a
+/// repeat whose pass failed left no data and is not a sample of zero time. None for a run of
+/// one timed pass.
+fn repeat_passes(run: &RunDir, config: &Config) -> Result<Option<Vec<repeats::Pass>>, Error> {
+    let dirs = run.repeats();
+    if dirs.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for dir in dirs {
+        if !dir.nsys_sqlite(None).is_file() && !dir.kern_sum(None).is_file() {
+            tracing::warn!(
+                "{}: no nsys data; left out of the spread",
+                dir.path.display()
+            );
+            continue;
+        }
+        out.push(repeats::Pass::of(&Artifacts::load(&dir, config.clone())?));
+    }
+    Ok(Some(out))
+}
+
+impl Artifacts {
+    /// Parse what the run directory holds; a missing artifact is `None`, a broken one an error.
+    pub(crate) fn load(run: &RunDir, config: Config) -> Result<Artifacts, Error> {
+        let status = Status::read(&run.path);
+        let capture = Capture::of(&config.nsys);
+        let stats = Stats::load(run)?;
+        let ncu = NcuSide::load(run, &config, status.as_ref());
+        let first_rank = stats.rank_data.first().map(|r| r.rank);
+        let (sqlite, db, timeline) = timeline(run, first_rank, &capture)?;
+        let mut kernels_nsys = stats.kernels;
+        let mut kern_sum_file = stats.kern_sum_file;
+        let mut mangled = None;
+        // One process with a captured range in the export: its kernels, not the whole capture's.
+        if let (Some(t), Some(_), true) = (&timeline, capture.range(), stats.rank_data.is_empty()) {
+            if !t.kernel_rows.is_empty() {
+                kernels_nsys = Some(t.kernel_rows.clone());
+                kern_sum_file = kernels::source(run);
+                mangled = Some(t.mangled.clone());
+            }
+        }
+        // The kernel table from the stats CSV: every kernel's mangled names, a pass over the
+        // export's kernels.
+        let mangled = match (mangled, &db, &kernels_nsys) {
+            (Some(m), _, _) => Some(m),
+            (None, Some(db), Some(_)) => Some(db.mangled_names()?),
+            _ => None,
+        };
+        let (records, ncu_records) = join(
+            &config,
+            kernels_nsys.as_deref(),
+            mangled.as_ref(),
+            &ncu,
+            capture.range(),
+        );
+        let python = match (&db, &timeline) {
+            // The samples are evidence beside the figures: a broken file costs them alone.
+            (Some(db), Some(t)) => python_evidence(run, db, &t.phases).unwrap_or_else(|e| {
+                tracing::warn!("Python samples left out: {e}");
+                None
+            }),
+            _ => None,
+        };
+        let env = crate::files::read_capped(&run.file("env.json"), crate::files::RUN_FILE_CAP)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        let peaks = ncu.peaks();
+        let t = timeline.as_ref();
+        let mut a = Artifacts {
+            run_id: run.id(),
+            kernels_nsys,
+            ranges: stats.ranges,
+            api: stats.api,
+            ncu_units: ncu
+                .report
+                .as_ref()
+                .map(|r| r.units.clone())
+                .unwrap_or_default(),
+            ncu: ncu.report,
+            ncu_csv_file: ncu
+                .csv
+                .as_deref()
+                .map(|p| run.relative(p))
+                .unwrap_or_default(),
+            ncu_include: ncu.include,
+            env,
+            status,
+            stage1_ops: find_stage1_ops(&run.stage1()),
+            records,
+            ncu_records,
+            range_stats: t.map(|t| t.stats.clone()).unwrap_or_default(),
+            graphs: t.map(|t| t.graphs.clone()).unwrap_or_default(),
+            sqlite_file: run.relative(&sqlite),
+            nvtx_sum_file: run.relative(&stats.nvtx_sum),
+            api_sum_file: run.relative(&stats.api_sum),
+            kern_sum_file,
+            capture,
+            rank_data: stats.rank_data,
+            peaks,
+            config,
+            repeats: None,
+            ncu_problem: ncu.problem,
+            ledger: t.map(|t| t.ledger.clone()).unwrap_or_default(),
+            python,
+            operators: t.map(|t| t.operators.clone()).unwrap_or_default(),
+            per_token: Vec::new(),
+        };
+        a.classify_bounds();
+        if let (Some(db), Some(t)) = (&db, &timeline) {
+            a.per_token = a.phase_costs(&t.phases, &db.marks("stage2:tokens ")?);
+        }
+        if let Some(more) = repeat_passes(run, &a.config)? {
+            let mut passes = vec![repeats::Pass::of(&a)];
+            passes.extend(more);
+            a.repeats = Some(repeats::over(&passes));
+        }
+        Ok(a)
+    }
+
+    /// Per-token costs of each phase with token marks and of the captured range, with the
+    /// floors of the captured range where ncu measured its kernels.
+    fn phase_costs(
+        &self,
+        ranges: &[NvtxRange],
+        marks: &[(i64, i64, String)],
+    ) -> Vec<tokens::PhaseCost> {
+        let captured = self.capture.range();
+        tokens::costs(&self.range_stats, ranges, marks, captured, |s| {
+            let peaks = self.peaks.as_ref()?;
+            tokens::floor(s, &self.records, |r| self.point(r), peaks)
+        })
+    }
+}
+
+/// The Python samples of the nsys pass (none when the run took none), placed in its ranges.
+fn python_evidence(
+    run: &RunDir,
+    db: &NsysDb,
+    ranges: &[NvtxRange],
+) -> Result<Option<pysamples::PyReport>, Error> {
+    let files = crate::parse::pysamples::read_dir(&run.path.join("nsys"))?;
+    if files.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(pysamples::attribute(
+        ranges,
+        &db.marks("stage2:clock ")?,
+        &files,
+    )))
+}
+
+/// A Stage-1 operator table the workload left: a CSV under stage1/ named like `*operator*`.
+fn find_stage1_ops(dir: &Path) -> Option<PathBuf> {
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&d)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() && depth < 3 {
+                stack.push((p, depth + 1));
+            } else if p.extension().is_some_and(|e| e == "csv")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains("operator"))
+            {
+                return Some(p);
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,238 @@
+//! Findings about kernels: the kernel table's totals and top kernel, launch calls, ncu's
+//! coverage on one basis, tiny kernels, and bound classes from ncu's counters, each scoped to
+//! the range its counters were measured in.
+
+use super::super::rules::{self, Rule};
+use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
+use crate::analysis::Artifacts;
+use crate::model::{display_name, Bound, KernelRecord};
+
+fn push(out: &mut Findings, claim: Claim, scope: Scope, rule: Option<Rule>, ev: Vec<Figure>) {
+    let f = Finding::new(claim.clone(), scope, rule, ev);
+    out.add(f, &claim);
+}
+
+/// The scope of the kernel table: the captured range when its rows are that range's launches
+/// (from the SQLite export), else everything the capture holds.
+pub(crate) fn table_scope(a: &Artifacts) -> Scope {
+    match (a.capture.range(), a.kern_sum_file == a.sqlite_file) {
+        (Some(r), true) => Scope::range(r),
+        _ => Scope::capture(),
+    }
+}
+
+pub(super) fn totals(a: &Artifacts, out: &mut Findings) {
+    let Some(top) = a.records.first() else { return };
+    let scope = table_scope(a);
+    let (total, launches) = a.kernel_totals();
+    let fig = |q, v| Figure::new(q, v, &a.kern_sum_file, &scope);
+    push(
+        out,
+        Claim::KernelTotals,
+        scope.clone(),
+        None,
+        vec![
+            fig(Quantity::KernelTimeNs, total),
+            fig(Quantity::KernelLaunches, launches as f64),
+            fig(
+                Quantity::DistinctKernels,
+                a.records
+                    .iter()
+                    .filter(|r| r.gpu_time_pct.is_some())
+                    .count() as f64,
+            ),
+        ],
+    );
+    if let Some(share) = top.gpu_time_pct {
+        let k = scope.clone().kernel(&top.name);
+        push(
+            out,
+            Claim::TopKernel {
+                name: display_name(&top.name),
+            },
+            k.clone(),
+            None,
+            vec![Figure::new(
+                Quantity::KernelSharePct,
+                share,
+                &a.kern_sum_file,
+                &k,
+            )],
+        );
+    }
+}
+
+/// Kernel-launch API calls: nsys's cuda_api_sum covers the whole capture, not one range.
+pub(super) fn launch_calls(a: &Artifacts, out: &mut Findings) {
+    let Some(api) = &a.api else { return };
+    let launches: Vec<_> = api
+        .iter()
+        .filter(|c| c.name.contains("LaunchKernel"))
+        .collect();
+    if launches.is_empty() {
+        return;
+    }
+    let calls: u64 = launches.iter().map(|c| c.calls).sum();
+    let t: f64 = launches.iter().map(|c| c.total_ns).sum();
+    let scope = Scope::capture();
+    push(
+        out,
+        Claim::LaunchCalls,
+        scope.clone(),
+        None,
+        vec![
+            Figure::new(
+                Quantity::LaunchApiCalls,
+                calls as f64,
+                &a.api_sum_file,
+                &scope,
+            ),
+            Figure::new(Quantity::LaunchApiNs, t, &a.api_sum_file, &scope),
+        ],
+    );
+}
+
+/// How much of the kernel time ncu measured, and the rest, on one basis (all kernel time, or
+/// the time outside NCCL when ncu leaves NCCL out): the two add up to 100%.
+pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
+    let Some(cov) = a.ncu_coverage_pct() else {
+        return;
+    };
+    let scope = table_scope(a);
+    let measured = a.records.iter().filter(|r| r.ncu_instances > 0).count();
+    let fig = |q, v| Figure::new(q, v, &a.ncu_csv_file, &scope.clone().ncu());
+    push(
+        out,
+        Claim::NcuCoverage {
+            nccl_left_out: a.ncu_skips_nccl(),
+        },
+        scope.clone(),
+        None,
+        vec![
+            fig(Quantity::NcuCoveragePct, cov),
+            fig(Quantity::NcuLeftOutPct, (100.0 - cov).max(0.0)),
+            fig(Quantity::NcuKernelsMeasured, measured as f64),
+        ],
+    );
+}
+
+pub(super) fn tiny(a: &Artifacts, out: &mut Findings) {
+    let (total, launches) = a.kernel_totals();
+    if launches == 0 {
+        return;
+    }
+    let mean = total / launches as f64;
+    if mean >= rules::TINY_KERNELS.threshold {
+        return;
+    }
+    let scope = table_scope(a);
+    // Graph launches whose kernels the table does not hold: its mean is not the workload's.
+    let hidden = match &scope.range {
+        Some(r) => a.graph_level(r).is_some(),
+        None => a.graphs.values().any(|g| g.graph_level > 0) || a.graph_level("").is_some(),
+    };
+    if hidden {
+        let why = "the kernel table leaves out the kernels of CUDA graphs nsys traced as whole graphs, so its mean kernel is not the workload's".to_string();
+        out.0.push(Finding::abstain(Claim::TinyKernels, scope, why));
+        return;
+    }
+    push(
+        out,
+        Claim::TinyKernels,
+        scope.clone(),
+        Some(rules::TINY_KERNELS),
+        vec![Figure::new(
+            Quantity::MeanKernelNs,
+            mean,
+            &a.kern_sum_file,
+            &scope,
+        )],
+    );
+}
+
+/// Bound classes and tensor-core use of the top kernels, per table: the joined table speaks
+/// of the range both tools saw; ncu's own table (another range than nsys captured) of ncu's.
+pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
+    let joined: Vec<&KernelRecord> = a.records.iter().take(5).collect();
+    table_bounds(a, &joined, table_scope(a), out);
+    if !a.ncu_records.is_empty() {
+        let range = a
+            .ncu_include
+            .as_deref()
+            .map(crate::analysis::nvtx::base_name)
+            .or_else(|| a.ncu_records[0].nvtx_range.clone());
+        let own: Vec<&KernelRecord> = a.ncu_records.iter().take(5).collect();
+        table_bounds(a, &own, Scope::of(range.as_deref()), out);
+    }
+    if a.ncu.is_none() {
+        push(out, Claim::NoNcuMetrics, Scope::capture(), None, vec![]);
+    }
+}
+
+fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Findings) {
+    let ncu = scope.clone().ncu();
+    let fig =
+        |q, v, r: &KernelRecord| Figure::new(q, v, &a.ncu_csv_file, &ncu.clone().kernel(&r.name));
+    let with = |b: Bound| top.iter().filter(move |r| r.bound == Some(b));
+    let mem: Vec<Figure> = with(Bound::Memory)
+        .filter_map(|r| Some(fig(Quantity::DramThroughputPct, r.dram_throughput_pct?, r)))
+        .collect();
+    if !mem.is_empty() {
+        let kernels = with(Bound::Memory).map(|r| display_name(&r.name)).collect();
+        push(
+            out,
+            Claim::MemoryBound { kernels },
+            scope.clone(),
+            Some(rules::MEMORY_BOUND),
+            mem,
+        );
+    }
+    let ridge = a.peaks.map(|p| p.ridge_fp32());
+    let mut comp = Vec::new();
+    for r in with(Bound::Compute) {
+        comp.extend(
+            r.sm_throughput_pct
+                .map(|v| fig(Quantity::SmThroughputPct, v, r)),
+        );
+        if let Some(i) = a.point(r).and_then(|p| p.intensity()) {
+            comp.push(fig(Quantity::FlopPerByte, i, r));
+        }
+    }
+    if !comp.is_empty() {
+        if let Some(ridge) = ridge {
+            comp.push(Figure::new(
+                Quantity::RidgeFlopPerByte,
+                ridge,
+                &a.ncu_csv_file,
+                &ncu,
+            ));
+        }
+        let kernels = with(Bound::Compute)
+            .map(|r| display_name(&r.name))
+            .collect();
+        push(
+            out,
+            Claim::ComputeBound { kernels },
+            scope.clone(),
+            Some(rules::COMPUTE_BOUND),
+            comp,
+        );
+    }
+    let pipes: Vec<Figure> = top
+        .iter()
+        .filter_map(|r| {
+            let p = a.point(r).filter(|p| p.tensor_flops > 0.0)?;
+            Some(fig(Quantity::TensorPipePct, p.tensor_pipe_pct?, r))
+        })
+        .collect();
+    let max = pipes.iter().map(|f| f.value).reduce(f64::max);
+    if max.is_some_and(|m| m < rules::TENSOR_IDLE.threshold) {
+        push(
+            out,
+            Claim::TensorCoresIdle,
+            scope,
+            Some(rules::TENSOR_IDLE),
+            pipes,
+        );
+    }
+}

@@ -1,0 +1,40 @@
+//! The rules applied to a run's figures: one function per subject, each adding the findings
+//! its figures support (and the ones it abstains from) in the order the reports read them.
+
+mod kernels;
+mod ranges;
+mod run;
+
+use super::{Claim, Findings, Role};
+use crate::analysis::Artifacts;
+
+pub(super) fn all(a: &Artifacts) -> Findings {
+    let mut out = Findings::default();
+    kernels::totals(a, &mut out);
+    ranges::captured(a, &mut out);
+    ranges::phases(a, &mut out);
+    ranges::per_token(a, &mut out);
+    ranges::verdicts(a, &mut out);
+    run::ranks(a, &mut out);
+    kernels::launch_calls(a, &mut out);
+    kernels::coverage(a, &mut out);
+    kernels::tiny(a, &mut out);
+    kernels::bounds(a, &mut out);
+    run::passes(a, &mut out);
+    let decided = out.made().any(|f| {
+        matches!(f.role, Role::Verdict | Role::Advice | Role::Caveat)
+            && !matches!(f.claim, Claim::RangeVerdict { .. })
+    });
+    if !decided {
+        out.0.push(
+            super::Finding::new(
+                Claim::NothingStandsOut,
+                super::Scope::capture(),
+                None,
+                vec![],
+            )
+            .expect("no evidence, no mixed scope"),
+        );
+    }
+    out
+}

@@ -1,0 +1,288 @@
+//! Findings about NVTX ranges: the captured range's figures and verdict, graph launches whose
+//! kernels are not traced, kernel time past the wall time, phases and per-token costs.
+
+use super::super::rules::{self, Rule};
+use super::super::{Claim, CpuVerdict, Figure, Finding, Findings, PastWall, Quantity, Scope};
+use crate::analysis::{Artifacts, Captured};
+
+fn push(out: &mut Findings, claim: Claim, scope: Scope, rule: Option<Rule>, ev: Vec<Figure>) {
+    let f = Finding::new(claim.clone(), scope, rule, ev);
+    out.add(f, &claim);
+}
+
+fn instances(a: &Artifacts, name: &str) -> Option<u64> {
+    a.range_stats
+        .iter()
+        .find(|r| r.name == name)
+        .map(|r| r.instances)
+}
+
+fn scope_of(a: &Artifacts, name: &str) -> Scope {
+    let s = Scope::range(name);
+    match instances(a, name) {
+        Some(n) => s.instances(n),
+        None => s,
+    }
+}
+
+/// The captured range's figures, then what they say: graph launches not traced, the GPU
+/// waiting, NCCL waiting, kernel time past the wall time.
+pub(super) fn captured(a: &Artifacts, out: &mut Findings) {
+    let Some(c) = a.captured() else { return };
+    let scope = scope_of(a, &c.name);
+    let fig = |q, v| Figure::new(q, v, &c.source, &scope);
+    let mut ev = vec![
+        fig(Quantity::WallNs, c.wall_ns),
+        fig(Quantity::KernelTimeNs, c.kernel_ns),
+        fig(Quantity::KernelLaunches, c.launches as f64),
+        fig(Quantity::GraphKernels, c.graph_kernels as f64),
+        fig(Quantity::GpuBusyOfRangePct, c.busy_pct()),
+    ];
+    if let Some(p) = c.proj_ns {
+        ev.push(fig(Quantity::GpuProjectionNs, p));
+    }
+    if c.nccl_wait_ns > 0.0 {
+        ev.push(fig(Quantity::NcclWaitNs, c.nccl_wait_ns));
+        ev.push(fig(Quantity::GpuWorkingOfRangePct, c.working_pct()));
+    }
+    push(out, Claim::CapturedRange, scope.clone(), None, ev);
+    if graph_level(a, &c.name, &scope, out) {
+        return;
+    }
+    busy_verdict(a, &c, &scope, out);
+    past_wall(&c, &scope, out);
+}
+
+/// A range of graph launches whose kernels nsys did not trace: said with the launch count, and
+/// no kernel-time verdict. Returns whether it was.
+fn graph_level(a: &Artifacts, name: &str, scope: &Scope, out: &mut Findings) -> bool {
+    let Some(g) = a.graph_level(name) else {
+        return false;
+    };
+    let source = match a.range_stats.is_empty() {
+        true => a.api_sum_file.clone(),
+        false => a.sqlite_file.clone(),
+    };
+    // Without the export, the API summary's count is the whole capture's.
+    let scope = match a.range_stats.is_empty() {
+        true => Scope::capture(),
+        false => scope.clone(),
+    };
+    let mut ev = vec![Figure::new(
+        Quantity::GraphLaunches,
+        g.launches as f64,
+        &source,
+        &scope,
+    )];
+    if g.graph_level_gpu_ns > 0 {
+        ev.push(Figure::new(
+            Quantity::GraphGpuNs,
+            g.graph_level_gpu_ns as f64,
+            &source,
+            &scope,
+        ));
+    }
+    push(
+        out,
+        Claim::GraphLevelTrace,
+        scope.clone(),
+        Some(rules::GRAPH_LEVEL),
+        ev,
+    );
+    let why = format!(
+        "the range's {} CUDA graph launches ran kernels the export does not hold (graph-level trace), so its kernel time and GPU busy leave them out",
+        g.launches
+    );
+    out.0.push(Finding::abstain(
+        Claim::GpuIdle {
+            verdict: None,
+            story: None,
+            python_function: None,
+            from_graphs: true,
+        },
+        scope,
+        why,
+    ));
+    true
+}
+
+/// GPU busy under half the range: on what the CPU thread spends it, or NCCL waiting.
+fn busy_verdict(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) {
+    let fig = |q, v| Figure::new(q, v, &c.source, scope);
+    let (busy, working) = (c.busy_pct(), c.working_pct());
+    if working < rules::GPU_IDLE.threshold && busy >= rules::NCCL_BOUND.threshold {
+        push(
+            out,
+            Claim::GpuWaitsInNccl,
+            scope.clone(),
+            Some(rules::NCCL_BOUND),
+            vec![
+                fig(Quantity::GpuBusyOfRangePct, busy),
+                fig(Quantity::GpuWorkingOfRangePct, working),
+            ],
+        );
+    } else if working < rules::GPU_IDLE.threshold {
+        let story = crate::analysis::ledger::cpu_story_with(
+            &a.ledger_by_name(),
+            &c.name,
+            a.python.as_ref(),
+        );
+        let mut ev = vec![fig(Quantity::GpuBusyOfRangePct, busy)];
+        if c.nccl_wait_ns > 0.0 {
+            ev.push(fig(Quantity::GpuWorkingOfRangePct, working));
+        }
+        let python = story.as_ref().and_then(|s| s.python.clone());
+        if let Some((range, _, share, n)) = python.as_ref().filter(|p| p.0 == c.name) {
+            let s = Scope::range(range);
+            ev.push(Figure::new(
+                Quantity::PythonSamplePct,
+                *share,
+                "nsys/pysamples.<pid>.txt",
+                &s,
+            ));
+            ev.push(Figure::new(
+                Quantity::PythonSamples,
+                *n as f64,
+                "nsys/pysamples.<pid>.txt",
+                &s,
+            ));
+        }
+        let claim = Claim::GpuIdle {
+            verdict: story.as_ref().map(|s| CpuVerdict::of_label(s.label)),
+            story: story.as_ref().map(|s| s.story.clone()),
+            python_function: python.map(|p| p.1),
+            from_graphs: c.graph_kernels > 0,
+        };
+        push(out, claim, scope.clone(), Some(rules::GPU_IDLE), ev);
+    }
+    if c.nccl_wait_ns > rules::NCCL_WAIT_SHARE.threshold / 100.0 * c.kernel_ns {
+        push(
+            out,
+            Claim::NcclWaiting,
+            scope.clone(),
+            Some(rules::NCCL_WAIT_SHARE),
+            vec![
+                fig(Quantity::NcclWaitNs, c.nccl_wait_ns),
+                fig(Quantity::KernelTimeNs, c.kernel_ns),
+                fig(Quantity::GpuWorkingOfRangePct, working),
+            ],
+        );
+    }
+}
+
+/// Kernel time above the CPU wall time, with the reason the figures show: the projection
+/// holds it (work runs past the range's end), or not even that (kernels overlap).
+fn past_wall(c: &Captured, scope: &Scope, out: &mut Findings) {
+    if c.kernel_ns <= c.wall_ns {
+        return;
+    }
+    let fig = |q, v| Figure::new(q, v, &c.source, scope);
+    let mut ev = vec![
+        fig(Quantity::KernelTimeNs, c.kernel_ns),
+        fig(Quantity::WallNs, c.wall_ns),
+    ];
+    let cause = match c.proj_ns {
+        Some(p) => {
+            ev.push(fig(Quantity::GpuProjectionNs, p));
+            match c.kernel_ns > p {
+                true => PastWall::Overlap,
+                false => PastWall::RunsPastEnd,
+            }
+        }
+        None => PastWall::RunsPastEnd,
+    };
+    push(
+        out,
+        Claim::KernelsExceedWall { cause },
+        scope.clone(),
+        Some(rules::KERNELS_EXCEED_WALL),
+        ev,
+    );
+}
+
+/// Prefill's and decode's wall and kernel time, when the export has them.
+pub(super) fn phases(a: &Artifacts, out: &mut Findings) {
+    for name in ["prefill", "decode"] {
+        let Some(r) = a.range_stats.iter().find(|r| r.name == name) else {
+            continue;
+        };
+        let scope = Scope::range(name).instances(r.instances);
+        let fig = |q, v| Figure::new(q, v, &a.sqlite_file, &scope);
+        let mut ev = vec![
+            fig(Quantity::WallNs, r.wall_ns as f64),
+            fig(Quantity::KernelTimeNs, r.kernel_ns as f64),
+        ];
+        if let Some(g) = a.graph_level(name) {
+            ev.push(fig(Quantity::GraphLaunches, g.launches as f64));
+        }
+        push(out, Claim::PhaseTime, scope.clone(), None, ev);
+    }
+}
+
+/// Each phase's cost per instance and per token, and its floors where ncu measured it.
+pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
+    for p in &a.per_token {
+        let scope = Scope::range(&p.phase).instances(p.instances);
+        let fig = |q, v| Figure::new(q, v, &a.sqlite_file, &scope);
+        let mut ev = vec![fig(Quantity::MsPerInstance, p.ms_per_instance)];
+        if let (Some(ms), Some(tps)) = (p.ms_per_token, p.tokens_per_s) {
+            ev.push(fig(Quantity::MsPerToken, ms));
+            ev.push(fig(Quantity::TokensPerS, tps));
+        }
+        if let Some(f) = &p.floor {
+            let ncu = Figure::new(
+                Quantity::MemoryFloorOfMeasuredPct,
+                f.pct_of_memory_floor,
+                &a.ncu_csv_file,
+                &scope.clone().ncu(),
+            );
+            ev.push(ncu);
+            if let Some(c) = f.pct_of_compute_floor {
+                ev.push(Figure::new(
+                    Quantity::ComputeFloorOfMeasuredPct,
+                    c,
+                    &a.ncu_csv_file,
+                    &scope.clone().ncu(),
+                ));
+            }
+        }
+        push(out, Claim::PerToken, scope.clone(), None, ev);
+    }
+}
+
+/// One verdict per range for kernels.md's table.
+pub(super) fn verdicts(a: &Artifacts, out: &mut Findings) {
+    let ledger = a.ledger_by_name();
+    for r in &a.range_stats {
+        let scope = Scope::range(&r.name).instances(r.instances);
+        let busy = Figure::new(
+            Quantity::GpuBusyOfRangePct,
+            r.busy_of_range_pct(),
+            &a.sqlite_file,
+            &scope,
+        );
+        let of_proj = Figure::new(
+            Quantity::GpuBusyOfProjectionPct,
+            r.gpu_busy_pct,
+            &a.sqlite_file,
+            &scope,
+        );
+        let verdict = if a.graph_level(&r.name).is_some() {
+            "no verdict: graph kernels not traced".to_string()
+        } else if r.busy_of_range_pct() < rules::RANGE_VERDICT.threshold {
+            crate::analysis::ledger::cpu_story(&ledger, &r.name, a.python.as_ref())
+                .map_or("GPU mostly idle".to_string(), |(label, _)| {
+                    label.to_string()
+                })
+        } else {
+            "GPU-bound".to_string()
+        };
+        push(
+            out,
+            Claim::RangeVerdict { verdict },
+            scope,
+            Some(rules::RANGE_VERDICT),
+            vec![busy, of_proj],
+        );
+    }
+}

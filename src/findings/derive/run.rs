@@ -1,0 +1,123 @@
+//! Findings about the run as a whole: ranks (NCCL time and waiting, one value per rank;
+//! stragglers; ranks out of step) and passes that did not complete.
+
+use super::super::rules;
+use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
+use crate::analysis::ranks::RankData;
+use crate::analysis::Artifacts;
+
+const RANK_SQLITE: &str = "nsys/run.rank<N>.sqlite";
+const RANK_KERN_SUM: &str = "nsys/summary.rank<N>_cuda_gpu_kern_sum.csv";
+
+/// The rank that waits longest in NCCL kernels, with its wait.
+fn longest_waiter(ranks: &[RankData]) -> Option<(&RankData, f64)> {
+    ranks
+        .iter()
+        .filter_map(|r| Some((r, r.nccl_wait_ns?)))
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+}
+
+/// Its NCCL time, waiting and transfers (the rest): the one set of per-rank NCCL figures the
+/// reports quote.
+fn rank_nccl(r: &RankData, wait: f64) -> Vec<Figure> {
+    let s = Scope::capture().rank(r.rank);
+    vec![
+        Figure::new(Quantity::NcclTimeNs, r.nccl_time_ns, RANK_KERN_SUM, &s),
+        Figure::new(Quantity::NcclWaitNs, wait, RANK_SQLITE, &s),
+        Figure::new(
+            Quantity::NcclTransferNs,
+            (r.nccl_time_ns - wait).max(0.0),
+            RANK_SQLITE,
+            &s,
+        ),
+        Figure::new(Quantity::KernelTimeNs, r.kernel_time_ns, RANK_KERN_SUM, &s),
+    ]
+}
+
+pub(super) fn ranks(a: &Artifacts, out: &mut Findings) {
+    let ranks = &a.rank_data;
+    if ranks.is_empty() {
+        return;
+    }
+    let nccl: f64 = ranks.iter().map(|r| r.nccl_time_ns).sum();
+    let total: f64 = ranks.iter().map(|r| r.kernel_time_ns).sum();
+    let scope = Scope::capture();
+    let mut ev = vec![Figure::new(
+        Quantity::NcclSharePct,
+        100.0 * nccl / total.max(1.0),
+        RANK_KERN_SUM,
+        &scope,
+    )];
+    let waiter = longest_waiter(ranks).filter(|_| nccl > 0.0);
+    if let Some((r, wait)) = waiter {
+        ev.extend(rank_nccl(r, wait));
+    }
+    let claim = Claim::NcclTime;
+    out.add(Finding::new(claim.clone(), scope.clone(), None, ev), &claim);
+    if let Some(range) = a.capture.range() {
+        if let Some((median, rank, slow)) = crate::analysis::ranks::straggler(ranks, range) {
+            let s = Scope::range(range);
+            let src = "nsys/summary.rank<N>_nvtx_sum.csv";
+            let claim = Claim::Straggler { slowest: rank };
+            let ev = vec![
+                Figure::new(
+                    Quantity::SlowestRankWallNs,
+                    slow,
+                    src,
+                    &s.clone().rank(rank),
+                ),
+                Figure::new(Quantity::MedianRankWallNs, median, src, &s),
+            ];
+            out.add(Finding::new(claim.clone(), s, None, ev), &claim);
+        }
+    }
+    out_of_step(ranks, waiter, out);
+}
+
+/// Ranks out of step: one waits in NCCL kernels over the rule's share of its kernel time.
+fn out_of_step(ranks: &[RankData], waiter: Option<(&RankData, f64)>, out: &mut Findings) {
+    let Some((w, wait)) = waiter else { return };
+    if wait <= rules::RANKS_OUT_OF_STEP.threshold / 100.0 * w.kernel_time_ns {
+        return;
+    }
+    let Some(late) = ranks
+        .iter()
+        .filter_map(|r| Some((r, r.nccl_wait_ns?)))
+        .min_by(|x, y| x.1.total_cmp(&y.1))
+    else {
+        return;
+    };
+    let mut ev = rank_nccl(w, wait);
+    let s = Scope::capture().rank(late.0.rank);
+    ev.push(Figure::new(Quantity::NcclWaitNs, late.1, RANK_SQLITE, &s));
+    let claim = Claim::RanksOutOfStep {
+        waiter: w.rank,
+        late: late.0.rank,
+    };
+    out.add(
+        Finding::new(
+            claim.clone(),
+            Scope::capture(),
+            Some(rules::RANKS_OUT_OF_STEP),
+            ev,
+        ),
+        &claim,
+    );
+}
+
+/// A pass that ran and did not complete: its reason, from status.json.
+pub(super) fn passes(a: &Artifacts, out: &mut Findings) {
+    let Some(st) = &a.status else { return };
+    for (name, p) in &st.passes {
+        if let Some(reason) = p.reason.as_ref().filter(|_| p.exit_code != 0) {
+            let claim = Claim::PassIncomplete {
+                pass: name.clone(),
+                reason: reason.lines().next().unwrap_or("").to_string(),
+            };
+            out.add(
+                Finding::new(claim.clone(), Scope::capture(), None, vec![]),
+                &claim,
+            );
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! Findings: what the reports claim, as values. Each verdict, headline clause, caveat and piece
+//! of advice is a [`Finding`]: its claim, the scope it speaks of (run; range and instances;
+//! rank; kernel; pass), the figures it rests on (each with its file and the scope it was
+//! measured in), the rule that fired, or an abstention with its reason. The renderers only
+//! phrase findings; the rules live in [`rules`]. A finding takes no figure measured outside its
+//! scope: [`Finding::new`] refuses it.
+
+mod derive;
+pub(crate) mod document;
+mod quantity;
+pub(crate) mod rules;
+
+use serde::Serialize;
+
+use crate::analysis::Artifacts;
+pub(crate) use quantity::{Quantity, Unit};
+pub(crate) use rules::Rule;
+
+/// Which pass measured a figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Pass {
+    #[default]
+    Nsys,
+    Ncu,
+}
+
+/// What a finding or a figure speaks of. `range: None` is everything the capture holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub(crate) struct Scope {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) range: Option<String>,
+    /// How many instances of the range the figures cover (None: not counted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) instances: Option<u64>,
+    /// One rank of a multi-rank run (None: one process, or every rank).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) rank: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) kernel: Option<String>,
+    pub(crate) pass: Pass,
+}
+
+impl Scope {
+    pub(crate) fn capture() -> Scope {
+        Scope::default()
+    }
+
+    pub(crate) fn range(name: &str) -> Scope {
+        Scope {
+            range: Some(name.to_string()),
+            ..Scope::default()
+        }
+    }
+
+    pub(crate) fn of(range: Option<&str>) -> Scope {
+        Scope {
+            range: range.map(str::to_string),
+            ..Scope::default()
+        }
+    }
+
+    pub(crate) fn instances(mut self, n: u64) -> Scope {
+        self.instances = Some(n);
+        self
+    }
+
+    pub(crate) fn rank(mut self, r: u32) -> Scope {
+        self.rank = Some(r);
+        self
+    }
+
+    pub(crate) fn kernel(mut self, k: &str) -> Scope {
+        self.kernel = Some(k.to_string());
+        self
+    }
+
+    pub(crate) fn ncu(mut self) -> Scope {
+        self.pass = Pass::Ncu;
+        self
+    }
+
+    /// Whether a figure measured in `e` may support a claim about `self`: the same range; the
+    /// same rank when the claim names one; the same kernel when both name one. The pass may
+    /// differ (nsys's time and ncu's counters of one range are one scope).
+    pub(crate) fn admits(&self, e: &Scope) -> bool {
+        e.range == self.range
+            && (self.rank.is_none() || e.rank == self.rank)
+            && (self.kernel.is_none() || e.kernel.is_none() || e.kernel == self.kernel)
+    }
+}
+
+/// One measured value, where it came from and what it was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Figure {
+    pub(crate) quantity: Quantity,
+    pub(crate) value: f64,
+    pub(crate) unit: Unit,
+    /// The value as every report prints it.
+    pub(crate) text: String,
+    /// The file it was read from, relative to the run directory.
+    pub(crate) source: String,
+    pub(crate) scope: Scope,
+}
+
+impl Figure {
+    pub(crate) fn new(quantity: Quantity, value: f64, source: &str, scope: &Scope) -> Figure {
+        Figure {
+            quantity,
+            value,
+            unit: quantity.unit(),
+            text: quantity.text(value),
+            source: source.to_string(),
+            scope: scope.clone(),
+        }
+    }
+}
+
+/// What a finding is for in a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Role {
+    /// A measured figure stated (headline clauses).
+    Fact,
+    /// A verdict on a range or kernel, from a rule.
+    Verdict,
+    /// Why a figure may mislead, or what it leaves out.
+    Caveat,
+    /// What to do next.
+    Advice,
+}
+
+/// How the CPU thread spends a range that leaves the GPU idle (the wall-time ledger).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) enum CpuVerdict {
+    #[serde(rename = "sync-bound")]
+    Sync,
+    #[serde(rename = "launch-bound")]
+    Launch,
+    #[serde(rename = "CUDA-call-bound")]
+    CudaCall,
+    #[serde(rename = "CPU-bound")]
+    Cpu,
+}
+
+impl CpuVerdict {
+    pub(crate) fn of_label(label: &str) -> CpuVerdict {
+        match label {
+            "sync-bound" => CpuVerdict::Sync,
+            "launch-bound" => CpuVerdict::Launch,
+            "CUDA-call-bound" => CpuVerdict::CudaCall,
+            _ => CpuVerdict::Cpu,
+        }
+    }
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            CpuVerdict::Sync => "sync-bound",
+            CpuVerdict::Launch => "launch-bound",
+            CpuVerdict::CudaCall => "CUDA-call-bound",
+            CpuVerdict::Cpu => "CPU-bound",
+        }
+    }
+}
+
+/// Why a range's kernel time exceeds its CPU wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum PastWall {
+    /// Work launched in the range runs on after it closes (asynchronous launches, graphs).
+    RunsPastEnd,
+    /// Kernels overlap on concurrent streams: their sum is above the projection too.
+    Overlap,
+}
+
+/// What a finding claims, with its parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum Claim {
+    /// The kernel table's totals.
+    KernelTotals,
+    /// The kernel that holds most of the kernel time.
+    TopKernel {
+        name: String,
+    },
+    /// The captured range's figures.
+    CapturedRange,
+    /// A phase's wall and kernel time (prefill, decode).
+    PhaseTime,
+    /// A phase's cost per instance and per token, and its floors.
+    PerToken,
+    /// Kernel-launch API calls over the whole capture.
+    LaunchCalls,
+    /// How much of the kernel time ncu measured, on one basis.
+    NcuCoverage {
+        nccl_left_out: bool,
+    },
+    /// NCCL's share of the ranks' GPU time, and its waiting.
+    NcclTime,
+    /// The slowest rank in a range.
+    Straggler {
+        slowest: u32,
+    },
+    /// Graph launches whose kernels are not in the export: no kernel-time verdict for it.
+    GraphLevelTrace,
+    /// The GPU mostly waits; the CPU thread's ledger says on what.
+    GpuIdle {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        verdict: Option<CpuVerdict>,
+        /// The ledger's chain of ranges ("81.4% of step is inside attn, ...").
+        #[serde(skip_serializing_if = "Option::is_none")]
+        story: Option<String>,
+        /// The Python function most samples were in, when samples were taken.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        python_function: Option<String>,
+        /// The range's kernels already run from CUDA graphs.
+        from_graphs: bool,
+    },
+    /// Busy in NCCL kernels that wait for the other ranks.
+    GpuWaitsInNccl,
+    /// NCCL waiting is a large part of the range's kernel time.
+    NcclWaiting,
+    /// A rank waits for its peers: they are out of step.
+    RanksOutOfStep {
+        waiter: u32,
+        late: u32,
+    },
+    /// Kernel time above CPU wall time, and why.
+    KernelsExceedWall {
+        cause: PastWall,
+    },
+    /// Mean kernel under the rule's threshold.
+    TinyKernels,
+    MemoryBound {
+        kernels: Vec<String>,
+    },
+    ComputeBound {
+        kernels: Vec<String>,
+    },
+    TensorCoresIdle,
+    /// One range's verdict for kernels.md's table.
+    RangeVerdict {
+        verdict: String,
+    },
+    NoNcuMetrics,
+    PassIncomplete {
+        pass: String,
+        reason: String,
+    },
+    NothingStandsOut,
+}
+
+impl Claim {
+    pub(crate) fn role(&self) -> Role {
+        use Claim::*;
+        match self {
+            KernelTotals
+            | TopKernel { .. }
+            | CapturedRange
+            | PhaseTime
+            | PerToken
+            | LaunchCalls
+            | NcuCoverage { .. }
+            | NcclTime
+            | Straggler { .. } => Role::Fact,
+            GraphLevelTrace | KernelsExceedWall { .. } | PassIncomplete { .. } => Role::Caveat,
+            NoNcuMetrics | NothingStandsOut => Role::Advice,
+            _ => Role::Verdict,
+        }
+    }
+}
+
+/// A claim with its scope, evidence and rule; or the claim abstained from, with why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Finding {
+    #[serde(flatten)]
+    pub(crate) claim: Claim,
+    pub(crate) role: Role,
+    pub(crate) scope: Scope,
+    pub(crate) evidence: Vec<Figure>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) rule: Option<Rule>,
+    /// Set when the data cannot carry the claim: the reason, and the claim is not made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) abstain: Option<String>,
+}
+
+/// A figure offered as evidence for a claim about another scope.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{quantity:?} measured in {figure:?} cannot support a claim about {claim:?}")]
+pub(crate) struct MixedScope {
+    pub(crate) quantity: Quantity,
+    pub(crate) figure: Scope,
+    pub(crate) claim: Scope,
+}
+
+impl Finding {
+    /// A finding whose every figure was measured in its scope; the first that was not is the
+    /// error.
+    pub(crate) fn new(
+        claim: Claim,
+        scope: Scope,
+        rule: Option<Rule>,
+        evidence: Vec<Figure>,
+    ) -> Result<Finding, Box<MixedScope>> {
+        if let Some(f) = evidence.iter().find(|f| !scope.admits(&f.scope)) {
+            return Err(Box::new(MixedScope {
+                quantity: f.quantity,
+                figure: f.scope.clone(),
+                claim: scope,
+            }));
+        }
+        Ok(Finding {
+            role: claim.role(),
+            claim,
+            scope,
+            evidence,
+            rule,
+            abstain: None,
+        })
+    }
+
+    /// The claim not made, and why.
+    pub(crate) fn abstain(claim: Claim, scope: Scope, reason: String) -> Finding {
+        Finding {
+            role: claim.role(),
+            claim,
+            scope,
+            evidence: Vec::new(),
+            rule: None,
+            abstain: Some(reason),
+        }
+    }
+
+    /// The value of one of its figures.
+    pub(crate) fn get(&self, q: Quantity) -> Option<f64> {
+        self.figure(q).map(|f| f.value)
+    }
+
+    /// One of its figures.
+    pub(crate) fn figure(&self, q: Quantity) -> Option<&Figure> {
+        self.evidence.iter().find(|f| f.quantity == q)
+    }
+
+    /// One of its figures as the reports print it ("–" when it has none).
+    pub(crate) fn text(&self, q: Quantity) -> String {
+        self.figure(q).map_or("–".to_string(), |f| f.text.clone())
+    }
+
+    /// The files its figures came from, each once, in order.
+    pub(crate) fn sources(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for f in &self.evidence {
+            if !f.source.is_empty() && !out.contains(&f.source.as_str()) {
+                out.push(&f.source);
+            }
+        }
+        out
+    }
+}
+
+/// Every finding of a run, in the order they were derived.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub(crate) struct Findings(pub(crate) Vec<Finding>);
+
+impl Findings {
+    /// Keep a finding; a mixed-scope one (a bug in a rule) becomes an abstention that says so,
+    /// never a claim.
+    pub(crate) fn add(&mut self, f: Result<Finding, Box<MixedScope>>, claim: &Claim) {
+        match f {
+            Ok(f) => self.0.push(f),
+            Err(e) => {
+                tracing::warn!("finding refused: {e}");
+                let scope = e.claim.clone();
+                self.0
+                    .push(Finding::abstain(claim.clone(), scope, e.to_string()));
+            }
+        }
+    }
+
+    /// Findings that make their claim (no abstention).
+    pub(crate) fn made(&self) -> impl Iterator<Item = &Finding> {
+        self.0.iter().filter(|f| f.abstain.is_none())
+    }
+
+    /// The first claim-making finding that `pick` accepts.
+    pub(crate) fn find(&self, pick: impl Fn(&Finding) -> bool) -> Option<&Finding> {
+        self.made().find(|f| pick(f))
+    }
+}
+
+/// Every finding the run's figures support.
+pub(crate) fn derive(a: &Artifacts) -> Findings {
+    derive::all(a)
+}
+
+#[cfg(test)]
+mod tests;

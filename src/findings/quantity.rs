@@ -1,0 +1,123 @@
+//! The quantities findings rest on: one name, one unit and one definition each, so a figure
+//! reads the same in kernels.md, stakeholder_summary.md and summary.json.
+
+use serde::Serialize;
+
+/// How a figure's value is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Unit {
+    Ns,
+    Pct,
+    Count,
+    FlopPerByte,
+    Ms,
+    TokensPerS,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Quantity {
+    /// Sum of kernel execution times.
+    KernelTimeNs,
+    /// Kernel launches (each kernel execution once, graph kernels included).
+    KernelLaunches,
+    DistinctKernels,
+    /// A kernel's share of the kernel time of its table.
+    KernelSharePct,
+    /// Mean duration of one kernel execution.
+    MeanKernelNs,
+    /// CPU wall time of a range, summed over its instances.
+    WallNs,
+    /// First start to last end of the GPU work launched in a range, summed over instances.
+    GpuProjectionNs,
+    /// Union of kernel intervals over the longer of CPU wall and GPU projection.
+    GpuBusyOfRangePct,
+    /// Union of kernel intervals over the GPU projection.
+    GpuBusyOfProjectionPct,
+    /// GPU busy of range time, less the time NCCL kernels waited for late peers.
+    GpuWorkingOfRangePct,
+    /// Kernels of CUDA graphs traced per node.
+    GraphKernels,
+    /// cudaGraphLaunch/cuGraphLaunch calls made in a range.
+    GraphLaunches,
+    /// GPU time of whole-graph items (graph-level trace).
+    GraphGpuNs,
+    /// Kernel-launch API calls (cudaLaunchKernel and kin) and their CPU time.
+    LaunchApiCalls,
+    LaunchApiNs,
+    /// Python samples whose innermost function is the one named, as a share of the range's.
+    PythonSamplePct,
+    PythonSamples,
+    /// Kernel time of kernels ncu measured, over the kernel time ncu could measure.
+    NcuCoveragePct,
+    /// The rest of that basis: kernel time of kernels ncu did not measure.
+    NcuLeftOutPct,
+    NcuKernelsMeasured,
+    SmThroughputPct,
+    DramThroughputPct,
+    /// FLOP per DRAM byte of one kernel, and the FP32 ridge point of the GPU.
+    FlopPerByte,
+    RidgeFlopPerByte,
+    TensorPipePct,
+    /// NCCL kernels' time, the part of it spent waiting for a late peer, and the rest.
+    NcclTimeNs,
+    NcclSharePct,
+    NcclWaitNs,
+    NcclTransferNs,
+    /// A range's wall time on its slowest rank and the median rank.
+    SlowestRankWallNs,
+    MedianRankWallNs,
+    /// Per instance of a phase.
+    MsPerInstance,
+    MsPerToken,
+    TokensPerS,
+    /// A floor's time as a share of the measured time per instance (100%: at the floor).
+    MemoryFloorOfMeasuredPct,
+    ComputeFloorOfMeasuredPct,
+}
+
+impl Quantity {
+    pub(crate) fn unit(self) -> Unit {
+        use Quantity::*;
+        match self {
+            KernelTimeNs | MeanKernelNs | WallNs | GpuProjectionNs | GraphGpuNs | LaunchApiNs
+            | NcclTimeNs | NcclWaitNs | NcclTransferNs | SlowestRankWallNs | MedianRankWallNs => {
+                Unit::Ns
+            }
+            KernelLaunches | DistinctKernels | GraphKernels | GraphLaunches | LaunchApiCalls
+            | PythonSamples | NcuKernelsMeasured => Unit::Count,
+            FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
+            MsPerInstance | MsPerToken => Unit::Ms,
+            TokensPerS => Unit::TokensPerS,
+            _ => Unit::Pct,
+        }
+    }
+}
+
+/// Sums of no floats are -0.0 in Rust; a report never shows "-0.0".
+fn z(x: f64) -> f64 {
+    if x == 0.0 {
+        0.0
+    } else {
+        x
+    }
+}
+
+impl Quantity {
+    /// The value as every report prints it, with its unit: "12.34 ms" ("4.17 us" for a mean
+    /// kernel), "74.0%", "5280",
+    /// "0.03 FLOP/byte", "3.360 ms" (per token), "298 tokens/s".
+    pub(crate) fn text(self, v: f64) -> String {
+        match (self, self.unit()) {
+            (Quantity::MeanKernelNs, _) => format!("{:.2} us", z(v / 1e3)),
+            (_, Unit::Ns) => format!("{:.2} ms", z(v / 1e6)),
+            (_, Unit::Pct) => format!("{:.1}%", z(v)),
+            (_, Unit::Count) => format!("{}", v.round() as i64),
+            (_, Unit::FlopPerByte) => format!("{:.2} FLOP/byte", z(v)),
+            (Quantity::MsPerToken, _) => format!("{:.3} ms", z(v)),
+            (_, Unit::Ms) => format!("{:.2} ms", z(v)),
+            (_, Unit::TokensPerS) => format!("{:.0} tokens/s", z(v)),
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Every rule a finding can fire, with its threshold: the one place the reports' verdicts are
+//! decided. The reports print a rule's text beside the finding it made.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct Rule {
+    pub(crate) id: &'static str,
+    pub(crate) text: &'static str,
+    pub(crate) threshold: f64,
+}
+
+/// GPU busy under half of a range's time: the GPU mostly waits.
+pub(crate) const GPU_IDLE: Rule = Rule {
+    id: "gpu_idle",
+    text: "GPU busy (union of kernel intervals, NCCL waiting left out) under 50% of the range time (the longer of CPU wall and GPU projection)",
+    threshold: 50.0,
+};
+
+/// Busy, but not working: NCCL kernels wait for late ranks most of the range.
+pub(crate) const NCCL_BOUND: Rule = Rule {
+    id: "nccl_waiting",
+    text: "GPU busy >= 50% of the range time but under 50% once NCCL waiting is left out",
+    threshold: 50.0,
+};
+
+/// NCCL waiting worth calling out in a range's figures.
+pub(crate) const NCCL_WAIT_SHARE: Rule = Rule {
+    id: "nccl_wait_share",
+    text: "NCCL waiting over 10% of the range's kernel time",
+    threshold: 10.0,
+};
+
+/// A rank that waits in NCCL kernels for a large part of its kernel time: its peers are late.
+pub(crate) const RANKS_OUT_OF_STEP: Rule = Rule {
+    id: "ranks_out_of_step",
+    text: "a rank waits in NCCL kernels for over 10% of its kernel time",
+    threshold: 10.0,
+};
+
+/// Kernels so short that launch overhead, not their speed, sets the pace.
+pub(crate) const TINY_KERNELS: Rule = Rule {
+    id: "tiny_kernels",
+    text: "mean kernel duration under 10 us",
+    threshold: 10_000.0,
+};
+
+pub(crate) const MEMORY_BOUND: Rule = Rule {
+    id: "memory_bound",
+    text: "a top kernel's DRAM throughput >= 60% of peak and above its SM throughput",
+    threshold: 60.0,
+};
+
+pub(crate) const COMPUTE_BOUND: Rule = Rule {
+    id: "compute_bound",
+    text: "a top kernel's SM throughput >= 60% of peak and above DRAM, with FLOP/byte at or above the FP32 ridge",
+    threshold: 60.0,
+};
+
+pub(crate) const TENSOR_IDLE: Rule = Rule {
+    id: "tensor_cores_idle",
+    text: "tensor pipe under 10% active in every top kernel that issues tensor-core operations",
+    threshold: 10.0,
+};
+
+/// Kernel time above the range's CPU wall time needs a reason beside it.
+pub(crate) const KERNELS_EXCEED_WALL: Rule = Rule {
+    id: "kernels_exceed_wall",
+    text: "a range's kernel time is above its CPU wall time",
+    threshold: 100.0,
+};
+
+/// Graph launches whose kernels the export does not hold.
+pub(crate) const GRAPH_LEVEL: Rule = Rule {
+    id: "graph_level_trace",
+    text: "CUDA graph launches in the range with none of their kernels in the export (nsys traced whole graphs)",
+    threshold: 0.0,
+};
+
+/// One verdict per range (kernels.md's table): GPU-bound unless the GPU is mostly idle.
+pub(crate) const RANGE_VERDICT: Rule = Rule {
+    id: "range_verdict",
+    text: "GPU-bound unless GPU busy is under 50% of the range time; then the largest part of the range's wall time on its CPU thread decides: synchronize calls (sync-bound), launch calls (launch-bound), other CUDA calls (CUDA-call-bound) or the thread's own work (CPU-bound), followed into the child range that holds most of it",
+    threshold: 50.0,
+};

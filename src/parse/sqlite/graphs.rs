@@ -1,0 +1,85 @@
+//! CUDA graph launches: each `cudaGraphLaunch`/`cuGraphLaunch` call, and, where nsys traced
+//! graphs as whole graphs (`--cuda-graph-trace=graph`, its default), the graph's execution on
+//! the GPU (CUPTI_ACTIVITY_KIND_GRAPH_TRACE, matched by correlation id within the process).
+
+use super::NsysDb;
+use crate::error::Error;
+
+/// One graph launch call and, when the export has it, its execution as one item on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GraphLaunch {
+    pub api_start: i64,
+    pub tid: i64,
+    /// GPU start and end of the whole graph (graph-level trace only).
+    pub gpu: Option<(i64, i64)>,
+}
+
+const GRAPH_TRACE: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
+
+impl NsysDb {
+    /// Every graph launch call in start order (none when the export has no runtime table).
+    pub fn graph_launches(&self) -> Result<Vec<GraphLaunch>, Error> {
+        if !self.has_columns(
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+            &["start", "globalTid", "correlationId", "nameId"],
+        )? || !self.has_columns("StringIds", &["id", "value"])?
+        {
+            return Ok(Vec::new());
+        }
+        let traced =
+            self.has_columns(GRAPH_TRACE, &["start", "end", "correlationId", "globalPid"])?;
+        let gpu = match traced {
+            true => "g.start, g.end",
+            false => "NULL, NULL",
+        };
+        let join = match traced {
+            true => format!(
+                "LEFT JOIN {GRAPH_TRACE} g ON g.correlationId = r.correlationId \
+                 AND (r.globalTid / 16777216) = (g.globalPid / 16777216)"
+            ),
+            false => String::new(),
+        };
+        let sql = format!(
+            "SELECT r.start, r.globalTid, {gpu} FROM CUPTI_ACTIVITY_KIND_RUNTIME r {join} \
+             WHERE r.nameId IN (SELECT id FROM StringIds WHERE value LIKE 'cudaGraphLaunch%' \
+             OR value LIKE 'cuGraphLaunch%') ORDER BY r.start"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                let (s, e): (Option<i64>, Option<i64>) = (r.get(2)?, r.get(3)?);
+                Ok(GraphLaunch {
+                    api_start: r.get(0)?,
+                    tid: r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                    gpu: s.zip(e).filter(|(s, e)| e >= s),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The static-cache capture traced with nsys's default graph-level tracing: 15 graph
+    /// launches, each one item on the GPU.
+    #[test]
+    fn a_graph_level_capture_gives_each_launch_its_gpu_span() {
+        let p = crate::testutil::data("hf/static-graphtrace/nsys/run.sqlite");
+        let g = NsysDb::open(&p).unwrap().graph_launches().unwrap();
+        assert_eq!(g.len(), 15);
+        assert!(g.iter().all(|l| l.gpu.is_some_and(|(s, e)| e > s)));
+    }
+
+    /// A node-level capture has graph launches and no graph-level items.
+    #[test]
+    fn a_node_level_capture_has_launches_without_graph_items() {
+        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/sample-run-hf-static/nsys/run.sqlite");
+        let g = NsysDb::open(&p).unwrap().graph_launches().unwrap();
+        assert!(!g.is_empty());
+        assert!(g.iter().all(|l| l.gpu.is_none()));
+    }
+}

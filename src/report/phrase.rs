@@ -1,0 +1,286 @@
+//! Findings phrased: one sentence per finding, its figures printed as the finding carries
+//! them (the same text summary.json holds), its scope named, its rule and sources cited.
+//! Nothing here decides: which findings exist is the findings layer's business.
+
+use super::fmt::md;
+use crate::findings::{Claim, CpuVerdict, Finding, PastWall, Quantity as Q, Scope};
+
+/// A range as the reports name it: "`decode`", or "the cudaProfilerStart/Stop windows" for
+/// the windows the export reads as a range.
+pub(crate) fn range_name(r: &str) -> String {
+    match r == crate::config::PROFILER_WINDOW {
+        true => "the cudaProfilerStart/Stop windows".to_string(),
+        false => format!("`{}`", md(r)),
+    }
+}
+
+/// "in `decode` (15 instances)", "in the whole capture".
+pub(crate) fn scope(s: &Scope) -> String {
+    let mut out = match &s.range {
+        Some(r) => format!("in {}", range_name(r)),
+        None => "in the whole capture".to_string(),
+    };
+    if let Some(n) = s.instances.filter(|n| *n > 1) {
+        out.push_str(&format!(" ({n} instances)"));
+    }
+    out
+}
+
+fn rule(f: &Finding) -> String {
+    match &f.rule {
+        Some(r) => format!("rule: {}", r.text),
+        None => String::new(),
+    }
+}
+
+/// "(rule: ...; nsys/run.sqlite)" or "(nsys/run.sqlite)".
+pub(crate) fn cite(f: &Finding) -> String {
+    let mut parts = Vec::new();
+    let r = rule(f);
+    if !r.is_empty() {
+        parts.push(r);
+    }
+    let src = f.sources().join(", ");
+    if !src.is_empty() {
+        parts.push(src);
+    }
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", parts.join("; ")),
+    }
+}
+
+/// The fix for graph launches traced as whole graphs, for stage2's runs and hand-made ones.
+pub(crate) const GRAPH_FIX: &str = "profile with `nsys.cuda_graph_trace=node` (a capture made by hand: `nsys profile --cuda-graph-trace=node`) to see the kernels inside the graphs";
+
+/// A verdict, caveat or piece of advice as one sentence (facts are laid out by the
+/// renderers' own sentences and tables, see [`fact`]).
+pub(crate) fn sentence(f: &Finding) -> String {
+    let w = scope(&f.scope);
+    match &f.claim {
+        Claim::GraphLevelTrace => {
+            let gpu = f
+                .figure(Q::GraphGpuNs)
+                .map(|g| format!(", which ran {} on the GPU as whole graphs", g.text))
+                .unwrap_or_default();
+            format!(
+                "CUDA graphs traced as whole graphs {w}: {} graph launches{gpu}, none of their kernels in the export, so its kernel time, launches and GPU busy leave them out and no verdict is given on them; {GRAPH_FIX}{}.",
+                f.text(Q::GraphLaunches),
+                cite(f)
+            )
+        }
+        Claim::GpuIdle {
+            verdict,
+            story,
+            python_function,
+            from_graphs,
+        } => idle(f, &w, *verdict, story.as_deref(), python_function.as_deref(), *from_graphs),
+        Claim::GpuWaitsInNccl => format!(
+            "The GPU is busy {} of the range time {w} but working only {} of it: it mostly waits for the other ranks inside NCCL kernels{}.",
+            f.text(Q::GpuBusyOfRangePct),
+            f.text(Q::GpuWorkingOfRangePct),
+            cite(f)
+        ),
+        Claim::NcclWaiting => format!(
+            "NCCL kernels wait for a late rank {} of the {} of kernel time {w}, so the GPU does work {} of the range time{}.",
+            f.text(Q::NcclWaitNs),
+            f.text(Q::KernelTimeNs),
+            f.text(Q::GpuWorkingOfRangePct),
+            cite(f)
+        ),
+        Claim::RanksOutOfStep { waiter, late } => format!(
+            "Ranks are out of step: rank {waiter} waits {} in NCCL kernels, of {} of NCCL time in its {} of kernel time (its transfers take about {}), while rank {late} waits least ({}): rank {late} arrives late. Compare the per-rank NVTX table in kernels.md to find the range it is slow in (host work, launch overhead, or uneven shards); NCCL's share of GPU time overstates communication until the ranks are in step{}.",
+            rank_text(f, *waiter, Q::NcclWaitNs),
+            rank_text(f, *waiter, Q::NcclTimeNs),
+            rank_text(f, *waiter, Q::KernelTimeNs),
+            rank_text(f, *waiter, Q::NcclTransferNs),
+            rank_text(f, *late, Q::NcclWaitNs),
+            cite(f)
+        ),
+        Claim::KernelsExceedWall { cause } => {
+            let why = match cause {
+                PastWall::RunsPastEnd => format!(
+                    "work launched in the range runs on after it closes (its GPU projection is {})",
+                    f.text(Q::GpuProjectionNs)
+                ),
+                PastWall::Overlap => format!(
+                    "kernels overlap on concurrent streams (their sum is above the GPU projection, {})",
+                    f.text(Q::GpuProjectionNs)
+                ),
+            };
+            format!(
+                "Kernel time {w} ({}) is above its CPU wall time ({}): {why}{}.",
+                f.text(Q::KernelTimeNs),
+                f.text(Q::WallNs),
+                cite(f)
+            )
+        }
+        Claim::TinyKernels => format!(
+            "Kernels {w} are tiny (mean {}): making them faster moves little; fewer, larger kernels (fusion, larger batches) do more work per launch{}.",
+            f.text(Q::MeanKernelNs),
+            cite(f)
+        ),
+        Claim::MemoryBound { kernels } => format!(
+            "{} of the top kernels {w} are memory-bound ({}): batch more requests per step or quantise weights to cut bytes moved{}.",
+            kernels.len(),
+            per_kernel(f, &[(Q::DramThroughputPct, "DRAM")]),
+            cite(f)
+        ),
+        Claim::ComputeBound { kernels } => format!(
+            "{} of the top kernels {w} are compute-bound ({}; the FP32 ridge is at {}): check they use tensor cores (bf16/fp8 dtypes, aligned shapes){}.",
+            kernels.len(),
+            per_kernel(f, &[(Q::SmThroughputPct, "SM"), (Q::FlopPerByte, "")]),
+            f.text(Q::RidgeFlopPerByte),
+            cite(f)
+        ),
+        Claim::TensorCoresIdle => format!(
+            "Tensor cores are barely used by the matrix products {w} (tensor pipe active, ncu's sm__pipe_tensor_cycles_active: {}): more rows per product (more tokens or requests per step) is what fills them{}.",
+            per_kernel(f, &[(Q::TensorPipePct, "")]),
+            cite(f)
+        ),
+        Claim::NoNcuMetrics => "No ncu metrics in this run: run the ncu pass (ncu.enable=true) to learn why the top kernels are slow.".to_string(),
+        Claim::PassIncomplete { pass, reason } => {
+            format!("The {pass} pass did not complete: {}", md(reason))
+        }
+        Claim::NothingStandsOut => {
+            "No rule fired on this run's figures (the rules are listed in kernels.md); compare against a previous run with `stage2 diff`.".to_string()
+        }
+        _ => fact(f),
+    }
+}
+
+/// "gemm (SM 86.7%, 310.2 FLOP/byte), copy (SM 64.1%, ...)": each kernel's figures of the
+/// finding, in the order it holds them.
+fn per_kernel(f: &Finding, quantities: &[(Q, &str)]) -> String {
+    let mut kernels: Vec<&str> = Vec::new();
+    for e in &f.evidence {
+        if let Some(k) = e.scope.kernel.as_deref().filter(|k| !kernels.contains(k)) {
+            kernels.push(k);
+        }
+    }
+    let labels = crate::model::labels(kernels.iter().copied(), 40);
+    kernels
+        .iter()
+        .zip(labels)
+        .map(|(k, label)| {
+            let figs: Vec<String> = quantities
+                .iter()
+                .filter_map(|(q, name)| {
+                    let e = f
+                        .evidence
+                        .iter()
+                        .find(|e| e.quantity == *q && e.scope.kernel.as_deref() == Some(k))?;
+                    Some(match name.is_empty() {
+                        true => e.text.clone(),
+                        false => format!("{name} {}", e.text),
+                    })
+                })
+                .collect();
+            format!("{} ({})", md(&label), figs.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// One rank's figure of a finding that carries several ranks'.
+fn rank_text(f: &Finding, rank: u32, q: Q) -> String {
+    f.evidence
+        .iter()
+        .find(|e| e.quantity == q && e.scope.rank == Some(rank))
+        .map_or("–".to_string(), |e| e.text.clone())
+}
+
+/// The GPU-idle verdict and what to do, from the ledger's verdict and the Python samples.
+fn idle(
+    f: &Finding,
+    w: &str,
+    verdict: Option<CpuVerdict>,
+    story: Option<&str>,
+    python: Option<&str>,
+    from_graphs: bool,
+) -> String {
+    let busy = match f.figure(Q::GpuWorkingOfRangePct) {
+        Some(wk) => format!("{}, not counting NCCL waiting", wk.text),
+        None => format!("{} of the range time", f.text(Q::GpuBusyOfRangePct)),
+    };
+    let next = match (verdict, python) {
+        (Some(CpuVerdict::Sync), _) => "remove synchronisations from the loop (`.item()`, `.cpu()`, `.tolist()`, blocking copies) or move them off the critical path".to_string(),
+        (Some(CpuVerdict::Launch), _) if from_graphs => "the kernels already run from CUDA graphs: fewer, larger graphs or fused ops cut the launches that remain".to_string(),
+        (Some(CpuVerdict::Launch), _) => "capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work".to_string(),
+        (Some(CpuVerdict::CudaCall), _) => "find the CUDA calls that are neither launches nor synchronisations (allocation, attribute queries, module loads: nsys's `cuda_api_sum`) and move them out of the loop (warm-up, caching allocator)".to_string(),
+        (Some(CpuVerdict::Cpu), Some(func)) => format!("look at `{}`, where the Python samples put the thread's own work: move it out of the step, compile it, or do more work per step (larger batch)", md(func)),
+        (Some(CpuVerdict::Cpu), None) => "profile that Python/framework code (`--python-sampling HZ`, or a CPU sampler such as py-spy), then move it out of the step, compile it, or do more work per step (larger batch)".to_string(),
+        (None, _) => String::new(),
+    };
+    let next = match next.is_empty() {
+        true => " What the CPU does meanwhile is not known from this run: the wall-time ledger covers push/pop ranges whose thread's CUDA calls nsys traced, and this range has none".to_string(),
+        false => format!(" Next: {next}"),
+    };
+    let what = match (verdict, story) {
+        (Some(v), Some(s)) => format!(
+            " and the range is {} (kernels.md, \"Where the wall time goes\"): {}",
+            v.label(),
+            md(s)
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "The GPU is idle most of the time {w} (busy {busy}){what}.{next}{}.",
+        cite(f)
+    )
+}
+
+/// A fact as one sentence.
+pub(crate) fn fact(f: &Finding) -> String {
+    let w = scope(&f.scope);
+    match &f.claim {
+        Claim::KernelTotals => format!(
+            "GPU kernel time {w}: {} in {} launches of {} kernels{}",
+            f.text(Q::KernelTimeNs),
+            f.text(Q::KernelLaunches),
+            f.text(Q::DistinctKernels),
+            cite(f)
+        ),
+        Claim::LaunchCalls => format!(
+            "Kernel launch API calls {w} (nsys's cuda_api_sum counts every call it recorded, not one range's, and graph kernels need none): {}, {} of CPU time{}",
+            f.text(Q::LaunchApiCalls),
+            f.text(Q::LaunchApiNs),
+            cite(f)
+        ),
+        Claim::NcuCoverage { nccl_left_out } => format!(
+            "Hardware counters (ncu) measured for {} kernels {w}: {} of the kernel time{}, {} left out{}",
+            f.text(Q::NcuKernelsMeasured),
+            f.text(Q::NcuCoveragePct),
+            if *nccl_left_out {
+                " outside NCCL (ncu leaves NCCL kernels out)"
+            } else {
+                ""
+            },
+            f.text(Q::NcuLeftOutPct),
+            cite(f)
+        ),
+        Claim::NcclTime => {
+            let mut s = format!(
+                "NCCL kernels take {} of the ranks' GPU time",
+                f.text(Q::NcclSharePct)
+            );
+            if let Some(r) = f.figure(Q::NcclWaitNs).and_then(|e| e.scope.rank) {
+                s.push_str(&format!(
+                    "; rank {r}, which waits longest, spends {} of its {} of kernel time in them, {} of it waiting for a late peer, so its transfers take about {} (fastest rank per collective)",
+                    rank_text(f, r, Q::NcclTimeNs),
+                    rank_text(f, r, Q::KernelTimeNs),
+                    rank_text(f, r, Q::NcclWaitNs),
+                    rank_text(f, r, Q::NcclTransferNs)
+                ));
+            }
+            s + &cite(f)
+        }
+        Claim::Straggler { slowest } => format!(
+            "Slowest rank {w}: rank {slowest}, {} vs a median of {}; a range that holds collectives ends about together on every rank, so NCCL waiting is what shows who is late{}",
+            f.text(Q::SlowestRankWallNs),
+            f.text(Q::MedianRankWallNs),
+            cite(f)
+        ),
+        _ => String::new(),
+    }
+}

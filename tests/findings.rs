@@ -1,0 +1,315 @@
+//! What the reports say, checked against the committed real runs: summary.json validates
+//! against its schema, every figure a finding prints is the value summary.json holds, and each
+//! statement the reports used to get wrong (graph-level captures, evidence from another range,
+//! one capture under three names, figures a reader could not reconcile, rules that
+//! contradicted their data) now holds.
+
+mod common;
+
+use common::{read, root};
+use serde_json::Value;
+
+/// Every committed run directory with reports.
+fn samples() -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for base in ["examples", "examples/diff"] {
+        for e in std::fs::read_dir(root().join(base)).unwrap().flatten() {
+            if e.path().join("summary.json").is_file() {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 14, "{out:?}");
+    out
+}
+
+fn json(path: &std::path::Path) -> Value {
+    serde_json::from_str(&read(path)).unwrap()
+}
+
+fn findings(run: &std::path::Path) -> Vec<Value> {
+    json(&run.join("summary.json"))["findings"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn made<'a>(f: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    f.iter()
+        .filter(|x| x["kind"] == kind && x.get("abstain").is_none())
+        .collect()
+}
+
+#[test]
+fn every_sample_summary_validates_against_the_schema() {
+    let schema = json(&root().join("src/findings/summary.schema.json"));
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for run in samples() {
+        let doc = json(&run.join("summary.json"));
+        let errors: Vec<String> = validator
+            .iter_errors(&doc)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .take(5)
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:#?}", run.display());
+    }
+}
+
+/// A summary.json from before findings does not pass: the schema is a contract, not a
+/// description of anything.
+#[test]
+fn the_schema_refuses_a_summary_without_findings() {
+    let schema = json(&root().join("src/findings/summary.schema.json"));
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let mut doc = json(&root().join("examples/sample-run/summary.json"));
+    doc.as_object_mut().unwrap().remove("findings");
+    assert!(!validator.is_valid(&doc));
+    let mut doc = json(&root().join("examples/sample-run/summary.json"));
+    doc["totals"]["gpu_busy_pct"] = Value::from(74.0);
+    assert!(!validator.is_valid(&doc));
+}
+
+/// One value per quantity: a quantity measured on one scope has one value in every finding,
+/// and the text each finding carries is what the Markdown prints.
+#[test]
+fn every_figure_of_a_finding_is_printed_as_summary_json_holds_it() {
+    for run in samples() {
+        let md = read(run.join("stakeholder_summary.md")) + &read(run.join("kernels.md"));
+        let mut seen: std::collections::BTreeMap<String, f64> = Default::default();
+        for f in findings(&run) {
+            if f.get("abstain").is_some() || f["kind"] == "range_verdict" {
+                continue;
+            }
+            for e in f["evidence"].as_array().unwrap() {
+                let key = format!("{}@{}", e["quantity"], e["scope"]);
+                let v = e["value"].as_f64().unwrap();
+                if let Some(old) = seen.insert(key.clone(), v) {
+                    assert_eq!(old, v, "{}: two values for {key}", run.display());
+                }
+                let text = e["text"].as_str().unwrap();
+                assert!(
+                    md.contains(text),
+                    "{}: {} of {} prints as {text}, not in the reports",
+                    run.display(),
+                    e["quantity"],
+                    f["kind"]
+                );
+            }
+        }
+    }
+}
+
+/// The captured range's busy figure: one name per definition. The summary's figure over the
+/// range time is kernels.md's "GPU busy of range time" column for that range.
+#[test]
+fn the_busy_figures_are_named_for_what_they_divide_by() {
+    let run = root().join("examples/sample-run-hf-prefill");
+    let s = json(&run.join("summary.json"));
+    let busy = s["totals"]["gpu_busy_of_range_pct"].as_f64().unwrap();
+    let range = s["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "prefill")
+        .unwrap();
+    assert_eq!(range["gpu_busy_of_range_pct"].as_f64().unwrap(), busy);
+    let of_proj = range["gpu_busy_of_projection_pct"].as_f64().unwrap();
+    assert_ne!(format!("{busy:.1}"), format!("{of_proj:.1}"));
+    let md = read(run.join("kernels.md"));
+    let row = md.lines().find(|l| l.starts_with("| prefill |")).unwrap();
+    assert!(
+        row.contains(&format!("| {of_proj:.1}% | {busy:.1}% |")),
+        "{row}"
+    );
+    let stake = read(run.join("stakeholder_summary.md"));
+    assert!(stake.contains(&format!("busy {busy:.1}% of the range time")));
+    assert!(!stake.contains(&format!("{of_proj:.1}%")));
+}
+
+/// The lead command (nsys on prefill, ncu on decode, a real 2-GPU run): the tensor-core advice
+/// comes from decode's counters and says decode; nothing about prefill rests on an ncu figure.
+#[test]
+fn advice_from_ncu_counters_names_the_range_they_were_measured_in() {
+    let run = root().join("examples/sample-run-hf-second-gpu");
+    let f = findings(&run);
+    let tensor = made(&f, "tensor_cores_idle");
+    assert_eq!(tensor.len(), 1);
+    assert_eq!(tensor[0]["scope"]["range"], "decode");
+    for x in &f {
+        for e in x["evidence"].as_array().unwrap() {
+            if e["scope"]["pass"] == "ncu" {
+                assert_eq!(e["scope"]["range"], "decode", "{x}");
+                assert_eq!(x["scope"]["range"], "decode", "{x}");
+            }
+        }
+    }
+    let stake = read(run.join("stakeholder_summary.md"));
+    assert!(stake.contains("Tensor cores are barely used by the matrix products in `decode`"));
+    let headline = stake
+        .lines()
+        .find(|l| l.starts_with("**Headline:**"))
+        .unwrap();
+    assert!(!headline.contains("ensor"), "{headline}");
+}
+
+/// cudaProfilerStart/Stop windows: one name for the capture everywhere.
+#[test]
+fn a_profiler_api_capture_has_one_name() {
+    let run = root().join("examples/sample-run-hf-window");
+    let s = json(&run.join("summary.json"));
+    assert_eq!(s["nsys_capture"], "cudaProfilerApi window");
+    assert_eq!(s["capture"]["kind"], "profiler_api");
+    let stake = read(run.join("stakeholder_summary.md"));
+    assert!(stake.contains("| Capture | nsys: the cudaProfilerStart/Stop windows, "));
+    assert!(stake.contains("In the captured cudaProfilerStart/Stop windows ("));
+    assert!(!stake.contains("whole run") && !stake.contains("`cudaProfilerApi window`"));
+}
+
+/// Kernel time above the wall time comes with its reason.
+#[test]
+fn kernel_time_above_wall_time_says_why() {
+    let mut found = 0;
+    for run in samples() {
+        for x in made(&findings(&run), "kernels_exceed_wall") {
+            found += 1;
+            let md = read(run.join("kernels.md"));
+            let cause = x["cause"].as_str().unwrap();
+            let why = match cause {
+                "runs_past_end" => "runs on after it closes",
+                _ => "overlap on concurrent streams",
+            };
+            assert!(md.contains(why), "{}", run.display());
+        }
+        // No figure pair of that shape goes without the finding.
+        let s = json(&run.join("summary.json"));
+        for r in s["ranges"].as_array().unwrap() {
+            if let (Some(k), Some(w)) = (r["kernel_ns"].as_f64(), r["total_ns"].as_f64()) {
+                if k > w && s["nsys_capture"] == r["name"] {
+                    assert!(!made(&findings(&run), "kernels_exceed_wall").is_empty());
+                }
+            }
+        }
+    }
+    assert!(
+        found >= 1,
+        "no committed run has kernels past their wall time"
+    );
+}
+
+/// Launch API calls are said to be the whole capture's; NCCL transfers have one value; the
+/// left-out share and the coverage add up on one basis; no Operators heading without
+/// operators; no two table rows with the same name.
+#[test]
+fn figures_a_reader_can_reconcile() {
+    let tp = root().join("examples/sample-run-2gpu-tp");
+    let stake = read(tp.join("stakeholder_summary.md"));
+    assert!(stake.contains("Kernel launch API calls in the whole capture"));
+    let f = findings(&tp);
+    let transfers: Vec<f64> = f
+        .iter()
+        .flat_map(|x| x["evidence"].as_array().unwrap().clone())
+        .filter(|e| e["quantity"] == "nccl_transfer_ns")
+        .map(|e| e["value"].as_f64().unwrap())
+        .collect();
+    assert!(transfers.len() >= 2);
+    assert!(transfers.windows(2).all(|w| w[0] == w[1]), "{transfers:?}");
+    let cov = &made(&f, "ncu_coverage")[0]["evidence"];
+    let get = |q: &str| {
+        cov.as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["quantity"] == q)
+            .unwrap()["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!((get("ncu_coverage_pct") + get("ncu_left_out_pct") - 100.0).abs() < 1e-9);
+    let md = read(tp.join("kernels.md"));
+    let left = "of the kernel time outside NCCL)";
+    assert!(
+        md.contains(&format!("{:.1}% {left}", get("ncu_left_out_pct"))),
+        "{md}"
+    );
+    for run in samples() {
+        let s = json(&run.join("summary.json"));
+        let stake = read(run.join("stakeholder_summary.md"));
+        let ops = s
+            .get("operators")
+            .is_some_and(|o| !o.as_array().unwrap().is_empty());
+        assert_eq!(stake.contains("## Operators"), ops, "{}", run.display());
+        let md = read(run.join("kernels.md"));
+        let table: Vec<&str> = md
+            .lines()
+            .skip_while(|l| !l.starts_with("| # | kernel | instances"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| l.split('|').nth(2).unwrap())
+            .collect();
+        let mut unique = table.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), table.len(), "{}", run.display());
+    }
+}
+
+/// Floors read as a share of the measured time, not as a share of the floor.
+#[test]
+fn the_floor_reads_as_a_share_of_the_measured_time() {
+    let stake = read(root().join("examples/sample-run-hf-prefill/stakeholder_summary.md"));
+    assert!(stake.contains("its memory-bandwidth floor (its kernels' DRAM bytes at peak bandwidth) is 26.8% of that time"));
+    assert!(!stake.contains("of its memory-bandwidth floor"));
+}
+
+/// A copy kernel whose SM is busy at 0.03 FLOP/byte is not called compute-bound, and the
+/// compute-bound advice names only kernels at or above the ridge.
+#[test]
+fn a_copy_kernel_is_not_compute_bound() {
+    let run = root().join("examples/sample-run-hf-prefill");
+    let s = json(&run.join("summary.json"));
+    let cat = s["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["short_name"] == "CatArrayBatchedCopy")
+        .unwrap();
+    assert!(cat["arithmetic_intensity"].as_f64().unwrap() < 1.0);
+    assert_eq!(cat["bound"], "instruction");
+    for x in made(&findings(&run), "compute_bound") {
+        let ridge = x["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["quantity"] == "ridge_flop_per_byte")
+            .unwrap()["value"]
+            .as_f64()
+            .unwrap();
+        for e in x["evidence"].as_array().unwrap() {
+            if e["quantity"] == "flop_per_byte" {
+                assert!(e["value"].as_f64().unwrap() >= ridge, "{x}");
+            }
+        }
+        assert!(!x["kernels"].to_string().contains("CatArray"));
+    }
+}
+
+/// Every finding that makes a claim is phrased in the reports; none is a bare rule with no
+/// evidence, except advice that needs none.
+#[test]
+fn every_verdict_has_its_evidence_and_rule() {
+    for run in samples() {
+        for x in findings(&run) {
+            if x.get("abstain").is_some() {
+                continue;
+            }
+            if x["role"] == "verdict" {
+                assert!(x.get("rule").is_some(), "{}: {x}", run.display());
+                assert!(
+                    !x["evidence"].as_array().unwrap().is_empty(),
+                    "{}: {x}",
+                    run.display()
+                );
+            }
+        }
+    }
+}
