@@ -3,19 +3,19 @@
 //! pass needs around that (tools, workload argv, launchers, provenance, guards).
 
 pub(crate) mod beside;
+pub(crate) mod child;
 pub(crate) mod diagnose;
 pub(crate) mod driver;
 pub(crate) mod guards;
-pub(crate) mod hook;
-pub(crate) mod launcher;
 pub(crate) mod ncu;
 pub(crate) mod nsys;
-pub(crate) mod process;
-pub(crate) mod progress;
 pub(crate) mod provenance;
-pub(crate) mod signals;
 pub(crate) mod tools;
 pub(crate) mod workload;
+
+// The runner and the workload's pieces by their short paths (`passes::process`, ...).
+pub(crate) use child::{process, progress, signals};
+pub(crate) use workload::{hook, launcher};
 
 use std::path::{Path, PathBuf};
 

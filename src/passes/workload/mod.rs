@@ -1,4 +1,8 @@
-//! The workload's argv, environment and working directory, from the CLI or the config.
+//! The workload: its argv, environment and working directory (from the CLI or the config),
+//! the launcher that starts it (torchrun, srun, mpirun) and the Python hook stage2 puts in it.
+
+pub(crate) mod hook;
+pub(crate) mod launcher;
 
 use std::path::PathBuf;
 
