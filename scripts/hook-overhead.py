@@ -5,7 +5,7 @@ and on, and Python sampling off and at each rate, and each setting's median gene
 reported with its cost per new token against the plain run. No profiler is attached (the NVTX
 calls are then the cheap no-op they are for any NVTX-marked workload outside a capture).
 
-    PYTHONPATH=src/passes/hook STAGE2_AUTO_NVTX=1 python3 scripts/hook-overhead.py [--rounds 7]
+    PYTHONPATH=src/passes/workload/hook STAGE2_AUTO_NVTX=1 python3 scripts/hook-overhead.py [--rounds 7]
 
 Prints one Markdown table.
 """

@@ -1,4 +1,4 @@
-//! stage2's Python hook (src/passes/hook/sitecustomize.py) against stand-ins for torch and
+//! stage2's Python hook (src/passes/workload/hook/sitecustomize.py) against stand-ins for torch and
 //! transformers (tests/data/hook): which forward passes become which NVTX ranges, and the
 //! sampler's output.
 
@@ -18,7 +18,7 @@ fn drive(env: &[(&str, &str)], extra: &[&str]) -> (HashMap<String, Value>, tempf
     let hook = tmp.path().join("hook");
     std::fs::create_dir(&hook).unwrap();
     std::fs::copy(
-        root().join("src/passes/hook/sitecustomize.py"),
+        root().join("src/passes/workload/hook/sitecustomize.py"),
         hook.join("sitecustomize.py"),
     )
     .unwrap();
