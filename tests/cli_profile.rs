@@ -252,6 +252,41 @@ fn nsys_generating_no_report_does_not_stop_ncu() {
     assert!(read(run.join("stakeholder_summary.md")).contains("The nsys pass did not complete"));
 }
 
+/// A workload that fails before its range opens: its failure, with its own last lines, exit
+/// 4; no diagnosis pass and no ncu pass run it again.
+#[test]
+fn a_workload_that_fails_before_its_range_is_reported_as_failing() {
+    let sb = Sandbox::new();
+    let calls = sb.path().join("calls.txt");
+    sb.profile(
+        "r",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "import sys; print('loading /models/x'); sys.exit(3)",
+        ],
+    )
+    .env("FAKE_NSYS_MODE", "noreport")
+    .env("FAKE_CALLS", &calls)
+    .assert()
+    .code(4)
+    .stderr(predicate::str::contains(
+        "the workload exited with status 3 before NVTX range `decode` opened",
+    ))
+    .stderr(predicate::str::contains("loading /models/x"))
+    .stderr(predicate::str::contains("Check the NVTX range names").not());
+    let run = sb.run("r");
+    let st = status(&run);
+    assert_eq!(st["passes"]["nsys"]["state"], "failed");
+    assert_eq!(st["passes"]["ncu"]["state"], "skipped");
+    let calls = read(&calls);
+    assert_eq!(calls.matches("nsys profile").count(), 1, "{calls}");
+    assert!(!calls.contains("--nvtx-include"), "{calls}");
+}
+
 #[test]
 fn a_capture_that_never_opens_lists_the_ranges_the_workload_emits() {
     let sb = Sandbox::new();

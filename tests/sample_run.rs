@@ -319,3 +319,40 @@ fn the_ledger_conserves_wall_time_on_every_sample_and_names_attn() {
         "{md}"
     );
 }
+
+/// The same static-cache workload captured by hand with nsys's defaults (graph-level trace,
+/// gated on `decode`, H100) and exported as a folder with no config.yaml: the reports say the
+/// 15 graph launches' kernels are not traced, and the range figures are NVIDIA's own
+/// (`nvtx_sum`, `nvtx_gpu_proj_sum` of the same report, in the folder).
+#[test]
+fn a_hand_made_default_capture_of_cuda_graphs_is_read_from_the_data() {
+    let sb = Sandbox::new();
+    let copy = sb.path().join("g");
+    copy_dir(&root().join("tests/data/hf/static-default-trace"), &copy);
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&copy)
+        .assert()
+        .success();
+    let s = read(copy.join("stakeholder_summary.md"));
+    assert!(
+        s.contains("its 15 CUDA graph launches ran kernels nsys traced only as whole graphs"),
+        "{s}"
+    );
+    assert!(s.contains("`nsys profile --cuda-graph-trace=node`"), "{s}");
+    assert!(!s.contains("mostly waits on the CPU"), "{s}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(copy.join("summary.json"))).unwrap();
+    let decode = summary["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "decode")
+        .unwrap();
+    // NVIDIA: nvtx_sum 9179749 ns over 15 instances; nvtx_gpu_proj_sum 457415 ns.
+    assert_eq!(decode["instances"], 15);
+    assert_eq!(decode["total_ns"].as_f64(), Some(9_179_749.0));
+    assert_eq!(decode["gpu_projection_ns"].as_f64(), Some(457_415.0));
+    let nvidia = read(copy.join("nsys/summary_nvtx_gpu_proj_sum.csv"));
+    assert!(nvidia.contains(":decode,PushPop,457415,9179749,15,"));
+}

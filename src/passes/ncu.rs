@@ -225,6 +225,25 @@ pub(crate) fn unknown_metrics(metrics: &[String], query_output: &str) -> Vec<Str
         .collect()
 }
 
+/// The code in ncu's "The application returned an error code (N)".
+fn app_error_code(tail: &str) -> Option<i32> {
+    let at = tail.rfind("The application returned an error code (")?;
+    let rest = &tail[at + "The application returned an error code (".len()..];
+    rest.split(')').next()?.trim().parse().ok()
+}
+
+/// The workload's own last lines, ncu's `==PROF==`/`==ERROR==`/`==WARNING==` lines left out.
+fn own_lines(tail: &str, n: usize) -> String {
+    let own: Vec<&str> = tail
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("=="))
+        .collect();
+    match own.is_empty() {
+        true => "(none)".to_string(),
+        false => own[own.len().saturating_sub(n)..].join("\n"),
+    }
+}
+
 /// What the profile step's outcome means.
 pub(crate) fn classify(out: &Outcome, report: bool, filtered: bool) -> PassStatus {
     if let Some(st) = stopped(out, "ncu") {
@@ -245,6 +264,17 @@ pub(crate) fn classify(out: &Outcome, report: bool, filtered: bool) -> PassStatu
         return PassStatus::new(PassState::NoData, Some(format!(
                 "ncu profiled nothing{}: \"{warning}\". Check ncu.nvtx_include against the ranges in nsys/summary_nvtx_sum.csv (push/pop ranges match only as NAME/)",
                 if filtered { " (even without the kernel filter)" } else { "" }
+            )),
+        );
+    }
+    // "==ERROR== The application returned an error code (N)" with no report: the workload
+    // failed before ncu profiled anything (a signal reads as its number, as ncu gives it).
+    if let Some(code) = app_error_code(&out.tail).filter(|_| !report) {
+        return PassStatus::failed(
+            Cause::Workload,
+            Some(format!(
+                "the workload exited with status {code} under ncu before any kernel was profiled: ncu wrote no report. Its last output:\n{}",
+                own_lines(&out.tail, 10)
             )),
         );
     }

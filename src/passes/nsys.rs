@@ -130,11 +130,65 @@ pub(crate) fn classify(
     st
 }
 
+/// "exited with status 3", or "was killed by signal 11 (SIGSEGV; exit status 139)" for the
+/// 128 + N a shell and
+/// nsys give a workload a signal ended.
+pub(crate) fn workload_exit(code: i32) -> String {
+    match code {
+        129..=192 => {
+            let n = code - 128;
+            let name = nix::sys::signal::Signal::try_from(n)
+                .map(|s| format!("{}; ", s.as_str()))
+                .unwrap_or_default();
+            format!("was killed by signal {n} ({name}exit status {code})")
+        }
+        c => format!("exited with status {c}"),
+    }
+}
+
+/// The workload's own last lines: nsys's closing lines ("Processing events...", "Generated:",
+/// "No reports were generated") left out.
+fn workload_lines(tail: &str, n: usize) -> String {
+    let own: Vec<&str> = tail
+        .lines()
+        .filter(|l| {
+            let t = l.trim();
+            !t.is_empty()
+                && !t.starts_with("Processing events")
+                && t != "Generated:"
+                && !t.contains(NO_REPORTS)
+        })
+        .collect();
+    match own.is_empty() {
+        true => "(none)".to_string(),
+        false => own[own.len().saturating_sub(n)..].join("\n"),
+    }
+}
+
 fn classify_exit(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys) -> PassStatus {
     if let Some(st) = stopped(out, "nsys") {
         return st;
     }
     let expr = cfg.nvtx_capture.clone().unwrap_or_default();
+    // nsys passes the workload's exit status on (128 + N for a signal), report or not: a
+    // range that never opened because the workload failed first is the workload's failure,
+    // not a naming problem, and nothing is run again to diagnose it.
+    if out.tail.contains(NO_REPORTS) && out.code.is_some_and(|c| c != 0) {
+        let opened = match crate::config::Capture::of(cfg) {
+            crate::config::Capture::ProfilerApi { .. } => {
+                "cudaProfilerStart was called".to_string()
+            }
+            c => format!("{} opened", c.describe()),
+        };
+        return PassStatus::failed(
+            Cause::Workload,
+            Some(format!(
+                "the workload {} before {opened}: nsys wrote no report. Its last output:\n{}",
+                workload_exit(out.code.unwrap_or(0)),
+                workload_lines(&out.tail, 10)
+            )),
+        );
+    }
     if out.tail.contains(NO_REPORTS) {
         return PassStatus::new(PassState::NoData, Some(format!(
                 "nsys: \"{NO_REPORTS}\": the capture range `--nvtx-capture={expr}` never opened. Check the NVTX range names the workload emits (a typo, or a domain: NAME@DOMAIN), or run with nsys.gating_nvtx=false to capture everything"

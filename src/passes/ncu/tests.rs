@@ -295,3 +295,22 @@ fn profiler_api_windows_gate_ncu_too() {
     ]);
     assert!(window_args(&c).is_empty());
 }
+
+/// Real ncu 2025.3 output of a workload that raised before `decode` opened (H100): the
+/// workload's failure with its own last lines.
+#[test]
+fn a_workload_that_fails_before_any_kernel_is_a_workload_failure() {
+    let log = std::fs::read_to_string(crate::testutil::data("logs/ncu_crash_raise.log")).unwrap();
+    let st = classify(&outcome(1, &log), false, false);
+    assert_eq!(st.exit_code, exit_codes::WORKLOAD);
+    let r = st.reason.unwrap();
+    assert!(
+        r.starts_with("the workload exited with status 1 under ncu before any kernel was profiled"),
+        "{r}"
+    );
+    assert!(
+        r.ends_with("RuntimeError: checkpoint /models/x not found"),
+        "{r}"
+    );
+    assert!(!r.contains("==PROF=="), "{r}");
+}

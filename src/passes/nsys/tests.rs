@@ -206,3 +206,48 @@ fn operator_ranges_are_asked_of_nsys_only_when_set() {
     let a = profile_args(&cfg(&[]), None, Path::new("/o"), &[]).unwrap();
     assert!(!a.iter().any(|x| x.starts_with("--pytorch")));
 }
+
+/// Real nsys 2025.3 output of workloads that fail before `decode` opens (H100): nsys passes
+/// the workload's status on (1, 7, 128 + 11). The pass is the workload's failure with its own
+/// last lines, not an empty capture to diagnose.
+#[test]
+fn a_workload_that_fails_before_its_range_is_a_workload_failure() {
+    let c = cfg(&["nsys.nvtx_capture=decode"]);
+    for (log, code, words) in [
+        ("logs/nsys_crash_raise.log", 1, "exited with status 1"),
+        ("logs/nsys_crash_exit7.log", 7, "exited with status 7"),
+        (
+            "logs/nsys_crash_segv.log",
+            139,
+            "was killed by signal 11 (SIGSEGV; exit status 139)",
+        ),
+    ] {
+        let st = classify(&outcome(code, &data(log)), None, false, &c);
+        assert_eq!(st.state, PassState::Failed, "{log}");
+        assert_eq!(st.exit_code, exit_codes::WORKLOAD, "{log}");
+        let r = st.reason.unwrap();
+        assert!(
+            r.contains(&format!(
+                "the workload {words} before NVTX range `decode` opened"
+            )),
+            "{r}"
+        );
+        assert!(
+            !r.contains("Check the NVTX range names") && !r.contains("Generated:"),
+            "{r}"
+        );
+    }
+    let r = classify(
+        &outcome(1, &data("logs/nsys_crash_raise.log")),
+        None,
+        false,
+        &c,
+    )
+    .reason;
+    assert!(r
+        .unwrap()
+        .ends_with("RuntimeError: checkpoint /models/x not found"));
+    // The same "no reports" after a workload that ended well is still a range never opened.
+    let st = classify(&outcome(0, &data("logs/nsys_wrong.log")), None, false, &c);
+    assert_eq!(st.state, PassState::NoData);
+}
