@@ -313,3 +313,20 @@ fn every_verdict_has_its_evidence_and_rule() {
         }
     }
 }
+
+/// A run that sampled Python and named the function: the advice names it, and sends nobody
+/// to a sampler they already ran.
+#[test]
+fn advice_names_the_python_function_the_samples_found() {
+    let run = root().join("examples/sample-run-hf-auto");
+    let f = findings(&run);
+    let idle = made(&f, "gpu_idle");
+    let func = idle[0]["python_function"].as_str().unwrap();
+    assert!(func.starts_with("Qwen2RMSNorm.forward"), "{func}");
+    let stake = read(run.join("stakeholder_summary.md"));
+    assert!(
+        stake.contains("Next: look at `Qwen2RMSNorm.forward"),
+        "{stake}"
+    );
+    assert!(!stake.contains("py-spy"), "{stake}");
+}

@@ -189,6 +189,16 @@ fn classify_exit(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys)
             )),
         );
     }
+    if out.tail.contains(NO_REPORTS)
+        && matches!(
+            crate::config::Capture::of(cfg),
+            crate::config::Capture::ProfilerApi { .. }
+        )
+    {
+        return PassStatus::new(PassState::NoData, Some(format!(
+            "nsys: \"{NO_REPORTS}\": the capture (nsys.capture_range=cudaProfilerApi) never started: the workload never called cudaProfilerStart (torch.cuda.profiler.start()). Call it around the part to profile, or set nsys.capture_range=nvtx with a range name"
+        )));
+    }
     if out.tail.contains(NO_REPORTS) {
         return PassStatus::new(PassState::NoData, Some(format!(
                 "nsys: \"{NO_REPORTS}\": the capture range `--nvtx-capture={expr}` never opened. Check the NVTX range names the workload emits (a typo, or a domain: NAME@DOMAIN), or run with nsys.gating_nvtx=false to capture everything"
@@ -395,7 +405,12 @@ impl Pass for NsysPass {
     }
 
     fn diagnose(&self, ctx: &Ctx, st: &PassStatus) -> Option<String> {
-        let empty = st.reason.as_deref().is_some_and(|r| r.contains(NO_REPORTS));
+        // NVTX names say nothing about a cudaProfilerStart never called.
+        let windows = matches!(
+            crate::config::Capture::of(&ctx.cfg.nsys),
+            crate::config::Capture::ProfilerApi { .. }
+        );
+        let empty = !windows && st.reason.as_deref().is_some_and(|r| r.contains(NO_REPORTS));
         let nsys = self
             .tool
             .as_deref()

@@ -251,3 +251,17 @@ fn a_workload_that_fails_before_its_range_is_a_workload_failure() {
     let st = classify(&outcome(0, &data("logs/nsys_wrong.log")), None, false, &c);
     assert_eq!(st.state, PassState::NoData);
 }
+
+/// With profiler-API windows, an empty capture is a cudaProfilerStart never called, not a
+/// range name.
+#[test]
+fn a_profiler_api_capture_that_never_starts_says_so() {
+    let c = cfg(&["nsys.capture_range=cudaProfilerApi"]);
+    let st = classify(&outcome(0, &data("logs/nsys_wrong.log")), None, false, &c);
+    assert_eq!(st.state, PassState::NoData);
+    let r = st.reason.unwrap();
+    assert!(
+        r.contains("never called cudaProfilerStart") && !r.contains("--nvtx-capture"),
+        "{r}"
+    );
+}
