@@ -17,9 +17,19 @@ use crate::config::Sources;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Less output: no live workload output, warnings and errors only.
+    /// Less output on stderr: warnings and errors only.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Colour on stderr: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it),
+    /// always or never.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    pub color: crate::term::ColorChoice,
     /// More output (-v: debug, -vv: trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -30,11 +40,7 @@ pub enum Command {
     /// Run the workload under nsys, then under ncu, and render the reports into a new run directory.
     Profile(ProfileArgs),
     /// Parse the artifacts already in RUN_DIR and (re)render every report. Needs no GPU or Nsight tools.
-    Report {
-        /// A run directory made by `stage2 profile`, a folder of exports, or a `.nsys-rep` /
-        /// `.ncu-rep` file (exported into a new run directory with the installed nsys/ncu).
-        run_dir: PathBuf,
-    },
+    Report(ReportArgs),
     /// Compare two runs per kernel and per NVTX range: Markdown on stdout; a CI gate with
     /// --fail-above. Exit 9 when the runs cannot be compared (incomplete, no data, another
     /// captured range, kernel basis or GPU).
@@ -43,10 +49,11 @@ pub enum Command {
         run_a: PathBuf,
         /// The run to compare with it.
         run_b: PathBuf,
-        /// Also write the Markdown to FILE (nothing is written into the runs).
+        /// Also write the Markdown to FILE (nothing is written into the runs); `-`: stdout,
+        /// where it goes anyway.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
-        /// Write the comparison as JSON to FILE.
+        /// Write the comparison as JSON to FILE; `-`: on stdout instead of the Markdown.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
         /// Exit 7 when the chosen scope grew by more than PCT percent and by more than the
@@ -86,8 +93,14 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff): `stage2 man > stage2.1 && man ./stage2.1`.
-    Man,
+    /// Print a man page (roff): `stage2 man profile | man -l -`; `--dir DIR` writes them all.
+    Man {
+        /// The subcommand whose page to print (stage2-profile(1), ...); none: stage2(1).
+        subcommand: Option<String>,
+        /// Write every page (stage2.1, stage2-profile.1, ...) into DIR instead.
+        #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+        dir: Option<std::path::PathBuf>,
+    },
     /// Print the resolved configuration as YAML.
     Config {
         #[command(flatten)]
@@ -96,6 +109,28 @@ pub enum Command {
         #[arg(value_name = "OVERRIDE")]
         overrides: Vec<String>,
     },
+}
+
+/// What a clap error becomes: `--help` and `--version` on stdout (exit 0); a usage error in
+/// stage2's voice (`stage2: error: ...`, the usage and a hint kept), exit 2.
+pub fn usage_error(e: &clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        crate::outln!("{}", e.render().to_string().trim_end());
+        return match e.kind() {
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => crate::exit_codes::USAGE,
+            _ => crate::exit_codes::OK,
+        };
+    }
+    let text = e.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text).trim_end();
+    crate::logging::error(text);
+    crate::exit_codes::USAGE
 }
 
 /// `--fail-above`: a finite percentage, not negative.
@@ -114,6 +149,25 @@ pub struct SourceArgs {
     /// A directory laid out like conf/ (default: ./conf when present).
     #[arg(long, value_name = "DIR")]
     pub config_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// A run directory made by `stage2 profile`, a folder of exports, or a `.nsys-rep` /
+    /// `.ncu-rep` file (exported into a new run directory with the installed nsys/ncu).
+    pub run_dir: PathBuf,
+    /// A YAML file merged over the run's own config.yaml (repeatable; later wins); only its
+    /// `report` and `tools` keys are used.
+    #[arg(long = "config", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Print one JSON object on stdout (run directory, state, exit code, reports, findings)
+    /// instead of the run directory's path.
+    #[arg(long)]
+    pub json: bool,
+    /// Overrides of `report.*` and `tools.*` keys, e.g. report.top_kernels=40
+    /// tools.nsys=/opt/nsys/bin/nsys.
+    #[arg(value_name = "OVERRIDE")]
+    pub overrides: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -179,6 +233,10 @@ pub struct ProfileArgs {
     /// (it is in each pass's log either way).
     #[arg(long)]
     pub show_output: bool,
+    /// Print one JSON object on stdout (run directory, state, exit code, reports, findings)
+    /// instead of the run directory's path.
+    #[arg(long)]
+    pub json: bool,
     /// Config overrides, e.g. ncu.top_n=5 nsys.trace=cuda,nvtx.
     #[arg(value_name = "OVERRIDE")]
     pub overrides: Vec<String>,

@@ -73,11 +73,12 @@ pub enum ParseError {
 /// The run directory (or an output the user named) could not be created or written.
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {
-    #[error("cannot {action} {}: {source}", path.display())]
+    // The OS error is in the message and not a `source`: printed once, not again as a cause.
+    #[error("cannot {action} {}: {err}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
-        source: std::io::Error,
+        err: std::io::Error,
     },
 }
 
@@ -124,7 +125,7 @@ impl Error {
         RunDirError::Io {
             action,
             path: path.into(),
-            source,
+            err: source,
         }
         .into()
     }

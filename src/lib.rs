@@ -6,10 +6,11 @@
 //! |---|---|
 //! | entry | [`cli`], [`commands`]; [`report`] renders beside it |
 //! | passes | [`passes`]: planning and running nsys and ncu, child processes, signals |
+//! | findings | [`findings`]: what the reports claim, each claim with its scope, evidence and rule |
 //! | analysis | [`analysis`]: joins, selection, per-range figures, roofline, ranks, diff |
 //! | run directory | [`rundir`]: every file name of a run, status.json |
 //! | parsers and model | [`parse`], [`model`] |
-//! | foundations | [`config`], [`error`], [`exit_codes`], [`files`], [`secrets`], [`out`], [`logging`] |
+//! | foundations | [`config`], [`error`], [`exit_codes`], [`files`], [`secrets`], [`out`], [`logging`], [`term`] |
 
 pub mod analysis;
 pub mod cli;
@@ -27,5 +28,6 @@ pub(crate) mod passes;
 pub(crate) mod report;
 pub(crate) mod rundir;
 pub(crate) mod secrets;
+pub mod term;
 #[cfg(test)]
 mod testutil;

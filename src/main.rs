@@ -1,12 +1,16 @@
 use clap::Parser;
 
 fn main() {
-    let cli = stage2::cli::Cli::parse();
+    let cli = match stage2::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => std::process::exit(stage2::cli::usage_error(&e)),
+    };
+    stage2::term::init(cli.color);
     stage2::logging::init(cli.quiet, cli.verbose);
     let code = match stage2::commands::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("stage2: error: {err:#}");
+            stage2::logging::error(&format!("{err:#}"));
             stage2::error::exit_code_of(&err)
         }
     };

@@ -8,9 +8,10 @@ pub(crate) fn stdout(text: &str) -> io::Result<()> {
     ignore_broken_pipe(io::stdout().lock().write_all(text.as_bytes()))
 }
 
-/// Write `text` to stderr, ignoring every error: there is nowhere left to report one.
+/// Write `text` to stderr, ignoring every error: there is nowhere left to report one. A live
+/// progress line is cleared first (see [`crate::term::line`]).
 pub(crate) fn stderr(text: &str) {
-    let _ = io::stderr().lock().write_all(text.as_bytes());
+    crate::term::line(text);
 }
 
 fn ignore_broken_pipe(r: io::Result<()>) -> io::Result<()> {

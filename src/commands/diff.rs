@@ -96,8 +96,8 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
     let (a, b) = (load(args.run_a)?, load(args.run_b)?);
     let refused = refusals(args, &a.summary, &b.summary);
     if !refused.is_empty() && !args.force {
-        crate::errln!(
-            "stage2: cannot compare these runs (--force compares anyway):\n  {}",
+        tracing::error!(
+            "cannot compare these runs (--force compares anyway):\n  {}",
             refused.join("\n  ")
         );
         return Ok(exit_codes::NOT_COMPARABLE);
@@ -114,16 +114,14 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
     ));
     let d = diff::diff(&a.summary, &b.summary, warnings);
     let markdown = crate::report::diff::to_markdown(&d, 30);
-    // stdout is the report; a closed pipe (`| head`) is not an error.
-    let _ = crate::out::stdout(&markdown);
-    for (path, text) in [
-        (args.out, markdown),
-        (
-            args.json,
-            serde_json::to_string_pretty(&d).unwrap_or_default() + "\n",
-        ),
-    ] {
-        if let Some(p) = path {
+    let json = serde_json::to_string_pretty(&d).unwrap_or_default() + "\n";
+    // stdout is the Markdown, or the JSON with `--json -`; a closed pipe (`| head`) is not an
+    // error. `-` as a file means stdout.
+    let dash = |p: Option<&Path>| p.is_some_and(|p| p == Path::new("-"));
+    let shown = if dash(args.json) { &json } else { &markdown };
+    let _ = crate::out::stdout(shown);
+    for (path, text) in [(args.out, &markdown), (args.json, &json)] {
+        if let Some(p) = path.filter(|p| *p != Path::new("-")) {
             crate::rundir::status::write_atomic(p, text.as_bytes())
                 .map_err(|e| Error::io("write", p, e))?;
         }
@@ -139,8 +137,8 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
         );
     }
     let (new, removed) = diff::one_sided(&d);
-    crate::errln!(
-        "stage2 diff: total kernel time {}; largest change: {}; {new} new and {removed} removed kernels",
+    tracing::info!(
+        "diff: total kernel time {}; largest change: {}; {new} new and {removed} removed kernels",
         d.total_delta_pct
             .map(|p| format!("{p:+.1}%"))
             .unwrap_or_else(|| "n/a".into()),
@@ -155,15 +153,12 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
     };
     let g = diff::gate(&d, args.scope, limit);
     if !g.regressions.is_empty() {
-        crate::errln!(
-            "stage2: regression above {limit}%: {}",
-            g.regressions.join("; ")
-        );
+        tracing::error!("regression above {limit}%: {}", g.regressions.join("; "));
         return Ok(exit_codes::REGRESSION);
     }
     if !g.inconclusive.is_empty() {
-        crate::errln!(
-            "stage2: inconclusive: above {limit}% but within the noise: {}",
+        tracing::warn!(
+            "inconclusive: above {limit}% but within the noise: {}",
             g.inconclusive.join("; ")
         );
         return Ok(exit_codes::INCONCLUSIVE);

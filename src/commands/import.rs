@@ -22,9 +22,11 @@ pub(crate) fn tool_for(path: &Path) -> Option<Tool> {
 }
 
 /// Copy, export and render one report; returns the new run directory.
-pub(crate) fn run(report: &Path, tool: Tool) -> Result<RunDir> {
+pub(crate) fn run(report: &Path, tool: Tool, extra: &super::report::Extra) -> Result<RunDir> {
     let cfg = config::resolve(&config::Sources {
         embedded_only: true,
+        flags: extra.flags.clone(),
+        overrides: extra.overrides.clone(),
         ..Default::default()
     })?
     .config;
@@ -72,8 +74,8 @@ pub(crate) fn run(report: &Path, tool: Tool) -> Result<RunDir> {
         .map(|(a, _)| with_program(&found.path, a.iter().cloned()))
         .collect();
     write_cmd_txt(&cmd_txt, &[], &lines).map_err(|e| Error::io("write", &cmd_txt, e))?;
-    crate::errln!(
-        "stage2: exporting {} with {} {} into {}",
+    tracing::info!(
+        "exporting {} with {} {} into {}",
         report.display(),
         tool.name(),
         found.version.as_deref().unwrap_or("?"),

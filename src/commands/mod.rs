@@ -4,8 +4,10 @@ pub(crate) mod config;
 pub(crate) mod diff;
 pub(crate) mod doctor;
 pub(crate) mod import;
+pub(crate) mod man;
 pub(crate) mod profile;
 pub(crate) mod report;
+pub(crate) mod result;
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;
@@ -13,7 +15,7 @@ use crate::error::Result;
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Profile(args) => profile::run(&args, cli.quiet),
-        Command::Report { run_dir } => report::run(&run_dir),
+        Command::Report(args) => report::run(&args),
         Command::Config { sources, overrides } => config::run(&sources, &overrides),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
@@ -23,16 +25,7 @@ pub fn run(cli: Cli) -> Result<i32> {
                 .map_err(|e| crate::error::Error::io("write", "stdout", e))?;
             Ok(crate::exit_codes::OK)
         }
-        Command::Man => {
-            let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
-            let mut out = Vec::new();
-            clap_mangen::Man::new(cmd)
-                .render(&mut out)
-                .map_err(|e| crate::error::Error::io("write", "stdout", e))?;
-            crate::out::stdout(&String::from_utf8_lossy(&out))
-                .map_err(|e| crate::error::Error::io("write", "stdout", e))?;
-            Ok(crate::exit_codes::OK)
-        }
+        Command::Man { subcommand, dir } => man::run(subcommand.as_deref(), dir.as_deref()),
         Command::Doctor { sources, overrides } => doctor::run(&sources, &overrides),
         Command::RankExec {
             var,

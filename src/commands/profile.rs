@@ -173,17 +173,16 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         run.open_up();
     }
     if args.dry_run {
-        crate::errln!(
+        tracing::info!(
             "dry run: wrote {} (config, provenance, cmd.txt); ran nothing",
             run.path.display()
         );
-    } else {
-        crate::errln!(
-            "stage2: {} -> {}/kernels.md, stakeholder_summary.md",
-            driver.status.state,
-            run.path.display()
-        );
     }
+    let state = serde_json::to_value(driver.status.state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    super::result::announce(&run, &state, code, args.json);
     Ok(code)
 }
 
@@ -339,6 +338,10 @@ fn redacted_yaml(resolved: &config::Resolved) -> String {
 
 /// Checks that need no tool: they fail in seconds, not after an hour of profiling.
 fn preflight(cfg: &Config) -> Result<(), Error> {
+    // A bad run id is a usage error whatever tools are installed: checked before they are found.
+    if let Some(id) = cfg.run.id.as_deref() {
+        crate::rundir::validate_id(id)?;
+    }
     if !cfg.nsys.enable && !cfg.ncu.enable {
         return Err(Error::usage(
             "both passes are off (--no-nsys and --no-ncu, or nsys.enable/ncu.enable=false): nothing to run",

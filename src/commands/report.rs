@@ -1,51 +1,126 @@
 //! `stage2 report RUN_DIR`: re-render every report from the artifacts in a run directory (or
 //! from a `.nsys-rep`/`.ncu-rep` file, exported first into a new run directory).
 
-use std::path::Path;
+use std::path::PathBuf;
 
+use serde_yaml::Value;
+
+use crate::cli::ReportArgs;
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
 use crate::report;
 use crate::rundir::RunDir;
 
-pub(crate) fn run(dir: &Path) -> Result<i32> {
+/// The keys `stage2 report` reads from the config: how reports look and where the tools are.
+const KEYS: &[&str] = &["report", "tools"];
+
+/// What the user adds to the run's config: files and overrides of [`KEYS`] only.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Extra {
+    pub(crate) flags: Vec<(String, Value)>,
+    pub(crate) overrides: Vec<String>,
+}
+
+impl Extra {
+    /// Checked: a key outside [`KEYS`] is refused with what to do, not ignored.
+    pub(crate) fn of(files: &[PathBuf], overrides: &[String]) -> Result<Extra, Error> {
+        for o in overrides {
+            let key = o.trim_start_matches(['+', '~']);
+            let top = key.split(['.', '=']).next().unwrap_or("");
+            if !KEYS.contains(&top) {
+                return Err(Error::usage(format!(
+                    "`{o}`: stage2 report uses only report.* and tools.* keys; the other settings are the run's own (its config.yaml)"
+                )));
+            }
+        }
+        let mut flags = Vec::new();
+        for f in files {
+            let text = crate::files::read_capped(f, crate::files::RUN_FILE_CAP)
+                .map_err(|e| Error::io("read", f, e))?;
+            let tree: Value = serde_yaml::from_str(&text)
+                .map_err(|e| Error::config(format!("{}: {e}", f.display())))?;
+            let Value::Mapping(m) = tree else {
+                return Err(Error::config(format!(
+                    "{}: not a YAML mapping",
+                    f.display()
+                )));
+            };
+            for (k, v) in m {
+                let k = k.as_str().unwrap_or("").to_string();
+                if !KEYS.contains(&k.as_str()) {
+                    return Err(Error::usage(format!(
+                        "{}: key `{k}`: stage2 report uses only report.* and tools.* keys",
+                        f.display()
+                    )));
+                }
+                leaves(&k, v, &mut flags);
+            }
+        }
+        Ok(Extra {
+            flags,
+            overrides: overrides.to_vec(),
+        })
+    }
+}
+
+/// Each leaf of a mapping as a `key.path=value` setting.
+fn leaves(prefix: &str, v: Value, out: &mut Vec<(String, Value)>) {
+    match v {
+        Value::Mapping(m) => {
+            for (k, v) in m {
+                let k = format!("{prefix}.{}", k.as_str().unwrap_or(""));
+                leaves(&k, v, out);
+            }
+        }
+        v => out.push((prefix.to_string(), v)),
+    }
+}
+
+pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
+    let extra = Extra::of(&args.files, &args.overrides)?;
+    let dir = &args.run_dir;
     // A report file made by hand: exported into a new run directory first.
     let run = match super::import::tool_for(dir).filter(|_| dir.is_file()) {
-        Some(tool) => super::import::run(dir, tool)?,
+        Some(tool) => super::import::run(dir, tool, &extra)?,
         None => RunDir::open(dir)?,
     };
-    let config = run_config(&run)?;
+    let config = run_config_with(&run, &extra)?;
     let a = crate::analysis::Artifacts::load(&run, config)?;
     if a.is_empty() {
-        crate::errln!(
-            "stage2: no profiler data in {}: no nsys/ stats or SQLite export, no ncu/ raw CSV; nothing rendered",
+        tracing::error!(
+            "no profiler data in {}: no nsys/ stats or SQLite export, no ncu/ raw CSV; nothing rendered",
             run.path.display()
         );
+        super::result::announce(&run, "no-data", crate::exit_codes::NO_DATA, args.json);
         return Ok(crate::exit_codes::NO_DATA);
     }
     let summary = report::render(&run, a)?;
-    crate::outln!(
-        "rendered {} kernels into {}: kernels.md, stakeholder_summary.md, kernels.csv, summary.json",
-        summary.kernels.len(),
-        run.path.display()
-    );
+    tracing::info!("rendered {} kernels", summary.kernels.len());
+    super::result::announce(&run, "ok", crate::exit_codes::OK, args.json);
     Ok(crate::exit_codes::OK)
 }
 
 /// The run's own resolved config.yaml; for a folder of exports without one, the defaults with
 /// the captured ranges read from the data (see `analysis::infer`), said on stderr.
 pub(crate) fn run_config(run: &RunDir) -> Result<Config, Error> {
+    run_config_with(run, &Extra::default())
+}
+
+/// [`run_config`] with the user's report/tools settings over it.
+pub(crate) fn run_config_with(run: &RunDir, extra: &Extra) -> Result<Config, Error> {
     let path = run.file("config.yaml");
     // exists(), not is_file(): a config.yaml that is a device or FIFO is an error, not absent.
-    let (files, flags) = if path.exists() {
+    let (files, mut flags) = if path.exists() {
         (vec![path], Vec::new())
     } else {
         (Vec::new(), inferred(run))
     };
+    flags.extend(extra.flags.iter().cloned());
     let r = config::resolve(&config::Sources {
         embedded_only: true,
         files,
         flags,
+        overrides: extra.overrides.clone(),
         ..Default::default()
     })?;
     Ok(r.config)
@@ -60,14 +135,14 @@ fn inferred(run: &RunDir) -> Vec<(String, serde_yaml::Value)> {
     let nsys = infer::nsys_range(run);
     match nsys.clone() {
         Some(r) => {
-            crate::errln!("no config.yaml in {}: nsys's captured range taken as `{r}`, the first range that opens in the export", run.path.display());
+            tracing::info!("no config.yaml in {}: nsys's captured range taken as `{r}`, the first range that opens in the export", run.path.display());
             out.push(("nsys.nvtx_capture".into(), Value::String(r)));
         }
         None => out.push(("nsys.gating_nvtx".into(), Value::Bool(false))),
     }
     match infer::ncu_range(run, nsys.as_deref()) {
         Some(r) => {
-            crate::errln!(
+            tracing::info!(
                 "no config.yaml: ncu's range taken as `{r}`, the NVTX range of its kernels"
             );
             out.push(("ncu.nvtx_include".into(), Value::String(r)));

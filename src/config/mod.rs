@@ -264,9 +264,26 @@ fn typed(tree: &Value) -> Result<Config, Error> {
                 "key `{path}.{}` is required: it cannot be deleted (`~`), set a value instead (`stage2 config` shows the defaults)",
                 f.trim_end_matches('`')
             )),
-            None => Error::config(format!("key `{path}`: {inner}")),
+            None => Error::config(format!("key `{path}`: {}", plain_types(&inner))),
         }
     })
+}
+
+/// serde's Rust type names in a type error, said in words: "expected usize" reads "expected
+/// a whole number (0 or more)".
+fn plain_types(msg: &str) -> String {
+    let Some(at) = msg.rfind("expected ") else {
+        return msg.to_string();
+    };
+    let (head, want) = msg.split_at(at + "expected ".len());
+    let words = match want {
+        "usize" | "u64" | "u32" | "u16" | "u8" => "a whole number (0 or more)",
+        "i64" | "i32" | "i16" | "i8" | "isize" => "a whole number",
+        "f64" | "f32" => "a number",
+        "a boolean" => "true or false",
+        other => other,
+    };
+    format!("{head}{words}")
 }
 
 #[cfg(test)]

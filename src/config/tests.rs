@@ -180,3 +180,16 @@ fn a_duplicate_key_is_placed_at_its_second_line_and_deleting_a_required_key_says
     .to_string();
     assert!(e.contains("`ncu.top_n` is required"), "{e}");
 }
+
+#[test]
+fn a_type_error_names_the_type_in_words() {
+    let e = crate::config::resolve(&Sources {
+        embedded_only: true,
+        overrides: vec!["ncu.top_n=abc".into()],
+        ..Default::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.ends_with("expected a whole number (0 or more)"), "{e}");
+    assert!(!e.contains("usize"), "{e}");
+}

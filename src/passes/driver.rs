@@ -260,7 +260,7 @@ pub(crate) fn report_pass(pass: &str, st: &PassStatus) {
         Some(r) if st.exit_code != exit_codes::OK => {
             tracing::error!("{pass} pass: {state}{took}: {r}")
         }
-        Some(r) => tracing::info!("{pass} pass: {state}{took} ({r})"),
+        Some(r) => tracing::info!("{pass} pass: {state}{took}: {r}"),
         None => tracing::info!("{pass} pass: {state}{took}"),
     }
     for w in &st.warnings {

@@ -523,7 +523,7 @@ impl Pass for NcuPass {
             ));
         }
         (self.tool.is_none() || !ctx.cfg.ncu.enable)
-            .then(|| PassStatus::skipped("disabled (ncu.enable=false or --no-ncu)"))
+            .then(|| PassStatus::skipped("disabled by ncu.enable=false or --no-ncu"))
     }
 
     fn plan(&self, ctx: &Ctx) -> Result<NcuPlan, Error> {

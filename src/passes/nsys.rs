@@ -298,7 +298,7 @@ impl Pass for NsysPass {
 
     fn skip(&self, ctx: &Ctx) -> Option<PassStatus> {
         (self.tool.is_none() || !ctx.cfg.nsys.enable)
-            .then(|| PassStatus::skipped("disabled (nsys.enable=false or --no-nsys)"))
+            .then(|| PassStatus::skipped("disabled by nsys.enable=false or --no-nsys"))
     }
 
     fn plan(&self, ctx: &Ctx) -> Result<NsysPlan, Error> {

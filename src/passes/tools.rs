@@ -132,7 +132,7 @@ pub(crate) fn find(tool: Tool, configured: Option<&str>) -> Result<Found, Error>
         return Ok(found(path, "standard install folder".to_string()));
     }
     Err(Error::tool(format!(
-        "{name} not found: set {} in config or ${}, put {name} on PATH, or install Nsight {} (searched PATH and {})",
+        "{name} not found: pass {}=PATH (an override or --config file), set ${}, put {name} on PATH, or install Nsight {} (searched PATH and {})",
         tool.config_key(),
         tool.env_var(),
         if tool == Tool::Nsys { "Systems" } else { "Compute" },

@@ -289,12 +289,22 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut tmp = tempfile::Builder::new()
         .prefix(".stage2-")
         .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+        .tempfile_in(dir)
+        .map_err(plain)?;
+    tmp.write_all(bytes).map_err(plain)?;
     // Temp files are created 0600, and the run's files stay so: a run directory can hold
     // workload output and paths the user may not want to share (the directory itself is 0700).
-    tmp.persist(path).map_err(|e| e.error)?;
+    tmp.persist(path).map_err(|e| plain(e.error))?;
     Ok(())
+}
+
+/// The OS's error without the hidden temp file's name tempfile adds to it: the caller names
+/// the path the user gave.
+fn plain(e: std::io::Error) -> std::io::Error {
+    match e.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(e.kind(), e.kind().to_string()),
+    }
 }
 
 pub(crate) fn now() -> String {

@@ -3,7 +3,6 @@
 //! redrawn in place; elsewhere (CI logs, a pipe) a plain line is written every few seconds.
 //! The profilers' own output goes to the pass's log, not here.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -135,7 +134,7 @@ impl Drop for Progress {
             let _ = t.join();
         }
         if self.mode == Mode::Tty {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+            crate::term::live(None);
         }
     }
 }
@@ -158,12 +157,10 @@ fn tick(shared: &Shared, mode: Mode) {
             let st = shared.state.lock().unwrap_or_else(|p| p.into_inner());
             render(&st, Some(t0.elapsed()))
         };
-        let mut err = std::io::stderr();
-        let _ = match mode {
-            Mode::Tty => write!(err, "\r\x1b[2K{line}"),
-            _ => writeln!(err, "{line}"),
-        };
-        let _ = err.flush();
+        match mode {
+            Mode::Tty => crate::term::live(Some(&format!("stage2: {line}"))),
+            _ => crate::term::line(&format!("stage2: {line}\n")),
+        }
     }
 }
 
