@@ -1,4 +1,4 @@
-//! Writing to stdout and stderr. A reader that goes away (`stage2 doctor | head -1`) is not an
+//! Writing to stdout (stderr goes through [`crate::term::line`]). A reader that goes away (`stage2 doctor | head -1`) is not an
 //! error: output stops and the command ends with its own exit code, as ripgrep does.
 
 use std::io::{self, Write};
@@ -6,12 +6,6 @@ use std::io::{self, Write};
 /// Write `text` to stdout; a closed pipe counts as written, other errors are returned.
 pub(crate) fn stdout(text: &str) -> io::Result<()> {
     ignore_broken_pipe(io::stdout().lock().write_all(text.as_bytes()))
-}
-
-/// Write `text` to stderr, ignoring every error: there is nowhere left to report one. A live
-/// progress line is cleared first (see [`crate::term::line`]).
-pub(crate) fn stderr(text: &str) {
-    crate::term::line(text);
 }
 
 fn ignore_broken_pipe(r: io::Result<()>) -> io::Result<()> {
@@ -28,16 +22,6 @@ macro_rules! outln {
         let mut s = format!($($arg)*);
         s.push('\n');
         let _ = $crate::out::stdout(&s);
-    }};
-}
-
-/// `eprintln!` that never panics.
-#[macro_export]
-macro_rules! errln {
-    ($($arg:tt)*) => {{
-        let mut s = format!($($arg)*);
-        s.push('\n');
-        $crate::out::stderr(&s);
     }};
 }
 
