@@ -23,20 +23,25 @@ fn ncu_profiles(sb: &Sandbox) -> usize {
         .count()
 }
 
+/// The top 2 kernels by time. The replayed ncu capture comes from another run of the workload
+/// than the nsys one: of the kernels further down, some are not in it and some of its rows
+/// lack what a cache key needs, so a re-run would profile those again.
+const TOP2: &[&str] = &["ncu.top_n=2", "ncu.coverage=0.01"];
+
 #[test]
 fn a_rerun_takes_every_kernel_from_the_cache_and_skips_ncu() {
     let sb = Sandbox::new();
-    profile(&sb, "one", &[]);
+    profile(&sb, "one", TOP2);
     let first = status(&sb.run("one"));
     let ncu = &first["passes"]["ncu"]["ncu"];
     let stored = ncu["cache"]["stored"].as_u64().unwrap();
-    assert!(stored >= 8, "{ncu}");
+    assert!(stored >= 2, "{ncu}");
     assert_eq!(ncu["cache"]["hits"], 0);
     assert!(ncu["cost"]["predicted_s"].as_f64().unwrap() > 0.0, "{ncu}");
     assert!(sb.path().join("cache/stage2/ncu/entries").is_dir());
     assert_eq!(ncu_profiles(&sb), 1);
 
-    profile(&sb, "two", &[]);
+    profile(&sb, "two", TOP2);
     let second = status(&sb.run("two"));
     let ncu = &second["passes"]["ncu"];
     assert_eq!(ncu["state"], "ok", "{ncu}");
@@ -46,7 +51,7 @@ fn a_rerun_takes_every_kernel_from_the_cache_and_skips_ncu() {
     );
     assert_eq!(ncu_profiles(&sb), 1, "ncu ran again: {}", sb.calls());
     let hits = ncu["ncu"]["cache"]["hits"].as_u64().unwrap();
-    assert!(hits >= 8, "{ncu}");
+    assert!(hits >= 2, "{ncu}");
     // The reports carry the cached figures and name the run that measured them.
     let md = read(sb.run("two").join("kernels.md"));
     assert!(
@@ -62,8 +67,7 @@ fn a_rerun_takes_every_kernel_from_the_cache_and_skips_ncu() {
         .filter(|k| k["ncu_cached_from"] == "one")
         .count();
     assert_eq!(cached as u64, hits);
-    // Every chosen kernel has its figures (the fake ncu replays more kernels than were chosen,
-    // so the first run measured more).
+    // Every chosen kernel has its figures, all from the cache.
     assert_eq!(
         summary["totals"]["ncu_kernels_measured"].as_u64(),
         Some(hits)

@@ -122,6 +122,9 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     Some(v[v.len() / 2])
 }
 
+/// The shortest pass whose time is compared with its prediction.
+pub(crate) const MIN_COMPARED_S: f64 = 1.0;
+
 /// Seconds per kernel: the median gap between kernels done (the first kernel carries ncu's
 /// set-up, so it is not one of them).
 pub(crate) fn per_kernel(done: &[Done]) -> Option<f64> {
@@ -166,7 +169,9 @@ pub(crate) fn measure(
         s_per_kernel: pace,
         before_first_s: before,
         after_last_s: after,
-        prediction_error_pct: (s > 0.0 && plan.kernels > 0)
+        // A pass shorter than a second (everything cached, a replay) says nothing about the
+        // plan's seconds: no error is stated for it.
+        prediction_error_pct: (s >= MIN_COMPARED_S && plan.kernels > 0)
             .then(|| 100.0 * (plan.predicted_s - s) / s),
     };
     let model = match (pace, passes, before, after) {
