@@ -776,3 +776,37 @@ fn the_hook_and_its_variables_are_in_every_pasteable_line() {
     assert!(nsys.contains("--pytorch=autograd-shapes-nvtx"), "{nsys}");
     assert!(!ncu.contains("STAGE2_PY_SAMPLE_HZ"), "{ncu}");
 }
+
+/// Modes as the README says: every folder of a run 0700 and every file 0600 (inputs.yaml and
+/// what nsys and ncu wrote included); `run.private=false` opens them to 0755/0644.
+#[test]
+fn a_run_directory_is_private_through_and_through_unless_asked() {
+    use std::os::unix::fs::PermissionsExt;
+    fn modes(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, u32)>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let m = e.metadata().unwrap();
+            out.push((e.path(), m.permissions().mode() & 0o777));
+            if m.is_dir() {
+                modes(&e.path(), out);
+            }
+        }
+    }
+    let sb = Sandbox::new();
+    for (id, extra, dir_mode, file_mode) in [
+        ("closed", None, 0o700, 0o600),
+        ("open", Some("run.private=false"), 0o755, 0o644),
+    ] {
+        let mut args = vec!["--nvtx-capture", "decode"];
+        args.extend(extra);
+        args.extend(["--", "python3", "-c", "print(1)"]);
+        sb.profile(id, &args).assert().success();
+        let mut all = Vec::new();
+        modes(&sb.run(id), &mut all);
+        assert!(all.iter().any(|(p, _)| p.ends_with("inputs.yaml")));
+        assert!(all.iter().any(|(p, _)| p.ends_with("nsys/run.sqlite")));
+        for (p, m) in all {
+            let want = if p.is_dir() { dir_mode } else { file_mode };
+            assert_eq!(m, want, "{}: {m:o}", p.display());
+        }
+    }
+}

@@ -169,8 +169,9 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
             driver.save();
         }
     }
-    if !cfg.run.private {
-        run.open_up();
+    match cfg.run.private {
+        true => run.close_up(),
+        false => run.open_up(),
     }
     if args.dry_run {
         tracing::info!(

@@ -101,19 +101,31 @@ impl RunDir {
     /// Open the finished run to other users (`run.private=false`): directories 0755, files
     /// 0644, links left alone. Errors are warnings: the run itself is complete.
     pub(crate) fn open_up(&self) {
+        self.set_modes(0o755, 0o644, "open to other users");
+    }
+
+    /// Run directories 0700 and their files 0600 (`run.private`), whatever wrote them: the
+    /// profilers and the workload create theirs with their own modes.
+    pub(crate) fn close_up(&self) {
+        self.set_modes(0o700, 0o600, "make private");
+    }
+
+    /// Every folder and regular file under the run directory to `dirs` / `files`; links are
+    /// left alone (never followed).
+    fn set_modes(&self, dirs: u32, files: u32, what: &str) {
         use std::os::unix::fs::PermissionsExt;
         let mut stack = vec![self.path.clone()];
         while let Some(dir) = stack.pop() {
             let set = |p: &Path, mode: u32| {
                 if let Err(e) = std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)) {
-                    tracing::warn!("cannot open {} to other users: {e}", p.display());
+                    tracing::warn!("cannot {what} {}: {e}", p.display());
                 }
             };
-            set(&dir, 0o755);
+            set(&dir, dirs);
             for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 match e.file_type() {
                     Ok(t) if t.is_dir() => stack.push(e.path()),
-                    Ok(t) if t.is_file() => set(&e.path(), 0o644),
+                    Ok(t) if t.is_file() => set(&e.path(), files),
                     _ => {}
                 }
             }
