@@ -492,3 +492,37 @@ fn the_gpu_pairs_gate_as_measured() {
         assert_eq!(now, read(ex.join(f)), "{f}");
     }
 }
+
+/// examples/diff/README.md's table quotes what stage2 prints: each row's gate is run and its
+/// exit code and last stderr line (noise warnings aside) compared with the table.
+#[test]
+fn the_examples_readme_quotes_what_stage2_prints() {
+    let readme = read(root().join("examples/diff/README.md"));
+    let rows: Vec<Vec<String>> = readme
+        .lines()
+        .filter(|l| l.starts_with("| same |") || l.starts_with("| slow |"))
+        .map(|l| {
+            l.split(" | ")
+                .map(|c| c.trim_matches(['|', ' ', '`']).to_string())
+                .collect()
+        })
+        .collect();
+    assert_eq!(rows.len(), 6);
+    let sb = Sandbox::new();
+    for r in rows {
+        let out = sb
+            .stage2()
+            .args(["diff", "--fail-above", "5", "--scope", &r[1]])
+            .arg(root().join("examples/diff/base"))
+            .arg(root().join("examples/diff").join(&r[0]))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code().unwrap().to_string(), r[2], "{r:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rfind(|l| !l.contains("warning: noise") && !l.contains("warning: runs may"))
+            .unwrap_or("");
+        assert_eq!(last, r[3], "{r:?}");
+    }
+}

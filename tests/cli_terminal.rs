@@ -65,10 +65,16 @@ fn the_live_line_is_cleared_before_every_other_line() {
         );
     }
     // One voice: every line stage2 wrote starts with its prefix.
-    for line in raw.split(['\n', '\r']).map(|l| l.trim_start_matches("\x1b[2K")) {
+    for line in raw
+        .split(['\n', '\r'])
+        .map(|l| l.trim_start_matches("\x1b[2K"))
+    {
         let line = line.trim();
         if !line.is_empty() {
-            assert!(line.starts_with("stage2: ") || line.starts_with('/'), "{line:?}");
+            assert!(
+                line.starts_with("stage2: ") || line.starts_with('/'),
+                "{line:?}"
+            );
         }
     }
 }
@@ -79,8 +85,16 @@ fn colour_on_a_terminal_unless_no_color_or_never() {
     // The fake ncu's metric listing fails here: a warning, with its word in colour.
     let warn = [("FAKE_NCU_QUERY", "fail")];
     let coloured = on_a_terminal(&sb, "c", &warn, &[]);
-    assert!(coloured.contains("\x1b[1;33mwarning:\x1b[0m"), "{coloured:?}");
-    let no_color = on_a_terminal(&sb, "n", &[("FAKE_NCU_QUERY", "fail"), ("NO_COLOR", "1")], &[]);
+    assert!(
+        coloured.contains("\x1b[1;33mwarning:\x1b[0m"),
+        "{coloured:?}"
+    );
+    let no_color = on_a_terminal(
+        &sb,
+        "n",
+        &[("FAKE_NCU_QUERY", "fail"), ("NO_COLOR", "1")],
+        &[],
+    );
     assert!(no_color.contains("stage2: warning: "), "{no_color:?}");
     assert!(!no_color.contains("\x1b[1;"), "{no_color:?}");
     let never = on_a_terminal(&sb, "v", &warn, &["--color", "never"]);
@@ -92,14 +106,37 @@ fn colour_on_a_terminal_unless_no_color_or_never() {
 fn off_a_terminal_plain_unless_forced() {
     let sb = Sandbox::new();
     let plain = sb
-        .profile("p", &["--nvtx-capture", "decode", "--", "python3", "-c", "print(1)"])
+        .profile(
+            "p",
+            &[
+                "--nvtx-capture",
+                "decode",
+                "--",
+                "python3",
+                "-c",
+                "print(1)",
+            ],
+        )
         .env("FAKE_NCU_QUERY", "fail")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&plain.stderr);
-    assert!(err.contains("stage2: warning: ") && !err.contains('\x1b'), "{err:?}");
+    assert!(
+        err.contains("stage2: warning: ") && !err.contains('\x1b'),
+        "{err:?}"
+    );
     let forced = sb
-        .profile("f", &["--nvtx-capture", "decode", "--", "python3", "-c", "print(1)"])
+        .profile(
+            "f",
+            &[
+                "--nvtx-capture",
+                "decode",
+                "--",
+                "python3",
+                "-c",
+                "print(1)",
+            ],
+        )
         .env("FAKE_NCU_QUERY", "fail")
         .env("CLICOLOR_FORCE", "1")
         .output()
