@@ -298,13 +298,15 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The OS's error without the hidden temp file's name tempfile adds to it: the caller names
-/// the path the user gave.
+/// The OS's error without the hidden temp file's name tempfile adds to it ("... at path
+/// \"/dir/.stage2-x.tmp\""): the caller names the path the user gave.
 fn plain(e: std::io::Error) -> std::io::Error {
-    match e.raw_os_error() {
-        Some(code) => std::io::Error::from_raw_os_error(code),
-        None => std::io::Error::new(e.kind(), e.kind().to_string()),
+    if let Some(code) = e.raw_os_error() {
+        return std::io::Error::from_raw_os_error(code);
     }
+    let text = e.to_string();
+    let cut = text.find(" at path ").map_or(text.as_str(), |i| &text[..i]);
+    std::io::Error::new(e.kind(), cut.to_string())
 }
 
 pub(crate) fn now() -> String {

@@ -1,0 +1,262 @@
+//! What a user's hands meet: results on stdout for scripts, one voice on stderr, man pages,
+//! report's own config, and errors that say once what failed and where.
+
+mod common;
+
+use common::{read, root, Sandbox};
+use predicates::prelude::*;
+
+fn sample(sb: &Sandbox) -> std::path::PathBuf {
+    let dir = sb.path().join("sample");
+    let out = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(root().join("examples/sample-run"))
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(out.success());
+    dir
+}
+
+#[test]
+fn profile_prints_its_run_directory_and_json_on_stdout() {
+    let sb = Sandbox::new();
+    let out = sb
+        .profile(
+            "r",
+            &[
+                "--nvtx-capture",
+                "decode",
+                "--",
+                "python3",
+                "-c",
+                "print(1)",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.trim_end(),
+        sb.path().join("runs/r").display().to_string()
+    );
+    let out = sb
+        .profile(
+            "j",
+            &[
+                "--json",
+                "--nvtx-capture",
+                "decode",
+                "--",
+                "python3",
+                "-c",
+                "print(1)",
+            ],
+        )
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["state"], "ok");
+    assert_eq!(v["exit_code"], 0);
+    assert!(v["run_dir"].as_str().unwrap().ends_with("runs/j"));
+    assert!(v["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r == "kernels.md"));
+    assert!(!v["findings"].as_array().unwrap().is_empty());
+    // Every human line went to stderr, in one voice.
+    let err = String::from_utf8_lossy(&out.stderr);
+    for line in err.lines() {
+        assert!(
+            line.starts_with("stage2: ") || line.starts_with("  "),
+            "{line:?}"
+        );
+    }
+}
+
+#[test]
+fn report_prints_its_run_directory_and_takes_report_and_tools_settings() {
+    let sb = Sandbox::new();
+    let dir = sample(&sb);
+    sb.stage2()
+        .arg("report")
+        .arg(&dir)
+        .arg("report.top_kernels=3")
+        .assert()
+        .success()
+        .stdout(format!("{}\n", dir.display()));
+    let md = read(dir.join("kernels.md"));
+    assert!(md.contains("23 more kernels in kernels.csv"), "{md}");
+    let cfg = sb.path().join("mine.yaml");
+    std::fs::write(&cfg, "report:\n  top_kernels: 5\n").unwrap();
+    sb.stage2()
+        .arg("report")
+        .arg(&dir)
+        .arg("--config")
+        .arg(&cfg)
+        .assert()
+        .success();
+    assert!(read(dir.join("kernels.md")).contains("21 more kernels in kernels.csv"));
+    // Other keys are the run's own: refused, saying so.
+    sb.stage2()
+        .arg("report")
+        .arg(&dir)
+        .arg("ncu.top_n=3")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with(
+            "stage2: error: `ncu.top_n=3`: stage2 report uses only report.* and tools.* keys",
+        ));
+    std::fs::write(&cfg, "nsys:\n  trace: cuda\n").unwrap();
+    sb.stage2()
+        .arg("report")
+        .arg(&dir)
+        .arg("--config")
+        .arg(&cfg)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "key `nsys`: stage2 report uses only",
+        ));
+}
+
+#[test]
+fn diff_writes_json_or_markdown_to_stdout_for_a_dash() {
+    let sb = Sandbox::new();
+    let (a, b) = (
+        root().join("examples/diff/base"),
+        root().join("examples/diff/same"),
+    );
+    let out = sb
+        .stage2()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .args(["--json", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["kernels"].is_array());
+    let out = sb
+        .stage2()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .args(["--out", "-"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with('#'));
+    assert!(!sb.path().join("-").exists());
+}
+
+/// An unwritable --out: the path the user gave, the OS error once, no temp file name.
+#[test]
+fn an_unwritable_out_says_once_what_failed_where() {
+    let sb = Sandbox::new();
+    let (a, b) = (
+        root().join("examples/diff/base"),
+        root().join("examples/diff/same"),
+    );
+    let out = sb
+        .stage2()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .args(["--out", "/proc/nope/diff.md"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(8));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("stage2: error:"))
+        .unwrap();
+    assert!(line.contains("cannot write /proc/nope/diff.md: "), "{line}");
+    assert!(!line.contains(".stage2-"), "{line}");
+    assert_eq!(line.matches("(os error").count(), 1, "{line}");
+}
+
+#[test]
+fn clap_errors_and_run_ids_speak_in_stage2s_voice_with_exit_2() {
+    let sb = Sandbox::new();
+    sb.stage2()
+        .args(["profile", "--bogus"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::starts_with(
+            "stage2: error: unexpected argument '--bogus'",
+        ));
+    // A bad run id is a usage error, with or without the tools installed.
+    for cmd in [sb.stage2(), sb.stage2_without_tools()] {
+        let mut cmd = cmd;
+        cmd.args(["profile", "--run-id", "x/y", "--", "python3", "-c", "1"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--run-id \"x/y\""));
+    }
+    // A type error names the type in words.
+    sb.stage2()
+        .args(["config", "ncu.top_n=abc"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "expected a whole number (0 or more)",
+        ));
+    // A pass turned off says so without nested parentheses.
+    sb.profile(
+        "n",
+        &[
+            "--no-ncu",
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "1",
+        ],
+    )
+    .assert()
+    .success()
+    .stderr(predicate::str::contains(
+        "stage2: ncu pass: skipped: disabled by ncu.enable=false or --no-ncu",
+    ));
+}
+
+#[test]
+fn every_subcommand_has_a_man_page() {
+    let sb = Sandbox::new();
+    sb.stage2()
+        .args(["man", "profile"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("stage2\\-profile")
+                .and(predicate::str::contains("nvtx\\-capture")),
+        );
+    let dir = sb.path().join("man1");
+    sb.stage2()
+        .args(["man", "--dir"])
+        .arg(&dir)
+        .assert()
+        .success();
+    for page in [
+        "stage2",
+        "stage2-profile",
+        "stage2-report",
+        "stage2-diff",
+        "stage2-doctor",
+        "stage2-config",
+        "stage2-man",
+        "stage2-completions",
+    ] {
+        assert!(dir.join(format!("{page}.1")).is_file(), "{page}");
+    }
+    sb.stage2()
+        .args(["man", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no man page for `nope`"));
+}
