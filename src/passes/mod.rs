@@ -123,7 +123,7 @@ pub(crate) fn redact_logs(dir: &Path, workload_env: &[(String, String)]) {
     let secrets: Vec<String> = workload_env
         .iter()
         .cloned()
-        .chain(std::env::vars())
+        .chain(crate::files::env_vars())
         .filter(|(k, _)| crate::secrets::is_secret(k))
         .map(|(_, v)| v)
         .collect();

@@ -93,7 +93,7 @@ impl Env {
                 .unwrap_or_default(),
             started: crate::rundir::status::now(),
             finished: None,
-            env: relevant_env(std::env::vars()),
+            env: relevant_env(crate::files::env_vars()),
         }
     }
 

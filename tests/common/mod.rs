@@ -36,7 +36,12 @@ impl Sandbox {
 
     /// `stage2` with the fakes on PATH, run from the sandbox (no ./conf there).
     pub fn stage2(&self) -> Command {
-        let mut c = Command::cargo_bin("stage2").unwrap();
+        Command::from_std(self.std_stage2())
+    }
+
+    /// The same as a plain `std::process::Command` (for tests that wire its pipes themselves).
+    pub fn std_stage2(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("stage2"));
         let path = format!(
             "{}:{}",
             root().join("tests/fakes").display(),
