@@ -88,6 +88,17 @@ fn quote(arg: &str) -> String {
     }
 }
 
+/// The process environment as text: a key or value that is not UTF-8 (a Latin-1 directory in
+/// `PWD`) is read lossily instead of stopping the run (`std::env::vars` panics on it).
+pub(crate) fn env_vars() -> impl Iterator<Item = (String, String)> {
+    std::env::vars_os().map(|(k, v)| {
+        (
+            k.to_string_lossy().into_owned(),
+            v.to_string_lossy().into_owned(),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,15 +124,4 @@ mod tests {
         std::fs::write(&big, "x".repeat(10)).unwrap();
         assert_eq!(read_capped(&big, 10).unwrap().len(), 10);
     }
-}
-
-/// The process environment as text: a key or value that is not UTF-8 (a Latin-1 directory in
-/// `PWD`) is read lossily instead of stopping the run (`std::env::vars` panics on it).
-pub(crate) fn env_vars() -> impl Iterator<Item = (String, String)> {
-    std::env::vars_os().map(|(k, v)| {
-        (
-            k.to_string_lossy().into_owned(),
-            v.to_string_lossy().into_owned(),
-        )
-    })
 }
