@@ -75,7 +75,12 @@ fn ctrl_c_is_forwarded_so_the_profiler_finalizes_and_the_run_says_interrupted() 
     assert_eq!(st["state"], "interrupted");
     assert_eq!(st["exit_code"], 130);
     assert_eq!(st["passes"]["nsys"]["state"], "interrupted");
-    assert_eq!(st["passes"]["ncu"]["state"], "skipped");
+    // The pass the interrupt kept from starting says so; the run never ends `ok`.
+    assert_eq!(st["passes"]["ncu"]["state"], "interrupted");
+    assert!(st["passes"]["ncu"]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("not started"));
     // What the profiler finalized is kept and processed.
     assert!(run.join("nsys/run.nsys-rep").exists());
     assert!(run.join("nsys/summary_cuda_gpu_kern_sum.csv").exists());
@@ -276,4 +281,78 @@ fn ctrl_c_with_both_passes_at_once_leaves_no_pass_running() {
     let ncu = st["passes"]["ncu"]["state"].as_str().unwrap();
     assert!(["ok", "interrupted", "no_data"].contains(&ncu), "{st}");
     assert_eq!(st["passes"]["ncu"]["ncu"]["second_gpu"]["ncu"], "1", "{st}");
+}
+
+/// SIGHUP (the terminal or SSH session closed) is handled as SIGTERM: forwarded as SIGTERM,
+/// the run ends `interrupted` (130), nothing left `running`.
+#[test]
+fn sighup_is_handled_as_sigterm() {
+    let sb = Sandbox::new();
+    let mut child = spawn(&sb, "hup", "hang", &[]);
+    wait_for(&sb.path().join("hup.ready"), Duration::from_secs(20));
+    signal(&child, Signal::SIGHUP);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(20)), 130);
+    assert_eq!(read(sb.path().join("hup.signals")).trim(), "TERM");
+    let st = status(&sb.run("hup"));
+    assert_eq!(st["state"], "interrupted", "{st}");
+    assert!(run_has_no_running(&st), "{st}");
+}
+
+fn run_has_no_running(st: &serde_json::Value) -> bool {
+    st["passes"]
+        .as_object()
+        .unwrap()
+        .values()
+        .all(|p| p["state"] != "running" && p["state"] != "pending")
+}
+
+/// A signal while a start-up probe hangs (a wedged nvidia-smi) stops it at once: the run ends
+/// `interrupted`, 130, no pass started, not `ok` after the probe's time limit.
+#[test]
+fn a_signal_during_a_hung_probe_is_acted_on_at_once() {
+    let sb = Sandbox::new();
+    let mut child = command(&sb, "smi", "ok", &[])
+        .env("FAKE_SMI", "hang")
+        .spawn()
+        .unwrap();
+    wait_for(&sb.path().join("smi.ready"), Duration::from_secs(20));
+    let t0 = Instant::now();
+    signal(&child, Signal::SIGTERM);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(20)), 130);
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let st = status(&sb.run("smi"));
+    assert_eq!(st["state"], "interrupted", "{st}");
+    assert_eq!(st["passes"]["nsys"]["state"], "interrupted", "{st}");
+}
+
+/// Probes are bounded by `run.probe_timeout_s`: a metric query that never answers is given up
+/// after it, with a warning, and the run goes on.
+#[test]
+fn a_hung_metric_query_is_bounded_by_the_config() {
+    let sb = Sandbox::new();
+    let mut cmd = command(&sb, "pt", "ok", &["run.probe_timeout_s=1"]);
+    cmd.env("FAKE_NCU_QUERY", "hang");
+    let mut child = cmd.spawn().unwrap();
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(20)), 0);
+    assert_eq!(status(&sb.run("pt"))["state"], "ok");
+}
+
+/// Ctrl-C during `ncu --import`: an interrupt (130), not a tool failure (3), and no empty
+/// export left for the report pass to trip on.
+#[test]
+fn ctrl_c_during_the_ncu_import_is_an_interrupt_and_leaves_no_empty_export() {
+    let sb = Sandbox::new();
+    let mut child = command(&sb, "imp", "ok", &["--no-nsys"])
+        .env("FAKE_NCU_MODE", "slowimport")
+        .spawn()
+        .unwrap();
+    wait_for(&sb.path().join("imp.ready"), Duration::from_secs(20));
+    signal(&child, Signal::SIGINT);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(20)), 130);
+    let run = sb.run("imp");
+    let st = status(&run);
+    assert_eq!(st["passes"]["ncu"]["state"], "interrupted", "{st}");
+    let csv = run.join("ncu/decode_raw.csv");
+    assert!(!csv.exists() || std::fs::metadata(&csv).unwrap().len() > 0);
+    assert!(run.join("ncu/decode.ncu-rep").exists());
 }

@@ -24,6 +24,9 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     crate::passes::signals::install();
     let resolved = config::resolve(&args.to_sources())?;
     let cfg = &resolved.config;
+    crate::passes::process::set_probe_limit(std::time::Duration::from_secs(
+        cfg.run.probe_timeout_s.max(1),
+    ));
     preflight(cfg)?;
     // Validate the workload before anything is created; the real stage1 path comes below.
     workload::build(cfg, Path::new("stage1"))?;
@@ -70,7 +73,9 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     let mut tools_found = BTreeMap::new();
     tools_found.insert("nsys".to_string(), nsys_tool.clone());
     tools_found.insert("ncu".to_string(), ncu_tool.clone());
-    let argv: Vec<String> = std::env::args().collect();
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let mut env = Env::collect(&argv, tools_found);
     env.write(&run.file("env.json"))
         .map_err(|e| io("env.json", e))?;
@@ -405,7 +410,7 @@ fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<Option<Vec<S
     let out = crate::passes::process::probe(
         ncu,
         &["--query-metrics"],
-        crate::passes::process::PROBE_TIMEOUT,
+        crate::passes::process::probe_limit(),
     );
     let text = match out {
         Some(text) if text.contains("Metric Name") => text,

@@ -94,6 +94,9 @@ pub struct Run {
     pub representative_max_new_tokens: Option<u64>,
     pub grace_s: u64,
     pub min_free_gb: f64,
+    /// The longest a start-up probe may run; runs made before the setting existed read 60.
+    #[serde(default = "sixty")]
+    pub probe_timeout_s: u64,
     /// Timed nsys passes (the first one and `repeat - 1` more); one ncu pass. Runs made
     /// before the setting existed read as 1.
     #[serde(default = "one")]
@@ -105,6 +108,10 @@ pub struct Run {
 
 fn one() -> u32 {
     1
+}
+
+fn sixty() -> u64 {
+    60
 }
 
 fn yes() -> bool {

@@ -161,9 +161,11 @@ impl Driver<'_> {
     /// does not run (skipped, refused, a dry run) is done here.
     fn begin<P: Pass>(&mut self, pass: &P, ctx: &Ctx) -> Result<Begun<P::Plan>, Error> {
         let name = pass.name();
+        // An interrupted run never ends `ok`: a pass it kept from starting says so.
         if signals::interrupted() {
-            return Ok(Begun::Done(Box::new(PassStatus::skipped(
-                "not started: the run was interrupted",
+            return Ok(Begun::Done(Box::new(PassStatus::new(
+                PassState::Interrupted,
+                Some("not started: the run was interrupted".into()),
             ))));
         }
         if let Some(st) = pass.skip(ctx) {

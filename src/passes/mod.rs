@@ -163,9 +163,19 @@ pub(crate) fn run_step(spec: &Spec) -> Result<Outcome, String> {
         );
         Ok(out)
     } else {
+        // What a failed or interrupted step wrote to its output file is not a result: gone,
+        // so that no empty or half export is read as one.
+        if let Some(f) = &spec.stdout_file {
+            let _ = std::fs::remove_file(f);
+        }
         Err(format!(
-            "`{}` failed ({}):\n{}",
+            "`{}` {} ({}):\n{}",
             process::shell_line(&spec.argv()),
+            if out.interrupted {
+                "was interrupted"
+            } else {
+                "failed"
+            },
             out.describe(),
             out.tail_lines(8)
         ))

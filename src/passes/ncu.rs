@@ -483,7 +483,20 @@ impl NcuPass {
         if let Err(why) = raw {
             if st.state == PassState::Ok {
                 let (duration, warnings) = (st.duration_s, std::mem::take(&mut st.warnings));
-                *st = PassStatus::failed(Cause::Tool, Some(why));
+                // A Ctrl-C during the import is the user's stop, not a tool failure.
+                *st = match crate::passes::signals::interrupted() {
+                    true => PassStatus::new(
+                        PassState::Interrupted,
+                        Some(format!(
+                            "interrupted while importing the report ({}); the report is kept",
+                            plan.report.display()
+                        )),
+                    ),
+                    false => PassStatus::failed(Cause::Tool, Some(why.clone())),
+                };
+                if st.state == PassState::Interrupted {
+                    st.warnings.push(why);
+                }
                 st.duration_s = duration;
                 st.warnings = warnings;
             } else {

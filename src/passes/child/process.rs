@@ -255,12 +255,18 @@ fn join_readers(readers: Vec<std::thread::JoinHandle<()>>, pgid: Pid) {
 /// process group, Ctrl-C forwarded, stopped after `timeout`. Its stdout, or None when it cannot
 /// start, fails or is stopped.
 pub(crate) fn probe(program: &Path, args: &[&str], timeout: Duration) -> Option<String> {
+    // After a Ctrl-C nothing more is asked: the run is stopping.
+    if signals::interrupted() {
+        return None;
+    }
+    let timeout = timeout.min(probe_limit());
     let dir = tempfile::tempdir().ok()?;
     let args = args.iter().map(|a| a.to_string()).collect();
     let mut spec = Spec::new(program, args, dir.path().join("probe.log"));
     spec.stdout_file = Some(dir.path().join("stdout"));
     spec.timeout = Some(timeout);
-    spec.grace = Duration::from_secs(2);
+    // A probe has no report to finalize: a signal or its time limit stops it at once.
+    spec.grace = Duration::from_millis(200);
     let out = run(&spec).ok()?;
     if !out.success() {
         return None;
@@ -269,8 +275,18 @@ pub(crate) fn probe(program: &Path, args: &[&str], timeout: Duration) -> Option<
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// How long a probe may take: long enough for `ncu --query-metrics` on a cold machine.
-pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+static PROBE_LIMIT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// The bound on every probe (`run.probe_timeout_s`), set once from the config.
+pub(crate) fn set_probe_limit(limit: Duration) {
+    let _ = PROBE_LIMIT.set(limit);
+}
+
+/// The probes' bound: the config's, else 60 s (long enough for `ncu --query-metrics` on a cold
+/// machine).
+pub(crate) fn probe_limit() -> Duration {
+    *PROBE_LIMIT.get().unwrap_or(&Duration::from_secs(60))
+}
 
 /// Where a child's output goes besides its sink: the pass log, the tail kept for diagnosis,
 /// and the line hook.
