@@ -7,7 +7,7 @@ use std::process::Stdio;
 
 use common::{read, status, Sandbox};
 
-/// 1. An environment that is not UTF-8 (key, value, a Latin-1 working directory in PWD) is read
+/// Item 1: An environment that is not UTF-8 (key, value, a Latin-1 working directory in PWD) is read
 /// lossily: no panic, the run ends well, env.json written.
 #[test]
 fn an_environment_that_is_not_utf8_does_not_panic() {
@@ -31,7 +31,7 @@ fn an_environment_that_is_not_utf8_does_not_panic() {
     }
 }
 
-/// 1. stderr's reader gone (`2>&1 | head -5`, a dead log shipper): no panic, the run finishes
+/// Item 1: stderr's reader gone (`2>&1 | head -5`, a dead log shipper): no panic, the run finishes
 /// and writes its reports.
 #[test]
 fn a_closed_stderr_does_not_stop_the_run() {
