@@ -1,6 +1,10 @@
 //! Secrets never reach a run directory: values of secret-named variables are redacted (or, in
 //! a pasteable command line, taken from the user's own shell), and credentials are cut out of
-//! URLs, in config.yaml, env.json, cmd.txt, the pass logs and the reports.
+//! URLs, in config.yaml, env.json, cmd.txt, the pass logs and the reports. [`scrub`] is the one
+//! step every text headed for the run directory, the metrics cache or the console passes
+//! through (`write_atomic`, the log redaction, the console writer).
+
+use std::sync::RwLock;
 
 const SECRET_MARKERS: &[&str] = &[
     "TOKEN",
@@ -67,6 +71,105 @@ pub(crate) fn redact_values<'a>(text: &str, values: impl IntoIterator<Item = &'a
     out
 }
 
+/// Secret values known to this process: those of secret-named variables in stage2's own
+/// environment (always) and in the workload's and the profilers' (`learn`).
+static KNOWN: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Remember the values of the secret-named variables among `vars` (`NAME`, `value`).
+pub(crate) fn learn<'a>(vars: impl IntoIterator<Item = (&'a str, &'a str)>) {
+    let mut known = KNOWN.write().unwrap_or_else(|p| p.into_inner());
+    for (k, v) in vars {
+        if is_secret(k) && v.len() >= 4 && !known.iter().any(|x| x == v) {
+            known.push(v.to_string());
+        }
+    }
+}
+
+/// Learn the process environment's secrets, once.
+fn learn_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let vars: Vec<(String, String)> = crate::files::env_vars().collect();
+        learn(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    });
+}
+
+/// `text` with every secret cut: known secret values, URL credentials, the value of any
+/// `NAME=value` whose NAME is secret-named (`--env-var=API_TOKEN=...`; a `${NAME...}` that
+/// reads it from the user's shell is kept), and token shapes that say what they are (Hugging
+/// Face `hf_...`, AWS `AKIA...`, GitHub `ghp_...`).
+pub(crate) fn scrub(text: &str) -> String {
+    learn_env();
+    let known = KNOWN.read().unwrap_or_else(|p| p.into_inner());
+    let mut out = redact_values(text, known.iter().map(String::as_str));
+    drop(known);
+    out = redact_url(&out);
+    out = redact_assignments(&out);
+    redact_shapes(&out)
+}
+
+/// Whether `name` reads as an environment variable's name (upper case, digits, `_`): only those
+/// are taken as assignments (`key=lambda ...` in code is not one).
+fn env_like(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// `NAME=value` with a secret NAME: the value (to the next space or quote) cut.
+fn redact_assignments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(eq) = rest.find('=') {
+        let (head, tail) = rest.split_at(eq);
+        let name_start = head
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |i| i + 1);
+        let name = &head[name_start..];
+        out.push_str(head);
+        out.push('=');
+        let value = &tail[1..];
+        let end = value
+            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
+            .unwrap_or(value.len());
+        let from_shell = value.starts_with("${") || value.starts_with("\"${");
+        let secret = env_like(name) && is_secret(name);
+        if secret && end > 0 && !from_shell && !value[..end].starts_with(REDACTED) {
+            out.push_str(REDACTED);
+            rest = &value[end..];
+        } else {
+            rest = value;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Tokens whose prefix says they are credentials.
+fn redact_shapes(text: &str) -> String {
+    const SHAPES: &[(&str, usize)] =
+        &[("hf_", 20), ("AKIA", 16), ("ghp_", 30), ("github_pat_", 30)];
+    let mut out = text.to_string();
+    for (prefix, min) in SHAPES {
+        let mut from = 0;
+        while let Some(i) = out[from..].find(prefix).map(|i| i + from) {
+            let start_ok = i == 0 || !out[..i].ends_with(|c: char| c.is_ascii_alphanumeric());
+            let body = &out[i + prefix.len()..];
+            let len = body
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(body.len());
+            if start_ok && len >= *min {
+                out.replace_range(i..i + prefix.len() + len, REDACTED);
+                from = i + REDACTED.len();
+            } else {
+                from = i + prefix.len();
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +189,25 @@ mod tests {
             redact_values("tok=hf_abcdef ok", ["hf_abcdef"]),
             "tok=<redacted> ok"
         );
+    }
+
+    #[test]
+    fn scrub_cuts_every_kind_of_secret() {
+        learn([("MY_API_KEY", "s3cr3t-value")]);
+        let text = "key s3cr3t-value; url https://u:pw@host/x; --env-var=API_TOKEN=abcd1234 \
+                    HF_TOKEN=\"${HF_TOKEN:?set HF_TOKEN}\" hf_ABCDEFGHIJKLMNOPQRSTUVWX AKIAABCDEFGHIJKLMNOP";
+        let s = scrub(text);
+        for leak in ["s3cr3t-value", "u:pw", "abcd1234", "hf_ABCDEF", "AKIAABCD"] {
+            assert!(!s.contains(leak), "{leak}: {s}");
+        }
+        // A value read from the user's own shell stays pasteable.
+        assert!(s.contains("HF_TOKEN=\"${HF_TOKEN:?set HF_TOKEN}\""), "{s}");
+        assert!(s.contains("--env-var=API_TOKEN=<redacted>"), "{s}");
+        // Ordinary text is left alone.
+        assert_eq!(
+            scrub("nsys.trace=cuda,nvtx hf_x ok"),
+            "nsys.trace=cuda,nvtx hf_x ok"
+        );
+        assert_eq!(scrub("sorted(x, key=len)"), "sorted(x, key=len)");
     }
 }

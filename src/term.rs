@@ -55,6 +55,7 @@ pub fn paint(text: &str, style: &str) -> String {
 /// Write `text` (one or more whole lines, ending in '\n') to stderr: the live line cleared
 /// first and redrawn after. Errors are ignored: there is nowhere left to report them.
 pub fn line(text: &str) {
+    let text = crate::secrets::scrub(text);
     let live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     let mut err = std::io::stderr().lock();
     if live.is_some() {

@@ -58,3 +58,83 @@ fn a_closed_stderr_does_not_stop_the_run() {
     assert_eq!(status(&sb.run("r"))["state"], "ok");
     assert!(read(sb.run("r").join("kernels.md")).contains("nvjet"));
 }
+
+fn all_text(dir: &std::path::Path, out: &mut String) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            all_text(&p, out);
+        } else if let Ok(t) = std::fs::read(&p) {
+            out.push_str(&String::from_utf8_lossy(&t));
+        }
+    }
+}
+
+/// Item 3: secrets a failing workload prints, secrets in the profilers' extra arguments and
+/// URL credentials reach no file of the run, the metrics cache or the console.
+#[test]
+fn secrets_reach_no_file_and_no_console() {
+    let sb = Sandbox::new();
+    let script = "import os, sys; print('token', os.environ['HF_TOKEN']); \
+                  print('aws AKIAABCDEFGHIJKLMNOP'); print('url https://bob:hunter22@example.com/x'); \
+                  sys.exit(3)";
+    let out = sb
+        .profile(
+            "s",
+            &[
+                "--nvtx-capture",
+                "decode",
+                "nsys.extra_args=[--env-var=API_TOKEN=nsys-secret-1]",
+                "ncu.extra_args=[--cache-control=all,--env-var=MY_PASSWORD=ncu-secret-2]",
+                "--",
+                "python3",
+                "-c",
+                script,
+            ],
+        )
+        .env("HF_TOKEN", "hf_WorkloadSecretValue12345678")
+        .env("FAKE_SMI", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stdout));
+    all_text(&sb.run("s"), &mut text);
+    if sb.path().join("cache").is_dir() {
+        all_text(&sb.path().join("cache"), &mut text);
+    }
+    for leak in [
+        "hf_WorkloadSecretValue12345678",
+        "AKIAABCDEFGHIJKLMNOP",
+        "hunter22",
+        "nsys-secret-1",
+        "ncu-secret-2",
+    ] {
+        assert!(!text.contains(leak), "{leak} leaked");
+    }
+    // The workload's failure is still said, with its lines.
+    assert!(text.contains("token <redacted>"));
+    // With the ncu pass running, the metrics cache's entries keep no credential either.
+    sb.profile(
+        "c",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "ncu.extra_args=[--env-var=DB_URL=https://amy:pa55word@db.example.com/x]",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .env("FAKE_SMI", "1")
+    .assert()
+    .success();
+    let mut cache = String::new();
+    all_text(&sb.path().join("cache"), &mut cache);
+    assert!(
+        cache.contains("DB_URL=https://<redacted>@db.example.com"),
+        "no entry stored?"
+    );
+    assert!(!cache.contains("pa55word"));
+}

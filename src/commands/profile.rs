@@ -64,6 +64,8 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     let io = |what: &str, e: std::io::Error| Error::io("write", run.file(what), e);
     tracing::info!("run directory {}", run.path.display());
     let mut workload = workload::build(cfg, &run.stage1())?;
+    // The workload's own secret-named variables join the ones the redaction step cuts.
+    crate::secrets::learn(workload.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     crate::passes::hook::install(cfg, &run, &mut workload)?;
     crate::rundir::status::write_atomic(
         &run.file("config.yaml"),
@@ -80,9 +82,11 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     env.write(&run.file("env.json"))
         .map_err(|e| io("env.json", e))?;
     let inputs = Inputs::new(&workload, cfg.inputs.manifest.as_deref())?;
-    std::fs::write(
-        run.file("inputs.yaml"),
-        serde_yaml::to_string(&inputs).unwrap_or_default(),
+    crate::rundir::status::write_atomic(
+        &run.file("inputs.yaml"),
+        serde_yaml::to_string(&inputs)
+            .unwrap_or_default()
+            .as_bytes(),
     )
     .map_err(|e| io("inputs.yaml", e))?;
 

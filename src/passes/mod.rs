@@ -114,37 +114,54 @@ pub(crate) fn append_cmd_txt(
         .append(true)
         .create(true)
         .open(path)?;
-    writeln!(f, "{}", pasteable(env, argv))
+    writeln!(f, "{}", crate::secrets::scrub(&pasteable(env, argv)))
 }
 
-/// Replace the values of secret-named variables (the workload's and stage2's own environment)
-/// in the logs of a pass folder: workload output can print them.
+/// Pass the logs of a pass folder through the one redaction step (workload output can print
+/// secrets and credentials), line by line, so a log of any size is redacted: written to a temp
+/// file beside it and renamed over it when anything changed.
 pub(crate) fn redact_logs(dir: &Path, workload_env: &[(String, String)]) {
-    let secrets: Vec<String> = workload_env
-        .iter()
-        .cloned()
-        .chain(crate::files::env_vars())
-        .filter(|(k, _)| crate::secrets::is_secret(k))
-        .map(|(_, v)| v)
-        .collect();
-    if secrets.is_empty() {
-        return;
-    }
+    crate::secrets::learn(workload_env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let logs = std::fs::read_dir(dir).into_iter().flatten().flatten();
     for p in logs
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .filter(|p| p.extension().is_some_and(|x| x == "log") && p.is_file())
     {
-        let Ok(text) = crate::files::read_capped(&p, 1 << 30) else {
-            continue;
-        };
-        let clean = crate::secrets::redact_values(&text, secrets.iter().map(String::as_str));
-        if clean != text {
-            if let Err(e) = crate::rundir::status::write_atomic(&p, clean.as_bytes()) {
-                tracing::warn!("cannot redact {}: {e}", p.display());
-            }
+        if let Err(e) = redact_file(&p) {
+            tracing::warn!("cannot redact {}: {e}", p.display());
         }
     }
+}
+
+fn redact_file(path: &Path) -> std::io::Result<()> {
+    use std::io::{BufRead, Write};
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".stage2-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    let mut reader = std::io::BufReader::new(std::fs::File::open(path)?);
+    let mut line = Vec::new();
+    let mut changed = false;
+    loop {
+        line.clear();
+        // Lines end in '\n' (progress lines in '\r' stay inside one: fine for redaction).
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let clean = crate::secrets::scrub(&text);
+        if clean != text {
+            changed = true;
+            tmp.write_all(clean.as_bytes())?;
+        } else {
+            tmp.write_all(&line)?;
+        }
+    }
+    if changed {
+        tmp.persist(path).map_err(|e| e.error)?;
+    }
+    Ok(())
 }
 
 /// Run a post-processing step (stats, export, import) quietly, its output into the pass log.

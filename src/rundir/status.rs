@@ -281,6 +281,15 @@ impl Status {
 /// same directory (never following a planted link), then renamed over `path`. Concurrent
 /// writers of different files never share a temp file.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // Text goes through the one redaction step on its way to disk (see crate::secrets).
+    match std::str::from_utf8(bytes) {
+        Ok(text) => write_atomic_raw(path, crate::secrets::scrub(text).as_bytes()),
+        Err(_) => write_atomic_raw(path, bytes),
+    }
+}
+
+/// [`write_atomic`] of bytes as they are (stage2's own code, such as the Python hook).
+pub(crate) fn write_atomic_raw(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,

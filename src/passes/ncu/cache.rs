@@ -52,9 +52,10 @@ impl Key {
     }
 }
 
-/// The ncu settings that change a kernel's figures, as one string for the key.
+/// The ncu settings that change a kernel's figures, as one string for the key; secrets in the
+/// extra arguments are cut before it is kept in every entry (the same on store and lookup).
 pub(crate) fn settings(cfg: &crate::config::Ncu, collect: &super::Collect) -> String {
-    format!(
+    let text = format!(
         "set={};metrics={};clock={};skip={};per_kernel={};extra={}",
         collect.set.as_deref().unwrap_or("-"),
         collect.metrics.join(","),
@@ -62,7 +63,8 @@ pub(crate) fn settings(cfg: &crate::config::Ncu, collect: &super::Collect) -> St
         cfg.launch_skip,
         cfg.instances_per_kernel,
         cfg.extra_args.join(" "),
-    )
+    );
+    crate::secrets::scrub(&text)
 }
 
 /// `(128, 1, 1)` as ncu prints it, `(128,1,1)` for the key.

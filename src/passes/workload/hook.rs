@@ -27,7 +27,7 @@ pub(crate) fn install(cfg: &Config, run: &RunDir, w: &mut Workload) -> Result<()
     let dir = run.hook_dir();
     std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
     let file = dir.join("sitecustomize.py");
-    crate::rundir::status::write_atomic(&file, SITECUSTOMIZE.as_bytes())
+    crate::rundir::status::write_atomic_raw(&file, SITECUSTOMIZE.as_bytes())
         .map_err(|e| Error::io("write", &file, e))?;
     let inherited = w
         .env
