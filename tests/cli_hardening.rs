@@ -138,3 +138,58 @@ fn secrets_reach_no_file_and_no_console() {
     );
     assert!(!cache.contains("pa55word"));
 }
+
+/// Item 4: the metrics cache. A folder in one entry's place costs that entry only; pruning
+/// never deletes a file stage2 did not name, nor through a linked `entries/`; an empty cache
+/// folder name is refused, not the current directory.
+#[test]
+fn the_metrics_cache_survives_hostile_folders() {
+    let sb = Sandbox::new();
+    let profile = |id: &str, extra: &[&str]| {
+        let mut args = vec!["--nvtx-capture", "decode"];
+        args.extend_from_slice(extra);
+        args.extend(["--", "python3", "-c", "print(1)"]);
+        sb.profile(id, &args).env("FAKE_SMI", "1").assert()
+    };
+    profile("one", &[]).success();
+    let entries = sb.path().join("cache/stage2/ncu/entries");
+    let mut names: Vec<_> = std::fs::read_dir(&entries)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    let stored = names.len();
+    assert!(stored >= 4);
+    // A folder where an entry goes, the user's own JSON beside the entries.
+    std::fs::remove_file(&names[0]).unwrap();
+    std::fs::create_dir(&names[0]).unwrap();
+    std::fs::write(entries.join("mine.json"), "{}").unwrap();
+    profile("two", &["ncu.cache.max_mb=0", "--no-cache"]).success();
+    profile("three", &["ncu.cache.max_mb=0"]).success();
+    // Every other entry was written and pruned; the folder and the user's file stay.
+    assert!(names[0].is_dir());
+    assert!(entries.join("mine.json").is_file());
+    // A linked entries/ is never pruned through.
+    let elsewhere = sb.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let keep = elsewhere.join(format!("{}.json", "a".repeat(64)));
+    std::fs::write(&keep, "{}").unwrap();
+    let linked = sb.path().join("linked");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, linked.join("entries")).unwrap();
+    profile(
+        "four",
+        &[
+            "--cache-dir",
+            linked.to_str().unwrap(),
+            "ncu.cache.max_mb=0",
+        ],
+    )
+    .success();
+    assert!(keep.is_file());
+    profile("five", &["--cache-dir", ""])
+        .code(2)
+        .stderr(predicates::str::contains("ncu.cache.dir=''"));
+    assert!(!sb.path().join("entries").exists());
+}

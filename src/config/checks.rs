@@ -56,6 +56,18 @@ pub(crate) fn check(c: &Config) -> Result<(), Error> {
             "must be a share in (0, 1], e.g. 0.95",
         );
     }
+    if c.ncu
+        .cache
+        .dir
+        .as_deref()
+        .is_some_and(|d| d.trim().is_empty())
+    {
+        return bad(
+            "ncu.cache.dir",
+            &"''",
+            "an empty folder name would be the current directory: name a folder (--cache-dir DIR) or leave it out for the default",
+        );
+    }
     if c.ncu.max_kernels == 0 {
         return bad(
             "ncu.max_kernels",

@@ -82,7 +82,8 @@ struct Entry {
 /// The cache directory: `ncu.cache.dir`, else `$XDG_CACHE_HOME/stage2/ncu`, else
 /// `~/.cache/stage2/ncu`. None when none of them can be named.
 pub(crate) fn default_dir(configured: Option<&str>) -> Option<PathBuf> {
-    if let Some(d) = configured {
+    // An empty setting names no folder (it would be the current directory).
+    if let Some(d) = configured.filter(|d| !d.trim().is_empty()) {
         return Some(PathBuf::from(d));
     }
     let xdg = std::env::var_os("XDG_CACHE_HOME")
@@ -141,16 +142,26 @@ impl Cache {
         crate::rundir::status::write_atomic(&path, &text)
     }
 
-    /// Remove the least recently used entries until the cache holds at most its cap.
+    /// Remove the least recently used entries until the cache holds at most its cap. Only
+    /// files named as stage2 names entries (64 hex digits, `.json`) are ever removed, and
+    /// never through a linked `entries/`: a user's own files there are not the cache's.
     pub(crate) fn prune(&self) {
-        let mut files: Vec<(SystemTime, u64, PathBuf)> = std::fs::read_dir(self.entries())
+        let dir = self.entries();
+        if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+            tracing::warn!(
+                "ncu metrics cache: {} is not a plain folder; nothing pruned",
+                dir.display()
+            );
+            return;
+        }
+        let mut files: Vec<(SystemTime, u64, PathBuf)> = std::fs::read_dir(&dir)
             .into_iter()
             .flatten()
             .flatten()
             .filter_map(|e| {
                 let m = e.metadata().ok()?;
-                let json = e.path().extension().is_some_and(|x| x == "json");
-                if !(m.is_file() && json) {
+                let ours = is_entry_name(&e.file_name().to_string_lossy());
+                if !(m.is_file() && ours) || e.file_type().ok()?.is_symlink() {
                     return None;
                 }
                 Some((m.modified().ok()?, m.len(), e.path()))
@@ -167,6 +178,12 @@ impl Cache {
             total = total.saturating_sub(len);
         }
     }
+}
+
+/// An entry's file name as [`Key::file_name`] makes it: 64 hex digits and `.json`.
+fn is_entry_name(name: &str) -> bool {
+    name.strip_suffix(".json")
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Units of the metrics a kernel has, from a report's unit row.

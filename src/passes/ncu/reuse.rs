@@ -160,6 +160,7 @@ pub(crate) fn store(ctx: &Ctx, reuse: &Reuse, raw: &Path, mangled: &Path) -> usi
     };
     let now = crate::rundir::status::now();
     let mut stored = 0;
+    let mut failed = Vec::new();
     for k in &report.kernels {
         let Some(key) = Cache::key_for(k, &report.units, &reuse.device, &reuse.settings) else {
             continue;
@@ -170,16 +171,19 @@ pub(crate) fn store(ctx: &Ctx, reuse: &Reuse, raw: &Path, mangled: &Path) -> usi
             measured_by: ctx.run.id(),
             measured_at: now.clone(),
         };
+        // One entry that cannot be written (a folder in its place) costs that entry only.
         match reuse.cache.put(key, entry) {
             Ok(()) => stored += 1,
-            Err(e) => {
-                tracing::warn!(
-                    "ncu metrics cache: cannot store in {}: {e}",
-                    reuse.cache.dir.display()
-                );
-                break;
-            }
+            Err(e) => failed.push(e.to_string()),
         }
+    }
+    if let Some(first) = failed.first() {
+        tracing::warn!(
+            "ncu metrics cache: {} of {} entries not stored in {} (first: {first})",
+            failed.len(),
+            failed.len() + stored,
+            reuse.cache.dir.display()
+        );
     }
     reuse.cache.prune();
     stored
