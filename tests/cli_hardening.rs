@@ -193,3 +193,120 @@ fn the_metrics_cache_survives_hostile_folders() {
         .stderr(predicates::str::contains("ncu.cache.dir=''"));
     assert!(!sb.path().join("entries").exists());
 }
+
+/// Item 5: a run root with ':' cannot carry the hook on PYTHONPATH: refused before anything
+/// is made.
+#[test]
+fn a_run_root_that_pythonpath_cannot_carry_is_refused_up_front() {
+    let sb = Sandbox::new();
+    sb.stage2()
+        .args([
+            "profile",
+            "--run-root",
+            "a:b",
+            "--run-id",
+            "x",
+            "--auto-nvtx",
+        ])
+        .args([
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot go on PYTHONPATH"));
+    assert!(!sb.path().join("a:b").exists());
+}
+
+/// Item 5: another run's hook already on PYTHONPATH (a pasted cmd.txt line) is taken off the
+/// workload's path, and two hooks on a path never load each other: the workload starts.
+#[test]
+fn another_runs_hook_on_pythonpath_does_not_hang_the_workload() {
+    let sb = Sandbox::new();
+    let hooks: Vec<std::path::PathBuf> = ["h1", "h2"]
+        .iter()
+        .map(|h| {
+            let d = sb.path().join(h);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::copy(
+                common::root().join("src/passes/workload/hook/sitecustomize.py"),
+                d.join("sitecustomize.py"),
+            )
+            .unwrap();
+            d
+        })
+        .collect();
+    let path = format!("{}:{}", hooks[0].display(), hooks[1].display());
+    // Python alone, both hooks on its path, sampling on: it starts and ends.
+    let out = std::process::Command::new("timeout")
+        .args(["20", "python3", "-c", "print('started')"])
+        .env("PYTHONPATH", &path)
+        .env("STAGE2_PY_SAMPLE_HZ", "50")
+        .env("STAGE2_PY_SAMPLE_DIR", sb.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("started"));
+    // Through stage2: the other hooks are not on the workload's PYTHONPATH.
+    sb.profile(
+        "p",
+        &[
+            "--python-sampling",
+            "50",
+            "--nvtx-capture",
+            "decode",
+            "--no-ncu",
+            "--",
+        ],
+    )
+    .args(["python3", "-c", "print('started')"])
+    .env("PYTHONPATH", &path)
+    .timeout(std::time::Duration::from_secs(60))
+    .assert()
+    .success();
+    let cmd = read(sb.run("p").join("nsys/cmd.txt"));
+    assert!(!cmd.contains("/h1") && !cmd.contains("/h2"), "{cmd}");
+}
+
+/// Item 5: a code file name with a newline or a tab keeps the samples file one frame per
+/// line, and stage2 reads it.
+#[test]
+fn a_code_file_name_with_a_newline_keeps_the_samples_readable() {
+    let sb = Sandbox::new();
+    let hook = sb.path().join("hook");
+    std::fs::create_dir(&hook).unwrap();
+    std::fs::copy(
+        common::root().join("src/passes/workload/hook/sitecustomize.py"),
+        hook.join("sitecustomize.py"),
+    )
+    .unwrap();
+    let code = "import time\ncode = compile('import time\\nt=time.time()\\nwhile time.time()-t<0.5: pass', 'odd\\nname\\t.py', 'exec')\nexec(code)";
+    let out = std::process::Command::new("python3")
+        .args(["-c", code])
+        .env("PYTHONPATH", &hook)
+        .env("STAGE2_PY_SAMPLE_HZ", "200")
+        .env("STAGE2_PY_SAMPLE_DIR", sb.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (files, problems) = stage2::parse::pysamples::read_dir(sb.path());
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(files.len(), 1);
+    assert!(
+        files[0]
+            .frames
+            .iter()
+            .any(|f| f.contains("odd\\nname\\t.py")),
+        "{:?}",
+        files[0].frames
+    );
+    // A stray file beside it costs its own samples only.
+    std::fs::write(sb.path().join("pysamples.999.txt"), "garbage line\n").unwrap();
+    std::fs::write(sb.path().join("pysamples.x.txt"), "S 1 2 0\n").unwrap();
+    let (files, problems) = stage2::parse::pysamples::read_dir(sb.path());
+    assert_eq!((files.len(), problems.len()), (1, 2), "{problems:?}");
+}

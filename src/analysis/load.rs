@@ -396,7 +396,10 @@ fn python_evidence(
     db: &NsysDb,
     ranges: &[NvtxRange],
 ) -> Result<Option<pysamples::PyReport>, Error> {
-    let files = crate::parse::pysamples::read_dir(&run.path.join("nsys"))?;
+    let (files, problems) = crate::parse::pysamples::read_dir(&run.path.join("nsys"));
+    for p in problems {
+        tracing::warn!("Python samples of one process left out: {p}");
+    }
     if files.is_empty() {
         return Ok(None);
     }

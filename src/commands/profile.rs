@@ -352,6 +352,10 @@ fn preflight(cfg: &Config) -> Result<(), Error> {
     if let Some(id) = cfg.run.id.as_deref() {
         crate::rundir::validate_id(id)?;
     }
+    let root = std::env::current_dir()
+        .unwrap_or_default()
+        .join(&cfg.run.root);
+    crate::passes::hook::check_root(cfg, &root)?;
     if !cfg.nsys.enable && !cfg.ncu.enable {
         return Err(Error::usage(
             "both passes are off (--no-nsys and --no-ncu, or nsys.enable/ncu.enable=false): nothing to run",

@@ -100,8 +100,10 @@ fn parse_line(line: &str, out: &mut PySamples) -> Result<(), String> {
     Ok(())
 }
 
-/// Every samples file in `dir`, by pid.
-pub fn read_dir(dir: &Path) -> Result<Vec<PySamples>, Error> {
+/// Every samples file in `dir`, by pid. A file that cannot be read or parsed (a stray
+/// `pysamples.*.txt`, one cut off mid-way) costs its own samples only: it is named in the
+/// returned problems and the other processes' samples are kept.
+pub fn read_dir(dir: &Path) -> (Vec<PySamples>, Vec<String>) {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -114,7 +116,15 @@ pub fn read_dir(dir: &Path) -> Result<Vec<PySamples>, Error> {
         })
         .collect();
     files.sort();
-    files.iter().map(|p| read(p)).collect()
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for p in files {
+        match read(&p) {
+            Ok(s) => out.push(s),
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    (out, problems)
 }
 
 #[cfg(test)]

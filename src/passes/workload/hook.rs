@@ -25,6 +25,7 @@ pub(crate) fn install(cfg: &Config, run: &RunDir, w: &mut Workload) -> Result<()
         return Ok(());
     }
     let dir = run.hook_dir();
+    check_root(cfg, &dir)?;
     std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
     let file = dir.join("sitecustomize.py");
     crate::rundir::status::write_atomic_raw(&file, SITECUSTOMIZE.as_bytes())
@@ -50,12 +51,41 @@ pub(crate) fn install(cfg: &Config, run: &RunDir, w: &mut Workload) -> Result<()
     Ok(())
 }
 
-/// The hook's folder first, then what the workload had.
+/// The hook's folder first, then what the workload had, less any other run's hook folder (a
+/// pasted cmd.txt line, stage2 inside stage2): two hooks would load each other.
 fn python_path(hook: &Path, inherited: Option<&str>) -> String {
-    match inherited.filter(|p| !p.is_empty()) {
-        Some(rest) => format!("{}:{rest}", hook.display()),
-        None => hook.display().to_string(),
+    let rest: Vec<&str> = inherited
+        .unwrap_or("")
+        .split(':')
+        .filter(|p| !p.is_empty() && !is_hook_dir(Path::new(p)))
+        .collect();
+    match rest.is_empty() {
+        true => hook.display().to_string(),
+        false => format!("{}:{}", hook.display(), rest.join(":")),
     }
+}
+
+/// Whether `dir` holds a stage2 hook (its sitecustomize.py is this one, any version).
+fn is_hook_dir(dir: &Path) -> bool {
+    crate::files::read_capped(&dir.join("sitecustomize.py"), 1 << 20)
+        .is_ok_and(|t| t.starts_with("\"\"\"stage2's workload hook"))
+}
+
+/// The run root can carry the hook: PYTHONPATH splits at ':', and nsys's `--env-var` (which
+/// carries the sampling folder) at ','. Checked before the run directory is made.
+pub(crate) fn check_root(cfg: &Config, root: &Path) -> Result<(), Error> {
+    let text = root.display().to_string();
+    if wanted(cfg) && text.contains(':') {
+        return Err(Error::config(format!(
+            "run.root {text}: a path with ':' cannot go on PYTHONPATH, so stage2's Python hook (--auto-nvtx, --python-sampling) would never load; use a run root without ':'"
+        )));
+    }
+    if cfg.workload.python_sampling_hz > 0.0 && text.contains(',') {
+        return Err(Error::config(format!(
+            "run.root {text}: nsys --env-var cannot carry a path with ',' (the Python samples' folder); use a run root without ','"
+        )));
+    }
+    Ok(())
 }
 
 fn set(env: &mut Vec<(String, String)>, key: &str, value: String) {

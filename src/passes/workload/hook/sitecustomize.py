@@ -29,6 +29,10 @@ import time
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def _one_line(text):
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+
+
 def _warn(what, err):
     print(f"stage2 hook: {what}: {err!r} (continuing without it)", file=sys.stderr)
 
@@ -220,7 +224,9 @@ class _Sampler:
             i = len(self.codes)
             self.codes[code] = i
             name = getattr(code, "co_qualname", code.co_name)
-            self.out.write(f"F {i} {code.co_filename}:{code.co_firstlineno}\t{name}\n")
+            # One line per frame: a tab or newline in a file or function name is escaped.
+            place = _one_line(f"{code.co_filename}:{code.co_firstlineno}")
+            self.out.write(f"F {i} {place}\t{_one_line(name)}\n")
         return i
 
     def clock(self, now):
@@ -280,10 +286,27 @@ def _chain():
     import importlib.util
 
     rest = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
-    if spec is not None and spec.loader is not None:
+    while True:
+        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+        if spec is None or spec.loader is None:
+            return
+        # Another run's stage2 hook (a pasted cmd.txt line, stage2 inside stage2) is not
+        # chained: the two would load each other forever. Look past it.
+        if _is_stage2_hook(spec.origin):
+            folder = os.path.dirname(os.path.abspath(spec.origin))
+            rest = [p for p in rest if os.path.abspath(p or ".") != folder]
+            continue
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
+        return
+
+
+def _is_stage2_hook(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.readline().startswith('"""stage2\'s workload hook')
+    except OSError:
+        return False
 
 
 def _install():
