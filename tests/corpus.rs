@@ -451,7 +451,7 @@ fn a_broken_python_samples_file_is_named_and_left_out() {
         .success()
         .stderr(predicates::prelude::PredicateBooleanExt::and(
             predicates::str::contains("pysamples.7.txt:2"),
-            predicates::str::contains("Python samples left out"),
+            predicates::str::contains("Python samples of one process left out"),
         ));
     assert!(run.join("kernels.md").is_file());
 }
