@@ -6,6 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::process::Stdio;
 
 use common::{read, status, Sandbox};
+use predicates::prelude::PredicateBooleanExt;
 
 /// Item 1: An environment that is not UTF-8 (key, value, a Latin-1 working directory in PWD) is read
 /// lossily: no panic, the run ends well, env.json written.
@@ -309,4 +310,67 @@ fn a_code_file_name_with_a_newline_keeps_the_samples_readable() {
     std::fs::write(sb.path().join("pysamples.x.txt"), "S 1 2 0\n").unwrap();
     let (files, problems) = stage2::parse::pysamples::read_dir(sb.path());
     assert_eq!((files.len(), problems.len()), (1, 2), "{problems:?}");
+}
+
+fn sample_copy(sb: &Sandbox, name: &str) -> std::path::PathBuf {
+    let dir = sb.path().join(name);
+    let ok = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(common::root().join("examples/sample-run"))
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    dir
+}
+
+fn python(script: &str, args: &[&std::path::Path]) {
+    let ok = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// Item 6 (hand-made broken inputs): a negative ncu figure, a kernel span near 2^62 and a
+/// cached figure of 1e308 are refused where they are read, naming file and what is wrong (exit
+/// 6); the reports are still made from what is valid.
+#[test]
+fn implausible_numbers_are_refused_where_they_are_read() {
+    let sb = Sandbox::new();
+    let neg = sample_copy(&sb, "neg");
+    python(
+        "import csv,sys; p=sys.argv[1]; r=list(csv.reader(open(p))); \
+         c=r[0].index('sm__throughput.avg.pct_of_peak_sustained_elapsed'); r[2][c]='-10.8'; \
+         csv.writer(open(p,'w'),quoting=csv.QUOTE_ALL,lineterminator='\\n').writerows(r)",
+        &[&neg.join("ncu/decode_raw.csv")],
+    );
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&neg)
+        .assert()
+        .code(6)
+        .stderr(predicates::str::contains(
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed = -10.8",
+        ));
+    let md = read(neg.join("stakeholder_summary.md"));
+    assert!(!md.contains("-10.8"), "{md}");
+    let huge = sample_copy(&sb, "huge");
+    python(
+        "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); \
+         c.execute('UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end=start+4611686018427387000 \
+         WHERE rowid=(SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)'); c.commit()",
+        &[&huge.join("nsys/run.sqlite")],
+    );
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&huge)
+        .assert()
+        .code(6)
+        .stderr(
+            predicates::str::contains("CUPTI_ACTIVITY_KIND_KERNEL")
+                .and(predicates::str::contains("beyond 2^48 ns")),
+        );
 }

@@ -143,10 +143,10 @@ impl Union {
     /// Add `[a, b)`, which starts at or after every interval added before.
     fn add(&mut self, a: i64, b: i64) {
         if self.end == i64::MIN || a > self.end {
-            self.covered += (b - a).max(0);
+            self.covered = self.covered.saturating_add(b.saturating_sub(a).max(0));
             self.end = b;
         } else if b > self.end {
-            self.covered += b - self.end;
+            self.covered = self.covered.saturating_add(b.saturating_sub(self.end));
             self.end = b;
         }
     }
@@ -203,19 +203,21 @@ impl Instance {
         if self.first != i64::MAX && l.start > self.last {
             let gap = l.start - self.last;
             sums.idle_gaps += 1;
-            sums.idle_ns += gap;
+            sums.idle_ns = sums.idle_ns.saturating_add(gap);
             sums.largest_gap_ns = sums.largest_gap_ns.max(gap);
         }
         self.first = self.first.min(l.start);
         self.last = self.last.max(l.end);
         if l.kernel {
-            sums.kernel_ns += l.kernel_ns();
+            sums.kernel_ns = sums.kernel_ns.saturating_add(l.kernel_ns());
             sums.launches += 1;
             sums.graph_kernels += u64::from(l.graph);
             self.launches += 1;
             self.busy.add(l.start, l.end);
         } else {
-            sums.memcpy_ns += (l.end - l.start).max(0);
+            sums.memcpy_ns = sums
+                .memcpy_ns
+                .saturating_add(l.end.saturating_sub(l.start).max(0));
         }
     }
     fn proj_ns(&self) -> i64 {
@@ -268,9 +270,9 @@ pub(crate) fn aggregate(
         }
         let (e, i) = (&mut out[k as usize], instance(n));
         e.instances += 1;
-        e.wall_ns += wall(n);
-        e.proj_ns += i.proj_ns();
-        e.busy_ns += i.busy.covered;
+        e.wall_ns = e.wall_ns.saturating_add(wall(n));
+        e.proj_ns = e.proj_ns.saturating_add(i.proj_ns());
+        e.busy_ns = e.busy_ns.saturating_add(i.busy.covered);
     }
     // One spread at a time: the values of all instances of one figure, not of three.
     let spread = |f: &dyn Fn(usize) -> f64| -> Vec<Spread> {

@@ -97,13 +97,15 @@ pub struct CachedKernel {
 pub fn read_cached(path: &Path) -> Result<Vec<CachedKernel>, Error> {
     let text = crate::files::read_capped(path, 256 << 20)
         .map_err(|e| Error::parse(path, None, format!("cannot read: {e}")))?;
-    serde_json::from_str(&text).map_err(|e| {
+    let cached: Vec<CachedKernel> = serde_json::from_str(&text).map_err(|e| {
         Error::parse(
             path,
             Some(e.line() as u64),
             format!("not a list of cached kernels: {e}"),
         )
-    })
+    })?;
+    check_values(cached.iter().map(|c| &c.kernel)).map_err(|why| Error::parse(path, None, why))?;
+    Ok(cached)
 }
 
 /// Add cached kernels to a report (all of it when the run profiled nothing): each one that the
@@ -313,11 +315,32 @@ const NO_UNITS: &str =
 pub fn read_raw(path: &Path) -> Result<NcuReport, Error> {
     let file = crate::files::open_regular(path)
         .map_err(|e| Error::parse(path, None, format!("cannot open: {e}")))?;
-    match read_quoted(file) {
-        Ok(Some(report)) => Ok(report),
-        Ok(None) => read_general(path),
-        Err(e) => Err(Error::parse(path, None, format!("cannot read: {e}"))),
+    let report = match read_quoted(file) {
+        Ok(Some(report)) => report,
+        Ok(None) => read_general(path)?,
+        Err(e) => return Err(Error::parse(path, None, format!("cannot read: {e}"))),
+    };
+    check_values(&report.kernels).map_err(|why| Error::parse(path, None, why))?;
+    Ok(report)
+}
+
+/// ncu's figures are never negative, infinite or beyond 1e18 (no counter of one kernel
+/// launch reaches it): a kernel with such a value (a broken export, a tampered cache entry) is
+/// refused, naming the kernel and the metric, rather than turned into a negative GFLOP/s or an
+/// "inf% of peak".
+pub(crate) fn check_values<'a>(
+    kernels: impl IntoIterator<Item = &'a NcuKernel>,
+) -> Result<(), String> {
+    for k in kernels {
+        let plausible = |v: f64| v.is_finite() && (0.0..=1e18).contains(&v);
+        if let Some((m, v)) = k.metrics.iter().find(|(_, v)| !plausible(**v)) {
+            return Err(format!(
+                "kernel {}: metric {m} = {v}: ncu's figures are never negative, infinite or beyond 1e18",
+                crate::files::shown(&k.name)
+            ));
+        }
     }
+    Ok(())
 }
 
 /// The fast path (see `quoted`); None where the file strays from ncu's shape or from what the

@@ -121,7 +121,12 @@ proptest::proptest! {
         if let Some(fast) = fast {
             proptest::prop_assert_eq!(&format!("Ok({fast})"), &general);
         }
-        proptest::prop_assert_eq!(format!("{:?}", read_raw(&path)), general);
+        // read_raw refuses what no ncu writes (a negative figure); otherwise it is the same.
+        let checked = read_general(&path).and_then(|r| {
+            check_values(&r.kernels).map_err(|why| Error::parse(&path, None, why))?;
+            Ok(r)
+        });
+        proptest::prop_assert_eq!(format!("{:?}", read_raw(&path)), format!("{checked:?}"));
     }
 }
 
@@ -139,4 +144,16 @@ fn range_cells() {
         ["generate", "decode"]
     );
     assert!(stack_of("").is_empty());
+}
+
+#[test]
+fn figures_no_ncu_writes_are_refused_by_name() {
+    let mut r = read_raw(&data("ncu/decode_raw.csv")).unwrap();
+    assert!(check_values(&r.kernels).is_ok());
+    for bad in [-1.0, 1e308, f64::INFINITY, f64::NAN] {
+        let k = &mut r.kernels[0];
+        k.metrics.insert("dram__bytes.sum".into(), bad);
+        let why = check_values(&r.kernels).unwrap_err();
+        assert!(why.contains("metric dram__bytes.sum"), "{why}");
+    }
 }

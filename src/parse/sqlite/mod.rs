@@ -81,9 +81,12 @@ impl NsysDb {
             return Ok(());
         }
         // NVTX instant events and unclosed ranges have no end: only closed ones are checked.
+        // nsys counts ns from the session's start; past 2^48 (78 hours) a timestamp is not one,
+        // and sums of such spans would overflow.
         let sql = format!(
             "SELECT rowid, start, end FROM {table} \
-             WHERE start IS NULL OR (end IS NOT NULL AND end < start) LIMIT 1"
+             WHERE start IS NULL OR (end IS NOT NULL AND end < start) \
+             OR abs(start) > {MAX_T} OR (end IS NOT NULL AND abs(end) > {MAX_T}) LIMIT 1"
         );
         let bad: Option<(i64, Option<i64>, Option<i64>)> = self
             .conn
@@ -96,7 +99,7 @@ impl NsysDb {
         match bad {
             None => Ok(()),
             Some((row, start, end)) => Err(self.err(format!(
-                "table {table}, rowid {row}: start {} and end {} are not a time span (end before start, or no start)",
+                "table {table}, rowid {row}: start {} and end {} are not a time span (end before start, no start, or beyond 2^48 ns)",
                 start.map_or("NULL".into(), |v| v.to_string()),
                 end.map_or("NULL".into(), |v| v.to_string()),
             ))),
@@ -280,6 +283,9 @@ pub struct ApiCall {
     pub tid: i64,
     pub kind: ApiKind,
 }
+
+/// The largest timestamp taken as one, in ns from the session's start (2^48: 78 hours).
+pub(super) const MAX_T: i64 = 1 << 48;
 
 /// The name of the ranges that stand for cudaProfilerStart/Stop windows.
 pub const PROFILER_WINDOW: &str = crate::config::PROFILER_WINDOW;

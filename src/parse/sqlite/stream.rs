@@ -56,10 +56,12 @@ impl Ops<'_> {
             None => None,
             Some(r) => {
                 let (start, end): (Option<i64>, i64) = (r.get(0).map_err(e)?, r.get(1).map_err(e)?);
-                let Some(start) = start.filter(|&s| end >= s) else {
+                let plausible = |t: i64| t.abs() <= super::MAX_T;
+                let Some(start) = start.filter(|&s| end >= s && plausible(s) && plausible(end))
+                else {
                     let rowid: i64 = r.get(7).map_err(e)?;
                     return Err(db.err(format!(
-                        "table {}, rowid {rowid}: start {} and end {end} are not a time span (end before start, or no start)",
+                        "table {}, rowid {rowid}: start {} and end {end} are not a time span (end before start, no start, or beyond 2^48 ns)",
                         self.table,
                         start.map_or("NULL".into(), |v| v.to_string())
                     )));

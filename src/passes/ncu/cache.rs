@@ -121,6 +121,11 @@ impl Cache {
                 return None;
             }
         };
+        // An entry whose figures no ncu could have written (negative, infinite) is a miss.
+        if let Err(why) = crate::parse::ncu::check_values([&entry.kernel.kernel]) {
+            tracing::debug!("ncu cache: {}: {why}; a miss", path.display());
+            return None;
+        }
         (entry.key == *key).then_some(entry.kernel)
     }
 
