@@ -99,6 +99,24 @@ pub(crate) fn env_vars() -> impl Iterator<Item = (String, String)> {
     })
 }
 
+/// Whether an input file is there: `Ok(false)` when nothing is at `path`, `Ok(true)` for a
+/// regular file (or a link to one), and an error for anything else there (a folder, a FIFO, a
+/// device, a dangling link): an input in the way is said, never taken as absent.
+pub(crate) fn present(path: &Path) -> io::Result<bool> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+        Ok(_) => match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => Ok(true),
+            Ok(_) => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            )),
+            Err(_) => Err(io::Error::new(io::ErrorKind::NotFound, "a link to nothing")),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

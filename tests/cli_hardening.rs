@@ -374,3 +374,49 @@ fn implausible_numbers_are_refused_where_they_are_read() {
                 .and(predicates::str::contains("beyond 2^48 ns")),
         );
 }
+
+/// Item 7: inputs that are not regular files are said, not taken as absent; an `nsys export`
+/// that exits 0 without writing the export fails the pass.
+#[test]
+fn inputs_in_the_way_are_said_and_an_empty_export_is_a_failure() {
+    let sb = Sandbox::new();
+    let cases: [(&str, fn(&std::path::Path)); 3] = [
+        ("dir", |p| std::fs::create_dir(p).unwrap()),
+        ("fifo", |p| {
+            nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap()
+        }),
+        ("dangling", |p| {
+            std::os::unix::fs::symlink("/nonexistent/x", p).unwrap()
+        }),
+    ];
+    for (name, make) in cases {
+        let run = sample_copy(&sb, name);
+        let sqlite = run.join("nsys/run.sqlite");
+        std::fs::remove_file(&sqlite).unwrap();
+        make(&sqlite);
+        sb.stage2_without_tools()
+            .arg("report")
+            .arg(&run)
+            .timeout(std::time::Duration::from_secs(30))
+            .assert()
+            .code(6)
+            .stderr(predicates::str::contains("run.sqlite"));
+    }
+    sb.profile(
+        "nx",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .env("FAKE_NSYS_MODE", "noexport")
+    .assert()
+    .code(3)
+    .stderr(predicates::str::contains(
+        "nsys export exited 0 but wrote no",
+    ));
+}

@@ -23,10 +23,10 @@ fn optional<T>(
     path: &Path,
     read: impl FnOnce(&Path) -> Result<T, Error>,
 ) -> Result<Option<T>, Error> {
-    if path.is_file() {
-        read(path).map(Some)
-    } else {
-        Ok(None)
+    match crate::files::present(path) {
+        Ok(true) => read(path).map(Some),
+        Ok(false) => Ok(None),
+        Err(e) => Err(Error::parse(path, None, format!("cannot read: {e}"))),
     }
 }
 
@@ -155,9 +155,13 @@ impl NcuSide {
                 (include, base)
             }
         };
-        let csv = Some(run.ncu_raw(&base))
-            .filter(|p| p.is_file())
-            .or_else(|| run.find_ncu_raw());
+        let raw = run.ncu_raw(&base);
+        let csv = match crate::files::present(&raw) {
+            Ok(true) => Some(raw),
+            // In the way: read, so the export's problem is said (and costs the ncu figures).
+            Err(_) => Some(raw),
+            Ok(false) => run.find_ncu_raw(),
+        };
         // A broken ncu export costs the ncu columns, not the nsys figures (exit 6 after them).
         let (mut report, mut problem) = match csv.as_deref().map(|csv| read_ncu(run, csv)) {
             None => (None, None),
@@ -222,10 +226,9 @@ fn timeline(
         Some(r) if !run.nsys_sqlite(None).is_file() => run.nsys_sqlite(Some(r)),
         _ => run.nsys_sqlite(None),
     };
-    let db = sqlite
-        .is_file()
-        .then(|| NsysDb::open(&sqlite))
-        .transpose()?;
+    let there = crate::files::present(&sqlite)
+        .map_err(|e| Error::parse(&sqlite, None, format!("cannot read: {e}")))?;
+    let db = there.then(|| NsysDb::open(&sqlite)).transpose()?;
     let t = match &db {
         Some(db) => Some(Timeline::read(db, capture.range())?),
         None => None,

@@ -455,8 +455,14 @@ impl NsysPass {
             let mut s = ctx.spec(&self.program(), args, ctx.run.nsys("nsys.log"));
             s.echo = false;
             s.timeout = Some(post_step_timeout(ctx.cfg.nsys.timeout_s));
-            if let Err(e) = run_step(&s) {
-                failed.push(e);
+            match run_step(&s) {
+                Err(e) => failed.push(e),
+                // An export that says it worked and wrote nothing did not work.
+                Ok(_) if what == "SQLite" && !process::nonempty(&sqlite) => failed.push(format!(
+                    "nsys export exited 0 but wrote no {}",
+                    sqlite.display()
+                )),
+                Ok(_) => {}
             }
         }
         match failed.is_empty() {
