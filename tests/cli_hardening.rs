@@ -380,7 +380,8 @@ fn implausible_numbers_are_refused_where_they_are_read() {
 #[test]
 fn inputs_in_the_way_are_said_and_an_empty_export_is_a_failure() {
     let sb = Sandbox::new();
-    let cases: [(&str, fn(&std::path::Path)); 3] = [
+    type Make = fn(&std::path::Path);
+    let cases: [(&str, Make); 3] = [
         ("dir", |p| std::fs::create_dir(p).unwrap()),
         ("fifo", |p| {
             nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap()
