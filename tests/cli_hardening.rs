@@ -421,3 +421,20 @@ fn inputs_in_the_way_are_said_and_an_empty_export_is_a_failure() {
         "nsys export exited 0 but wrote no",
     ));
 }
+
+/// Item 9: messages. `stage2 config > /dev/full` is a write error (8), not success; an
+/// `.ncu-rep` whose name is at the file-name limit is imported under a shorter copy name.
+#[test]
+fn output_errors_and_long_report_names() {
+    let sb = Sandbox::new();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = sb.std_stage2().arg("config").stdout(full).output().unwrap();
+    assert_eq!(out.status.code(), Some(8));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write stdout"));
+    let rep = sb.path().join(format!("{}.ncu-rep", "k".repeat(240)));
+    std::fs::write(&rep, "fake ncu report").unwrap();
+    sb.stage2().arg("report").arg(&rep).assert().success();
+}

@@ -23,6 +23,9 @@ pub(crate) fn tool_for(path: &Path) -> Option<Tool> {
 
 /// Copy, export and render one report; returns the new run directory.
 pub(crate) fn run(report: &Path, tool: Tool, extra: &super::report::Extra) -> Result<RunDir> {
+    // The report must be readable before a run directory is made for it.
+    crate::files::open_regular(report)
+        .map_err(|e| Error::parse(report, None, format!("cannot read: {e}")))?;
     let cfg = config::resolve(&config::Sources {
         embedded_only: true,
         flags: extra.flags.clone(),
@@ -52,10 +55,17 @@ pub(crate) fn run(report: &Path, tool: Tool, extra: &super::report::Extra) -> Re
             (copy, commands, run.nsys("import.log"))
         }
         _ => {
-            let stem = report
+            // The copy's name must fit a file name (255 bytes) with `_raw_mangled.csv` after it.
+            let stem: String = report
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "report".into());
+                .unwrap_or_else(|| "report".into())
+                .chars()
+                .scan(0, |bytes, c| {
+                    *bytes += c.len_utf8();
+                    (*bytes <= 100).then_some(c)
+                })
+                .collect();
             let copy = run.ncu_report(&stem);
             let commands = vec![
                 (ncu::import_args(&copy), Some(run.ncu_raw(&stem))),

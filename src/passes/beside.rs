@@ -39,17 +39,14 @@ pub(crate) fn gpus(
         .map(|(_, v)| v.as_str())
         .or(inherited);
     let visible: Vec<String> = match set {
-        Some(list) => list
-            .split(',')
-            .map(|d| d.trim().to_string())
-            .filter(|d| !d.is_empty())
-            .collect(),
+        Some(list) => distinct(list),
         None => (0..gpus.len()).map(|i| i.to_string()).collect(),
     };
     let [first, second, ..] = visible.as_slice() else {
-        return Err(match set {
-            Some(list) => format!("{VISIBLE}={list} leaves one GPU visible"),
-            None => format!("nvidia-smi lists {} GPU(s)", gpus.len()),
+        return Err(match (set, visible.len()) {
+            (Some(list), 0) => format!("{VISIBLE}={list} leaves no GPU visible"),
+            (Some(list), _) => format!("{VISIBLE}={list} leaves one GPU visible"),
+            (None, _) => format!("nvidia-smi lists {} GPU(s)", gpus.len()),
         });
     };
     // Figures from another GPU model would describe other hardware than nsys's timings.
@@ -74,6 +71,23 @@ pub(crate) fn gpus(
     })
 }
 
+/// The distinct GPUs a `CUDA_VISIBLE_DEVICES` list names, in its order: `0,0`, `1, 1` and
+/// `0,00` name one GPU (indices compared as numbers, UUIDs without case), so two passes are
+/// never put on the same GPU as if it were two.
+fn distinct(list: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for d in list.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let d = match d.parse::<u64>() {
+            Ok(i) => i.to_string(),
+            Err(_) => d.to_ascii_lowercase(),
+        };
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
+
 /// The workload's variables with only `device` visible.
 pub(crate) fn pinned(env: &[(String, String)], device: &str) -> Vec<(String, String)> {
     env.iter()
@@ -96,7 +110,7 @@ mod tests {
             .collect()
     }
 
-    fn distinct() -> Config {
+    fn distinct_ranges() -> Config {
         crate::testutil::config(&[
             "workload.argv=[python3,w.py]",
             "nsys.nvtx_capture=prefill",
@@ -107,10 +121,10 @@ mod tests {
 
     #[test]
     fn two_gpus_of_one_model_in_distinct_kernel_mode() {
-        let g = gpus(&distinct(), &[], None, &h100s(2)).unwrap();
+        let g = gpus(&distinct_ranges(), &[], None, &h100s(2)).unwrap();
         assert_eq!((g.nsys.as_str(), g.ncu.as_str()), ("0", "1"));
         // The user's list is kept, in its order.
-        let g = gpus(&distinct(), &[], Some("3,1"), &h100s(4)).unwrap();
+        let g = gpus(&distinct_ranges(), &[], Some("3,1"), &h100s(4)).unwrap();
         assert_eq!((g.nsys.as_str(), g.ncu.as_str()), ("3", "1"));
         let env = pinned(&[("CUDA_VISIBLE_DEVICES".into(), "3,1".into())], "1");
         assert_eq!(env, [("CUDA_VISIBLE_DEVICES".to_string(), "1".to_string())]);
@@ -121,22 +135,35 @@ mod tests {
         let why = |cfg: &Config, env: &[(String, String)], gpus_: &[Gpu]| {
             gpus(cfg, env, None, gpus_).unwrap_err()
         };
-        assert!(why(&distinct(), &[], &h100s(1)).contains("lists 1 GPU"));
+        assert!(why(&distinct_ranges(), &[], &h100s(1)).contains("lists 1 GPU"));
         let pinned_env = [("CUDA_VISIBLE_DEVICES".to_string(), "1".to_string())];
-        assert!(why(&distinct(), &pinned_env, &h100s(2)).contains("one GPU visible"));
+        assert!(why(&distinct_ranges(), &pinned_env, &h100s(2)).contains("one GPU visible"));
         let same =
             crate::testutil::config(&["workload.argv=[python3,w.py]", "nsys.nvtx_capture=decode"]);
         assert!(why(&same, &[], &h100s(2)).contains("chosen from the nsys pass"));
         let mut mixed = h100s(2);
         mixed[1].name = "NVIDIA A100-SXM4-80GB".into();
-        assert!(why(&distinct(), &[], &mixed).contains("not all one model"));
+        assert!(why(&distinct_ranges(), &[], &mixed).contains("not all one model"));
         let uuids = [(
             "CUDA_VISIBLE_DEVICES".to_string(),
             "GPU-a,GPU-b".to_string(),
         )];
-        assert!(why(&distinct(), &uuids, &h100s(2)).contains("not known"));
-        let mut launched = distinct();
+        assert!(why(&distinct_ranges(), &uuids, &h100s(2)).contains("not known"));
+        let mut launched = distinct_ranges();
         launched.workload.launcher = Launcher::Torchrun;
         assert!(why(&launched, &[], &h100s(2)).contains("launcher"));
+    }
+
+    /// Two entries that name one GPU are one GPU; an empty list is none.
+    #[test]
+    fn one_gpu_named_twice_is_one_gpu() {
+        for list in ["0,0", "1, 1", "0,00", "GPU-A,gpu-a"] {
+            let env = [("CUDA_VISIBLE_DEVICES".to_string(), list.to_string())];
+            let e = gpus(&distinct_ranges(), &env, None, &h100s(2)).unwrap_err();
+            assert!(e.contains("leaves one GPU visible"), "{list}: {e}");
+        }
+        let env = [("CUDA_VISIBLE_DEVICES".to_string(), String::new())];
+        let e = gpus(&distinct_ranges(), &env, None, &h100s(2)).unwrap_err();
+        assert!(e.contains("leaves no GPU visible"), "{e}");
     }
 }
