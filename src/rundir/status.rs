@@ -264,10 +264,20 @@ impl Status {
         code
     }
 
-    /// Write atomically (temp file + rename): a reader never sees half a file.
+    /// Write atomically (temp file + rename): a reader never sees half a file. The text is
+    /// padded with spaces to whole 4 KiB blocks, so that on a full disk (no block for a temp
+    /// file) the final state can still be written over the old one in place: a run never
+    /// stays `running` for want of a block.
     pub(crate) fn write(&self, dir: &Path) -> std::io::Result<()> {
-        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        write_atomic(&dir.join("status.json"), text.as_bytes())
+        let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        text.push('\n');
+        let path = dir.join("status.json");
+        match write_atomic(&path, padded(&text).as_bytes()) {
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENOSPC as i32) => {
+                write_in_place(&path, &text).map_err(|_| e)
+            }
+            r => r,
+        }
     }
 
     pub(crate) fn read(dir: &Path) -> Option<Status> {
@@ -275,6 +285,27 @@ impl Status {
             crate::files::read_capped(&dir.join("status.json"), crate::files::RUN_FILE_CAP).ok()?;
         serde_json::from_str(&text).ok()
     }
+}
+
+/// `text` and spaces up to the next multiple of 4096 bytes.
+fn padded(text: &str) -> String {
+    let len = text.len().div_ceil(4096) * 4096;
+    format!("{text}{}", " ".repeat(len - text.len()))
+}
+
+/// Overwrite `path` with `text` in place, padded with spaces to the file's present length:
+/// needs no new block. Refused when `text` is longer than the file.
+pub(crate) fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let len = std::fs::metadata(path)?.len() as usize;
+    if text.len() > len {
+        return Err(std::io::Error::other("the new text is longer than the file"));
+    }
+    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+    let text = crate::secrets::scrub(text);
+    f.write_all(text.as_bytes())?;
+    f.write_all(" ".repeat(len.saturating_sub(text.len())).as_bytes())?;
+    f.sync_data()
 }
 
 /// Write `path` whole or not at all: a temp file of a unique name, created exclusively in the
@@ -325,6 +356,24 @@ pub(crate) fn now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On a full disk the final state goes over the padded file in place, and stays JSON.
+    #[test]
+    fn status_json_can_be_rewritten_in_place() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut st = Status::new("r");
+        st.set("nsys", PassStatus::new(PassState::Running, None));
+        st.write(tmp.path()).unwrap();
+        let path = tmp.path().join("status.json");
+        assert_eq!(std::fs::metadata(&path).unwrap().len() % 4096, 0);
+        st.set("nsys", PassStatus::new(PassState::Ok, None));
+        st.finish(false);
+        let text = serde_json::to_string_pretty(&st).unwrap();
+        write_in_place(&path, &text).unwrap();
+        let back = Status::read(tmp.path()).unwrap();
+        assert_eq!(back.state, "ok");
+        assert!(write_in_place(&path, &"x".repeat(5000)).is_err());
+    }
 
     /// Hand-made hostile setup: a planted `summary.tmp` link to a file elsewhere is left alone.
     #[cfg(unix)]
