@@ -22,7 +22,7 @@ pub(crate) fn tool_for(path: &Path) -> Option<Tool> {
 }
 
 /// Copy, export and render one report; returns the new run directory.
-pub(crate) fn run(report: &Path, tool: Tool, extra: &super::report::Extra) -> Result<RunDir> {
+pub(crate) fn run(report: &Path, tool: Tool, extra: &crate::config::Extra) -> Result<RunDir> {
     // The report must be readable before a run directory is made for it.
     crate::files::open_regular(report)
         .map_err(|e| Error::parse(report, None, format!("cannot read: {e}")))?;

@@ -1,80 +1,12 @@
 //! `stage2 report RUN_DIR`: re-render every report from the artifacts in a run directory (or
 //! from a `.nsys-rep`/`.ncu-rep` file, exported first into a new run directory).
 
-use std::path::PathBuf;
-
-use serde_yaml::Value;
-
 use crate::cli::ReportArgs;
+pub(crate) use crate::config::Extra;
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
 use crate::report;
 use crate::rundir::RunDir;
-
-/// The keys `stage2 report` reads from the config: how reports look and where the tools are.
-const KEYS: &[&str] = &["report", "tools"];
-
-/// What the user adds to the run's config: files and overrides of [`KEYS`] only.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Extra {
-    pub(crate) flags: Vec<(String, Value)>,
-    pub(crate) overrides: Vec<String>,
-}
-
-impl Extra {
-    /// Checked: a key outside [`KEYS`] is refused with what to do, not ignored.
-    pub(crate) fn of(files: &[PathBuf], overrides: &[String]) -> Result<Extra, Error> {
-        for o in overrides {
-            let key = o.trim_start_matches(['+', '~']);
-            let top = key.split(['.', '=']).next().unwrap_or("");
-            if !KEYS.contains(&top) {
-                return Err(Error::usage(format!(
-                    "`{o}`: stage2 report uses only report.* and tools.* keys; the other settings are the run's own (its config.yaml)"
-                )));
-            }
-        }
-        let mut flags = Vec::new();
-        for f in files {
-            let text = crate::files::read_capped(f, crate::files::RUN_FILE_CAP)
-                .map_err(|e| Error::io("read", f, e))?;
-            let tree: Value = serde_yaml::from_str(&text)
-                .map_err(|e| Error::config(format!("{}: {e}", f.display())))?;
-            let Value::Mapping(m) = tree else {
-                return Err(Error::config(format!(
-                    "{}: not a YAML mapping",
-                    f.display()
-                )));
-            };
-            for (k, v) in m {
-                let k = k.as_str().unwrap_or("").to_string();
-                if !KEYS.contains(&k.as_str()) {
-                    return Err(Error::usage(format!(
-                        "{}: key `{k}`: stage2 report uses only report.* and tools.* keys",
-                        f.display()
-                    )));
-                }
-                leaves(&k, v, &mut flags);
-            }
-        }
-        Ok(Extra {
-            flags,
-            overrides: overrides.to_vec(),
-        })
-    }
-}
-
-/// Each leaf of a mapping as a `key.path=value` setting.
-fn leaves(prefix: &str, v: Value, out: &mut Vec<(String, Value)>) {
-    match v {
-        Value::Mapping(m) => {
-            for (k, v) in m {
-                let k = format!("{prefix}.{}", k.as_str().unwrap_or(""));
-                leaves(&k, v, out);
-            }
-        }
-        v => out.push((prefix.to_string(), v)),
-    }
-}
 
 pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
     let extra = Extra::of(&args.files, &args.overrides)?;

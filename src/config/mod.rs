@@ -3,6 +3,7 @@
 
 mod capture;
 mod checks;
+mod extra;
 mod launcher;
 mod overrides;
 mod schema;
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_yaml::Value;
 
 pub use capture::{Capture, PROFILER_WINDOW};
+pub use extra::Extra;
 pub use launcher::Launcher;
 pub use overrides::{parse as parse_override, Op, Override};
 pub use schema::*;

@@ -299,7 +299,9 @@ pub(crate) fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     let len = std::fs::metadata(path)?.len() as usize;
     if text.len() > len {
-        return Err(std::io::Error::other("the new text is longer than the file"));
+        return Err(std::io::Error::other(
+            "the new text is longer than the file",
+        ));
     }
     let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
     let text = crate::secrets::scrub(text);
