@@ -237,6 +237,10 @@ pub struct ProfileArgs {
     /// instead of the run directory's path.
     #[arg(long)]
     pub json: bool,
+    /// How a repeated range's instances are told apart: auto, all (one group) or skip=N
+    /// (sets report.instances).
+    #[arg(long, value_name = "RULE")]
+    pub instances: Option<String>,
     /// Config overrides, e.g. ncu.top_n=5 nsys.trace=cuda,nvtx.
     #[arg(value_name = "OVERRIDE")]
     pub overrides: Vec<String>,
@@ -306,6 +310,9 @@ impl ProfileArgs {
         }
         if self.no_cache {
             flag("ncu.cache.enable", Value::from(false));
+        }
+        if let Some(rule) = &self.instances {
+            flag("report.instances", Value::from(rule.as_str()));
         }
         if let Some(dir) = &self.cache_dir {
             flag("ncu.cache.dir", Value::from(dir.clone()));

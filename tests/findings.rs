@@ -330,3 +330,62 @@ fn advice_names_the_python_function_the_samples_found() {
     );
     assert!(!stake.contains("py-spy"), "{stake}");
 }
+
+/// Instances that differ (real capture, H100: generate() called twice, the first call cold):
+/// the reports give each group its median instead of one mean, say which call each sits in,
+/// and what differs between them on the CPU thread.
+#[test]
+fn instances_that_differ_are_told_apart() {
+    let sb = common::Sandbox::new();
+    let dir = sb.path().join("twice");
+    let ok = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(root().join("tests/data/hf/generate-twice"))
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&dir)
+        .assert()
+        .success();
+    let f = findings(&dir);
+    let g = made(&f, "instance_groups");
+    let decode = g.iter().find(|x| x["scope"]["range"] == "decode").unwrap();
+    let groups = decode["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 3, "{decode}");
+    assert_eq!(groups[2]["label"], "inside `generate` #1");
+    assert_eq!(groups[2]["instances"], 15);
+    assert_eq!(
+        decode["differs_in"],
+        "the thread's own work outside CUDA calls"
+    );
+    let stake = read(dir.join("stakeholder_summary.md"));
+    assert!(
+        stake.contains("`decode`'s instances are of 3 kinds"),
+        "{stake}"
+    );
+    assert!(
+        stake.contains("15 at a median of 14.05 ms (inside \\`generate\\` #1, #16-#30)"),
+        "{stake}"
+    );
+    // The override puts them back into one group.
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&dir)
+        .assert()
+        .success();
+    let cfg = read(dir.join("config.yaml"));
+    std::fs::write(
+        dir.join("config.yaml"),
+        cfg.replace("step_range: step", "step_range: step\n  instances: all"),
+    )
+    .unwrap();
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&dir)
+        .assert()
+        .success();
+    assert!(made(&findings(&dir), "instance_groups").is_empty());
+}

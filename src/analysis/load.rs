@@ -43,16 +43,30 @@ pub(super) struct Timeline {
     pub(super) ledger: Vec<ledger::RangeLedger>,
     /// CUDA graph launches per range name, and how nsys traced them.
     pub(super) graphs: BTreeMap<String, graphs::GraphUse>,
+    pub(super) groups: Vec<super::instances::RangeGroups>,
 }
 
 impl Timeline {
     /// One pass over the export: launches into the scan, API calls into the ledger.
-    fn read(db: &NsysDb, captured: Option<&str>) -> Result<Timeline, Error> {
+    fn read(
+        db: &NsysDb,
+        captured: Option<&str>,
+        rule: super::instances::Rule,
+    ) -> Result<Timeline, Error> {
         let all = db.ranges()?;
         let has_ops = all.iter().any(|r| ops::is_op(&r.name));
         // One nesting index for every consumer.
         let nest = nesting::Nesting::new(&all);
         let graphs = graphs::per_range(&all, &nest, &db.graph_launches()?);
+        let groups = match has_ops {
+            // Operator ranges are not steps: their instances are not grouped.
+            true => {
+                let mut g = super::instances::groups(&all, &nest, rule);
+                g.retain(|g| !ops::is_op(&g.name));
+                g
+            }
+            false => super::instances::groups(&all, &nest, rule),
+        };
         let mut scan = scan::Scan::with(&all, std::borrow::Cow::Borrowed(&nest), captured);
         let mut ledger = ledger::Builder::new(&all, &nest);
         db.stream(&mut scan, &mut ledger)?;
@@ -81,6 +95,7 @@ impl Timeline {
             operators,
             ledger,
             graphs,
+            groups,
         })
     }
 }
@@ -221,6 +236,7 @@ fn timeline(
     run: &RunDir,
     first_rank: Option<u32>,
     capture: &Capture,
+    rule: super::instances::Rule,
 ) -> Result<(PathBuf, Option<NsysDb>, Option<Timeline>), Error> {
     let sqlite = match first_rank {
         Some(r) if !run.nsys_sqlite(None).is_file() => run.nsys_sqlite(Some(r)),
@@ -230,7 +246,7 @@ fn timeline(
         .map_err(|e| Error::parse(&sqlite, None, format!("cannot read: {e}")))?;
     let db = there.then(|| NsysDb::open(&sqlite)).transpose()?;
     let t = match &db {
-        Some(db) => Some(Timeline::read(db, capture.range())?),
+        Some(db) => Some(Timeline::read(db, capture.range(), rule)?),
         None => None,
     };
     Ok((sqlite, db, t))
@@ -288,7 +304,9 @@ impl Artifacts {
         let stats = Stats::load(run)?;
         let ncu = NcuSide::load(run, &config, status.as_ref());
         let first_rank = stats.rank_data.first().map(|r| r.rank);
-        let (sqlite, db, timeline) = timeline(run, first_rank, &capture)?;
+        let rule = super::instances::Rule::parse(&config.report.instances)
+            .unwrap_or(super::instances::Rule::Auto);
+        let (sqlite, db, timeline) = timeline(run, first_rank, &capture, rule)?;
         let mut kernels_nsys = stats.kernels;
         let mut kern_sum_file = stats.kern_sum_file;
         let mut mangled = None;
@@ -351,6 +369,7 @@ impl Artifacts {
             ncu_records,
             range_stats: t.map(|t| t.stats.clone()).unwrap_or_default(),
             graphs: t.map(|t| t.graphs.clone()).unwrap_or_default(),
+            instance_groups: t.map(|t| t.groups.clone()).unwrap_or_default(),
             sqlite_file: run.relative(&sqlite),
             nvtx_sum_file: run.relative(&stats.nvtx_sum),
             api_sum_file: run.relative(&stats.api_sum),

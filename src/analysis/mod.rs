@@ -6,6 +6,7 @@ pub(crate) mod diff;
 pub(crate) mod durations;
 pub(crate) mod graphs;
 pub(crate) mod infer;
+pub(crate) mod instances;
 pub mod kernels;
 pub(crate) mod ledger;
 mod load;
@@ -77,6 +78,8 @@ pub(crate) struct Artifacts {
     pub(crate) capture: Capture,
     /// CUDA graph launches per range name, read from the export (see analysis::graphs).
     pub(crate) graphs: BTreeMap<String, graphs::GraphUse>,
+    /// Repeated ranges whose instances fall into groups (see analysis::instances).
+    pub(crate) instance_groups: Vec<instances::RangeGroups>,
     /// Units of the ncu metrics.
     pub(crate) ncu_units: BTreeMap<String, String>,
     /// The device's peaks, from ncu's peak metrics.

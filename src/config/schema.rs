@@ -125,6 +125,13 @@ pub struct Report {
     pub name_width: usize,
     #[serde(deserialize_with = "string")]
     pub step_range: String,
+    /// auto | all | skip=N (see analysis::instances); runs made before it read `auto`.
+    #[serde(default = "auto")]
+    pub instances: String,
+}
+
+fn auto() -> String {
+    "auto".to_string()
 }
 
 /// `nsys.capture_range`: what starts the nsys capture.

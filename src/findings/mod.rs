@@ -38,6 +38,9 @@ pub(crate) struct Scope {
     pub(crate) rank: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) kernel: Option<String>,
+    /// One group of a range's instances (see analysis::instances), by its label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) group: Option<String>,
     pub(crate) pass: Pass,
 }
 
@@ -75,6 +78,11 @@ impl Scope {
         self
     }
 
+    pub(crate) fn group(mut self, label: &str) -> Scope {
+        self.group = Some(label.to_string());
+        self
+    }
+
     pub(crate) fn ncu(mut self) -> Scope {
         self.pass = Pass::Ncu;
         self
@@ -87,6 +95,7 @@ impl Scope {
         e.range == self.range
             && (self.rank.is_none() || e.rank == self.rank)
             && (self.kernel.is_none() || e.kernel.is_none() || e.kernel == self.kernel)
+            && (self.group.is_none() || e.group == self.group)
     }
 }
 
@@ -201,6 +210,15 @@ pub(crate) enum Claim {
     Straggler {
         slowest: u32,
     },
+    /// A repeated range's instances fall into groups that differ (see analysis::instances):
+    /// each group's median, and the wall-time ledger's part that differs most between them.
+    InstanceGroups {
+        /// Which rule of analysis::instances split them.
+        grouped_by: String,
+        groups: Vec<crate::analysis::instances::Group>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        differs_in: Option<String>,
+    },
     /// Graph launches whose kernels are not in the export: no kernel-time verdict for it.
     GraphLevelTrace,
     /// The GPU mostly waits; the CPU thread's ledger says on what.
@@ -263,7 +281,10 @@ impl Claim {
             | NcuCoverage { .. }
             | NcclTime
             | Straggler { .. } => Role::Fact,
-            GraphLevelTrace | KernelsExceedWall { .. } | PassIncomplete { .. } => Role::Caveat,
+            GraphLevelTrace
+            | KernelsExceedWall { .. }
+            | PassIncomplete { .. }
+            | InstanceGroups { .. } => Role::Caveat,
             NoNcuMetrics | NothingStandsOut => Role::Advice,
             _ => Role::Verdict,
         }

@@ -68,6 +68,10 @@ pub(crate) enum Quantity {
     /// A range's wall time on its slowest rank and the median rank.
     SlowestRankWallNs,
     MedianRankWallNs,
+    /// One group of a range's instances: its median wall time, and the median of the ledger
+    /// part that differs most between the groups.
+    GroupMedianWallNs,
+    GroupLedgerPartNs,
     /// Per instance of a phase.
     MsPerInstance,
     MsPerToken,
@@ -82,9 +86,8 @@ impl Quantity {
         use Quantity::*;
         match self {
             KernelTimeNs | MeanKernelNs | WallNs | GpuProjectionNs | GraphGpuNs | LaunchApiNs
-            | NcclTimeNs | NcclWaitNs | NcclTransferNs | SlowestRankWallNs | MedianRankWallNs => {
-                Unit::Ns
-            }
+            | NcclTimeNs | NcclWaitNs | NcclTransferNs | SlowestRankWallNs | MedianRankWallNs
+            | GroupMedianWallNs | GroupLedgerPartNs => Unit::Ns,
             KernelLaunches | DistinctKernels | GraphKernels | GraphLaunches | LaunchApiCalls
             | PythonSamples | NcuKernelsMeasured => Unit::Count,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,

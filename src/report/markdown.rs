@@ -272,6 +272,11 @@ fn ranges_section(a: &Artifacts, f: &Findings, s: &mut String) {
             md(&verdict)
         );
     }
+    for x in f.made() {
+        if matches!(x.claim, Claim::InstanceGroups { .. }) {
+            let _ = writeln!(s, "\n{}", phrase::sentence(x));
+        }
+    }
 }
 
 fn roofline_section(a: &Artifacts, f: &Findings, s: &mut String, width: usize) {

@@ -138,6 +138,11 @@ pub(crate) fn sentence(f: &Finding) -> String {
             per_kernel(f, &[(Q::TensorPipePct, "")]),
             cite(f)
         ),
+        Claim::InstanceGroups {
+            grouped_by,
+            groups,
+            differs_in,
+        } => groups_sentence(f, &w, grouped_by, groups, differs_in.as_deref()),
         Claim::NoNcuMetrics => "No ncu metrics in this run: run the ncu pass (ncu.enable=true) to learn why the top kernels are slow.".to_string(),
         Claim::PassIncomplete { pass, reason } => {
             format!("The {pass} pass did not complete: {}", md(reason))
@@ -226,6 +231,78 @@ fn idle(
     };
     format!(
         "The GPU is idle most of the time {w} (busy {busy}){what}.{next}{}.",
+        cite(f)
+    )
+}
+
+/// Which rule split a range's instances, in words (analysis::instances states them all).
+fn rule_words(rule: &str) -> &'static str {
+    match rule {
+        "warm-up" => {
+            "a first instance over 3x the median of the rest of its enclosing instance is a warm-up"
+        }
+        "enclosing" => {
+            "instances in different enclosing instances whose medians differ by over 1.5x"
+        }
+        "clusters" => "the sorted wall times split at their largest jump, over 2x",
+        _ => "report.instances=skip=N",
+    }
+}
+
+/// "`decode` (30 instances) is not one kind of step (...): 1 at a median of 573.57 ms (the
+/// first (warm-up), #1), 15 at 13.72 ms (inside `generate` #1, #16-#30); ..."
+fn groups_sentence(
+    f: &Finding,
+    w: &str,
+    rule: &str,
+    groups: &[crate::analysis::instances::Group],
+    differs_in: Option<&str>,
+) -> String {
+    let fig = |label: &str, q: Q| {
+        f.evidence
+            .iter()
+            .find(|e| e.quantity == q && e.scope.group.as_deref() == Some(label))
+    };
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            let at = fig(&g.label, Q::GroupMedianWallNs).map_or("–".into(), |e| e.text.clone());
+            let tps = fig(&g.label, Q::TokensPerS)
+                .map(|e| format!(", {}", e.text))
+                .unwrap_or_default();
+            let contiguous = g.last - g.first + 1 == g.instances;
+            let which = match (g.first == g.last, contiguous) {
+                (true, _) => format!("#{}", g.first),
+                (false, true) => format!("#{}-#{}", g.first, g.last),
+                (false, false) => format!(
+                    "between #{} and #{}, interleaved with the others",
+                    g.first, g.last
+                ),
+            };
+            format!(
+                "{} at a median of {at}{tps} ({}, {which})",
+                g.instances,
+                md(&g.label)
+            )
+        })
+        .collect();
+    let mut s = format!(
+        "The instances {w} are not one kind (rule: {}): {}",
+        rule_words(rule),
+        parts.join("; ")
+    );
+    if let Some(part) = differs_in {
+        let per: Vec<String> = groups
+            .iter()
+            .filter_map(|g| fig(&g.label, Q::GroupLedgerPartNs).map(|e| e.text.clone()))
+            .collect();
+        s.push_str(&format!(
+            ". What differs most between them on the CPU thread (wall-time ledger, median per instance): {part}, {}",
+            per.join(" / ")
+        ));
+    }
+    format!(
+        "{s}. Figures over all its instances (per instance, per token, the range's verdict) mix these kinds{}.",
         cite(f)
     )
 }

@@ -99,6 +99,31 @@ fn headline(a: &Artifacts, f: &Findings) -> String {
         h.push(' ');
         h.push_str(&t);
     }
+    for x in f.made() {
+        if let Claim::InstanceGroups { groups, .. } = &x.claim {
+            let kinds: Vec<String> = groups
+                .iter()
+                .map(|g| {
+                    let at = x
+                        .evidence
+                        .iter()
+                        .find(|e| {
+                            e.quantity == Q::GroupMedianWallNs
+                                && e.scope.group.as_deref() == Some(g.label.as_str())
+                        })
+                        .map_or("–".into(), |e| e.text.clone());
+                    format!("{} at {at}", g.instances)
+                })
+                .collect();
+            let _ = write!(
+                h,
+                " {}'s instances are of {} kinds ({}; \"What to look at next\"), so one mean over them describes none.",
+                phrase::range_name(x.scope.range.as_deref().unwrap_or("")),
+                groups.len(),
+                kinds.join(", ")
+            );
+        }
+    }
     h
 }
 

@@ -1,6 +1,7 @@
 //! The rules applied to a run's figures: one function per subject, each adding the findings
 //! its figures support (and the ones it abstains from) in the order the reports read them.
 
+mod groups;
 mod kernels;
 mod ranges;
 mod run;
@@ -14,6 +15,7 @@ pub(super) fn all(a: &Artifacts) -> Findings {
     ranges::captured(a, &mut out);
     ranges::phases(a, &mut out);
     ranges::per_token(a, &mut out);
+    groups::instance_groups(a, &mut out);
     ranges::verdicts(a, &mut out);
     run::ranks(a, &mut out);
     kernels::launch_calls(a, &mut out);

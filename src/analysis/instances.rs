@@ -1,0 +1,326 @@
+//! Instances that differ, told apart: a repeated range's instances (decode steps, requests)
+//! grouped by a stated rule instead of averaged together. `report.instances` chooses it:
+//!
+//! - `auto`: (1) a first instance over 3x the median of the rest of its enclosing instance
+//!   (or of the rest, without one) is a warm-up of its own;
+//!   (2) instances in different enclosing instances (each `generate()` call) whose medians
+//!   differ by over 1.5x are grouped by that enclosing instance; (3) otherwise the sorted wall
+//!   times are split at their largest jump when it is over 2x and leaves at least two
+//!   instances on each side; (4) otherwise one group.
+//! - `all`: one group, every instance.
+//! - `skip=N`: the first N instances are a warm-up group, the rest one group.
+
+use serde::Serialize;
+
+use super::nesting::Nesting;
+use crate::parse::sqlite::NvtxRange;
+
+/// Ranges with fewer instances are not grouped.
+const MIN_INSTANCES: usize = 4;
+const WARMUP_RATIO: f64 = 3.0;
+const PARENT_RATIO: f64 = 1.5;
+const CLUSTER_RATIO: f64 = 2.0;
+
+/// `report.instances`, parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rule {
+    Auto,
+    All,
+    Skip(usize),
+}
+
+impl Rule {
+    pub(crate) fn parse(text: &str) -> Option<Rule> {
+        match text.trim() {
+            "auto" => Some(Rule::Auto),
+            "all" => Some(Rule::All),
+            t => t.strip_prefix("skip=")?.parse().ok().map(Rule::Skip),
+        }
+    }
+}
+
+/// One group of a range's instances.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Group {
+    /// What the instances have in common: "warm-up (first instance)", "inside `generate` #2",
+    /// "the 15 slower", ...
+    pub(crate) label: String,
+    pub(crate) instances: u64,
+    /// The 1-based ordinals (start order) of its first and last instance.
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+    pub(crate) median_wall_ns: f64,
+    pub(crate) min_wall_ns: f64,
+    pub(crate) max_wall_ns: f64,
+    /// Its instances' 0-based ordinals (start order).
+    #[serde(skip)]
+    pub(crate) members: Vec<usize>,
+}
+
+/// A range whose instances fall into more than one group.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct RangeGroups {
+    pub(crate) name: String,
+    /// Which rule split them: warm-up, enclosing, clusters, skip.
+    pub(crate) rule: &'static str,
+    pub(crate) groups: Vec<Group>,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// One instance: its wall time and what encloses it ("`generate` #2", or none in the capture).
+struct Inst {
+    wall: f64,
+    parent: Option<String>,
+}
+
+fn group(label: String, members: Vec<usize>, all: &[Inst]) -> Group {
+    let mut walls: Vec<f64> = members.iter().map(|&i| all[i].wall).collect();
+    let (min, max) = walls
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &w| (a.min(w), b.max(w)));
+    Group {
+        label,
+        instances: members.len() as u64,
+        first: members.first().map_or(0, |&i| i as u64 + 1),
+        last: members.last().map_or(0, |&i| i as u64 + 1),
+        median_wall_ns: median(&mut walls),
+        min_wall_ns: min,
+        max_wall_ns: max,
+        members,
+    }
+}
+
+/// Group one range's instances (in start order) by `rule`; None when they form one group.
+fn split(name: &str, all: &[Inst], rule: Rule) -> Option<RangeGroups> {
+    let n = all.len();
+    let out = |rule: &'static str, groups: Vec<Group>| {
+        (groups.len() > 1).then(|| RangeGroups {
+            name: name.to_string(),
+            rule,
+            groups,
+        })
+    };
+    match rule {
+        Rule::All => return None,
+        Rule::Skip(k) if k == 0 || k >= n => return None,
+        Rule::Skip(k) => {
+            return out(
+                "skip",
+                vec![
+                    group(
+                        format!("the first {k} (skipped as warm-up)"),
+                        (0..k).collect(),
+                        all,
+                    ),
+                    group(format!("the other {}", n - k), (k..n).collect(), all),
+                ],
+            )
+        }
+        Rule::Auto if n < MIN_INSTANCES => return None,
+        Rule::Auto => {}
+    }
+    // Against the rest of its own enclosing instance: a slow first call is not a warm-up.
+    let mut rest: Vec<f64> = all[1..]
+        .iter()
+        .filter(|i| i.parent == all[0].parent)
+        .map(|i| i.wall)
+        .collect();
+    if rest.len() >= 2 && all[0].wall > WARMUP_RATIO * median(&mut rest) {
+        let mut groups = vec![group("the first (warm-up)".into(), vec![0], all)];
+        groups.extend(steady(name, &all[1..], 1).map_or_else(
+            || vec![group(format!("the other {}", n - 1), (1..n).collect(), all)],
+            |g| g.groups,
+        ));
+        return out("warm-up", groups);
+    }
+    steady(name, all, 0)
+}
+
+/// Rules (2) and (3) over `all`, whose first instance is ordinal `offset` of the range.
+fn steady(name: &str, all: &[Inst], offset: usize) -> Option<RangeGroups> {
+    let shift = |v: Vec<usize>| v.into_iter().map(|i| i + offset).collect::<Vec<_>>();
+    let whole = |members: Vec<usize>, label: String| {
+        let mut g = group(label, members.clone(), all);
+        g.members = shift(members);
+        g.first += offset as u64;
+        g.last += offset as u64;
+        g
+    };
+    // (2) By enclosing instance, in order of first appearance.
+    let mut parents: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+    for (i, inst) in all.iter().enumerate() {
+        match parents.iter_mut().find(|(p, _)| *p == inst.parent) {
+            Some((_, v)) => v.push(i),
+            None => parents.push((inst.parent.clone(), vec![i])),
+        }
+    }
+    if parents.len() > 1 {
+        let medians: Vec<f64> = parents
+            .iter()
+            .map(|(_, v)| median(&mut v.iter().map(|&i| all[i].wall).collect::<Vec<_>>()))
+            .collect();
+        let (lo, hi) = medians
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(a, b), &m| (a.min(m), b.max(m)));
+        if hi > PARENT_RATIO * lo.max(1.0) {
+            let groups = parents
+                .into_iter()
+                .map(|(p, v)| {
+                    let label = match p {
+                        Some(p) => format!("inside {p}"),
+                        None => "with no enclosing range in the capture".to_string(),
+                    };
+                    whole(v, label)
+                })
+                .collect();
+            return Some(RangeGroups {
+                name: name.to_string(),
+                rule: "enclosing",
+                groups,
+            });
+        }
+    }
+    // (3) Two clusters, split at the largest jump of the sorted wall times.
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by(|&a, &b| all[a].wall.total_cmp(&all[b].wall));
+    let (at, ratio) = (2..=all.len().saturating_sub(2))
+        .map(|k| (k, all[order[k]].wall / all[order[k - 1]].wall.max(1.0)))
+        .fold((0, 0.0), |best, x| if x.1 > best.1 { x } else { best });
+    if at == 0 || ratio <= CLUSTER_RATIO {
+        return None;
+    }
+    let (mut fast, mut slow) = (order[..at].to_vec(), order[at..].to_vec());
+    fast.sort_unstable();
+    slow.sort_unstable();
+    let (nf, ns) = (fast.len(), slow.len());
+    Some(RangeGroups {
+        name: name.to_string(),
+        rule: "clusters",
+        groups: vec![
+            whole(fast, format!("the {nf} faster")),
+            whole(slow, format!("the {ns} slower")),
+        ],
+    })
+}
+
+/// Every repeated range's groups, from the export's ranges.
+pub(crate) fn groups(ranges: &[NvtxRange], nest: &Nesting, rule: Rule) -> Vec<RangeGroups> {
+    // Ordinals of each name's instances, for the enclosing instance's label.
+    let mut by_name: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    for (i, r) in ranges.iter().enumerate() {
+        if r.end >= r.start {
+            by_name.entry(&r.name).or_default().push(i);
+        }
+    }
+    let ordinal = |i: usize| -> String {
+        let name = &*ranges[i].name;
+        let k = by_name[name].iter().position(|&j| j == i).unwrap_or(0) + 1;
+        format!("`{name}` #{k}")
+    };
+    let mut out = Vec::new();
+    for (name, idx) in &by_name {
+        let mut idx = idx.clone();
+        idx.sort_by_key(|&i| ranges[i].start);
+        let all: Vec<Inst> = idx
+            .iter()
+            .map(|&i| Inst {
+                wall: (ranges[i].end - ranges[i].start) as f64,
+                parent: nest.parent(i).map(ordinal),
+            })
+            .collect();
+        out.extend(split(name, &all, rule));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insts(walls: &[f64], parents: &[Option<&str>]) -> Vec<Inst> {
+        walls
+            .iter()
+            .zip(parents.iter().chain(std::iter::repeat(&None)))
+            .map(|(&w, p)| Inst {
+                wall: w,
+                parent: p.map(str::to_string),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_rule_fires_on_its_shape() {
+        // Steady steps: one group.
+        assert!(split("d", &insts(&[10.0, 11.0, 10.5, 9.8, 10.2], &[]), Rule::Auto).is_none());
+        // A slow first step: warm-up.
+        let g = split(
+            "d",
+            &insts(&[100.0, 10.0, 11.0, 10.5, 9.8], &[]),
+            Rule::Auto,
+        )
+        .unwrap();
+        assert_eq!(g.rule, "warm-up");
+        assert_eq!(g.groups[0].instances, 1);
+        assert_eq!(g.groups[1].instances, 4);
+        // Two generate() calls, one three times slower: by enclosing instance.
+        let p = [Some("`generate` #1"); 3]
+            .into_iter()
+            .chain([Some("`generate` #2"); 3])
+            .collect::<Vec<_>>();
+        let g = split(
+            "d",
+            &insts(&[70.0, 72.0, 75.0, 20.0, 21.0, 19.0], &p),
+            Rule::Auto,
+        )
+        .unwrap();
+        assert_eq!(g.rule, "enclosing");
+        assert_eq!(g.groups[1].label, "inside `generate` #2");
+        assert_eq!((g.groups[1].first, g.groups[1].last), (4, 6));
+        // No enclosing ranges, two kinds of step interleaved: clusters.
+        let g = split(
+            "d",
+            &insts(&[10.0, 50.0, 11.0, 52.0, 9.0, 55.0], &[]),
+            Rule::Auto,
+        )
+        .unwrap();
+        assert_eq!(g.rule, "clusters");
+        assert_eq!(g.groups[0].members, vec![0, 2, 4]);
+        // The override.
+        assert!(split("d", &insts(&[100.0, 10.0, 11.0, 10.5], &[]), Rule::All).is_none());
+        let g = split("d", &insts(&[10.0, 11.0, 10.5, 9.8], &[]), Rule::Skip(2)).unwrap();
+        assert_eq!((g.groups[0].instances, g.groups[1].instances), (2, 2));
+        assert_eq!(Rule::parse("skip=3"), Some(Rule::Skip(3)));
+        assert_eq!(Rule::parse("sometimes"), None);
+    }
+
+    /// The real capture of generate() called twice (H100): 15 decode steps of the first call
+    /// (its `generate` range opened before the capture began) at ~70 ms, 15 of the second at
+    /// ~12-17 ms.
+    #[test]
+    fn the_two_generate_calls_are_two_groups() {
+        let db = crate::parse::sqlite::NsysDb::open(&crate::testutil::data(
+            "hf/generate-twice/nsys/run.sqlite",
+        ))
+        .unwrap();
+        let ranges = db.ranges().unwrap();
+        let nest = Nesting::new(&ranges);
+        let all = groups(&ranges, &nest, Rule::Auto);
+        let d = all.iter().find(|g| g.name == "decode").unwrap();
+        assert_eq!(d.rule, "warm-up", "{d:?}");
+        let counts: Vec<u64> = d.groups.iter().map(|g| g.instances).collect();
+        assert_eq!(counts.iter().sum::<u64>(), 30, "{d:?}");
+        let last = d.groups.last().unwrap();
+        assert_eq!(last.label, "inside `generate` #1");
+        assert_eq!(last.instances, 15);
+        assert!(last.median_wall_ns < 20e6, "{last:?}");
+        assert!(d.groups[1].median_wall_ns > 60e6, "{d:?}");
+    }
+}

@@ -1,0 +1,107 @@
+//! Findings about instances that differ: each repeated range whose instances fall into groups
+//! (analysis::instances) gets one finding with each group's median wall time, its tokens/s
+//! where the phase has token marks, and the wall-time ledger part that differs most between the
+//! fastest and slowest group.
+
+use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
+use crate::analysis::instances::{Group, RangeGroups};
+use crate::analysis::ledger::Parts;
+use crate::analysis::Artifacts;
+
+/// One part of a range instance's wall time on its thread.
+type Part = fn(&Parts) -> i64;
+
+/// The ledger's parts, by the name the reports give them.
+const PARTS: &[(&str, Part)] = &[
+    ("CUDA calls waiting for the GPU (sync)", |p| p.sync_ns),
+    ("kernel launch calls", |p| p.launch_ns),
+    ("other CUDA calls", |p| p.other_api_ns),
+    ("nested child ranges", |p| p.children_ns),
+    ("the thread's own work outside CUDA calls", |p| p.rest_ns),
+];
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The ledger part whose per-group median differs most between the fastest and slowest
+/// group, with each group's median of it; None without a per-instance ledger of every
+/// instance.
+fn differing_part(a: &Artifacts, g: &RangeGroups) -> Option<(&'static str, Vec<f64>)> {
+    let l = a.ledger_by_name().get(&g.name)?;
+    let total: u64 = g.groups.iter().map(|x| x.instances).sum();
+    if l.per_instance.len() as u64 != total {
+        return None;
+    }
+    let by = |grp: &Group, f: Part| {
+        median(
+            grp.members
+                .iter()
+                .filter_map(|&i| l.per_instance.get(i))
+                .map(|p| f(p) as f64)
+                .collect(),
+        )
+    };
+    let fast = g
+        .groups
+        .iter()
+        .min_by(|x, y| x.median_wall_ns.total_cmp(&y.median_wall_ns))?;
+    let slow = g
+        .groups
+        .iter()
+        .max_by(|x, y| x.median_wall_ns.total_cmp(&y.median_wall_ns))?;
+    let (name, f) = PARTS.iter().max_by(|x, y| {
+        (by(slow, x.1) - by(fast, x.1)).total_cmp(&(by(slow, y.1) - by(fast, y.1)))
+    })?;
+    Some((name, g.groups.iter().map(|grp| by(grp, *f)).collect()))
+}
+
+pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
+    for g in &a.instance_groups {
+        let total: u64 = g.groups.iter().map(|x| x.instances).sum();
+        let scope = Scope::range(&g.name).instances(total);
+        let tokens = a
+            .per_token
+            .iter()
+            .find(|p| p.phase == g.name)
+            .and_then(|p| Some(p.tokens? as f64 / p.instances.max(1) as f64));
+        let part = differing_part(a, g);
+        let mut ev = Vec::new();
+        for (i, grp) in g.groups.iter().enumerate() {
+            let s = scope.clone().group(&grp.label).instances(grp.instances);
+            ev.push(Figure::new(
+                Quantity::GroupMedianWallNs,
+                grp.median_wall_ns,
+                &a.sqlite_file,
+                &s,
+            ));
+            if let Some(t) = tokens.filter(|_| grp.median_wall_ns > 0.0) {
+                ev.push(Figure::new(
+                    Quantity::TokensPerS,
+                    t / (grp.median_wall_ns / 1e9),
+                    &a.sqlite_file,
+                    &s,
+                ));
+            }
+            if let Some((_, medians)) = &part {
+                ev.push(Figure::new(
+                    Quantity::GroupLedgerPartNs,
+                    medians[i],
+                    &a.sqlite_file,
+                    &s,
+                ));
+            }
+        }
+        let claim = Claim::InstanceGroups {
+            grouped_by: g.rule.to_string(),
+            groups: g.groups.clone(),
+            differs_in: part.map(|p| p.0.to_string()),
+        };
+        out.add(Finding::new(claim.clone(), scope, None, ev), &claim);
+    }
+}
