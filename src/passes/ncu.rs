@@ -528,7 +528,9 @@ impl Pass for NcuPass {
         if let (Some(_), Some(e)) = (&self.tool, &self.refused) {
             // The workload already failed (under nsys): the run's exit says so once.
             if Cause::of(e) == Cause::Workload {
-                return Some(PassStatus::skipped(&format!("not run: {e}")));
+                return Some(PassStatus::skipped(
+                    "not run: the workload failed under nsys (nsys/nsys.log), and ncu would run it again",
+                ));
             }
             return Some(PassStatus::failed(
                 Cause::of(e),
