@@ -53,7 +53,10 @@ pub(crate) fn headline(a: &Artifacts, f: &Findings) -> Option<String> {
     let parts: Vec<String> = f
         .made()
         .filter(|x| matches!(x.claim, Claim::PerToken))
-        .map(sentence)
+        .map(|p| match groups_of(f, p) {
+            Some(g) => grouped(p, g),
+            None => sentence(p),
+        })
         .collect();
     (!parts.is_empty()).then(|| {
         format!(
@@ -62,6 +65,44 @@ pub(crate) fn headline(a: &Artifacts, f: &Findings) -> Option<String> {
             parts.join("; ")
         )
     })
+}
+
+/// The instance groups of the phase a per-token finding speaks of, when it has several kinds.
+fn groups_of<'a>(f: &'a Findings, p: &Finding) -> Option<&'a Finding> {
+    f.find(|x| matches!(x.claim, Claim::InstanceGroups { .. }) && x.scope.range == p.scope.range)
+}
+
+/// A phase of several kinds of instance: each group's median (and tokens/s), never one mean.
+fn grouped(p: &Finding, g: &Finding) -> String {
+    let Claim::InstanceGroups { groups, .. } = &g.claim else {
+        return sentence(p);
+    };
+    let per: Vec<String> = groups
+        .iter()
+        .map(|grp| {
+            let of = |q: Q| {
+                g.evidence
+                    .iter()
+                    .find(|e| {
+                        e.quantity == q && e.scope.group.as_deref() == Some(grp.label.as_str())
+                    })
+                    .map(|e| e.text.clone())
+            };
+            let tps = of(Q::TokensPerS)
+                .map(|t| format!(", {t}"))
+                .unwrap_or_default();
+            format!(
+                "{} ({}{tps})",
+                of(Q::GroupMedianWallNs).unwrap_or_else(|| "–".into()),
+                md(&grp.label)
+            )
+        })
+        .collect();
+    format!(
+        "{} takes a median per instance of {}",
+        super::phrase::range_name(p.scope.range.as_deref().unwrap_or("")),
+        per.join(", ")
+    )
 }
 
 fn sentence(p: &Finding) -> String {
