@@ -187,9 +187,14 @@ fn ncu_profiling_nothing_with_the_filter_is_rerun_without_it() {
     assert_eq!(read(run.join("ncu/cmd.txt")).lines().count(), 5);
 }
 
+/// ncu on another range than nsys's capture began with (the README's lead command): when the
+/// capture ran on and its export holds ncu's range, ncu's kernels are chosen from those
+/// launches by time; when it holds none, ncu profiles each distinct kernel there. Either way
+/// ncu's kernels get their own table.
 #[test]
-fn ncu_on_another_range_than_nsys_gets_no_filter_and_its_own_table() {
+fn ncu_on_another_range_takes_its_kernels_from_the_export_when_it_can() {
     let sb = Sandbox::new();
+    // The replayed export holds `decode` instances (the capture ran on past `prefill`).
     sb.profile(
         "r",
         &[
@@ -202,13 +207,35 @@ fn ncu_on_another_range_than_nsys_gets_no_filter_and_its_own_table() {
         ],
     )
     .assert()
-    .success();
+    .success()
+    .stderr(predicate::str::contains(
+        "its export holds `decode`, so ncu's kernels are chosen from its launches there",
+    ));
     let run = sb.run("r");
-    assert!(read(run.join("ncu/cmd.txt")).contains("--kernel-id :::1"));
+    let cmd = read(run.join("ncu/cmd.txt"));
+    assert!(cmd.contains("--kernel-id '::regex:^("), "{cmd}");
     let md = read(run.join("kernels.md"));
     assert!(md.contains("## Kernels ncu measured in `decode`"), "{md}");
     let csv = read(run.join("kernels.csv"));
     assert!(csv.lines().any(|l| l.contains(",ncu,decode,")), "{csv}");
+    // A range the export does not hold: each distinct kernel, and the console says why.
+    sb.profile(
+        "g",
+        &[
+            "--nvtx-capture",
+            "prefill",
+            "ncu.nvtx_include=generate",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .assert()
+    .stderr(predicate::str::contains(
+        "its export holds no instance of `generate`",
+    ));
+    assert!(read(sb.run("g").join("ncu/cmd.txt")).contains("--kernel-id :::1"));
 }
 
 #[test]

@@ -100,19 +100,17 @@ pub(crate) fn kernel_filter(
     if cfg.ncu.top_n == 0 && cfg.ncu.coverage <= 0.0 {
         return None;
     }
-    if !crate::analysis::same_range(cfg) {
-        tracing::info!(
-            "nsys captured {} but ncu profiles `{}`: nsys's top kernels are not that range's, so ncu profiles each distinct kernel there once",
-            crate::config::Capture::of(&cfg.nsys).describe(),
-            cfg.ncu.nvtx_include.as_deref().unwrap_or("")
-        );
-        return None;
-    }
-    // The kernel table's rows (the captured range's kernels), or rank 0's under a launcher.
-    let range = crate::rundir::status::NsysRecord::from_config(&cfg.nsys).range;
-    let (all, streamed) = match crate::analysis::kernels::load(run, range.as_deref()) {
-        Ok(Some(l)) => (l.rows, l.mangled),
-        _ => (read_kernels(&run.kern_sum(Some(0))).ok()?, None),
+    let (all, streamed) = if crate::analysis::same_range(cfg) {
+        // The kernel table's rows (the captured range's kernels), or rank 0's under a launcher.
+        let range = crate::rundir::status::NsysRecord::from_config(&cfg.nsys).range;
+        match crate::analysis::kernels::load(run, range.as_deref()) {
+            Ok(Some(l)) => (l.rows, l.mangled),
+            _ => (read_kernels(&run.kern_sum(Some(0))).ok()?, None),
+        }
+    } else {
+        // ncu profiles another range than nsys's capture began with; a capture that ran on
+        // (nsys.capture_range_end=none) holds that range's launches too: its kernels by time.
+        other_range(cfg, run)?
     };
     // ncu serialises kernels across processes: an NCCL kernel waits for ranks that cannot run
     // meanwhile, and the profile hangs. They are left out unless asked for.
@@ -170,6 +168,51 @@ pub(crate) fn kernel_filter(
             }
             let names = unique(top.iter().map(|n| crate::model::short_name(n)));
             Some(KernelFilter::Function(names))
+        }
+    }
+}
+
+/// ncu's range (its base name) when the nsys export holds instances of it.
+pub(crate) fn range_in_export(cfg: &Config, run: &RunDir) -> Option<String> {
+    let range = crate::analysis::nvtx::base_name(cfg.ncu.nvtx_include.as_deref()?);
+    let db = crate::parse::sqlite::NsysDb::open(&run.nsys_sqlite(None)).ok()?;
+    let ranges = db.ranges().ok()?;
+    ranges.iter().any(|r| *r.name == *range).then_some(range)
+}
+
+/// ncu's range's kernels from the nsys export, when it holds instances of that range; None
+/// (each distinct kernel there, said on the console) when it holds none.
+fn other_range(
+    cfg: &Config,
+    run: &RunDir,
+) -> Option<(Vec<KernelSum>, Option<crate::model::MangledNames>)> {
+    let include = cfg.ncu.nvtx_include.as_deref().unwrap_or("");
+    let range = crate::analysis::nvtx::base_name(include);
+    let db = run.nsys_sqlite(None);
+    let rows = crate::files::present(&db)
+        .unwrap_or(false)
+        .then(|| {
+            crate::analysis::kernels::load(run, Some(&range))
+                .ok()
+                .flatten()
+        })
+        .flatten()
+        // Rows of the stats CSV are the whole capture's, not the range's.
+        .filter(|l| l.mangled.is_some() && !l.rows.is_empty());
+    match rows {
+        Some(l) => {
+            tracing::info!(
+                "nsys captured {} and ran on: its export holds `{range}`, so ncu's kernels are chosen from its launches there",
+                crate::config::Capture::of(&cfg.nsys).describe()
+            );
+            Some((l.rows, l.mangled))
+        }
+        None => {
+            tracing::info!(
+                "nsys captured {} but its export holds no instance of `{range}` (nsys.capture_range_end=none captures on past the range): ncu profiles each distinct kernel there once",
+                crate::config::Capture::of(&cfg.nsys).describe()
+            );
+            None
         }
     }
 }

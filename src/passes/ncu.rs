@@ -556,11 +556,16 @@ impl Pass for NcuPass {
             ctx.run.ncu_report(&base)
         };
         let collect = metrics_to_collect(&ctx.cfg.ncu, self.known_metrics.as_deref());
-        let range = crate::rundir::status::NsysRecord::from_config(&ctx.cfg.nsys).range;
+        // The range whose launches in the nsys export name ncu's kernels: nsys's own, or ncu's
+        // when the capture ran on into it.
+        let range = match crate::analysis::same_range(ctx.cfg) {
+            true => crate::rundir::status::NsysRecord::from_config(&ctx.cfg.nsys).range,
+            false => crate::analysis::select::range_in_export(ctx.cfg, ctx.run),
+        };
         // The cache is looked up before the selection, which then prefers what it holds.
-        // With ncu on another range than nsys captured there is no kernel list to look up.
+        // Without a kernel list of ncu's range in the export there is nothing to look up.
         let lookup = match (reuse::unusable(ctx, self.device.as_ref()), &self.device) {
-            (None, Some(device)) if crate::analysis::same_range(ctx.cfg) => {
+            (None, Some(device)) if crate::analysis::same_range(ctx.cfg) || range.is_some() => {
                 reuse::Lookup::new(ctx, &collect, device.clone(), range.as_deref())
             }
             (None, Some(_)) => None,
