@@ -438,3 +438,51 @@ fn output_errors_and_long_report_names() {
     std::fs::write(&rep, "fake ncu report").unwrap();
     sb.stage2().arg("report").arg(&rep).assert().success();
 }
+
+/// Item 9: a full disk never leaves status.json `running`. Run on a 600 KB tmpfs (needs the
+/// right to mount one, as root in a container; elsewhere the test says so and checks nothing).
+#[test]
+fn a_full_disk_leaves_a_final_state() {
+    struct Mount(std::path::PathBuf);
+    impl Drop for Mount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let sb = Sandbox::new();
+    let tiny = sb.path().join("tiny");
+    std::fs::create_dir(&tiny).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=600k", "tmpfs"])
+        .arg(&tiny)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("a_full_disk_leaves_a_final_state: cannot mount a tmpfs here; not run");
+        return;
+    }
+    let _guard = Mount(tiny.clone());
+    let out = sb
+        .stage2()
+        .args(["profile", "--run-root"])
+        .arg(tiny.join("runs"))
+        .args([
+            "--run-id",
+            "full",
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(8), "{out:?}");
+    let st = status(&tiny.join("runs/full"));
+    assert_ne!(st["state"], "running", "{st}");
+    for p in st["passes"].as_object().unwrap().values() {
+        assert!(p["state"] != "running" && p["state"] != "pending", "{st}");
+    }
+}

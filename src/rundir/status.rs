@@ -273,7 +273,10 @@ impl Status {
         text.push('\n');
         let path = dir.join("status.json");
         match write_atomic(&path, padded(&text).as_bytes()) {
-            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENOSPC as i32) => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::StorageFull
+                    || e.raw_os_error() == Some(nix::errno::Errno::ENOSPC as i32) =>
+            {
                 write_in_place(&path, &text).map_err(|_| e)
             }
             r => r,
