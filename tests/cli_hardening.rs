@@ -486,3 +486,51 @@ fn a_full_disk_leaves_a_final_state() {
         assert!(p["state"] != "running" && p["state"] != "pending", "{st}");
     }
 }
+
+/// Item 9: a report file stage2 cannot read is said (exit 6) before any run directory is made.
+/// Run as an unprivileged user (root reads everything): needs root and `setpriv`; elsewhere
+/// the test says so and checks nothing.
+#[test]
+fn an_unreadable_report_file_makes_no_run_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let root_user = nix::unistd::Uid::effective().is_root();
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    if !root_user || !setpriv.exists() {
+        eprintln!(
+            "an_unreadable_report_file_makes_no_run_directory: needs root and setpriv; not run"
+        );
+        return;
+    }
+    let sb = Sandbox::new();
+    let work = tempfile::Builder::new()
+        .prefix("stage2-unreadable")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let rep = sb.path().join("mine.ncu-rep");
+    std::fs::write(&rep, "x").unwrap();
+    std::fs::set_permissions(&rep, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("stage2");
+    // The binary and the sandbox stay the root user's: copy the binary where nobody can run it.
+    let exe = work.path().join("stage2");
+    std::fs::copy(&bin, &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .arg("report")
+        .arg(&rep)
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("mine.ncu-rep") && err.contains("cannot read"),
+        "{err}"
+    );
+    assert!(
+        !work.path().join("tmp").exists(),
+        "a run directory was made"
+    );
+}
