@@ -534,3 +534,53 @@ fn an_unreadable_report_file_makes_no_run_directory() {
         "a run directory was made"
     );
 }
+
+/// Items 1, 5, 7: `stage2 diff` with its stderr closed does not panic; a run root with ',' is
+/// refused with --python-sampling before a run directory is made; a cached.json that links to
+/// /dev/zero is said, not taken as absent or read forever.
+#[test]
+fn more_hostile_corners() {
+    let sb = Sandbox::new();
+    let mut child = sb
+        .std_stage2()
+        .arg("diff")
+        .arg(common::root().join("examples/diff/base"))
+        .arg(common::root().join("examples/diff/same"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    sb.stage2()
+        .args([
+            "profile",
+            "--run-root",
+            "a,b",
+            "--run-id",
+            "x",
+            "--python-sampling",
+            "50",
+        ])
+        .args([
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot carry a path with ','"));
+    assert!(!sb.path().join("a,b").exists());
+    let run = sample_copy(&sb, "zero");
+    std::os::unix::fs::symlink("/dev/zero", run.join("ncu/cached.json")).unwrap();
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .code(6)
+        .stderr(predicates::str::contains("cached.json"));
+}

@@ -171,6 +171,15 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
             Ok(_) => PassStatus::new(PassState::Ok, None),
             Err(e) => PassStatus::failed(Cause::of(&e), Some(e.to_string())),
         };
+        // A signal while the reports were rendered: they are written, and the run still ends
+        // interrupted, never `ok`.
+        let st = match (st.state, crate::passes::signals::interrupted()) {
+            (PassState::Ok, true) => PassStatus::new(
+                PassState::Interrupted,
+                Some("a signal arrived while the reports were rendered; they were written".into()),
+            ),
+            _ => st,
+        };
         crate::passes::driver::report_pass("report", &st);
         if st.state != PassState::Ok {
             driver.status.set("report", st);
