@@ -4,7 +4,8 @@
 # `stage2 profile` with an empty metrics cache (nsys pass, ncu pass with its predicted and
 # actual cost), and a re-run with the cache the first one filled. Prints a Markdown table.
 #
-#   scripts/bench-gpu.sh [VARIANT...]     variants: eager static large (default: all three)
+#   scripts/bench-gpu.sh [VARIANT...]     variants: eager static large moe loop lead
+#                                         (default: eager static large)
 #   env: STAGE2_BIN, PYTHON, RUN_ROOT (tmp/bench), STAGE2_EXTRA (e.g. ncu.clock_control=none),
 #        CAPTURE (the range nsys is gated on: decode; prefill is the README's lead command)
 set -uo pipefail
@@ -34,7 +35,7 @@ for v in "${@:-eager static large}"; do
       id="bench-$variant-$pass-$stamp"
       # shellcheck disable=SC2086
       "$bin" profile --run-root "$root" --run-id "$id" --cache-dir "$cache" \
-        --nvtx-capture "${CAPTURE:-decode}" ${STAGE2_EXTRA:-} -- "$py" $args >"$root/$id.log" 2>&1 \
+        --nvtx-capture "$(capture_of "$variant")" ${STAGE2_EXTRA:-} -- "$py" $args >"$root/$id.log" 2>&1 \
         || echo "bench: stage2 profile $variant ($pass) failed (see $root/$id.log)" >&2
       eval "t_$pass=$(now)"
     done

@@ -1,5 +1,8 @@
-# Sourced by the GPU scripts: the transformers generate() workload variants and a clock.
-#   argv_of VARIANT    the workload's arguments (eager, static, large, moe)
+# Sourced by the GPU scripts: the workload variants and a clock.
+#   argv_of VARIANT    the workload's arguments (eager, static, large, moe: transformers
+#                      generate(); loop: a hand-written prefill + decode loop, no generate();
+#                      lead: eager, profiled with the README's lead command)
+#   capture_of VARIANT the range nsys is gated on (prefill for lead, else $CAPTURE or decode)
 #   now                seconds since the epoch, with nanoseconds
 hf_workload=examples/workloads/hf_generate.py
 now() { date +%s.%N; }
@@ -9,6 +12,14 @@ argv_of() {
     static) echo "$hf_workload --arch qwen2 --static" ;;
     large) echo "$hf_workload --large --batch 8 --prompt-len 1024 --new-tokens 8" ;;
     moe) echo "$hf_workload --arch mixtral --layers 4 --batch 4 --prompt-len 256 --new-tokens 8" ;;
+    loop) echo "examples/workloads/tiny_llm.py --new-tokens 16" ;;
+    lead) echo "$hf_workload --arch qwen2" ;;
     *) echo "unknown variant $1" >&2; return 1 ;;
+  esac
+}
+capture_of() {
+  case $1 in
+    lead) echo prefill ;;
+    *) echo "${CAPTURE:-decode}" ;;
   esac
 }
