@@ -66,7 +66,8 @@ pub(crate) struct RangeGroups {
     pub(crate) groups: Vec<Group>,
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// The median of `v` (sorted in place); 0 for none.
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
         0 => 0.0,

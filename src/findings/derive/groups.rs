@@ -21,12 +21,7 @@ const PARTS: &[(&str, Part)] = &[
 ];
 
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+    crate::analysis::instances::median(&mut v)
 }
 
 /// The ledger part whose per-group median differs most between the fastest and slowest
