@@ -77,7 +77,7 @@ pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
     );
     ranks_section(a, &mut s, width);
     ranges_section(a, f, &mut s);
-    super::tokens::section(a, &mut s);
+    super::tokens::section(a, f, &mut s);
     super::ledger::section(a, &mut s);
     if !a.operators.is_empty() {
         s.push_str("\n## PyTorch operators\n\n");

@@ -11,7 +11,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 }
 
 /// kernels.md's table; nothing without phases.
-pub(crate) fn section(a: &Artifacts, s: &mut String) {
+pub(crate) fn section(a: &Artifacts, f_all: &Findings, s: &mut String) {
     if a.per_token.is_empty() {
         return;
     }
@@ -43,6 +43,37 @@ pub(crate) fn section(a: &Artifacts, s: &mut String) {
             opt(f.and_then(|f| f.compute_floor_ms), 4),
             opt(f.and_then(|f| f.pct_of_compute_floor), 1),
             f.map_or("–".into(), |f| format!("{:.1}%", f.measured_pct)),
+        );
+        group_rows(f_all, &p.phase, s);
+    }
+}
+
+/// Under a phase of several kinds of instance, one row per group: its count and median per
+/// instance, and tokens/s where the phase has token marks (the row above mixes them).
+fn group_rows(f: &Findings, phase: &str, s: &mut String) {
+    let Some(g) = f.find(|x| {
+        matches!(x.claim, Claim::InstanceGroups { .. }) && x.scope.range.as_deref() == Some(phase)
+    }) else {
+        return;
+    };
+    let Claim::InstanceGroups { groups, .. } = &g.claim else {
+        return;
+    };
+    for grp in groups {
+        let of = |q: Q| {
+            g.evidence
+                .iter()
+                .find(|e| e.quantity == q && e.scope.group.as_deref() == Some(grp.label.as_str()))
+                .map_or("–".to_string(), |e| e.text.clone())
+        };
+        let _ = writeln!(
+            s,
+            "| {} — {} (median) | {} | | | {} | | {} | | | | | | | |",
+            md(phase),
+            md(&grp.label),
+            grp.instances,
+            of(Q::GroupMedianWallNs),
+            of(Q::TokensPerS),
         );
     }
 }

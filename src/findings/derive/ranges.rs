@@ -277,6 +277,11 @@ pub(super) fn verdicts(a: &Artifacts, out: &mut Findings) {
         } else {
             "GPU-bound".to_string()
         };
+        // Over instances of several kinds the verdict is of their sum: said beside it.
+        let verdict = match a.instance_groups.iter().find(|g| g.name == r.name) {
+            Some(g) => format!("{verdict}, over {} kinds of instance", g.groups.len()),
+            None => verdict,
+        };
         push(
             out,
             Claim::RangeVerdict { verdict },
