@@ -13,6 +13,7 @@
 use serde::Serialize;
 
 use super::nesting::Nesting;
+use super::ranges::Spread;
 use crate::parse::sqlite::NvtxRange;
 
 /// Ranges with fewer instances are not grouped.
@@ -66,16 +67,6 @@ pub(crate) struct RangeGroups {
     pub(crate) groups: Vec<Group>,
 }
 
-/// The median of `v` (sorted in place); 0 for none.
-pub(crate) fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// One instance: its wall time and what encloses it ("`generate` #2", or none in the capture).
 struct Inst {
     wall: f64,
@@ -83,18 +74,15 @@ struct Inst {
 }
 
 fn group(label: String, members: Vec<usize>, all: &[Inst]) -> Group {
-    let mut walls: Vec<f64> = members.iter().map(|&i| all[i].wall).collect();
-    let (min, max) = walls
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &w| (a.min(w), b.max(w)));
+    let walls = Spread::of(members.iter().map(|&i| all[i].wall).collect());
     Group {
         label,
         instances: members.len() as u64,
         first: members.first().map_or(0, |&i| i as u64 + 1),
         last: members.last().map_or(0, |&i| i as u64 + 1),
-        median_wall_ns: median(&mut walls),
-        min_wall_ns: min,
-        max_wall_ns: max,
+        median_wall_ns: walls.median,
+        min_wall_ns: walls.min,
+        max_wall_ns: walls.max,
         members,
     }
 }
@@ -129,12 +117,12 @@ fn split(name: &str, all: &[Inst], rule: Rule) -> Option<RangeGroups> {
         Rule::Auto => {}
     }
     // Against the rest of its own enclosing instance: a slow first call is not a warm-up.
-    let mut rest: Vec<f64> = all[1..]
+    let rest: Vec<f64> = all[1..]
         .iter()
         .filter(|i| i.parent == all[0].parent)
         .map(|i| i.wall)
         .collect();
-    if rest.len() >= 2 && all[0].wall > WARMUP_RATIO * median(&mut rest) {
+    if rest.len() >= 2 && all[0].wall > WARMUP_RATIO * Spread::of(rest).median {
         let mut groups = vec![group("the first (warm-up)".into(), vec![0], all)];
         groups.extend(steady(name, &all[1..], 1).map_or_else(
             || vec![group(format!("the other {}", n - 1), (1..n).collect(), all)],
@@ -166,7 +154,7 @@ fn steady(name: &str, all: &[Inst], offset: usize) -> Option<RangeGroups> {
     if parents.len() > 1 {
         let medians: Vec<f64> = parents
             .iter()
-            .map(|(_, v)| median(&mut v.iter().map(|&i| all[i].wall).collect::<Vec<_>>()))
+            .map(|(_, v)| Spread::of(v.iter().map(|&i| all[i].wall).collect()).median)
             .collect();
         let (lo, hi) = medians
             .iter()

@@ -58,15 +58,9 @@ impl Timeline {
         // One nesting index for every consumer.
         let nest = nesting::Nesting::new(&all);
         let graphs = graphs::per_range(&all, &nest, &db.graph_launches()?);
-        let groups = match has_ops {
-            // Operator ranges are not steps: their instances are not grouped.
-            true => {
-                let mut g = super::instances::groups(&all, &nest, rule);
-                g.retain(|g| !ops::is_op(&g.name));
-                g
-            }
-            false => super::instances::groups(&all, &nest, rule),
-        };
+        let mut groups = super::instances::groups(&all, &nest, rule);
+        // Operator ranges are not steps: their instances are not grouped.
+        groups.retain(|g| !ops::is_op(&g.name));
         let mut scan = scan::Scan::with(&all, std::borrow::Cow::Borrowed(&nest), captured);
         let mut ledger = ledger::Builder::new(&all, &nest);
         db.stream(&mut scan, &mut ledger)?;

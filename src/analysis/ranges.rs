@@ -20,7 +20,8 @@ pub struct Spread {
 }
 
 impl Spread {
-    fn of(mut v: Vec<f64>) -> Spread {
+    /// Of the values given (all zero for none).
+    pub(crate) fn of(mut v: Vec<f64>) -> Spread {
         if v.is_empty() {
             return Spread::default();
         }

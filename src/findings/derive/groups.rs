@@ -6,6 +6,7 @@
 use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
 use crate::analysis::instances::{Group, RangeGroups};
 use crate::analysis::ledger::Parts;
+use crate::analysis::ranges::Spread;
 use crate::analysis::Artifacts;
 
 /// One part of a range instance's wall time on its thread.
@@ -20,10 +21,6 @@ const PARTS: &[(&str, Part)] = &[
     ("the thread's own work outside CUDA calls", |p| p.rest_ns),
 ];
 
-fn median(mut v: Vec<f64>) -> f64 {
-    crate::analysis::instances::median(&mut v)
-}
-
 /// The ledger part whose per-group median differs most between the fastest and slowest
 /// group, with each group's median of it; None without a per-instance ledger of every
 /// instance.
@@ -34,13 +31,14 @@ fn differing_part(a: &Artifacts, g: &RangeGroups) -> Option<(&'static str, Vec<f
         return None;
     }
     let by = |grp: &Group, f: Part| {
-        median(
+        Spread::of(
             grp.members
                 .iter()
                 .filter_map(|&i| l.per_instance.get(i))
                 .map(|p| f(p) as f64)
                 .collect(),
         )
+        .median
     };
     let fast = g
         .groups
