@@ -386,16 +386,21 @@ impl Finding {
 pub(crate) struct Findings(pub(crate) Vec<Finding>);
 
 impl Findings {
-    /// Keep a finding; a mixed-scope one (a bug in a rule) becomes an abstention that says so,
-    /// never a claim.
-    pub(crate) fn add(&mut self, f: Result<Finding, Box<MixedScope>>, claim: &Claim) {
-        match f {
+    /// Make a finding of `claim` and keep it; a mixed-scope one (a bug in a rule) becomes an
+    /// abstention that says so, never a claim.
+    pub(crate) fn push(
+        &mut self,
+        claim: Claim,
+        scope: Scope,
+        rule: Option<Rule>,
+        evidence: Vec<Figure>,
+    ) {
+        match Finding::new(claim.clone(), scope, rule, evidence) {
             Ok(f) => self.0.push(f),
             Err(e) => {
                 tracing::warn!("finding refused: {e}");
                 let scope = e.claim.clone();
-                self.0
-                    .push(Finding::abstain(claim.clone(), scope, e.to_string()));
+                self.0.push(Finding::abstain(claim, scope, e.to_string()));
             }
         }
     }

@@ -3,7 +3,7 @@
 //! where the phase has token marks, and the wall-time ledger part that differs most between the
 //! fastest and slowest group.
 
-use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
+use super::super::{Claim, Figure, Findings, Quantity, Scope};
 use crate::analysis::instances::{Group, RangeGroups};
 use crate::analysis::ledger::Parts;
 use crate::analysis::ranges::Spread;
@@ -95,6 +95,6 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
             groups: g.groups.clone(),
             differs_in: part.map(|p| p.0.to_string()),
         };
-        out.add(Finding::new(claim.clone(), scope, None, ev), &claim);
+        out.push(claim, scope, None, ev);
     }
 }

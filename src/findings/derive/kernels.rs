@@ -2,15 +2,10 @@
 //! coverage on one basis, tiny kernels, and bound classes from ncu's counters, each scoped to
 //! the range its counters were measured in.
 
-use super::super::rules::{self, Rule};
+use super::super::rules;
 use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
 use crate::analysis::Artifacts;
 use crate::model::{display_name, Bound, KernelRecord};
-
-fn push(out: &mut Findings, claim: Claim, scope: Scope, rule: Option<Rule>, ev: Vec<Figure>) {
-    let f = Finding::new(claim.clone(), scope, rule, ev);
-    out.add(f, &claim);
-}
 
 /// The scope of the kernel table: the captured range when its rows are that range's launches
 /// (from the SQLite export), else everything the capture holds.
@@ -26,8 +21,7 @@ pub(super) fn totals(a: &Artifacts, out: &mut Findings) {
     let scope = table_scope(a);
     let (total, launches) = a.kernel_totals();
     let fig = |q, v| Figure::new(q, v, &a.kern_sum_file, &scope);
-    push(
-        out,
+    out.push(
         Claim::KernelTotals,
         scope.clone(),
         None,
@@ -45,8 +39,7 @@ pub(super) fn totals(a: &Artifacts, out: &mut Findings) {
     );
     if let Some(share) = top.gpu_time_pct {
         let k = scope.clone().kernel(&top.name);
-        push(
-            out,
+        out.push(
             Claim::TopKernel {
                 name: display_name(&top.name),
             },
@@ -75,8 +68,7 @@ pub(super) fn launch_calls(a: &Artifacts, out: &mut Findings) {
     let calls: u64 = launches.iter().map(|c| c.calls).sum();
     let t: f64 = launches.iter().map(|c| c.total_ns).sum();
     let scope = Scope::capture();
-    push(
-        out,
+    out.push(
         Claim::LaunchCalls,
         scope.clone(),
         None,
@@ -101,8 +93,7 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
     let scope = table_scope(a);
     let measured = a.records.iter().filter(|r| r.ncu_instances > 0).count();
     let fig = |q, v| Figure::new(q, v, &a.ncu_csv_file, &scope.clone().ncu());
-    push(
-        out,
+    out.push(
         Claim::NcuCoverage {
             nccl_left_out: a.ncu_skips_nccl(),
         },
@@ -136,8 +127,7 @@ pub(super) fn tiny(a: &Artifacts, out: &mut Findings) {
         out.0.push(Finding::abstain(Claim::TinyKernels, scope, why));
         return;
     }
-    push(
-        out,
+    out.push(
         Claim::TinyKernels,
         scope.clone(),
         Some(rules::TINY_KERNELS),
@@ -165,7 +155,7 @@ pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
         table_bounds(a, &own, Scope::of(range.as_deref()), out);
     }
     if a.ncu.is_none() {
-        push(out, Claim::NoNcuMetrics, Scope::capture(), None, vec![]);
+        out.push(Claim::NoNcuMetrics, Scope::capture(), None, vec![]);
     }
 }
 
@@ -179,8 +169,7 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
         .collect();
     if !mem.is_empty() {
         let kernels = with(Bound::Memory).map(|r| display_name(&r.name)).collect();
-        push(
-            out,
+        out.push(
             Claim::MemoryBound { kernels },
             scope.clone(),
             Some(rules::MEMORY_BOUND),
@@ -210,8 +199,7 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
         let kernels = with(Bound::Compute)
             .map(|r| display_name(&r.name))
             .collect();
-        push(
-            out,
+        out.push(
             Claim::ComputeBound { kernels },
             scope.clone(),
             Some(rules::COMPUTE_BOUND),
@@ -227,8 +215,7 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
         .collect();
     let max = pipes.iter().map(|f| f.value).reduce(f64::max);
     if max.is_some_and(|m| m < rules::TENSOR_IDLE.threshold) {
-        push(
-            out,
+        out.push(
             Claim::TensorCoresIdle,
             scope,
             Some(rules::TENSOR_IDLE),

@@ -1,14 +1,9 @@
 //! Findings about NVTX ranges: the captured range's figures and verdict, graph launches whose
 //! kernels are not traced, kernel time past the wall time, phases and per-token costs.
 
-use super::super::rules::{self, Rule};
+use super::super::rules;
 use super::super::{Claim, CpuVerdict, Figure, Finding, Findings, PastWall, Quantity, Scope};
 use crate::analysis::{Artifacts, Captured};
-
-fn push(out: &mut Findings, claim: Claim, scope: Scope, rule: Option<Rule>, ev: Vec<Figure>) {
-    let f = Finding::new(claim.clone(), scope, rule, ev);
-    out.add(f, &claim);
-}
 
 fn instances(a: &Artifacts, name: &str) -> Option<u64> {
     a.range_stats
@@ -45,7 +40,7 @@ pub(super) fn captured(a: &Artifacts, out: &mut Findings) {
         ev.push(fig(Quantity::NcclWaitNs, c.nccl_wait_ns));
         ev.push(fig(Quantity::GpuWorkingOfRangePct, c.working_pct()));
     }
-    push(out, Claim::CapturedRange, scope.clone(), None, ev);
+    out.push(Claim::CapturedRange, scope.clone(), None, ev);
     if graph_level(a, &c.name, &scope, out) {
         return;
     }
@@ -82,8 +77,7 @@ fn graph_level(a: &Artifacts, name: &str, scope: &Scope, out: &mut Findings) -> 
             &scope,
         ));
     }
-    push(
-        out,
+    out.push(
         Claim::GraphLevelTrace,
         scope.clone(),
         Some(rules::GRAPH_LEVEL),
@@ -111,8 +105,7 @@ fn busy_verdict(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) 
     let fig = |q, v| Figure::new(q, v, &c.source, scope);
     let (busy, working) = (c.busy_pct(), c.working_pct());
     if working < rules::GPU_IDLE.threshold && busy >= rules::NCCL_BOUND.threshold {
-        push(
-            out,
+        out.push(
             Claim::GpuWaitsInNccl,
             scope.clone(),
             Some(rules::NCCL_BOUND),
@@ -153,11 +146,10 @@ fn busy_verdict(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) 
             python_function: python.map(|p| p.1),
             from_graphs: c.graph_kernels > 0,
         };
-        push(out, claim, scope.clone(), Some(rules::GPU_IDLE), ev);
+        out.push(claim, scope.clone(), Some(rules::GPU_IDLE), ev);
     }
     if c.nccl_wait_ns > rules::NCCL_WAIT_SHARE.threshold / 100.0 * c.kernel_ns {
-        push(
-            out,
+        out.push(
             Claim::NcclWaiting,
             scope.clone(),
             Some(rules::NCCL_WAIT_SHARE),
@@ -191,8 +183,7 @@ fn past_wall(c: &Captured, scope: &Scope, out: &mut Findings) {
         }
         None => PastWall::RunsPastEnd,
     };
-    push(
-        out,
+    out.push(
         Claim::KernelsExceedWall { cause },
         scope.clone(),
         Some(rules::KERNELS_EXCEED_WALL),
@@ -215,7 +206,7 @@ pub(super) fn phases(a: &Artifacts, out: &mut Findings) {
         if let Some(g) = a.graph_level(name) {
             ev.push(fig(Quantity::GraphLaunches, g.launches as f64));
         }
-        push(out, Claim::PhaseTime, scope.clone(), None, ev);
+        out.push(Claim::PhaseTime, scope.clone(), None, ev);
     }
 }
 
@@ -246,7 +237,7 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
                 ));
             }
         }
-        push(out, Claim::PerToken, scope.clone(), None, ev);
+        out.push(Claim::PerToken, scope.clone(), None, ev);
     }
 }
 
@@ -282,8 +273,7 @@ pub(super) fn verdicts(a: &Artifacts, out: &mut Findings) {
             Some(g) => format!("{verdict}, over {} kinds of instance", g.groups.len()),
             None => verdict,
         };
-        push(
-            out,
+        out.push(
             Claim::RangeVerdict { verdict },
             scope,
             Some(rules::RANGE_VERDICT),

@@ -2,7 +2,7 @@
 //! stragglers; ranks out of step) and passes that did not complete.
 
 use super::super::rules;
-use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
+use super::super::{Claim, Figure, Findings, Quantity, Scope};
 use crate::analysis::ranks::RankData;
 use crate::analysis::Artifacts;
 
@@ -52,8 +52,7 @@ pub(super) fn ranks(a: &Artifacts, out: &mut Findings) {
     if let Some((r, wait)) = waiter {
         ev.extend(rank_nccl(r, wait));
     }
-    let claim = Claim::NcclTime;
-    out.add(Finding::new(claim.clone(), scope.clone(), None, ev), &claim);
+    out.push(Claim::NcclTime, scope.clone(), None, ev);
     if let Some(range) = a.capture.range() {
         if let Some((median, rank, slow)) = crate::analysis::ranks::straggler(ranks, range) {
             let s = Scope::range(range);
@@ -68,7 +67,7 @@ pub(super) fn ranks(a: &Artifacts, out: &mut Findings) {
                 ),
                 Figure::new(Quantity::MedianRankWallNs, median, src, &s),
             ];
-            out.add(Finding::new(claim.clone(), s, None, ev), &claim);
+            out.push(claim, s, None, ev);
         }
     }
     out_of_step(ranks, waiter, out);
@@ -94,15 +93,7 @@ fn out_of_step(ranks: &[RankData], waiter: Option<(&RankData, f64)>, out: &mut F
         waiter: w.rank,
         late: late.0.rank,
     };
-    out.add(
-        Finding::new(
-            claim.clone(),
-            Scope::capture(),
-            Some(rules::RANKS_OUT_OF_STEP),
-            ev,
-        ),
-        &claim,
-    );
+    out.push(claim, Scope::capture(), Some(rules::RANKS_OUT_OF_STEP), ev);
 }
 
 /// A pass that ran and did not complete: its reason, from status.json.
@@ -114,10 +105,7 @@ pub(super) fn passes(a: &Artifacts, out: &mut Findings) {
                 pass: name.clone(),
                 reason: reason.lines().next().unwrap_or("").to_string(),
             };
-            out.add(
-                Finding::new(claim.clone(), Scope::capture(), None, vec![]),
-                &claim,
-            );
+            out.push(claim, Scope::capture(), None, vec![]);
         }
     }
 }
