@@ -53,11 +53,7 @@ fn whole_capture_and_other_rank_figures_are_refused() {
 fn a_refused_finding_becomes_an_abstention() {
     let mut all = Findings::default();
     let fig = Figure::new(Quantity::WallNs, 1.0, "x", &Scope::range("decode"));
-    let claim = Claim::PhaseTime;
-    all.add(
-        Finding::new(claim.clone(), Scope::range("prefill"), None, vec![fig]),
-        &claim,
-    );
+    all.push(Claim::PhaseTime, Scope::range("prefill"), None, vec![fig]);
     assert_eq!(all.made().count(), 0);
     assert!(all.0[0]
         .abstain
