@@ -363,6 +363,13 @@ impl Finding {
         self.evidence.iter().find(|f| f.quantity == q)
     }
 
+    /// Its figure of `q` measured on one group of the range's instances (by label).
+    pub(crate) fn in_group(&self, q: Quantity, label: &str) -> Option<&Figure> {
+        self.evidence
+            .iter()
+            .find(|e| e.quantity == q && e.scope.group.as_deref() == Some(label))
+    }
+
     /// One of its figures as the reports print it ("–" when it has none).
     pub(crate) fn text(&self, q: Quantity) -> String {
         self.figure(q).map_or("–".to_string(), |f| f.text.clone())

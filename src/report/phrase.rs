@@ -258,11 +258,7 @@ fn groups_sentence(
     groups: &[crate::analysis::instances::Group],
     differs_in: Option<&str>,
 ) -> String {
-    let fig = |label: &str, q: Q| {
-        f.evidence
-            .iter()
-            .find(|e| e.quantity == q && e.scope.group.as_deref() == Some(label))
-    };
+    let fig = |label: &str, q: Q| f.in_group(q, label);
     let parts: Vec<String> = groups
         .iter()
         .map(|g| {

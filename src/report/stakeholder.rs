@@ -105,12 +105,7 @@ fn headline(a: &Artifacts, f: &Findings) -> String {
                 .iter()
                 .map(|g| {
                     let at = x
-                        .evidence
-                        .iter()
-                        .find(|e| {
-                            e.quantity == Q::GroupMedianWallNs
-                                && e.scope.group.as_deref() == Some(g.label.as_str())
-                        })
+                        .in_group(Q::GroupMedianWallNs, &g.label)
                         .map_or("–".into(), |e| e.text.clone());
                     format!("{} at {at}", g.instances)
                 })

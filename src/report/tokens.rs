@@ -61,9 +61,7 @@ fn group_rows(f: &Findings, phase: &str, s: &mut String) {
     };
     for grp in groups {
         let of = |q: Q| {
-            g.evidence
-                .iter()
-                .find(|e| e.quantity == q && e.scope.group.as_deref() == Some(grp.label.as_str()))
+            g.in_group(q, &grp.label)
                 .map_or("–".to_string(), |e| e.text.clone())
         };
         let _ = writeln!(
@@ -111,14 +109,7 @@ fn grouped(p: &Finding, g: &Finding) -> String {
     let per: Vec<String> = groups
         .iter()
         .map(|grp| {
-            let of = |q: Q| {
-                g.evidence
-                    .iter()
-                    .find(|e| {
-                        e.quantity == q && e.scope.group.as_deref() == Some(grp.label.as_str())
-                    })
-                    .map(|e| e.text.clone())
-            };
+            let of = |q: Q| g.in_group(q, &grp.label).map(|e| e.text.clone());
             let tps = of(Q::TokensPerS)
                 .map(|t| format!(", {t}"))
                 .unwrap_or_default();
