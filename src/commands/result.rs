@@ -9,15 +9,6 @@ use serde::Serialize;
 
 use crate::rundir::RunDir;
 
-/// The reports a run can have, in the order a reader opens them.
-const REPORTS: &[&str] = &[
-    "kernels.md",
-    "stakeholder_summary.md",
-    "kernels.csv",
-    "summary.json",
-    "roofline.svg",
-];
-
 #[derive(Serialize)]
 struct Result<'a> {
     run_dir: String,
@@ -29,9 +20,7 @@ struct Result<'a> {
 
 /// The reports the run directory holds now.
 pub(crate) fn written(dir: &Path) -> Vec<&'static str> {
-    REPORTS
-        .iter()
-        .copied()
+    crate::report::file_names()
         .filter(|f| dir.join(f).is_file())
         .collect()
 }

@@ -38,6 +38,11 @@ const OUTPUTS: &[&dyn Output] = &[
     &json::SummaryJson,
 ];
 
+/// The file names of every report, in the order they are written.
+pub(crate) fn file_names() -> impl Iterator<Item = &'static str> {
+    OUTPUTS.iter().map(|o| o.file())
+}
+
 /// Render every report into the run directory; returns the summary written.
 pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
     render(run, Artifacts::load(run, config)?)
