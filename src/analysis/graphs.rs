@@ -31,8 +31,7 @@ pub(crate) fn per_range(
     let mut out: BTreeMap<String, GraphUse> = BTreeMap::new();
     let mut cursor = Cursor::default();
     for l in launches {
-        let open = nest.open_at_from(&mut cursor, ranges, l.tid, l.api_start, true);
-        for i in open.chain(nest.spans_at(ranges, l.api_start)) {
+        for i in nest.holding_call(&mut cursor, ranges, l.tid, l.api_start) {
             let u = out.entry(ranges[i].name.to_string()).or_default();
             u.launches += 1;
             if let Some((s, e)) = l.gpu {

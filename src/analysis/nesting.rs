@@ -176,6 +176,20 @@ impl Nesting {
         })
     }
 
+    /// Every range that holds a CUDA call made at `t` on thread `tid`: its thread's push/pop
+    /// ranges open then (innermost first, a range ending at `t` included), then the start/end
+    /// ranges that hold `t`. What a call launched counts for each of them.
+    pub(crate) fn holding_call<'a>(
+        &'a self,
+        cursor: &mut Cursor,
+        ranges: &'a [NvtxRange],
+        tid: i64,
+        t: i64,
+    ) -> impl Iterator<Item = usize> + 'a {
+        self.open_at_from(cursor, ranges, tid, t, true)
+            .chain(self.spans_at(ranges, t))
+    }
+
     /// The push/pop range that encloses push/pop range `i` on its thread.
     pub(crate) fn parent(&self, i: usize) -> Option<usize> {
         self.parent_of.get(i).copied().and_then(some)

@@ -135,11 +135,11 @@ pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {
 impl Sink<Launch> for Scan<'_> {
     fn take(&mut self, l: &Launch) {
         let ranges = self.ranges;
-        let push_pop = self
+        let holding = self
             .nest
-            .open_at_from(&mut self.cursor, ranges, l.tid, l.api_start, true);
+            .holding_call(&mut self.cursor, ranges, l.tid, l.api_start);
         let mut innermost_op = None;
-        for i in push_pop.chain(self.nest.spans_at(ranges, l.api_start)) {
+        for i in holding {
             let key = self.keys.of[i];
             if key == Keys::NONE {
                 innermost_op.get_or_insert(i);
