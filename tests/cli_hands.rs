@@ -7,15 +7,7 @@ use common::{read, root, Sandbox};
 use predicates::prelude::*;
 
 fn sample(sb: &Sandbox) -> std::path::PathBuf {
-    let dir = sb.path().join("sample");
-    let out = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(root().join("examples/sample-run"))
-        .arg(&dir)
-        .status()
-        .unwrap();
-    assert!(out.success());
-    dir
+    sb.copy_of("examples/sample-run", "sample")
 }
 
 #[test]

@@ -313,15 +313,7 @@ fn a_code_file_name_with_a_newline_keeps_the_samples_readable() {
 }
 
 fn sample_copy(sb: &Sandbox, name: &str) -> std::path::PathBuf {
-    let dir = sb.path().join(name);
-    let ok = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(common::root().join("examples/sample-run"))
-        .arg(&dir)
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    dir
+    sb.copy_of("examples/sample-run", name)
 }
 
 fn python(script: &str, args: &[&std::path::Path]) {

@@ -5,24 +5,15 @@
 mod common;
 
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use common::{root, Sandbox};
+use common::Sandbox;
 
 /// Run `stage2 profile` with stderr on a pseudo-terminal; the raw bytes it wrote there.
 fn on_a_terminal(sb: &Sandbox, id: &str, env: &[(&str, &str)], extra: &[&str]) -> String {
     let pty = nix::pty::openpty(None, None).unwrap();
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("stage2"));
-    let path = format!(
-        "{}:{}",
-        root().join("tests/fakes").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    cmd.current_dir(sb.path())
-        .env("PATH", path)
-        .env("FAKE_DATA", root().join("tests/data"))
-        .env("XDG_CACHE_HOME", sb.path().join("cache"))
-        .env_remove("NO_COLOR")
+    let mut cmd = sb.std_stage2();
+    cmd.env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE")
         .envs(env.iter().copied())
         .args(["profile", "--run-root", "runs", "--run-id", id])

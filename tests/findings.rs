@@ -337,14 +337,7 @@ fn advice_names_the_python_function_the_samples_found() {
 #[test]
 fn instances_that_differ_are_told_apart() {
     let sb = common::Sandbox::new();
-    let dir = sb.path().join("twice");
-    let ok = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(root().join("tests/data/hf/generate-twice"))
-        .arg(&dir)
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    let dir = sb.copy_of("tests/data/hf/generate-twice", "twice");
     sb.stage2_without_tools()
         .arg("report")
         .arg(&dir)

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{read, root, Sandbox};
+use common::{copy_dir, read, root, Sandbox};
 
 const REPORTS: &[&str] = &[
     "kernels.md",
@@ -11,18 +11,6 @@ const REPORTS: &[&str] = &[
     "summary.json",
     "roofline.svg",
 ];
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
 
 #[test]
 fn stage2_report_re_renders_the_sample_run_identically() {

@@ -76,6 +76,28 @@ impl Sandbox {
     }
 }
 
+/// Copy a folder of the repo (a sample run, test data) into a sandbox folder.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+impl Sandbox {
+    /// A copy of `examples/sample-run` (or another folder under the repo) named `name`.
+    pub fn copy_of(&self, from: &str, name: &str) -> PathBuf {
+        let dir = self.path().join(name);
+        copy_dir(&root().join(from), &dir);
+        dir
+    }
+}
+
 pub fn read(p: impl AsRef<Path>) -> String {
     std::fs::read_to_string(p.as_ref()).unwrap_or_else(|e| panic!("{}: {e}", p.as_ref().display()))
 }
