@@ -22,6 +22,36 @@ const WARMUP_RATIO: f64 = 3.0;
 const PARENT_RATIO: f64 = 1.5;
 const CLUSTER_RATIO: f64 = 2.0;
 
+/// A rule that split a range's instances: its name, its words (the reports cite them) and
+/// its threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct Split {
+    pub(crate) name: &'static str,
+    pub(crate) text: &'static str,
+    pub(crate) threshold: f64,
+}
+
+pub(crate) const WARMUP: Split = Split {
+    name: "warm-up",
+    text: "a first instance over 3x the median of the rest of its enclosing instance is a warm-up",
+    threshold: WARMUP_RATIO,
+};
+pub(crate) const ENCLOSING: Split = Split {
+    name: "enclosing",
+    text: "instances in different enclosing instances whose medians differ by over 1.5x",
+    threshold: PARENT_RATIO,
+};
+pub(crate) const CLUSTERS: Split = Split {
+    name: "clusters",
+    text: "the sorted wall times split at their largest jump, over 2x",
+    threshold: CLUSTER_RATIO,
+};
+pub(crate) const SKIP: Split = Split {
+    name: "skip",
+    text: "report.instances=skip=N: the first N instances are a warm-up group",
+    threshold: 0.0,
+};
+
 /// `report.instances`, parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rule {
@@ -62,8 +92,8 @@ pub(crate) struct Group {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct RangeGroups {
     pub(crate) name: String,
-    /// Which rule split them: warm-up, enclosing, clusters, skip.
-    pub(crate) rule: &'static str,
+    /// Which rule split them.
+    pub(crate) rule: Split,
     pub(crate) groups: Vec<Group>,
 }
 
@@ -90,7 +120,7 @@ fn group(label: String, members: Vec<usize>, all: &[Inst]) -> Group {
 /// Group one range's instances (in start order) by `rule`; None when they form one group.
 fn split(name: &str, all: &[Inst], rule: Rule) -> Option<RangeGroups> {
     let n = all.len();
-    let out = |rule: &'static str, groups: Vec<Group>| {
+    let out = |rule: Split, groups: Vec<Group>| {
         (groups.len() > 1).then(|| RangeGroups {
             name: name.to_string(),
             rule,
@@ -102,7 +132,7 @@ fn split(name: &str, all: &[Inst], rule: Rule) -> Option<RangeGroups> {
         Rule::Skip(k) if k == 0 || k >= n => return None,
         Rule::Skip(k) => {
             return out(
-                "skip",
+                SKIP,
                 vec![
                     group(
                         format!("the first {k} (skipped as warm-up)"),
@@ -128,7 +158,7 @@ fn split(name: &str, all: &[Inst], rule: Rule) -> Option<RangeGroups> {
             || vec![group(format!("the other {}", n - 1), (1..n).collect(), all)],
             |g| g.groups,
         ));
-        return out("warm-up", groups);
+        return out(WARMUP, groups);
     }
     steady(name, all, 0)
 }
@@ -172,7 +202,7 @@ fn steady(name: &str, all: &[Inst], offset: usize) -> Option<RangeGroups> {
                 .collect();
             return Some(RangeGroups {
                 name: name.to_string(),
-                rule: "enclosing",
+                rule: ENCLOSING,
                 groups,
             });
         }
@@ -192,7 +222,7 @@ fn steady(name: &str, all: &[Inst], offset: usize) -> Option<RangeGroups> {
     let (nf, ns) = (fast.len(), slow.len());
     Some(RangeGroups {
         name: name.to_string(),
-        rule: "clusters",
+        rule: CLUSTERS,
         groups: vec![
             whole(fast, format!("the {nf} faster")),
             whole(slow, format!("the {ns} slower")),
@@ -256,7 +286,7 @@ mod tests {
             Rule::Auto,
         )
         .unwrap();
-        assert_eq!(g.rule, "warm-up");
+        assert_eq!(g.rule, WARMUP);
         assert_eq!(g.groups[0].instances, 1);
         assert_eq!(g.groups[1].instances, 4);
         // Two generate() calls, one three times slower: by enclosing instance.
@@ -270,7 +300,7 @@ mod tests {
             Rule::Auto,
         )
         .unwrap();
-        assert_eq!(g.rule, "enclosing");
+        assert_eq!(g.rule, ENCLOSING);
         assert_eq!(g.groups[1].label, "inside `generate` #2");
         assert_eq!((g.groups[1].first, g.groups[1].last), (4, 6));
         // No enclosing ranges, two kinds of step interleaved: clusters.
@@ -280,7 +310,7 @@ mod tests {
             Rule::Auto,
         )
         .unwrap();
-        assert_eq!(g.rule, "clusters");
+        assert_eq!(g.rule, CLUSTERS);
         assert_eq!(g.groups[0].members, vec![0, 2, 4]);
         // The override.
         assert!(split("d", &insts(&[100.0, 10.0, 11.0, 10.5], &[]), Rule::All).is_none());
@@ -303,7 +333,7 @@ mod tests {
         let nest = Nesting::new(&ranges);
         let all = groups(&ranges, &nest, Rule::Auto);
         let d = all.iter().find(|g| g.name == "decode").unwrap();
-        assert_eq!(d.rule, "warm-up", "{d:?}");
+        assert_eq!(d.rule, WARMUP, "{d:?}");
         let counts: Vec<u64> = d.groups.iter().map(|g| g.instances).collect();
         assert_eq!(counts.iter().sum::<u64>(), 30, "{d:?}");
         let last = d.groups.last().unwrap();

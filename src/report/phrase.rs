@@ -139,10 +139,8 @@ pub(crate) fn sentence(f: &Finding) -> String {
             cite(f)
         ),
         Claim::InstanceGroups {
-            grouped_by,
-            groups,
-            differs_in,
-        } => groups_sentence(f, &w, grouped_by, groups, differs_in.as_deref()),
+            groups, differs_in, ..
+        } => groups_sentence(f, &w, groups, differs_in.as_deref()),
         Claim::NoNcuMetrics => "No ncu metrics in this run: run the ncu pass (ncu.enable=true) to learn why the top kernels are slow.".to_string(),
         Claim::PassIncomplete { pass, reason } => {
             format!("The {pass} pass did not complete: {}", md(reason))
@@ -235,26 +233,11 @@ fn idle(
     )
 }
 
-/// Which rule split a range's instances, in words (analysis::instances states them all).
-fn rule_words(rule: &str) -> &'static str {
-    match rule {
-        "warm-up" => {
-            "a first instance over 3x the median of the rest of its enclosing instance is a warm-up"
-        }
-        "enclosing" => {
-            "instances in different enclosing instances whose medians differ by over 1.5x"
-        }
-        "clusters" => "the sorted wall times split at their largest jump, over 2x",
-        _ => "report.instances=skip=N",
-    }
-}
-
 /// "`decode` (30 instances) is not one kind of step (...): 1 at a median of 573.57 ms (the
 /// first (warm-up), #1), 15 at 13.72 ms (inside `generate` #1, #16-#30); ..."
 fn groups_sentence(
     f: &Finding,
     w: &str,
-    rule: &str,
     groups: &[crate::analysis::instances::Group],
     differs_in: Option<&str>,
 ) -> String {
@@ -282,11 +265,7 @@ fn groups_sentence(
             )
         })
         .collect();
-    let mut s = format!(
-        "The instances {w} are not one kind (rule: {}): {}",
-        rule_words(rule),
-        parts.join("; ")
-    );
+    let mut s = format!("The instances {w} are not one kind: {}", parts.join("; "));
     if let Some(part) = differs_in {
         let per: Vec<String> = groups
             .iter()

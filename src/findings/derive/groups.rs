@@ -3,7 +3,7 @@
 //! where the phase has token marks, and the wall-time ledger part that differs most between the
 //! fastest and slowest group.
 
-use super::super::{Claim, Figure, Findings, Quantity, Scope};
+use super::super::{Claim, Figure, Findings, Quantity, Rule, Scope};
 use crate::analysis::instances::{Group, RangeGroups};
 use crate::analysis::ledger::Parts;
 use crate::analysis::ranges::Spread;
@@ -91,10 +91,15 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
             }
         }
         let claim = Claim::InstanceGroups {
-            grouped_by: g.rule.to_string(),
+            grouped_by: g.rule.name.to_string(),
             groups: g.groups.clone(),
             differs_in: part.map(|p| p.0.to_string()),
         };
-        out.push(claim, scope, None, ev);
+        let rule = Rule {
+            id: "instance_groups",
+            text: g.rule.text,
+            threshold: g.rule.threshold,
+        };
+        out.push(claim, scope, Some(rule), ev);
     }
 }
