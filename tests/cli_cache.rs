@@ -130,3 +130,65 @@ fn a_broken_cached_list_is_named_and_exits_6() {
         .stderr(predicates::str::contains("cached.json"));
     assert!(read(run.join("kernels.md")).contains("ncu metrics missing"));
 }
+
+/// An entry measured beside another nsys duration of its launch configuration (a GEMM with
+/// the same grid but another problem size) is stale: measured again, and the plan says so.
+#[test]
+fn an_entry_whose_duration_disagrees_with_this_run_is_measured_again() {
+    let sb = Sandbox::new();
+    profile(&sb, "one", TOP2);
+    let entries = sb.path().join("cache/stage2/ncu/entries");
+    let mut changed = 0;
+    for e in std::fs::read_dir(&entries).unwrap().flatten() {
+        let mut v: serde_json::Value = serde_json::from_str(&read(e.path())).unwrap();
+        let ns = v["nsys_mean_ns"]
+            .as_f64()
+            .expect("entries keep the nsys duration");
+        v["nsys_mean_ns"] = serde_json::json!(ns * 2.0);
+        std::fs::write(e.path(), serde_json::to_vec(&v).unwrap()).unwrap();
+        changed += 1;
+    }
+    assert!(changed >= 2);
+    profile(&sb, "two", TOP2);
+    assert_eq!(ncu_profiles(&sb), 2, "stale entries were served");
+    let cache = &status(&sb.run("two"))["passes"]["ncu"]["ncu"]["cache"];
+    assert_eq!(cache["hits"], 0, "{cache}");
+    assert!(cache["stale"].as_u64().unwrap() >= 2, "{cache}");
+    // A tolerance that admits a factor of two serves them.
+    profile(
+        &sb,
+        "three",
+        &[TOP2, &["ncu.cache.duration_tolerance=1.5"]].concat(),
+    );
+    assert!(status(&sb.run("three"))["passes"]["ncu"]["ncu"]["cache"]["hits"].as_u64() >= Some(2));
+}
+
+/// `ncu.shapes`: every launch configuration (ncu's per-launch-config filter, no early stop)
+/// or each kernel's first launch; the plan counts the configurations and the reports state
+/// the share of the measured kernels' time whose configuration ncu measured.
+#[test]
+fn ncu_is_asked_for_every_shape_or_the_first() {
+    let sb = Sandbox::new();
+    profile(&sb, "all", &["ncu.shapes=all", "--no-cache"]);
+    let cmd = read(sb.run("all").join("ncu/cmd.txt"));
+    assert!(
+        cmd.contains("--filter-mode per-launch-config") && !cmd.contains("--kill"),
+        "{cmd}"
+    );
+    let plan = &status(&sb.run("all"))["passes"]["ncu"]["ncu"]["shapes"];
+    assert_eq!(plan["every_shape"], true, "{plan}");
+    assert!(
+        plan["launch_configs"].as_u64() > plan["kernels"].as_u64(),
+        "{plan}"
+    );
+    let md = read(sb.run("all").join("kernels.md"));
+    assert!(md.contains("Launch configurations in `decode`"), "{md}");
+    profile(&sb, "first", &["ncu.shapes=first", "--no-cache"]);
+    let cmd = read(sb.run("first").join("ncu/cmd.txt"));
+    assert!(
+        cmd.contains("--kernel-id") && !cmd.contains("--filter-mode"),
+        "{cmd}"
+    );
+    let plan = &status(&sb.run("first"))["passes"]["ncu"]["ncu"]["shapes"];
+    assert_eq!(plan["every_shape"], false, "{plan}");
+}

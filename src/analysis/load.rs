@@ -150,6 +150,8 @@ struct NcuSide {
     problem: Option<Error>,
     include: Option<String>,
     csv: Option<PathBuf>,
+    /// The share of the measured kernels' time in shapes ncu measured (None: not known).
+    shapes: Option<super::shapes::Cover>,
 }
 
 impl NcuSide {
@@ -186,12 +188,40 @@ impl NcuSide {
             Err(e) if problem.is_none() => problem = Some(e),
             _ => {}
         }
-        NcuSide {
+        let mut side = NcuSide {
             report,
             problem,
             include,
             csv,
-        }
+            shapes: None,
+        };
+        side.shapes = side.weigh_shapes(run);
+        side
+    }
+
+    /// Weigh each kernel's measured shapes by their time in ncu's range in the nsys export
+    /// (see `analysis::shapes`); None when the export or that range's launches are missing.
+    fn weigh_shapes(&mut self, run: &RunDir) -> Option<super::shapes::Cover> {
+        let range = self.range();
+        let report = self.report.as_mut()?;
+        let names: Vec<String> = report
+            .kernels
+            .iter()
+            .filter_map(|k| k.mangled.clone())
+            .collect();
+        // Only a regular file: a FIFO in its place would block (the timeline says what is wrong).
+        let path = run.single_or_rank0_sqlite();
+        crate::files::present(&path).ok().filter(|&p| p)?;
+        let db = crate::parse::sqlite::NsysDb::open(&path).ok()?;
+        let shapes = match super::shapes::Shapes::read(&db, range.as_deref(), Some(&names)) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!("kernel shapes not weighed: {e}");
+                return None;
+            }
+        };
+        let cover = super::shapes::weigh(report, &shapes);
+        (cover.total_ns > 0.0).then_some(cover)
     }
 
     /// The range ncu was told to profile names its kernels; without one, their innermost.
@@ -356,6 +386,7 @@ impl Artifacts {
                 .map(|p| run.relative(p))
                 .unwrap_or_default(),
             ncu_include: ncu.include,
+            shape_cover: ncu.shapes,
             env,
             status,
             stage1_ops: find_stage1_ops(&run.stage1()),

@@ -21,6 +21,7 @@ pub(crate) mod repeats;
 pub(crate) mod roofline;
 pub mod scan;
 pub(crate) mod select;
+pub(crate) mod shapes;
 pub(crate) mod summary;
 pub(crate) mod tokens;
 
@@ -62,6 +63,8 @@ pub(crate) struct Artifacts {
     pub(crate) records: Vec<KernelRecord>,
     /// ncu's kernels in their own table, when ncu profiled another range than nsys captured.
     pub(crate) ncu_records: Vec<KernelRecord>,
+    /// The share of the measured kernels' nsys time in launch configurations ncu measured.
+    pub(crate) shape_cover: Option<shapes::Cover>,
     /// Per NVTX range figures from the nsys SQLite export (empty without one; rank 0's in a
     /// multi-rank run).
     pub(crate) range_stats: Vec<RangeStats>,

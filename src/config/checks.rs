@@ -56,6 +56,21 @@ pub(crate) fn check(c: &Config) -> Result<(), Error> {
             "must be a share in (0, 1], e.g. 0.95",
         );
     }
+    if !(c.ncu.shape_coverage.is_finite() && (0.0..=1.0).contains(&c.ncu.shape_coverage)) {
+        return bad(
+            "ncu.shape_coverage",
+            &c.ncu.shape_coverage,
+            "must be a share in [0, 1], e.g. 0.9",
+        );
+    }
+    let tol = c.ncu.cache.duration_tolerance;
+    if !(tol.is_finite() && tol >= 0.0) {
+        return bad(
+            "ncu.cache.duration_tolerance",
+            &tol,
+            "must be a fraction >= 0, e.g. 0.25 (25%)",
+        );
+    }
     if c.ncu
         .cache
         .dir

@@ -225,6 +225,18 @@ impl Pytorch {
     }
 }
 
+/// `ncu.shapes`: which launch configurations of each chosen kernel ncu measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Shapes {
+    /// Each configuration when the first launches' hold less than `ncu.shape_coverage`.
+    Auto,
+    /// The first launch in the range only.
+    First,
+    /// One launch of each configuration (ncu --filter-mode per-launch-config).
+    All,
+}
+
 /// `ncu.clock_control`: ncu's `--clock-control` (null: not passed, ncu locks to base clocks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -289,6 +301,8 @@ pub struct Ncu {
     pub max_kernels: usize,
     pub launch_skip: u32,
     pub instances_per_kernel: u32,
+    pub shapes: Shapes,
+    pub shape_coverage: f64,
     pub ranks: Vec<u32>,
     pub include_nccl: bool,
     pub nccl_p2p_disable: bool,
@@ -309,6 +323,7 @@ pub struct NcuCache {
     #[serde(deserialize_with = "opt_string")]
     pub dir: Option<String>,
     pub max_mb: u64,
+    pub duration_tolerance: f64,
 }
 
 impl Config {

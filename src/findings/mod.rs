@@ -204,6 +204,8 @@ pub(crate) enum Claim {
     NcuCoverage {
         nccl_left_out: bool,
     },
+    /// The share of the measured kernels' time in launch configurations ncu measured.
+    ShapeCoverage,
     /// NCCL's share of the ranks' GPU time, and its waiting.
     NcclTime,
     /// The slowest rank in a range.
@@ -279,6 +281,7 @@ impl Claim {
             | PerToken
             | LaunchCalls
             | NcuCoverage { .. }
+            | ShapeCoverage
             | NcclTime
             | Straggler { .. } => Role::Fact,
             GraphLevelTrace

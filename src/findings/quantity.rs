@@ -54,6 +54,11 @@ pub(crate) enum Quantity {
     /// The rest of that basis: kernel time of kernels ncu did not measure.
     NcuLeftOutPct,
     NcuKernelsMeasured,
+    /// nsys time of the measured kernels in the launch configurations (shapes) ncu measured,
+    /// over their nsys time in every shape.
+    ShapeMeasuredPct,
+    /// Kernels measured in more than one shape (their figures weighed by each shape's time).
+    KernelsWeighedByShape,
     SmThroughputPct,
     DramThroughputPct,
     /// FLOP per DRAM byte of one kernel, and the FP32 ridge point of the GPU.
@@ -88,8 +93,14 @@ impl Quantity {
             KernelTimeNs | MeanKernelNs | WallNs | GpuProjectionNs | GraphGpuNs | LaunchApiNs
             | NcclTimeNs | NcclWaitNs | NcclTransferNs | SlowestRankWallNs | MedianRankWallNs
             | GroupMedianWallNs | GroupLedgerPartNs => Unit::Ns,
-            KernelLaunches | DistinctKernels | GraphKernels | GraphLaunches | LaunchApiCalls
-            | PythonSamples | NcuKernelsMeasured => Unit::Count,
+            KernelLaunches
+            | DistinctKernels
+            | GraphKernels
+            | GraphLaunches
+            | LaunchApiCalls
+            | PythonSamples
+            | NcuKernelsMeasured
+            | KernelsWeighedByShape => Unit::Count,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance | MsPerToken => Unit::Ms,
             TokensPerS => Unit::TokensPerS,

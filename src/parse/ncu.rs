@@ -58,7 +58,7 @@ pub(crate) const REPORT_METRICS: &[&str] = &[
 ];
 
 /// All profiled launches of one kernel name, metrics averaged over them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NcuKernel {
     pub name: String,
     /// The mangled name, from the `--print-kernel-base mangled` import of the same report.
@@ -81,6 +81,24 @@ pub struct NcuKernel {
     /// Not measured in this run: the run whose ncu pass did, from the metrics cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_from: Option<String>,
+    /// Each launch configuration measured, when there are several (`metrics` is then the
+    /// mean over all their launches, until the nsys durations weigh them: see
+    /// `analysis::shapes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shapes: Vec<NcuShape>,
+    /// Share of the kernel's nsys time (in the range ncu measured) spent in launch
+    /// configurations ncu measured, in % (None: not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape_cover_pct: Option<f64>,
+}
+
+/// The launches of one kernel with one launch configuration: their metrics, mean over them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuShape {
+    pub grid: Option<String>,
+    pub block: Option<String>,
+    pub instances: u64,
+    pub metrics: BTreeMap<String, f64>,
 }
 
 /// One kernel's figures as the metrics cache keeps them (and `ncu/cached.json` lists the ones
@@ -91,6 +109,10 @@ pub struct CachedKernel {
     pub units: BTreeMap<String, String>,
     pub measured_by: String,
     pub measured_at: String,
+    /// The mean nsys duration of this launch configuration in the run that measured it, in
+    /// ns: a later run is served the entry only when its own agrees (None: not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nsys_mean_ns: Option<f64>,
 }
 
 /// `ncu/cached.json`: the kernels a run took from the metrics cache.
@@ -232,13 +254,19 @@ impl Kernels {
         }
     }
 
-    /// The accumulator of the row's kernel, made from the row's identity cells on first sight.
+    /// The accumulator of the row's kernel and launch configuration, made from the row's
+    /// identity cells on first sight.
     fn launch(&mut self, name: &str, text: impl Fn(usize) -> String) -> &mut Acc {
         self.rows += 1;
-        let i = match self.index.get(name) {
+        let c = &self.cols;
+        let shape = format!(
+            "{name}\u{1f}{}\u{1f}{}",
+            c.grid.map(&text).unwrap_or_default(),
+            c.block.map(&text).unwrap_or_default()
+        );
+        let i = match self.index.get(&shape) {
             Some(i) => *i,
             None => {
-                let c = &self.cols;
                 self.accs.push(Acc {
                     name: name.to_string(),
                     first_id: c.id.map(&text),
@@ -255,7 +283,7 @@ impl Kernels {
                     count: 0,
                     sums: vec![(0.0, 0); c.headers.len()],
                 });
-                self.index.insert(name.to_string(), self.accs.len() - 1);
+                self.index.insert(shape, self.accs.len() - 1);
                 self.accs.len() - 1
             }
         };
@@ -265,32 +293,66 @@ impl Kernels {
     }
 
     fn finish(self) -> NcuReport {
-        let headers = self.cols.headers;
+        let headers = &self.cols.headers;
         let time_scale = self.units.get(TIME).map(|u| ns_per(u)).unwrap_or(Some(1.0));
-        let kernels = self
-            .accs
+        let mean = |sums: &[(f64, u32)]| -> BTreeMap<String, f64> {
+            sums.iter()
+                .enumerate()
+                .filter(|(_, (_, n))| *n > 0)
+                .map(|(c, (s, n))| (headers[c].clone(), s / f64::from(*n)))
+                .collect()
+        };
+        // The shapes of one name, in order of first appearance.
+        let mut names: Vec<(String, Vec<Acc>)> = Vec::new();
+        let mut at: HashMap<String, usize> = HashMap::new();
+        for a in self.accs {
+            match at.get(&a.name) {
+                Some(&i) => names[i].1.push(a),
+                None => {
+                    at.insert(a.name.clone(), names.len());
+                    names.push((a.name.clone(), vec![a]));
+                }
+            }
+        }
+        let kernels = names
             .into_iter()
-            .map(|a| {
-                let metrics: BTreeMap<String, f64> = a
-                    .sums
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, (_, n))| *n > 0)
-                    .map(|(c, (s, n))| (headers[c].clone(), s / f64::from(*n)))
-                    .collect();
+            .map(|(name, accs)| {
+                let mut all = vec![(0.0, 0u32); headers.len()];
+                for a in &accs {
+                    for (t, s) in all.iter_mut().zip(&a.sums) {
+                        t.0 += s.0;
+                        t.1 += s.1;
+                    }
+                }
+                let metrics = mean(&all);
                 let time_ns = metrics.get(TIME).zip(time_scale).map(|(v, k)| v * k);
+                let shapes = match accs.len() {
+                    1 => Vec::new(),
+                    _ => accs
+                        .iter()
+                        .map(|a| NcuShape {
+                            grid: a.grid.clone(),
+                            block: a.block.clone(),
+                            instances: a.count,
+                            metrics: mean(&a.sums),
+                        })
+                        .collect(),
+                };
+                let first = &accs[0];
                 NcuKernel {
-                    name: a.name,
+                    name,
                     mangled: None,
-                    first_id: a.first_id,
-                    nvtx_range: a.nvtx.last().cloned(),
-                    nvtx_stack: a.nvtx,
-                    instances: a.count,
+                    first_id: first.first_id.clone(),
+                    nvtx_range: first.nvtx.last().cloned(),
+                    nvtx_stack: first.nvtx.clone(),
+                    instances: accs.iter().map(|a| a.count).sum(),
                     time_ns,
-                    block: a.block,
-                    grid: a.grid,
+                    block: first.block.clone(),
+                    grid: first.grid.clone(),
                     metrics,
                     cached_from: None,
+                    shapes,
+                    shape_cover_pct: None,
                 }
             })
             .collect();

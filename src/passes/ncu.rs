@@ -11,7 +11,9 @@ use crate::config::{Config, Ncu};
 use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
-use crate::rundir::status::{Cause, NcuCacheUse, NcuRecord, PassState, PassStatus};
+use crate::rundir::status::{
+    Cause, NcuCacheUse, NcuRecord, NcuShapePlan as ShapePlan, PassState, PassStatus,
+};
 
 pub(crate) const NO_KERNELS: &str = "No kernels were profiled";
 
@@ -27,6 +29,8 @@ pub(crate) struct Scope<'a> {
     /// End the workload once every filtered kernel is profiled (one process only: ending one
     /// rank of several would leave the others waiting on it).
     pub(crate) stop_early: bool,
+    /// Each launch configuration of the filtered kernels (ncu.shapes), not only the first.
+    pub(crate) per_shape: bool,
     /// The section set (None: only the metrics) and every metric collected.
     pub(crate) collect: &'a Collect,
 }
@@ -51,7 +55,22 @@ pub(crate) fn profile_args(cfg: &Ncu, s: &Scope) -> Vec<String> {
             let regex = format!("^({})$", alternatives.join("|"));
             a.extend(["--kernel-name-base".into(), base.into()]);
             let results = u64::from(per_kernel) * names.len() as u64;
-            if per_kernel == 1 {
+            if s.per_shape {
+                // Skip and count apply to each launch configuration of each kernel: the first
+                // launch of every shape. ncu cannot know when the last shape has come, so the
+                // workload runs to its end.
+                if cfg.launch_skip > 0 {
+                    a.extend(["--launch-skip".into(), cfg.launch_skip.to_string()]);
+                }
+                a.extend([
+                    "--kernel-name".into(),
+                    format!("regex:{regex}"),
+                    "--filter-mode".into(),
+                    "per-launch-config".into(),
+                    "--launch-count".into(),
+                    per_kernel.to_string(),
+                ]);
+            } else if per_kernel == 1 {
                 // The invocation number counts per distinct kernel: `:1` is each one's first
                 // launch in the range. Every launch would take hours of replay.
                 a.extend([
@@ -64,10 +83,10 @@ pub(crate) fn profile_args(cfg: &Ncu, s: &Scope) -> Vec<String> {
                 }
                 a.extend(["--kernel-name".into(), format!("regex:{regex}")]);
             }
-            if per_kernel > 1 || s.stop_early {
+            if !s.per_shape && (per_kernel > 1 || s.stop_early) {
                 a.extend(["--launch-count".into(), results.to_string()]);
             }
-            if s.stop_early {
+            if s.stop_early && !s.per_shape {
                 // The rest of the workload would run under ncu for nothing.
                 a.extend(["--kill".into(), "on".into()]);
             }
@@ -99,6 +118,17 @@ pub(crate) fn profile_args(cfg: &Ncu, s: &Scope) -> Vec<String> {
     a.extend(["-o".into(), s.out_base.display().to_string()]);
     a.extend(s.workload.iter().cloned());
     a
+}
+
+/// Which launches of the filtered kernels one ncu command profiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launches {
+    /// Each kernel's first launches in the range; the workload runs to its end.
+    First,
+    /// The same, then ncu ends the workload (`--kill on`).
+    FirstThenStop,
+    /// The first launch of each launch configuration of each kernel.
+    EveryShape,
 }
 
 /// `ncu.set` value for "no section set, only the metrics the reports read".
@@ -366,6 +396,65 @@ pub(crate) struct NcuPlan {
     pub(crate) stop_early: bool,
     /// The predicted cost (None: the number of kernels is not known before ncu runs).
     pub(crate) cost: Option<cost::Plan>,
+    /// Which launch configurations ncu measures, and why (None: not known before it runs).
+    pub(crate) shapes: Option<ShapePlan>,
+}
+
+impl ShapePlan {
+    fn describe(&self) -> String {
+        let how = match self.every_shape {
+            true => format!(
+                "ncu measures one launch of each of the {} launch configurations",
+                self.launch_configs
+            ),
+            false => format!(
+                "ncu measures each kernel's first launch ({} launch configurations in all)",
+                self.launch_configs
+            ),
+        };
+        format!(
+            "{how} of the {} chosen kernels: their first launches' configurations hold {:.1}% of their time in nsys",
+            self.kernels, self.first_shapes_pct
+        )
+    }
+}
+
+/// The chosen kernels' shapes in ncu's range (None: the export cannot be read for them).
+fn read_shapes(ctx: &Ctx, range: Option<&str>) -> Option<crate::analysis::shapes::Shapes> {
+    let path = ctx.run.single_or_rank0_sqlite();
+    crate::files::present(&path).ok().filter(|&p| p)?;
+    let db = crate::parse::sqlite::NsysDb::open(&path).ok()?;
+    match crate::analysis::shapes::Shapes::read(&db, range, None) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::info!("kernel launch configurations not read from the nsys export: {e}");
+            None
+        }
+    }
+}
+
+/// `ncu.shapes` applied to the chosen kernels: all of their shapes (`all`, or `auto` when the
+/// first launches' shapes hold less than `ncu.shape_coverage` of their time) or the first.
+fn shape_plan(
+    cfg: &Config,
+    shapes: Option<&crate::analysis::shapes::Shapes>,
+    chosen: Option<&KernelFilter>,
+) -> Option<ShapePlan> {
+    let (Some(shapes), Some(KernelFilter::Mangled(names))) = (shapes, chosen) else {
+        return None;
+    };
+    let (first_shapes_pct, launch_configs) = shapes.first_shape_share(names)?;
+    let every_shape = match cfg.ncu.shapes {
+        crate::config::Shapes::All => true,
+        crate::config::Shapes::First => false,
+        crate::config::Shapes::Auto => first_shapes_pct < cfg.ncu.shape_coverage * 100.0,
+    };
+    Some(ShapePlan {
+        every_shape: every_shape && launch_configs > names.len(),
+        launch_configs,
+        first_shapes_pct,
+        kernels: names.len(),
+    })
 }
 
 impl NcuPass {
@@ -385,7 +474,7 @@ impl NcuPass {
         filter: Option<&KernelFilter>,
         base: &str,
         collect: &Collect,
-        stop_early: bool,
+        launches: Launches,
     ) -> Vec<String> {
         let launcher = ctx.cfg.workload.launcher;
         let multi = launcher != Launcher::None;
@@ -403,7 +492,8 @@ impl NcuPass {
             out_base: &out_base,
             workload: &ctx.workload.argv,
             exclude_nccl: multi && !ctx.cfg.ncu.include_nccl,
-            stop_early,
+            stop_early: launches == Launches::FirstThenStop,
+            per_shape: launches == Launches::EveryShape,
             collect,
         };
         let mut profiled = self.with_prog(profile_args(&ctx.cfg.ncu, &scope));
@@ -562,15 +652,24 @@ impl Pass for NcuPass {
             true => crate::rundir::status::NsysRecord::from_config(&ctx.cfg.nsys).range,
             false => crate::analysis::select::range_in_export(ctx.cfg, ctx.run),
         };
+        // Each kernel's launch configurations in that range (the whole capture when nsys's
+        // range is ncu's and no range is named), for the shapes ncu measures and the cache.
+        let shapes = (crate::analysis::same_range(ctx.cfg) || range.is_some())
+            .then(|| read_shapes(ctx, range.as_deref()))
+            .flatten();
         // The cache is looked up before the selection, which then prefers what it holds.
         // Without a kernel list of ncu's range in the export there is nothing to look up.
-        let lookup = match (reuse::unusable(ctx, self.device.as_ref()), &self.device) {
-            (None, Some(device)) if crate::analysis::same_range(ctx.cfg) || range.is_some() => {
-                reuse::Lookup::new(ctx, &collect, device.clone(), range.as_deref())
+        let lookup = match (
+            reuse::unusable(ctx, self.device.as_ref()),
+            &self.device,
+            &shapes,
+        ) {
+            (None, Some(device), Some(shapes)) => {
+                reuse::Lookup::new(ctx, &collect, device.clone(), shapes.clone())
             }
-            (None, Some(_)) => None,
-            (why, _) => {
-                tracing::info!("ncu metrics cache {}", why.unwrap_or_default());
+            (None, _, _) => None,
+            (Some(why), _, _) => {
+                tracing::info!("ncu metrics cache {why}");
                 None
             }
         };
@@ -580,15 +679,28 @@ impl Pass for NcuPass {
             ctx.run,
             holds.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
         );
+        let shape_plan = shape_plan(ctx.cfg, shapes.as_ref(), chosen.as_ref());
+        let per_shape = shape_plan.as_ref().is_some_and(|p| p.every_shape);
         let (reuse, filter) = match lookup {
-            Some(l) => l.split(chosen),
+            Some(l) => l.split(chosen, per_shape),
             None => (None, chosen),
         };
         let hits = reuse.as_ref().map_or(0, |r| r.hits.len());
         let to_profile = filter.as_ref().map(KernelFilter::len);
         let nothing_left = hits > 0 && to_profile == Some(0);
-        let stop_early = !multi && ctx.cfg.ncu.stop_when_done && to_profile.is_some();
-        let cost = to_profile.map(|n| {
+        // Per shape, ncu cannot tell when the last one has come: the workload runs to its end.
+        let stop_early = !multi && ctx.cfg.ncu.stop_when_done && to_profile.is_some() && !per_shape;
+        // Launches ncu profiles: one per kernel, or one per shape of each kernel.
+        let profiles = to_profile.map(|n| match (per_shape, &filter, &shapes) {
+            (true, Some(KernelFilter::Mangled(names)), Some(s)) => {
+                names.iter().map(|m| s.of(m).len().max(1)).sum()
+            }
+            _ => n,
+        });
+        if let Some(p) = &shape_plan {
+            tracing::info!("{}", p.describe());
+        }
+        let cost = profiles.map(|n| {
             let learned = reuse
                 .as_ref()
                 .and_then(|r| cost::load(&cost_model_path(ctx, r)));
@@ -610,9 +722,21 @@ impl Pass for NcuPass {
                 filter.as_ref(),
                 &base,
                 &collect,
-                stop_early,
+                match (per_shape, stop_early) {
+                    (true, _) => Launches::EveryShape,
+                    (false, true) => Launches::FirstThenStop,
+                    (false, false) => Launches::First,
+                },
             ),
-            unfiltered: self.argv(ctx, include.as_deref(), None, &base, &collect, false),
+            unfiltered: self.argv(
+                ctx,
+                include.as_deref(),
+                None,
+                &base,
+                &collect,
+                Launches::First,
+            ),
+            shapes: shape_plan,
             env: rank_env(ctx.cfg),
             include,
             base,
@@ -779,8 +903,10 @@ impl NcuPass {
             cache: plan.reuse.as_ref().map(|r| NcuCacheUse {
                 dir: r.cache.dir.display().to_string(),
                 hits: r.hits.len(),
+                stale: r.stale,
                 stored,
             }),
+            shapes: plan.shapes.clone(),
             second_gpu: self.second_gpu.clone(),
         }
     }

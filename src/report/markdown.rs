@@ -60,6 +60,9 @@ pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
     if let Some(c) = coverage {
         let _ = writeln!(s, "{}.", phrase::fact(c));
     }
+    if let Some(c) = f.find(|x| matches!(x.claim, Claim::ShapeCoverage)) {
+        let _ = writeln!(s, "{}.", phrase::fact(c));
+    }
     cached_note(a, &mut s);
     if let Some(note) = second_gpu_note(a) {
         let _ = writeln!(s, "Note: {note}.");

@@ -311,6 +311,22 @@ pub(crate) fn fact(f: &Finding) -> String {
             f.text(Q::NcuLeftOutPct),
             cite(f)
         ),
+        Claim::ShapeCoverage => {
+            let weighed = f.figure(Q::KernelsWeighedByShape).map_or(0.0, |e| e.value);
+            format!(
+                "Launch configurations {w}: the grids and blocks ncu measured hold {} of the measured kernels' time (nsys, per launch configuration){}{}",
+                f.text(Q::ShapeMeasuredPct),
+                match weighed > 0.0 {
+                    true => format!(
+                        "; {} measured in several {} their figures weighed by each one's time",
+                        count(f.text(Q::KernelsWeighedByShape), weighed, "kernel"),
+                        if weighed == 1.0 { "has" } else { "have" }
+                    ),
+                    false => String::new(),
+                },
+                cite(f)
+            )
+        }
         Claim::NcclTime => {
             let mut s = format!(
                 "NCCL kernels take {} of the ranks' GPU time",
@@ -334,5 +350,13 @@ pub(crate) fn fact(f: &Finding) -> String {
             cite(f)
         ),
         _ => String::new(),
+    }
+}
+
+/// "1 kernel", "3 kernels": a count as printed, with its noun.
+fn count(text: String, n: f64, noun: &str) -> String {
+    match n == 1.0 {
+        true => format!("{text} {noun}"),
+        false => format!("{text} {noun}s"),
     }
 }

@@ -285,7 +285,8 @@ fn numbers(a: &Artifacts, f: &Findings, s: &mut String) {
             | Claim::NcclTime
             | Claim::Straggler { .. }
             | Claim::LaunchCalls
-            | Claim::NcuCoverage { .. } => phrase::fact(x),
+            | Claim::NcuCoverage { .. }
+            | Claim::ShapeCoverage => phrase::fact(x),
             _ => continue,
         };
         let _ = writeln!(s, "- {line}");

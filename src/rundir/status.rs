@@ -77,6 +77,8 @@ pub(crate) struct NcuRecord {
     /// The pass ran on a second GPU while the nsys pass ran (`ncu.second_gpu`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) second_gpu: Option<SecondGpu>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) shapes: Option<NcuShapePlan>,
 }
 
 /// The GPUs of two passes run at once (`CUDA_VISIBLE_DEVICES` values) and their one model.
@@ -96,7 +98,22 @@ fn is_zero(n: &usize) -> bool {
 pub(crate) struct NcuCacheUse {
     pub(crate) dir: String,
     pub(crate) hits: usize,
+    /// Entries found but measured beside another nsys duration: profiled again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) stale: usize,
     pub(crate) stored: usize,
+}
+
+/// The shapes decision of one pass (`ncu.shapes`), as status.json keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct NcuShapePlan {
+    /// One launch of each configuration, not only each kernel's first.
+    pub(crate) every_shape: bool,
+    /// The chosen kernels' launch configurations in the range, and the share of their time
+    /// in the configurations of their first launches, in %.
+    pub(crate) launch_configs: usize,
+    pub(crate) first_shapes_pct: f64,
+    pub(crate) kernels: usize,
 }
 
 /// The plan printed before the pass and kept in status.json.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Part of the ncu test double: replays a real ncu raw export (tests/data/ncu/decode_raw.csv,
 H100) as a profile run would, honouring the kernel filter it is given (--kernel-name-base,
---kernel-id ::regex:R:N, --kernel-name regex:R, --launch-count). It writes the kept rows as the
+--kernel-id ::regex:R:N, --kernel-name regex:R, --launch-count, --filter-mode per-launch-config). It writes the kept rows as the
 "report" (and their mangled twin beside it, for --import) and prints ncu's own lines for them.
 
     ncu_replay.py DATA_DIR REPORT_BASE -- NCU_ARGS...
@@ -44,7 +44,10 @@ def chosen(args):
     if name and name.startswith("regex:"):
         regex = name[len("regex:"):]
     count = arg(args, "--launch-count")
-    return base, regex, int(count) if count else None
+    # Per launch configuration, the count applies to each configuration of each kernel.
+    if arg(args, "--filter-mode") == "per-launch-config":
+        return base, regex, None, True
+    return base, regex, int(count) if count else None, False
 
 
 def main():
@@ -54,15 +57,17 @@ def main():
     with open(f"{data}/ncu/decode_raw_mangled.csv", newline="") as f:
         mangled = list(csv.reader(f))
     col = raw[0].index("Kernel Name")
-    base, regex, count = chosen(args)
+    base, regex, count, per_shape = chosen(args)
+    grid, block = raw[0].index("Grid Size"), raw[0].index("Block Size")
     # `--kernel-id ...:1`: each matching kernel's first launch once, as ncu counts invocations
     # per distinct name.
     keep, seen = [], set()
     for i in range(2, len(raw)):
         demangled, mangled_name = raw[i][col], mangled[i][col]
         name = {"mangled": mangled_name, "demangled": demangled}.get(base, short_name(demangled))
-        if (regex is None or re.search(regex, name)) and name not in seen:
-            seen.add(name)
+        key = (name, raw[i][grid], raw[i][block]) if per_shape else name
+        if (regex is None or re.search(regex, name)) and key not in seen:
+            seen.add(key)
             keep.append(i)
     if count is not None:
         keep = keep[:count]

@@ -107,6 +107,34 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
     );
 }
 
+/// Of the measured kernels' time in ncu's range (nsys, per grid and block), the share in the
+/// launch configurations ncu measured; the figures of kernels measured in several shapes are
+/// weighed by each shape's time (see analysis::shapes).
+pub(super) fn shapes(a: &Artifacts, out: &mut Findings) {
+    let Some((c, pct)) = a.shape_cover.and_then(|c| Some((c, c.pct()?))) else {
+        return;
+    };
+    let range = a
+        .ncu_include
+        .as_deref()
+        .map(crate::analysis::nvtx::base_name);
+    let scope = Scope::of(range.as_deref()).ncu();
+    out.push(
+        Claim::ShapeCoverage,
+        scope.clone(),
+        None,
+        vec![
+            Figure::new(Quantity::ShapeMeasuredPct, pct, &a.sqlite_file, &scope),
+            Figure::new(
+                Quantity::KernelsWeighedByShape,
+                c.multi_shape as f64,
+                &a.ncu_csv_file,
+                &scope,
+            ),
+        ],
+    );
+}
+
 pub(super) fn tiny(a: &Artifacts, out: &mut Findings) {
     let (total, launches) = a.kernel_totals();
     if launches == 0 {

@@ -9,8 +9,10 @@ use rusqlite::{Connection, OpenFlags};
 use crate::error::Error;
 
 mod graphs;
+mod shapes;
 mod stream;
 pub use graphs::GraphLaunch;
+pub use shapes::ShapedLaunch;
 pub use stream::{Ignore, Sink};
 
 pub struct NsysDb {
@@ -143,50 +145,6 @@ pub struct LaunchConfig {
 }
 
 impl NsysDb {
-    /// Mangled name -> the configuration of its first launch at or after `since` (ns): the
-    /// launch ncu profiles first in a range that opens then.
-    pub(crate) fn first_launches(
-        &self,
-        since: i64,
-    ) -> Result<HashMap<String, LaunchConfig>, Error> {
-        let cols = [
-            "mangledName",
-            "start",
-            "gridX",
-            "gridY",
-            "gridZ",
-            "blockX",
-            "blockY",
-            "blockZ",
-            "dynamicSharedMemory",
-        ];
-        self.require("CUPTI_ACTIVITY_KIND_KERNEL", &cols)?;
-        // SQLite takes the bare columns of an aggregate query from the row MIN() picked.
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT m.value, MIN(k.start), k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, \
-                 k.blockZ, k.dynamicSharedMemory FROM CUPTI_ACTIVITY_KIND_KERNEL k \
-                 JOIN StringIds m ON k.mangledName = m.id WHERE k.start >= ?1 \
-                 GROUP BY k.mangledName",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([since], |r| {
-                let d = |i: usize| r.get::<_, i64>(i);
-                Ok((
-                    r.get::<_, String>(0)?,
-                    LaunchConfig {
-                        grid: format!("({},{},{})", d(2)?, d(3)?, d(4)?),
-                        block: format!("({},{},{})", d(5)?, d(6)?, d(7)?),
-                        dynamic_smem_bytes: d(8)?.max(0) as u64,
-                    },
-                ))
-            })
-            .map_err(|e| self.err(e))?;
-        rows.map(|r| r.map_err(|e| self.err(e))).collect()
-    }
-
     /// The strings of `StringIds`, by id.
     pub fn strings(&self) -> Result<HashMap<i64, String>, Error> {
         self.require("StringIds", &["id", "value"])?;

@@ -67,10 +67,7 @@ pub(crate) fn settings(cfg: &crate::config::Ncu, collect: &super::Collect) -> St
     crate::secrets::scrub(&text)
 }
 
-/// `(128, 1, 1)` as ncu prints it, `(128,1,1)` for the key.
-pub(crate) fn dims(text: &str) -> String {
-    text.chars().filter(|c| !c.is_whitespace()).collect()
-}
+pub(crate) use crate::analysis::shapes::dims;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Entry {
@@ -271,11 +268,12 @@ mod tests {
                 block: Some("(128, 1, 1)".into()),
                 grid: Some("(4, 1, 1)".into()),
                 metrics: [("gpu__time_duration.sum".to_string(), 1.0)].into(),
-                cached_from: None,
+                ..Default::default()
             },
             units: BTreeMap::new(),
             measured_by: "r1".into(),
             measured_at: "now".into(),
+            nsys_mean_ns: None,
         }
     }
 

@@ -6,8 +6,8 @@ use std::path::Path;
 use super::cache::{self, Cache, Device, Key};
 use super::Collect;
 use crate::analysis::select::KernelFilter;
-use crate::parse::ncu::CachedKernel;
-use crate::parse::sqlite::NsysDb;
+use crate::analysis::shapes::{Shape, Shapes};
+use crate::parse::ncu::{CachedKernel, NcuKernel, NcuShape};
 use crate::passes::Ctx;
 
 /// The cache's part in one pass.
@@ -15,8 +15,27 @@ pub(crate) struct Reuse {
     pub(crate) cache: Cache,
     pub(crate) device: Device,
     pub(crate) settings: String,
-    /// Chosen kernels the cache holds, with their keys.
-    pub(crate) hits: Vec<(Key, CachedKernel)>,
+    /// Chosen kernels the cache holds, each with the keys of its shapes.
+    pub(crate) hits: Vec<Hit>,
+    /// Entries found but not served: their kernel's nsys duration in this run differs from
+    /// the one they were measured beside (`ncu.cache.duration_tolerance`).
+    pub(crate) stale: usize,
+    /// The chosen kernels' shapes in ncu's range, for the entries stored after the pass.
+    shapes: Shapes,
+}
+
+/// One kernel served from the cache: its figures (every shape's, when several) and keys.
+pub(crate) struct Hit {
+    pub(crate) keys: Vec<Key>,
+    pub(crate) kernel: CachedKernel,
+}
+
+/// What the cache says of one kernel.
+enum Found {
+    Hit(Box<Hit>),
+    Miss,
+    /// How many of its shapes' entries are stale.
+    Stale(usize),
 }
 
 /// Why the cache is not used this run (None: it is).
@@ -35,56 +54,74 @@ pub(crate) fn unusable(ctx: &Ctx, device: Option<&Device>) -> Option<String> {
 }
 
 /// What a lookup in the cache needs: the cache, the GPU, the settings and each kernel's
-/// launch configuration (from the nsys export).
+/// shapes in ncu's range (from the nsys export), with their durations.
 pub(crate) struct Lookup {
     cache: Cache,
     device: Device,
     settings: String,
-    launches: std::collections::HashMap<String, cache::Launch>,
+    shapes: Shapes,
+    tolerance: f64,
 }
 
 impl Lookup {
-    /// None (with a warning) when there is no cache folder or no nsys export to read the
-    /// launches from.
+    /// None (with a warning) when there is no cache folder.
     pub(crate) fn new(
         ctx: &Ctx,
         collect: &Collect,
         device: Device,
-        range: Option<&str>,
+        shapes: Shapes,
     ) -> Option<Lookup> {
         let Some(dir) = cache::default_dir(ctx.cfg.ncu.cache.dir.as_deref()) else {
             tracing::warn!("ncu metrics cache not used: no cache folder (set ncu.cache.dir)");
             return None;
         };
-        let launches = match first_launches(ctx, range) {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::warn!("ncu metrics cache not used: {e}");
-                return None;
-            }
-        };
         Some(Lookup {
             cache: Cache::new(dir, ctx.cfg.ncu.cache.max_mb),
             settings: cache::settings(&ctx.cfg.ncu, collect),
             device,
-            launches,
+            shapes,
+            tolerance: ctx.cfg.ncu.cache.duration_tolerance,
         })
     }
 
-    fn get(&self, mangled: &str) -> Option<(Key, CachedKernel)> {
-        let key = Key {
-            mangled: mangled.to_string(),
-            launch: self.launches.get(mangled)?.clone(),
-            device: self.device.clone(),
-            settings: self.settings.clone(),
+    /// The kernel's entries: of its first launch's shape, or of every shape in the range.
+    /// Each must be there and measured beside an nsys duration of its shape within the
+    /// tolerance of this run's.
+    fn get(&self, mangled: &str, every_shape: bool) -> Found {
+        let wanted: Vec<&Shape> = match every_shape {
+            true => self.shapes.of(mangled).iter().collect(),
+            false => self.shapes.first(mangled).into_iter().collect(),
         };
-        let hit = self.cache.get(&key)?;
-        Some((key, hit))
+        if wanted.is_empty() {
+            return Found::Miss;
+        }
+        let (mut keys, mut found, mut stale) = (Vec::new(), Vec::new(), 0);
+        for shape in wanted {
+            let key = Key {
+                mangled: mangled.to_string(),
+                launch: shape.launch.clone(),
+                device: self.device.clone(),
+                settings: self.settings.clone(),
+            };
+            match self.cache.get(&key) {
+                None => return Found::Miss,
+                Some(c) if !agrees(c.nsys_mean_ns, shape.mean_ns(), self.tolerance) => stale += 1,
+                Some(c) => found.push(c),
+            }
+            keys.push(key);
+        }
+        if stale > 0 {
+            return Found::Stale(stale);
+        }
+        Found::Hit(Box::new(Hit {
+            keys,
+            kernel: merged(found),
+        }))
     }
 
-    /// Whether the cache holds this kernel's figures.
+    /// Whether the cache holds this kernel's figures for every shape it has in the range.
     pub(crate) fn holds(&self, mangled: &str) -> bool {
-        self.get(mangled).is_some()
+        matches!(self.get(mangled, true), Found::Hit(_))
     }
 
     /// Split the chosen kernels into those the cache holds and those ncu must profile. Only
@@ -92,53 +129,98 @@ impl Lookup {
     pub(crate) fn split(
         self,
         filter: Option<KernelFilter>,
+        every_shape: bool,
     ) -> (Option<Reuse>, Option<KernelFilter>) {
         let Some(KernelFilter::Mangled(names)) = filter else {
             return (None, filter);
         };
-        let (mut hits, mut misses) = (Vec::new(), Vec::new());
+        let (mut hits, mut misses, mut stale) = (Vec::new(), Vec::new(), 0);
         for name in names {
-            match self.get(&name) {
-                Some(hit) => hits.push(hit),
-                None => misses.push(name),
+            match self.get(&name, every_shape) {
+                Found::Hit(hit) => hits.push(*hit),
+                Found::Miss => misses.push(name),
+                Found::Stale(n) => {
+                    stale += n;
+                    misses.push(name);
+                }
             }
+        }
+        if stale > 0 {
+            tracing::info!(
+                "ncu metrics cache: {stale} entries stale (this run's nsys duration of their launch configuration differs by more than {:.0}% from the one they were measured beside); measured again",
+                self.tolerance * 100.0
+            );
         }
         let reuse = Reuse {
             cache: self.cache,
             device: self.device,
             settings: self.settings,
             hits,
+            stale,
+            shapes: self.shapes,
         };
         (Some(reuse), Some(KernelFilter::Mangled(misses)))
     }
 }
 
-/// Each kernel's first launch from the start of the range's first instance (the whole
-/// capture when no range is known).
-fn first_launches(
-    ctx: &Ctx,
-    range: Option<&str>,
-) -> Result<std::collections::HashMap<String, cache::Launch>, crate::error::Error> {
-    let db = NsysDb::open(&ctx.run.single_or_rank0_sqlite())?;
-    let since = match range {
-        Some(r) => db
-            .ranges()?
-            .iter()
-            .filter(|x| crate::analysis::nvtx::base_name(&x.name) == r)
-            .map(|x| x.start)
-            .min()
-            .unwrap_or(0),
-        None => 0,
-    };
-    db.first_launches(since)
+/// An entry measured beside nsys duration `then` may stand for a launch lasting `now` in
+/// this run: within `tolerance` of it. An entry without one (an older cache) is stale.
+fn agrees(then: Option<f64>, now: f64, tolerance: f64) -> bool {
+    then.is_some_and(|t| t > 0.0 && (now / t - 1.0).abs() <= tolerance)
+}
+
+/// A kernel's per-shape entries as one kernel with its shapes (one entry: itself).
+fn merged(mut entries: Vec<CachedKernel>) -> CachedKernel {
+    if entries.len() == 1 {
+        return entries.remove(0);
+    }
+    let mut first = entries[0].clone();
+    let shapes: Vec<NcuShape> = entries
+        .iter()
+        .map(|e| NcuShape {
+            grid: e.kernel.grid.clone(),
+            block: e.kernel.block.clone(),
+            instances: e.kernel.instances,
+            metrics: e.kernel.metrics.clone(),
+        })
+        .collect();
+    for e in &entries[1..] {
+        for (k, u) in &e.units {
+            first.units.entry(k.clone()).or_insert_with(|| u.clone());
+        }
+    }
+    first.kernel.instances = shapes.iter().map(|s| s.instances).sum();
+    first.kernel.shapes = shapes;
+    first.nsys_mean_ns = None;
+    first
+}
+
+/// Each shape of a report's kernel as a kernel of its own: what one cache entry holds.
+fn per_shape(k: &NcuKernel) -> Vec<NcuKernel> {
+    if k.shapes.is_empty() {
+        return vec![k.clone()];
+    }
+    k.shapes
+        .iter()
+        .map(|s| NcuKernel {
+            grid: s.grid.clone(),
+            block: s.block.clone(),
+            instances: s.instances,
+            time_ns: None,
+            metrics: s.metrics.clone(),
+            shapes: Vec::new(),
+            shape_cover_pct: None,
+            ..k.clone()
+        })
+        .collect()
 }
 
 /// Write `ncu/cached.json` (the hits, for the reports) and mark them used.
 pub(crate) fn record_hits(ctx: &Ctx, reuse: &Reuse) -> Result<(), String> {
-    for (key, _) in &reuse.hits {
+    for key in reuse.hits.iter().flat_map(|h| &h.keys) {
         reuse.cache.touch(key);
     }
-    let kernels: Vec<&CachedKernel> = reuse.hits.iter().map(|(_, c)| c).collect();
+    let kernels: Vec<&CachedKernel> = reuse.hits.iter().map(|h| &h.kernel).collect();
     let path = ctx.run.ncu("cached.json");
     let text = serde_json::to_vec_pretty(&kernels).map_err(|e| e.to_string())?;
     crate::rundir::status::write_atomic(&path, &text)
@@ -161,15 +243,21 @@ pub(crate) fn store(ctx: &Ctx, reuse: &Reuse, raw: &Path, mangled: &Path) -> usi
     let now = crate::rundir::status::now();
     let mut stored = 0;
     let mut failed = Vec::new();
-    for k in &report.kernels {
-        let Some(key) = Cache::key_for(k, &report.units, &reuse.device, &reuse.settings) else {
+    for k in report.kernels.iter().flat_map(per_shape) {
+        let Some(key) = Cache::key_for(&k, &report.units, &reuse.device, &reuse.settings) else {
             continue;
         };
+        // The nsys duration of this shape in this run, which a later run's must agree with.
+        let nsys_mean_ns = reuse
+            .shapes
+            .get(&key.mangled, &key.launch)
+            .map(Shape::mean_ns);
         let entry = CachedKernel {
             units: cache::units_of(&k.metrics, &report.units),
-            kernel: k.clone(),
+            kernel: k,
             measured_by: ctx.run.id(),
             measured_at: now.clone(),
+            nsys_mean_ns,
         };
         // One entry that cannot be written (a folder in its place) costs that entry only.
         match reuse.cache.put(key, entry) {

@@ -35,6 +35,7 @@ fn args(
             workload: &w,
             exclude_nccl,
             stop_early,
+            per_shape: false,
             collect: &collect,
         },
     )
