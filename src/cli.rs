@@ -204,6 +204,10 @@ pub struct ProfileArgs {
     /// spread and `stage2 diff` tests changes against it (sets run.repeat).
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
+    /// After the profiler passes, run the workload once with no profiler, timing its NVTX
+    /// ranges: the reports state what the measurement added to each (sets run.baseline=true).
+    #[arg(long)]
+    pub baseline: bool,
     /// Mark transformers forward passes as NVTX prefill/decode without changing the workload
     /// (sets workload.auto_nvtx=true).
     #[arg(long)]
@@ -289,6 +293,9 @@ impl ProfileArgs {
         }
         if let Some(g) = self.grace {
             flag("run.grace_s", Value::from(g));
+        }
+        if self.baseline {
+            flag("run.baseline", Value::from(true));
         }
         if let Some(n) = self.repeat {
             flag("run.repeat", Value::from(n));

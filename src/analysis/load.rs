@@ -244,6 +244,31 @@ impl NcuSide {
     }
 }
 
+/// Each range under nsys beside the baseline pass's times of it, and the files they came from;
+/// a broken file costs the comparison, said as a warning.
+fn baseline(
+    run: &RunDir,
+    stats: &[super::ranges::RangeStats],
+    first_only: bool,
+) -> (Vec<super::observer::Observed>, String) {
+    let files = crate::parse::baseline::files(&run.path.join("baseline"));
+    let mut timed = Vec::new();
+    for f in &files {
+        match crate::parse::baseline::read(f) {
+            Ok(t) => timed.extend(t),
+            Err(e) => {
+                tracing::warn!("the baseline comparison is left out: {e}");
+                return (Vec::new(), String::new());
+            }
+        }
+    }
+    let source = match files.as_slice() {
+        [one] => run.relative(one),
+        _ => "baseline/ranges.*.txt".to_string(),
+    };
+    (super::observer::compare(stats, &timed, first_only), source)
+}
+
 /// The ncu raw export with the mangled names of its twin import, when there is one.
 fn read_ncu(run: &RunDir, csv: &Path) -> Result<NcuReport, Error> {
     let mut report = ncu::read_raw(csv)?;
@@ -409,8 +434,11 @@ impl Artifacts {
             python,
             operators: t.map(|t| t.operators.clone()).unwrap_or_default(),
             per_token: Vec::new(),
+            observed: Vec::new(),
+            baseline_file: String::new(),
         };
         a.classify_bounds();
+        (a.observed, a.baseline_file) = baseline(run, &a.range_stats, a.capture.first_only());
         if let (Some(db), Some(t)) = (&db, &timeline) {
             a.per_token = a.phase_costs(&t.phases, &db.marks("stage2:tokens ")?);
         }

@@ -13,6 +13,7 @@ mod load;
 pub(crate) mod nesting;
 pub(crate) mod noise;
 pub(crate) mod nvtx;
+pub(crate) mod observer;
 pub(crate) mod ops;
 pub(crate) mod pysamples;
 pub mod ranges;
@@ -48,6 +49,9 @@ pub(crate) struct Artifacts {
     pub(crate) operators: Vec<ops::OpRow>,
     /// Per phase: tokens, time per instance and per token, floors (see analysis::tokens).
     pub(crate) per_token: Vec<tokens::PhaseCost>,
+    /// Each range under nsys and in the baseline pass (no profiler), and the baseline's file.
+    pub(crate) observed: Vec<observer::Observed>,
+    pub(crate) baseline_file: String,
     pub(crate) kernels_nsys: Option<Vec<KernelSum>>,
     pub(crate) ranges: Option<Vec<RangeSum>>,
     pub(crate) api: Option<Vec<ApiSum>>,

@@ -40,7 +40,7 @@ impl Spread {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RangeStats {
     pub name: String,
     /// PushPop or StartEnd.

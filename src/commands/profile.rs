@@ -94,6 +94,9 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     for pass in ["nsys", "ncu"] {
         status.set(pass, PassStatus::new(PassState::Pending, None));
     }
+    if cfg.run.baseline {
+        status.set("baseline", PassStatus::new(PassState::Pending, None));
+    }
     let ctx = Ctx {
         cfg,
         run: &run,
@@ -153,6 +156,11 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
             known_metrics: known,
             second_gpu: None,
         })?;
+    }
+
+    if cfg.run.baseline {
+        let workload_failed = workload_failed(&driver.status).is_some();
+        driver.drive(&crate::passes::baseline::BaselinePass { workload_failed })?;
     }
 
     // The reports carry the final status of every pass, their own included: finish the run as

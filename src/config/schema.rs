@@ -101,6 +101,9 @@ pub struct Run {
     /// before the setting existed read as 1.
     #[serde(default = "one")]
     pub repeat: u32,
+    /// A pass with no profiler, timing the NVTX ranges (runs made before it read false).
+    #[serde(default)]
+    pub baseline: bool,
     /// Run directories 0700 and their files 0600 (false: 0755/0644 when the run ends).
     #[serde(default = "yes")]
     pub private: bool,

@@ -206,6 +206,14 @@ pub(crate) enum Claim {
     },
     /// The share of the measured kernels' time in launch configurations ncu measured.
     ShapeCoverage,
+    /// A range's time per instance under nsys and without a profiler (the baseline pass).
+    MeasurementCost {
+        /// Baseline instances compared, of how many it timed.
+        compared: u64,
+        timed: u64,
+        /// The compared instances are the baseline's first (the capture held the first only).
+        from_start: bool,
+    },
     /// NCCL's share of the ranks' GPU time, and its waiting.
     NcclTime,
     /// The slowest rank in a range.
@@ -282,6 +290,7 @@ impl Claim {
             | LaunchCalls
             | NcuCoverage { .. }
             | ShapeCoverage
+            | MeasurementCost { .. }
             | NcclTime
             | Straggler { .. } => Role::Fact,
             GraphLevelTrace

@@ -59,6 +59,11 @@ pub(crate) enum Quantity {
     ShapeMeasuredPct,
     /// Kernels measured in more than one shape (their figures weighed by each shape's time).
     KernelsWeighedByShape,
+    /// A range's mean CPU wall time per instance under nsys, and in the baseline pass (no
+    /// profiler attached), and how much more the first is, in %.
+    NsysMsPerInstance,
+    BaselineMsPerInstance,
+    MeasurementAddedPct,
     SmThroughputPct,
     DramThroughputPct,
     /// FLOP per DRAM byte of one kernel, and the FP32 ridge point of the GPU.
@@ -102,7 +107,7 @@ impl Quantity {
             | NcuKernelsMeasured
             | KernelsWeighedByShape => Unit::Count,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
-            MsPerInstance | MsPerToken => Unit::Ms,
+            MsPerInstance | MsPerToken | NsysMsPerInstance | BaselineMsPerInstance => Unit::Ms,
             TokensPerS => Unit::TokensPerS,
             _ => Unit::Pct,
         }

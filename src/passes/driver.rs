@@ -173,6 +173,10 @@ impl Driver<'_> {
         }
         let plan = pass.plan(ctx)?;
         let cmd_txt: PathBuf = ctx.run.path.join(name).join("cmd.txt");
+        // A pass whose folder the run directory was not made with (baseline) makes its own.
+        if let Some(dir) = cmd_txt.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+        }
         write_cmd_txt(&cmd_txt, &ctx.workload.env, &pass.commands(&plan))
             .map_err(|e| Error::io("write", &cmd_txt, e))?;
         if self.dry_run {

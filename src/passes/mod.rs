@@ -2,6 +2,7 @@
 //! running (every child through [`process`], with a timeout and signal forwarding) and what a
 //! pass needs around that (tools, workload argv, launchers, provenance, guards).
 
+pub(crate) mod baseline;
 pub(crate) mod beside;
 pub(crate) mod child;
 pub(crate) mod diagnose;

@@ -81,6 +81,7 @@ pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
     ranks_section(a, &mut s, width);
     ranges_section(a, f, &mut s);
     super::tokens::section(a, f, &mut s);
+    measurement_cost(f, &mut s);
     super::ledger::section(a, &mut s);
     if !a.operators.is_empty() {
         s.push_str("\n## PyTorch operators\n\n");
@@ -477,5 +478,21 @@ impl super::Output for KernelsMd {
     }
     fn render(&self, a: &crate::analysis::Artifacts, f: &Findings) -> Option<String> {
         Some(kernels_md(a, f))
+    }
+}
+
+/// Each range's time under nsys beside the baseline pass's (no profiler): what measuring cost.
+fn measurement_cost(f: &Findings, s: &mut String) {
+    let lines: Vec<String> = f
+        .made()
+        .filter(|x| matches!(x.claim, Claim::MeasurementCost { .. }))
+        .map(phrase::fact)
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## What the measurement added\n");
+    for l in lines {
+        let _ = writeln!(s, "- {l}");
     }
 }

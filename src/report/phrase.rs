@@ -311,6 +311,26 @@ pub(crate) fn fact(f: &Finding) -> String {
             f.text(Q::NcuLeftOutPct),
             cite(f)
         ),
+        Claim::MeasurementCost {
+            compared,
+            timed,
+            from_start,
+        } => {
+            let added = f.figure(Q::MeasurementAddedPct).map_or(0.0, |e| e.value);
+            format!(
+                "Measurement cost {w}: under nsys {} per instance; without a profiler (the baseline pass, {}) {}; the measurement added {}{}{}",
+                f.text(Q::NsysMsPerInstance),
+                match (compared == timed, from_start) {
+                    (true, _) => format!("{compared} instances"),
+                    (false, true) => format!("the first {compared} of the {timed} instances it timed, as nsys held"),
+                    (false, false) => format!("the last {compared} of the {timed} instances it timed, as many as nsys held"),
+                },
+                f.text(Q::BaselineMsPerInstance),
+                if added >= 0.0 { "+" } else { "" },
+                f.text(Q::MeasurementAddedPct),
+                cite(f)
+            )
+        }
         Claim::ShapeCoverage => {
             let weighed = f.figure(Q::KernelsWeighedByShape).map_or(0.0, |e| e.value);
             format!(

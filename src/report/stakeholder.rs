@@ -286,7 +286,8 @@ fn numbers(a: &Artifacts, f: &Findings, s: &mut String) {
             | Claim::Straggler { .. }
             | Claim::LaunchCalls
             | Claim::NcuCoverage { .. }
-            | Claim::ShapeCoverage => phrase::fact(x),
+            | Claim::ShapeCoverage
+            | Claim::MeasurementCost { .. } => phrase::fact(x),
             _ => continue,
         };
         let _ = writeln!(s, "- {line}");

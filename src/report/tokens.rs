@@ -45,7 +45,31 @@ pub(crate) fn section(a: &Artifacts, f_all: &Findings, s: &mut String) {
             f.map_or("–".into(), |f| format!("{:.1}%", f.measured_pct)),
         );
         group_rows(f_all, &p.phase, s);
+        baseline_row(f_all, p, s);
     }
+}
+
+/// The phase without a profiler (the baseline pass), per instance and per token at the same
+/// tokens per instance.
+fn baseline_row(f: &Findings, p: &crate::analysis::tokens::PhaseCost, s: &mut String) {
+    let Some(m) = f.find(|x| {
+        matches!(x.claim, Claim::MeasurementCost { .. })
+            && x.scope.range.as_deref() == Some(p.phase.as_str())
+    }) else {
+        return;
+    };
+    let Some(ms) = m.figure(Q::BaselineMsPerInstance).map(|e| e.value) else {
+        return;
+    };
+    let scale = ms / p.ms_per_instance;
+    let _ = writeln!(
+        s,
+        "| {} — without a profiler (baseline pass) | {} | | | {ms:.3} | {} | {} | | | | | | | |",
+        md(&p.phase),
+        p.instances,
+        opt(p.ms_per_token.map(|t| t * scale), 3),
+        opt(p.tokens_per_s.map(|t| t / scale), 0),
+    );
 }
 
 /// Under a phase of several kinds of instance, one row per group: its count and median per

@@ -21,6 +21,7 @@ pub(super) fn all(a: &Artifacts) -> Findings {
     kernels::launch_calls(a, &mut out);
     kernels::coverage(a, &mut out);
     kernels::shapes(a, &mut out);
+    ranges::measurement_cost(a, &mut out);
     kernels::tiny(a, &mut out);
     kernels::bounds(a, &mut out);
     run::passes(a, &mut out);

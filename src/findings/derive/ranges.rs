@@ -281,3 +281,40 @@ pub(super) fn verdicts(a: &Artifacts, out: &mut Findings) {
         );
     }
 }
+
+/// What the measurement added to each range: its wall time per instance under nsys beside the
+/// baseline pass's (no profiler), over as many instances from the same end of the run.
+pub(super) fn measurement_cost(a: &Artifacts, out: &mut Findings) {
+    for o in &a.observed {
+        let scope = Scope::range(&o.range);
+        out.push(
+            Claim::MeasurementCost {
+                compared: o.baseline_instances,
+                timed: o.baseline_timed,
+                from_start: a.capture.first_only(),
+            },
+            scope.clone(),
+            None,
+            vec![
+                Figure::new(
+                    Quantity::NsysMsPerInstance,
+                    o.nsys_ms_per_instance,
+                    &a.sqlite_file,
+                    &scope.clone().instances(o.nsys_instances),
+                ),
+                Figure::new(
+                    Quantity::BaselineMsPerInstance,
+                    o.baseline_ms_per_instance,
+                    &a.baseline_file,
+                    &scope,
+                ),
+                Figure::new(
+                    Quantity::MeasurementAddedPct,
+                    o.added_pct,
+                    &a.baseline_file,
+                    &scope,
+                ),
+            ],
+        );
+    }
+}

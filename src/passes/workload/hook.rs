@@ -15,7 +15,7 @@ pub(crate) const SITECUSTOMIZE: &str = include_str!("hook/sitecustomize.py");
 
 /// Whether the run needs the hook at all.
 pub(crate) fn wanted(cfg: &Config) -> bool {
-    cfg.workload.auto_nvtx || cfg.workload.python_sampling_hz > 0.0
+    cfg.workload.auto_nvtx || cfg.workload.python_sampling_hz > 0.0 || cfg.run.baseline
 }
 
 /// Write the hook into `run` and point the workload at it: PYTHONPATH (the workload's own,

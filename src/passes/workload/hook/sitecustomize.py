@@ -13,6 +13,12 @@ STAGE2_AUTO_NVTX=1
 STAGE2_AUTO_NVTX_SKIP=K
     The first K `generate()` calls (warm-up: compilation, CUDA graph capture) and the forward
     passes inside them are left unmarked.
+STAGE2_RANGE_TIMES=DIR
+    The baseline pass (no profiler attached): every NVTX range the workload opens through
+    torch.cuda.nvtx (range_push/range_pop, range_start/range_end, range) or the nvtx package
+    (push_range/pop_range, start_range/end_range, annotate) is timed with the same clock as
+    it opens and closes, one line `name<TAB>start_ns<TAB>end_ns<TAB>tid` per closed range in
+    DIR/ranges.<pid>.txt. Ranges opened from C/C++ are not seen.
 STAGE2_PY_SAMPLE_HZ=N, STAGE2_PY_SAMPLE_DIR=DIR
     A thread samples the Python stacks of the other threads N times a second into
     DIR/pysamples.<pid>.txt, and every 100 ms emits an NVTX mark `stage2:clock <ns>` holding
@@ -169,9 +175,138 @@ def _patch_generate(generation_utils):
     Mixin.generate = generate
 
 
-_PATCHES = {
+# ---------------------------------------------------------------------------------------------
+# Range times without a profiler (the baseline pass)
+
+
+class _RangeTimes:
+    def __init__(self, folder):
+        path = os.path.join(folder, f"ranges.{os.getpid()}.txt")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.out = open(fd, "w", encoding="utf-8", errors="replace")
+        self.lock = threading.Lock()
+        self.stacks = threading.local()
+        self.open_ids = {}
+
+    def stack(self):
+        s = getattr(self.stacks, "s", None)
+        if s is None:
+            s = self.stacks.s = []
+        return s
+
+    def closed(self, name, start):
+        end = time.perf_counter_ns()
+        line = f"{_one_line(str(name))}\t{start}\t{end}\t{threading.get_native_id()}\n"
+        with self.lock:
+            self.out.write(line)
+
+    def push(self, name):
+        self.stack().append((name, time.perf_counter_ns()))
+
+    def pop(self):
+        s = self.stack()
+        if s:
+            self.closed(*s.pop())
+
+    def start(self, key, name):
+        self.open_ids[key] = (name, time.perf_counter_ns())
+
+    def end(self, key):
+        opened = self.open_ids.pop(key, None)
+        if opened is not None:
+            self.closed(*opened)
+
+    def close(self):
+        with self.lock:
+            try:
+                self.out.close()
+            except Exception:
+                pass
+
+
+_times = [None]
+
+
+def _patch_torch_nvtx(module):
+    """Time torch.cuda.nvtx's ranges; `range` uses the module's push/pop, so it is timed too."""
+    t = _times[0]
+    push, pop = module.range_push, module.range_pop
+    start, end = module.range_start, module.range_end
+
+    def range_push(msg):
+        t.push(msg)
+        return push(msg)
+
+    def range_pop():
+        t.pop()
+        return pop()
+
+    def range_start(msg):
+        rid = start(msg)
+        t.start(("torch", rid), msg)
+        return rid
+
+    def range_end(range_id):
+        t.end(("torch", range_id))
+        return end(range_id)
+
+    module.range_push, module.range_pop = range_push, range_pop
+    module.range_start, module.range_end = range_start, range_end
+
+
+def _patch_nvtx_package(module):
+    """Time the nvtx package's ranges, annotate (context manager and decorator) included."""
+    t = _times[0]
+    push, pop = getattr(module, "push_range", None), getattr(module, "pop_range", None)
+    start, end = getattr(module, "start_range", None), getattr(module, "end_range", None)
+    if push and pop:
+
+        def push_range(message=None, *a, **kw):
+            t.push(message)
+            return push(message, *a, **kw)
+
+        def pop_range(*a, **kw):
+            t.pop()
+            return pop(*a, **kw)
+
+        module.push_range, module.pop_range = push_range, pop_range
+    if start and end:
+
+        def start_range(message=None, *a, **kw):
+            rid = start(message, *a, **kw)
+            t.start(("nvtx", id(rid)), message)
+            return rid
+
+        def end_range(range_id, *a, **kw):
+            t.end(("nvtx", id(range_id)))
+            return end(range_id, *a, **kw)
+
+        module.start_range, module.end_range = start_range, end_range
+    annotate = getattr(module, "annotate", None)
+    enter, exit_ = getattr(annotate, "__enter__", None), getattr(annotate, "__exit__", None)
+    if enter and exit_:
+
+        def __enter__(self):
+            attrs = getattr(self, "attributes", None)
+            message = getattr(getattr(attrs, "message", None), "string", None)
+            t.push(message if message is not None else getattr(self, "message", "?"))
+            return enter(self)
+
+        def __exit__(self, *exc):
+            t.pop()
+            return exit_(self, *exc)
+
+        annotate.__enter__, annotate.__exit__ = __enter__, __exit__
+
+
+_PATCHES = {}
+_PHASE_PATCHES = {
     "transformers.modeling_utils": _patch_transformers,
     "transformers.generation.utils": _patch_generate,
+}
+_TIME_PATCHES = {
+    "torch.cuda.nvtx": _patch_torch_nvtx,
+    "nvtx": _patch_nvtx_package,
 }
 
 
@@ -310,7 +445,19 @@ def _is_stage2_hook(path):
 
 
 def _install():
+    import atexit
+
     if os.environ.get("STAGE2_AUTO_NVTX") == "1":
+        _PATCHES.update(_PHASE_PATCHES)
+    folder = os.environ.get("STAGE2_RANGE_TIMES")
+    if folder:
+        try:
+            _times[0] = _RangeTimes(folder)
+            atexit.register(_times[0].close)
+            _PATCHES.update(_TIME_PATCHES)
+        except Exception as err:
+            _warn("cannot time NVTX ranges", err)
+    if _PATCHES:
         sys.meta_path.insert(0, _AfterImport())
     hz = os.environ.get("STAGE2_PY_SAMPLE_HZ")
     folder = os.environ.get("STAGE2_PY_SAMPLE_DIR")

@@ -1,0 +1,108 @@
+//! The baseline pass (`run.baseline`, opt-in): the workload once more with no profiler
+//! attached, stage2's Python hook timing the NVTX ranges it opens into `baseline/`. Beside the
+//! nsys pass's range times, what the measurement itself added to each range.
+
+use std::path::Path;
+
+use super::driver::Pass;
+use super::progress::Progress;
+use super::{stopped, Ctx};
+use crate::error::Error;
+use crate::passes::launcher::Launcher;
+use crate::passes::process;
+use crate::rundir::status::{Cause, PassState, PassStatus};
+
+/// The variable that turns the hook's range timing on (see the hook's sitecustomize.py).
+pub(crate) const RANGE_TIMES: &str = "STAGE2_RANGE_TIMES";
+
+pub(crate) struct BaselinePass {
+    /// The workload already failed under nsys: it is not run again.
+    pub(crate) workload_failed: bool,
+}
+
+impl Pass for BaselinePass {
+    type Plan = Vec<String>;
+
+    fn name(&self) -> &'static str {
+        "baseline"
+    }
+
+    fn skip(&self, ctx: &Ctx) -> Option<PassStatus> {
+        if !ctx.cfg.run.baseline {
+            return Some(PassStatus::skipped("not asked for (--baseline)"));
+        }
+        if ctx.cfg.workload.launcher != Launcher::None {
+            return Some(PassStatus::skipped(
+                "not run under a launcher: the baseline times one process's ranges",
+            ));
+        }
+        if self.workload_failed {
+            return Some(PassStatus::skipped(
+                "not run: the workload failed under nsys (nsys/nsys.log)",
+            ));
+        }
+        None
+    }
+
+    fn plan(&self, ctx: &Ctx) -> Result<Vec<String>, Error> {
+        Ok(ctx.workload.argv.clone())
+    }
+
+    fn commands(&self, plan: &Vec<String>) -> Vec<Vec<String>> {
+        vec![plan.clone()]
+    }
+
+    fn execute(
+        &self,
+        ctx: &Ctx,
+        plan: &Vec<String>,
+        progress: &Progress,
+    ) -> Result<PassStatus, Error> {
+        let dir = ctx.run.path.join("baseline");
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
+        let mut spec = ctx.spec(
+            Path::new(&plan[0]),
+            plan[1..].to_vec(),
+            dir.join("workload.log"),
+        );
+        spec.env
+            .push((RANGE_TIMES.to_string(), dir.display().to_string()));
+        // As long as the nsys pass may take: the same workload, with less around it.
+        spec.timeout = ctx.cfg.nsys_timeout();
+        progress.stage("running the workload without a profiler");
+        let out = process::run(&spec).map_err(|e| Error::start(&plan[0], e))?;
+        let mut st = match stopped(&out, "the workload") {
+            Some(st) => st,
+            None if out.success() => match timed_files(&dir) {
+                0 => PassStatus::new(
+                    PassState::NoData,
+                    Some("the workload opened no NVTX range the hook could time (torch.cuda.nvtx, the nvtx package, --auto-nvtx; ranges opened from C/C++ are not seen)".into()),
+                ),
+                _ => PassStatus::new(PassState::Ok, None),
+            },
+            None => PassStatus::failed(
+                Cause::Workload,
+                Some(format!(
+                    "the workload without a profiler ended with {}; its ranges closed until then are kept. Last output:\n{}",
+                    out.describe(),
+                    out.tail_lines(8)
+                )),
+            ),
+        };
+        st.duration_s = Some(out.duration.as_secs_f64());
+        Ok(st)
+    }
+}
+
+/// How many range files with at least one range the hook wrote.
+fn timed_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("ranges.") && e.metadata().is_ok_and(|m| m.is_file() && m.len() > 0)
+        })
+        .count()
+}

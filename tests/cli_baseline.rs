@@ -1,0 +1,131 @@
+//! `--baseline`: the workload once more with no profiler, stage2's hook timing the NVTX ranges
+//! it opens, and the reports stating what the measurement added to each range. The fake nsys
+//! replays a real capture; the workload here opens `decode` through a stand-in for
+//! torch.cuda.nvtx (the real module's functions, without a GPU).
+
+mod common;
+
+use common::{read, status, Sandbox};
+
+/// A `torch` package with `torch.cuda.nvtx` as PyTorch defines it (push/pop, start/end, the
+/// `range` context manager through the module's push/pop), beside a workload that opens
+/// `decode` four times.
+fn workload(sb: &Sandbox) -> String {
+    let dir = sb.path().join("wl");
+    std::fs::create_dir_all(dir.join("torch/cuda")).unwrap();
+    std::fs::write(dir.join("torch/__init__.py"), "").unwrap();
+    std::fs::write(dir.join("torch/cuda/__init__.py"), "").unwrap();
+    std::fs::write(
+        dir.join("torch/cuda/nvtx.py"),
+        "from contextlib import contextmanager\n\
+         def range_push(msg): return 0\n\
+         def range_pop(): return 0\n\
+         def range_start(msg): return 7\n\
+         def range_end(range_id): pass\n\
+         @contextmanager\n\
+         def range(msg):\n    range_push(msg)\n    try:\n        yield\n    finally:\n        range_pop()\n",
+    )
+    .unwrap();
+    let script = dir.join("serve.py");
+    std::fs::write(
+        &script,
+        "import time\nimport torch.cuda.nvtx as nvtx\n\
+         for i in range(3):\n    nvtx.range_push('decode')\n    time.sleep(0.02)\n    nvtx.range_pop()\n\
+         with nvtx.range('decode'):\n    time.sleep(0.02)\n\
+         r = nvtx.range_start('window')\ntime.sleep(0.01)\nnvtx.range_end(r)\n",
+    )
+    .unwrap();
+    script.display().to_string()
+}
+
+#[test]
+fn the_baseline_pass_times_the_ranges_and_the_reports_state_what_nsys_added() {
+    let sb = Sandbox::new();
+    let script = workload(&sb);
+    sb.profile(
+        "b",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--baseline",
+            "--no-ncu",
+            "--",
+            "python3",
+            &script,
+        ],
+    )
+    .assert()
+    .success();
+    let run = sb.run("b");
+    let st = status(&run);
+    assert_eq!(st["passes"]["baseline"]["state"], "ok", "{st}");
+    // The pass's command is the bare workload, with the hook's variable.
+    let cmd = read(run.join("baseline/cmd.txt"));
+    assert!(cmd.contains("serve.py") && !cmd.contains("nsys"), "{cmd}");
+    let files = std::fs::read_dir(run.join("baseline"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("ranges."))
+        .collect::<Vec<_>>();
+    assert_eq!(files.len(), 1);
+    let timed = read(files[0].path());
+    assert_eq!(
+        timed.lines().filter(|l| l.starts_with("decode\t")).count(),
+        4,
+        "{timed}"
+    );
+    assert_eq!(
+        timed.lines().filter(|l| l.starts_with("window\t")).count(),
+        1,
+        "{timed}"
+    );
+    let md = read(run.join("kernels.md"));
+    assert!(md.contains("## What the measurement added"), "{md}");
+    assert!(
+        md.contains("Measurement cost in `decode`: under nsys"),
+        "{md}"
+    );
+    assert!(md.contains("without a profiler (baseline pass)"), "{md}");
+    let summary: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    let f = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "measurement_cost")
+        .expect("a measurement_cost finding");
+    let baseline = f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["quantity"] == "baseline_ms_per_instance")
+        .unwrap();
+    let ms = baseline["value"].as_f64().unwrap();
+    assert!((19.0..200.0).contains(&ms), "{baseline}");
+    assert!(baseline["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("baseline/ranges."));
+}
+
+#[test]
+fn without_the_flag_there_is_no_baseline_pass() {
+    let sb = Sandbox::new();
+    let script = workload(&sb);
+    sb.profile(
+        "n",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--no-ncu",
+            "--",
+            "python3",
+            &script,
+        ],
+    )
+    .assert()
+    .success();
+    let run = sb.run("n");
+    assert!(status(&run)["passes"]["baseline"].is_null());
+    assert!(!run.join("baseline").exists());
+    assert!(!read(run.join("kernels.md")).contains("What the measurement added"));
+}
