@@ -129,3 +129,23 @@ fn without_the_flag_there_is_no_baseline_pass() {
     assert!(!run.join("baseline").exists());
     assert!(!read(run.join("kernels.md")).contains("What the measurement added"));
 }
+
+/// The real H100 capture (tests/data/hf/shapes: qwen2 decode, every launch configuration
+/// measured, a baseline pass): the reports state both, from this run's figures.
+#[test]
+fn a_real_capture_states_the_shapes_measured_and_what_nsys_added() {
+    let sb = Sandbox::new();
+    let run = sb.path().join("shapes");
+    common::copy_dir(&common::root().join("tests/data/hf/shapes"), &run);
+    sb.stage2().arg("report").arg(&run).assert().success();
+    let md = read(run.join("kernels.md"));
+    assert!(
+        md.contains("the grids and blocks ncu measured hold 100.0% of the measured kernels' time")
+            && md.contains("7 kernels measured in several have their figures weighed"),
+        "{md}"
+    );
+    assert!(
+        md.contains("under nsys 13.12 ms per instance; without a profiler (the baseline pass, 15 instances) 7.79 ms; the measurement added +68.4%"),
+        "{md}"
+    );
+}

@@ -300,3 +300,58 @@ fn profiler_windows_are_ranges_around_each_generate_call() {
     assert!(w.wall_ns >= g.wall_ns && (w.wall_ns - g.wall_ns) < w.wall_ns / 50);
     assert_eq!(w.launches, g.launches);
 }
+
+/// A model whose kernels run with several launch configurations (tests/data/hf/shapes, H100,
+/// `ncu.shapes` auto: one launch of each configuration): each configuration's figures as
+/// stage2 reads them equal `ncu --print-summary per-kernel` of the same report, which
+/// summarises per kernel name, block and grid.
+#[test]
+fn each_launch_configuration_matches_nvidias_per_kernel_summary() {
+    let d = dir("shapes");
+    let report = stage2::parse::ncu::read_raw(&d.join("ncu/decode_raw.csv")).unwrap();
+    let nvidia = rows(&d.join("ncu/nvidia_summary_per_kernel.csv"));
+    let mut compared = 0;
+    let mut several = 0;
+    for k in &report.kernels {
+        let shapes: Vec<(Option<&String>, Option<&String>, &BTreeMap<String, f64>)> =
+            match k.shapes.is_empty() {
+                true => vec![(k.grid.as_ref(), k.block.as_ref(), &k.metrics)],
+                false => {
+                    several += 1;
+                    k.shapes
+                        .iter()
+                        .map(|s| (s.grid.as_ref(), s.block.as_ref(), &s.metrics))
+                        .collect()
+                }
+            };
+        for (grid, block, metrics) in shapes {
+            for metric in [
+                "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                "gpu__time_duration.sum",
+            ] {
+                let row = nvidia
+                    .iter()
+                    .find(|r| {
+                        r["Kernel Name"] == k.name
+                            && Some(&r["Grid Size"]) == grid
+                            && Some(&r["Block Size"]) == block
+                            && r["Metric Name"] == metric
+                    })
+                    .unwrap_or_else(|| panic!("{} {grid:?} {block:?} {metric}", k.name));
+                let (ours, theirs) = (metrics[metric], num(row, "Average"));
+                assert!(
+                    (ours - theirs).abs() <= 0.005 + 1e-9 * theirs.abs(),
+                    "{} {grid:?}: {metric} {ours} vs NVIDIA's {theirs}",
+                    k.name
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(
+        several >= 5,
+        "kernels measured in several shapes: {several}"
+    );
+    assert_eq!(compared, 3 * 40);
+}

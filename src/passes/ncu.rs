@@ -1,5 +1,6 @@
 //! Nsight Compute pass: `ncu` gated by an NVTX range and scoped to the nsys pass's top
-//! kernels, each profiled once by default; then the raw metrics imported to CSV.
+//! kernels, each profiled once (once per launch configuration when `ncu.shapes` asks); then the
+//! raw metrics imported to CSV.
 
 use std::path::{Path, PathBuf};
 
