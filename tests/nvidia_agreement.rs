@@ -301,6 +301,13 @@ fn profiler_windows_are_ranges_around_each_generate_call() {
     assert_eq!(w.launches, g.launches);
 }
 
+/// One launch configuration's grid, block and figures.
+type Shape<'a> = (
+    Option<&'a String>,
+    Option<&'a String>,
+    &'a BTreeMap<String, f64>,
+);
+
 /// A model whose kernels run with several launch configurations (tests/data/hf/shapes, H100,
 /// `ncu.shapes` auto: one launch of each configuration): each configuration's figures as
 /// stage2 reads them equal `ncu --print-summary per-kernel` of the same report, which
@@ -313,17 +320,16 @@ fn each_launch_configuration_matches_nvidias_per_kernel_summary() {
     let mut compared = 0;
     let mut several = 0;
     for k in &report.kernels {
-        let shapes: Vec<(Option<&String>, Option<&String>, &BTreeMap<String, f64>)> =
-            match k.shapes.is_empty() {
-                true => vec![(k.grid.as_ref(), k.block.as_ref(), &k.metrics)],
-                false => {
-                    several += 1;
-                    k.shapes
-                        .iter()
-                        .map(|s| (s.grid.as_ref(), s.block.as_ref(), &s.metrics))
-                        .collect()
-                }
-            };
+        let shapes: Vec<Shape> = match k.shapes.is_empty() {
+            true => vec![(k.grid.as_ref(), k.block.as_ref(), &k.metrics)],
+            false => {
+                several += 1;
+                k.shapes
+                    .iter()
+                    .map(|s| (s.grid.as_ref(), s.block.as_ref(), &s.metrics))
+                    .collect()
+            }
+        };
         for (grid, block, metrics) in shapes {
             for metric in [
                 "sm__throughput.avg.pct_of_peak_sustained_elapsed",
