@@ -43,6 +43,15 @@ def _warn(what, err):
     print(f"stage2 hook: {what}: {err!r} (continuing without it)", file=sys.stderr)
 
 
+def _close_quietly(out, lock):
+    """Close a hook's output file at exit; a failure there must not fail the workload."""
+    with lock:
+        try:
+            out.close()
+        except Exception:
+            pass
+
+
 def _nvtx():
     torch = sys.modules.get("torch")
     return getattr(getattr(torch, "cuda", None), "nvtx", None)
@@ -217,11 +226,7 @@ class _RangeTimes:
             self.closed(*opened)
 
     def close(self):
-        with self.lock:
-            try:
-                self.out.close()
-            except Exception:
-                pass
+        _close_quietly(self.out, self.lock)
 
 
 _times = [None]
@@ -396,11 +401,7 @@ class _Sampler:
             _warn("python sampling stopped", err)
 
     def close(self):
-        with self.lock:
-            try:
-                self.out.close()
-            except Exception:
-                pass
+        _close_quietly(self.out, self.lock)
 
 
 def _start_sampler(hz, folder):
