@@ -360,8 +360,23 @@ fn instances_that_differ_are_told_apart() {
         "{stake}"
     );
     assert!(
-        stake.contains("15 at a median of 14.05 ms (inside \\`generate\\` #1, #16-#30)"),
+        stake.contains("15 at a median of 14.05 ms (inside \\`generate\\` #1, #16-#30"),
         "{stake}"
+    );
+    // Each group's own verdict, from its own instances' GPU busy share.
+    assert_eq!(decode["verdicts"][2], "mostly idle", "{decode}");
+    let busy = decode["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| {
+            e["quantity"] == "gpu_busy_of_range_pct"
+                && e["scope"]["group"] == "inside `generate` #1"
+        })
+        .unwrap();
+    assert_eq!(busy["text"], "5.9%");
+    assert!(
+        read(dir.join("kernels.md")).contains("#16-#30; GPU busy 5.9% of their time: mostly idle")
     );
     // The override puts them back into one group.
     sb.stage2_without_tools()

@@ -86,6 +86,28 @@ pub(crate) struct Group {
     /// Its instances' 0-based ordinals (start order).
     #[serde(skip)]
     pub(crate) members: Vec<usize>,
+    /// Its instances' indices in the export's ranges.
+    #[serde(skip)]
+    pub(crate) ranges: Vec<usize>,
+    /// GPU busy (union of its instances' kernel intervals) over their time (the longer of
+    /// CPU wall and GPU projection, summed), in % (None: not measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gpu_busy_of_range_pct: Option<f64>,
+}
+
+impl Group {
+    /// Set the busy share from each instance's (wall, projection, busy) in ns.
+    pub(crate) fn set_busy(&mut self, figures: impl Iterator<Item = (i64, i64, i64)>) {
+        let (mut wall, mut proj, mut busy) = (0i64, 0i64, 0i64);
+        for (w, p, b) in figures {
+            wall = wall.saturating_add(w);
+            proj = proj.saturating_add(p);
+            busy = busy.saturating_add(b);
+        }
+        let span = wall.max(proj);
+        self.gpu_busy_of_range_pct =
+            (span > 0).then(|| (100.0 * busy as f64 / span as f64).min(100.0));
+    }
 }
 
 /// A range whose instances fall into more than one group.
@@ -114,6 +136,8 @@ fn group(label: String, members: Vec<usize>, all: &[Inst]) -> Group {
         min_wall_ns: walls.min,
         max_wall_ns: walls.max,
         members,
+        ranges: Vec::new(),
+        gpu_busy_of_range_pct: None,
     }
 }
 
@@ -255,7 +279,12 @@ pub(crate) fn groups(ranges: &[NvtxRange], nest: &Nesting, rule: Rule) -> Vec<Ra
                 parent: nest.parent(i).map(ordinal),
             })
             .collect();
-        out.extend(split(name, &all, rule));
+        out.extend(split(name, &all, rule).map(|mut g| {
+            for grp in &mut g.groups {
+                grp.ranges = grp.members.iter().map(|&m| idx[m]).collect();
+            }
+            g
+        }));
     }
     out
 }

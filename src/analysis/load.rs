@@ -44,6 +44,8 @@ pub(super) struct Timeline {
     /// CUDA graph launches per range name, and how nsys traced them.
     pub(super) graphs: BTreeMap<String, graphs::GraphUse>,
     pub(super) groups: Vec<super::instances::RangeGroups>,
+    /// Each grouped instance's (start, thread) -> its range and group, for the samples.
+    pub(super) group_of: pysamples::GroupOf,
 }
 
 impl Timeline {
@@ -61,9 +63,35 @@ impl Timeline {
         let mut groups = super::instances::groups(&all, &nest, rule);
         // Operator ranges are not steps: their instances are not grouped.
         groups.retain(|g| !ops::is_op(&g.name));
+        let group_of: pysamples::GroupOf = groups
+            .iter()
+            .flat_map(|g| g.groups.iter().map(move |grp| (g, grp)))
+            .flat_map(|(g, grp)| {
+                grp.ranges.iter().map(|&i| {
+                    let key = (all[i].start, all[i].tid);
+                    (key, (g.name.clone(), grp.label.clone()))
+                })
+            })
+            .collect();
         let mut scan = scan::Scan::with(&all, std::borrow::Cow::Borrowed(&nest), captured);
         let mut ledger = ledger::Builder::new(&all, &nest);
         db.stream(&mut scan, &mut ledger)?;
+        // Each group's GPU busy share, from its own instances.
+        for grp in groups.iter_mut().flat_map(|g| g.groups.iter_mut()) {
+            let figures: Vec<(i64, i64, i64)> = grp
+                .ranges
+                .iter()
+                .map(|&i| {
+                    let inst = scan.instance(i);
+                    (
+                        (all[i].end - all[i].start).max(0),
+                        inst.proj_ns(),
+                        inst.busy_ns(),
+                    )
+                })
+                .collect();
+            grp.set_busy(figures.into_iter());
+        }
         let strings = db.strings()?;
         let operators = match has_ops {
             true => ops::table(&all, &scan.ops, &strings),
@@ -90,6 +118,7 @@ impl Timeline {
             ledger,
             graphs,
             groups,
+            group_of,
         })
     }
 }
@@ -383,7 +412,7 @@ impl Artifacts {
         );
         let python = match (&db, &timeline) {
             // The samples are evidence beside the figures: a broken file costs them alone.
-            (Some(db), Some(t)) => python_evidence(run, db, &t.phases).unwrap_or_else(|e| {
+            (Some(db), Some(t)) => python_evidence(run, db, t).unwrap_or_else(|e| {
                 tracing::warn!("Python samples left out: {e}");
                 None
             }),
@@ -469,7 +498,7 @@ impl Artifacts {
 fn python_evidence(
     run: &RunDir,
     db: &NsysDb,
-    ranges: &[NvtxRange],
+    t: &Timeline,
 ) -> Result<Option<pysamples::PyReport>, Error> {
     let (files, problems) = crate::parse::pysamples::read_dir(&run.path.join("nsys"));
     for p in problems {
@@ -479,9 +508,10 @@ fn python_evidence(
         return Ok(None);
     }
     Ok(Some(pysamples::attribute(
-        ranges,
+        &t.phases,
         &db.marks("stage2:clock ")?,
         &files,
+        &t.group_of,
     )))
 }
 

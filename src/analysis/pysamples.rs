@@ -27,7 +27,15 @@ pub(crate) struct PyEvidence {
     pub(crate) leaf: Vec<(String, u64)>,
     /// Functions anywhere on the stack (each counted once per sample), most first.
     pub(crate) on_stack: Vec<(String, u64)>,
+    /// The group of the range's instances these samples fell in (analysis::instances);
+    /// None: every instance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) group: Option<String>,
 }
+
+/// The instance groups' members: (start, globalTid) of a range instance -> its range name and
+/// its group's label.
+pub(crate) type GroupOf = HashMap<(i64, i64), (String, String)>;
 
 /// What the samples say, and why some could not be used.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -35,6 +43,9 @@ pub(crate) struct PyReport {
     pub(crate) files: usize,
     pub(crate) samples: u64,
     pub(crate) ranges: Vec<PyEvidence>,
+    /// The same per group of a range's instances, for ranges whose instances differ.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) groups: Vec<PyEvidence>,
     /// Processes whose samples could not be placed (no clock mark in the capture).
     pub(crate) unaligned: Vec<i64>,
 }
@@ -80,6 +91,7 @@ pub(crate) fn attribute(
     ranges: &[NvtxRange],
     marks: &[(i64, i64, String)],
     files: &[PySamples],
+    group_of: &GroupOf,
 ) -> PyReport {
     let offsets = offsets(marks);
     let mut report = PyReport {
@@ -96,6 +108,8 @@ pub(crate) fn attribute(
     let mut cursor = Cursor::default();
     let mut counts: HashMap<&str, Counts> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
+    let mut per_group: HashMap<&(String, String), Counts> = HashMap::new();
+    let mut group_order: Vec<&(String, String)> = Vec::new();
     for f in files {
         report.samples += f.samples.len() as u64;
         let Some(offset) = offsets.get(&f.pid) else {
@@ -119,8 +133,28 @@ pub(crate) fn attribute(
                 Counts::default()
             });
             count(c, f, &s.stack);
+            if let Some(g) = group_of.get(&(inner.start, inner.tid)) {
+                let c = per_group.entry(g).or_insert_with(|| {
+                    group_order.push(g);
+                    Counts::default()
+                });
+                count(c, f, &s.stack);
+            }
         }
     }
+    report.groups = group_order
+        .into_iter()
+        .map(|g| {
+            let c = per_group.remove(g).unwrap_or_default();
+            PyEvidence {
+                range: g.0.clone(),
+                samples: c.samples,
+                leaf: top(c.leaf),
+                on_stack: top(c.stack),
+                group: Some(g.1.clone()),
+            }
+        })
+        .collect();
     report.ranges = order
         .into_iter()
         .map(|name| {
@@ -130,6 +164,7 @@ pub(crate) fn attribute(
                 samples: c.samples,
                 leaf: top(c.leaf),
                 on_stack: top(c.stack),
+                group: None,
             }
         })
         .collect();
@@ -166,13 +201,25 @@ impl PyReport {
     /// The function most samples of `range` were in, with its share of them; None below
     /// [`MIN_SAMPLES`] samples.
     pub(crate) fn top_of(&self, range: &str) -> Option<(&str, f64, u64)> {
-        let e = self
-            .ranges
-            .iter()
-            .find(|e| e.range == range && e.samples >= MIN_SAMPLES)?;
-        let (f, n) = e.leaf.first()?;
-        Some((f, 100.0 * *n as f64 / e.samples.max(1) as f64, e.samples))
+        top_in(&self.ranges, range, None)
     }
+
+    /// [`PyReport::top_of`] for one group of the range's instances.
+    pub(crate) fn top_of_group(&self, range: &str, label: &str) -> Option<(&str, f64, u64)> {
+        top_in(&self.groups, range, Some(label))
+    }
+}
+
+fn top_in<'a>(
+    evidence: &'a [PyEvidence],
+    range: &str,
+    group: Option<&str>,
+) -> Option<(&'a str, f64, u64)> {
+    let e = evidence
+        .iter()
+        .find(|e| e.range == range && e.group.as_deref() == group && e.samples >= MIN_SAMPLES)?;
+    let (f, n) = e.leaf.first()?;
+    Some((f, 100.0 * *n as f64 / e.samples.max(1) as f64, e.samples))
 }
 
 #[cfg(test)]
@@ -188,6 +235,39 @@ mod tests {
             push_pop: true,
             tid: (7 << 24) | 70,
         }
+    }
+
+    #[test]
+    fn samples_are_counted_per_group_of_instances_too() {
+        let ranges = [range("decode", 1000, 2000), range("decode", 3000, 4000)];
+        let gtid = (7 << 24) | 71;
+        let marks = vec![(1000, gtid, "stage2:clock 1000".to_string())];
+        let group_of: GroupOf = [((3000, (7 << 24) | 70), ("decode".into(), "slow".into()))].into();
+        let samples = (0..30)
+            .map(|k| PySample {
+                t: 1100 + k,
+                tid: 70,
+                stack: vec![0],
+            })
+            .chain((0..25).map(|k| PySample {
+                t: 3100 + k,
+                tid: 70,
+                stack: vec![1],
+            }))
+            .collect();
+        let files = [PySamples {
+            pid: 7,
+            frames: vec!["fast_fn (a.py:1)".into(), "slow_fn (b.py:2)".into()],
+            samples,
+        }];
+        let r = attribute(&ranges, &marks, &files, &group_of);
+        assert_eq!(r.ranges[0].samples, 55);
+        assert_eq!(r.groups.len(), 1);
+        assert_eq!(
+            r.top_of_group("decode", "slow"),
+            Some(("slow_fn (b.py:2)", 100.0, 25))
+        );
+        assert_eq!(r.top_of_group("decode", "other"), None);
     }
 
     #[test]
@@ -217,7 +297,7 @@ mod tests {
                 s(1200, vec![0]),
             ],
         }];
-        let r = attribute(&ranges, &marks, &files);
+        let r = attribute(&ranges, &marks, &files, &GroupOf::default());
         assert_eq!(r.samples, 5);
         let names: Vec<_> = r
             .ranges
@@ -239,6 +319,9 @@ mod tests {
             frames: vec![],
             samples: vec![s(1, vec![])],
         };
-        assert_eq!(attribute(&ranges, &marks, &[other]).unaligned, [8]);
+        assert_eq!(
+            attribute(&ranges, &marks, &[other], &GroupOf::default()).unaligned,
+            [8]
+        );
     }
 }

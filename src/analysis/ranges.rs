@@ -221,7 +221,11 @@ impl Instance {
                 .saturating_add(l.end.saturating_sub(l.start).max(0));
         }
     }
-    fn proj_ns(&self) -> i64 {
+    /// The union of its kernels' intervals.
+    pub(crate) fn busy_ns(&self) -> i64 {
+        self.busy.covered
+    }
+    pub(crate) fn proj_ns(&self) -> i64 {
         match self.first {
             i64::MAX => 0,
             f => (self.last - f).max(0),

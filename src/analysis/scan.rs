@@ -74,6 +74,11 @@ impl<'a> Scan<'a> {
         s
     }
 
+    /// One range instance's own figures (by its index in the ranges).
+    pub(crate) fn instance(&self, i: usize) -> crate::analysis::ranges::Instance {
+        self.inst[i]
+    }
+
     /// The per-range figures (operator ranges left out).
     pub(crate) fn stats(&self) -> Vec<RangeStats> {
         aggregate(self.ranges, &self.keys, &self.sums, |i| self.inst[i])

@@ -228,6 +228,14 @@ pub(crate) enum Claim {
         groups: Vec<crate::analysis::instances::Group>,
         #[serde(skip_serializing_if = "Option::is_none")]
         differs_in: Option<String>,
+        /// Each group's verdict by the gpu_idle rule on its own busy share ("GPU-bound",
+        /// "mostly idle"); empty when the busy shares are not known.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        verdicts: Vec<String>,
+        /// Each group's Python function most samples were in (None: too few samples); empty
+        /// without samples.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        python_functions: Vec<Option<String>>,
     },
     /// Graph launches whose kernels are not in the export: no kernel-time verdict for it.
     GraphLevelTrace,

@@ -139,8 +139,12 @@ pub(crate) fn sentence(f: &Finding) -> String {
             cite(f)
         ),
         Claim::InstanceGroups {
-            groups, differs_in, ..
-        } => groups_sentence(f, &w, groups, differs_in.as_deref()),
+            groups,
+            differs_in,
+            verdicts,
+            python_functions,
+            ..
+        } => groups_sentence(f, &w, groups, differs_in.as_deref(), verdicts, python_functions),
         Claim::NoNcuMetrics => "No ncu metrics in this run: run the ncu pass (ncu.enable=true) to learn why the top kernels are slow.".to_string(),
         Claim::PassIncomplete { pass, reason } => {
             format!("The {pass} pass did not complete: {}", md(reason))
@@ -240,11 +244,14 @@ fn groups_sentence(
     w: &str,
     groups: &[crate::analysis::instances::Group],
     differs_in: Option<&str>,
+    verdicts: &[String],
+    python: &[Option<String>],
 ) -> String {
     let fig = |label: &str, q: Q| f.in_group(q, label);
     let parts: Vec<String> = groups
         .iter()
-        .map(|g| {
+        .enumerate()
+        .map(|(i, g)| {
             let at = fig(&g.label, Q::GroupMedianWallNs).map_or("–".into(), |e| e.text.clone());
             let tps = fig(&g.label, Q::TokensPerS)
                 .map(|e| format!(", {}", e.text))
@@ -258,8 +265,25 @@ fn groups_sentence(
                     g.first, g.last
                 ),
             };
+            let verdict = match (fig(&g.label, Q::GpuBusyOfRangePct), verdicts.get(i)) {
+                (Some(b), Some(v)) => format!("; GPU busy {} of their time: {v}", b.text),
+                _ => String::new(),
+            };
+            let sampled = match (
+                python.get(i).and_then(Option::as_deref),
+                fig(&g.label, Q::PythonSamplePct),
+                fig(&g.label, Q::PythonSamples),
+            ) {
+                (Some(func), Some(share), Some(n)) => format!(
+                    "; Python samples: `{}` in {} of {}",
+                    md(func),
+                    share.text,
+                    n.text
+                ),
+                _ => String::new(),
+            };
             format!(
-                "{} at a median of {at}{tps} ({}, {which})",
+                "{} at a median of {at}{tps} ({}, {which}{verdict}{sampled})",
                 g.instances,
                 md(&g.label)
             )

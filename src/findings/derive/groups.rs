@@ -65,6 +65,8 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
             .and_then(|p| Some(p.tokens? as f64 / p.instances.max(1) as f64));
         let part = differing_part(a, g);
         let mut ev = Vec::new();
+        let mut verdicts = Vec::new();
+        let mut python = Vec::new();
         for (i, grp) in g.groups.iter().enumerate() {
             let s = scope.clone().group(&grp.label).instances(grp.instances);
             ev.push(Figure::new(
@@ -81,6 +83,28 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
                     &s,
                 ));
             }
+            if let Some(busy) = grp.gpu_busy_of_range_pct {
+                ev.push(Figure::new(
+                    Quantity::GpuBusyOfRangePct,
+                    busy,
+                    &a.sqlite_file,
+                    &s,
+                ));
+                verdicts.push(match busy < super::super::rules::GPU_IDLE.threshold {
+                    true => "mostly idle".to_string(),
+                    false => "GPU-bound".to_string(),
+                });
+            }
+            let sampled = a
+                .python
+                .as_ref()
+                .and_then(|p| p.top_of_group(&g.name, &grp.label));
+            if let Some((_, share, n)) = sampled {
+                let source = "nsys/pysamples.<pid>.txt";
+                ev.push(Figure::new(Quantity::PythonSamplePct, share, source, &s));
+                ev.push(Figure::new(Quantity::PythonSamples, n as f64, source, &s));
+            }
+            python.push(sampled.map(|t| t.0.to_string()));
             if let Some((_, medians)) = &part {
                 ev.push(Figure::new(
                     Quantity::GroupLedgerPartNs,
@@ -94,6 +118,15 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
             grouped_by: g.rule.name.to_string(),
             groups: g.groups.clone(),
             differs_in: part.map(|p| p.0.to_string()),
+            // A verdict for every group or none.
+            verdicts: match verdicts.len() == g.groups.len() {
+                true => verdicts,
+                false => Vec::new(),
+            },
+            python_functions: match python.iter().any(Option::is_some) {
+                true => python,
+                false => Vec::new(),
+            },
         };
         let rule = Rule {
             id: "instance_groups",
