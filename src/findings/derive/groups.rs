@@ -67,6 +67,7 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
         let mut ev = Vec::new();
         let mut verdicts = Vec::new();
         let mut python = Vec::new();
+        let mut verdicts_hold = true;
         for (i, grp) in g.groups.iter().enumerate() {
             let s = scope.clone().group(&grp.label).instances(grp.instances);
             ev.push(Figure::new(
@@ -90,6 +91,10 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
                     &a.sqlite_file,
                     &s,
                 ));
+                // Under a launcher, busy counts NCCL kernels waiting for peers: no verdict.
+                if !a.rank_data.is_empty() {
+                    verdicts_hold = false;
+                }
                 verdicts.push(match busy < super::super::rules::GPU_IDLE.threshold {
                     true => "mostly idle".to_string(),
                     false => "GPU-bound".to_string(),
@@ -119,7 +124,7 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
             groups: g.groups.clone(),
             differs_in: part.map(|p| p.0.to_string()),
             // A verdict for every group or none.
-            verdicts: match verdicts.len() == g.groups.len() {
+            verdicts: match verdicts_hold && verdicts.len() == g.groups.len() {
                 true => verdicts,
                 false => Vec::new(),
             },
