@@ -53,9 +53,12 @@ rec = ncu.get("ncu") or {}
 plan, act = rec.get("cost") or {}, rec.get("actual") or {}
 warm_ncu = passes("warm")[1]
 hits = ((warm_ncu.get("ncu") or {}).get("cache") or {}).get("hits", 0)
+shapes = rec.get("shapes") or {}
+shape_col = (f"{'every' if shapes.get('every_shape') else 'first'} ({shapes.get('first_shapes_pct', 0):.0f}% in first)"
+             if shapes else "-")
 f = lambda x, p=1: "-" if x is None else f"{x:.{p}f}"
 print(f"| {v} | {bare:.1f} | {f(nsys.get('duration_s'))} | {f(ncu.get('duration_s'))} | "
-      f"{act.get('kernels', '-')} | {act.get('passes_per_kernel', '-')} | {f(act.get('s_per_kernel'), 2)} | "
+      f"{shape_col} | {act.get('kernels', '-')} | {act.get('passes_per_kernel', '-')} | {f(act.get('s_per_kernel'), 2)} | "
       f"{f(plan.get('predicted_s'))} | {f(act.get('prediction_error_pct'), 0)}% | "
       f"{first:.1f} | {first / bare:.2f}x | {warm:.1f} ({hits} cached, ncu {f(warm_ncu.get('duration_s'))} s) | {warm / bare:.2f}x |")
 PY
@@ -63,6 +66,6 @@ PY
   done
 done
 echo
-echo "| variant | bare (s) | nsys pass (s) | ncu pass (s) | kernels profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | first / bare | whole, warm cache (s) | warm / bare |"
-echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+echo "| variant | bare (s) | nsys pass (s) | ncu pass (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | first / bare | whole, warm cache (s) | warm / bare |"
+echo "|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 printf '%s\n' "${rows[@]}"
