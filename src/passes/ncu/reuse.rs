@@ -90,7 +90,10 @@ impl Lookup {
     fn get(&self, mangled: &str, every_shape: bool) -> Found {
         let wanted: Vec<&Shape> = match every_shape {
             true => self.shapes.of(mangled).iter().collect(),
-            false => self.shapes.first(mangled).into_iter().collect(),
+            false => match self.one_shape(mangled) {
+                Some(s) => vec![s],
+                None => return Found::Miss,
+            },
         };
         if wanted.is_empty() {
             return Found::Miss;
@@ -117,6 +120,28 @@ impl Lookup {
             keys,
             kernel: merged(found),
         }))
+    }
+
+    /// One launch per kernel: the shape of its first launch in the range, or else any other
+    /// of its shapes there (most time first) the cache holds. ncu's first profiled launch can
+    /// be of another shape than nsys's first (a kernel replayed in a CUDA graph is measured
+    /// when the graph runs, not while it is captured); either one is a launch of the range.
+    fn one_shape(&self, mangled: &str) -> Option<&Shape> {
+        let first = self.shapes.first(mangled)?;
+        let held = |s: &&Shape| {
+            self.cache
+                .get(&Key {
+                    mangled: mangled.to_string(),
+                    launch: s.launch.clone(),
+                    device: self.device.clone(),
+                    settings: self.settings.clone(),
+                })
+                .is_some()
+        };
+        std::iter::once(first)
+            .chain(self.shapes.of(mangled).iter())
+            .find(held)
+            .or(Some(first))
     }
 
     /// Whether the cache holds this kernel's figures for every shape it has in the range.
