@@ -360,7 +360,7 @@ fn instances_that_differ_are_told_apart() {
         "{stake}"
     );
     assert!(
-        stake.contains("15 at a median of 14.05 ms (inside \\`generate\\` #1, #16-#30"),
+        stake.contains("15 at a median of 15.30 ms (inside \\`generate\\` #1, #16-#30"),
         "{stake}"
     );
     // Each group's own verdict, from its own instances' GPU busy share.
@@ -374,10 +374,15 @@ fn instances_that_differ_are_told_apart() {
                 && e["scope"]["group"] == "inside `generate` #1"
         })
         .unwrap();
-    assert_eq!(busy["text"], "5.9%");
+    assert_eq!(busy["text"], "5.5%");
+    // And where each group's Python samples were: not the same function.
+    let md = read(dir.join("kernels.md"));
     assert!(
-        read(dir.join("kernels.md")).contains("#16-#30; GPU busy 5.9% of their time: mostly idle")
+        md.contains("#16-#30; GPU busy 5.5% of their time: mostly idle; Python samples: `Linear.forward (")
+            && md.contains("#2-#15; GPU busy 1.1% of their time: mostly idle; Python samples: `sdpa_attention_forward ("),
+        "{md}"
     );
+    assert_eq!(decode["python_functions"].as_array().map(Vec::len), Some(3));
     // The override puts them back into one group.
     sb.stage2_without_tools()
         .arg("report")
@@ -387,7 +392,7 @@ fn instances_that_differ_are_told_apart() {
     let cfg = read(dir.join("config.yaml"));
     std::fs::write(
         dir.join("config.yaml"),
-        cfg.replace("step_range: step", "step_range: step\n  instances: all"),
+        cfg.replace("  instances: auto", "  instances: all"),
     )
     .unwrap();
     sb.stage2_without_tools()

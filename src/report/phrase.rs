@@ -267,6 +267,7 @@ fn groups_sentence(
             };
             let verdict = match (fig(&g.label, Q::GpuBusyOfRangePct), verdicts.get(i)) {
                 (Some(b), Some(v)) => format!("; GPU busy {} of their time: {v}", b.text),
+                (Some(b), None) => format!("; GPU busy {} of their time", b.text),
                 _ => String::new(),
             };
             let sampled = match (
