@@ -38,25 +38,20 @@ fn workload(sb: &Sandbox) -> String {
     script.display().to_string()
 }
 
+/// `stage2 profile` of the workload on `decode` (no ncu pass), with `flags` before the `--`.
+fn profile(sb: &Sandbox, id: &str, flags: &[&str]) -> std::path::PathBuf {
+    let script = workload(sb);
+    let mut args = vec!["--nvtx-capture", "decode", "--no-ncu"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "python3", &script]);
+    sb.profile(id, &args).assert().success();
+    sb.run(id)
+}
+
 #[test]
 fn the_baseline_pass_times_the_ranges_and_the_reports_state_what_nsys_added() {
     let sb = Sandbox::new();
-    let script = workload(&sb);
-    sb.profile(
-        "b",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--baseline",
-            "--no-ncu",
-            "--",
-            "python3",
-            &script,
-        ],
-    )
-    .assert()
-    .success();
-    let run = sb.run("b");
+    let run = profile(&sb, "b", &["--baseline"]);
     let st = status(&run);
     assert_eq!(st["passes"]["baseline"]["state"], "ok", "{st}");
     // The pass's command is the bare workload, with the hook's variable.
@@ -110,21 +105,7 @@ fn the_baseline_pass_times_the_ranges_and_the_reports_state_what_nsys_added() {
 #[test]
 fn without_the_flag_there_is_no_baseline_pass() {
     let sb = Sandbox::new();
-    let script = workload(&sb);
-    sb.profile(
-        "n",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--no-ncu",
-            "--",
-            "python3",
-            &script,
-        ],
-    )
-    .assert()
-    .success();
-    let run = sb.run("n");
+    let run = profile(&sb, "n", &[]);
     assert!(status(&run)["passes"]["baseline"].is_null());
     assert!(!run.join("baseline").exists());
     assert!(!read(run.join("kernels.md")).contains("What the measurement added"));
