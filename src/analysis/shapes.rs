@@ -88,6 +88,27 @@ impl Shapes {
         Ok(Shapes { by_kernel })
     }
 
+    /// Shapes given directly (kernel -> (grid, launches, total ns, first call)), for tests.
+    #[cfg(test)]
+    pub(crate) fn of_list(list: &[(&str, &[(&str, u64, f64, i64)])]) -> Shapes {
+        let shape = |&(grid, launches, total_ns, first_call): &(&str, u64, f64, i64)| Shape {
+            launch: LaunchConfig {
+                grid: grid.to_string(),
+                block: "(128,1,1)".into(),
+                dynamic_smem_bytes: 0,
+            },
+            launches,
+            total_ns,
+            first_call,
+        };
+        Shapes {
+            by_kernel: list
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.iter().map(shape).collect()))
+                .collect(),
+        }
+    }
+
     pub(crate) fn of(&self, mangled: &str) -> &[Shape] {
         self.by_kernel.get(mangled).map_or(&[], Vec::as_slice)
     }

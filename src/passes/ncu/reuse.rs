@@ -301,3 +301,104 @@ pub(crate) fn store(ctx: &Ctx, reuse: &Reuse, raw: &Path, mangled: &Path) -> usi
     reuse.cache.prune();
     stored
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device() -> Device {
+        Device {
+            gpu: "NVIDIA H100 80GB HBM3".into(),
+            driver: "580.159.04".into(),
+            ncu: "2025.3.1.0".into(),
+        }
+    }
+
+    /// An entry for kernel `k` with launch configuration `grid`, measured beside `nsys_ns`.
+    fn put(cache: &Cache, grid: &str, nsys_ns: f64) {
+        let key = Key {
+            mangled: "k".into(),
+            launch: crate::parse::sqlite::LaunchConfig {
+                grid: grid.into(),
+                block: "(128,1,1)".into(),
+                dynamic_smem_bytes: 0,
+            },
+            device: device(),
+            settings: "s".into(),
+        };
+        let kernel = CachedKernel {
+            kernel: NcuKernel {
+                name: "k".into(),
+                mangled: Some("k".into()),
+                grid: Some(grid.into()),
+                block: Some("(128, 1, 1)".into()),
+                instances: 1,
+                metrics: [("gpu__time_duration.sum".to_string(), 1.0)].into(),
+                ..Default::default()
+            },
+            units: Default::default(),
+            measured_by: "one".into(),
+            measured_at: "then".into(),
+            nsys_mean_ns: Some(nsys_ns),
+        };
+        cache.put(key, kernel).unwrap();
+    }
+
+    fn lookup(dir: &Path) -> Lookup {
+        Lookup {
+            cache: Cache::new(dir.to_path_buf(), 16),
+            device: device(),
+            settings: "s".into(),
+            // The first launch is of (8,1,1); most time is in (96,1,1): 10 x 3 us.
+            shapes: Shapes::of_list(&[(
+                "k",
+                &[("(96,1,1)", 10, 30_000.0, 5), ("(8,1,1)", 1, 1_000.0, 1)],
+            )]),
+            tolerance: 0.25,
+        }
+    }
+
+    #[test]
+    fn one_launch_per_kernel_is_served_from_any_of_its_shapes() {
+        let dir = tempfile::tempdir().unwrap();
+        // ncu measured the (96,1,1) launch, not the shape of nsys's first launch.
+        put(
+            &Cache::new(dir.path().to_path_buf(), 16),
+            "(96,1,1)",
+            3000.0,
+        );
+        let l = lookup(dir.path());
+        match l.get("k", false) {
+            Found::Hit(h) => assert_eq!(h.keys[0].launch.grid, "(96,1,1)"),
+            _ => panic!("not served"),
+        }
+        // Every shape wanted: the (8,1,1) one is missing.
+        assert!(matches!(l.get("k", true), Found::Miss));
+        assert!(!l.holds("k"));
+    }
+
+    #[test]
+    fn an_entry_beside_another_duration_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().to_path_buf(), 16);
+        put(&cache, "(96,1,1)", 3000.0 * 1.5);
+        put(&cache, "(8,1,1)", 1000.0);
+        let l = lookup(dir.path());
+        assert!(matches!(l.get("k", true), Found::Stale(1)));
+        let (reuse, filter) = l.split(Some(KernelFilter::Mangled(vec!["k".into()])), true);
+        let reuse = reuse.unwrap();
+        assert_eq!((reuse.hits.len(), reuse.stale), (0, 1));
+        assert_eq!(filter, Some(KernelFilter::Mangled(vec!["k".into()])));
+        // Within the tolerance both are served, as one kernel with its two shapes.
+        let cache = Cache::new(dir.path().to_path_buf(), 16);
+        put(&cache, "(96,1,1)", 3000.0 * 1.2);
+        match lookup(dir.path()).get("k", true) {
+            Found::Hit(h) => {
+                assert_eq!(h.keys.len(), 2);
+                assert_eq!(h.kernel.kernel.shapes.len(), 2);
+                assert_eq!(h.kernel.kernel.instances, 2);
+            }
+            _ => panic!("not served"),
+        }
+    }
+}
