@@ -34,6 +34,10 @@ pub(crate) struct Shapes {
     by_kernel: HashMap<String, Vec<Shape>>,
 }
 
+/// A shape as tests give it: grid, launches, total ns, first launch call.
+#[cfg(test)]
+pub(crate) type TestShape<'a> = (&'a str, u64, f64, i64);
+
 /// `(128, 1, 1)` as ncu prints it, `(128,1,1)` as the export's columns make it.
 pub(crate) fn dims(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
@@ -88,10 +92,10 @@ impl Shapes {
         Ok(Shapes { by_kernel })
     }
 
-    /// Shapes given directly (kernel -> (grid, launches, total ns, first call)), for tests.
+    /// Shapes given directly (kernel -> its shapes), for tests.
     #[cfg(test)]
-    pub(crate) fn of_list(list: &[(&str, &[(&str, u64, f64, i64)])]) -> Shapes {
-        let shape = |&(grid, launches, total_ns, first_call): &(&str, u64, f64, i64)| Shape {
+    pub(crate) fn of_list(list: &[(&str, &[TestShape])]) -> Shapes {
+        let shape = |&(grid, launches, total_ns, first_call): &TestShape| Shape {
             launch: LaunchConfig {
                 grid: grid.to_string(),
                 block: "(128,1,1)".into(),
