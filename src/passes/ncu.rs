@@ -27,11 +27,9 @@ pub(crate) struct Scope<'a> {
     pub(crate) workload: &'a [String],
     /// Leave NCCL kernels out of the unfiltered pass (under a launcher).
     pub(crate) exclude_nccl: bool,
-    /// End the workload once every filtered kernel is profiled (one process only: ending one
-    /// rank of several would leave the others waiting on it).
-    pub(crate) stop_early: bool,
-    /// Each launch configuration of the filtered kernels (ncu.shapes), not only the first.
-    pub(crate) per_shape: bool,
+    /// Which launches of the filtered kernels, and whether ncu ends the workload after them
+    /// (one process only: ending one rank of several would leave the others waiting on it).
+    pub(crate) launches: Launches,
     /// The section set (None: only the metrics) and every metric collected.
     pub(crate) collect: &'a Collect,
 }
@@ -55,23 +53,8 @@ pub(crate) fn profile_args(cfg: &Ncu, s: &Scope) -> Vec<String> {
             let alternatives: Vec<String> = names.iter().map(|n| escape_regex(n)).collect();
             let regex = format!("^({})$", alternatives.join("|"));
             a.extend(["--kernel-name-base".into(), base.into()]);
-            let results = u64::from(per_kernel) * names.len() as u64;
-            if s.per_shape {
-                // Skip and count apply to each launch configuration of each kernel: the first
-                // launch of every shape. ncu cannot know when the last shape has come, so the
-                // workload runs to its end.
-                if cfg.launch_skip > 0 {
-                    a.extend(["--launch-skip".into(), cfg.launch_skip.to_string()]);
-                }
-                a.extend([
-                    "--kernel-name".into(),
-                    format!("regex:{regex}"),
-                    "--filter-mode".into(),
-                    "per-launch-config".into(),
-                    "--launch-count".into(),
-                    per_kernel.to_string(),
-                ]);
-            } else if per_kernel == 1 {
+            let results = (u64::from(per_kernel) * names.len() as u64).to_string();
+            if per_kernel == 1 && s.launches != Launches::EveryShape {
                 // The invocation number counts per distinct kernel: `:1` is each one's first
                 // launch in the range. Every launch would take hours of replay.
                 a.extend([
@@ -84,12 +67,25 @@ pub(crate) fn profile_args(cfg: &Ncu, s: &Scope) -> Vec<String> {
                 }
                 a.extend(["--kernel-name".into(), format!("regex:{regex}")]);
             }
-            if !s.per_shape && (per_kernel > 1 || s.stop_early) {
-                a.extend(["--launch-count".into(), results.to_string()]);
-            }
-            if s.stop_early && !s.per_shape {
+            match s.launches {
+                // Skip and count apply to each launch configuration of each kernel: the first
+                // launch of every shape. ncu cannot know when the last shape has come, so the
+                // workload runs to its end.
+                Launches::EveryShape => a.extend([
+                    "--filter-mode".into(),
+                    "per-launch-config".into(),
+                    "--launch-count".into(),
+                    per_kernel.to_string(),
+                ]),
                 // The rest of the workload would run under ncu for nothing.
-                a.extend(["--kill".into(), "on".into()]);
+                Launches::FirstThenStop => a.extend([
+                    "--launch-count".into(),
+                    results,
+                    "--kill".into(),
+                    "on".into(),
+                ]),
+                Launches::First if per_kernel > 1 => a.extend(["--launch-count".into(), results]),
+                Launches::First => {}
             }
         }
         // No filter: each distinct kernel once (distinct demangled name: with the default
@@ -123,7 +119,7 @@ pub(crate) fn profile_args(cfg: &Ncu, s: &Scope) -> Vec<String> {
 
 /// Which launches of the filtered kernels one ncu command profiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Launches {
+pub(crate) enum Launches {
     /// Each kernel's first launches in the range; the workload runs to its end.
     First,
     /// The same, then ncu ends the workload (`--kill on`).
@@ -493,8 +489,7 @@ impl NcuPass {
             out_base: &out_base,
             workload: &ctx.workload.argv,
             exclude_nccl: multi && !ctx.cfg.ncu.include_nccl,
-            stop_early: launches == Launches::FirstThenStop,
-            per_shape: launches == Launches::EveryShape,
+            launches,
             collect,
         };
         let mut profiled = self.with_prog(profile_args(&ctx.cfg.ncu, &scope));
@@ -690,7 +685,14 @@ impl Pass for NcuPass {
         let to_profile = filter.as_ref().map(KernelFilter::len);
         let nothing_left = hits > 0 && to_profile == Some(0);
         // Per shape, ncu cannot tell when the last one has come: the workload runs to its end.
-        let stop_early = !multi && ctx.cfg.ncu.stop_when_done && to_profile.is_some() && !per_shape;
+        let launches = match per_shape {
+            true => Launches::EveryShape,
+            false if !multi && ctx.cfg.ncu.stop_when_done && to_profile.is_some() => {
+                Launches::FirstThenStop
+            }
+            false => Launches::First,
+        };
+        let stop_early = launches == Launches::FirstThenStop;
         // Launches ncu profiles: one per kernel, or one per shape of each kernel.
         let profiles = to_profile.map(|n| match (per_shape, &filter, &shapes) {
             (true, Some(KernelFilter::Mangled(names)), Some(s)) => {
@@ -723,11 +725,7 @@ impl Pass for NcuPass {
                 filter.as_ref(),
                 &base,
                 &collect,
-                match (per_shape, stop_early) {
-                    (true, _) => Launches::EveryShape,
-                    (false, true) => Launches::FirstThenStop,
-                    (false, false) => Launches::First,
-                },
+                launches,
             ),
             unfiltered: self.argv(
                 ctx,

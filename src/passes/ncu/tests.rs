@@ -34,8 +34,10 @@ fn args(
             out_base,
             workload: &w,
             exclude_nccl,
-            stop_early,
-            per_shape: false,
+            launches: match stop_early {
+                true => Launches::FirstThenStop,
+                false => Launches::First,
+            },
             collect: &collect,
         },
     )
