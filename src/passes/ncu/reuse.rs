@@ -84,64 +84,59 @@ impl Lookup {
         })
     }
 
-    /// The kernel's entries: of its first launch's shape, or of every shape in the range.
-    /// Each must be there and measured beside an nsys duration of its shape within the
-    /// tolerance of this run's.
+    /// The cache's entry of one shape of a kernel, with its key.
+    fn entry<'s>(&self, mangled: &str, shape: &'s Shape) -> Option<(Key, CachedKernel, &'s Shape)> {
+        let key = Key {
+            mangled: mangled.to_string(),
+            launch: shape.launch.clone(),
+            device: self.device.clone(),
+            settings: self.settings.clone(),
+        };
+        let c = self.cache.get(&key)?;
+        Some((key, c, shape))
+    }
+
+    /// The kernel's entries: of every shape in the range, or, with one launch per kernel, of
+    /// the shape of its first launch there or else any other of its shapes (most time first)
+    /// the cache holds: ncu's first profiled launch can be of another shape than nsys's first
+    /// (a kernel replayed in a CUDA graph is measured when the graph runs, not while it is
+    /// captured), and either is a launch of the range. Each entry must have been measured
+    /// beside an nsys duration of its shape within the tolerance of this run's.
     fn get(&self, mangled: &str, every_shape: bool) -> Found {
-        let wanted: Vec<&Shape> = match every_shape {
-            true => self.shapes.of(mangled).iter().collect(),
-            false => match self.one_shape(mangled) {
-                Some(s) => vec![s],
+        let shapes = self.shapes.of(mangled);
+        let found: Vec<(Key, CachedKernel, &Shape)> = match every_shape {
+            true => match shapes.iter().map(|s| self.entry(mangled, s)).collect() {
+                Some(all) => all,
                 None => return Found::Miss,
             },
+            false => {
+                let first = self.shapes.first(mangled);
+                match first
+                    .into_iter()
+                    .chain(shapes)
+                    .find_map(|s| self.entry(mangled, s))
+                {
+                    Some(one) => vec![one],
+                    None => return Found::Miss,
+                }
+            }
         };
-        if wanted.is_empty() {
+        if found.is_empty() {
             return Found::Miss;
         }
-        let (mut keys, mut found, mut stale) = (Vec::new(), Vec::new(), 0);
-        for shape in wanted {
-            let key = Key {
-                mangled: mangled.to_string(),
-                launch: shape.launch.clone(),
-                device: self.device.clone(),
-                settings: self.settings.clone(),
-            };
-            match self.cache.get(&key) {
-                None => return Found::Miss,
-                Some(c) if !agrees(c.nsys_mean_ns, shape.mean_ns(), self.tolerance) => stale += 1,
-                Some(c) => found.push(c),
-            }
-            keys.push(key);
-        }
+        let stale = found
+            .iter()
+            .filter(|(_, c, s)| !agrees(c.nsys_mean_ns, s.mean_ns(), self.tolerance))
+            .count();
         if stale > 0 {
             return Found::Stale(stale);
         }
+        let (keys, kernels): (Vec<Key>, Vec<CachedKernel>) =
+            found.into_iter().map(|(k, c, _)| (k, c)).unzip();
         Found::Hit(Box::new(Hit {
             keys,
-            kernel: merged(found),
+            kernel: merged(kernels),
         }))
-    }
-
-    /// One launch per kernel: the shape of its first launch in the range, or else any other
-    /// of its shapes there (most time first) the cache holds. ncu's first profiled launch can
-    /// be of another shape than nsys's first (a kernel replayed in a CUDA graph is measured
-    /// when the graph runs, not while it is captured); either one is a launch of the range.
-    fn one_shape(&self, mangled: &str) -> Option<&Shape> {
-        let first = self.shapes.first(mangled)?;
-        let held = |s: &&Shape| {
-            self.cache
-                .get(&Key {
-                    mangled: mangled.to_string(),
-                    launch: s.launch.clone(),
-                    device: self.device.clone(),
-                    settings: self.settings.clone(),
-                })
-                .is_some()
-        };
-        std::iter::once(first)
-            .chain(self.shapes.of(mangled).iter())
-            .find(held)
-            .or(Some(first))
     }
 
     /// Whether the cache holds this kernel's figures for every shape it has in the range.
