@@ -27,7 +27,7 @@ pub(crate) struct Observed {
 pub(crate) fn compare(stats: &[RangeStats], timed: &[Timed], first_only: bool) -> Vec<Observed> {
     let mut out = Vec::new();
     for s in stats.iter().filter(|s| s.instances > 0) {
-        let mut walls: Vec<i64> = timed
+        let walls: Vec<i64> = timed
             .iter()
             .filter(|t| t.name == s.name)
             .map(|t| t.end - t.start)
@@ -55,7 +55,6 @@ pub(crate) fn compare(stats: &[RangeStats], timed: &[Timed], first_only: bool) -
             baseline_ms_per_instance: baseline,
             added_pct: 100.0 * (nsys / baseline - 1.0),
         });
-        walls.clear();
     }
     out
 }

@@ -12,6 +12,9 @@ use crate::analysis::nesting::{Cursor, Nesting};
 use crate::parse::pysamples::PySamples;
 use crate::parse::sqlite::NvtxRange;
 
+/// Where the samples are, as a figure's source names them.
+pub(crate) const SOURCE: &str = "nsys/pysamples.<pid>.txt";
+
 /// Functions listed per range.
 const TOP: usize = 8;
 /// Samples a range needs before a verdict names its top function (fewer say too little).

@@ -96,13 +96,8 @@ impl Pass for BaselinePass {
 
 /// How many range files with at least one range the hook wrote.
 fn timed_files(dir: &Path) -> usize {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.starts_with("ranges.") && e.metadata().is_ok_and(|m| m.is_file() && m.len() > 0)
-        })
+    crate::parse::baseline::files(dir)
+        .iter()
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() > 0))
         .count()
 }

@@ -67,7 +67,8 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
         let mut ev = Vec::new();
         let mut verdicts = Vec::new();
         let mut python = Vec::new();
-        let mut verdicts_hold = true;
+        // Under a launcher, busy counts NCCL kernels waiting for peers: no verdict.
+        let verdicts_hold = a.rank_data.is_empty();
         for (i, grp) in g.groups.iter().enumerate() {
             let s = scope.clone().group(&grp.label).instances(grp.instances);
             ev.push(Figure::new(
@@ -91,10 +92,6 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
                     &a.sqlite_file,
                     &s,
                 ));
-                // Under a launcher, busy counts NCCL kernels waiting for peers: no verdict.
-                if !a.rank_data.is_empty() {
-                    verdicts_hold = false;
-                }
                 verdicts.push(match busy < super::super::rules::GPU_IDLE.threshold {
                     true => "mostly idle".to_string(),
                     false => "GPU-bound".to_string(),
@@ -105,7 +102,7 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
                 .as_ref()
                 .and_then(|p| p.top_of_group(&g.name, &grp.label));
             if let Some((_, share, n)) = sampled {
-                let source = "nsys/pysamples.<pid>.txt";
+                let source = crate::analysis::pysamples::SOURCE;
                 ev.push(Figure::new(Quantity::PythonSamplePct, share, source, &s));
                 ev.push(Figure::new(Quantity::PythonSamples, n as f64, source, &s));
             }

@@ -130,13 +130,13 @@ fn busy_verdict(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) 
             ev.push(Figure::new(
                 Quantity::PythonSamplePct,
                 *share,
-                "nsys/pysamples.<pid>.txt",
+                crate::analysis::pysamples::SOURCE,
                 &s,
             ));
             ev.push(Figure::new(
                 Quantity::PythonSamples,
                 *n as f64,
-                "nsys/pysamples.<pid>.txt",
+                crate::analysis::pysamples::SOURCE,
                 &s,
             ));
         }
