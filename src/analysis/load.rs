@@ -217,20 +217,19 @@ impl NcuSide {
             Err(e) if problem.is_none() => problem = Some(e),
             _ => {}
         }
-        let mut side = NcuSide {
+        NcuSide {
             report,
             problem,
             include,
             csv,
             shapes: None,
-        };
-        side.shapes = side.weigh_shapes(run);
-        side
+        }
     }
 
     /// Weigh each kernel's measured shapes by their time in ncu's range in the nsys export
-    /// (see `analysis::shapes`); None when the export or that range's launches are missing.
-    fn weigh_shapes(&mut self, run: &RunDir) -> Option<super::shapes::Cover> {
+    /// (see `analysis::shapes`), read with the timeline's export and ranges; None when that
+    /// range's launches are missing.
+    fn weigh_shapes(&mut self, db: &NsysDb, ranges: &[NvtxRange]) -> Option<super::shapes::Cover> {
         let range = self.range();
         let report = self.report.as_mut()?;
         let names: Vec<String> = report
@@ -238,11 +237,7 @@ impl NcuSide {
             .iter()
             .filter_map(|k| k.mangled.clone())
             .collect();
-        // Only a regular file: a FIFO in its place would block (the timeline says what is wrong).
-        let path = run.single_or_rank0_sqlite();
-        crate::files::present(&path).ok().filter(|&p| p)?;
-        let db = crate::parse::sqlite::NsysDb::open(&path).ok()?;
-        let shapes = match super::shapes::Shapes::read(&db, range.as_deref(), Some(&names)) {
+        let shapes = match super::shapes::Shapes::read(db, ranges, range.as_deref(), Some(&names)) {
             Ok(s) => s,
             Err(e) => {
                 tracing::debug!("kernel shapes not weighed: {e}");
@@ -380,11 +375,14 @@ impl Artifacts {
         let status = Status::read(&run.path);
         let capture = Capture::of(&config.nsys);
         let stats = Stats::load(run)?;
-        let ncu = NcuSide::load(run, &config, status.as_ref());
+        let mut ncu = NcuSide::load(run, &config, status.as_ref());
         let first_rank = stats.rank_data.first().map(|r| r.rank);
         let rule = super::instances::Rule::parse(&config.report.instances)
             .unwrap_or(super::instances::Rule::Auto);
         let (sqlite, db, timeline) = timeline(run, first_rank, &capture, rule)?;
+        if let (Some(db), Some(t)) = (&db, &timeline) {
+            ncu.shapes = ncu.weigh_shapes(db, &t.phases);
+        }
         let mut kernels_nsys = stats.kernels;
         let mut kern_sum_file = stats.kern_sum_file;
         let mut mangled = None;

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::analysis::nesting::{Cursor, Nesting};
 use crate::error::Error;
 use crate::parse::ncu::{NcuReport, TIME};
-use crate::parse::sqlite::{LaunchConfig, NsysDb};
+use crate::parse::sqlite::{LaunchConfig, NsysDb, NvtxRange};
 
 /// One launch configuration of a kernel in a range.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,23 +45,20 @@ pub(crate) fn dims(text: &str) -> String {
 
 impl Shapes {
     /// The shapes of the kernels named in `mangled` (all when None) among the launches made
-    /// inside an instance of `range` (anywhere when None).
+    /// inside an instance of `range` of the export's `ranges` (anywhere when None).
     pub(crate) fn read(
         db: &NsysDb,
+        ranges: &[NvtxRange],
         range: Option<&str>,
         mangled: Option<&[String]>,
     ) -> Result<Shapes, Error> {
-        let ranges = match range {
-            Some(_) => db.ranges()?,
-            None => Vec::new(),
-        };
-        let nest = Nesting::new(&ranges);
+        let nest = Nesting::new(ranges);
         let mut cursor = Cursor::default();
         let mut acc: HashMap<String, HashMap<LaunchConfig, Shape>> = HashMap::new();
         db.shaped_launches(mangled, |l| {
             if let Some(name) = range {
                 let inside = nest
-                    .holding_call(&mut cursor, &ranges, l.tid, l.api_start)
+                    .holding_call(&mut cursor, ranges, l.tid, l.api_start)
                     .any(|i| *ranges[i].name == *name);
                 if !inside {
                     return;

@@ -421,7 +421,12 @@ fn read_shapes(ctx: &Ctx, range: Option<&str>) -> Option<crate::analysis::shapes
     let path = ctx.run.single_or_rank0_sqlite();
     crate::files::present(&path).ok().filter(|&p| p)?;
     let db = crate::parse::sqlite::NsysDb::open(&path).ok()?;
-    match crate::analysis::shapes::Shapes::read(&db, range, None) {
+    // The ranges are read only to find the launches made inside one.
+    let ranges = match range {
+        Some(_) => db.ranges(),
+        None => Ok(Vec::new()),
+    };
+    match ranges.and_then(|r| crate::analysis::shapes::Shapes::read(&db, &r, range, None)) {
         Ok(s) => Some(s),
         Err(e) => {
             tracing::info!("kernel launch configurations not read from the nsys export: {e}");
