@@ -129,4 +129,30 @@ fn a_real_capture_states_the_shapes_measured_and_what_nsys_added() {
         md.contains("under nsys 13.12 ms per instance; without a profiler (the baseline pass, 15 instances) 7.79 ms; the measurement added +68.4%"),
         "{md}"
     );
+    // The figure under nsys is nsys's own: `nsys stats` nvtx_sum's Avg of the same report.
+    let summary: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    let under_nsys = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "measurement_cost")
+        .flat_map(|f| f["evidence"].as_array().unwrap().iter())
+        .find(|e| e["quantity"] == "nsys_ms_per_instance")
+        .unwrap()["value"]
+        .as_f64()
+        .unwrap();
+    let nvtx_sum = read(run.join("nsys/summary_nvtx_sum.csv"));
+    let avg: f64 = nvtx_sum
+        .lines()
+        .find(|l| l.ends_with(",:decode"))
+        .unwrap()
+        .split(',')
+        .nth(3)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (under_nsys * 1e6 - avg).abs() < 1.0,
+        "{under_nsys} ms vs nvtx_sum {avg} ns"
+    );
 }
