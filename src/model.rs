@@ -35,6 +35,13 @@ impl Bound {
     /// on both the kernel is latency/launch-bound.
     pub(crate) const RULE: &'static str = "compute-bound when SM throughput >= 60% of peak and above DRAM throughput, and the kernel's FLOP/byte is at or above the FP32 ridge (or unmeasured); instruction-bound when the SM is that busy but its FLOP/byte is below the ridge (loads, stores, copies: not arithmetic); memory-bound when DRAM throughput >= 60% and above SM; otherwise latency-bound (neither unit near its peak)";
 
+    /// A sampled bound class needs this share of the launches' time in sample windows that
+    /// saw the GPU working; below it the class is not given.
+    pub(crate) const SAMPLED_MIN_COVERAGE_PCT: f64 = 80.0;
+
+    /// The sampled rule, stated in the reports beside sampled classes.
+    pub(crate) const SAMPLED_RULE: &'static str = "sampled by nsys over every launch (each sample over its window's GR Active share): memory-bound when DRAM read + write bandwidth >= 60% of peak and above SM issue and tensor activity; compute-bound when SM issue or tensor activity >= 60% and at or above DRAM; otherwise latency-bound; no class below 80% coverage";
+
     pub(crate) fn classify(sm_pct: f64, dram_pct: f64) -> Bound {
         if sm_pct >= 60.0 && sm_pct >= dram_pct {
             Bound::Compute
@@ -87,6 +94,45 @@ pub(crate) struct KernelRecord {
     /// Every other numeric ncu metric, mean over the profiled launches.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub(crate) metrics: BTreeMap<String, f64>,
+    /// nsys's sampled GPU metrics over every launch of the kernel in the range (None: the
+    /// run sampled none).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub(crate) sampled: Option<SampledKernel>,
+}
+
+/// Sampled GPU metrics of a set of launches (nsys `--gpu-metrics-*`): each sample's value over
+/// its window's GR Active share (the rate while the GPU was working), weighed by the time each
+/// launch ran in the window. A sampled figure, not a counter: see `coverage_pct`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SampledFigures {
+    pub(crate) launches: u64,
+    pub(crate) time_ns: f64,
+    /// Share of `time_ns` inside a sample window that saw the GPU working, in %.
+    pub(crate) coverage_pct: f64,
+    /// Sample windows the launches ran in (a window counted once per launch in it).
+    pub(crate) samples: u64,
+    /// DRAM read + write bandwidth, SM issue and tensor activity, % of peak.
+    pub(crate) dram_pct: Option<f64>,
+    pub(crate) sm_issue_pct: Option<f64>,
+    pub(crate) tensor_pct: Option<f64>,
+    /// The bound class by the sampled rule; None where coverage is too low to say.
+    pub(crate) bound: Option<Bound>,
+}
+
+/// A kernel's sampled figures, and those of each of its launch configurations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SampledKernel {
+    #[serde(flatten)]
+    pub(crate) all: SampledFigures,
+    pub(crate) configs: Vec<SampledConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SampledConfig {
+    pub(crate) grid: String,
+    pub(crate) block: String,
+    #[serde(flatten)]
+    pub(crate) figures: SampledFigures,
 }
 
 impl KernelRecord {
@@ -148,6 +194,7 @@ impl KernelRecord {
             mangled: None,
             per_launch: None,
             metrics: BTreeMap::new(),
+            sampled: None,
         }
     }
 }

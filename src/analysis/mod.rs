@@ -20,6 +20,7 @@ pub mod ranges;
 pub(crate) mod ranks;
 pub(crate) mod repeats;
 pub(crate) mod roofline;
+pub(crate) mod sampled;
 pub mod scan;
 pub(crate) mod select;
 pub(crate) mod shapes;

@@ -111,6 +111,14 @@ pub(crate) fn check(c: &Config) -> Result<(), Error> {
             "must be between 0 (off) and 10000 samples a second",
         );
     }
+    let gm = c.nsys.gpu_metrics.frequency_hz;
+    if !(10..=200_000).contains(&gm) {
+        return bad(
+            "nsys.gpu_metrics.frequency_hz",
+            &gm,
+            "must be between 10 and 200000 samples a second (what nsys accepts)",
+        );
+    }
     if !(1..=100).contains(&c.run.repeat) {
         return bad("run.repeat", &c.run.repeat, "must be between 1 and 100");
     }
@@ -172,6 +180,8 @@ mod tests {
             ("nsys.trace=cuda,foo", "nsys.trace"),
             ("ncu.set=bogus", "ncu.set"),
             ("nsys.sample=always", "nsys.sample"),
+            ("nsys.gpu_metrics.frequency_hz=5", "nsys.gpu_metrics.frequency_hz"),
+            ("nsys.gpu_metrics.frequency_hz=400000", "nsys.gpu_metrics.frequency_hz"),
             (
                 "workload.python_sampling_hz=-1",
                 "workload.python_sampling_hz",

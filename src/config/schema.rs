@@ -284,6 +284,35 @@ pub struct Nsys {
     #[serde(deserialize_with = "strings")]
     pub extra_args: Vec<String>,
     pub timeout_s: Option<u64>,
+    /// GPU-metrics sampling during the nsys pass; runs made before the setting read as off.
+    #[serde(default)]
+    pub gpu_metrics: GpuMetrics,
+}
+
+/// nsys `--gpu-metrics-*`: the GPU's own counters (DRAM bandwidth, SM issue, tensor activity)
+/// sampled at a fixed rate while the workload runs, for the kernels of the whole range.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuMetrics {
+    pub enable: bool,
+    pub frequency_hz: u32,
+    /// nsys `--gpu-metrics-devices`; null: `cuda-visible` (the GPUs the workload can see).
+    #[serde(deserialize_with = "opt_string", default)]
+    pub devices: Option<String>,
+    /// nsys `--gpu-metrics-set`; null: nsys's default set for the GPU.
+    #[serde(deserialize_with = "opt_string", default)]
+    pub set: Option<String>,
+}
+
+impl Default for GpuMetrics {
+    fn default() -> Self {
+        GpuMetrics {
+            enable: false,
+            frequency_hz: 50_000,
+            devices: None,
+            set: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

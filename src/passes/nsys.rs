@@ -12,7 +12,7 @@ use crate::config::{CaptureRange, CaptureRangeEnd, Nsys};
 use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
-use crate::rundir::status::{Cause, NsysRecord, PassState, PassStatus};
+use crate::rundir::status::{Cause, NsysRecord, PassState, PassStatus, SamplingRecord};
 
 /// The reports `nsys stats` writes as `summary_<report>.csv`.
 pub(crate) const STATS_REPORTS: &[&str] = &["cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum"];
@@ -59,6 +59,63 @@ pub(crate) fn profile_args(
     a.push(out_base.display().to_string());
     a.extend(workload.iter().cloned());
     Ok(a)
+}
+
+/// The GPUs the nsys pass samples (`--gpu-metrics-devices`), or None: sampling is off. Under a
+/// launcher nsys runs once per rank and every rank's would sample the same GPUs; the second to
+/// ask is refused ("Already under profiling"), so sampling is left off there.
+pub(crate) fn sampled_devices(cfg: &crate::config::Config) -> Option<String> {
+    let gm = &cfg.nsys.gpu_metrics;
+    if !gm.enable || cfg.workload.launcher != crate::config::Launcher::None {
+        return None;
+    }
+    let asked = gm.devices.as_deref().map(str::trim).filter(|d| !d.is_empty());
+    Some(asked.unwrap_or("cuda-visible").to_string())
+}
+
+/// `--gpu-metrics-*` arguments for sampling `devices`, put before `-o` in `argv`.
+pub(crate) fn add_sampling(argv: &mut Vec<String>, gm: &crate::config::GpuMetrics, devices: &str) {
+    let at = argv.iter().position(|a| a == "-o").unwrap_or(argv.len());
+    let mut flags = vec![
+        format!("--gpu-metrics-devices={devices}"),
+        format!("--gpu-metrics-frequency={}", gm.frequency_hz),
+    ];
+    if let Some(set) = gm.set.as_deref().filter(|s| !s.trim().is_empty()) {
+        flags.push(format!("--gpu-metrics-set={set}"));
+    }
+    argv.splice(at..at, flags);
+}
+
+/// The argv without its `--gpu-metrics-*` flags (the pass run again when sampling is refused).
+pub(crate) fn without_sampling(argv: &[String]) -> Vec<String> {
+    let at = argv.iter().position(|a| a == "-o").unwrap_or(argv.len());
+    argv.iter()
+        .enumerate()
+        .filter(|(i, a)| *i >= at || !a.starts_with("--gpu-metrics-"))
+        .map(|(_, a)| a.clone())
+        .collect()
+}
+
+/// nsys's own lines saying it cannot sample GPU metrics (another sampler holds the GPU, no
+/// counter access, an unknown metric set or device), when the profile wrote no report.
+pub(crate) fn sampling_refused(out: &Outcome, report: bool) -> Option<String> {
+    if report || out.code == Some(0) {
+        return None;
+    }
+    let lines: Vec<&str> = out
+        .tail
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            let l = l.to_ascii_lowercase();
+            l.contains("gpu-metrics")
+                || l.contains("gpu metrics")
+                || l.contains("already under profiling")
+                || l.contains("nvgpuctrperm")
+                || l.contains("performance counters")
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join(" "))
 }
 
 /// The `--nvtx-capture` expression: the user's range name, e.g. `prefill` or `prefill@dom`.
@@ -315,6 +372,17 @@ impl Pass for NsysPass {
         let mut argv = self.with_prog(argv);
         let sampling = crate::passes::hook::nsys_env(ctx.cfg, &ctx.run.path.join("nsys"));
         crate::passes::hook::add_nsys_env(&mut argv, &sampling)?;
+        let gm = &ctx.cfg.nsys.gpu_metrics;
+        let devices = sampled_devices(ctx.cfg);
+        if let Some(d) = &devices {
+            add_sampling(&mut argv, gm, d);
+        }
+        let mut capture = NsysRecord::from_config(&ctx.cfg.nsys);
+        capture.sampling = devices.map(|devices| SamplingRecord {
+            frequency_hz: gm.frequency_hz,
+            devices,
+            refused: None,
+        });
         // Under a launcher, nsys runs inside it, once per rank.
         let profile = launcher.wrap(&ctx.cfg.workload, argv, &ctx.workload.env);
         let mut post = Vec::new();
@@ -327,7 +395,7 @@ impl Pass for NsysPass {
             profile,
             post,
             multi,
-            capture: NsysRecord::from_config(&ctx.cfg.nsys),
+            capture,
         })
     }
 
@@ -349,8 +417,21 @@ impl Pass for NsysPass {
         let mut spec = ctx.spec(&program, plan.profile[1..].to_vec(), log.clone());
         spec.timeout = ctx.cfg.nsys_timeout();
         spec.on_line = Some(stage_hook(progress));
-        let out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
+        let mut out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
         let dir = ctx.run.path.join("nsys");
+        let mut refused = None;
+        if plan.capture.sampling.is_some() && !crate::passes::signals::interrupted() {
+            if let Some(why) = sampling_refused(&out, !reports(&dir).is_empty()) {
+                // The GPU would not be sampled: the timeline is worth more than the samples.
+                tracing::warn!("nsys refused GPU-metrics sampling ({why}); running the nsys pass again without it");
+                let _ = std::fs::rename(&log, ctx.run.nsys("nsys.sampling-refused.log"));
+                let argv = without_sampling(&plan.profile);
+                let _ = append_cmd_txt(&ctx.workload.env, &ctx.run.nsys("cmd.txt"), &argv);
+                spec.args = argv[1..].to_vec();
+                out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
+                refused = Some(why);
+            }
+        }
         let reports = reports(&dir);
         let qdstrm = std::fs::read_dir(&dir)
             .into_iter()
@@ -360,6 +441,16 @@ impl Pass for NsysPass {
         let first = reports.first().map(|(_, p)| p.clone());
         let mut st = classify(&out, first.as_deref(), qdstrm, &ctx.cfg.nsys);
         st.duration_s = Some(out.duration.as_secs_f64());
+        if let Some(why) = refused {
+            st.warnings.push(format!(
+                "nsys refused GPU-metrics sampling, so the pass ran again without it and the reports have no sampled figures (`stage2 doctor` checks it; nsys.gpu_metrics.enable=false skips it): {why}"
+            ));
+            let mut rec = plan.capture.clone();
+            if let Some(s) = rec.sampling.as_mut() {
+                s.refused = Some(why);
+            }
+            st.nsys = Some(rec);
+        }
         if plan.multi && !reports.is_empty() {
             let w = &ctx.cfg.workload;
             let expected = w.nproc_per_node.max(1) * w.nnodes.max(1);
@@ -421,7 +512,10 @@ impl Pass for NsysPass {
     }
 
     fn record(&self, plan: &NsysPlan, st: &mut PassStatus) {
-        st.nsys = Some(plan.capture.clone());
+        // A refusal seen while the pass ran is kept.
+        if st.nsys.is_none() {
+            st.nsys = Some(plan.capture.clone());
+        }
     }
 }
 

@@ -52,6 +52,19 @@ pub(crate) struct PassStatus {
 pub(crate) struct NsysRecord {
     pub(crate) range: Option<String>,
     pub(crate) first_instance_only: bool,
+    /// GPU-metrics sampling asked of the pass (None: not asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sampling: Option<SamplingRecord>,
+}
+
+/// What the nsys pass asked of GPU-metrics sampling, and whether the GPU refused it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SamplingRecord {
+    pub(crate) frequency_hz: u32,
+    pub(crate) devices: String,
+    /// nsys's own words when it refused to sample (the pass then ran without sampling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) refused: Option<String>,
 }
 
 /// The ncu pass's NVTX include expression (None: not gated) and its files' base name
@@ -161,6 +174,7 @@ impl NsysRecord {
             first_instance_only: cfg.gating_nvtx
                 && cfg.capture_range != CaptureRange::None
                 && CaptureRangeEnd::first_only(cfg.capture_range_end),
+            sampling: None,
         }
     }
 }

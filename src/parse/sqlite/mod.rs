@@ -8,9 +8,11 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::Error;
 
+mod gpu_metrics;
 mod graphs;
 mod shapes;
 mod stream;
+pub use gpu_metrics::{Sample, Series};
 pub use graphs::GraphLaunch;
 pub use shapes::ShapedLaunch;
 pub use stream::{Ignore, Sink};

@@ -12,6 +12,9 @@ pub struct ShapedLaunch {
     pub ns: i64,
     pub api_start: i64,
     pub tid: i64,
+    /// GPU execution start (ns) and the demangled name, as `nsys stats` prints it.
+    pub start: i64,
+    pub demangled: String,
 }
 
 impl NsysDb {
@@ -37,6 +40,7 @@ impl NsysDb {
                 "blockY",
                 "blockZ",
                 "dynamicSharedMemory",
+                "demangledName",
             ],
         )?;
         self.require(
@@ -59,8 +63,9 @@ impl NsysDb {
         }
         let sql = format!(
             "SELECT m.value, k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ, \
-             k.dynamicSharedMemory, k.end - k.start, r.start, r.globalTid \
+             k.dynamicSharedMemory, k.end - k.start, r.start, r.globalTid, k.start, d.value \
              FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds m ON k.mangledName = m.id \
+             LEFT JOIN StringIds d ON k.demangledName = d.id \
              JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId \
              AND r.globalTid / 16777216 = k.globalPid / 16777216{filter}"
         );
@@ -81,6 +86,8 @@ impl NsysDb {
                     ns: d(8)?.max(0),
                     api_start: d(9)?,
                     tid: d(10)?,
+                    start: d(11)?,
+                    demangled: r.get::<_, Option<String>>(12)?.unwrap_or_default(),
                 })
             })()
             .map_err(|e| self.err(e))?;

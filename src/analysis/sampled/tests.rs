@@ -1,0 +1,152 @@
+use super::*;
+
+/// A sample at `t` (us) with GR Active, DRAM read, DRAM write, SM issue, tensor (%).
+fn at(t_us: i64, v: [f32; 5]) -> Sample {
+    Sample { t: t_us * 1000, v }
+}
+
+fn launch(name: &str, grid: &str, start_us: f64, end_us: f64) -> SampledLaunch {
+    (
+        name.to_string(),
+        grid.to_string(),
+        "(128,1,1)".to_string(),
+        (start_us * 1000.0) as i64,
+        (end_us * 1000.0) as i64,
+    )
+}
+
+/// Samples every 20 us from 0 to `n` windows, all with the same values.
+fn steady(n: i64, v: [f32; 5]) -> Vec<Sample> {
+    (0..n).map(|i| at(i * 20, v)).collect()
+}
+
+#[test]
+fn a_kernel_shorter_than_a_window_gets_the_rate_while_the_gpu_worked() {
+    // A 5 us kernel in a 20 us window: the GPU worked a quarter of it (GR Active 25%) at
+    // 60% DRAM for that time, which the window averages to 15%.
+    let s = steady(4, [25.0, 10.0, 5.0, 2.0, 1.0]);
+    let a = attribute(&s, &[launch("gemv", "(4,1,1)", 22.0, 27.0)]).unwrap();
+    let f = a.whole.unwrap();
+    assert_eq!(f.launches, 1);
+    assert_eq!(f.samples, 1);
+    assert!((f.coverage_pct - 100.0).abs() < 1e-9);
+    assert!((f.dram_pct.unwrap() - 60.0).abs() < 1e-4, "{f:?}");
+    assert!((f.sm_issue_pct.unwrap() - 8.0).abs() < 1e-4);
+    assert_eq!(f.bound, Some(Bound::Memory));
+    assert!((a.frequency_hz - 50_000.0).abs() < 1e-6);
+}
+
+#[test]
+fn a_kernel_across_two_windows_is_weighed_by_its_time_in_each() {
+    let s = vec![
+        at(0, [100.0, 80.0, 0.0, 5.0, 0.0]),
+        at(20, [100.0, 20.0, 0.0, 5.0, 0.0]),
+        at(40, [100.0, 20.0, 0.0, 5.0, 0.0]),
+    ];
+    // 15 us in the first window (80%), 5 us in the second (20%): 65%.
+    let f = attribute(&s, &[launch("k", "(1,1,1)", 5.0, 25.0)])
+        .unwrap()
+        .whole
+        .unwrap();
+    assert!((f.dram_pct.unwrap() - 65.0).abs() < 1e-4, "{f:?}");
+    assert_eq!(f.samples, 2);
+}
+
+#[test]
+fn a_sample_is_never_stretched_across_a_gap() {
+    // Samples stop at 40 us and resume at 200 us: 60..200 us is in no window.
+    let mut s = steady(3, [100.0, 70.0, 0.0, 1.0, 1.0]);
+    s.extend((10..13).map(|i| at(i * 20, [100.0, 70.0, 0.0, 1.0, 1.0])));
+    let f = attribute(&s, &[launch("k", "(1,1,1)", 40.0, 140.0)])
+        .unwrap()
+        .whole
+        .unwrap();
+    // Only 40..60 us is covered: 20 of 100 us.
+    assert!((f.coverage_pct - 20.0).abs() < 1e-9, "{f:?}");
+    assert_eq!(f.bound, None, "no class under 80% coverage");
+    assert!((f.dram_pct.unwrap() - 70.0).abs() < 1e-4);
+}
+
+#[test]
+fn a_window_at_the_range_edge_covers_one_period_and_no_more() {
+    // The last sample's window ends one period after it; a launch before the first sample
+    // is uncovered.
+    let s = steady(3, [100.0, 0.0, 0.0, 90.0, 80.0]);
+    let a = attribute(
+        &s,
+        &[
+            launch("late", "(1,1,1)", 50.0, 70.0),
+            launch("early", "(1,1,1)", -10.0, 0.0),
+        ],
+    )
+    .unwrap();
+    let mut recs = vec![record("late"), record("early")];
+    a.attach(&mut recs);
+    let late = recs[0].sampled.as_ref().unwrap().all;
+    assert!((late.coverage_pct - 50.0).abs() < 1e-9, "{late:?}");
+    let early = recs[1].sampled.as_ref().unwrap().all;
+    assert_eq!((early.coverage_pct, early.samples), (0.0, 0));
+    assert_eq!(early.dram_pct, None);
+}
+
+#[test]
+fn a_window_that_saw_the_gpu_idle_says_nothing_of_the_launch() {
+    let s = vec![at(0, [0.0, 0.0, 0.0, 0.0, 0.0]), at(20, [50.0, 40.0, 0.0, 0.0, 0.0])];
+    let f = attribute(&s, &[launch("k", "(1,1,1)", 10.0, 30.0)])
+        .unwrap()
+        .whole
+        .unwrap();
+    assert!((f.coverage_pct - 50.0).abs() < 1e-9);
+    assert!((f.dram_pct.unwrap() - 80.0).abs() < 1e-4);
+}
+
+#[test]
+fn a_set_without_gr_active_gives_the_raw_window_average() {
+    let s = steady(3, [f32::NAN, 30.0, 10.0, 70.0, f32::NAN]);
+    let f = attribute(&s, &[launch("k", "(1,1,1)", 0.0, 40.0)])
+        .unwrap()
+        .whole
+        .unwrap();
+    assert!((f.dram_pct.unwrap() - 40.0).abs() < 1e-4);
+    assert_eq!(f.tensor_pct, None);
+    assert_eq!(f.bound, Some(Bound::Compute));
+}
+
+#[test]
+fn each_launch_configuration_has_its_own_figures() {
+    let mut s = steady(2, [100.0, 90.0, 0.0, 1.0, 0.0]);
+    s.extend((2..4).map(|i| at(i * 20, [100.0, 5.0, 0.0, 1.0, 0.0])));
+    let a = attribute(
+        &s,
+        &[
+            launch("k", "(64,1,1)", 0.0, 40.0),
+            launch("k", "(2,1,1)", 40.0, 50.0),
+        ],
+    )
+    .unwrap();
+    let mut recs = vec![record("k")];
+    a.attach(&mut recs);
+    let k = recs[0].sampled.as_ref().unwrap();
+    assert_eq!(k.configs.len(), 2);
+    assert_eq!(k.configs[0].grid, "(64,1,1)");
+    assert_eq!(k.configs[0].figures.bound, Some(Bound::Memory));
+    assert_eq!(k.configs[1].figures.bound, Some(Bound::Latency));
+    assert_eq!(k.all.launches, 2);
+    assert!((k.all.dram_pct.unwrap() - (90.0 * 40.0 + 5.0 * 10.0) / 50.0).abs() < 1e-4);
+}
+
+#[test]
+fn fewer_than_two_samples_attribute_nothing() {
+    assert!(attribute(&[at(0, [1.0; 5])], &[launch("k", "(1,1,1)", 0.0, 1.0)]).is_none());
+    assert!(attribute(&[], &[]).is_none());
+}
+
+fn record(name: &str) -> KernelRecord {
+    serde_json::from_value(serde_json::json!({
+        "rank": 0, "name": name, "ncu_name": null, "nvtx_range": null, "instances": 1,
+        "total_time_ns": 1.0, "avg_time_ns": 1.0, "gpu_time_pct": null, "time_source": "nsys",
+        "sm_throughput_pct": null, "dram_throughput_pct": null, "bound": null, "grid": null,
+        "block": null, "ncu_instances": 0, "mangled": null, "per_launch": null
+    }))
+    .unwrap()
+}
