@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::nvtx::{include_and_base, style_for};
 use super::{
-    graphs, kernels, ledger, nesting, ops, pysamples, ranks, repeats, roofline, same_range, scan,
-    tokens, Artifacts,
+    graphs, kernels, ledger, nesting, ops, pysamples, ranks, repeats, roofline, same_range,
+    sampled, scan, tokens, Artifacts,
 };
 use crate::config::{Capture, Config};
 use crate::error::Error;
@@ -401,13 +401,25 @@ impl Artifacts {
             (None, Some(db), Some(_)) => Some(db.mangled_names()?),
             _ => None,
         };
-        let (records, ncu_records) = join(
+        let (mut records, ncu_records) = join(
             &config,
             kernels_nsys.as_deref(),
             mangled.as_ref(),
             &ncu,
             capture.range(),
         );
+        // Sampled figures are evidence beside the timeline: a broken table costs them alone.
+        let sampled = match (&db, &timeline, stats.rank_data.is_empty()) {
+            (Some(db), Some(t), true) => sampled::read(db, &t.phases, capture.range())
+                .unwrap_or_else(|e| {
+                    tracing::warn!("sampled GPU metrics left out: {e}");
+                    None
+                }),
+            _ => None,
+        };
+        if let Some(s) = &sampled {
+            s.attach(&mut records);
+        }
         let python = match (&db, &timeline) {
             // The samples are evidence beside the figures: a broken file costs them alone.
             (Some(db), Some(t)) => python_evidence(run, db, t).unwrap_or_else(|e| {
@@ -459,6 +471,7 @@ impl Artifacts {
             ncu_problem: ncu.problem,
             ledger: t.map(|t| t.ledger.clone()).unwrap_or_default(),
             python,
+            sampled,
             operators: t.map(|t| t.operators.clone()).unwrap_or_default(),
             per_token: Vec::new(),
             observed: Vec::new(),

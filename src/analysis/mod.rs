@@ -46,6 +46,8 @@ pub(crate) struct Artifacts {
     pub(crate) config: Config,
     /// Python stack samples placed in the ranges (`workload.python_sampling_hz`).
     pub(crate) python: Option<pysamples::PyReport>,
+    /// nsys's sampled GPU metrics of the captured range's kernels (None: the run sampled none).
+    pub(crate) sampled: Option<sampled::Sampled>,
     /// PyTorch operators from their NVTX ranges (nsys `--pytorch=...`), when the run has them.
     pub(crate) operators: Vec<ops::OpRow>,
     /// Per phase: tokens, time per instance and per token, floors (see analysis::tokens).

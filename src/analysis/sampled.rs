@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use crate::analysis::nesting::{Cursor, Nesting};
 use crate::error::Error;
 use crate::model::{Bound, KernelRecord, SampledConfig, SampledFigures, SampledKernel};
+use crate::parse::ncu::NcuReport;
 use crate::parse::sqlite::{NsysDb, NvtxRange, Sample, Series};
 
 const GR: usize = 0;
@@ -52,7 +53,10 @@ impl<'a> Windows<'a> {
 
     /// Each window that `[start, end)` overlaps, with the overlap (ns).
     fn overlapping(&self, start: i64, end: i64, mut f: impl FnMut(&Sample, i64)) {
-        let first = self.samples.partition_point(|s| s.t <= start).saturating_sub(1);
+        let first = self
+            .samples
+            .partition_point(|s| s.t <= start)
+            .saturating_sub(1);
         for i in first..self.samples.len() {
             let s = &self.samples[i];
             if s.t >= end {
@@ -131,7 +135,11 @@ impl Acc {
         };
         let (dram, issue, tensor) = (mean(0), mean(1), mean(2));
         let compute = issue.into_iter().chain(tensor).reduce(f64::max);
-        let bound = match (coverage_pct >= Bound::SAMPLED_MIN_COVERAGE_PCT, dram, compute) {
+        let bound = match (
+            coverage_pct >= Bound::SAMPLED_MIN_COVERAGE_PCT,
+            dram,
+            compute,
+        ) {
             (true, Some(d), Some(c)) => Some(Bound::classify(c, d)),
             _ => None,
         };
@@ -273,6 +281,116 @@ impl Sampled {
             });
         }
     }
+}
+
+/// One kernel launch configuration both tools measured: ncu's DRAM throughput of its replayed
+/// launch(es) beside the sampled DRAM bandwidth over every launch of the configuration.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct Agreement {
+    pub(crate) kernel: String,
+    pub(crate) grid: String,
+    pub(crate) block: String,
+    /// The configuration's share of the range's kernel time, in %.
+    pub(crate) share_pct: f64,
+    pub(crate) time_ns: f64,
+    pub(crate) coverage_pct: f64,
+    pub(crate) sampled_dram_pct: f64,
+    pub(crate) ncu_dram_pct: f64,
+    pub(crate) sampled_bound: Option<Bound>,
+    pub(crate) ncu_bound: Bound,
+}
+
+/// Every configuration of `records` that ncu measured and the samples covered, largest first.
+pub(crate) fn agreement(records: &[KernelRecord], ncu: &NcuReport) -> Vec<Agreement> {
+    use crate::analysis::shapes::dims;
+    use crate::parse::ncu::{DRAM_PCT, SM_PCT};
+    let total: f64 = records.iter().map(|r| r.total_time_ns).sum();
+    let mut out = Vec::new();
+    for r in records {
+        let Some(sk) = &r.sampled else { continue };
+        let Some(k) = ncu.kernels.iter().find(|k| {
+            (k.mangled.is_some() && k.mangled == r.mangled)
+                || r.ncu_name.as_deref() == Some(k.name.as_str())
+        }) else {
+            continue;
+        };
+        let shapes: Vec<(
+            Option<&String>,
+            Option<&String>,
+            &std::collections::BTreeMap<String, f64>,
+        )> = match k.shapes.is_empty() {
+            true => vec![(k.grid.as_ref(), k.block.as_ref(), &k.metrics)],
+            false => k
+                .shapes
+                .iter()
+                .map(|s| (s.grid.as_ref(), s.block.as_ref(), &s.metrics))
+                .collect(),
+        };
+        for (grid, block, m) in shapes {
+            let (Some(grid), Some(block)) = (grid, block) else {
+                continue;
+            };
+            let (Some(&nd), Some(&ns)) = (m.get(DRAM_PCT), m.get(SM_PCT)) else {
+                continue;
+            };
+            let Some(c) = sk
+                .configs
+                .iter()
+                .find(|c| dims(&c.grid) == dims(grid) && dims(&c.block) == dims(block))
+            else {
+                continue;
+            };
+            let Some(sd) = c.figures.dram_pct else {
+                continue;
+            };
+            out.push(Agreement {
+                kernel: r.name.clone(),
+                grid: c.grid.clone(),
+                block: c.block.clone(),
+                share_pct: if total > 0.0 {
+                    100.0 * c.figures.time_ns / total
+                } else {
+                    0.0
+                },
+                time_ns: c.figures.time_ns,
+                coverage_pct: c.figures.coverage_pct,
+                sampled_dram_pct: sd,
+                ncu_dram_pct: nd,
+                sampled_bound: c.figures.bound,
+                ncu_bound: Bound::classify(ns, nd),
+            });
+        }
+    }
+    out.sort_by(|a, b| b.time_ns.total_cmp(&a.time_ns));
+    out
+}
+
+/// The agreement of the configurations holding at least `min_share_pct` of the range's time
+/// at `min_coverage_pct`: the time-weighted mean and the largest DRAM difference (points),
+/// and the share of the compared time whose bound classes agree (%). None: none compared.
+pub(crate) fn agreement_stats(
+    rows: &[Agreement],
+    min_share_pct: f64,
+    min_coverage_pct: f64,
+) -> Option<(f64, f64, f64, usize)> {
+    let kept: Vec<&Agreement> = rows
+        .iter()
+        .filter(|a| a.share_pct >= min_share_pct && a.coverage_pct >= min_coverage_pct)
+        .collect();
+    let time: f64 = kept.iter().map(|a| a.time_ns).sum();
+    if kept.is_empty() || time <= 0.0 {
+        return None;
+    }
+    let diff = |a: &Agreement| (a.sampled_dram_pct - a.ncu_dram_pct).abs();
+    let mean = kept.iter().map(|a| diff(a) * a.time_ns).sum::<f64>() / time;
+    let worst = kept.iter().map(|a| diff(a)).fold(0.0, f64::max);
+    // Instruction-bound is ncu's compute-bound refined by FLOP/byte; samples cannot refine it.
+    let same = kept
+        .iter()
+        .filter(|a| a.sampled_bound == Some(a.ncu_bound))
+        .map(|a| a.time_ns)
+        .sum::<f64>();
+    Some((mean, worst, 100.0 * same / time, kept.len()))
 }
 
 #[cfg(test)]

@@ -50,6 +50,9 @@ pub(crate) struct Summary {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) ranks: Vec<super::ranks::RankData>,
     pub(crate) kernels: Vec<Kernel>,
+    /// nsys's GPU-metrics sampling of the captured range (absent: the run sampled none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) gpu_metrics: Option<GpuMetrics>,
     /// Per push/pop range: its wall time split on its CPU thread (see analysis::ledger).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) ledger: Vec<super::ledger::RangeLedger>,
@@ -157,6 +160,67 @@ pub(crate) struct Kernel {
     /// `total_time_ns` over the timed passes (with more than one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) runs: Option<Stats>,
+    /// nsys's sampled GPU metrics over every launch, and per launch configuration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sampled: Option<crate::model::SampledKernel>,
+}
+
+/// What the nsys pass sampled of the GPU over the captured range's kernels.
+#[derive(Debug, Serialize)]
+pub(crate) struct GpuMetrics {
+    /// Samples per second, from the samples' median spacing.
+    pub(crate) frequency_hz: f64,
+    /// Every launch of the range together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) all_kernels: Option<crate::model::SampledFigures>,
+    /// Why no figures were attributed, when none were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) note: Option<String>,
+    pub(crate) rule: &'static str,
+    pub(crate) source: String,
+    /// Each launch configuration ncu measured too: both tools' DRAM figures and classes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) beside_ncu: Vec<crate::analysis::sampled::Agreement>,
+    /// Over the configurations of at least 5% of the range's time at 80% coverage or more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) agreement: Option<AgreementSummary>,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct AgreementSummary {
+    pub(crate) compared: usize,
+    /// |sampled - ncu| DRAM, in points of % of peak: time-weighted mean, and the largest.
+    pub(crate) dram_mean_diff_points: f64,
+    pub(crate) dram_worst_diff_points: f64,
+    /// Share of the compared time whose bound classes agree, in %.
+    pub(crate) same_class_pct: f64,
+}
+
+fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
+    use crate::analysis::sampled;
+    let s = a.sampled.as_ref()?;
+    let rows = a
+        .ncu
+        .as_ref()
+        .map(|n| sampled::agreement(&a.records, n))
+        .unwrap_or_default();
+    let agreement = sampled::agreement_stats(&rows, 5.0, Bound::SAMPLED_MIN_COVERAGE_PCT).map(
+        |(mean, worst, same, n)| AgreementSummary {
+            compared: n,
+            dram_mean_diff_points: mean,
+            dram_worst_diff_points: worst,
+            same_class_pct: same,
+        },
+    );
+    Some(GpuMetrics {
+        frequency_hz: s.frequency_hz,
+        all_kernels: s.whole,
+        note: s.note.clone(),
+        rule: Bound::SAMPLED_RULE,
+        source: a.sqlite_file.clone(),
+        beside_ncu: rows,
+        agreement,
+    })
 }
 
 pub(crate) fn summary(a: &Artifacts) -> Summary {
@@ -298,8 +362,10 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                     .repeats
                     .as_ref()
                     .and_then(|x| x.kernels.get(&r.name).cloned()),
+                sampled: r.sampled.clone(),
             })
             .collect(),
+        gpu_metrics: gpu_metrics(a),
         ledger: a.ledger.clone(),
         python_samples: a.python.clone(),
         operators: a.operators.clone(),

@@ -180,8 +180,14 @@ mod tests {
             ("nsys.trace=cuda,foo", "nsys.trace"),
             ("ncu.set=bogus", "ncu.set"),
             ("nsys.sample=always", "nsys.sample"),
-            ("nsys.gpu_metrics.frequency_hz=5", "nsys.gpu_metrics.frequency_hz"),
-            ("nsys.gpu_metrics.frequency_hz=400000", "nsys.gpu_metrics.frequency_hz"),
+            (
+                "nsys.gpu_metrics.frequency_hz=5",
+                "nsys.gpu_metrics.frequency_hz",
+            ),
+            (
+                "nsys.gpu_metrics.frequency_hz=400000",
+                "nsys.gpu_metrics.frequency_hz",
+            ),
             (
                 "workload.python_sampling_hz=-1",
                 "workload.python_sampling_hz",

@@ -69,7 +69,11 @@ pub(crate) fn sampled_devices(cfg: &crate::config::Config) -> Option<String> {
     if !gm.enable || cfg.workload.launcher != crate::config::Launcher::None {
         return None;
     }
-    let asked = gm.devices.as_deref().map(str::trim).filter(|d| !d.is_empty());
+    let asked = gm
+        .devices
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty());
     Some(asked.unwrap_or("cuda-visible").to_string())
 }
 

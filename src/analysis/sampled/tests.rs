@@ -91,7 +91,10 @@ fn a_window_at_the_range_edge_covers_one_period_and_no_more() {
 
 #[test]
 fn a_window_that_saw_the_gpu_idle_says_nothing_of_the_launch() {
-    let s = vec![at(0, [0.0, 0.0, 0.0, 0.0, 0.0]), at(20, [50.0, 40.0, 0.0, 0.0, 0.0])];
+    let s = vec![
+        at(0, [0.0, 0.0, 0.0, 0.0, 0.0]),
+        at(20, [50.0, 40.0, 0.0, 0.0, 0.0]),
+    ];
     let f = attribute(&s, &[launch("k", "(1,1,1)", 10.0, 30.0)])
         .unwrap()
         .whole

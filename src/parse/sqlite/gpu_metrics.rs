@@ -66,7 +66,11 @@ impl NsysDb {
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
             })
             .map_err(|e| self.err(e))?;
         for row in rows {
@@ -95,8 +99,11 @@ impl NsysDb {
         let mut by_gpu: HashMap<i64, HashMap<i64, [f32; 5]>> = HashMap::new();
         while let Some(r) = rows.next().map_err(|e| self.err(e))? {
             let e = |e| self.err(e);
-            let (t, ty, id): (i64, i64, i64) =
-                (r.get(0).map_err(e)?, r.get(1).map_err(e)?, r.get(2).map_err(e)?);
+            let (t, ty, id): (i64, i64, i64) = (
+                r.get(0).map_err(e)?,
+                r.get(1).map_err(e)?,
+                r.get(2).map_err(e)?,
+            );
             let value: f64 = r.get(3).map_err(e)?;
             let Some(&i) = slot.get(&(ty, id)) else {
                 continue;
