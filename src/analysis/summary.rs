@@ -196,7 +196,7 @@ pub(crate) struct AgreementSummary {
     pub(crate) same_class_pct: f64,
 }
 
-fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
+pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
     use crate::analysis::sampled;
     let s = a.sampled.as_ref()?;
     let rows = a

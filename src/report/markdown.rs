@@ -78,6 +78,7 @@ pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
         "\nBound class (from ncu SM and DRAM throughput): {}.",
         Bound::RULE
     );
+    super::sampled::section(a, &mut s, width);
     ranks_section(a, &mut s, width);
     ranges_section(a, f, &mut s);
     super::tokens::section(a, f, &mut s);

@@ -9,6 +9,7 @@ mod ledger;
 mod markdown;
 mod ops;
 mod phrase;
+mod sampled;
 mod stakeholder;
 mod svg;
 mod tokens;
