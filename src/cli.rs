@@ -226,6 +226,14 @@ pub struct ProfileArgs {
     /// Skip the Nsight Compute pass (sets ncu.enable=false).
     #[arg(long)]
     pub no_ncu: bool,
+    /// The shallow depth: the nsys pass alone, with GPU-metrics sampling, so every kernel gets
+    /// a sampled bound class at almost no cost over the traced run (sets ncu.enable=false and
+    /// nsys.gpu_metrics.enable=true)
+    #[arg(long, conflicts_with_all = ["no_nsys", "no_gpu_metrics"])]
+    pub quick: bool,
+    /// Do not sample GPU metrics in the nsys pass (sets nsys.gpu_metrics.enable=false)
+    #[arg(long)]
+    pub no_gpu_metrics: bool,
     /// Keep ncu's figures out of the metrics cache and profile every selected kernel (sets
     /// ncu.cache.enable=false).
     #[arg(long)]
@@ -314,6 +322,13 @@ impl ProfileArgs {
         }
         if self.no_ncu {
             flag("ncu.enable", Value::from(false));
+        }
+        if self.quick {
+            flag("ncu.enable", Value::from(false));
+            flag("nsys.gpu_metrics.enable", Value::from(true));
+        }
+        if self.no_gpu_metrics {
+            flag("nsys.gpu_metrics.enable", Value::from(false));
         }
         if self.no_cache {
             flag("ncu.cache.enable", Value::from(false));

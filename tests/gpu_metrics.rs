@@ -60,3 +60,144 @@ fn every_launch_of_the_range_is_sampled_as_nsys_stats_counts_them() {
         .sum();
     assert!(configs > kernels.len(), "{configs} configurations");
 }
+
+/// The fakes replaying the GPU-metrics capture (its export and its stats CSVs).
+fn sampled_sandbox() -> Sandbox {
+    Sandbox::new()
+}
+
+fn with_capture(c: &mut assert_cmd::Command) -> &mut assert_cmd::Command {
+    c.env(
+        "FAKE_NSYS_DIR",
+        common::root().join("tests/data/hf/gpu-metrics/nsys"),
+    )
+}
+
+#[test]
+fn the_nsys_pass_samples_the_workloads_gpus_by_default() {
+    let sb = sampled_sandbox();
+    with_capture(&mut sb.profile("d", &["--nvtx-capture", "decode", "--no-ncu", "--", "true"]))
+        .assert()
+        .success();
+    let cmd = read(sb.run("d").join("nsys/cmd.txt"));
+    let profile = cmd.lines().find(|l| l.contains(" profile ")).unwrap();
+    assert!(
+        profile.contains("--gpu-metrics-devices=cuda-visible --gpu-metrics-frequency=50000 "),
+        "{profile}"
+    );
+    let st = common::status(&sb.run("d"));
+    assert_eq!(
+        st["passes"]["nsys"]["nsys"]["sampling"]["frequency_hz"],
+        50000
+    );
+    let md = read(sb.run("d").join("kernels.md"));
+    assert!(
+        md.contains("## Sampled GPU metrics (every launch in `decode`)"),
+        "{md}"
+    );
+    assert!(md.contains("Sampled by nsys during its pass at 50000 Hz"));
+}
+
+#[test]
+fn quick_is_the_nsys_pass_alone_with_sampled_classes() {
+    let sb = sampled_sandbox();
+    with_capture(&mut sb.profile("q", &["--quick", "--nvtx-capture", "decode", "--", "true"]))
+        .assert()
+        .success();
+    assert!(!sb.calls().contains("ncu "), "{}", sb.calls());
+    let s: serde_json::Value =
+        serde_json::from_str(&read(sb.run("q").join("summary.json"))).unwrap();
+    let k = &s["kernels"][0];
+    assert_eq!(k["bound"], serde_json::Value::Null, "no ncu class");
+    assert_eq!(k["sampled"]["bound"], "latency");
+    assert_eq!(s["passes"]["ncu"]["state"], "skipped");
+}
+
+#[test]
+fn no_gpu_metrics_and_config_turn_sampling_off() {
+    let sb = sampled_sandbox();
+    sb.profile("off", &["--no-gpu-metrics", "--no-ncu", "--", "true"])
+        .assert()
+        .success();
+    sb.profile(
+        "off2",
+        &["nsys.gpu_metrics.enable=false", "--no-ncu", "--", "true"],
+    )
+    .assert()
+    .success();
+    for id in ["off", "off2"] {
+        assert!(!read(sb.run(id).join("nsys/cmd.txt")).contains("--gpu-metrics"));
+    }
+    sb.profile(
+        "f",
+        &[
+            "nsys.gpu_metrics.frequency_hz=10000",
+            "nsys.gpu_metrics.devices=0",
+            "nsys.gpu_metrics.set=gh100",
+            "--dry-run",
+            "--",
+            "true",
+        ],
+    )
+    .assert()
+    .success();
+    let cmd = read(sb.run("f").join("nsys/cmd.txt"));
+    assert!(
+        cmd.contains(
+            "--gpu-metrics-devices=0 --gpu-metrics-frequency=10000 --gpu-metrics-set=gh100 -o"
+        ),
+        "{cmd}"
+    );
+}
+
+#[test]
+fn a_gpu_that_refuses_sampling_leaves_a_clear_line_and_the_run_goes_on_without_it() {
+    for mode in ["refuse-sampling", "no-metric-set"] {
+        let sb = sampled_sandbox();
+        let out = sb
+            .profile("r", &["--no-ncu", "--", "true"])
+            .env("FAKE_NSYS_MODE", mode)
+            .assert()
+            .success();
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(
+            err.contains("nsys refused GPU-metrics sampling"),
+            "{mode}: {err}"
+        );
+        let run = sb.run("r");
+        let st = common::status(&run);
+        assert_eq!(st["passes"]["nsys"]["state"], "ok");
+        let w = st["passes"]["nsys"]["warnings"].to_string();
+        assert!(w.contains("ran again without it"), "{w}");
+        let refused = st["passes"]["nsys"]["nsys"]["sampling"]["refused"]
+            .as_str()
+            .unwrap();
+        assert!(refused.contains("--gpu-metrics-"), "{refused}");
+        let cmd = read(run.join("nsys/cmd.txt"));
+        let profiles: Vec<&str> = cmd.lines().filter(|l| l.contains(" profile ")).collect();
+        assert_eq!(profiles.len(), 2, "{cmd}");
+        assert!(!profiles[1].contains("--gpu-metrics"));
+        assert!(run.join("nsys/nsys.sampling-refused.log").is_file());
+        assert!(!read(run.join("kernels.md")).contains("Sampled GPU metrics"));
+    }
+}
+
+#[test]
+fn sampling_is_off_under_a_launcher() {
+    let sb = sampled_sandbox();
+    sb.profile(
+        "l",
+        &[
+            "--launcher",
+            "torchrun",
+            "--nproc-per-node",
+            "2",
+            "--dry-run",
+            "--",
+            "true",
+        ],
+    )
+    .assert()
+    .success();
+    assert!(!read(sb.run("l").join("nsys/cmd.txt")).contains("--gpu-metrics"));
+}
