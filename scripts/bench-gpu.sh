@@ -2,9 +2,10 @@
 # Benchmark (not a test): what a deep profile costs on this GPU machine, for the transformers
 # generate() workloads. For each variant, side by side in one run: the bare workload, a first
 # `stage2 profile` with an empty metrics cache (nsys pass, ncu pass with its predicted and
-# actual cost), and a re-run with the cache the first one filled. Prints a Markdown table.
+# actual cost), a re-run with the cache the first one filled, and the shallow depth (`--quick`:
+# the nsys pass alone, with GPU-metrics sampling). Prints a Markdown table.
 #
-#   scripts/bench-gpu.sh [VARIANT...]     variants: eager static large moe loop lead
+#   scripts/bench-gpu.sh [VARIANT...]     variants: eager static large moe moeworker loop lead
 #                                         (default: eager static large)
 #   env: STAGE2_BIN, PYTHON, RUN_ROOT (tmp/bench), STAGE2_EXTRA (e.g. ncu.clock_control=none),
 #        CAPTURE (the range nsys is gated on: decode; prefill is the README's lead command)
@@ -31,23 +32,31 @@ for v in "${@:-eager static large}"; do
     # shellcheck disable=SC2086
     "$py" $args >/dev/null 2>&1 || { echo "bench: bare $variant failed" >&2; continue; }
     t1=$(now)
-    for pass in first warm; do
+    for pass in first warm quick; do
       id="bench-$variant-$pass-$stamp"
+      depth=(); [ "$pass" = quick ] && depth=(--quick)
       # shellcheck disable=SC2086
-      "$bin" profile --run-root "$root" --run-id "$id" --cache-dir "$cache" \
+      "$bin" profile --run-root "$root" --run-id "$id" --cache-dir "$cache" "${depth[@]}" \
         --nvtx-capture "$(capture_of "$variant")" ${STAGE2_EXTRA:-} -- "$py" $args >"$root/$id.log" 2>&1 \
         || echo "bench: stage2 profile $variant ($pass) failed (see $root/$id.log)" >&2
       eval "t_$pass=$(now)"
     done
     # shellcheck disable=SC2154
-    rows+=("$("$py" - "$root" "$variant" "$stamp" "$t0" "$t1" "$t_first" "$t_warm" <<'PY'
+    rows+=("$("$py" - "$root" "$variant" "$stamp" "$t0" "$t1" "$t_first" "$t_warm" "$t_quick" <<'PY'
 import json, sys
-root, v, stamp, t0, t1, tf, tw = sys.argv[1:]
-t0, t1, tf, tw = map(float, (t0, t1, tf, tw))
-bare, first, warm = t1 - t0, tf - t1, tw - tf
+root, v, stamp, t0, t1, tf, tw, tq = sys.argv[1:]
+t0, t1, tf, tw, tq = map(float, (t0, t1, tf, tw, tq))
+bare, first, warm, quick = t1 - t0, tf - t1, tw - tf, tq - tw
 def passes(pass_):
     st = json.load(open(f"{root}/bench-{v}-{pass_}-{stamp}/status.json"))["passes"]
     return st["nsys"], st["ncu"]
+def sampled(run):
+    try:
+        gm = json.load(open(f"{run}/summary.json")).get("gpu_metrics") or {}
+    except (OSError, ValueError):
+        return "-"
+    a = gm.get("all_kernels") or {}
+    return f"{gm.get('frequency_hz', 0) / 1e3:.0f} kHz, {a.get('coverage_pct', 0):.0f}% covered" if a else (gm.get("note") or "none")
 nsys, ncu = passes("first")
 rec = ncu.get("ncu") or {}
 plan, act = rec.get("cost") or {}, rec.get("actual") or {}
@@ -60,12 +69,13 @@ f = lambda x, p=1: "-" if x is None else f"{x:.{p}f}"
 print(f"| {v} | {bare:.1f} | {f(nsys.get('duration_s'))} | {f(ncu.get('duration_s'))} | "
       f"{shape_col} | {act.get('kernels', '-')} | {act.get('passes_per_kernel', '-')} | {f(act.get('s_per_kernel'), 2)} | "
       f"{f(plan.get('predicted_s'))} | {f(act.get('prediction_error_pct'), 0)}% | "
-      f"{first:.1f} | {first / bare:.2f}x | {warm:.1f} ({hits} cached, ncu {f(warm_ncu.get('duration_s'))} s) | {warm / bare:.2f}x |")
+      f"{first:.1f} | {first / bare:.2f}x | {warm:.1f} ({hits} cached, ncu {f(warm_ncu.get('duration_s'))} s) | {warm / bare:.2f}x | "
+      f"{quick:.1f} | {quick / bare:.2f}x | {sampled(f'{root}/bench-{v}-quick-{stamp}')} |")
 PY
 )")
   done
 done
 echo
-echo "| variant | bare (s) | nsys pass (s) | ncu pass (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | first / bare | whole, warm cache (s) | warm / bare |"
-echo "|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+echo "| variant | bare (s) | nsys pass (s) | ncu pass (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling |"
+echo "|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
 printf '%s\n' "${rows[@]}"

@@ -1,5 +1,6 @@
 # Sourced by the GPU scripts: the workload variants and a clock.
 #   argv_of VARIANT    the workload's arguments (eager, static, large, moe: transformers
+#                      generate(); moeworker: moe in a spawned worker process;
 #                      generate(); loop: a hand-written prefill + decode loop, no generate();
 #                      lead: eager, profiled with the README's lead command)
 #   capture_of VARIANT the range nsys is gated on (prefill for lead, else $CAPTURE or decode)
@@ -13,6 +14,7 @@ argv_of() {
     large) echo "$hf_workload --large --batch 8 --prompt-len 1024 --new-tokens 8" ;;
     moe) echo "$hf_workload --arch mixtral --layers 4 --batch 4 --prompt-len 256 --new-tokens 8" ;;
     loop) echo "examples/workloads/tiny_llm.py --new-tokens 16" ;;
+    moeworker) echo "examples/workloads/in_worker.py $hf_workload --arch mixtral --layers 4 --batch 4 --prompt-len 256 --new-tokens 8" ;;
     lead) echo "$hf_workload --arch qwen2" ;;
     *) echo "unknown variant $1" >&2; return 1 ;;
   esac

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::parse::ncu::{NcuKernel, NcuReport, DRAM_PCT, SM_PCT};
+use crate::parse::ncu::{NcuKernel, NcuReport};
 use crate::parse::nsys::KernelSum;
 
 /// Where a kernel's time figures come from.
@@ -319,8 +319,7 @@ fn attach(rec: &mut KernelRecord, matched: &[&NcuKernel]) {
     rec.ncu_cached_from = matched[0].cached_from.clone();
     rec.grid = matched[0].grid.clone();
     rec.block = matched[0].block.clone();
-    rec.sm_throughput_pct = rec.metrics.get(SM_PCT).copied();
-    rec.dram_throughput_pct = rec.metrics.get(DRAM_PCT).copied();
+    (rec.sm_throughput_pct, rec.dram_throughput_pct) = crate::parse::ncu::sm_dram_pct(&rec.metrics);
     rec.bound = rec
         .sm_throughput_pct
         .zip(rec.dram_throughput_pct)

@@ -303,7 +303,6 @@ pub(crate) struct Agreement {
 /// Every configuration of `records` that ncu measured and the samples covered, largest first.
 pub(crate) fn agreement(records: &[KernelRecord], ncu: &NcuReport) -> Vec<Agreement> {
     use crate::analysis::shapes::dims;
-    use crate::parse::ncu::{DRAM_PCT, SM_PCT};
     let total: f64 = records.iter().map(|r| r.total_time_ns).sum();
     let mut out = Vec::new();
     for r in records {
@@ -330,7 +329,7 @@ pub(crate) fn agreement(records: &[KernelRecord], ncu: &NcuReport) -> Vec<Agreem
             let (Some(grid), Some(block)) = (grid, block) else {
                 continue;
             };
-            let (Some(&nd), Some(&ns)) = (m.get(DRAM_PCT), m.get(SM_PCT)) else {
+            let (Some(ns), Some(nd)) = crate::parse::ncu::sm_dram_pct(m) else {
                 continue;
             };
             let Some(c) = sk

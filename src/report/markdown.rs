@@ -78,6 +78,9 @@ pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
         "\nBound class (from ncu SM and DRAM throughput): {}.",
         Bound::RULE
     );
+    if let Some(note) = one_pass_note(&a.records) {
+        let _ = writeln!(s, "{note}");
+    }
     super::sampled::section(a, &mut s, width);
     ranks_section(a, &mut s, width);
     ranges_section(a, f, &mut s);
@@ -496,4 +499,16 @@ fn measurement_cost(f: &Findings, s: &mut String) {
     for l in lines {
         let _ = writeln!(s, "- {l}");
     }
+}
+
+/// Where ncu measured the reports' own metric list (no sm__throughput / dram__throughput
+/// breakdowns), what SM % and DRAM % are instead.
+fn one_pass_note(records: &[KernelRecord]) -> Option<String> {
+    use crate::parse::ncu::{DRAM_BYTES_PCT, SM_ISSUE_PCT, SM_PCT};
+    let fallback = records
+        .iter()
+        .any(|r| r.metrics.contains_key(SM_ISSUE_PCT) && !r.metrics.contains_key(SM_PCT));
+    fallback.then(|| format!(
+        "SM % is the larger of SM issue and tensor-pipe activity (`{SM_ISSUE_PCT}`, `sm__pipe_tensor_cycles_active`) and DRAM % is `{DRAM_BYTES_PCT}`: ncu measured the reports' own metric list, without the sm__throughput and dram__throughput breakdowns that take more replay passes per kernel (`ncu.metrics` adds them back)."
+    ))
 }

@@ -107,8 +107,10 @@ pub(crate) fn parse_done(line: &str) -> Option<Option<u32>> {
     if !rest.starts_with("==PROF== Profiling") || !rest.contains("100%") {
         return None;
     }
+    // "- 1 pass" when one replay was enough.
     let passes = rest
         .strip_suffix("passes")
+        .or_else(|| rest.strip_suffix("pass"))
         .and_then(|r| r.trim_end().rsplit(' ').next())
         .and_then(|n| n.parse().ok());
     Some(passes)

@@ -265,3 +265,10 @@ fn a_profiler_api_capture_that_never_starts_says_so() {
         "{r}"
     );
 }
+
+#[test]
+fn stats_read_the_sqlite_export_as_it_is_and_export_a_report_themselves() {
+    let s = stats_args(Path::new("/m/run.sqlite"), Path::new("/m/summary"));
+    assert!(!s.iter().any(|a| a.starts_with("--force-export")), "{s:?}");
+    assert_eq!(s.last().map(String::as_str), Some("/m/run.sqlite"));
+}
