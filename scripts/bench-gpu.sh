@@ -22,6 +22,8 @@ mkdir -p "$root"
 # One untimed run first: the first import of torch reads its files from disk, and every timed
 # run below should see the same warm file cache.
 "$py" $w --arch qwen2 --new-tokens 1 >/dev/null 2>&1
+echo "| variant | bare (s) | nsys pass (s) | ncu pass (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling |"
+echo "|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
 rows=()
 for v in "${@:-eager static large}"; do
   for variant in $v; do
@@ -73,9 +75,6 @@ print(f"| {v} | {bare:.1f} | {f(nsys.get('duration_s'))} | {f(ncu.get('duration_
       f"{quick:.1f} | {quick / bare:.2f}x | {sampled(f'{root}/bench-{v}-quick-{stamp}')} |")
 PY
 )")
+    echo "${rows[-1]}"
   done
 done
-echo
-echo "| variant | bare (s) | nsys pass (s) | ncu pass (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling |"
-echo "|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
-printf '%s\n' "${rows[@]}"

@@ -201,3 +201,32 @@ fn sampling_is_off_under_a_launcher() {
     .success();
     assert!(!read(sb.run("l").join("nsys/cmd.txt")).contains("--gpu-metrics"));
 }
+
+#[test]
+fn doctor_says_whether_nsys_may_sample_and_why_not() {
+    let sb = sampled_sandbox();
+    let out = sb.stage2().arg("doctor").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.contains(
+            "ok    GPU-metrics sampling: nsys samples devices `cuda-visible` at 50000 Hz"
+        ),
+        "{text}"
+    );
+    let out = sb
+        .stage2()
+        .arg("doctor")
+        .env("FAKE_NSYS_MODE", "refuse-sampling")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("warn  GPU-metrics sampling: nsys refuses it (Illegal --gpu-metrics-devices argument: 0. Already under profiling."), "{text}");
+    assert!(text.contains("fix: stop the other sampler"), "{text}");
+    let out = sb
+        .stage2()
+        .args(["doctor", "nsys.gpu_metrics.enable=false"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("GPU-metrics sampling: off (nsys.gpu_metrics.enable=false)"));
+}

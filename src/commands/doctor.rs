@@ -71,6 +71,7 @@ pub(crate) fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
     checks.push(counters_check());
     if let Ok(f) = &nsys {
         checks.push(finalize_check(&f.path));
+        checks.push(sampling_check(&f.path, &cfg));
     }
     checks.push(disk_check(Path::new(&cfg.run.root)));
 
@@ -213,6 +214,67 @@ fn finalize_check(nsys: &Path) -> Check {
             ),
             None,
         )
+    }
+}
+
+/// Whether nsys may sample GPU metrics as the nsys pass asks: a second of `sleep` under
+/// `nsys profile --gpu-metrics-*` (nsys refuses before the program starts when the counters
+/// are held by another sampler such as DCGM profiling or another nsys, when the user has no
+/// counter access, or when the GPU has no metric set).
+fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
+    let Some(devices) = crate::passes::nsys::sampled_devices(cfg) else {
+        let why = match cfg.nsys.gpu_metrics.enable {
+            false => "off (nsys.gpu_metrics.enable=false)",
+            true => "off under a launcher (each rank's nsys would sample the same GPUs)",
+        };
+        return check(Level::Ok, format!("GPU-metrics sampling: {why}"), None);
+    };
+    let Ok(tmp) = tempfile::tempdir() else {
+        return check(
+            Level::Warn,
+            "GPU-metrics sampling: no temp dir to test in",
+            None,
+        );
+    };
+    let base = tmp.path().join("sampling");
+    let mut argv: Vec<String> = ["profile", "--trace=osrt", "--sample=none", "-o"]
+        .map(str::to_string)
+        .to_vec();
+    argv.extend([base.display().to_string(), "sleep".into(), "1".into()]);
+    crate::passes::nsys::add_sampling(&mut argv, &cfg.nsys.gpu_metrics, &devices);
+    let mut spec = Spec::new(nsys, argv, tmp.path().join("nsys.log"));
+    spec.timeout = Some(Duration::from_secs(cfg.run.probe_timeout_s.max(30)));
+    spec.grace = Duration::from_secs(5);
+    let out = match process::run(&spec) {
+        Ok(o) => o,
+        Err(e) => {
+            return check(
+                Level::Warn,
+                format!("GPU-metrics sampling: cannot run nsys: {e}"),
+                None,
+            )
+        }
+    };
+    let made = crate::rundir::find_nsys_report(&base).is_some();
+    match crate::passes::nsys::sampling_refused(&out, made) {
+        None if made => check(
+            Level::Ok,
+            format!(
+                "GPU-metrics sampling: nsys samples devices `{devices}` at {} Hz",
+                cfg.nsys.gpu_metrics.frequency_hz
+            ),
+            None,
+        ),
+        Some(why) => check(
+            Level::Warn,
+            format!("GPU-metrics sampling: nsys refuses it ({why}); the nsys pass will run without it and the reports will have no sampled figures"),
+            Some("stop the other sampler (DCGM profiling: `dcgmi profile --pause`; another nsys with --gpu-metrics-*), run as root or allow counter access (NVreg_RestrictProfilingToAdminUsers=0), or set nsys.gpu_metrics.enable=false"),
+        ),
+        None => check(
+            Level::Warn,
+            format!("GPU-metrics sampling: a test profile left no report ({}): {}", out.describe(), out.tail_lines(3)),
+            None,
+        ),
     }
 }
 

@@ -274,6 +274,11 @@ pub(crate) enum Claim {
         kernels: Vec<String>,
     },
     TensorCoresIdle,
+    /// Top kernels ncu did not classify, classed by nsys's sampled GPU metrics.
+    SampledBound {
+        memory: Vec<String>,
+        compute: Vec<String>,
+    },
     /// One range's verdict for kernels.md's table.
     RangeVerdict {
         verdict: String,

@@ -66,6 +66,12 @@ pub(crate) enum Quantity {
     MeasurementAddedPct,
     SmThroughputPct,
     DramThroughputPct,
+    /// nsys's sampled GPU metrics over every launch of a kernel: DRAM read + write bandwidth,
+    /// the larger of SM issue and tensor activity (each % of peak), and the share of the
+    /// launches' time the samples covered.
+    SampledDramPct,
+    SampledComputePct,
+    SampledCoveragePct,
     /// FLOP per DRAM byte of one kernel, and the FP32 ridge point of the GPU.
     FlopPerByte,
     RidgeFlopPerByte,

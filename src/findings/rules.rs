@@ -83,3 +83,10 @@ pub(crate) const RANGE_VERDICT: Rule = Rule {
     text: "GPU-bound unless GPU busy is under 50% of the range time; then the largest part of the range's wall time on its CPU thread decides: synchronize calls (sync-bound), launch calls (launch-bound), other CUDA calls (CUDA-call-bound) or the thread's own work (CPU-bound), followed into the child range that holds most of it",
     threshold: 50.0,
 };
+
+/// A top kernel's class from nsys's GPU-metrics samples, where ncu gave none.
+pub(crate) const SAMPLED_BOUND: Rule = Rule {
+    id: "sampled_bound",
+    text: crate::model::Bound::SAMPLED_RULE,
+    threshold: 60.0,
+};

@@ -152,7 +152,11 @@ pub(crate) fn stats_args(input: &Path, out_base: &Path) -> Vec<String> {
     if input.extension().is_none_or(|x| x != "sqlite") {
         a.push("--force-export=true".to_string());
     }
-    a.extend(["-o".to_string(), out_base.display().to_string(), input.display().to_string()]);
+    a.extend([
+        "-o".to_string(),
+        out_base.display().to_string(),
+        input.display().to_string(),
+    ]);
     a
 }
 
@@ -543,10 +547,15 @@ impl NsysPass {
                 "SQLite" => export_args(report, &sqlite),
                 "statistics" if failed.is_empty() => stats_args(&sqlite, &summary),
                 // The export failed, or nsys could not read its own export: the report.
-                "statistics from the report" if !stats_done => stats_args(report, &summary),
+                "statistics from the report"
+                    if !stats_done && !crate::passes::signals::interrupted() =>
+                {
+                    stats_args(report, &summary)
+                }
                 _ => continue,
             };
-            if plan.multi || report.extension().is_some_and(|x| x == "qdrep") || !failed.is_empty() {
+            if plan.multi || report.extension().is_some_and(|x| x == "qdrep") || !failed.is_empty()
+            {
                 // Per-rank (or legacy .qdrep) lines: cmd.txt names the files that exist.
                 let _ = append_cmd_txt(
                     &ctx.workload.env,
@@ -560,7 +569,7 @@ impl NsysPass {
             s.timeout = Some(post_step_timeout(ctx.cfg.nsys.timeout_s));
             match run_step(&s) {
                 // nsys could not read its own export: the report is tried before this counts.
-                Err(_) if what == "statistics" => {}
+                Err(_) if what == "statistics" && !crate::passes::signals::interrupted() => {}
                 Err(e) => failed.push(e),
                 // An export that says it worked and wrote nothing did not work.
                 Ok(_) if what == "SQLite" && !process::nonempty(&sqlite) => failed.push(format!(

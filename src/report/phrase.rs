@@ -138,6 +138,24 @@ pub(crate) fn sentence(f: &Finding) -> String {
             per_kernel(f, &[(Q::TensorPipePct, "")]),
             cite(f)
         ),
+        Claim::SampledBound { memory, compute } => {
+            let figs = [
+                (Q::SampledDramPct, "DRAM"),
+                (Q::SampledComputePct, "SM issue or tensor"),
+                (Q::SampledCoveragePct, "coverage"),
+            ];
+            let class = match (memory.len(), compute.len()) {
+                (_, 0) => "memory-bound",
+                (0, _) => "compute-bound",
+                _ => "memory- or compute-bound",
+            };
+            format!(
+                "{} of the top kernels {w} that ncu did not measure are {class} by the GPU metrics nsys sampled over every launch ({}){}.",
+                memory.len() + compute.len(),
+                per_kernel(f, &figs),
+                cite(f)
+            )
+        }
         Claim::InstanceGroups {
             groups,
             differs_in,

@@ -182,8 +182,50 @@ pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
         let own: Vec<&KernelRecord> = a.ncu_records.iter().take(5).collect();
         table_bounds(a, &own, Scope::of(range.as_deref()), out);
     }
+    sampled_bounds(a, &joined, table_scope(a), out);
     if a.ncu.is_none() {
         out.push(Claim::NoNcuMetrics, Scope::capture(), None, vec![]);
+    }
+}
+
+/// The top kernels ncu gave no class, by their sampled class (memory- or compute-bound only).
+fn sampled_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Findings) {
+    let mut memory = Vec::new();
+    let mut compute = Vec::new();
+    let mut evidence = Vec::new();
+    for r in top.iter().filter(|r| r.bound.is_none()) {
+        let Some(f) = r.sampled.as_ref().map(|s| s.all) else {
+            continue;
+        };
+        let into = match f.bound {
+            Some(Bound::Memory) => &mut memory,
+            Some(Bound::Compute) => &mut compute,
+            _ => continue,
+        };
+        into.push(display_name(&r.name));
+        let at = scope.clone().kernel(&r.name);
+        let compute_pct = f
+            .sm_issue_pct
+            .into_iter()
+            .chain(f.tensor_pct)
+            .reduce(f64::max);
+        for (q, v) in [
+            (Quantity::SampledDramPct, f.dram_pct),
+            (Quantity::SampledComputePct, compute_pct),
+            (Quantity::SampledCoveragePct, Some(f.coverage_pct)),
+        ] {
+            if let Some(v) = v {
+                evidence.push(Figure::new(q, v, &a.sqlite_file, &at));
+            }
+        }
+    }
+    if !evidence.is_empty() {
+        out.push(
+            Claim::SampledBound { memory, compute },
+            scope,
+            Some(rules::SAMPLED_BOUND),
+            evidence,
+        );
     }
 }
 

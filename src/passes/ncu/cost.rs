@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 /// Defaults before any run of this workload on this GPU was measured. From an H100 with ncu
 /// 2025.3.1 and the transformers generate() workloads of scripts/bench-gpu.sh (README,
-/// "Measured"): 31 to 51 ms per replay pass, 16 passes per kernel for the reports' metrics
+/// "Measured"): 31 to 51 ms per replay pass, 8 passes per kernel for the reports' metrics
 /// (17 for the roofline set); the time before ncu's first kernel (the workload starting under
 /// ncu, ncu's set-up) 0.8 to 1.2 times the nsys pass; 0.3 s after the last kernel when the
 /// pass stops the workload.
@@ -25,7 +25,7 @@ const PRIOR_AFTER_STOPPED_S: f64 = 0.5;
 
 fn prior_passes(set: Option<&str>) -> u32 {
     match set {
-        None => 16,
+        None => 8,
         Some("roofline") => 17,
         Some("basic") => 8,
         _ => 40,
@@ -231,13 +231,16 @@ mod tests {
         assert_eq!(done.len(), 34);
         assert!(done.iter().all(|p| *p == Some(16)), "{done:?}");
         assert_eq!(parse_done("==PROF== Connected to process 722"), None);
+        // One replay was enough: "1 pass".
+        let one = "==PROF== Profiling \"k\" - 0: 0%....50%....100% - 1 pass";
+        assert_eq!(parse_done(one), Some(Some(1)));
     }
 
     #[test]
     fn a_measured_pass_teaches_the_next_prediction() {
         let p = plan(None, 3, 2, None, Some(20.0), true);
-        assert_eq!((p.kernels, p.cached, p.passes_per_kernel), (3, 2, 16));
-        let expected = 20.0 + 3.0 * 16.0 * PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S;
+        assert_eq!((p.kernels, p.cached, p.passes_per_kernel), (3, 2, 8));
+        let expected = 20.0 + 3.0 * 8.0 * PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S;
         assert!((p.predicted_s - expected).abs() < 1e-9, "{}", p.predicted_s);
         assert!(p.basis.starts_with("defaults"));
         // Kernels done at 25, 25.6 and 26.2 s; the pass ended at 28 s.
