@@ -300,6 +300,13 @@ pub(crate) struct Agreement {
     pub(crate) ncu_bound: Bound,
 }
 
+/// One launch configuration ncu measured: grid, block, metrics.
+type MeasuredShape<'a> = (
+    Option<&'a String>,
+    Option<&'a String>,
+    &'a std::collections::BTreeMap<String, f64>,
+);
+
 /// Every configuration of `records` that ncu measured and the samples covered, largest first.
 pub(crate) fn agreement(records: &[KernelRecord], ncu: &NcuReport) -> Vec<Agreement> {
     use crate::analysis::shapes::dims;
@@ -313,11 +320,7 @@ pub(crate) fn agreement(records: &[KernelRecord], ncu: &NcuReport) -> Vec<Agreem
         }) else {
             continue;
         };
-        let shapes: Vec<(
-            Option<&String>,
-            Option<&String>,
-            &std::collections::BTreeMap<String, f64>,
-        )> = match k.shapes.is_empty() {
+        let shapes: Vec<MeasuredShape> = match k.shapes.is_empty() {
             true => vec![(k.grid.as_ref(), k.block.as_ref(), &k.metrics)],
             false => k
                 .shapes
