@@ -189,3 +189,80 @@ fn roofline_svg_is_valid_and_names_every_point() {
     );
     insta::assert_snapshot!("roofline_svg", text);
 }
+
+/// The real GPU-metrics capture (tests/data/hf/gpu-metrics) without its ncu figures, as
+/// `--quick` leaves it: its top kernels are latency-bound by their samples, so no claim. Then
+/// mutated here (named so): the top kernel's samples made memory-bound, then thin.
+#[test]
+fn a_top_kernel_ncu_did_not_classify_takes_its_sampled_class_or_an_abstention() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/hf/gpu-metrics");
+    let dir = tmp.path().join("gm");
+    std::fs::create_dir_all(dir.join("nsys")).unwrap();
+    for f in ["config.yaml", "status.json"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    for e in std::fs::read_dir(src.join("nsys")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join("nsys").join(e.file_name())).unwrap();
+    }
+    let run = crate::rundir::RunDir::open(&dir).unwrap();
+    let config = crate::config::resolve(&crate::config::Sources {
+        embedded_only: true,
+        overrides: vec!["nsys.nvtx_capture=decode".into()],
+        ..Default::default()
+    })
+    .unwrap()
+    .config;
+    let mut a = crate::analysis::Artifacts::load(&run, config).unwrap();
+    let sampled = |f: &crate::findings::Findings| {
+        f.0.iter()
+            .filter(|x| matches!(x.claim, crate::findings::Claim::SampledBound { .. }))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert!(a.records[0].bound.is_none() && a.records[0].sampled.is_some());
+    assert!(
+        sampled(&crate::findings::derive(&a)).is_empty(),
+        "latency-bound kernels make no claim"
+    );
+    let s = a.records[0].sampled.as_mut().unwrap();
+    s.all.bound = Some(crate::model::Bound::Memory);
+    s.all.dram_pct = Some(71.0);
+    let made = sampled(&crate::findings::derive(&a));
+    assert_eq!(made.len(), 1);
+    let f = &made[0];
+    assert!(f.abstain.is_none());
+    assert_eq!(f.get(crate::findings::Quantity::SampledDramPct), Some(71.0));
+    assert_eq!(
+        f.get(crate::findings::Quantity::SampledCoveragePct),
+        Some(100.0)
+    );
+    assert_eq!(
+        f.figure(crate::findings::Quantity::SampledDramPct)
+            .unwrap()
+            .source,
+        "nsys/run.sqlite"
+    );
+    let text = phrase::sentence(f);
+    assert!(text.starts_with("1 of the top kernels in `decode` that ncu did not measure are memory-bound by the GPU metrics nsys sampled over every launch (elementwise_kernel"), "{text}");
+    assert!(
+        text.contains("DRAM 71.0%, SM issue or tensor 4.6%, coverage 100.0%"),
+        "{text}"
+    );
+    let s = a.records[0].sampled.as_mut().unwrap();
+    s.all.coverage_pct = 40.0;
+    s.all.bound = None;
+    let thin = sampled(&crate::findings::derive(&a));
+    assert_eq!(thin.len(), 1);
+    assert!(
+        thin[0]
+            .abstain
+            .as_deref()
+            .unwrap()
+            .contains("under 80% of the time of elementwise_kernel"),
+        "{:?}",
+        thin[0].abstain
+    );
+}

@@ -193,10 +193,18 @@ fn sampled_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut 
     let mut memory = Vec::new();
     let mut compute = Vec::new();
     let mut evidence = Vec::new();
+    let mut thin = Vec::new();
     for r in top.iter().filter(|r| r.bound.is_none()) {
         let Some(f) = r.sampled.as_ref().map(|s| s.all) else {
             continue;
         };
+        if f.coverage_pct < Bound::SAMPLED_MIN_COVERAGE_PCT {
+            thin.push(format!(
+                "{} ({:.1}%)",
+                display_name(&r.name),
+                f.coverage_pct
+            ));
+        }
         let into = match f.bound {
             Some(Bound::Memory) => &mut memory,
             Some(Bound::Compute) => &mut compute,
@@ -218,6 +226,21 @@ fn sampled_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut 
                 evidence.push(Figure::new(q, v, &a.sqlite_file, &at));
             }
         }
+    }
+    if !thin.is_empty() {
+        // Too little of their time in sample windows to class them: said, not claimed.
+        out.0.push(crate::findings::Finding::abstain(
+            Claim::SampledBound {
+                memory: Vec::new(),
+                compute: Vec::new(),
+            },
+            scope.clone(),
+            format!(
+                "the samples cover under {:.0}% of the time of {}",
+                Bound::SAMPLED_MIN_COVERAGE_PCT,
+                thin.join(", ")
+            ),
+        ));
     }
     if !evidence.is_empty() {
         out.push(
