@@ -49,6 +49,10 @@ fn every_launch_of_the_range_is_sampled_as_nsys_stats_counts_them() {
     assert_eq!(all["launches"].as_u64(), Some(5280));
     assert_eq!(all["time_ns"].as_f64(), Some(12_748_422.0));
     assert_eq!(all["coverage_pct"].as_f64(), Some(100.0));
+    // And per instance: nvtx_sum's 15 instances of `decode`, 352 launches each (5280 / 15).
+    let inst = s["gpu_metrics"]["instances"].as_array().unwrap();
+    assert_eq!(inst.len(), 15);
+    assert!(inst.iter().all(|i| i["launches"] == 352), "{inst:?}");
     let kernels = s["kernels"].as_array().unwrap();
     assert!(
         kernels.iter().all(|k| k["sampled"]["bound"].is_string()),

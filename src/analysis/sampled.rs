@@ -170,26 +170,50 @@ pub(crate) struct Sampled {
     /// Every launch of the range together.
     pub(crate) whole: Option<SampledFigures>,
     kernels: HashMap<String, KernelAcc>,
+    /// Each instance of the range, in start order (empty when no range was asked for).
+    pub(crate) instances: Vec<InstanceFigures>,
     /// Why the samples could not be attributed (several GPUs sampled, say).
     pub(crate) note: Option<String>,
 }
 
-/// One launch: its kernel (demangled name), grid, block, GPU start and end.
-pub(crate) type SampledLaunch = (String, String, String, i64, i64);
+/// One launch: its kernel (demangled name), grid, block, GPU start and end, and the start of
+/// the range instance it was launched in (None: no range asked for).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SampledLaunch {
+    pub(crate) name: String,
+    pub(crate) grid: String,
+    pub(crate) block: String,
+    pub(crate) start: i64,
+    pub(crate) end: i64,
+    pub(crate) instance: Option<i64>,
+}
+
+/// The sampled figures of the launches made in one instance of the range.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct InstanceFigures {
+    /// The instance's CPU start (ns, the export's clock).
+    pub(crate) start_ns: i64,
+    #[serde(flatten)]
+    pub(crate) figures: SampledFigures,
+}
 
 /// Attribute one GPU's samples to launches.
 pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Option<Sampled> {
     let w = Windows::new(samples)?;
     let mut kernels: HashMap<String, KernelAcc> = HashMap::new();
+    let mut instances: std::collections::BTreeMap<i64, Acc> = Default::default();
     let mut whole = Acc::default();
-    for (name, grid, block, start, end) in launches {
+    for l in launches {
         let mut one = Acc::default();
-        one.add(&w, *start, *end);
+        one.add(&w, l.start, l.end);
         whole.merge(&one);
-        let k = kernels.entry(name.clone()).or_default();
+        if let Some(i) = l.instance {
+            instances.entry(i).or_default().merge(&one);
+        }
+        let k = kernels.entry(l.name.clone()).or_default();
         k.all.merge(&one);
         k.configs
-            .entry((grid.clone(), block.clone()))
+            .entry((l.grid.clone(), l.block.clone()))
             .or_default()
             .merge(&one);
     }
@@ -197,6 +221,13 @@ pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Optio
         frequency_hz: w.frequency_hz(),
         whole: Some(whole.figures()),
         kernels,
+        instances: instances
+            .into_iter()
+            .map(|(start_ns, acc)| InstanceFigures {
+                start_ns,
+                figures: acc.figures(),
+            })
+            .collect(),
         note: None,
     })
 }
@@ -216,22 +247,32 @@ pub(crate) fn read(
     let mut cursor = Cursor::default();
     let mut launches: Vec<SampledLaunch> = Vec::new();
     db.shaped_launches(None, |l| {
-        if let Some(name) = range {
-            let inside = nest
-                .holding_call(&mut cursor, ranges, l.tid, l.api_start)
-                .any(|i| *ranges[i].name == *name);
-            if !inside {
-                return;
+        let instance = match range {
+            Some(name) => {
+                let held = nest
+                    .holding_call(&mut cursor, ranges, l.tid, l.api_start)
+                    .find(|&i| *ranges[i].name == *name);
+                match held {
+                    Some(i) => Some(ranges[i].start),
+                    None => return,
+                }
             }
-        }
-        let name = match l.demangled.is_empty() {
-            true => l.mangled,
-            false => l.demangled,
+            None => None,
         };
-        launches.push((name, l.launch.grid, l.launch.block, l.start, l.start + l.ns));
+        launches.push(SampledLaunch {
+            name: match l.demangled.is_empty() {
+                true => l.mangled,
+                false => l.demangled,
+            },
+            grid: l.launch.grid,
+            block: l.launch.block,
+            start: l.start,
+            end: l.start + l.ns,
+            instance,
+        });
     })?;
-    let from = launches.iter().map(|l| l.3).min().unwrap_or(0);
-    let to = launches.iter().map(|l| l.4).max().unwrap_or(0);
+    let from = launches.iter().map(|l| l.start).min().unwrap_or(0);
+    let to = launches.iter().map(|l| l.end).max().unwrap_or(0);
     let series = db.gpu_metric_samples(from.saturating_sub(1_000_000), to)?;
     let series: Vec<Series> = series.unwrap_or_default();
     let devices = db.kernel_devices()?;

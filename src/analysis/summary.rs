@@ -178,6 +178,9 @@ pub(crate) struct GpuMetrics {
     pub(crate) note: Option<String>,
     pub(crate) rule: &'static str,
     pub(crate) source: String,
+    /// Each instance of the captured range: the sampled figures of the launches made in it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) instances: Vec<crate::analysis::sampled::InstanceFigures>,
     /// Each launch configuration ncu measured too: both tools' DRAM figures and classes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) beside_ncu: Vec<crate::analysis::sampled::Agreement>,
@@ -218,6 +221,7 @@ pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
         note: s.note.clone(),
         rule: Bound::SAMPLED_RULE,
         source: a.sqlite_file.clone(),
+        instances: s.instances.clone(),
         beside_ncu: rows,
         agreement,
     })

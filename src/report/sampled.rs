@@ -44,8 +44,40 @@ pub(crate) fn section(a: &Artifacts, s: &mut String, width: usize) {
         period_us,
         Bound::SAMPLED_RULE
     );
+    instances(a, &gm, s);
     table(a, &gm, s, width, all.time_ns);
     agreement(&gm, s);
+}
+
+/// The spread over the range's instances, when it has several: a warm-up or a longer
+/// context shows here before it shows in any one kernel.
+fn instances(a: &Artifacts, gm: &GpuMetrics, s: &mut String) {
+    if gm.instances.len() < 2 {
+        return;
+    }
+    let spread = |get: &dyn Fn(&SampledFigures) -> Option<f64>| {
+        let v: Vec<f64> = gm
+            .instances
+            .iter()
+            .filter_map(|i| get(&i.figures))
+            .collect();
+        let lo = v.iter().copied().reduce(f64::min);
+        let hi = v.iter().copied().reduce(f64::max);
+        match (lo, hi) {
+            (Some(lo), Some(hi)) => format!("{lo:.1}–{hi:.1}%"),
+            _ => "–".to_string(),
+        }
+    };
+    let _ = writeln!(
+        s,
+        "Per instance of `{}` ({} instances, each over the launches made in it; summary.json `gpu_metrics.instances`): DRAM {}, SM issue {}, tensor {}, coverage {}.\n",
+        md(a.capture.range().unwrap_or("")),
+        gm.instances.len(),
+        spread(&|f| f.dram_pct),
+        spread(&|f| f.sm_issue_pct),
+        spread(&|f| f.tensor_pct),
+        spread(&|f| Some(f.coverage_pct)),
+    );
 }
 
 fn opt_pct(v: Option<f64>) -> String {

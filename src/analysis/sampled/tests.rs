@@ -6,13 +6,14 @@ fn at(t_us: i64, v: [f32; 5]) -> Sample {
 }
 
 fn launch(name: &str, grid: &str, start_us: f64, end_us: f64) -> SampledLaunch {
-    (
-        name.to_string(),
-        grid.to_string(),
-        "(128,1,1)".to_string(),
-        (start_us * 1000.0) as i64,
-        (end_us * 1000.0) as i64,
-    )
+    SampledLaunch {
+        name: name.to_string(),
+        grid: grid.to_string(),
+        block: "(128,1,1)".to_string(),
+        start: (start_us * 1000.0) as i64,
+        end: (end_us * 1000.0) as i64,
+        instance: None,
+    }
 }
 
 /// Samples every 20 us from 0 to `n` windows, all with the same values.
@@ -152,4 +153,19 @@ fn record(name: &str) -> KernelRecord {
         "block": null, "ncu_instances": 0, "mangled": null, "per_launch": null
     }))
     .unwrap()
+}
+
+#[test]
+fn each_range_instance_has_its_own_figures() {
+    let mut s = steady(2, [100.0, 80.0, 0.0, 1.0, 0.0]);
+    s.extend((2..4).map(|i| at(i * 20, [100.0, 10.0, 0.0, 1.0, 0.0])));
+    let mut a = launch("k", "(1,1,1)", 0.0, 40.0);
+    a.instance = Some(7);
+    let mut b = launch("k", "(1,1,1)", 40.0, 80.0);
+    b.instance = Some(3);
+    let got = attribute(&s, &[a, b]).unwrap();
+    let starts: Vec<i64> = got.instances.iter().map(|i| i.start_ns).collect();
+    assert_eq!(starts, [3, 7], "in start order");
+    assert!((got.instances[0].figures.dram_pct.unwrap() - 10.0).abs() < 1e-4);
+    assert!((got.instances[1].figures.dram_pct.unwrap() - 80.0).abs() < 1e-4);
 }
