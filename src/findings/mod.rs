@@ -279,6 +279,11 @@ pub(crate) enum Claim {
         memory: Vec<String>,
         compute: Vec<String>,
     },
+    /// A launch configuration whose sampled DRAM figure and ncu's differ beyond the band.
+    SampledDisagrees {
+        kernel: String,
+        grid: String,
+    },
     /// One range's verdict for kernels.md's table.
     RangeVerdict {
         verdict: String,
@@ -309,6 +314,7 @@ impl Claim {
             GraphLevelTrace
             | KernelsExceedWall { .. }
             | PassIncomplete { .. }
+            | SampledDisagrees { .. }
             | InstanceGroups { .. } => Role::Caveat,
             NoNcuMetrics | NothingStandsOut => Role::Advice,
             _ => Role::Verdict,

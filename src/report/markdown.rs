@@ -81,7 +81,7 @@ pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
     if let Some(note) = one_pass_note(&a.records) {
         let _ = writeln!(s, "{note}");
     }
-    super::sampled::section(a, &mut s, width);
+    super::sampled::section(a, f, &mut s, width);
     ranks_section(a, &mut s, width);
     ranges_section(a, f, &mut s);
     super::tokens::section(a, f, &mut s);

@@ -156,6 +156,15 @@ pub(crate) fn sentence(f: &Finding) -> String {
                 cite(f)
             )
         }
+        Claim::SampledDisagrees { kernel, grid } => format!(
+            "The two tools disagree on `{}` with grid {} {w}: DRAM {} sampled over every launch (coverage {}), {} in ncu's replay of one: the replayed launch is not how it ran in the workload, or the launches of this configuration differ among themselves{}.",
+            md(kernel),
+            md(grid),
+            f.text(Q::SampledDramPct),
+            f.text(Q::SampledCoveragePct),
+            f.text(Q::DramThroughputPct),
+            cite(f)
+        ),
         Claim::InstanceGroups {
             groups,
             differs_in,

@@ -7,15 +7,13 @@ use super::fmt::{md, opt1, pct, us};
 use crate::analysis::sampled::Agreement;
 use crate::analysis::summary::GpuMetrics;
 use crate::analysis::Artifacts;
+use crate::findings::Findings;
 use crate::model::{Bound, KernelRecord, SampledFigures};
 
 /// Launch configurations listed per kernel; the rest are in summary.json.
 const CONFIGS_SHOWN: usize = 4;
-/// A difference between the sampled and ncu's DRAM figure beyond this many points is named:
-/// on the committed H100 capture the largest was 5.5 (eager decode, 50 kHz).
-pub(crate) const DRAM_BAND_POINTS: f64 = 15.0;
 
-pub(crate) fn section(a: &Artifacts, s: &mut String, width: usize) {
+pub(crate) fn section(a: &Artifacts, f: &Findings, s: &mut String, width: usize) {
     let Some(gm) = crate::analysis::summary::gpu_metrics(a) else {
         return;
     };
@@ -46,7 +44,7 @@ pub(crate) fn section(a: &Artifacts, s: &mut String, width: usize) {
     );
     instances(a, &gm, s);
     table(a, &gm, s, width, all.time_ns);
-    agreement(&gm, s);
+    agreement(&gm, f, s);
 }
 
 /// The spread over the range's instances, when it has several: a warm-up or a longer
@@ -173,7 +171,7 @@ fn row(
     );
 }
 
-fn agreement(gm: &GpuMetrics, s: &mut String) {
+fn agreement(gm: &GpuMetrics, findings: &Findings, s: &mut String) {
     let Some(a) = &gm.agreement else {
         return;
     };
@@ -185,19 +183,10 @@ fn agreement(gm: &GpuMetrics, s: &mut String) {
         a.dram_worst_diff_points,
         pct(a.same_class_pct)
     );
-    let apart: Vec<&Agreement> = gm
-        .beside_ncu
-        .iter()
-        .filter(|x| (x.sampled_dram_pct - x.ncu_dram_pct).abs() > DRAM_BAND_POINTS)
-        .collect();
-    for x in apart {
-        let _ = writeln!(
-            s,
-            "\nThe two disagree on `{}` {} (DRAM {:.1}% sampled, {:.1}% in ncu, more than {DRAM_BAND_POINTS:.0} points apart): its replayed launch is not how it ran in the workload, or the launches of this configuration differ among themselves.",
-            md(&crate::model::display_name(&x.kernel)),
-            x.grid,
-            x.sampled_dram_pct,
-            x.ncu_dram_pct
-        );
+    for d in findings
+        .made()
+        .filter(|d| matches!(d.claim, crate::findings::Claim::SampledDisagrees { .. }))
+    {
+        let _ = writeln!(s, "\n{}", super::phrase::sentence(d));
     }
 }

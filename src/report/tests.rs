@@ -266,3 +266,51 @@ fn a_top_kernel_ncu_did_not_classify_takes_its_sampled_class_or_an_abstention() 
         thin[0].abstain
     );
 }
+
+/// The real GPU-metrics capture with ncu: no configuration disagrees beyond the band; one
+/// made to (mutated here, named so) becomes a caveat citing both tools' figures.
+#[test]
+fn a_configuration_the_two_tools_disagree_on_is_a_caveat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/hf/gpu-metrics");
+    let dir = tmp.path().join("gm");
+    for sub in ["", "nsys", "ncu"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        for e in std::fs::read_dir(src.join(sub)).unwrap() {
+            let e = e.unwrap();
+            if e.path().is_file() {
+                std::fs::copy(e.path(), dir.join(sub).join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let run = RunDir::open(&dir).unwrap();
+    let mut a = Artifacts::load(&run, cfg()).unwrap();
+    let apart = |a: &Artifacts| {
+        crate::findings::derive(a)
+            .made()
+            .filter(|x| matches!(x.claim, crate::findings::Claim::SampledDisagrees { .. }))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert!(apart(&a).is_empty());
+    let r = a
+        .records
+        .iter_mut()
+        .find(|r| r.name.starts_with("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"))
+        .unwrap();
+    let c = r
+        .sampled
+        .as_mut()
+        .unwrap()
+        .configs
+        .iter_mut()
+        .find(|c| c.grid == "(4,11,1)")
+        .unwrap();
+    c.figures.dram_pct = Some(48.0);
+    let got = apart(&a);
+    assert_eq!(got.len(), 1);
+    let text = phrase::sentence(&got[0]);
+    assert!(text.starts_with("The two tools disagree on `nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT` with grid (4,11,1) in `decode`: DRAM 48.0% sampled over every launch (coverage 100.0%), 26.6% in ncu's replay of one"), "{text}");
+    assert_eq!(got[0].role, crate::findings::Role::Caveat);
+}

@@ -183,6 +183,7 @@ pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
         table_bounds(a, &own, Scope::of(range.as_deref()), out);
     }
     sampled_bounds(a, &joined, table_scope(a), out);
+    disagreements(a, table_scope(a), out);
     if a.ncu.is_none() {
         out.push(Claim::NoNcuMetrics, Scope::capture(), None, vec![]);
     }
@@ -313,6 +314,46 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
             scope,
             Some(rules::TENSOR_IDLE),
             pipes,
+        );
+    }
+}
+
+/// Each launch configuration whose sampled DRAM figure and ncu's differ beyond the rule's band.
+fn disagreements(a: &Artifacts, scope: Scope, out: &mut Findings) {
+    let Some(ncu) = &a.ncu else { return };
+    for x in crate::analysis::sampled::agreement(&a.records, ncu) {
+        if (x.sampled_dram_pct - x.ncu_dram_pct).abs() <= rules::SAMPLED_DISAGREES.threshold {
+            continue;
+        }
+        let at = scope.clone().kernel(&x.kernel);
+        let evidence = vec![
+            Figure::new(
+                Quantity::SampledDramPct,
+                x.sampled_dram_pct,
+                &a.sqlite_file,
+                &at,
+            ),
+            Figure::new(
+                Quantity::SampledCoveragePct,
+                x.coverage_pct,
+                &a.sqlite_file,
+                &at,
+            ),
+            Figure::new(
+                Quantity::DramThroughputPct,
+                x.ncu_dram_pct,
+                &a.ncu_csv_file,
+                &at.clone().ncu(),
+            ),
+        ];
+        out.push(
+            Claim::SampledDisagrees {
+                kernel: display_name(&x.kernel),
+                grid: x.grid,
+            },
+            at,
+            Some(rules::SAMPLED_DISAGREES),
+            evidence,
         );
     }
 }
