@@ -115,6 +115,13 @@ fn quick_is_the_nsys_pass_alone_with_sampled_classes() {
     assert_eq!(k["bound"], serde_json::Value::Null, "no ncu class");
     assert_eq!(k["sampled"]["bound"], "latency");
     assert_eq!(s["passes"]["ncu"]["state"], "skipped");
+    let summary = read(sb.run("q").join("stakeholder_summary.md"));
+    assert!(
+        summary.contains(
+            "| 1 | elementwise_kernel \\[MulFunctor\\] | 14.5% | 2.52 | latency (sampled) |"
+        ),
+        "{summary}"
+    );
 }
 
 #[test]

@@ -405,6 +405,17 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
             &a.ncu_csv_file
         }
     );
+    if a.records
+        .iter()
+        .take(5)
+        .any(|r| r.bound.is_none() && r.sampled.is_some())
+    {
+        let _ = writeln!(
+            s,
+            "Where ncu gave no class, the class sampled by nsys over every launch, marked \"sampled\" (kernels.md, \"Sampled GPU metrics\"; rule: {}).\n",
+            Bound::SAMPLED_RULE
+        );
+    }
     if a.records.is_empty() {
         let _ = writeln!(s, "No kernels.\n");
         return;
@@ -444,8 +455,17 @@ fn top_table(s: &mut String, records: &[crate::model::KernelRecord]) {
             md(&label),
             r.gpu_time_pct.map(pct).unwrap_or_else(|| "–".into()),
             us(r.avg_time_ns),
-            r.bound.map(Bound::label).unwrap_or("–")
+            bound_cell(r)
         );
+    }
+}
+
+/// ncu's class, else the sampled one marked so, else "–".
+fn bound_cell(r: &crate::model::KernelRecord) -> String {
+    match (r.bound, r.sampled.as_ref().and_then(|k| k.all.bound)) {
+        (Some(b), _) => b.label().to_string(),
+        (None, Some(b)) => format!("{} (sampled)", b.label()),
+        (None, None) => "–".to_string(),
     }
 }
 
