@@ -239,3 +239,43 @@ fn doctor_fails_without_a_gpu_and_with_a_tool_that_does_not_run() {
         assert!(!text.contains("ok    performance counters"), "{text}");
     }
 }
+
+/// `--instances` / `report.instances` outside its grammar is a config error, not a silent
+/// `auto`.
+#[test]
+fn a_bad_instances_rule_exits_2_naming_the_key() {
+    let sb = Sandbox::new();
+    for args in [
+        &[
+            "profile",
+            "--instances",
+            "skip=x",
+            "--dry-run",
+            "--",
+            "true",
+        ][..],
+        &[
+            "profile",
+            "report.instances=first",
+            "--dry-run",
+            "--",
+            "true",
+        ][..],
+    ] {
+        sb.stage2().args(args).assert().code(2).stderr(
+            predicate::str::contains("report.instances=")
+                .and(predicate::str::contains("must be auto, all, or skip=N")),
+        );
+    }
+    sb.stage2()
+        .args([
+            "profile",
+            "--instances",
+            "skip=1",
+            "--dry-run",
+            "--",
+            "true",
+        ])
+        .assert()
+        .success();
+}

@@ -111,6 +111,16 @@ pub(crate) fn check(c: &Config) -> Result<(), Error> {
             "must be between 0 (off) and 10000 samples a second",
         );
     }
+    // The grammar analysis::instances reads; anything else would silently mean `auto`.
+    let inst = c.report.instances.trim();
+    let skip = inst.strip_prefix("skip=").map(|n| n.parse::<u64>().is_ok());
+    if !matches!(inst, "auto" | "all") && skip != Some(true) {
+        return bad(
+            "report.instances",
+            &c.report.instances,
+            "must be auto, all, or skip=N (the first N instances a warm-up group); --instances sets it",
+        );
+    }
     let gm = c.nsys.gpu_metrics.frequency_hz;
     if !(10..=200_000).contains(&gm) {
         return bad(
