@@ -249,8 +249,20 @@ fn check_known(layer: &Value, known: &[String], origin: &str) -> Result<(), Erro
         let hint = tree::closest(&key, known)
             .map(|k| format!("; did you mean `{k}`?"))
             .unwrap_or_default();
+        // An empty key ("": 1) would print as `` or `report.`: say it in words.
+        let (what, hint) = match key.split('.').any(str::is_empty) {
+            true if key.is_empty() => (
+                "an empty key name at the top level".to_string(),
+                String::new(),
+            ),
+            true => (
+                format!("an empty key name under `{}`", key.trim_end_matches('.')),
+                String::new(),
+            ),
+            false => (format!("unknown key `{key}`"), hint),
+        };
         return Err(Error::config(format!(
-            "{origin}: unknown key `{key}`{hint} (`stage2 config` prints every key)"
+            "{origin}: {what}{hint} (`stage2 config` prints every key)"
         )));
     }
     Ok(())
@@ -283,6 +295,10 @@ fn plain_types(msg: &str) -> String {
         "i64" | "i32" | "i16" | "i8" | "isize" => "a whole number",
         "f64" | "f32" => "a number",
         "a boolean" => "true or false",
+        // An enum key given a list or a map (yaml_serde's name for it).
+        "a Value::Tagged enum" => "one word (`stage2 config` shows the key's values)",
+        // A YAML tag (`!nvtx x`) on an enum key.
+        "unit" => "no value after the tag: write the word alone",
         other => other,
     };
     format!("{head}{words}")

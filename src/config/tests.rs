@@ -193,3 +193,40 @@ fn a_type_error_names_the_type_in_words() {
     assert!(e.ends_with("expected a whole number (0 or more)"), "{e}");
     assert!(!e.contains("usize"), "{e}");
 }
+
+/// Errors say what is wrong in words: no serde type names, no empty backquotes.
+#[test]
+fn config_errors_speak_in_words() {
+    let err = |ov: &str| {
+        resolve(&Sources {
+            embedded_only: true,
+            overrides: vec![ov.to_string()],
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string()
+    };
+    let e = err("nsys.capture_range=[1]");
+    assert!(
+        e.contains("expected one word") && !e.contains("Tagged"),
+        "{e}"
+    );
+    let e = err("nsys.capture_range=!nvtx x");
+    assert!(!e.contains("expected unit"), "{e}");
+    let tmp = tempfile::tempdir().unwrap();
+    for (text, want) in [
+        ("report:\n  \"\": 1\n", "an empty key name under `report`"),
+        ("\"\": {report: 1}\n", "an empty key name at the top level"),
+    ] {
+        let f = tmp.path().join("c.yaml");
+        std::fs::write(&f, text).unwrap();
+        let e = resolve(&Sources {
+            embedded_only: true,
+            files: vec![f],
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(want) && !e.contains("``"), "{e}");
+    }
+}
