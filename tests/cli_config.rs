@@ -279,3 +279,24 @@ fn a_bad_instances_rule_exits_2_naming_the_key() {
         .assert()
         .success();
 }
+
+/// `report --config` with a file that cannot be read is the same mistake as for `profile` and
+/// `config`: exit 2, the file named.
+#[test]
+fn report_config_that_cannot_be_read_exits_2_like_the_others() {
+    let sb = Sandbox::new();
+    let run = sb.copy_of("tests/data/hf/gpu-metrics", "gm");
+    let missing = sb.path().join("missing.yaml");
+    for sub in [&["report", run.to_str().unwrap()][..], &["config"][..]] {
+        sb.stage2()
+            .args(sub)
+            .arg("--config")
+            .arg(&missing)
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains("cannot read config file")
+                    .and(predicate::str::contains("missing.yaml")),
+            );
+    }
+}

@@ -31,8 +31,10 @@ impl Extra {
         }
         let mut flags = Vec::new();
         for f in files {
-            let text = crate::files::read_capped(f, crate::files::RUN_FILE_CAP)
-                .map_err(|e| Error::io("read", f, e))?;
+            // As every other subcommand says it: a config mistake (exit 2), not an I/O failure.
+            let text = crate::files::read_capped(f, crate::files::RUN_FILE_CAP).map_err(|e| {
+                Error::config(format!("cannot read config file {}: {e}", f.display()))
+            })?;
             let tree: Value = serde_yaml::from_str(&text)
                 .map_err(|e| Error::config(format!("{}: {e}", f.display())))?;
             let Value::Mapping(m) = tree else {
