@@ -57,6 +57,9 @@ fn the_baseline_pass_times_the_ranges_and_the_reports_state_what_nsys_added() {
     // The pass's command is the bare workload, with the hook's variable.
     let cmd = read(run.join("baseline/cmd.txt"));
     assert!(cmd.contains("serve.py") && !cmd.contains("nsys"), "{cmd}");
+    // The line pasted times the ranges as the pass did, into the run's baseline/.
+    let want = format!("STAGE2_RANGE_TIMES={}", run.join("baseline").display());
+    assert!(cmd.contains(&want), "{cmd}");
     let files = std::fs::read_dir(run.join("baseline"))
         .unwrap()
         .flatten()

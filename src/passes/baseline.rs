@@ -52,6 +52,11 @@ impl Pass for BaselinePass {
         vec![plan.clone()]
     }
 
+    fn env(&self, ctx: &Ctx) -> Vec<(String, String)> {
+        let dir = ctx.run.path.join("baseline");
+        vec![(RANGE_TIMES.to_string(), dir.display().to_string())]
+    }
+
     fn execute(
         &self,
         ctx: &Ctx,
@@ -65,8 +70,7 @@ impl Pass for BaselinePass {
             plan[1..].to_vec(),
             dir.join("workload.log"),
         );
-        spec.env
-            .push((RANGE_TIMES.to_string(), dir.display().to_string()));
+        spec.env.extend(self.env(ctx));
         // As long as the nsys pass may take: the same workload, with less around it.
         spec.timeout = ctx.cfg.nsys_timeout();
         progress.stage("running the workload without a profiler");

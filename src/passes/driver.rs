@@ -27,6 +27,12 @@ pub(crate) trait Pass {
     /// The command lines cmd.txt shows, in order, for a plan.
     fn commands(&self, plan: &Self::Plan) -> Vec<Vec<String>>;
 
+    /// Variables the pass sets for its commands beside the workload's own (cmd.txt shows
+    /// them, so a pasted line does what the pass did).
+    fn env(&self, _ctx: &Ctx) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// Run the plan (children through the process runner) and classify the outcome, post
     /// steps (exports, imports) included.
     fn execute(
@@ -177,7 +183,8 @@ impl Driver<'_> {
         if let Some(dir) = cmd_txt.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
         }
-        write_cmd_txt(&cmd_txt, &ctx.workload.env, &pass.commands(&plan))
+        let env = [ctx.workload.env.clone(), pass.env(ctx)].concat();
+        write_cmd_txt(&cmd_txt, &env, &pass.commands(&plan))
             .map_err(|e| Error::io("write", &cmd_txt, e))?;
         if self.dry_run {
             tracing::info!("{name} pass: writing its command lines (dry run)");
