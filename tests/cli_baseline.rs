@@ -159,3 +159,35 @@ fn a_real_capture_states_the_shapes_measured_and_what_nsys_added() {
         "{under_nsys} ms vs nvtx_sum {avg} ns"
     );
 }
+
+/// A STAGE2_RANGE_TIMES left in the user's shell reaches no pass: the hook writes range files
+/// only where the baseline pass points it, inside the run directory.
+#[test]
+fn an_inherited_range_times_variable_writes_nothing_outside_the_run() {
+    let sb = Sandbox::new();
+    let outside = sb.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let script = workload(&sb);
+    sb.profile(
+        "inh",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--no-ncu",
+            "--baseline",
+            "--",
+            "python3",
+            &script,
+        ],
+    )
+    .env("STAGE2_RANGE_TIMES", &outside)
+    .assert()
+    .success();
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    let timed = std::fs::read_dir(sb.run("inh").join("baseline"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("ranges."))
+        .count();
+    assert_eq!(timed, 1);
+}

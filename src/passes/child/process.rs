@@ -116,6 +116,9 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_BYTES)));
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
+        // Only the baseline pass times ranges, into its own folder: one inherited from the
+        // user's shell would make the hook write range files wherever it points.
+        .env_remove(crate::passes::baseline::RANGE_TIMES)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
