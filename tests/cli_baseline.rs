@@ -191,3 +191,39 @@ fn an_inherited_range_times_variable_writes_nothing_outside_the_run() {
         .count();
     assert_eq!(timed, 1);
 }
+
+/// A baseline pass that sees no ranges (a workload whose ranges the hook cannot time) leaves
+/// the profile whole: exit 0, a warning, and `stage2 diff` still takes the run.
+#[test]
+fn a_baseline_with_no_ranges_leaves_the_run_ok() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "none",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--no-ncu",
+            "--baseline",
+            "--",
+            "python3",
+            "-S",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .assert()
+    .success();
+    let st = status(&sb.run("none"));
+    assert_eq!(st["state"], "ok", "{st}");
+    assert_eq!(st["passes"]["baseline"]["state"], "ok");
+    assert!(st["passes"]["baseline"]["warnings"]
+        .to_string()
+        .contains("opened no NVTX range the hook could time"));
+    let none = sb.run("none");
+    sb.stage2()
+        .arg("diff")
+        .arg(&none)
+        .arg(&none)
+        .assert()
+        .success();
+}
