@@ -75,6 +75,13 @@ fn ctrl_c_is_forwarded_so_the_profiler_finalizes_and_the_run_says_interrupted() 
     assert_eq!(st["state"], "interrupted");
     assert_eq!(st["exit_code"], 130);
     assert_eq!(st["passes"]["nsys"]["state"], "interrupted");
+    // The signal came during nsys, not while the reports were rendered.
+    assert!(
+        !st["passes"]["report"]
+            .to_string()
+            .contains("while the reports were rendered"),
+        "{st}"
+    );
     // The pass the interrupt kept from starting says so; the run never ends `ok`.
     assert_eq!(st["passes"]["ncu"]["state"], "interrupted");
     assert!(st["passes"]["ncu"]["reason"]

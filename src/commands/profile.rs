@@ -175,13 +175,15 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     env.finished = Some(crate::rundir::status::now());
     let _ = env.write(&run.file("env.json"));
     if !args.dry_run {
+        // A signal before the reports: an earlier pass already says where it came.
+        let earlier = crate::passes::signals::interrupted();
         let st = match report::render_all(&run, cfg.clone()) {
             Ok(_) => PassStatus::new(PassState::Ok, None),
             Err(e) => PassStatus::failed(Cause::of(&e), Some(e.to_string())),
         };
         // A signal while the reports were rendered: they are written, and the run still ends
         // interrupted, never `ok`.
-        let st = match (st.state, crate::passes::signals::interrupted()) {
+        let st = match (st.state, crate::passes::signals::interrupted() && !earlier) {
             (PassState::Ok, true) => PassStatus::new(
                 PassState::Interrupted,
                 Some("a signal arrived while the reports were rendered; they were written".into()),
