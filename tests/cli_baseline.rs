@@ -227,3 +227,47 @@ fn a_baseline_with_no_ranges_leaves_the_run_ok() {
         .assert()
         .success();
 }
+
+/// Range names reach the baseline's range files redacted like every log: URL credentials and
+/// a secret-named assignment cut, the times kept.
+#[test]
+fn range_names_in_the_baseline_files_are_redacted() {
+    let sb = Sandbox::new();
+    workload(&sb);
+    let script = sb.path().join("wl/leak.py");
+    std::fs::write(
+        &script,
+        "import torch.cuda.nvtx as nvtx\n\
+         nvtx.range_push('decode')\nnvtx.range_pop()\n\
+         nvtx.range_push('fetch https://user:hunter2@example.com/x API_KEY=sk12345')\nnvtx.range_pop()\n",
+    )
+    .unwrap();
+    sb.profile(
+        "leak",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--no-ncu",
+            "--baseline",
+            "--",
+            "python3",
+            script.to_str().unwrap(),
+        ],
+    )
+    .assert()
+    .success();
+    let dir = sb.run("leak").join("baseline");
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("ranges."))
+        .collect();
+    assert_eq!(files.len(), 1);
+    let text = read(files[0].path());
+    assert!(
+        !text.contains("hunter2") && !text.contains("sk12345"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.lines().all(|l| l.split('\t').count() == 4), "{text}");
+}

@@ -118,15 +118,21 @@ pub(crate) fn append_cmd_txt(
     writeln!(f, "{}", crate::secrets::scrub(&pasteable(env, argv)))
 }
 
-/// Pass the logs of a pass folder through the one redaction step (workload output can print
-/// secrets and credentials), line by line, so a log of any size is redacted: written to a temp
+/// Pass the logs (and range files) of a pass folder through the one redaction step (workload
+/// output can print secrets and credentials), line by line, so a log of any size is redacted: written to a temp
 /// file beside it and renamed over it when anything changed.
 pub(crate) fn redact_logs(dir: &Path, workload_env: &[(String, String)]) {
     crate::secrets::learn(workload_env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let logs = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    // The baseline's range files hold range names, which can carry what a log can.
+    let range_file = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("ranges.") && n.ends_with(".txt"))
+    };
     for p in logs
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log") && p.is_file())
+        .filter(|p| (p.extension().is_some_and(|x| x == "log") || range_file(p)) && p.is_file())
     {
         if let Err(e) = redact_file(&p) {
             tracing::warn!("cannot redact {}: {e}", p.display());
