@@ -38,6 +38,7 @@ pub fn prefix(level: Level) -> String {
 
 /// An error line as every command ends one: `stage2: error: ...`.
 pub fn error(message: &str) {
+    let message = crate::term::visible(message);
     crate::term::line(&format!("{}{message}\n", prefix(Level::ERROR)));
 }
 
@@ -48,7 +49,8 @@ impl<S: Subscriber> Layer<S> for Lines {
     fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
         let mut m = Message(String::new());
         event.record(&mut m);
-        crate::term::line(&format!("{}{}\n", prefix(*event.metadata().level()), m.0));
+        let text = crate::term::visible(&m.0);
+        crate::term::line(&format!("{}{text}\n", prefix(*event.metadata().level())));
     }
 }
 

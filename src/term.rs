@@ -52,6 +52,24 @@ pub fn paint(text: &str, style: &str) -> String {
     }
 }
 
+/// `text` with control characters other than newline and tab written out (`\u{1b}`): a name
+/// from the workload (an NVTX range, a kernel) cannot drive the terminal or a viewer.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| match c.is_control() && c != '\n' && c != '\t' {
+            true => c.escape_unicode().to_string(),
+            false => c.to_string(),
+        })
+        .collect::<String>()
+        .into()
+}
+
 /// Write `text` (one or more whole lines, ending in '\n') to stderr: the live line cleared
 /// first and redrawn after. Errors are ignored: there is nowhere left to report them.
 pub fn line(text: &str) {

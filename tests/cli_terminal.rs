@@ -135,3 +135,32 @@ fn off_a_terminal_plain_unless_forced() {
     let err = String::from_utf8_lossy(&forced.stderr);
     assert!(err.contains("\x1b[1;33mwarning:\x1b[0m"), "{err:?}");
 }
+
+/// A range name with terminal escapes (a real export, its `decode` renamed here: hand-made)
+/// reaches neither stderr nor the reports raw.
+#[test]
+fn escape_sequences_in_range_names_are_written_out() {
+    let sb = Sandbox::new();
+    let run = sb.copy_of("tests/data/hf/gpu-metrics", "esc");
+    let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
+    db.execute(
+        "UPDATE NVTX_EVENTS SET text = 'dec\u{1b}[2J\u{1b}]0;pwned\u{7}ode' WHERE text = 'decode'",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    let out = sb
+        .stage2()
+        .args(["report", "--color", "never"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+    for f in ["kernels.md", "kernels.csv", "stakeholder_summary.md"] {
+        let text = std::fs::read_to_string(run.join(f)).unwrap_or_default();
+        assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{f}");
+    }
+    let md = std::fs::read_to_string(run.join("kernels.md")).unwrap();
+    assert!(md.contains("\\u{1b}"), "the escape is shown, not dropped");
+}

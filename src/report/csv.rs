@@ -40,8 +40,8 @@ pub(crate) fn kernels_csv(records: &[KernelRecord], repeats: Option<&Repeats>) -
     for r in records {
         let mut row = vec![
             r.rank.to_string(),
-            r.name.clone(),
-            r.short_name(),
+            crate::term::visible(&r.name).into_owned(),
+            crate::term::visible(&r.short_name()).into_owned(),
             r.instances.to_string(),
             format!("{:.0}", r.total_time_ns),
             format!("{:.1}", r.avg_time_ns),
@@ -57,7 +57,7 @@ pub(crate) fn kernels_csv(records: &[KernelRecord], repeats: Option<&Repeats>) -
                 crate::model::TimeSource::Ncu => "ncu",
             }
             .to_string(),
-            r.nvtx_range.clone().unwrap_or_default(),
+            crate::term::visible(r.nvtx_range.as_deref().unwrap_or_default()).into_owned(),
         ];
         let launch = r
             .per_launch

@@ -104,6 +104,8 @@ pub(crate) mod fmt {
                     out.push(c);
                 }
                 '\n' | '\r' => out.push(' '),
+                // A name from the workload cannot drive a terminal that shows the file.
+                c if c.is_control() => out.extend(c.escape_unicode()),
                 _ => out.push(c),
             }
         }
