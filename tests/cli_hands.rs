@@ -58,6 +58,11 @@ fn profile_prints_its_run_directory_and_json_on_stdout() {
         .iter()
         .any(|r| r == "kernels.md"));
     assert!(!v["findings"].as_array().unwrap().is_empty());
+    // The very findings of summary.json, every float to its last digit.
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(sb.path().join("runs/j/summary.json"))).unwrap();
+    assert_eq!(v["findings"], summary["findings"]);
+    assert_eq!(v["findings"].to_string(), summary["findings"].to_string());
     // Every human line went to stderr, in one voice.
     let err = String::from_utf8_lossy(&out.stderr);
     for line in err.lines() {

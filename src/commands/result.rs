@@ -15,7 +15,10 @@ struct Result<'a> {
     state: &'a str,
     exit_code: i32,
     reports: Vec<&'static str>,
+    /// summary.json's findings; null when it could not be read, with why beside it.
     findings: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    findings_error: Option<String>,
 }
 
 /// The reports the run directory holds now.
@@ -37,17 +40,57 @@ pub(crate) fn announce(run: &RunDir, state: &str, code: i32, json: bool) {
         crate::outln!("{}", run.path.display());
         return;
     }
-    let findings = crate::files::read_capped(&run.file("summary.json"), crate::files::RUN_FILE_CAP)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| v.get("findings").cloned())
-        .unwrap_or(serde_json::Value::Array(Vec::new()));
+    let (findings, findings_error) = match findings(&run.file("summary.json")) {
+        Ok(f) => (f, None),
+        Err(why) => (serde_json::Value::Null, Some(why)),
+    };
     let r = Result {
         run_dir: run.path.display().to_string(),
         state,
         exit_code: code,
         reports,
         findings,
+        findings_error,
     };
     crate::outln!("{}", serde_json::to_string(&r).unwrap_or_default());
+}
+
+/// summary.json's findings: none when the run wrote no summary; an error, never an empty list,
+/// when it is there and cannot be read (too large, not JSON).
+fn findings(path: &Path) -> std::result::Result<serde_json::Value, String> {
+    if !path.exists() {
+        return Ok(serde_json::Value::Array(Vec::new()));
+    }
+    let text = crate::files::read_capped(path, crate::files::RUN_FILE_CAP)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    Ok(v.get("findings")
+        .cloned()
+        .unwrap_or(serde_json::Value::Array(Vec::new())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_that_cannot_be_read_is_an_error_never_an_empty_list() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("summary.json");
+        assert_eq!(
+            findings(&p),
+            Ok(serde_json::json!([])),
+            "no summary: no findings"
+        );
+        std::fs::write(&p, r#"{"findings": [{"kind": "x"}]}"#).unwrap();
+        assert_eq!(findings(&p), Ok(serde_json::json!([{"kind": "x"}])));
+        // Over the cap (a sparse file of 65 MiB of zeros): said, not [].
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(65 << 20).unwrap();
+        let e = findings(&p).unwrap_err();
+        assert!(e.contains("larger than 64 MiB"), "{e}");
+        std::fs::write(&p, "{").unwrap();
+        assert!(findings(&p).unwrap_err().contains("not JSON"));
+    }
 }
