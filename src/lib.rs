@@ -22,7 +22,7 @@ pub(crate) mod files;
 pub(crate) mod findings;
 pub mod logging;
 pub(crate) mod model;
-pub(crate) mod out;
+pub mod out;
 pub mod parse;
 pub(crate) mod passes;
 pub(crate) mod report;

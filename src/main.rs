@@ -14,5 +14,5 @@ fn main() {
             stage2::error::exit_code_of(&err)
         }
     };
-    std::process::exit(code);
+    std::process::exit(stage2::out::settle(code));
 }

@@ -3,9 +3,33 @@
 
 use std::io::{self, Write};
 
-/// Write `text` to stdout; a closed pipe counts as written, other errors are returned.
+/// The first error writing stdout met (a full disk, a closed file), not a closed pipe: the
+/// command's result did not reach its reader, so it must not end 0.
+static FAILED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Write `text` to stdout; a closed pipe counts as written, other errors are returned (and
+/// remembered for [`failed`]).
 pub(crate) fn stdout(text: &str) -> io::Result<()> {
-    ignore_broken_pipe(io::stdout().lock().write_all(text.as_bytes()))
+    let mut out = io::stdout().lock();
+    let r = ignore_broken_pipe(out.write_all(text.as_bytes()).and_then(|_| out.flush()));
+    if let Err(e) = &r {
+        let mut f = FAILED.lock().unwrap_or_else(|p| p.into_inner());
+        f.get_or_insert_with(|| e.to_string());
+    }
+    r
+}
+
+/// The exit code a command ends with: a success whose stdout could not be written is the
+/// output error (8, said on stderr); any other code stands.
+pub fn settle(code: i32) -> i32 {
+    let failed = FAILED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    match failed {
+        Some(why) if code == crate::exit_codes::OK => {
+            crate::logging::error(&format!("cannot write to stdout: {why}"));
+            crate::exit_codes::RUN_DIR
+        }
+        _ => code,
+    }
 }
 
 fn ignore_broken_pipe(r: io::Result<()>) -> io::Result<()> {

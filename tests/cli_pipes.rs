@@ -51,3 +51,29 @@ fn report_and_config_into_a_closed_pipe_do_not_panic() {
         assert_eq!(code, 0, "{args}: {stderr}");
     }
 }
+
+/// A stdout that cannot be written (a full disk: /dev/full) is not a success: the result never
+/// reached its reader. Exit 8 and the reason on stderr; the run directory is whole.
+#[test]
+fn a_stdout_that_cannot_be_written_is_exit_8() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let run = sb.copy_of("tests/data/hf/gpu-metrics", "full");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = sb
+        .std_stage2()
+        .args(["report", "--json"])
+        .arg(&run)
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(8), "{err}");
+    assert!(err.contains("cannot write to stdout"), "{err}");
+    assert!(run.join("summary.json").is_file());
+}
