@@ -257,3 +257,33 @@ fn every_subcommand_has_a_man_page() {
         .code(2)
         .stderr(predicate::str::contains("no man page for `nope`"));
 }
+
+/// `man --dir` replaces what is planted in the folder (a link to a file outside it, a dangling
+/// link) instead of writing through it, and a DIR that is a file is named as one (exit 2).
+#[test]
+fn man_dir_never_writes_through_a_link() {
+    let sb = Sandbox::new();
+    let dir = sb.path().join("man1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let outside = sb.path().join("outside.txt");
+    std::fs::write(&outside, "mine").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("stage2-profile.1")).unwrap();
+    std::os::unix::fs::symlink(sb.path().join("nowhere"), dir.join("stage2-report.1")).unwrap();
+    sb.stage2()
+        .args(["man", "--dir"])
+        .arg(&dir)
+        .assert()
+        .success();
+    assert_eq!(read(&outside), "mine");
+    for page in ["stage2-profile.1", "stage2-report.1"] {
+        let meta = std::fs::symlink_metadata(dir.join(page)).unwrap();
+        assert!(meta.file_type().is_file(), "{page}");
+        assert!(read(dir.join(page)).contains(".TH"), "{page}");
+    }
+    sb.stage2()
+        .args(["man", "--dir"])
+        .arg(&outside)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a folder"));
+}

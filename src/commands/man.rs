@@ -16,9 +16,7 @@ fn command() -> clap::Command {
 pub(crate) fn run(subcommand: Option<&str>, dir: Option<&Path>) -> Result<i32> {
     let cmd = command();
     if let Some(dir) = dir {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
-        clap_mangen::generate_to(cmd, dir)
-            .map_err(|e| Error::io("write man pages into", dir, e))?;
+        write_pages(cmd, dir)?;
         tracing::info!("man pages written into {}", dir.display());
         return Ok(crate::exit_codes::OK);
     }
@@ -47,4 +45,40 @@ pub(crate) fn run(subcommand: Option<&str>, dir: Option<&Path>) -> Result<i32> {
     crate::out::stdout(&String::from_utf8_lossy(&out))
         .map_err(|e| Error::io("write", "stdout", e))?;
     Ok(crate::exit_codes::OK)
+}
+
+/// Every page into `dir`, each rendered whole in memory, written to a temporary file beside it
+/// and renamed over the page: a link planted in `dir` is replaced, never followed to a file
+/// outside it, and a full disk leaves the old page (or none), never a cut one.
+fn write_pages(cmd: clap::Command, dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::usage(format!("man --dir {}: not a folder", dir.display())).into());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+    let mut pages = vec![cmd.clone()];
+    pages.extend(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
+    for page in pages {
+        let name = format!("{}.1", page.get_display_name().unwrap_or(page.get_name()));
+        let path = dir.join(&name);
+        let mut text = Vec::new();
+        clap_mangen::Man::new(page)
+            .render(&mut text)
+            .map_err(|e| Error::io("render", &path, e))?;
+        let write = || -> std::io::Result<()> {
+            use std::io::Write;
+            let mut perms = std::fs::metadata(dir)?.permissions();
+            let mut tmp = tempfile::Builder::new()
+                .prefix(".stage2-man-")
+                .tempfile_in(dir)?;
+            tmp.write_all(&text)?;
+            // Pages are for every reader of the folder, as `man` expects (a temp file is 0600).
+            std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o644);
+            tmp.as_file().set_permissions(perms.clone())?;
+            tmp.as_file().sync_all()?;
+            tmp.persist(&path).map_err(|e| e.error)?;
+            Ok(())
+        };
+        write().map_err(|e| Error::io("write", &path, e))?;
+    }
+    Ok(())
 }
