@@ -135,7 +135,43 @@ pub(crate) fn redact_logs(dir: &Path, workload_env: &[(String, String)]) {
         .filter(|p| (p.extension().is_some_and(|x| x == "log") || range_file(p)) && p.is_file())
     {
         if let Err(e) = redact_file(&p) {
-            tracing::warn!("cannot redact {}: {e}", p.display());
+            // No room for the redacted copy (a full disk): a log with a secret is not kept.
+            match needs_redaction(&p) {
+                Ok(false) => {
+                    tracing::warn!("cannot redact {} ({e}); it holds no secret", p.display())
+                }
+                _ => {
+                    let cut = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&p)
+                        .and_then(|f| f.set_len(0));
+                    tracing::warn!(
+                        "cannot redact {} ({e}): {}",
+                        p.display(),
+                        match cut {
+                            Ok(()) => "emptied it rather than keep a secret on disk".to_string(),
+                            Err(e2) => format!("and cannot empty it ({e2})"),
+                        }
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Whether any line of the file would change under redaction (read only, no space needed).
+fn needs_redaction(path: &Path) -> std::io::Result<bool> {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(std::fs::File::open(path)?);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(false);
+        }
+        let text = String::from_utf8_lossy(&line);
+        if crate::secrets::scrub(&text) != text {
+            return Ok(true);
         }
     }
 }
