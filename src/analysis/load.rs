@@ -276,16 +276,13 @@ fn baseline(
     first_only: bool,
 ) -> (Vec<super::observer::Observed>, String) {
     let files = crate::parse::baseline::files(&run.path.join("baseline"));
-    let mut timed = Vec::new();
-    for f in &files {
-        match crate::parse::baseline::read(f) {
-            Ok(t) => timed.extend(t),
-            Err(e) => {
-                tracing::warn!("the baseline comparison is left out: {e}");
-                return (Vec::new(), String::new());
-            }
+    let timed = match crate::parse::baseline::read_all(&files) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!("the baseline comparison is left out: {e}");
+            return (Vec::new(), String::new());
         }
-    }
+    };
     let source = match files.as_slice() {
         [one] => run.relative(one),
         _ => "baseline/ranges.*.txt".to_string(),

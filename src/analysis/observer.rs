@@ -41,7 +41,8 @@ pub(crate) fn compare(stats: &[RangeStats], timed: &[Timed], first_only: bool) -
             true => &walls[..n],
             false => &walls[all - n..],
         };
-        let baseline = kept.iter().sum::<i64>() as f64 / n as f64 / 1e6;
+        // As floats: a sum of many long spans cannot wrap.
+        let baseline = kept.iter().map(|&w| w as f64).sum::<f64>() / n as f64 / 1e6;
         let nsys = s.wall_ns as f64 / s.instances as f64 / 1e6;
         if baseline <= 0.0 {
             continue;

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 
+/// The longest span taken as a range's time (2^48 ns, 78 hours; as nsys timestamps are read).
+const MAX_SPAN_NS: i64 = 1 << 48;
+
 /// One closed range.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timed {
@@ -46,7 +49,8 @@ pub fn read(path: &Path) -> Result<Vec<Timed>, Error> {
                 .parse::<i64>()
                 .ok()
                 .zip(end.parse::<i64>().ok())
-                .filter(|(s, e)| e >= s)
+                // A span past 2^48 ns (78 hours) is not a range the workload timed.
+                .filter(|(s, e)| e >= s && e.checked_sub(*s).is_some_and(|d| d <= MAX_SPAN_NS))
                 .map(|(s, e)| Timed {
                     name: unescape(name),
                     start: s,
@@ -61,12 +65,24 @@ pub fn read(path: &Path) -> Result<Vec<Timed>, Error> {
                 return Err(Error::parse(
                     path,
                     Some(i as u64 + 1),
-                    "not `name<TAB>start_ns<TAB>end_ns<TAB>tid` with end >= start",
+                    "not `name<TAB>start_ns<TAB>end_ns<TAB>tid` with end >= start and at most 2^48 ns (78 hours) apart",
                 ))
             }
         }
     }
     Ok(out)
+}
+
+/// Every range of every file, in start order: the files are one per process, and a spawned
+/// child's file can sort before or after its parent's by name (pid). One clock for all: the
+/// hook times with CLOCK_MONOTONIC (`time.perf_counter_ns`), shared by the processes of a host.
+pub fn read_all(paths: &[PathBuf]) -> Result<Vec<Timed>, Error> {
+    let mut all = Vec::new();
+    for p in paths {
+        all.extend(read(p)?);
+    }
+    all.sort_by_key(|t| t.start);
+    Ok(all)
 }
 
 /// The hook's one-line escaping undone: `\\n`, `\\t`, `\\r`, `\\\\`.
@@ -105,6 +121,30 @@ mod tests {
         std::fs::write(&p, "decode\t30\t10\t7\nx\t1\t2\t3\n").unwrap();
         let e = read(&p).unwrap_err().to_string();
         assert!(e.contains("line 1") || e.contains(":1"), "{e}");
-        assert_eq!(files(dir.path()), vec![p]);
+        assert_eq!(files(dir.path()), vec![p.clone()]);
+        // A span no workload timed (5e18 ns), and one that would overflow: errors, never data.
+        for bad in [
+            "decode\t0\t5000000000000000000\t7\n",
+            "decode\t-9223372036854775808\t9223372036854775807\t7\n",
+        ] {
+            std::fs::write(&p, bad).unwrap();
+            let e = read(&p).unwrap_err().to_string();
+            assert!(e.contains("78 hours"), "{e}");
+        }
+    }
+
+    #[test]
+    fn ranges_of_several_processes_are_in_start_order() {
+        let dir = tempfile::tempdir().unwrap();
+        // The child (pid 900) started later than its parent (pid 1000) but sorts first by name.
+        std::fs::write(dir.path().join("ranges.900.txt"), "decode\t50\t60\t900\n").unwrap();
+        std::fs::write(
+            dir.path().join("ranges.1000.txt"),
+            "decode\t10\t20\t1000\ndecode\t30\t40\t1000\n",
+        )
+        .unwrap();
+        let all = read_all(&files(dir.path())).unwrap();
+        let starts: Vec<i64> = all.iter().map(|t| t.start).collect();
+        assert_eq!(starts, [10, 30, 50]);
     }
 }
