@@ -241,8 +241,8 @@ pub struct ProfileArgs {
     /// Where the ncu metrics cache lives (sets ncu.cache.dir; default $XDG_CACHE_HOME/stage2/ncu).
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<String>,
-    /// Show the profilers' and the workload's own output live instead of a progress line
-    /// (it is in each pass's log either way).
+    /// Show the profilers' and the workload's own output live on stderr, redacted, instead of
+    /// a progress line (it is in each pass's log either way).
     #[arg(long)]
     pub show_output: bool,
     /// Print one JSON object on stdout (run directory, state, exit code, reports, findings)

@@ -77,3 +77,35 @@ fn a_stdout_that_cannot_be_written_is_exit_8() {
     assert!(err.contains("cannot write to stdout"), "{err}");
     assert!(run.join("summary.json").is_file());
 }
+
+/// `--show-output` echoes the workload on stderr, redacted: stdout stays the one JSON object.
+#[test]
+fn show_output_keeps_stdout_for_the_result_and_redacts_the_echo() {
+    let sb = Sandbox::new();
+    let out = sb
+        .profile(
+            "show",
+            &[
+                "--json",
+                "--show-output",
+                "--no-ncu",
+                "--nvtx-capture",
+                "decode",
+                "--",
+                "python3",
+                "-c",
+                "print('fetching https://user:hunter2@example.com/m')",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is one JSON object");
+    assert_eq!(v["state"], "ok");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("fetching https://") && !err.contains("hunter2"),
+        "{err}"
+    );
+}

@@ -108,6 +108,44 @@ impl Outcome {
 
 pub(crate) use crate::files::shell_line;
 
+/// Whole lines of a child's output to stderr through the terminal's discipline (the live line
+/// cleared first), secrets cut, control characters written out.
+#[derive(Default)]
+struct Echo {
+    partial: Vec<u8>,
+}
+
+impl Echo {
+    fn emit(&mut self, upto: usize) {
+        let line: Vec<u8> = self.partial.drain(..upto).collect();
+        let text = String::from_utf8_lossy(&line);
+        let text = crate::term::visible(text.trim_end_matches('\n'));
+        crate::term::line(&format!("{text}\n"));
+    }
+}
+
+impl Write for Echo {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.partial.extend_from_slice(buf);
+        while let Some(at) = self.partial.iter().position(|&b| b == b'\n') {
+            self.emit(at + 1);
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        if !self.partial.is_empty() {
+            let n = self.partial.len();
+            self.emit(n);
+        }
+    }
+}
+
 /// Run the child to its end. Errors only when it cannot be started.
 pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     let log = Arc::new(Mutex::new(
@@ -150,14 +188,16 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     let mut child = cmd.spawn()?;
     let pgid = Pid::from_raw(child.id() as i32);
 
+    // The workload's echoed output goes to stderr, redacted, line by line: stdout is the
+    // command's result (the run directory, or `--json`'s one object).
     let stdout_sink: Box<dyn Write + Send> = match &spec.stdout_file {
         Some(p) => Box::new(File::create(p)?),
-        None if spec.echo => Box::new(io::stdout()),
+        None if spec.echo => Box::new(Echo::default()),
         None => Box::new(io::sink()),
     };
     let to_log = spec.stdout_file.is_none();
     let stderr_sink: Box<dyn Write + Send> = if spec.echo {
-        Box::new(io::stderr())
+        Box::new(Echo::default())
     } else {
         Box::new(io::sink())
     };
