@@ -130,6 +130,10 @@ pub fn usage_error(e: &clap::Error) -> i32 {
     let text = e.render().to_string();
     let text = text.strip_prefix("error: ").unwrap_or(&text).trim_end();
     crate::logging::error(text);
+    let args: Vec<String> = std::env::args().collect();
+    if crate::out::json_asked(&args) {
+        crate::out::json_refusal(crate::exit_codes::USAGE, "error", text);
+    }
     crate::exit_codes::USAGE
 }
 

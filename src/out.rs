@@ -39,6 +39,21 @@ fn ignore_broken_pipe(r: io::Result<()>) -> io::Result<()> {
     }
 }
 
+/// With `--json`, a command that ends without its result still prints one object: its state,
+/// exit code and why, so a script reads the same shape every time.
+pub(crate) fn json_refusal(code: i32, state: &str, why: &str) {
+    let v = serde_json::json!({ "state": state, "exit_code": code, "error": why });
+    let _ = stdout(&format!("{v}\n"));
+}
+
+/// Whether the command line asks for JSON on stdout (`profile/report --json`, `diff --json -`),
+/// read from the raw arguments, for errors found before they are parsed.
+pub(crate) fn json_asked(args: &[String]) -> bool {
+    let sub = args.get(1).map(String::as_str);
+    let switch = matches!(sub, Some("profile" | "report")) && args.iter().any(|a| a == "--json");
+    switch || args.windows(2).any(|w| w[0] == "--json" && w[1] == "-")
+}
+
 /// `println!` that neither panics nor fails on a closed stdout.
 #[macro_export]
 macro_rules! outln {

@@ -287,3 +287,41 @@ fn man_dir_never_writes_through_a_link() {
         .code(2)
         .stderr(predicate::str::contains("not a folder"));
 }
+
+/// With `--json` (and `diff --json -`) stdout is one object also when the command fails: a
+/// usage error, a missing run, runs that cannot be compared.
+#[test]
+fn json_on_stdout_also_when_the_command_fails() {
+    let sb = Sandbox::new();
+    let object = |args: &[&str]| -> serde_json::Value {
+        let out = sb.stage2().args(args).output().unwrap();
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    };
+    let v = object(&["profile", "--json", "--bogus"]);
+    assert_eq!(
+        (v["state"].as_str(), v["exit_code"].as_i64()),
+        (Some("error"), Some(2))
+    );
+    let missing = sb.path().join("missing");
+    let v = object(&["report", "--json", missing.to_str().unwrap()]);
+    assert_eq!(v["exit_code"], 2);
+    assert!(
+        v["error"].as_str().unwrap().contains("does not exist"),
+        "{v}"
+    );
+    let h100 = root().join("tests/data/hf/gpu-metrics");
+    let h200 = root().join("examples/sample-run-hf-eager");
+    let v = object(&[
+        "diff",
+        "--json",
+        "-",
+        h100.to_str().unwrap(),
+        h200.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        (v["state"].as_str(), v["exit_code"].as_i64()),
+        (Some("not-comparable"), Some(9))
+    );
+    assert!(v["error"].as_str().unwrap().contains("GPU differs"), "{v}");
+}

@@ -100,6 +100,13 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
             "cannot compare these runs (--force compares anyway):\n  {}",
             refused.join("\n  ")
         );
+        if args.json.is_some_and(|p| p == Path::new("-")) {
+            super::result::refusal(
+                exit_codes::NOT_COMPARABLE,
+                "not-comparable",
+                &refused.join("; "),
+            );
+        }
         return Ok(exit_codes::NOT_COMPARABLE);
     }
     let mut warnings: Vec<String> = refused

@@ -13,6 +13,21 @@ use crate::cli::{Cli, Command};
 use crate::error::Result;
 
 pub fn run(cli: Cli) -> Result<i32> {
+    // `--json` (profile, report) and `diff --json -` promise one object on stdout, errors too.
+    let json = match &cli.command {
+        Command::Profile(a) => a.json,
+        Command::Report(a) => a.json,
+        Command::Diff { json, .. } => json.as_deref().is_some_and(|p| p.as_os_str() == "-"),
+        _ => false,
+    };
+    let r = dispatch(cli);
+    if let (true, Err(e)) = (json, &r) {
+        result::refusal(crate::error::exit_code_of(e), "error", &format!("{e:#}"));
+    }
+    r
+}
+
+fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Profile(args) => profile::run(&args, cli.quiet),
         Command::Report(args) => report::run(&args),

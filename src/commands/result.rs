@@ -55,6 +55,8 @@ pub(crate) fn announce(run: &RunDir, state: &str, code: i32, json: bool) {
     crate::outln!("{}", serde_json::to_string(&r).unwrap_or_default());
 }
 
+pub(crate) use crate::out::json_refusal as refusal;
+
 /// summary.json's findings: none when the run wrote no summary; an error, never an empty list,
 /// when it is there and cannot be read (too large, not JSON).
 fn findings(path: &Path) -> std::result::Result<serde_json::Value, String> {
