@@ -271,3 +271,62 @@ fn range_names_in_the_baseline_files_are_redacted() {
     assert_eq!(text.lines().count(), 2, "{text}");
     assert!(text.lines().all(|l| l.split('\t').count() == 4), "{text}");
 }
+
+/// The hook itself, as the baseline pass runs it: `python3 -c CODE` with the hook and the
+/// stand-in torch on PYTHONPATH, timing into `dir`. Returns the range names per file.
+fn hooked(sb: &Sandbox, code: &str) -> Vec<Vec<String>> {
+    workload(sb);
+    let dir = sb.path().join("times");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hook = common::root().join("src/passes/workload/hook");
+    let path = format!("{}:{}", hook.display(), sb.path().join("wl").display());
+    let _ = std::process::Command::new("python3")
+        .args(["-c", code])
+        .env("PYTHONPATH", path)
+        .env("STAGE2_RANGE_TIMES", &dir)
+        .output()
+        .unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|p| {
+            read(p)
+                .lines()
+                .map(|l| l.split('\t').next().unwrap().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// Every range is on disk as it closes: a forked child writes its own file and no parent line
+/// twice; os._exit() and a SIGTERM lose nothing already closed.
+#[test]
+fn the_hook_writes_each_range_as_it_closes() {
+    let fork = "import os, torch.cuda.nvtx as n\n\
+                n.range_push('a'); n.range_pop()\n\
+                pid = os.fork()\n\
+                if pid == 0:\n    n.range_push('b'); n.range_pop(); os._exit(0)\n\
+                os.waitpid(pid, 0)\n\
+                n.range_push('c'); n.range_pop()\n";
+    let mut files = hooked(&Sandbox::new(), fork);
+    files.sort();
+    assert_eq!(
+        files,
+        vec![
+            vec!["a".to_string(), "c".to_string()],
+            vec!["b".to_string()]
+        ]
+    );
+    let exit = "import os, torch.cuda.nvtx as n\nfor x in 'de':\n    n.range_push(x); n.range_pop()\nos._exit(3)\n";
+    assert_eq!(
+        hooked(&Sandbox::new(), exit),
+        vec![vec!["d".to_string(), "e".to_string()]]
+    );
+    let term = "import os, signal, torch.cuda.nvtx as n\nn.range_push('f'); n.range_pop()\nos.kill(os.getpid(), signal.SIGTERM)\n";
+    assert_eq!(hooked(&Sandbox::new(), term), vec![vec!["f".to_string()]]);
+}

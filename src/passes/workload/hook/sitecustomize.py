@@ -189,11 +189,24 @@ def _patch_generate(generation_utils):
 
 
 class _RangeTimes:
+    """Each closed range written at once, one write(2) per line: a workload killed by a signal,
+    a timeout or os._exit() keeps every range it closed, and a forked child (which writes to
+    its own ranges.<pid>.txt) has no buffered parent lines to write again."""
+
     def __init__(self, folder):
-        path = os.path.join(folder, f"ranges.{os.getpid()}.txt")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        self.out = open(fd, "w", encoding="utf-8", errors="replace")
+        self.folder = folder
+        self.failed = False
+        self._open()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._open)
+
+    def _open(self):
+        # A new lock too: another thread may have held the parent's at the fork.
         self.lock = threading.Lock()
+        self.pid = os.getpid()
+        path = os.path.join(self.folder, f"ranges.{self.pid}.txt")
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        # Ranges the parent had open at the fork are the parent's to close.
         self.stacks = threading.local()
         self.open_ids = {}
 
@@ -206,8 +219,16 @@ class _RangeTimes:
     def closed(self, name, start):
         end = time.perf_counter_ns()
         line = f"{_one_line(str(name))}\t{start}\t{end}\t{threading.get_native_id()}\n"
+        data = line.encode("utf-8", errors="replace")
         with self.lock:
-            self.out.write(line)
+            if self.failed:
+                return
+            try:
+                os.write(self.fd, data)
+            except OSError as err:
+                # A full disk: say it once; the workload runs on untimed.
+                self.failed = True
+                _warn("cannot write NVTX range times", err)
 
     def push(self, name):
         self.stack().append((name, time.perf_counter_ns()))
@@ -226,7 +247,11 @@ class _RangeTimes:
             self.closed(*opened)
 
     def close(self):
-        _close_quietly(self.out, self.lock)
+        with self.lock:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
 
 
 _times = [None]
