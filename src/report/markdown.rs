@@ -227,7 +227,7 @@ fn table(s: &mut String, records: &[KernelRecord], top: usize, width: usize) {
             r.gpu_time_pct.map(pct).unwrap_or_else(|| "–".into()),
             opt1(r.sm_throughput_pct),
             opt1(r.dram_throughput_pct),
-            r.bound.map(Bound::label).unwrap_or("–"),
+            super::fmt::bound_cell(r),
         );
     }
 }

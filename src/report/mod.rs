@@ -89,6 +89,14 @@ pub(crate) mod fmt {
         v.map(|x| format!("{x:.1}"))
             .unwrap_or_else(|| "–".to_string())
     }
+    /// ncu's class, else the class sampled by nsys marked so, else "–".
+    pub(crate) fn bound_cell(r: &crate::model::KernelRecord) -> String {
+        match (r.bound, r.sampled.as_ref().and_then(|k| k.all.bound)) {
+            (Some(b), _) => b.label().to_string(),
+            (None, Some(b)) => format!("{} (sampled)", b.label()),
+            (None, None) => "–".to_string(),
+        }
+    }
     /// Escape a name for a Markdown table cell: `|`, `<`, `>` and the characters that start
     /// emphasis, code or links.
     pub(crate) fn md(s: &str) -> String {

@@ -455,17 +455,8 @@ fn top_table(s: &mut String, records: &[crate::model::KernelRecord]) {
             md(&label),
             r.gpu_time_pct.map(pct).unwrap_or_else(|| "–".into()),
             us(r.avg_time_ns),
-            bound_cell(r)
+            super::fmt::bound_cell(r)
         );
-    }
-}
-
-/// ncu's class, else the sampled one marked so, else "–".
-fn bound_cell(r: &crate::model::KernelRecord) -> String {
-    match (r.bound, r.sampled.as_ref().and_then(|k| k.all.bound)) {
-        (Some(b), _) => b.label().to_string(),
-        (None, Some(b)) => format!("{} (sampled)", b.label()),
-        (None, None) => "–".to_string(),
     }
 }
 
