@@ -45,6 +45,11 @@ pub(crate) fn compare(stats: &[RangeStats], timed: &[Timed], first_only: bool) -
         let baseline = kept.iter().map(|&w| w as f64).sum::<f64>() / n as f64 / 1e6;
         let nsys = s.wall_ns as f64 / s.instances as f64 / 1e6;
         if baseline <= 0.0 {
+            // Spans of 0 ns (a clock that did not move): no ratio to give, and said so.
+            tracing::warn!(
+                "the baseline timed `{}` {n} time(s) at 0 ns each: no measurement cost is given for it",
+                s.name
+            );
             continue;
         }
         out.push(Observed {
