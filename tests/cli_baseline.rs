@@ -330,3 +330,27 @@ fn the_hook_writes_each_range_as_it_closes() {
     let term = "import os, signal, torch.cuda.nvtx as n\nn.range_push('f'); n.range_pop()\nos.kill(os.getpid(), signal.SIGTERM)\n";
     assert_eq!(hooked(&Sandbox::new(), term), vec![vec!["f".to_string()]]);
 }
+
+/// The real baseline of tests/data/hf/shapes with every span made 0 ns (hand-made): no
+/// measurement cost, and stderr says why instead of dropping it silently.
+#[test]
+fn a_baseline_of_zero_spans_is_said_not_dropped() {
+    let sb = Sandbox::new();
+    let run = sb.copy_of("tests/data/hf/shapes", "zero");
+    let f = run.join("baseline/ranges.1587.txt");
+    let zeroed: String = read(&f)
+        .lines()
+        .map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            format!("{}\t{}\t{}\t{}\n", c[0], c[1], c[1], c[3])
+        })
+        .collect();
+    std::fs::write(&f, zeroed).unwrap();
+    let out = sb.stage2().arg("report").arg(&run).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("at 0 ns each: no measurement cost is given"),
+        "{err}"
+    );
+}
