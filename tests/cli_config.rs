@@ -300,3 +300,17 @@ fn report_config_that_cannot_be_read_exits_2_like_the_others() {
             );
     }
 }
+
+/// A dry run says nothing was captured: no "nsys captured ..." for a pass that never ran.
+#[test]
+fn a_dry_run_claims_no_capture() {
+    let sb = Sandbox::new();
+    sb.stage2()
+        .args(["profile", "--dry-run", "--", "true"])
+        .assert()
+        .success()
+        .stderr(
+            predicate::str::contains("no nsys export to choose ncu's kernels from")
+                .and(predicate::str::contains("nsys captured").not()),
+        );
+}

@@ -189,8 +189,15 @@ fn other_range(
     let include = cfg.ncu.nvtx_include.as_deref().unwrap_or("");
     let range = crate::analysis::nvtx::base_name(include);
     let db = run.nsys_sqlite(None);
-    let rows = crate::files::present(&db)
-        .unwrap_or(false)
+    let exported = crate::files::present(&db).unwrap_or(false);
+    if !exported {
+        // No export (a dry run, or an nsys pass that left none): nothing was captured to say of.
+        tracing::info!(
+            "no nsys export to choose ncu's kernels from in `{range}`: ncu profiles each distinct kernel there once"
+        );
+        return None;
+    }
+    let rows = exported
         .then(|| {
             crate::analysis::kernels::load(run, Some(&range))
                 .ok()
