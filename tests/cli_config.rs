@@ -314,3 +314,33 @@ fn a_dry_run_claims_no_capture() {
                 .and(predicate::str::contains("nsys captured").not()),
         );
 }
+
+/// The dry run's ncu line asks for the metrics a real run asks for (its `--metrics` list), not
+/// a stand-in section set.
+#[test]
+fn a_dry_runs_ncu_line_lists_the_reports_metrics() {
+    let sb = Sandbox::new();
+    sb.stage2()
+        .args([
+            "profile",
+            "--dry-run",
+            "--run-root",
+            "runs",
+            "--run-id",
+            "d",
+            "--",
+            "true",
+        ])
+        .assert()
+        .success();
+    let cmd = std::fs::read_to_string(sb.path().join("runs/d/ncu/cmd.txt")).unwrap();
+    assert!(!cmd.contains("--set roofline"), "{cmd}");
+    assert!(
+        cmd.contains("sm__inst_issued.avg.pct_of_peak_sustained_elapsed"),
+        "{cmd}"
+    );
+    assert!(
+        cmd.contains("dram__bytes.sum.pct_of_peak_sustained_elapsed"),
+        "{cmd}"
+    );
+}

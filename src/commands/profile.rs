@@ -46,6 +46,17 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     // first, the query runs beside it instead of delaying it.
     let mut metric_check = None;
     let mut known = None;
+    if args.dry_run && cfg.ncu.enable {
+        // Nothing runs, ncu's query neither: cmd.txt shows the list a real run asks for, of
+        // which it drops what this GPU's `ncu --query-metrics` does not list.
+        tracing::info!("dry run: ncu's line lists every metric the reports read; a real run drops those `ncu --query-metrics` does not list for this GPU");
+        known = Some(
+            crate::parse::ncu::REPORT_METRICS
+                .iter()
+                .map(|m| m.to_string())
+                .collect(),
+        );
+    }
     if let (Some(found), false) = (&ncu_tool, args.dry_run) {
         let (path, metrics) = (found.path.clone(), cfg.ncu.metrics.clone());
         if cfg.nsys.enable {
