@@ -119,6 +119,17 @@ pub(crate) struct SampledFigures {
     pub(crate) bound: Option<Bound>,
 }
 
+impl SampledFigures {
+    /// The compute side the sampled rule weighs against DRAM: the larger of SM issue and
+    /// tensor activity.
+    pub(crate) fn compute_pct(&self) -> Option<f64> {
+        self.sm_issue_pct
+            .into_iter()
+            .chain(self.tensor_pct)
+            .reduce(f64::max)
+    }
+}
+
 /// A kernel's sampled figures, and those of each of its launch configurations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SampledKernel {

@@ -38,6 +38,21 @@ fn workload(sb: &Sandbox) -> String {
     script.display().to_string()
 }
 
+/// The baseline's range files of a run (one per process that timed a range).
+fn range_files(run: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(run.join("baseline"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("ranges.")
+        })
+        .collect()
+}
+
 /// `stage2 profile` of the workload on `decode` (no ncu pass), with `flags` before the `--`.
 fn profile(sb: &Sandbox, id: &str, flags: &[&str]) -> std::path::PathBuf {
     let script = workload(sb);
@@ -60,13 +75,9 @@ fn the_baseline_pass_times_the_ranges_and_the_reports_state_what_nsys_added() {
     // The line pasted times the ranges as the pass did, into the run's baseline/.
     let want = format!("STAGE2_RANGE_TIMES={}", run.join("baseline").display());
     assert!(cmd.contains(&want), "{cmd}");
-    let files = std::fs::read_dir(run.join("baseline"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("ranges."))
-        .collect::<Vec<_>>();
+    let files = range_files(&run);
     assert_eq!(files.len(), 1);
-    let timed = read(files[0].path());
+    let timed = read(&files[0]);
     assert_eq!(
         timed.lines().filter(|l| l.starts_with("decode\t")).count(),
         4,
@@ -184,12 +195,7 @@ fn an_inherited_range_times_variable_writes_nothing_outside_the_run() {
     .assert()
     .success();
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
-    let timed = std::fs::read_dir(sb.run("inh").join("baseline"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("ranges."))
-        .count();
-    assert_eq!(timed, 1);
+    assert_eq!(range_files(&sb.run("inh")).len(), 1);
 }
 
 /// A baseline pass that sees no ranges (a workload whose ranges the hook cannot time) leaves
@@ -256,14 +262,9 @@ fn range_names_in_the_baseline_files_are_redacted() {
     )
     .assert()
     .success();
-    let dir = sb.run("leak").join("baseline");
-    let files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("ranges."))
-        .collect();
+    let files = range_files(&sb.run("leak"));
     assert_eq!(files.len(), 1);
-    let text = read(files[0].path());
+    let text = read(&files[0]);
     assert!(
         !text.contains("hunter2") && !text.contains("sk12345"),
         "{text}"

@@ -406,7 +406,7 @@ impl Artifacts {
             capture.range(),
         );
         // Sampled figures are evidence beside the timeline: a broken table costs them alone.
-        let sampled = match (&db, &timeline, stats.rank_data.is_empty()) {
+        let mut sampled = match (&db, &timeline, stats.rank_data.is_empty()) {
             (Some(db), Some(t), true) => sampled::read(db, &t.phases, capture.range())
                 .unwrap_or_else(|e| {
                     tracing::warn!("sampled GPU metrics left out: {e}");
@@ -414,8 +414,9 @@ impl Artifacts {
                 }),
             _ => None,
         };
-        if let Some(s) = &sampled {
+        if let Some(s) = sampled.as_mut() {
             s.attach(&mut records);
+            s.beside(&records, ncu.report.as_ref());
         }
         let python = match (&db, &timeline) {
             // The samples are evidence beside the figures: a broken file costs them alone.

@@ -133,26 +133,22 @@ impl Acc {
             true => 100.0 * self.covered_ns / self.time_ns,
             false => 0.0,
         };
-        let (dram, issue, tensor) = (mean(0), mean(1), mean(2));
-        let compute = issue.into_iter().chain(tensor).reduce(f64::max);
-        let bound = match (
-            coverage_pct >= Bound::SAMPLED_MIN_COVERAGE_PCT,
-            dram,
-            compute,
-        ) {
-            (true, Some(d), Some(c)) => Some(Bound::classify(c, d)),
-            _ => None,
-        };
-        SampledFigures {
+        let mut f = SampledFigures {
             launches: self.launches,
             time_ns: self.time_ns,
             coverage_pct,
             samples: self.windows,
-            dram_pct: dram,
-            sm_issue_pct: issue,
-            tensor_pct: tensor,
-            bound,
-        }
+            dram_pct: mean(0),
+            sm_issue_pct: mean(1),
+            tensor_pct: mean(2),
+            bound: None,
+        };
+        let enough = coverage_pct >= Bound::SAMPLED_MIN_COVERAGE_PCT;
+        f.bound = match (enough, f.dram_pct, f.compute_pct()) {
+            (true, Some(d), Some(c)) => Some(Bound::classify(c, d)),
+            _ => None,
+        };
+        f
     }
 }
 
@@ -172,6 +168,8 @@ pub(crate) struct Sampled {
     kernels: HashMap<String, KernelAcc>,
     /// Each instance of the range, in start order (empty when no range was asked for).
     pub(crate) instances: Vec<InstanceFigures>,
+    /// Each launch configuration ncu measured too, largest first (see [`Sampled::beside`]).
+    pub(crate) beside_ncu: Vec<Agreement>,
     /// Why the samples could not be attributed (several GPUs sampled, say).
     pub(crate) note: Option<String>,
 }
@@ -228,6 +226,7 @@ pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Optio
                 figures: acc.figures(),
             })
             .collect(),
+        beside_ncu: Vec::new(),
         note: None,
     })
 }
@@ -294,6 +293,12 @@ pub(crate) fn read(
 }
 
 impl Sampled {
+    /// Set the configurations ncu measured too, once, for every reader (summary, reports,
+    /// findings) after the records have their sampled figures.
+    pub(crate) fn beside(&mut self, records: &[KernelRecord], ncu: Option<&NcuReport>) {
+        self.beside_ncu = ncu.map(|n| agreement(records, n)).unwrap_or_default();
+    }
+
     /// Give each record of the range its sampled figures, largest configuration first.
     pub(crate) fn attach(&self, records: &mut [KernelRecord]) {
         for r in records {

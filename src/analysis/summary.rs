@@ -202,19 +202,13 @@ pub(crate) struct AgreementSummary {
 pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
     use crate::analysis::sampled;
     let s = a.sampled.as_ref()?;
-    let rows = a
-        .ncu
-        .as_ref()
-        .map(|n| sampled::agreement(&a.records, n))
-        .unwrap_or_default();
-    let agreement = sampled::agreement_stats(&rows, 5.0, Bound::SAMPLED_MIN_COVERAGE_PCT).map(
-        |(mean, worst, same, n)| AgreementSummary {
+    let agreement = sampled::agreement_stats(&s.beside_ncu, 5.0, Bound::SAMPLED_MIN_COVERAGE_PCT)
+        .map(|(mean, worst, same, n)| AgreementSummary {
             compared: n,
             dram_mean_diff_points: mean,
             dram_worst_diff_points: worst,
             same_class_pct: same,
-        },
-    );
+        });
     Some(GpuMetrics {
         frequency_hz: s.frequency_hz,
         all_kernels: s.whole,
@@ -222,7 +216,7 @@ pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
         rule: Bound::SAMPLED_RULE,
         source: a.sqlite_file.clone(),
         instances: s.instances.clone(),
-        beside_ncu: rows,
+        beside_ncu: s.beside_ncu.clone(),
         agreement,
     })
 }

@@ -213,14 +213,9 @@ fn sampled_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut 
         };
         into.push(display_name(&r.name));
         let at = scope.clone().kernel(&r.name);
-        let compute_pct = f
-            .sm_issue_pct
-            .into_iter()
-            .chain(f.tensor_pct)
-            .reduce(f64::max);
         for (q, v) in [
             (Quantity::SampledDramPct, f.dram_pct),
-            (Quantity::SampledComputePct, compute_pct),
+            (Quantity::SampledComputePct, f.compute_pct()),
             (Quantity::SampledCoveragePct, Some(f.coverage_pct)),
         ] {
             if let Some(v) = v {
@@ -320,8 +315,8 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
 
 /// Each launch configuration whose sampled DRAM figure and ncu's differ beyond the rule's band.
 fn disagreements(a: &Artifacts, scope: Scope, out: &mut Findings) {
-    let Some(ncu) = &a.ncu else { return };
-    for x in crate::analysis::sampled::agreement(&a.records, ncu) {
+    let Some(sampled) = &a.sampled else { return };
+    for x in sampled.beside_ncu.iter().cloned() {
         if (x.sampled_dram_pct - x.ncu_dram_pct).abs() <= rules::SAMPLED_DISAGREES.threshold {
             continue;
         }
