@@ -159,29 +159,12 @@ fn counters_check() -> Check {
 /// A seconds-long `nsys profile` of a trivial command must leave a .nsys-rep: on some installs
 /// the importer is missing or lacks a library and only a .qdstrm appears.
 fn finalize_check(nsys: &Path) -> Check {
-    let Ok(tmp) = tempfile::tempdir() else {
-        return check(Level::Warn, "nsys finalize: no temp dir to test in", None);
-    };
-    let base = tmp.path().join("doctor");
-    let mut spec = Spec::new(
-        nsys,
-        [
-            "profile",
-            "--trace=osrt",
-            "--sample=none",
-            "-o",
-            &base.display().to_string(),
-            "true",
-        ]
-        .map(str::to_string)
-        .to_vec(),
-        tmp.path().join("nsys.log"),
-    );
-    spec.timeout = Some(Duration::from_secs(120));
-    spec.grace = Duration::from_secs(5);
-    let out = match process::run(&spec) {
-        Ok(o) => o,
-        Err(e) => {
+    let t = match trial(nsys, &["true"], Duration::from_secs(120), |_| {}) {
+        Ok(t) => t,
+        Err(Trial::NoTemp) => {
+            return check(Level::Warn, "nsys finalize: no temp dir to test in", None)
+        }
+        Err(Trial::CannotRun(e)) => {
             return check(
                 Level::Fail,
                 format!("nsys finalize: cannot run nsys: {e}"),
@@ -189,7 +172,8 @@ fn finalize_check(nsys: &Path) -> Check {
             )
         }
     };
-    if crate::rundir::find_nsys_report(&base).is_some() {
+    let out = &t.out;
+    if t.report {
         check(
             Level::Ok,
             format!(
@@ -198,7 +182,7 @@ fn finalize_check(nsys: &Path) -> Check {
             ),
             None,
         )
-    } else if base.with_extension("qdstrm").exists() || out.tail.contains("Importer") {
+    } else if t.qdstrm || out.tail.contains("Importer") {
         check(
             Level::Fail,
             "nsys wrote only a .qdstrm: its importer (QdstrmImporter) is missing or cannot load a library",
@@ -229,25 +213,20 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
         };
         return check(Level::Ok, format!("GPU-metrics sampling: {why}"), None);
     };
-    let Ok(tmp) = tempfile::tempdir() else {
-        return check(
-            Level::Warn,
-            "GPU-metrics sampling: no temp dir to test in",
-            None,
-        );
+    let timeout = Duration::from_secs(cfg.run.probe_timeout_s.max(30));
+    let sample = |argv: &mut Vec<String>| {
+        crate::passes::nsys::add_sampling(argv, &cfg.nsys.gpu_metrics, &devices)
     };
-    let base = tmp.path().join("sampling");
-    let mut argv: Vec<String> = ["profile", "--trace=osrt", "--sample=none", "-o"]
-        .map(str::to_string)
-        .to_vec();
-    argv.extend([base.display().to_string(), "sleep".into(), "1".into()]);
-    crate::passes::nsys::add_sampling(&mut argv, &cfg.nsys.gpu_metrics, &devices);
-    let mut spec = Spec::new(nsys, argv, tmp.path().join("nsys.log"));
-    spec.timeout = Some(Duration::from_secs(cfg.run.probe_timeout_s.max(30)));
-    spec.grace = Duration::from_secs(5);
-    let out = match process::run(&spec) {
-        Ok(o) => o,
-        Err(e) => {
+    let t = match trial(nsys, &["sleep", "1"], timeout, sample) {
+        Ok(t) => t,
+        Err(Trial::NoTemp) => {
+            return check(
+                Level::Warn,
+                "GPU-metrics sampling: no temp dir to test in",
+                None,
+            )
+        }
+        Err(Trial::CannotRun(e)) => {
             return check(
                 Level::Warn,
                 format!("GPU-metrics sampling: cannot run nsys: {e}"),
@@ -255,8 +234,8 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
             )
         }
     };
-    let made = crate::rundir::find_nsys_report(&base).is_some();
-    match crate::passes::nsys::sampling_refused(&out, made) {
+    let (out, made) = (&t.out, t.report);
+    match crate::passes::nsys::sampling_refused(out, made) {
         None if made => check(
             Level::Ok,
             format!(
@@ -276,6 +255,47 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
             None,
         ),
     }
+}
+
+/// What a trial `nsys profile` left.
+struct Tried {
+    out: process::Outcome,
+    /// A finalized report, or only the raw stream (`.qdstrm`).
+    report: bool,
+    qdstrm: bool,
+}
+
+/// Why a trial did not run.
+enum Trial {
+    NoTemp,
+    CannotRun(std::io::Error),
+}
+
+/// A short `nsys profile` of `program` in a temp dir, its own flags given by `flags` (placed
+/// before `-o`).
+fn trial(
+    nsys: &Path,
+    program: &[&str],
+    timeout: Duration,
+    flags: impl FnOnce(&mut Vec<String>),
+) -> std::result::Result<Tried, Trial> {
+    let tmp = tempfile::tempdir().map_err(|_| Trial::NoTemp)?;
+    let base = tmp.path().join("doctor");
+    let mut argv: Vec<String> = ["profile", "--trace=osrt", "--sample=none", "-o"]
+        .map(str::to_string)
+        .to_vec();
+    argv.push(base.display().to_string());
+    argv.extend(program.iter().map(|a| a.to_string()));
+    flags(&mut argv);
+    let mut spec = Spec::new(nsys, argv, tmp.path().join("nsys.log"));
+    spec.timeout = Some(timeout);
+    spec.grace = Duration::from_secs(5);
+    let out = process::run(&spec).map_err(Trial::CannotRun)?;
+    Ok(Tried {
+        report: crate::rundir::find_nsys_report(&base).is_some(),
+        qdstrm: base.with_extension("qdstrm").exists(),
+        out,
+    })
 }
 
 fn disk_check(root: &Path) -> Check {
