@@ -197,17 +197,31 @@ pub(crate) struct AgreementSummary {
     pub(crate) dram_worst_diff_points: f64,
     /// Share of the compared time whose bound classes agree, in %.
     pub(crate) same_class_pct: f64,
+    /// Which configurations were compared: at least this share of the range's time and this
+    /// coverage (the reports print them).
+    #[serde(skip)]
+    pub(crate) min_share_pct: f64,
+    #[serde(skip)]
+    pub(crate) min_coverage_pct: f64,
 }
+
+/// A configuration is compared with ncu's when it holds this much of the range's time.
+const COMPARED_MIN_SHARE_PCT: f64 = 5.0;
 
 pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
     use crate::analysis::sampled;
     let s = a.sampled.as_ref()?;
-    let agreement = sampled::agreement_stats(&s.beside_ncu, 5.0, Bound::SAMPLED_MIN_COVERAGE_PCT)
-        .map(|(mean, worst, same, n)| AgreementSummary {
-            compared: n,
-            dram_mean_diff_points: mean,
-            dram_worst_diff_points: worst,
-            same_class_pct: same,
+    let (share, coverage) = (COMPARED_MIN_SHARE_PCT, Bound::SAMPLED_MIN_COVERAGE_PCT);
+    let agreement =
+        sampled::agreement_stats(&s.beside_ncu, share, coverage).map(|(mean, worst, same, n)| {
+            AgreementSummary {
+                compared: n,
+                dram_mean_diff_points: mean,
+                dram_worst_diff_points: worst,
+                same_class_pct: same,
+                min_share_pct: share,
+                min_coverage_pct: coverage,
+            }
         });
     Some(GpuMetrics {
         frequency_hz: s.frequency_hz,

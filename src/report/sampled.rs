@@ -177,8 +177,10 @@ fn agreement(gm: &GpuMetrics, findings: &Findings, s: &mut String) {
     };
     let _ = writeln!(
         s,
-        "\nWhere ncu measured the same launch configuration ({} of at least 5% of the range's kernel time, sampled at 80% coverage or more): the sampled DRAM figure is {:.1} points from ncu's on average (weighed by time), {:.1} at worst; the bound classes agree for {} of that time. ncu replays one launch with its caches flushed; the samples are of every launch as it ran.",
+        "\nWhere ncu measured the same launch configuration ({} of at least {:.0}% of the range's kernel time, sampled at {:.0}% coverage or more): the sampled DRAM figure is {:.1} points from ncu's on average (weighed by time), {:.1} at worst; the bound classes agree for {} of that time. ncu replays one launch with its caches flushed; the samples are of every launch as it ran.",
         a.compared,
+        a.min_share_pct,
+        a.min_coverage_pct,
         a.dram_mean_diff_points,
         a.dram_worst_diff_points,
         pct(a.same_class_pct)
