@@ -2,7 +2,9 @@
 #   argv_of VARIANT    the workload's arguments (eager, static, large, moe: transformers
 #                      generate(); moeworker: moe in a spawned worker process;
 #                      generate(); loop: a hand-written prefill + decode loop, no generate();
-#                      lead: eager, profiled with the README's lead command)
+#                      lead: eager, profiled with the README's lead command; spec: speculative
+#                      decoding, generate(assistant_model=...); compile: a decode loop over
+#                      torch.compile(mode="reduce-overhead"))
 #   capture_of VARIANT the range nsys is gated on (prefill for lead, else $CAPTURE or decode)
 #   now                seconds since the epoch, with nanoseconds
 hf_workload=examples/workloads/hf_generate.py
@@ -16,6 +18,8 @@ argv_of() {
     loop) echo "examples/workloads/tiny_llm.py --new-tokens 16" ;;
     moeworker) echo "examples/workloads/in_worker.py $hf_workload --arch mixtral --layers 4 --batch 4 --prompt-len 256 --new-tokens 8" ;;
     lead) echo "$hf_workload --arch qwen2" ;;
+    spec) echo "$hf_workload --arch qwen2 --batch 1 --assistant-layers 2 --new-tokens 32" ;;
+    compile) echo "$hf_workload --arch qwen2 --compile --new-tokens 32" ;;
     *) echo "unknown variant $1" >&2; return 1 ;;
   esac
 }

@@ -16,6 +16,10 @@ Switches for profiling experiments:
   --profiler-api    call torch.cuda.profiler.start()/stop() around each measured generate()
   --repeat K        K measured generate() calls (each in its own profiler window)
   --extra-work N    N extra (hidden x hidden) matrix products in every decode step (a slowdown)
+  --assistant-layers N  speculative decoding: generate(assistant_model=...) with a draft model of
+                    N layers of the same shape
+  --compile         a hand-written decode loop over torch.compile(mode="reduce-overhead") (CUDA
+                    graphs) instead of generate(); each step is marked `decode`
 """
 
 import argparse
@@ -49,6 +53,8 @@ def parse_args():
     p.add_argument("--profiler-api", action="store_true")
     p.add_argument("--extra-work", type=int, default=0, metavar="N")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--assistant-layers", type=int, default=0, metavar="N")
+    p.add_argument("--compile", action="store_true")
     return p.parse_args()
 
 
@@ -175,20 +181,52 @@ def add_extra_work(model, n, dtype):
     model.lm_head.register_forward_hook(hook)
 
 
+def compiled_loop(model, ids, new_tokens):
+    """Greedy decode over a static cache with the step compiled as CUDA graphs, as serving code
+    written against torch.compile does it: prefill eagerly, then one compiled call per token."""
+    from transformers import StaticCache
+
+    batch, prompt = ids.shape
+    cache = StaticCache(config=model.config, max_cache_len=prompt + new_tokens + 1)
+    step = torch.compile(model.forward, mode="reduce-overhead", fullgraph=False)
+    pos = torch.arange(prompt, device=ids.device)
+    torch.cuda.nvtx.range_push("prefill")
+    logits = model(input_ids=ids, past_key_values=cache, cache_position=pos, use_cache=True).logits
+    torch.cuda.nvtx.range_pop()
+    tok = logits[:, -1:].argmax(-1)
+    out = [tok]
+    for i in range(new_tokens - 1):
+        torch.cuda.nvtx.range_push("decode")
+        pos = torch.tensor([prompt + i], device=ids.device)
+        logits = step(input_ids=tok, past_key_values=cache, cache_position=pos, use_cache=True).logits
+        tok = logits[:, -1:].argmax(-1).clone()
+        torch.cuda.nvtx.range_pop()
+        out.append(tok)
+    return torch.cat([ids, *out], dim=1)
+
+
 def main():
     args = parse_args()
     dtype = getattr(torch, args.dtype)
     model = build_model(args, dtype)
+    if args.assistant_layers:
+        layers, args.layers = args.layers, args.assistant_layers
+        assistant = build_model(args, dtype)
+        args.layers = layers
     if args.extra_work:
         add_extra_work(model, args.extra_work, dtype)
-    marks = None if args.no_nvtx else PhaseMarks(model)
+    marks = None if args.no_nvtx or args.compile else PhaseMarks(model)
     ids = torch.randint(1, args.vocab, (args.batch, args.prompt_len), device="cuda")
     mask = torch.ones_like(ids)
     gen = dict(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens, do_sample=False)
     if args.static:
         gen["cache_implementation"] = "static"
+    if args.assistant_layers:
+        gen["assistant_model"] = assistant
 
     def generate():
+        if args.compile:
+            return compiled_loop(model, ids, args.new_tokens)
         return model.generate(input_ids=ids, attention_mask=mask, **gen)
 
     t0 = time.perf_counter()

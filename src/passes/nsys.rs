@@ -32,6 +32,11 @@ pub(crate) fn profile_args(
         format!("--sample={}", cfg.sample),
         format!("--cuda-graph-trace={}", cfg.cuda_graph_trace.as_str()),
     ];
+    // The reports read no thread scheduling; nsys traces it by default only to go with CPU
+    // sampling. `extra_args` may still turn it on.
+    if cfg.sample == "none" && !cfg.extra_args.iter().any(|x| x.starts_with("--cpuctxsw")) {
+        a.push("--cpuctxsw=none".to_string());
+    }
     if let Some(p) = cfg.pytorch {
         a.push(format!("--pytorch={}", p.as_str()));
     }

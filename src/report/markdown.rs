@@ -287,19 +287,40 @@ fn ranges_section(a: &Artifacts, f: &Findings, s: &mut String) {
     }
 }
 
+/// The tensor source types whose operations ncu counted (`sm__ops_path_tensor_src_<type>`):
+/// tensor work of any other type is not in the achieved FLOP/s.
+fn tensor_sources(a: &Artifacts) -> String {
+    let mut types: Vec<String> = a
+        .records
+        .iter()
+        .chain(&a.ncu_records)
+        .flat_map(|r| r.metrics.keys())
+        .filter_map(|k| k.strip_prefix("sm__ops_path_tensor_src_"))
+        .filter_map(|k| k.strip_suffix(".sum.per_second"))
+        .map(|k| k.split('_').next().unwrap_or(k).to_ascii_uppercase())
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    match types.is_empty() {
+        true => "none".into(),
+        false => types.join(", "),
+    }
+}
+
 fn roofline_section(a: &Artifacts, f: &Findings, s: &mut String, width: usize) {
     let Some(p) = a.peaks else {
         return;
     };
     let _ = writeln!(
         s,
-        "\n## Roofline\n\nDevice peaks from ncu's own peak metrics: FP32 {:.1} TFLOP/s, FP16 (non-tensor) {:.1} TFLOP/s, FP64 {:.1} TFLOP/s, BF16 tensor {} TFLOP/s, DRAM {:.2} TB/s; the FP32 ridge is at {:.1} FLOP/byte. Achieved FLOP/s add the FP64/FP32/FP16 instruction counters (sm__sass_thread_inst_executed_op_*, FMA counted twice) and the tensor-core operations (sm__ops_path_tensor_src_*). Chart: roofline.svg.\n",
+        "\n## Roofline\n\nDevice peaks from ncu's own peak metrics: FP32 {:.1} TFLOP/s, FP16 (non-tensor) {:.1} TFLOP/s, FP64 {:.1} TFLOP/s, BF16 tensor {} TFLOP/s, DRAM {:.2} TB/s; the FP32 ridge is at {:.1} FLOP/byte. Achieved FLOP/s add the FP64/FP32/FP16 instruction counters (sm__sass_thread_inst_executed_op_*, FMA counted twice) and the tensor-core operations of the source types ncu measured ({}). Chart: roofline.svg.\n",
         p.fp32_flops / 1e12,
         p.fp16_flops / 1e12,
         p.fp64_flops / 1e12,
         p.tensor_flops.map(|t| format!("{:.0}", t / 1e12)).unwrap_or_else(|| "–".into()),
         p.dram_bytes_per_s / 1e12,
-        p.ridge_fp32()
+        p.ridge_fp32(),
+        tensor_sources(a)
     );
     let _ = writeln!(s, "| # | kernel | GFLOP/s | of which tensor | % of peak (its roof) | DRAM GB/s | % of DRAM peak | FLOP/byte | tensor pipe % |");
     let _ = writeln!(s, "|--:|---|--:|--:|--:|--:|--:|--:|--:|");

@@ -14,18 +14,18 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// Defaults before any run of this workload on this GPU was measured. From an H100 with ncu
-/// 2025.3.1 and the transformers generate() workloads of scripts/bench-gpu.sh (README,
-/// "Measured"): 31 to 51 ms per replay pass, 8 passes per kernel for the reports' metrics
-/// (17 for the roofline set); the time before ncu's first kernel (the workload starting under
-/// ncu, ncu's set-up) 0.8 to 1.2 times the nsys pass; 0.3 s after the last kernel when the
-/// pass stops the workload.
-const PRIOR_S_PER_PASS: f64 = 0.037;
-const PRIOR_BEFORE_PER_NSYS_S: f64 = 1.0;
+/// 2025.3.1 and the workloads of scripts/bench-gpu.sh (README, "Measured"): 5 passes per
+/// kernel for the reports' metrics (17 for the roofline set); 0.14 to 0.29 s per replay pass
+/// with the workload's own progress between the chosen kernels (median 0.19); the time before
+/// ncu's first kernel 0.55 to 1.25 times the nsys pass (median 0.7: the nsys pass includes
+/// finalizing its report); 0.3 s after the last kernel when the pass stops the workload.
+const PRIOR_S_PER_PASS: f64 = 0.19;
+const PRIOR_BEFORE_PER_NSYS_S: f64 = 0.8;
 const PRIOR_AFTER_STOPPED_S: f64 = 0.5;
 
 fn prior_passes(set: Option<&str>) -> u32 {
     match set {
-        None => 8,
+        None => 5,
         Some("roofline") => 17,
         Some("basic") => 8,
         _ => 40,
@@ -72,7 +72,9 @@ pub(crate) fn plan(
             };
             let why = match nsys_s {
                 Some(s) => format!(
-                    "defaults: the nsys pass's {s:.0} s until the first kernel, {:.0} ms per replay pass",
+                    "defaults: {:.0} s until the first kernel ({:.0}% of the nsys pass's {s:.0} s), {:.0} ms per replay pass",
+                    s * PRIOR_BEFORE_PER_NSYS_S,
+                    PRIOR_BEFORE_PER_NSYS_S * 100.0,
                     PRIOR_S_PER_PASS * 1e3
                 ),
                 None => "defaults (no nsys pass to time the workload)".to_string(),
@@ -239,8 +241,9 @@ mod tests {
     #[test]
     fn a_measured_pass_teaches_the_next_prediction() {
         let p = plan(None, 3, 2, None, Some(20.0), true);
-        assert_eq!((p.kernels, p.cached, p.passes_per_kernel), (3, 2, 8));
-        let expected = 20.0 + 3.0 * 8.0 * PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S;
+        assert_eq!((p.kernels, p.cached, p.passes_per_kernel), (3, 2, 5));
+        let expected =
+            20.0 * PRIOR_BEFORE_PER_NSYS_S + 3.0 * 5.0 * PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S;
         assert!((p.predicted_s - expected).abs() < 1e-9, "{}", p.predicted_s);
         assert!(p.basis.starts_with("defaults"));
         // Kernels done at 25, 25.6 and 26.2 s; the pass ended at 28 s.

@@ -25,6 +25,7 @@ fn default_profile_is_gated_on_prefill() {
             "--trace=cuda,nvtx",
             "--sample=none",
             "--cuda-graph-trace=node",
+            "--cpuctxsw=none",
             "--capture-range=nvtx",
             "--nvtx-capture=prefill",
             "--env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0",
