@@ -200,6 +200,7 @@ fn ncu_on_another_range_takes_its_kernels_from_the_export_when_it_can() {
         &[
             "--nvtx-capture",
             "prefill",
+            "ncu.nvtx_include=decode",
             "--",
             "python3",
             "-c",
@@ -236,6 +237,48 @@ fn ncu_on_another_range_takes_its_kernels_from_the_export_when_it_can() {
         "its export holds no instance of `generate`",
     ));
     assert!(read(sb.run("g").join("ncu/cmd.txt")).contains("--kernel-id :::1"));
+}
+
+/// One capture decides both passes: ncu's range follows the capture unless set; and where nsys
+/// recorded the whole run and ncu's range is not in it, ncu is not run blind.
+#[test]
+fn ncu_follows_the_capture_and_is_not_run_for_a_range_that_never_ran() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "f",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .assert()
+    .success();
+    assert!(read(sb.run("f").join("ncu/cmd.txt")).contains("--nvtx-include decode/"));
+    sb.profile(
+        "n",
+        &[
+            "nsys.gating_nvtx=false",
+            "ncu.nvtx_include=step",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .assert()
+    .success()
+    .stderr(predicate::str::contains(
+        "ncu's range `step` never ran while nsys recorded the whole run: its export holds the NVTX ranges `decode`",
+    ));
+    let run = sb.run("n");
+    assert!(!run.join("ncu/cmd.txt").exists());
+    let st = status(&run);
+    assert_eq!(st["passes"]["ncu"]["state"], "skipped");
+    assert!(read(run.join("kernels.md")).contains("nvjet"));
 }
 
 #[test]

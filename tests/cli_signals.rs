@@ -273,12 +273,17 @@ fn ctrl_c_during_nsys_stats_is_an_interrupt_and_the_export_still_runs() {
 #[test]
 fn ctrl_c_with_both_passes_at_once_leaves_no_pass_running() {
     let sb = Sandbox::new();
-    let mut child = command(&sb, "pair", "hang", &["ncu.second_gpu=true"])
-        .env("FAKE_SMI", "1")
-        .env("FAKE_SMI_GPUS", "2")
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .spawn()
-        .unwrap();
+    let mut child = command(
+        &sb,
+        "pair",
+        "hang",
+        &["ncu.second_gpu=true", "ncu.nvtx_include=decode"],
+    )
+    .env("FAKE_SMI", "1")
+    .env("FAKE_SMI_GPUS", "2")
+    .env_remove("CUDA_VISIBLE_DEVICES")
+    .spawn()
+    .unwrap();
     wait_for(&sb.path().join("pair.ready"), Duration::from_secs(20));
     signal(&child, Signal::SIGINT);
     assert_eq!(wait_exit(&mut child, Duration::from_secs(20)), 130);

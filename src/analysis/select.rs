@@ -105,7 +105,17 @@ pub(crate) fn kernel_filter(
         let range = crate::rundir::status::NsysRecord::from_config(&cfg.nsys).range;
         match crate::analysis::kernels::load(run, range.as_deref()) {
             Ok(Some(l)) => (l.rows, l.mangled),
-            _ => (read_kernels(&run.kern_sum(Some(0))).ok()?, None),
+            _ => match read_kernels(&run.kern_sum(Some(0))) {
+                Ok(rows) => (rows, None),
+                Err(_) => {
+                    // A dry run, or an nsys pass that left no export: nothing was captured.
+                    tracing::info!(
+                        "no nsys export to choose ncu's kernels from{}: ncu profiles each distinct kernel there once",
+                        range.map(|r| format!(" in `{r}`")).unwrap_or_default()
+                    );
+                    return None;
+                }
+            },
         }
     } else {
         // ncu profiles another range than nsys's capture began with; a capture that ran on
@@ -178,6 +188,44 @@ pub(crate) fn range_in_export(cfg: &Config, run: &RunDir) -> Option<String> {
     let db = crate::parse::sqlite::NsysDb::open(&run.nsys_sqlite(None)).ok()?;
     let ranges = db.ranges().ok()?;
     ranges.iter().any(|r| *r.name == *range).then_some(range)
+}
+
+/// Why ncu would profile nothing: nsys recorded the whole run, its export holds NVTX ranges,
+/// and none is named like ncu's range. None when that cannot be told: no export, no NVTX at
+/// all, a raw ncu expression, or a gated capture (a range opened before the capture started,
+/// such as an enclosing `generate`, is not in its export, yet ncu would find it).
+pub(crate) fn range_never_ran(cfg: &Config, run: &RunDir) -> Option<String> {
+    let n = &cfg.ncu;
+    if !n.gating_nvtx
+        || n.nvtx_include_raw
+            .as_deref()
+            .is_some_and(|r| !r.trim().is_empty())
+    {
+        return None;
+    }
+    let capture = crate::config::Capture::of(&cfg.nsys);
+    if capture != crate::config::Capture::WholeRun {
+        return None;
+    }
+    let range = crate::analysis::nvtx::base_name(n.nvtx_include.as_deref()?.trim());
+    let db = run.single_or_rank0_sqlite();
+    if !crate::files::present(&db).unwrap_or(false) {
+        return None;
+    }
+    let mut names = NsysDb::open(&db).ok()?.range_names().ok()?;
+    if names.is_empty() || names.iter().any(|r| *r == range) {
+        return None;
+    }
+    names.sort();
+    names.truncate(12);
+    Some(format!(
+        "ncu's range `{range}` never ran while nsys recorded the whole run: its export holds the NVTX ranges {}. ncu would run the whole workload and profile nothing, so it is not run: set ncu.nvtx_include to one of those ranges (ncu.nvtx_include_raw passes an expression unchecked)",
+        names
+            .iter()
+            .map(|r| format!("`{}`", crate::term::visible(r)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 /// ncu's range's kernels from the nsys export, when it holds instances of that range; None

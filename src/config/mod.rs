@@ -125,6 +125,7 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
     for (key, value) in &src.flags {
         tree::set(&mut tree, &tree::split(key), value.clone()).map_err(Error::config)?;
     }
+    follow_capture(&mut tree);
     let config = typed(&tree)?;
     checks::check(&config)?;
     Ok(Resolved {
@@ -132,6 +133,31 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
         config,
         layers,
     })
+}
+
+/// ncu's range when the config names none: the NVTX range the nsys capture starts on (its
+/// domain too), so that one capture decides both passes; `decode` when the capture is the whole
+/// run or the profiler-API windows, or nsys does not run.
+fn follow_capture(tree: &mut Value) {
+    let ncu = |k: &str| tree::get(tree, &["ncu", k]).filter(|v| !v.is_null());
+    if ncu("nvtx_include").is_some() || ncu("nvtx_include_raw").is_some() {
+        return;
+    }
+    let range = typed(tree)
+        .ok()
+        .filter(|c| c.nsys.enable)
+        .and_then(|c| match Capture::of(&c.nsys) {
+            // nsys's `@*` (any domain) is ncu's default: the name alone.
+            Capture::NvtxRange {
+                name,
+                domain: Some(d),
+                ..
+            } if d != "*" => Some(format!("{d}@{name}/")),
+            Capture::NvtxRange { name, .. } => Some(name),
+            _ => None,
+        })
+        .unwrap_or_else(|| "decode".to_string());
+    let _ = tree::set(tree, &tree::split("ncu.nvtx_include"), Value::String(range));
 }
 
 fn merge_file(tree: &mut Value, path: &Path, known: &[String]) -> Result<(), Error> {

@@ -28,7 +28,8 @@ fn defaults_have_the_documented_keys_and_values() {
     assert_eq!(c.nsys.capture_range_end, Some(CaptureRangeEnd::None));
     assert_eq!(c.nsys.trace, "cuda,nvtx");
     assert_eq!(c.nsys.sample, "none");
-    assert_eq!(c.ncu.nvtx_include.as_deref(), Some("decode"));
+    // ncu's range follows the capture unless set.
+    assert_eq!(c.ncu.nvtx_include.as_deref(), Some("prefill"));
     assert_eq!(c.ncu.set, "report");
     assert!(c.ncu.stop_when_done && c.ncu.cache.enable && c.ncu.cache.dir.is_none());
     assert_eq!(c.run.root, "tmp/stage2");
@@ -229,4 +230,37 @@ fn config_errors_speak_in_words() {
         .to_string();
         assert!(e.contains(want) && !e.contains("``"), "{e}");
     }
+}
+
+#[test]
+fn one_capture_decides_both_passes_unless_ncu_names_its_range() {
+    let include = |o: &[&str]| crate::testutil::config(o).ncu.nvtx_include;
+    assert_eq!(
+        include(&["nsys.nvtx_capture=step"]).as_deref(),
+        Some("step")
+    );
+    assert_eq!(
+        include(&["nsys.nvtx_capture=null", "nsys.nvtx_capture_raw=decode@*"]).as_deref(),
+        Some("decode")
+    );
+    assert_eq!(
+        include(&["nsys.nvtx_capture=null", "nsys.nvtx_capture_raw=step@llm"]).as_deref(),
+        Some("llm@step/")
+    );
+    // Nothing to follow: the whole run, or the profiler-API windows.
+    assert_eq!(
+        include(&["nsys.gating_nvtx=false"]).as_deref(),
+        Some("decode")
+    );
+    assert_eq!(
+        include(&["nsys.capture_range=cudaProfilerApi"]).as_deref(),
+        Some("decode")
+    );
+    // Named by the user: kept.
+    assert_eq!(
+        include(&["nsys.nvtx_capture=step", "ncu.nvtx_include=decode"]).as_deref(),
+        Some("decode")
+    );
+    let raw = crate::testutil::config(&["ncu.nvtx_include_raw=regex:dec.*"]).ncu;
+    assert_eq!(raw.nvtx_include, None);
 }

@@ -628,8 +628,15 @@ impl Pass for NcuPass {
                 Some(format!("not run: {e}")),
             ));
         }
-        (self.tool.is_none() || !ctx.cfg.ncu.enable)
-            .then(|| PassStatus::skipped("disabled by ncu.enable=false or --no-ncu"))
+        if self.tool.is_none() || !ctx.cfg.ncu.enable {
+            return Some(PassStatus::skipped(
+                "disabled by ncu.enable=false or --no-ncu",
+            ));
+        }
+        crate::analysis::select::range_never_ran(ctx.cfg, ctx.run).map(|why| {
+            tracing::warn!("{why}");
+            PassStatus::skipped(&format!("not run: {why}"))
+        })
     }
 
     fn plan(&self, ctx: &Ctx) -> Result<NcuPlan, Error> {

@@ -321,6 +321,30 @@ impl NsysDb {
         Ok(ranges)
     }
 
+    /// The distinct names of the closed NVTX ranges in the export (no profiler windows).
+    pub fn range_names(&self) -> Result<Vec<String>, Error> {
+        let cols = self.columns("NVTX_EVENTS")?;
+        if cols.is_empty() {
+            return Ok(Vec::new());
+        }
+        let name = if cols.iter().any(|c| c == "textId") && !self.columns("StringIds")?.is_empty() {
+            "COALESCE(e.text, (SELECT value FROM StringIds s WHERE s.id = e.textId))"
+        } else {
+            "e.text"
+        };
+        let sql = format!(
+            "SELECT DISTINCT {name} FROM NVTX_EVENTS e \
+             WHERE e.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND e.end IS NOT NULL"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let names = stmt
+            .query_map([], |r| r.get::<_, Option<String>>(0))
+            .map_err(|e| self.err(e))?
+            .filter_map(|r| r.ok().flatten())
+            .collect();
+        Ok(names)
+    }
+
     /// The workload's cudaProfilerStart/Stop windows, as start/end ranges named
     /// [`PROFILER_WINDOW`]: from the end of each start call to the start of the next stop
     /// call (vLLM's and TensorRT-LLM's profiler switches make these).

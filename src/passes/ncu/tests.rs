@@ -45,8 +45,11 @@ fn args(
 
 #[test]
 fn default_plan_profiles_the_decode_push_pop_range() {
-    let c = cfg(&[]);
-    let (inc, base, warn) = include_and_base(&full(&[]), crate::analysis::nvtx::Style::PushPop);
+    let c = cfg(&["nsys.nvtx_capture=decode"]);
+    let (inc, base, warn) = include_and_base(
+        &full(&["nsys.nvtx_capture=decode"]),
+        crate::analysis::nvtx::Style::PushPop,
+    );
     assert_eq!(
         (inc.as_deref(), base.as_str(), warn),
         (Some("decode/"), "decode", None)
@@ -157,7 +160,7 @@ fn raw_include_and_domain() {
         (Some("regex:dec.*"), "dec.")
     );
     let (inc, _, _) = include_and_base(
-        &full(&["nvtx.domain=llm"]),
+        &full(&["nvtx.domain=llm", "ncu.nvtx_include=decode"]),
         crate::analysis::nvtx::Style::StartEnd,
     );
     assert_eq!(inc.as_deref(), Some("llm@decode"));
