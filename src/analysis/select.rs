@@ -213,7 +213,7 @@ pub(crate) fn range_never_ran(cfg: &Config, run: &RunDir) -> Option<String> {
         return None;
     }
     let mut names = NsysDb::open(&db).ok()?.range_names().ok()?;
-    if names.is_empty() || names.iter().any(|r| *r == range) {
+    if names.is_empty() || names.contains(&range) {
         return None;
     }
     names.sort();
