@@ -402,3 +402,35 @@ fn instances_that_differ_are_told_apart() {
         .success();
     assert!(made(&findings(&dir), "instance_groups").is_empty());
 }
+
+/// A verdict speaks of the range's main kind of instance: with its first instance a warm-up,
+/// the idle-GPU verdict and the headline are over the other instances, named as such.
+#[test]
+fn the_idle_verdict_leaves_the_warm_up_out() {
+    let sb = common::Sandbox::new();
+    let dir = sb.copy_of("tests/data/hf/generate-twice", "warm");
+    let cfg = read(dir.join("config.yaml"));
+    assert!(cfg.contains("  instances: auto"));
+    std::fs::write(
+        dir.join("config.yaml"),
+        cfg.replace("  instances: auto", "  instances: skip=1"),
+    )
+    .unwrap();
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&dir)
+        .assert()
+        .success();
+    let f = findings(&dir);
+    let idle = made(&f, "gpu_idle");
+    assert_eq!(idle.len(), 1, "{idle:?}");
+    assert_eq!(idle[0]["scope"]["group"], "the other 29", "{:?}", idle[0]);
+    assert_eq!(idle[0]["scope"]["instances"], 29);
+    let stake = read(dir.join("stakeholder_summary.md"));
+    assert!(
+        stake.contains(
+            "; in `decode`, the other 29 instances (the warm-up left out), the GPU is busy "
+        ),
+        "{stake}"
+    );
+}

@@ -84,6 +84,41 @@ impl RangeLedger {
     }
 }
 
+impl RangeLedger {
+    /// The same ledger over some of its instances (0-based ordinals); None when the
+    /// per-instance parts do not cover every instance, or when nested child ranges hold the
+    /// most of them (their names' shares are known only over every instance).
+    pub(crate) fn of_members(&self, members: &[usize]) -> Option<RangeLedger> {
+        if self.per_instance.len() as u64 != self.instances || members.is_empty() {
+            return None;
+        }
+        let mut total = Parts::default();
+        let mut per_instance = Vec::with_capacity(members.len());
+        for &i in members {
+            let p = self.per_instance.get(i)?;
+            total.add(p);
+            per_instance.push(*p);
+        }
+        let t = &total;
+        if t.children_ns
+            > t.sync_ns
+                .max(t.launch_ns)
+                .max(t.other_api_ns)
+                .max(t.rest_ns)
+        {
+            return None;
+        }
+        Some(RangeLedger {
+            name: self.name.clone(),
+            instances: members.len() as u64,
+            total,
+            per_instance,
+            children: BTreeMap::new(),
+            conserved: self.conserved,
+        })
+    }
+}
+
 /// The ledgers by range name: a report looks one up per range, and a capture can hold tens of
 /// thousands of names.
 pub(crate) struct ByName<'a>(HashMap<&'a str, &'a RangeLedger>);
@@ -91,6 +126,11 @@ pub(crate) struct ByName<'a>(HashMap<&'a str, &'a RangeLedger>);
 impl<'a> ByName<'a> {
     pub(crate) fn new(ledger: &'a [RangeLedger]) -> ByName<'a> {
         ByName(ledger.iter().map(|l| (l.name.as_str(), l)).collect())
+    }
+    /// `l` in place of the ledger of its name (the same range over some of its instances).
+    pub(crate) fn with(mut self, l: &'a RangeLedger) -> ByName<'a> {
+        self.0.insert(l.name.as_str(), l);
+        self
     }
     pub(crate) fn get(&self, name: &str) -> Option<&'a RangeLedger> {
         self.0.get(name).copied()

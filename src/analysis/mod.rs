@@ -230,6 +230,18 @@ impl Artifacts {
     }
 
     /// The ledgers by range name (one lookup, not a scan, per name).
+    /// The main kind of a range's instances when its first ones are a warm-up
+    /// (analysis::instances: the warm-up rule, or `report.instances=skip=N`) and the rest are
+    /// one group: that group, for verdicts that should not mix the two.
+    pub(crate) fn steady_group(&self, range: &str) -> Option<&instances::Group> {
+        let g = self.instance_groups.iter().find(|g| g.name == range)?;
+        let warmup = g.rule == instances::WARMUP || g.rule == instances::SKIP;
+        match g.groups.as_slice() {
+            [_, steady] if warmup && steady.gpu_busy_of_range_pct.is_some() => Some(steady),
+            _ => None,
+        }
+    }
+
     pub(crate) fn ledger_by_name(&self) -> ledger::ByName<'_> {
         ledger::ByName::new(&self.ledger)
     }

@@ -20,10 +20,21 @@ pub(crate) fn scope(s: &Scope) -> String {
         Some(r) => format!("in {}", range_name(r)),
         None => "in the whole capture".to_string(),
     };
-    if let Some(n) = s.instances.filter(|n| *n > 1) {
-        out.push_str(&format!(" ({n} instances)"));
+    match (&s.group, s.instances) {
+        // One group of the range's instances, e.g. "the other 61" after a warm-up.
+        (Some(g), _) => out.push_str(&format!(", {}", md_group(g))),
+        (None, Some(n)) if n > 1 => out.push_str(&format!(" ({n} instances)")),
+        _ => {}
     }
     out
+}
+
+/// A group label as a scope: "the other 61" reads "the other 61 instances".
+pub(crate) fn md_group(label: &str) -> String {
+    match label.starts_with("the other ") {
+        true => format!("{label} instances (the warm-up left out)"),
+        false => format!("its instances {label}"),
+    }
 }
 
 fn rule(f: &Finding) -> String {

@@ -132,7 +132,16 @@ fn graphs(c: &Finding) -> String {
 
 /// The captured range's verdict as a clause of the headline.
 fn captured_verdict(f: &Findings, scope: &crate::findings::Scope, h: &mut String) {
-    let here = |x: &&Finding| &x.scope == scope;
+    // The range's own findings, and those over one group of its instances (a verdict over the
+    // instances after a warm-up).
+    let here = |x: &&Finding| {
+        &x.scope == scope
+            || (x.scope.group.is_some()
+                && x.scope.range == scope.range
+                && x.scope.rank == scope.rank
+                && x.scope.kernel.is_none()
+                && matches!(x.claim, Claim::GpuIdle { .. }))
+    };
     for x in f.made().filter(here) {
         match &x.claim {
             Claim::GraphLevelTrace => {
@@ -152,6 +161,22 @@ fn captured_verdict(f: &Findings, scope: &crate::findings::Scope, h: &mut String
             }
             Claim::GpuWaitsInNccl => {
                 h.push_str(": it mostly waits for the other ranks inside NCCL kernels");
+            }
+            Claim::GpuIdle { verdict, story, .. } if x.scope.group.is_some() => {
+                let _ = write!(
+                    h,
+                    "; {}, the GPU is busy {} of their time: it mostly waits on the CPU",
+                    super::phrase::scope(&x.scope),
+                    x.text(Q::GpuBusyOfRangePct)
+                );
+                if let (Some(v), Some(story)) = (verdict, story) {
+                    let _ = write!(
+                        h,
+                        ", and {} ({}; kernels.md, \"Where the wall time goes\")",
+                        md(story),
+                        v.label()
+                    );
+                }
             }
             Claim::GpuIdle { verdict, story, .. } => match (verdict, story) {
                 (Some(v), Some(story)) => {

@@ -114,6 +114,8 @@ fn busy_verdict(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) 
                 fig(Quantity::GpuWorkingOfRangePct, working),
             ],
         );
+    } else if let Some(steady) = a.steady_group(&c.name).filter(|_| c.nccl_wait_ns == 0.0) {
+        steady_verdict(a, c, scope, steady, out);
     } else if working < rules::GPU_IDLE.threshold {
         let story = crate::analysis::ledger::cpu_story_with(
             &a.ledger_by_name(),
@@ -160,6 +162,52 @@ fn busy_verdict(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) 
             ],
         );
     }
+}
+
+/// The idle-GPU verdict over a range's steady instances only, when its first ones are a
+/// warm-up (compiling, graph recording, first-call allocation): over all of them the warm-up's
+/// seconds would decide it. No verdict when the steady instances keep the GPU busy.
+fn steady_verdict(
+    a: &Artifacts,
+    c: &Captured,
+    scope: &Scope,
+    steady: &crate::analysis::instances::Group,
+    out: &mut Findings,
+) {
+    let Some(busy) = steady.gpu_busy_of_range_pct else {
+        return;
+    };
+    if busy >= rules::GPU_IDLE.threshold {
+        return;
+    }
+    let scope = scope
+        .clone()
+        .group(&steady.label)
+        .instances(steady.instances);
+    let sub = a
+        .ledger_by_name()
+        .get(&c.name)
+        .and_then(|l| l.of_members(&steady.members));
+    let story = sub.as_ref().and_then(|l| {
+        crate::analysis::ledger::cpu_story_with(&a.ledger_by_name().with(l), &c.name, None)
+    });
+    let claim = Claim::GpuIdle {
+        verdict: story.as_ref().map(|s| CpuVerdict::of_label(s.label)),
+        story: story.map(|s| s.story),
+        python_function: None,
+        from_graphs: c.graph_kernels > 0,
+    };
+    out.push(
+        claim,
+        scope.clone(),
+        Some(rules::GPU_IDLE),
+        vec![Figure::new(
+            Quantity::GpuBusyOfRangePct,
+            busy,
+            &c.source,
+            &scope,
+        )],
+    );
 }
 
 /// Kernel time above the CPU wall time, with the reason the figures show: the projection
