@@ -880,3 +880,28 @@ fn a_run_directory_is_private_through_and_through_unless_asked() {
         }
     }
 }
+
+/// The try-it path says what it is: the fakes replay a recorded capture, and the console says
+/// so before the figures.
+#[test]
+fn the_test_doubles_are_named_on_the_console() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "t",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .assert()
+    .success()
+    .stderr(
+        predicate::str::contains("nsys at ").and(predicate::str::contains(
+            "is a test double: it runs the workload, then replays a recorded H100 capture",
+        )),
+    );
+}

@@ -434,3 +434,24 @@ fn the_idle_verdict_leaves_the_warm_up_out() {
         "{stake}"
     );
 }
+
+/// The answer is on the console too: the headline, its Markdown escapes undone, before the
+/// line naming the reports.
+#[test]
+fn the_headline_is_printed_on_the_console() {
+    let sb = common::Sandbox::new();
+    let dir = sb.copy_of("tests/data/hf/generate-twice", "console");
+    let out = sb
+        .stage2_without_tools()
+        .arg("report")
+        .arg(&dir)
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("stage2: headline: In `decode`, the GPU ran "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("elementwise_kernel [MulFunctor]"), "{line}");
+    assert!(!line.contains("**") && !line.contains("\\["), "{line}");
+}

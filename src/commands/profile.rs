@@ -421,6 +421,13 @@ fn find_tool(
                 f.path.display(),
                 f.how
             );
+            if f.replay {
+                tracing::warn!(
+                    "{} at {} is a test double: it runs the workload, then replays a recorded H100 capture, so the reports show that capture's figures, not this workload's",
+                    tool.name(),
+                    f.path.display()
+                );
+            }
             Ok(Some(f))
         }
         // A dry run only writes command lines: name the tool plainly, and say a real run
@@ -434,6 +441,7 @@ fn find_tool(
                 path: PathBuf::from(tool.name()),
                 how: "not found (dry run)".to_string(),
                 version: None,
+                replay: false,
             }))
         }
         Err(e) => Err(e),

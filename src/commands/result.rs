@@ -35,6 +35,9 @@ pub(crate) fn announce(run: &RunDir, state: &str, code: i32, json: bool) {
         true => "no reports written".to_string(),
         false => format!("{}/{}", run.path.display(), reports.join(", ")),
     };
+    if let Some(h) = headline(&run.file("stakeholder_summary.md")) {
+        tracing::info!("{h}");
+    }
     tracing::info!("{state}: {where_}");
     if !json {
         crate::outln!("{}", run.path.display());
@@ -53,6 +56,27 @@ pub(crate) fn announce(run: &RunDir, state: &str, code: i32, json: bool) {
         findings_error,
     };
     crate::outln!("{}", serde_json::to_string(&r).unwrap_or_default());
+}
+
+/// The stakeholder summary's headline as console text (its Markdown escapes undone), so the
+/// answer is on the console as `nsys --stats` users expect, not only in the files.
+fn headline(summary: &Path) -> Option<String> {
+    let text = crate::files::read_capped(summary, 1 << 20).ok()?;
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("**Headline:** "))?;
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    Some(format!(
+        "headline: {}",
+        crate::term::visible(&out.replace("**", ""))
+    ))
 }
 
 pub(crate) use crate::out::json_refusal as refusal;

@@ -98,6 +98,8 @@ pub(crate) struct Found {
     pub(crate) path: PathBuf,
     pub(crate) how: String,
     pub(crate) version: Option<String>,
+    /// A test double that replays a recorded capture (its `--version` says so).
+    pub(crate) replay: bool,
 }
 
 /// Find `tool`, explicitly configured path first.
@@ -145,9 +147,19 @@ pub(crate) fn find(tool: Tool, configured: Option<&str>) -> Result<Found, Error>
 }
 
 fn found(path: PathBuf, how: String) -> Found {
-    let version = version_of(&path);
-    Found { path, how, version }
+    let text = super::process::probe(&path, &["--version"], std::time::Duration::from_secs(30));
+    let text = text.unwrap_or_default();
+    Found {
+        path,
+        how,
+        version: parse_version(&text),
+        replay: text.contains(REPLAY_MARK),
+    }
 }
+
+/// What the test doubles in tests/fakes print with their version: their figures are a
+/// recorded capture's, not the workload's.
+const REPLAY_MARK: &str = "test double: replays a recorded capture";
 
 /// Search the install folders below `root` (a test can point it at a fake tree).
 pub(crate) fn search_install_folders(tool: Tool, root: &Path) -> Option<PathBuf> {
@@ -176,11 +188,6 @@ fn is_executable(p: &Path) -> bool {
 }
 
 /// The version line of `tool --version`, e.g. "2025.3.1.0".
-pub(crate) fn version_of(path: &Path) -> Option<String> {
-    let text = super::process::probe(path, &["--version"], std::time::Duration::from_secs(30))?;
-    parse_version(&text)
-}
-
 fn parse_version(text: &str) -> Option<String> {
     text.lines().find_map(|l| {
         let l = l.trim();
