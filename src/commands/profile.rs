@@ -59,9 +59,15 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     }
     if let (Some(found), false) = (&ncu_tool, args.dry_run) {
         let (path, metrics) = (found.path.clone(), cfg.ncu.metrics.clone());
+        // nsys's GPU-metrics sampling holds the GPU's counters for the whole pass, and ncu's
+        // query then answers without its list (seen on an H100): it runs after that pass.
+        let sampling = crate::passes::nsys::sampled_devices(cfg).is_some();
         if cfg.nsys.enable {
             metric_check = Some(std::thread::spawn(move || {
-                check_metrics_with_ncu(&path, &metrics)
+                if sampling {
+                    return Deferred::Later(path, metrics);
+                }
+                Deferred::Done(check_metrics_with_ncu(&path, &metrics))
             }));
         } else {
             known = check_metrics_with_ncu(&path, &metrics)?;
@@ -226,13 +232,24 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     Ok(code)
 }
 
+/// The metric check beside the nsys pass: its answer, or what to ask once the pass is over.
+enum Deferred {
+    Done(Result<Option<Vec<String>>, Error>),
+    Later(PathBuf, Vec<String>),
+}
+
 /// The metric check's answer: the reports' metrics this GPU knows (or what was known before),
 /// and the error that refuses the ncu pass.
 fn checked(
-    check: Option<std::thread::JoinHandle<Result<Option<Vec<String>>, Error>>>,
+    check: Option<std::thread::JoinHandle<Deferred>>,
     known: Option<Vec<String>>,
 ) -> (Option<Vec<String>>, Option<Error>) {
-    match check.map(|h| h.join().unwrap_or(Ok(None))) {
+    let answer = check.map(|h| match h.join() {
+        Ok(Deferred::Done(r)) => r,
+        Ok(Deferred::Later(path, metrics)) => check_metrics_with_ncu(&path, &metrics),
+        Err(_) => Ok(None),
+    });
+    match answer {
         Some(Ok(k)) => (k, None),
         Some(Err(e)) => (None, Some(e)),
         None => (known, None),
@@ -460,8 +477,12 @@ fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<Option<Vec<S
     );
     let text = match out {
         Some(text) if text.contains("Metric Name") => text,
-        Some(_) => {
-            tracing::warn!("unexpected `ncu --query-metrics` output; metric names are not checked");
+        Some(other) => {
+            let first = other.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            tracing::warn!(
+                "unexpected `ncu --query-metrics` output ({}); metric names are not checked and the ncu pass asks for the roofline set instead of the reports' metric list",
+                crate::term::visible(first.trim())
+            );
             return Ok(None);
         }
         None => {
