@@ -355,3 +355,29 @@ fn a_baseline_of_zero_spans_is_said_not_dropped() {
         "{err}"
     );
 }
+
+/// A workload that starts its own session (`os.setsid()`, as servers that daemonize do) runs in
+/// the baseline pass as under the profilers: it is not the leader of a process group there.
+#[test]
+fn a_workload_that_calls_setsid_runs_in_the_baseline_too() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "sid",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--no-ncu",
+            "--baseline",
+            "--",
+            "python3",
+            "-c",
+            "import os; os.setsid(); print('own session')",
+        ],
+    )
+    .assert()
+    .success();
+    let run = sb.run("sid");
+    let st = status(&run);
+    assert_eq!(st["passes"]["baseline"]["state"], "ok", "{st}");
+    assert!(read(run.join("baseline/workload.log")).contains("own session"));
+}

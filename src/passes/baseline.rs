@@ -65,11 +65,16 @@ impl Pass for BaselinePass {
     ) -> Result<PassStatus, Error> {
         let dir = ctx.run.path.join("baseline");
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
-        let mut spec = ctx.spec(
-            Path::new(&plan[0]),
-            plan[1..].to_vec(),
-            dir.join("workload.log"),
-        );
+        // Under a profiler the workload is the profiler's child; here stage2 would start it as
+        // the leader of its own process group, where `os.setsid()` fails. A shell leads the
+        // group instead (and gets the group's signals) and runs the workload as its child.
+        let mut args = vec![
+            "-c".to_string(),
+            "\"$@\"; exit $?".to_string(),
+            "stage2-baseline".to_string(),
+        ];
+        args.extend(plan.iter().cloned());
+        let mut spec = ctx.spec(Path::new("/bin/sh"), args, dir.join("workload.log"));
         spec.env.extend(self.env(ctx));
         // As long as the nsys pass may take: the same workload, with less around it.
         spec.timeout = ctx.cfg.nsys_timeout();
