@@ -78,3 +78,25 @@ fn a_report_file_without_its_tool_is_a_tool_error_saying_what_to_run() {
         );
     assert!(!sb.path().join("tmp").exists());
 }
+
+/// A report nsys cannot read: exit 3, and the run directory made for it says why in its
+/// status.json instead of being left bare.
+#[test]
+fn a_failed_import_leaves_a_status_saying_why() {
+    let sb = Sandbox::new();
+    let rep = sb.path().join("broken.nsys-rep");
+    std::fs::write(&rep, "not a report").unwrap();
+    sb.stage2()
+        .arg("report")
+        .arg(&rep)
+        .env("FAKE_NSYS_MODE", "badreport")
+        .assert()
+        .code(3);
+    let st = common::status(&made(&sb));
+    assert_eq!(st["state"], "failed", "{st}");
+    assert_eq!(st["exit_code"], 3);
+    assert!(st["passes"]["nsys"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("the report cannot be read"));
+}

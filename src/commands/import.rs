@@ -77,7 +77,43 @@ pub(crate) fn run(report: &Path, tool: Tool, extra: &crate::config::Extra) -> Re
             (copy, commands, run.ncu("import.log"))
         }
     };
-    std::fs::copy(report, &copy).map_err(|e| Error::io("copy", report, e))?;
+    match export(report, (tool, &found), &run, &copy, commands, &log) {
+        Ok(()) => Ok(run),
+        Err(e) => {
+            failed(&run, tool, &e);
+            Err(e.into())
+        }
+    }
+}
+
+/// A failed import leaves its run directory saying so (status.json), not a bare folder.
+fn failed(run: &RunDir, tool: Tool, e: &Error) {
+    use crate::rundir::status::{Cause, PassStatus, Status};
+    let mut st = Status::new(&run.id());
+    st.set(
+        tool.name(),
+        PassStatus::failed(Cause::of(e), Some(format!("import failed: {e}"))),
+    );
+    st.finish(false);
+    if let Err(w) = st.write(&run.path) {
+        tracing::warn!("cannot write {}: {w}", run.file("status.json").display());
+    }
+}
+
+/// Copy the report into the run and run the export commands (stdout to their files).
+fn export(
+    report: &Path,
+    (tool, found): (Tool, &tools::Found),
+    run: &RunDir,
+    copy: &Path,
+    commands: Vec<(Vec<String>, Option<std::path::PathBuf>)>,
+    log: &Path,
+) -> Result<(), Error> {
+    if let Err(e) = std::fs::copy(report, copy) {
+        // A partial copy (a full disk) is no report: nothing may read it later.
+        let _ = std::fs::remove_file(copy);
+        return Err(Error::io("copy", report, e));
+    }
     let cmd_txt = log.with_file_name("cmd.txt");
     let lines: Vec<Vec<String>> = commands
         .iter()
@@ -92,10 +128,10 @@ pub(crate) fn run(report: &Path, tool: Tool, extra: &crate::config::Extra) -> Re
         run.path.display()
     );
     for (args, stdout) in commands {
-        let mut spec = Spec::new(&found.path, args, log.clone());
+        let mut spec = Spec::new(&found.path, args, log.to_path_buf());
         spec.stdout_file = stdout;
         spec.timeout = Some(Duration::from_secs(3600));
         run_step(&spec).map_err(Error::tool)?;
     }
-    Ok(run)
+    Ok(())
 }
