@@ -73,6 +73,14 @@ fn a_rerun_takes_every_kernel_from_the_cache_and_skips_ncu() {
         Some(hits)
     );
     assert!(read(sb.run("two").join("ncu/cmd.txt")).is_empty());
+    // The summary does not say these were profiled in this run.
+    let stake = read(sb.run("two").join("stakeholder_summary.md"));
+    assert!(
+        stake.contains("kernels' figures from the metrics cache (none profiled in this run)")
+            && !stake.contains("kernels profiled"),
+        "{stake}"
+    );
+    assert!(read(sb.run("one").join("stakeholder_summary.md")).contains("kernels profiled"));
 }
 
 #[test]

@@ -37,6 +37,14 @@ pub(crate) fn md_group(label: &str) -> String {
     }
 }
 
+/// "is" for one, "are" for more: "1 of the top kernels is".
+fn are(n: usize) -> &'static str {
+    match n {
+        1 => "is",
+        _ => "are",
+    }
+}
+
 fn rule(f: &Finding) -> String {
     match &f.rule {
         Some(r) => format!("rule: {}", r.text),
@@ -132,14 +140,16 @@ pub(crate) fn sentence(f: &Finding) -> String {
             cite(f)
         ),
         Claim::MemoryBound { kernels } => format!(
-            "{} of the top kernels {w} are memory-bound ({}): batch more requests per step or quantise weights to cut bytes moved{}.",
+            "{} of the top kernels {w} {} memory-bound ({}): batch more requests per step or quantise weights to cut bytes moved{}.",
             kernels.len(),
+            are(kernels.len()),
             per_kernel(f, &[(Q::DramThroughputPct, "DRAM")]),
             cite(f)
         ),
         Claim::ComputeBound { kernels } => format!(
-            "{} of the top kernels {w} are compute-bound ({}; the FP32 ridge is at {}): check they use tensor cores (bf16/fp8 dtypes, aligned shapes){}.",
+            "{} of the top kernels {w} {} compute-bound ({}; the FP32 ridge is at {}): check they use tensor cores (bf16/fp8 dtypes, aligned shapes){}.",
             kernels.len(),
+            are(kernels.len()),
             per_kernel(f, &[(Q::SmThroughputPct, "SM"), (Q::FlopPerByte, "")]),
             f.text(Q::RidgeFlopPerByte),
             cite(f)
@@ -161,8 +171,9 @@ pub(crate) fn sentence(f: &Finding) -> String {
                 _ => "memory- or compute-bound",
             };
             format!(
-                "{} of the top kernels {w} that ncu did not measure are {class} by the GPU metrics nsys sampled over every launch ({}){}.",
+                "{} of the top kernels {w} that ncu did not measure {} {class} by the GPU metrics nsys sampled over every launch ({}){}.",
                 memory.len() + compute.len(),
+                are(memory.len() + compute.len()),
                 per_kernel(f, &figs),
                 cite(f)
             )

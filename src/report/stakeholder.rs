@@ -265,13 +265,32 @@ fn run_facts(a: &Artifacts, s: &mut String) {
         None if a.config.ncu.set == "report" => "the reports' metrics".to_string(),
         None => format!("set {}", md(&a.config.ncu.set)),
     };
+    // Figures served by the metrics cache were measured in an earlier run, not this one.
+    let cached = a
+        .records
+        .iter()
+        .chain(&a.ncu_records)
+        .filter(|r| r.ncu_cached_from.is_some())
+        .count();
     let ncu = match &a.ncu {
-        Some(r) => format!(
-            "{}, {collected}, {} kernels profiled",
-            inc.map(|i| format!("NVTX `{}`", md(&i)))
-                .unwrap_or_else(|| "whole run".into()),
-            r.kernels.len()
-        ),
+        Some(r) => {
+            let n = r.kernels.len();
+            let counted = match cached.min(n) {
+                0 => format!("{n} kernels profiled"),
+                c if c == n => format!(
+                    "{n} kernels' figures from the metrics cache (none profiled in this run)"
+                ),
+                c => format!(
+                    "{n} kernels ({} profiled in this run, {c} from the metrics cache)",
+                    n - c
+                ),
+            };
+            format!(
+                "{}, {collected}, {counted}",
+                inc.map(|i| format!("NVTX `{}`", md(&i)))
+                    .unwrap_or_else(|| "whole run".into()),
+            )
+        }
         None => "no data".to_string(),
     };
     let _ = writeln!(s, "| Capture | nsys: {nsys}; ncu: {ncu} |");

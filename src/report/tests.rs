@@ -246,7 +246,7 @@ fn a_top_kernel_ncu_did_not_classify_takes_its_sampled_class_or_an_abstention() 
         "nsys/run.sqlite"
     );
     let text = phrase::sentence(f);
-    assert!(text.starts_with("1 of the top kernels in `decode` that ncu did not measure are memory-bound by the GPU metrics nsys sampled over every launch (elementwise_kernel"), "{text}");
+    assert!(text.starts_with("1 of the top kernels in `decode` that ncu did not measure is memory-bound by the GPU metrics nsys sampled over every launch (elementwise_kernel"), "{text}");
     assert!(
         text.contains("DRAM 71.0%, SM issue or tensor 4.6%, coverage 100.0%"),
         "{text}"
