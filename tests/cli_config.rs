@@ -344,3 +344,16 @@ fn a_dry_runs_ncu_line_lists_the_reports_metrics() {
         "{cmd}"
     );
 }
+
+/// The workload given without `--` before it: exit 2, and the message says where it goes.
+#[test]
+fn a_workload_without_the_double_dash_is_told_where_it_goes() {
+    let sb = Sandbox::new();
+    sb.stage2()
+        .args(["profile", "python3", "w.py"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "bad override `python3`: missing `=value`; if this is the workload, put `--` before it",
+        ));
+}

@@ -42,6 +42,12 @@ pub fn parse(arg: &str) -> Result<Override, Error> {
         Some((k, v)) => (k, Some(v)),
         None => (rest, None),
     };
+    if op == Op::Set && raw.is_none() {
+        // A word with no `=` is most often the workload given without the `--` before it.
+        return Err(bad(
+            "missing `=value`; if this is the workload, put `--` before it: `stage2 profile [OVERRIDES] -- python3 w.py ...`",
+        ));
+    }
     if !valid_key(key) {
         return Err(bad("the key must be dotted words such as nsys.trace"));
     }
