@@ -72,7 +72,7 @@ fn headline(a: &Artifacts, f: &Findings) -> String {
     if let Some(c) = f.find(|x| is(x, |c| matches!(c, Claim::CapturedRange))) {
         let _ = write!(
             h,
-            ". In {whose}{} ({} of CPU wall time{}) the GPU ran kernels for {} in {} launches{}, busy {} of the range time",
+            ". In {whose}{} ({} of CPU wall time under nsys{}) the GPU ran kernels for {} in {} launches{}, busy {} of the range time",
             captured_name(a),
             c.text(Q::WallNs),
             c.figure(Q::GpuProjectionNs)

@@ -112,8 +112,13 @@ pub(crate) fn headline(a: &Artifacts, f: &Findings) -> Option<String> {
         })
         .collect();
     (!parts.is_empty()).then(|| {
+        // Every time here was measured with nsys tracing the run, which adds its own cost.
+        let bare = match a.observed.is_empty() {
+            true => "; `--baseline` times the same ranges without a profiler",
+            false => "; the baseline pass's times without a profiler are in kernels.md",
+        };
         format!(
-            "Per token ({}, kernels.md \"Per token\"): {}.",
+            "Per token, timed under nsys ({}, kernels.md \"Per token\"{bare}): {}.",
             a.sqlite_file,
             parts.join("; ")
         )
