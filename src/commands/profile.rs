@@ -62,13 +62,12 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         // nsys's GPU-metrics sampling holds the GPU's counters for the whole pass, and ncu's
         // query then answers without its list (seen on an H100): it runs after that pass.
         let sampling = crate::passes::nsys::sampled_devices(cfg).is_some();
-        if cfg.nsys.enable {
-            metric_check = Some(std::thread::spawn(move || {
-                if sampling {
-                    return Deferred::Later(path, metrics);
-                }
-                Deferred::Done(check_metrics_with_ncu(&path, &metrics))
-            }));
+        if cfg.nsys.enable && sampling {
+            metric_check = Some(Check::After(path, metrics));
+        } else if cfg.nsys.enable {
+            metric_check = Some(Check::Beside(std::thread::spawn(move || {
+                check_metrics_with_ncu(&path, &metrics)
+            })));
         } else {
             known = check_metrics_with_ncu(&path, &metrics)?;
         }
@@ -232,22 +231,22 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     Ok(code)
 }
 
-/// The metric check beside the nsys pass: its answer, or what to ask once the pass is over.
-enum Deferred {
-    Done(Result<Option<Vec<String>>, Error>),
-    Later(PathBuf, Vec<String>),
+/// The metric check with an nsys pass first: running beside it, or (when nsys samples the
+/// GPU's counters) what to ask once it is over.
+enum Check {
+    Beside(std::thread::JoinHandle<Result<Option<Vec<String>>, Error>>),
+    After(PathBuf, Vec<String>),
 }
 
 /// The metric check's answer: the reports' metrics this GPU knows (or what was known before),
 /// and the error that refuses the ncu pass.
 fn checked(
-    check: Option<std::thread::JoinHandle<Deferred>>,
+    check: Option<Check>,
     known: Option<Vec<String>>,
 ) -> (Option<Vec<String>>, Option<Error>) {
-    let answer = check.map(|h| match h.join() {
-        Ok(Deferred::Done(r)) => r,
-        Ok(Deferred::Later(path, metrics)) => check_metrics_with_ncu(&path, &metrics),
-        Err(_) => Ok(None),
+    let answer = check.map(|c| match c {
+        Check::Beside(h) => h.join().unwrap_or(Ok(None)),
+        Check::After(path, metrics) => check_metrics_with_ncu(&path, &metrics),
     });
     match answer {
         Some(Ok(k)) => (k, None),

@@ -263,12 +263,7 @@ impl NsysDb {
             return Ok(Vec::new());
         }
         self.check_intervals("NVTX_EVENTS")?;
-        // Older exports have only `text`; newer ones may store the name in StringIds.
-        let name = if cols.iter().any(|c| c == "textId") && !self.columns("StringIds")?.is_empty() {
-            "COALESCE(e.text, (SELECT value FROM StringIds s WHERE s.id = e.textId))"
-        } else {
-            "e.text"
-        };
+        let name = self.nvtx_name_expr(&cols)?;
         let sql = format!(
             "SELECT {name}, e.start, e.end, e.eventType, e.globalTid FROM NVTX_EVENTS e \
              WHERE e.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND e.end IS NOT NULL \
@@ -321,17 +316,23 @@ impl NsysDb {
         Ok(ranges)
     }
 
+    /// The SQL for an NVTX event's name (`e` is NVTX_EVENTS, `cols` its columns): older
+    /// exports have only `text`; newer ones may store the name in StringIds.
+    fn nvtx_name_expr(&self, cols: &[String]) -> Result<&'static str, Error> {
+        let ids = cols.iter().any(|c| c == "textId") && !self.columns("StringIds")?.is_empty();
+        Ok(match ids {
+            true => "COALESCE(e.text, (SELECT value FROM StringIds s WHERE s.id = e.textId))",
+            false => "e.text",
+        })
+    }
+
     /// The distinct names of the closed NVTX ranges in the export (no profiler windows).
     pub fn range_names(&self) -> Result<Vec<String>, Error> {
         let cols = self.columns("NVTX_EVENTS")?;
         if cols.is_empty() {
             return Ok(Vec::new());
         }
-        let name = if cols.iter().any(|c| c == "textId") && !self.columns("StringIds")?.is_empty() {
-            "COALESCE(e.text, (SELECT value FROM StringIds s WHERE s.id = e.textId))"
-        } else {
-            "e.text"
-        };
+        let name = self.nvtx_name_expr(&cols)?;
         let sql = format!(
             "SELECT DISTINCT {name} FROM NVTX_EVENTS e \
              WHERE e.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND e.end IS NOT NULL"
