@@ -112,6 +112,14 @@ fn op(kind: &str) -> String {
     format!("smsp__sass_thread_inst_executed_op_{kind}_pred_on.sum.per_cycle_elapsed")
 }
 
+/// The source type of a `sm__ops_path_tensor_src_<type>.sum.per_second` metric
+/// (`bf16_dst_fp32`, `fp16`, ...); None for any other metric.
+pub(crate) fn tensor_source(metric: &str) -> Option<&str> {
+    metric
+        .strip_prefix("sm__ops_path_tensor_src_")?
+        .strip_suffix(".sum.per_second")
+}
+
 /// Achieved rates of one kernel; None when the roofline metrics are missing.
 pub(crate) fn point(m: &Metrics) -> Option<Point> {
     let hz = m.get("smsp__cycles_elapsed.avg.per_second")?;
@@ -127,7 +135,7 @@ pub(crate) fn point(m: &Metrics) -> Option<Point> {
     let tensor_flops = m
         .values
         .keys()
-        .filter(|k| k.starts_with("sm__ops_path_tensor_src_") && k.ends_with(".sum.per_second"))
+        .filter(|k| tensor_source(k).is_some())
         .filter_map(|k| m.get(k))
         .sum();
     Some(Point {

@@ -295,8 +295,7 @@ fn tensor_sources(a: &Artifacts) -> String {
         .iter()
         .chain(&a.ncu_records)
         .flat_map(|r| r.metrics.keys())
-        .filter_map(|k| k.strip_prefix("sm__ops_path_tensor_src_"))
-        .filter_map(|k| k.strip_suffix(".sum.per_second"))
+        .filter_map(|k| crate::analysis::roofline::tensor_source(k))
         .map(|k| k.split('_').next().unwrap_or(k).to_ascii_uppercase())
         .collect();
     types.sort_unstable();
