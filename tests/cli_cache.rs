@@ -16,6 +16,13 @@ fn profile(sb: &Sandbox, id: &str, extra: &[&str]) {
         .success();
 }
 
+fn ncu_queries(sb: &Sandbox) -> usize {
+    sb.calls()
+        .lines()
+        .filter(|l| l.starts_with("ncu --query-metrics"))
+        .count()
+}
+
 fn ncu_profiles(sb: &Sandbox) -> usize {
     sb.calls()
         .lines()
@@ -50,6 +57,11 @@ fn a_rerun_takes_every_kernel_from_the_cache_and_skips_ncu() {
         "{ncu}"
     );
     assert_eq!(ncu_profiles(&sb), 1, "ncu ran again: {}", sb.calls());
+    // ncu's list of metric names for this GPU was kept too: the re-run did not ask again.
+    assert_eq!(ncu_queries(&sb), 1, "{}", sb.calls());
+    assert!(std::fs::read_dir(sb.path().join("cache/stage2/ncu/query"))
+        .unwrap()
+        .any(|e| e.unwrap().path().extension().is_some_and(|x| x == "json")));
     let hits = ncu["ncu"]["cache"]["hits"].as_u64().unwrap();
     assert!(hits >= 2, "{ncu}");
     // The reports carry the cached figures and name the run that measured them.
@@ -89,6 +101,8 @@ fn no_cache_and_other_settings_profile_again() {
     profile(&sb, "one", &[]);
     profile(&sb, "off", &["--no-cache"]);
     assert_eq!(ncu_profiles(&sb), 2);
+    // With the cache off, ncu is asked for its metric names again.
+    assert_eq!(ncu_queries(&sb), 2, "{}", sb.calls());
     assert!(status(&sb.run("off"))["passes"]["ncu"]["ncu"]["cache"].is_null());
     // Another clock setting is another key: nothing is served.
     profile(&sb, "clocks", &["ncu.clock_control=none"]);

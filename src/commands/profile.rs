@@ -9,7 +9,7 @@ use crate::cli::ProfileArgs;
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
 use crate::passes::driver::Driver;
-use crate::passes::ncu::{self, NcuPass};
+use crate::passes::ncu::{self, query, NcuPass};
 use crate::passes::nsys::{self, NsysPass};
 use crate::passes::provenance::{Env, Inputs};
 use crate::passes::tools::{self, Found, Tool};
@@ -42,9 +42,6 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         cfg.tools.ncu.as_deref(),
         args.dry_run,
     )?;
-    // Metric names are checked against this GPU's list before the ncu pass. With an nsys pass
-    // first, the query runs beside it instead of delaying it.
-    let mut metric_check = None;
     let mut known = None;
     if args.dry_run && cfg.ncu.enable {
         // Nothing runs, ncu's query neither: cmd.txt shows the list a real run asks for, of
@@ -56,21 +53,6 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
                 .map(|m| m.to_string())
                 .collect(),
         );
-    }
-    if let (Some(found), false) = (&ncu_tool, args.dry_run) {
-        let (path, metrics) = (found.path.clone(), cfg.ncu.metrics.clone());
-        // nsys's GPU-metrics sampling holds the GPU's counters for the whole pass, and ncu's
-        // query then answers without its list (seen on an H100): it runs after that pass.
-        let sampling = crate::passes::nsys::sampled_devices(cfg).is_some();
-        if cfg.nsys.enable && sampling {
-            metric_check = Some(Check::After(path, metrics));
-        } else if cfg.nsys.enable {
-            metric_check = Some(Check::Beside(std::thread::spawn(move || {
-                check_metrics_with_ncu(&path, &metrics)
-            })));
-        } else {
-            known = check_metrics_with_ncu(&path, &metrics)?;
-        }
     }
 
     if crate::passes::signals::interrupted() {
@@ -97,6 +79,28 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     let mut env = Env::collect(&argv, tools_found);
     env.write(&run.file("env.json"))
         .map_err(|e| io("env.json", e))?;
+    // Metric names are checked against this GPU's list before the ncu pass: the list kept for
+    // this GPU, driver and ncu, else ncu's answer, asked beside the nsys pass or after it.
+    let mut metric_check = None;
+    if let (Some(found), false) = (&ncu_tool, args.dry_run) {
+        let source = query_source(cfg, &env, found);
+        let metrics = cfg.ncu.metrics.clone();
+        // nsys's GPU-metrics sampling holds the GPU's counters for the whole pass, and ncu's
+        // query then answers without its list (seen on an H100): it runs after that pass.
+        let sampling = crate::passes::nsys::sampled_devices(cfg).is_some();
+        match source.cached() {
+            Some(names) => known = query::decide(Some(&names), &metrics)?,
+            None if cfg.nsys.enable && sampling => {
+                metric_check = Some(Check::After(source, metrics))
+            }
+            None if cfg.nsys.enable => {
+                metric_check = Some(Check::Beside(std::thread::spawn(move || {
+                    query::decide(source.ask_and_keep().as_deref(), &metrics)
+                })))
+            }
+            None => known = query::decide(source.ask_and_keep().as_deref(), &metrics)?,
+        }
+    }
     let inputs = Inputs::new(&workload, cfg.inputs.manifest.as_deref())?;
     crate::rundir::status::write_atomic(
         &run.file("inputs.yaml"),
@@ -235,7 +239,7 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
 /// GPU's counters) what to ask once it is over.
 enum Check {
     Beside(std::thread::JoinHandle<Result<Option<Vec<String>>, Error>>),
-    After(PathBuf, Vec<String>),
+    After(query::Source, Vec<String>),
 }
 
 /// The metric check's answer: the reports' metrics this GPU knows (or what was known before),
@@ -246,7 +250,7 @@ fn checked(
 ) -> (Option<Vec<String>>, Option<Error>) {
     let answer = check.map(|c| match c {
         Check::Beside(h) => h.join().unwrap_or(Ok(None)),
-        Check::After(path, metrics) => check_metrics_with_ncu(&path, &metrics),
+        Check::After(source, metrics) => query::decide(source.ask_and_keep().as_deref(), &metrics),
     });
     match answer {
         Some(Ok(k)) => (k, None),
@@ -464,42 +468,16 @@ fn find_tool(
     }
 }
 
-/// `ncu --query-metrics` lists the metric base names this GPU has: the user's `ncu.metrics` must
-/// be among them, and the reports' own metrics are cut to them (see
-/// [`ncu::metrics_to_collect`]). Where the query itself fails (no GPU visible here, say), the
-/// check is skipped with a warning and None is returned.
-fn check_metrics_with_ncu(ncu: &Path, metrics: &[String]) -> Result<Option<Vec<String>>, Error> {
-    let out = crate::passes::process::probe(
-        ncu,
-        &["--query-metrics"],
-        crate::passes::process::probe_limit(),
-    );
-    let text = match out {
-        Some(text) if text.contains("Metric Name") => text,
-        Some(other) => {
-            let first = other.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-            tracing::warn!(
-                "unexpected `ncu --query-metrics` output ({}); metric names are not checked and the ncu pass asks for the roofline set instead of the reports' metric list",
-                crate::term::visible(first.trim())
-            );
-            return Ok(None);
-        }
-        None => {
-            tracing::warn!(
-                "could not list ncu metrics; metric names are not checked before the run"
-            );
-            return Ok(None);
-        }
-    };
-    let unknown = ncu::unknown_metrics(metrics, &text);
-    if !unknown.is_empty() {
-        return Err(Error::config(format!(
-            "ncu.metrics: not known to ncu on this GPU: {} (see `ncu --query-metrics`)",
-            unknown.join(", ")
-        )));
+/// Where the metric names come from: kept per GPU, driver and ncu version in the metrics
+/// cache when the cache is on (`ncu.cache.enable`) and the device is known, else asked.
+fn query_source(cfg: &Config, env: &Env, ncu: &Found) -> query::Source {
+    let device = cache_device(env, workload_gpu(cfg), Some(ncu));
+    let dir = crate::passes::ncu::cache::default_dir(cfg.ncu.cache.dir.as_deref());
+    query::Source {
+        ncu: ncu.path.clone(),
+        kept_in: match (cfg.ncu.cache.enable, dir, device) {
+            (true, Some(dir), Some(device)) => Some((dir, device)),
+            _ => None,
+        },
     }
-    Ok(Some(ncu::known_metrics(
-        crate::parse::ncu::REPORT_METRICS,
-        &text,
-    )))
 }

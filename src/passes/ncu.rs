@@ -170,13 +170,6 @@ pub(crate) fn metrics_to_collect(cfg: &Ncu, known: Option<&[String]>) -> Collect
     Collect { set, metrics }
 }
 
-/// The names in `metrics` that `ncu --query-metrics` output lists (by base name).
-pub(crate) fn known_metrics(metrics: &[&str], query_output: &str) -> Vec<String> {
-    let all: Vec<String> = metrics.iter().map(|m| m.to_string()).collect();
-    let unknown = unknown_metrics(&all, query_output);
-    all.into_iter().filter(|m| !unknown.contains(m)).collect()
-}
-
 /// When nsys captures the workload's cudaProfilerStart/Stop windows, ncu profiles inside them
 /// too (`--profile-from-start off`), so both tools look at the same part of the run.
 pub(crate) fn window_args(cfg: &Config) -> Vec<String> {
@@ -231,25 +224,6 @@ pub(crate) fn check_metric_names(metrics: &[String]) -> Result<(), Error> {
         }
     }
     Ok(())
-}
-
-/// Check metrics against `ncu --query-metrics` output: each metric's base name (before the
-/// first `.`) must be listed. Returns the unknown ones.
-pub(crate) fn unknown_metrics(metrics: &[String], query_output: &str) -> Vec<String> {
-    // Plain `--query-metrics` lists base names; the suffix mode lists `base.suffix`.
-    let known: std::collections::HashSet<&str> = query_output
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .map(|name| name.split('.').next().unwrap_or(name))
-        .collect();
-    metrics
-        .iter()
-        .filter(|m| {
-            let base = m.split('.').next().unwrap_or(m);
-            !known.contains(base)
-        })
-        .cloned()
-        .collect()
 }
 
 /// The code in ncu's "The application returned an error code (N)".
@@ -973,4 +947,5 @@ mod tests;
 
 pub(crate) mod cache;
 pub(crate) mod cost;
+pub(crate) mod query;
 mod reuse;

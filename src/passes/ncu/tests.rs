@@ -145,7 +145,8 @@ fn the_metric_list_follows_the_set_and_what_this_gpu_knows() {
         "/tests/data/ncu/query_metrics_head.txt"
     ))
     .unwrap();
-    let k = known_metrics(crate::parse::ncu::REPORT_METRICS, &q);
+    let names = super::query::base_names(&q);
+    let k = super::query::decide(Some(&names), &[]).unwrap().unwrap();
     assert!(k.len() < crate::parse::ncu::REPORT_METRICS.len(), "{k:?}");
 }
 
@@ -207,9 +208,13 @@ fn metrics_are_checked_against_query_output() {
         "gpu__time_duration.sum".to_string(),
         "sm__nonsense.sum".to_string(),
     ];
-    assert_eq!(
-        unknown_metrics(&m, &q),
-        vec!["sm__nonsense.sum".to_string()]
+    let names = super::query::base_names(&q);
+    let e = super::query::decide(Some(&names), &m)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("sm__nonsense.sum") && !e.contains("gpu__time_duration"),
+        "{e}"
     );
 }
 
