@@ -22,8 +22,8 @@ mkdir -p "$root"
 # One untimed run first: the first import of torch reads its files from disk, and every timed
 # run below should see the same warm file cache.
 "$py" $w --arch qwen2 --new-tokens 1 >/dev/null 2>&1
-echo "| variant | bare (s) | nsys pass (s) | ncu pass (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling |"
-echo "|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+echo "| variant | bare (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling |"
+echo "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
 rows=()
 for v in "${@:-eager static large}"; do
   for variant in $v; do
@@ -64,14 +64,22 @@ rec = ncu.get("ncu") or {}
 plan, act = rec.get("cost") or {}, rec.get("actual") or {}
 warm_ncu = passes("warm")[1]
 hits = ((warm_ncu.get("ncu") or {}).get("cache") or {}).get("hits", 0)
+warm_nsys = passes("warm")[0]
+warm_t = (warm_nsys.get("nsys") or {}).get("timing") or {}
+# What a warm run spends beside the nsys pass's profile and post steps (query, selection, report).
+warm_rest = None
+if warm_nsys.get("duration_s") is not None:
+    warm_rest = warm - warm_nsys["duration_s"] - (warm_t.get("post_steps_s") or 0.0)
 shapes = rec.get("shapes") or {}
 shape_col = (f"{'every' if shapes.get('every_shape') else 'first'} ({shapes.get('first_shapes_pct', 0):.0f}% in first)"
              if shapes else "-")
 f = lambda x, p=1: "-" if x is None else f"{x:.{p}f}"
-print(f"| {v} | {bare:.1f} | {f(nsys.get('duration_s'))} | {f(ncu.get('duration_s'))} | "
+timing = (nsys.get("nsys") or {}).get("timing") or {}
+print(f"| {v} | {bare:.1f} | {f(nsys.get('duration_s'))} | {f(timing.get('capture_start_s'))} | {f(timing.get('post_steps_s'))} | "
+      f"{f(ncu.get('duration_s'))} | {f(act.get('before_first_s'))} | "
       f"{shape_col} | {act.get('kernels', '-')} | {act.get('passes_per_kernel', '-')} | {f(act.get('s_per_kernel'), 2)} | "
       f"{f(plan.get('predicted_s'))} | {f(act.get('prediction_error_pct'), 0)}% | "
-      f"{first:.1f} | {first / bare:.2f}x | {warm:.1f} ({hits} cached, ncu {f(warm_ncu.get('duration_s'))} s) | {warm / bare:.2f}x | "
+      f"{first:.1f} | {first / bare:.2f}x | {warm:.1f} ({hits} cached, ncu {f(warm_ncu.get('duration_s'))} s, {f(warm_rest)} s beside nsys) | {warm / bare:.2f}x | "
       f"{quick:.1f} | {quick / bare:.2f}x | {sampled(f'{root}/bench-{v}-quick-{stamp}')} |")
 PY
 )")

@@ -63,6 +63,20 @@ pub(crate) fn check(c: &Config) -> Result<(), Error> {
             "must be a share in [0, 1], e.g. 0.9",
         );
     }
+    if c.ncu.shapes_max_launches == 0 {
+        return bad(
+            "ncu.shapes_max_launches",
+            &0,
+            "must be at least 1, e.g. 200",
+        );
+    }
+    if c.ncu.shapes_budget_s == Some(0) {
+        return bad(
+            "ncu.shapes_budget_s",
+            &0,
+            "must be at least 1 second, or null for no time bound",
+        );
+    }
     let tol = c.ncu.cache.duration_tolerance;
     if !(tol.is_finite() && tol >= 0.0) {
         return bad(

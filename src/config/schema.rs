@@ -335,6 +335,10 @@ pub struct Ncu {
     pub instances_per_kernel: u32,
     pub shapes: Shapes,
     pub shape_coverage: f64,
+    /// With every configuration measured: at most this many launches, and this many seconds
+    /// (None: no time bound), after which ncu is stopped and what it measured is kept.
+    pub shapes_max_launches: usize,
+    pub shapes_budget_s: Option<u64>,
     pub ranks: Vec<u32>,
     pub include_nccl: bool,
     pub nccl_p2p_disable: bool,

@@ -369,6 +369,53 @@ pub(crate) struct NcuPlan {
     pub(crate) cost: Option<cost::Plan>,
     /// Which launch configurations ncu measures, and why (None: not known before it runs).
     pub(crate) shapes: Option<ShapePlan>,
+    /// Measuring every configuration: when the pass is stopped (None: ncu ends it itself).
+    pub(crate) bound: Option<Bound>,
+}
+
+/// When a pass that measures every launch configuration is stopped, keeping what ncu measured:
+/// ncu cannot know which launch is a kernel's last configuration, so without a bound the
+/// workload runs to its end under ncu (an MoE's routed experts bring new grids all along).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Bound {
+    /// Launches profiled: the configurations the nsys export holds (one process only: ending
+    /// one rank of several would leave the others waiting), else `ncu.shapes_max_launches`.
+    pub(crate) launches: usize,
+    /// Whether `launches` is the export's count of configurations (else the bound).
+    pub(crate) all_known: bool,
+    pub(crate) budget: Option<std::time::Duration>,
+}
+
+impl Bound {
+    pub(crate) fn new(cfg: &Ncu, known: Option<usize>, multi: bool) -> Bound {
+        let max = cfg.shapes_max_launches.max(1);
+        let known = known.filter(|&k| !multi && k > 0 && k <= max);
+        Bound {
+            launches: known.unwrap_or(max),
+            all_known: known.is_some(),
+            budget: cfg.shapes_budget_s.map(std::time::Duration::from_secs),
+        }
+    }
+
+    /// Why the pass stopped, from what it profiled and how long it ran.
+    pub(crate) fn reason(&self, profiled: usize, ran: std::time::Duration) -> String {
+        let why = match (profiled >= self.launches, self.all_known, self.budget) {
+            (true, true, _) => format!(
+                "one launch of each of the {} launch configurations the nsys export holds for the chosen kernels was measured",
+                self.launches
+            ),
+            (true, false, _) => format!(
+                "it reached its bound of {} launches (ncu.shapes_max_launches)",
+                self.launches
+            ),
+            (false, _, Some(b)) if ran >= b => format!(
+                "it reached its time budget of {} s (ncu.shapes_budget_s)",
+                b.as_secs()
+            ),
+            _ => "it reached its bound".to_string(),
+        };
+        format!("ncu measured {profiled} launches and was stopped: {why}; what it measured is kept")
+    }
 }
 
 impl ShapePlan {
@@ -513,6 +560,10 @@ impl NcuPass {
         spec.env.extend(plan.env.iter().cloned());
         spec.timeout = ctx.cfg.ncu_timeout();
         spec.on_line = Some(watch.hook.clone());
+        spec.soft_stop = plan.bound.as_ref().map(|b| process::SoftStop {
+            flag: watch.stop.clone(),
+            after: b.budget,
+        });
         process::run(&spec).map_err(|e| Error::start(&argv[0], e))
     }
 
@@ -570,6 +621,20 @@ impl NcuPass {
         }
         st.warnings.extend(mangled.err());
         st.warnings.extend(sections.err());
+    }
+}
+
+/// What the nsys pass of this run measured of the workload (nothing without one).
+fn nsys_basis(ctx: &Ctx) -> cost::Basis {
+    let status = crate::rundir::status::Status::read(&ctx.run.path);
+    let Some(nsys) = status.as_ref().and_then(|s| s.passes.get("nsys")) else {
+        return cost::Basis::default();
+    };
+    let timing = nsys.nsys.as_ref().and_then(|r| r.timing.clone());
+    cost::Basis {
+        pass_s: nsys.duration_s,
+        capture_start_s: timing.as_ref().and_then(|t| t.capture_start_s),
+        workload_end_s: timing.and_then(|t| t.workload_end_s),
     }
 }
 
@@ -689,19 +754,21 @@ impl Pass for NcuPass {
         if let Some(p) = &shape_plan {
             tracing::info!("{}", p.describe());
         }
+        let bound = (launches == Launches::EveryShape).then(|| {
+            let per_kernel = ctx.cfg.ncu.instances_per_kernel.max(1) as usize;
+            Bound::new(&ctx.cfg.ncu, profiles.map(|p| p * per_kernel), multi)
+        });
         let cost = profiles.map(|n| {
             let learned = reuse
                 .as_ref()
                 .and_then(|r| cost::load(&cost_model_path(ctx, r)));
-            let nsys_s = crate::rundir::status::Status::read(&ctx.run.path)
-                .and_then(|s| s.passes.get("nsys")?.duration_s);
             cost::plan(
                 learned.as_ref(),
                 n,
                 hits,
                 collect.set.as_deref(),
-                nsys_s,
-                stop_early,
+                nsys_basis(ctx),
+                stop_early || bound.as_ref().is_some_and(|b| b.all_known),
             )
         });
         Ok(NcuPlan {
@@ -733,6 +800,7 @@ impl Pass for NcuPass {
             nothing_left,
             stop_early,
             cost,
+            bound,
         })
     }
 
@@ -800,6 +868,16 @@ impl Pass for NcuPass {
         }
         let have_report = process::nonempty(&plan.report);
         let mut st = classify(&out, have_report, filtered);
+        let bounded = match (&plan.bound, out.soft_stopped && have_report) {
+            (Some(b), true) if !out.interrupted && !out.timed_out => {
+                Some(b.reason(watch.done().len(), out.duration))
+            }
+            _ => None,
+        };
+        if let Some(why) = &bounded {
+            tracing::info!("{why}");
+            st = PassStatus::new(PassState::Ok, Some(why.clone()));
+        }
         st.duration_s = Some(duration.as_secs_f64());
         st.warnings.extend(warnings);
         let actual = plan.cost.as_ref().map(|c| {
@@ -833,10 +911,9 @@ impl Pass for NcuPass {
             }
         }
         st.ncu = Some(self.outcome_record(plan, actual, stored));
-        if plan.stop_early && out.tail.contains(STOPPED_EARLY) {
-            if let Some(r) = st.ncu.as_mut() {
-                r.stopped_early = true;
-            }
+        if let Some(r) = st.ncu.as_mut() {
+            r.stopped_early = plan.stop_early && out.tail.contains(STOPPED_EARLY);
+            r.bounded = bounded;
         }
         Ok(st)
     }
@@ -883,6 +960,7 @@ impl NcuPass {
             set: plan.collect.set.clone(),
             metrics: plan.collect.metrics.len(),
             stopped_early: false,
+            bounded: None,
             cost: plan.cost.clone(),
             actual,
             cache: plan.reuse.as_ref().map(|r| NcuCacheUse {
@@ -902,6 +980,8 @@ impl NcuPass {
 struct Watch {
     done: std::sync::Arc<std::sync::Mutex<Vec<cost::Done>>>,
     hook: process::LineHook,
+    /// Set once the pass's bound of launches is profiled (see [`Bound`]).
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Watch {
@@ -911,6 +991,8 @@ impl Watch {
         let total = plan.cost.as_ref().map(|c| c.kernels);
         let cost = plan.cost.clone();
         let t0 = std::time::Instant::now();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (stop_at, flag) = (plan.bound.as_ref().map(|b| b.launches), stop.clone());
         let hook = process::LineHook(std::sync::Arc::new(move |line: &str| {
             if line.starts_with("==PROF== Connected") {
                 handle.stage("profiling");
@@ -923,6 +1005,9 @@ impl Watch {
                     passes,
                 });
                 let k = d.len();
+                if stop_at.is_some_and(|n| k >= n) {
+                    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
                 let left = cost
                     .as_ref()
                     .zip(total)
@@ -934,7 +1019,7 @@ impl Watch {
                 });
             }
         }));
-        Watch { done, hook }
+        Watch { done, hook, stop }
     }
 
     fn done(&self) -> Vec<cost::Done> {

@@ -2,6 +2,7 @@
 //! `nsys export` (SQLite).
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::driver::Pass;
@@ -12,7 +13,9 @@ use crate::config::{CaptureRange, CaptureRangeEnd, Nsys};
 use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
-use crate::rundir::status::{Cause, NsysRecord, PassState, PassStatus, SamplingRecord};
+use crate::rundir::status::{
+    Cause, NsysRecord, NsysTiming, PassState, PassStatus, SamplingRecord,
+};
 
 /// The reports `nsys stats` writes as `summary_<report>.csv`.
 pub(crate) const STATS_REPORTS: &[&str] = &["cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum"];
@@ -427,7 +430,8 @@ impl Pass for NsysPass {
         let log = ctx.run.nsys("nsys.log");
         let mut spec = ctx.spec(&program, plan.profile[1..].to_vec(), log.clone());
         spec.timeout = ctx.cfg.nsys_timeout();
-        spec.on_line = Some(stage_hook(progress));
+        let marks = Arc::new(Mutex::new(Marks::default()));
+        spec.on_line = Some(stage_hook(progress, marks.clone()));
         let mut out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
         let dir = ctx.run.path.join("nsys");
         let mut refused = None;
@@ -474,6 +478,7 @@ impl Pass for NsysPass {
         }
         // A report is processed even when the workload failed or the user interrupted: that
         // is data the user already paid for.
+        let post_began = std::time::Instant::now();
         for (rank, report) in &reports {
             if let Err(why) = self.post_steps(ctx, plan, *rank, report, progress) {
                 if crate::passes::signals::interrupted() {
@@ -503,6 +508,13 @@ impl Pass for NsysPass {
             );
             st.duration_s = Some(out.duration.as_secs_f64());
         }
+        let m = marks.lock().unwrap_or_else(|p| p.into_inner());
+        let timing = NsysTiming {
+            capture_start_s: m.capture_start,
+            workload_end_s: m.workload_end,
+            post_steps_s: (!reports.is_empty()).then(|| post_began.elapsed().as_secs_f64()),
+        };
+        st.nsys.get_or_insert_with(|| plan.capture.clone()).timing = Some(timing);
         Ok(st)
     }
 
@@ -591,15 +603,29 @@ impl NsysPass {
     }
 }
 
+/// When nsys's own lines came, in seconds from the pass's start (the first of each).
+#[derive(Default)]
+struct Marks {
+    capture_start: Option<f64>,
+    workload_end: Option<f64>,
+}
+
 /// Follow nsys's own messages: collecting while the workload runs, finalizing once it ended
-/// and nsys writes the report.
-fn stage_hook(progress: &Progress) -> LineHook {
+/// and nsys writes the report; note when the capture began and the workload ended.
+fn stage_hook(progress: &Progress, marks: Arc<Mutex<Marks>>) -> LineHook {
     let state = progress.handle();
-    LineHook(std::sync::Arc::new(move |line: &str| {
+    let started = std::time::Instant::now();
+    LineHook(Arc::new(move |line: &str| {
+        let now = Some(started.elapsed().as_secs_f64());
+        let mut m = marks.lock().unwrap_or_else(|p| p.into_inner());
         let stage = if line.starts_with("Generating '") || line.starts_with("Processing events") {
+            m.workload_end = m.workload_end.or(now);
             "finalizing the report"
         } else if line.starts_with("Collecting data") {
             "collecting"
+        } else if line.starts_with("Capture range started") {
+            m.capture_start = m.capture_start.or(now);
+            return;
         } else {
             return;
         };

@@ -55,6 +55,23 @@ pub(crate) struct NsysRecord {
     /// GPU-metrics sampling asked of the pass (None: not asked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) sampling: Option<SamplingRecord>,
+    /// When, in seconds from the pass's start, nsys said the capture began and the
+    /// workload ended (its "Capture range started" and "Generating" lines), and how long the
+    /// export and stats took after it: where the pass's time went, and the basis of the ncu
+    /// pass's prediction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) timing: Option<NsysTiming>,
+}
+
+/// Where the nsys pass's time went (see [`NsysRecord::timing`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct NsysTiming {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) capture_start_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) workload_end_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) post_steps_s: Option<f64>,
 }
 
 /// What the nsys pass asked of GPU-metrics sampling, and whether the GPU refused it.
@@ -81,6 +98,9 @@ pub(crate) struct NcuRecord {
     /// The ncu pass ended the workload once every chosen kernel was profiled.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) stopped_early: bool,
+    /// Measuring every launch configuration, the pass was stopped at its bound: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) bounded: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cost: Option<NcuCostPlan>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,6 +195,7 @@ impl NsysRecord {
                 && cfg.capture_range != CaptureRange::None
                 && CaptureRangeEnd::first_only(cfg.capture_range_end),
             sampling: None,
+            timing: None,
         }
     }
 }

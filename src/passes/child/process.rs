@@ -36,6 +36,24 @@ pub(crate) struct Spec {
     pub(crate) grace: Duration,
     /// Told each line the child prints (stdout and stderr), as it arrives.
     pub(crate) on_line: Option<LineHook>,
+    /// Stop early, keeping what the child wrote (a bound reached, not a failure).
+    pub(crate) soft_stop: Option<SoftStop>,
+}
+
+/// Ask a child to stop early as a Ctrl-C would (SIGINT to its group, SIGKILL after the grace),
+/// so a profiler ends the workload and writes what it measured: once `flag` is set (by a line
+/// hook that counted enough results, say) or `after` has passed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SoftStop {
+    pub(crate) flag: Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) after: Option<Duration>,
+}
+
+impl SoftStop {
+    fn due(&self, elapsed: Duration) -> bool {
+        self.flag.load(std::sync::atomic::Ordering::Relaxed)
+            || self.after.is_some_and(|a| elapsed > a)
+    }
 }
 
 /// A callback for each output line (ended by `\n` or `\r`, lossily decoded).
@@ -65,6 +83,7 @@ impl Spec {
             timeout: None,
             grace: Duration::from_secs(30),
             on_line: None,
+            soft_stop: None,
         }
     }
 
@@ -86,6 +105,8 @@ pub(crate) struct Outcome {
     pub(crate) tail: String,
     pub(crate) interrupted: bool,
     pub(crate) timed_out: bool,
+    /// Stopped by its [`SoftStop`].
+    pub(crate) soft_stopped: bool,
 }
 
 impl Outcome {
@@ -223,6 +244,7 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     let mut killed = false;
     let mut interrupted = false;
     let mut timed_out = false;
+    let mut soft_stopped = false;
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break status;
@@ -242,6 +264,13 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
                 tracing::warn!("timed out after {}s: sending SIGTERM", limit.as_secs());
                 let _ = killpg(pgid, Signal::SIGTERM);
                 forwarded_at.get_or_insert(now);
+            }
+        }
+        if let Some(stop) = spec.soft_stop.as_ref().filter(|_| forwarded_at.is_none()) {
+            if stop.due(now.duration_since(start)) {
+                soft_stopped = true;
+                let _ = killpg(pgid, Signal::SIGINT);
+                forwarded_at = Some(now);
             }
         }
         let escalate =
@@ -268,6 +297,7 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
         tail,
         interrupted,
         timed_out,
+        soft_stopped,
     })
 }
 
@@ -464,6 +494,43 @@ mod tests {
         assert!(out.timed_out);
         assert_eq!(out.signal, Some(libc_sigterm()));
         assert!(out.duration < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_soft_stop_asks_with_sigint_and_keeps_what_the_child_wrote() {
+        let tmp = tempfile::tempdir().unwrap();
+        let script = "trap 'echo finalized; exit 0' INT; echo ready; while :; do sleep 0.05; done";
+        // By its deadline.
+        let mut spec = sh(script, &tmp.path().join("a"));
+        spec.soft_stop = Some(SoftStop {
+            after: Some(Duration::from_millis(300)),
+            ..SoftStop::default()
+        });
+        let out = run(&spec).unwrap();
+        assert!(out.soft_stopped && !out.timed_out && !out.interrupted);
+        assert!(out.tail.contains("finalized"), "{}", out.tail);
+        assert_eq!(out.code, Some(0));
+        // By its flag, set from a line hook as the child prints.
+        let mut spec = sh(script, &tmp.path().join("b"));
+        let stop = SoftStop::default();
+        let flag = stop.flag.clone();
+        spec.on_line = Some(LineHook(Arc::new(move |l: &str| {
+            if l.starts_with("ready") {
+                flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        })));
+        spec.soft_stop = Some(stop);
+        let out = run(&spec).unwrap();
+        assert!(out.soft_stopped && out.tail.contains("finalized"), "{}", out.tail);
+        // A child that ignores it is killed after the grace.
+        let mut spec = sh("trap '' INT; sleep 30", &tmp.path().join("c"));
+        spec.grace = Duration::from_millis(300);
+        spec.soft_stop = Some(SoftStop {
+            after: Some(Duration::from_millis(100)),
+            ..SoftStop::default()
+        });
+        let out = run(&spec).unwrap();
+        assert!(out.soft_stopped && out.duration < Duration::from_secs(10));
     }
 
     fn libc_sigterm() -> i32 {

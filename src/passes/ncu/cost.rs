@@ -14,14 +14,68 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// Defaults before any run of this workload on this GPU was measured. From an H100 with ncu
-/// 2025.3.1 and the workloads of scripts/bench-gpu.sh (README, "Measured"): 5 passes per
+/// 2025.3.1 and the workloads of scripts/bench-gpu.sh (docs/measured.md): 5 passes per
 /// kernel for the reports' metrics (17 for the roofline set); 0.14 to 0.29 s per replay pass
-/// with the workload's own progress between the chosen kernels (median 0.19); the time before
-/// ncu's first kernel 0.55 to 1.25 times the nsys pass (median 0.7: the nsys pass includes
-/// finalizing its report); 0.3 s after the last kernel when the pass stops the workload.
+/// with the workload's own progress between the chosen kernels (median 0.19); 0.5 s after the
+/// last kernel when the pass stops the workload.
 const PRIOR_S_PER_PASS: f64 = 0.19;
-const PRIOR_BEFORE_PER_NSYS_S: f64 = 0.8;
 const PRIOR_AFTER_STOPPED_S: f64 = 0.5;
+/// The time before ncu's first kernel, without a capture start to go by: a share of the nsys
+/// pass (which includes finalizing its report; 0.55 to 1.25 measured, median 0.7).
+const PRIOR_BEFORE_PER_NSYS_S: f64 = 0.8;
+/// With one: the workload reaches the range later under ncu than under nsys (ncu's
+/// injection into every CUDA process), by this factor plus a fixed set-up.
+const PRIOR_BEFORE_PER_CAPTURE: f64 = 1.3;
+const PRIOR_NCU_SETUP_S: f64 = 2.0;
+
+/// What the nsys pass measured of the workload, the basis of a first prediction.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Basis {
+    /// The whole profile step.
+    pub(crate) pass_s: Option<f64>,
+    /// When nsys said its capture began, and when the workload ended.
+    pub(crate) capture_start_s: Option<f64>,
+    pub(crate) workload_end_s: Option<f64>,
+}
+
+impl Basis {
+    /// The time before ncu's first kernel, and the time after its last one when the workload
+    /// runs to its end, with the words that say where they came from.
+    fn prior(&self, stop_early: bool) -> (f64, f64, String) {
+        let after_stopped = PRIOR_AFTER_STOPPED_S;
+        match (self.capture_start_s, self.pass_s) {
+            (Some(start), _) => {
+                let before = start * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;
+                let rest = self.workload_end_s.map_or(0.0, |e| (e - start).max(0.0));
+                let after = match stop_early {
+                    true => after_stopped,
+                    false => rest * PRIOR_BEFORE_PER_CAPTURE + after_stopped,
+                };
+                let why = format!(
+                    "defaults: {before:.0} s until the first kernel (the nsys pass reached its capture at {start:.0} s; x{PRIOR_BEFORE_PER_CAPTURE} + {PRIOR_NCU_SETUP_S:.0} s for ncu)"
+                );
+                (before, after, why)
+            }
+            (None, Some(s)) => {
+                let after = match stop_early {
+                    true => after_stopped,
+                    false => s * 0.2 + after_stopped,
+                };
+                let why = format!(
+                    "defaults: {:.0} s until the first kernel ({:.0}% of the nsys pass's {s:.0} s)",
+                    s * PRIOR_BEFORE_PER_NSYS_S,
+                    PRIOR_BEFORE_PER_NSYS_S * 100.0,
+                );
+                (s * PRIOR_BEFORE_PER_NSYS_S, after, why)
+            }
+            (None, None) => (
+                0.0,
+                after_stopped,
+                "defaults (no nsys pass to time the workload)".to_string(),
+            ),
+        }
+    }
+}
 
 fn prior_passes(set: Option<&str>) -> u32 {
     match set {
@@ -45,40 +99,28 @@ pub(crate) struct Model {
 
 pub(crate) use crate::rundir::status::{NcuCostActual as Actual, NcuCostPlan as Plan};
 
-/// Predict a pass of `kernels` kernels. `nsys_s`: the nsys pass's duration, the workload's
-/// own run time under a profiler, for the defaults.
+/// Predict a pass of `kernels` kernels, from what was learned of this workload on this GPU or,
+/// the first time, from what the nsys pass measured of it (`basis`).
 pub(crate) fn plan(
     learned: Option<&Model>,
     kernels: usize,
     cached: usize,
     set: Option<&str>,
-    nsys_s: Option<f64>,
+    basis: Basis,
     stop_early: bool,
 ) -> Plan {
     let (model, basis) = match learned {
         Some(m) => (m.clone(), format!("learned from run {}", m.run)),
         None => {
-            let workload = nsys_s.unwrap_or(0.0);
+            let (before_s, after_s, why) = basis.prior(stop_early);
             let model = Model {
-                before_s: workload * PRIOR_BEFORE_PER_NSYS_S,
+                before_s,
                 s_per_pass: PRIOR_S_PER_PASS,
                 passes: prior_passes(set),
-                after_s: if stop_early {
-                    PRIOR_AFTER_STOPPED_S
-                } else {
-                    workload * 0.2 + PRIOR_AFTER_STOPPED_S
-                },
+                after_s,
                 run: String::new(),
             };
-            let why = match nsys_s {
-                Some(s) => format!(
-                    "defaults: {:.0} s until the first kernel ({:.0}% of the nsys pass's {s:.0} s), {:.0} ms per replay pass",
-                    s * PRIOR_BEFORE_PER_NSYS_S,
-                    PRIOR_BEFORE_PER_NSYS_S * 100.0,
-                    PRIOR_S_PER_PASS * 1e3
-                ),
-                None => "defaults (no nsys pass to time the workload)".to_string(),
-            };
+            let why = format!("{why}, {:.0} ms per replay pass", PRIOR_S_PER_PASS * 1e3);
             (model, why)
         }
     };
@@ -240,7 +282,11 @@ mod tests {
 
     #[test]
     fn a_measured_pass_teaches_the_next_prediction() {
-        let p = plan(None, 3, 2, None, Some(20.0), true);
+        let nsys = Basis {
+            pass_s: Some(20.0),
+            ..Basis::default()
+        };
+        let p = plan(None, 3, 2, None, nsys, true);
         assert_eq!((p.kernels, p.cached, p.passes_per_kernel), (3, 2, 5));
         let expected =
             20.0 * PRIOR_BEFORE_PER_NSYS_S + 3.0 * 5.0 * PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S;
@@ -253,15 +299,36 @@ mod tests {
         assert!((actual.s_per_kernel.unwrap() - 0.6).abs() < 1e-9);
         assert!((model.before_s - 24.4).abs() < 1e-9);
         assert!((model.after_s - 1.8).abs() < 1e-9);
-        let again = plan(Some(&model), 3, 0, None, Some(20.0), true);
+        let again = plan(Some(&model), 3, 0, None, nsys, true);
         assert!(
             (again.predicted_s - 28.0).abs() < 1e-9,
             "{}",
             again.predicted_s
         );
         assert_eq!(again.basis, "learned from run r1");
-        assert_eq!(plan(Some(&model), 0, 5, None, None, true).predicted_s, 0.0);
+        assert_eq!(
+            plan(Some(&model), 0, 5, None, Basis::default(), true).predicted_s,
+            0.0
+        );
         assert!((left_s(&again, 1.8, &done[..2], 3) - 2.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_capture_start_is_the_first_prediction_s_basis() {
+        let nsys = Basis {
+            pass_s: Some(30.0),
+            capture_start_s: Some(10.0),
+            workload_end_s: Some(14.0),
+        };
+        let stopped = plan(None, 2, 0, None, nsys, true);
+        let before = 10.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;
+        let replay = 2.0 * 5.0 * PRIOR_S_PER_PASS;
+        assert!((stopped.predicted_s - (before + replay + PRIOR_AFTER_STOPPED_S)).abs() < 1e-9);
+        assert!(stopped.basis.contains("capture at 10 s"), "{}", stopped.basis);
+        // Run to its end, the workload's 4 s after the capture start come after the kernels.
+        let to_end = plan(None, 2, 0, None, nsys, false);
+        let after = 4.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_AFTER_STOPPED_S;
+        assert!((to_end.predicted_s - (before + replay + after)).abs() < 1e-9);
     }
 
     #[test]

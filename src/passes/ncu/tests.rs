@@ -226,6 +226,7 @@ fn outcome(code: i32, tail: &str) -> Outcome {
         tail: tail.into(),
         interrupted: false,
         timed_out: false,
+        soft_stopped: false,
     }
 }
 

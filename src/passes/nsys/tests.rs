@@ -102,6 +102,7 @@ fn outcome(code: i32, log: &str) -> Outcome {
         tail: log.to_string(),
         interrupted: false,
         timed_out: false,
+        soft_stopped: false,
     }
 }
 
