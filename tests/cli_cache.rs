@@ -214,3 +214,41 @@ fn ncu_is_asked_for_every_shape_or_the_first() {
     let plan = &status(&sb.run("first"))["passes"]["ncu"]["ncu"]["shapes"];
     assert_eq!(plan["every_shape"], false, "{plan}");
 }
+
+/// Every configuration measured is a bounded pass: it ends once the configurations the nsys
+/// export holds are measured, or at `ncu.shapes_budget_s` (ncu stopped as by Ctrl-C, the report
+/// of what it measured kept and read), never running on with the workload.
+#[test]
+fn a_pass_over_every_shape_is_bounded_and_keeps_what_it_measured() {
+    let sb = Sandbox::new();
+    let t0 = std::time::Instant::now();
+    sb.profile(
+        "budget",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "ncu.shapes=all",
+            "ncu.shapes_budget_s=1",
+            "--no-cache",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .env("FAKE_SMI", "1")
+    .env("FAKE_NCU_HOLD", "60")
+    .assert()
+    .success();
+    assert!(t0.elapsed() < std::time::Duration::from_secs(40), "{:?}", t0.elapsed());
+    let ncu = &status(&sb.run("budget"))["passes"]["ncu"];
+    assert_eq!(ncu["state"], "ok", "{ncu}");
+    let why = ncu["ncu"]["bounded"].as_str().unwrap();
+    assert!(why.contains("time budget of 1 s (ncu.shapes_budget_s)"), "{why}");
+    assert_eq!(ncu["reason"].as_str(), Some(why));
+    // What ncu wrote was imported: the reports carry its figures.
+    assert!(sb.run("budget").join("ncu/decode_raw.csv").is_file());
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(sb.run("budget").join("summary.json"))).unwrap();
+    assert!(summary["totals"]["ncu_kernels_measured"].as_u64() > Some(0), "{}", summary["totals"]);
+}

@@ -634,7 +634,7 @@ fn nsys_basis(ctx: &Ctx) -> cost::Basis {
     cost::Basis {
         pass_s: nsys.duration_s,
         capture_start_s: timing.as_ref().and_then(|t| t.capture_start_s),
-        workload_end_s: timing.and_then(|t| t.workload_end_s),
+        capture_end_s: timing.and_then(|t| t.capture_end_s),
     }
 }
 
@@ -758,6 +758,8 @@ impl Pass for NcuPass {
             let per_kernel = ctx.cfg.ncu.instances_per_kernel.max(1) as usize;
             Bound::new(&ctx.cfg.ncu, profiles.map(|p| p * per_kernel), multi)
         });
+        // A bounded pass profiles at most its bound.
+        let profiles = profiles.map(|n| bound.as_ref().map_or(n, |b| n.min(b.launches)));
         let cost = profiles.map(|n| {
             let learned = reuse
                 .as_ref()

@@ -2,7 +2,6 @@
 //! `nsys export` (SQLite).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::driver::Pass;
@@ -430,8 +429,7 @@ impl Pass for NsysPass {
         let log = ctx.run.nsys("nsys.log");
         let mut spec = ctx.spec(&program, plan.profile[1..].to_vec(), log.clone());
         spec.timeout = ctx.cfg.nsys_timeout();
-        let marks = Arc::new(Mutex::new(Marks::default()));
-        spec.on_line = Some(stage_hook(progress, marks.clone()));
+        spec.on_line = Some(stage_hook(progress));
         let mut out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
         let dir = ctx.run.path.join("nsys");
         let mut refused = None;
@@ -508,10 +506,12 @@ impl Pass for NsysPass {
             );
             st.duration_s = Some(out.duration.as_secs_f64());
         }
-        let m = marks.lock().unwrap_or_else(|p| p.into_inner());
+        let window = reports
+            .first()
+            .and_then(|(rank, _)| capture_window(&ctx.run.nsys_sqlite(*rank)));
         let timing = NsysTiming {
-            capture_start_s: m.capture_start,
-            workload_end_s: m.workload_end,
+            capture_start_s: window.map(|w| w.0),
+            capture_end_s: window.map(|w| w.1),
             post_steps_s: (!reports.is_empty()).then(|| post_began.elapsed().as_secs_f64()),
         };
         st.nsys.get_or_insert_with(|| plan.capture.clone()).timing = Some(timing);
@@ -603,34 +603,28 @@ impl NsysPass {
     }
 }
 
-/// When nsys's own lines came, in seconds from the pass's start (the first of each).
-#[derive(Default)]
-struct Marks {
-    capture_start: Option<f64>,
-    workload_end: Option<f64>,
-}
-
 /// Follow nsys's own messages: collecting while the workload runs, finalizing once it ended
-/// and nsys writes the report; note when the capture began and the workload ended.
-fn stage_hook(progress: &Progress, marks: Arc<Mutex<Marks>>) -> LineHook {
+/// and nsys writes the report. (Its stdout is a pipe here, so nsys may hold these lines until
+/// it exits: they name a stage, never a time.)
+fn stage_hook(progress: &Progress) -> LineHook {
     let state = progress.handle();
-    let started = std::time::Instant::now();
-    LineHook(Arc::new(move |line: &str| {
-        let now = Some(started.elapsed().as_secs_f64());
-        let mut m = marks.lock().unwrap_or_else(|p| p.into_inner());
+    LineHook(std::sync::Arc::new(move |line: &str| {
         let stage = if line.starts_with("Generating '") || line.starts_with("Processing events") {
-            m.workload_end = m.workload_end.or(now);
             "finalizing the report"
         } else if line.starts_with("Collecting data") {
             "collecting"
-        } else if line.starts_with("Capture range started") {
-            m.capture_start = m.capture_start.or(now);
-            return;
         } else {
             return;
         };
         state.stage(stage);
     }))
+}
+
+/// The capture window in `sqlite` (seconds from the launch of `nsys profile`).
+fn capture_window(sqlite: &Path) -> Option<(f64, f64)> {
+    let db = crate::parse::sqlite::NsysDb::open(sqlite).ok()?;
+    let (a, b) = db.capture_window().ok()??;
+    Some((a as f64 / 1e9, b as f64 / 1e9))
 }
 
 /// A post step (stats, export) gets the pass's own limit when one is set, else an hour: long

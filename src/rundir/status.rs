@@ -55,10 +55,9 @@ pub(crate) struct NsysRecord {
     /// GPU-metrics sampling asked of the pass (None: not asked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) sampling: Option<SamplingRecord>,
-    /// When, in seconds from the pass's start, nsys said the capture began and the
-    /// workload ended (its "Capture range started" and "Generating" lines), and how long the
-    /// export and stats took after it: where the pass's time went, and the basis of the ncu
-    /// pass's prediction.
+    /// When the capture began and ended, in seconds from the launch of `nsys profile` (the
+    /// export's ANALYSIS_DETAILS), and how long the export and stats took after the profile
+    /// step: where the pass's time went, and the basis of the ncu pass's first prediction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) timing: Option<NsysTiming>,
 }
@@ -69,7 +68,7 @@ pub(crate) struct NsysTiming {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) capture_start_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) workload_end_s: Option<f64>,
+    pub(crate) capture_end_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) post_steps_s: Option<f64>,
 }

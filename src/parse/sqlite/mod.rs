@@ -56,6 +56,31 @@ impl NsysDb {
         Ok(cols)
     }
 
+    /// When the capture began and ended, in ns from the start of the nsys session (the
+    /// launch of `nsys profile`): `ANALYSIS_DETAILS`'s startTime and stopTime. None when the
+    /// export has no such row.
+    pub(crate) fn capture_window(&self) -> Result<Option<(i64, i64)>, Error> {
+        if !self.has_columns("ANALYSIS_DETAILS", &["startTime", "stopTime"])? {
+            return Ok(None);
+        }
+        let row = self
+            .conn
+            .query_row(
+                "SELECT startTime, stopTime FROM ANALYSIS_DETAILS LIMIT 1",
+                [],
+                |r| Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?)),
+            )
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(self.err(e)),
+            })?;
+        Ok(match row {
+            Some((Some(a), Some(b))) if 0 <= a && a <= b => Some((a, b)),
+            _ => None,
+        })
+    }
+
     /// Whether `table` exists with every one of `cols`.
     fn has_columns(&self, table: &str, cols: &[&str]) -> Result<bool, Error> {
         let have = self.columns(table)?;
@@ -567,6 +592,18 @@ mod tests {
         assert_eq!(
             map["nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"],
             ["nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"]
+        );
+    }
+
+    #[test]
+    fn the_capture_window_is_read_from_analysis_details() {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/nsys");
+        let db = NsysDb::open(&dir.join("run.sqlite")).unwrap();
+        // The gated capture began 14.0 s after nsys launched the workload and lasted 0.73 s
+        // (the export's own ANALYSIS_DETAILS row).
+        assert_eq!(
+            db.capture_window().unwrap(),
+            Some((13_997_603_196, 14_725_441_293))
         );
     }
 

@@ -33,9 +33,9 @@ const PRIOR_NCU_SETUP_S: f64 = 2.0;
 pub(crate) struct Basis {
     /// The whole profile step.
     pub(crate) pass_s: Option<f64>,
-    /// When nsys said its capture began, and when the workload ended.
+    /// When nsys's capture began and ended, from the launch of `nsys profile`.
     pub(crate) capture_start_s: Option<f64>,
-    pub(crate) workload_end_s: Option<f64>,
+    pub(crate) capture_end_s: Option<f64>,
 }
 
 impl Basis {
@@ -46,7 +46,7 @@ impl Basis {
         match (self.capture_start_s, self.pass_s) {
             (Some(start), _) => {
                 let before = start * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;
-                let rest = self.workload_end_s.map_or(0.0, |e| (e - start).max(0.0));
+                let rest = self.capture_end_s.map_or(0.0, |e| (e - start).max(0.0));
                 let after = match stop_early {
                     true => after_stopped,
                     false => rest * PRIOR_BEFORE_PER_CAPTURE + after_stopped,
@@ -318,7 +318,7 @@ mod tests {
         let nsys = Basis {
             pass_s: Some(30.0),
             capture_start_s: Some(10.0),
-            workload_end_s: Some(14.0),
+            capture_end_s: Some(14.0),
         };
         let stopped = plan(None, 2, 0, None, nsys, true);
         let before = 10.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;

@@ -326,3 +326,29 @@ fn a_workload_that_fails_before_any_kernel_is_a_workload_failure() {
     );
     assert!(!r.contains("==PROF=="), "{r}");
 }
+
+#[test]
+fn a_pass_over_every_shape_stops_at_the_known_count_or_its_bound() {
+    let ncu = cfg(&["ncu.shapes_max_launches=50", "ncu.shapes_budget_s=90"]);
+    let known = Bound::new(&ncu, Some(32), false);
+    assert_eq!((known.launches, known.all_known), (32, true));
+    assert_eq!(known.budget, Some(std::time::Duration::from_secs(90)));
+    assert!(known
+        .reason(32, std::time::Duration::from_secs(40))
+        .contains("each of the 32 launch configurations the nsys export holds"));
+    // More configurations than the bound, none known, or several ranks: the bound.
+    for b in [
+        Bound::new(&ncu, Some(80), false),
+        Bound::new(&ncu, None, false),
+        Bound::new(&ncu, Some(32), true),
+    ] {
+        assert_eq!((b.launches, b.all_known), (50, false));
+    }
+    let b = Bound::new(&ncu, None, false);
+    assert!(b
+        .reason(50, std::time::Duration::from_secs(10))
+        .contains("bound of 50 launches (ncu.shapes_max_launches)"));
+    assert!(b
+        .reason(12, std::time::Duration::from_secs(91))
+        .contains("time budget of 90 s (ncu.shapes_budget_s)"));
+}
