@@ -14,19 +14,21 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// Defaults before any run of this workload on this GPU was measured. From an H100 with ncu
-/// 2025.3.1 and the workloads of scripts/bench-gpu.sh (docs/measured.md): 5 passes per
-/// kernel for the reports' metrics (17 for the roofline set); 0.14 to 0.29 s per replay pass
-/// with the workload's own progress between the chosen kernels (median 0.19); 0.5 s after the
-/// last kernel when the pass stops the workload.
-const PRIOR_S_PER_PASS: f64 = 0.19;
+/// 2025.3.1 and the workloads of scripts/bench-gpu.sh (docs/measured.md, 2026-11-25): 5
+/// passes per kernel for the reports' metrics (17 for the roofline set); 0.08 to 0.22 s per
+/// replay pass with the workload's own progress between the chosen kernels (eager 0.10,
+/// moeworker 0.15, spec 0.22, compile 0.08); 0.2 to 0.5 s after the last kernel when the pass
+/// stops the workload.
+const PRIOR_S_PER_PASS: f64 = 0.15;
 const PRIOR_AFTER_STOPPED_S: f64 = 0.5;
 /// The time before ncu's first kernel, without a capture start to go by: a share of the nsys
 /// pass (which includes finalizing its report; 0.55 to 1.25 measured, median 0.7).
 const PRIOR_BEFORE_PER_NSYS_S: f64 = 0.8;
-/// With one: the workload reaches the range later under ncu than under nsys (ncu's
-/// injection into every CUDA process), by this factor plus a fixed set-up.
-const PRIOR_BEFORE_PER_CAPTURE: f64 = 1.3;
-const PRIOR_NCU_SETUP_S: f64 = 2.0;
+/// With one: the workload reaches the range later under ncu than under nsys (ncu's injection
+/// into every CUDA process), by this factor plus a fixed set-up. Measured: the nsys capture
+/// began at 16.3 s (spec) and 17.8 s (compile), ncu's first kernel came at 21.4 and 24.0 s.
+const PRIOR_BEFORE_PER_CAPTURE: f64 = 1.25;
+const PRIOR_NCU_SETUP_S: f64 = 1.0;
 
 /// What the nsys pass measured of the workload, the basis of a first prediction.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
