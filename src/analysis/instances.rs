@@ -206,22 +206,17 @@ fn steady(name: &str, all: &[Inst], offset: usize) -> Option<RangeGroups> {
         }
     }
     if parents.len() > 1 {
-        let medians: Vec<f64> = parents
-            .iter()
-            .map(|(_, v)| Spread::of(v.iter().map(|&i| all[i].wall).collect()).median)
-            .collect();
-        let (lo, hi) = medians
-            .iter()
-            .fold((f64::MAX, 0.0f64), |(a, b), &m| (a.min(m), b.max(m)));
-        if hi > PARENT_RATIO * lo.max(1.0) {
-            let groups = parents
+        let clusters = cluster_parents(&parents, all);
+        if clusters.len() > 1 {
+            let groups = clusters
                 .into_iter()
-                .map(|(p, v)| {
-                    let label = match p {
-                        Some(p) => format!("inside {p}"),
-                        None => "with no enclosing range in the capture".to_string(),
-                    };
-                    whole(v, label)
+                .map(|c| {
+                    let labels: Vec<Option<&String>> =
+                        c.iter().map(|&p| parents[p].0.as_ref()).collect();
+                    let mut members: Vec<usize> =
+                        c.iter().flat_map(|&p| parents[p].1.clone()).collect();
+                    members.sort_unstable();
+                    whole(members, enclosing_label(&labels))
                 })
                 .collect();
             return Some(RangeGroups {
@@ -252,6 +247,59 @@ fn steady(name: &str, all: &[Inst], offset: usize) -> Option<RangeGroups> {
             whole(slow, format!("the {ns} slower")),
         ],
     })
+}
+
+/// The enclosing instances (indices into `parents`) clustered by their instances' median wall
+/// time: sorted by median, a cluster takes the next one while its median is within
+/// `PARENT_RATIO` of the cluster's lowest. Clusters in order of their first instance. Sixty
+/// `generate()` calls of one kind are one group, not sixty.
+fn cluster_parents(parents: &[(Option<String>, Vec<usize>)], all: &[Inst]) -> Vec<Vec<usize>> {
+    let medians: Vec<f64> = parents
+        .iter()
+        .map(|(_, v)| Spread::of(v.iter().map(|&i| all[i].wall).collect()).median)
+        .collect();
+    let mut order: Vec<usize> = (0..parents.len()).collect();
+    order.sort_by(|&a, &b| medians[a].total_cmp(&medians[b]));
+    let mut clusters: Vec<Vec<usize>> = Vec::new();
+    for p in order {
+        match clusters.last_mut() {
+            Some(c) if medians[p] <= PARENT_RATIO * medians[c[0]].max(1.0) => c.push(p),
+            _ => clusters.push(vec![p]),
+        }
+    }
+    for c in &mut clusters {
+        c.sort_unstable();
+    }
+    clusters.sort_by_key(|c| parents[c[0]].1.first().copied().unwrap_or(usize::MAX));
+    clusters
+}
+
+/// "inside `generate` #2", or for several enclosing instances "inside 62 enclosing instances
+/// (`generate` #2, `generate` #3, ..., `generate` #63)".
+fn enclosing_label(parents: &[Option<&String>]) -> String {
+    let one = |p: &Option<&String>| match p {
+        Some(p) => p.to_string(),
+        None => "no enclosing range in the capture".to_string(),
+    };
+    match parents {
+        [Some(p)] => format!("inside {p}"),
+        [None] => "with no enclosing range in the capture".to_string(),
+        [a, b] => format!("inside 2 enclosing instances ({}, {})", one(a), one(b)),
+        [a, b, c] => format!(
+            "inside 3 enclosing instances ({}, {}, {})",
+            one(a),
+            one(b),
+            one(c)
+        ),
+        [a, b, .., z] => format!(
+            "inside {} enclosing instances ({}, {}, ..., {})",
+            parents.len(),
+            one(a),
+            one(b),
+            one(z)
+        ),
+        [] => String::new(),
+    }
 }
 
 /// Every repeated range's groups, from the export's ranges.
@@ -352,6 +400,40 @@ mod tests {
     /// The real capture of generate() called twice (H100): 15 decode steps of the first call
     /// (its `generate` range opened before the capture began) at ~70 ms, 15 of the second at
     /// ~12-17 ms.
+    #[test]
+    fn enclosing_instances_of_one_kind_are_one_group() {
+        // Sixty calls: one slow prompt-processing kind (~6.0) and two fast kinds 1.1x apart
+        // (~2.0 and ~2.2), interleaved. Three calls' worth of kinds, not sixty groups.
+        let (mut walls, mut labels) = (Vec::new(), Vec::new());
+        for call in 0..60 {
+            let w = match call % 3 {
+                0 => 6.0,
+                1 => 2.0,
+                _ => 2.2,
+            };
+            walls.extend([w, w * 1.01]);
+            labels.extend(vec![format!("`generate` #{}", call + 1); 2]);
+        }
+        let p: Vec<Option<&str>> = labels.iter().map(|l| Some(l.as_str())).collect();
+        let g = split("prefill", &insts(&walls, &p), Rule::Auto).unwrap();
+        assert_eq!(g.rule, ENCLOSING);
+        assert_eq!(g.groups.len(), 2, "{:?}", g.groups);
+        let slow = &g.groups[0];
+        assert_eq!((slow.instances, slow.first), (40, 1));
+        assert_eq!(
+            slow.label,
+            "inside 20 enclosing instances (`generate` #1, `generate` #4, ..., `generate` #58)"
+        );
+        assert_eq!(g.groups[1].instances, 80);
+        // Calls within 1.5x of each other are not split at all.
+        let near: Vec<f64> = (0..8).map(|i| 10.0 + 0.5 * i as f64).collect();
+        let p = [
+            "`g` #1", "`g` #1", "`g` #2", "`g` #2", "`g` #3", "`g` #3", "`g` #4", "`g` #4",
+        ]
+        .map(Some);
+        assert!(split("d", &insts(&near, &p), Rule::Auto).is_none());
+    }
+
     #[test]
     fn the_two_generate_calls_are_two_groups() {
         let db = crate::parse::sqlite::NsysDb::open(&crate::testutil::data(

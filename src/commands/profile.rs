@@ -55,6 +55,14 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         );
     }
 
+    // Without an nsys pass, metric names are checked now, before anything is created.
+    if let (Some(found), false, false) = (&ncu_tool, args.dry_run, cfg.nsys.enable) {
+        let source = query::Source {
+            ncu: found.path.clone(),
+            kept_in: None,
+        };
+        known = query::decide(source.ask_and_keep().as_deref(), &cfg.ncu.metrics)?;
+    }
     if crate::passes::signals::interrupted() {
         return Err(Error::Interrupted("during start-up, before any pass ran".into()).into());
     }
@@ -79,26 +87,23 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     let mut env = Env::collect(&argv, tools_found);
     env.write(&run.file("env.json"))
         .map_err(|e| io("env.json", e))?;
-    // Metric names are checked against this GPU's list before the ncu pass: the list kept for
-    // this GPU, driver and ncu, else ncu's answer, asked beside the nsys pass or after it.
+    // With an nsys pass first, metric names are checked against this GPU's list before the ncu
+    // pass: the list kept for this GPU, driver and ncu, else ncu's answer, asked beside the
+    // nsys pass, or after it when nsys samples the GPU's counters (ncu's query then answers
+    // without its list; seen on an H100).
     let mut metric_check = None;
-    if let (Some(found), false) = (&ncu_tool, args.dry_run) {
+    if let (Some(found), false, true) = (&ncu_tool, args.dry_run, cfg.nsys.enable) {
         let source = query_source(cfg, &env, found);
         let metrics = cfg.ncu.metrics.clone();
-        // nsys's GPU-metrics sampling holds the GPU's counters for the whole pass, and ncu's
-        // query then answers without its list (seen on an H100): it runs after that pass.
         let sampling = crate::passes::nsys::sampled_devices(cfg).is_some();
         match source.cached() {
             Some(names) => known = query::decide(Some(&names), &metrics)?,
-            None if cfg.nsys.enable && sampling => {
-                metric_check = Some(Check::After(source, metrics))
-            }
-            None if cfg.nsys.enable => {
+            None if sampling => metric_check = Some(Check::After(source, metrics)),
+            None => {
                 metric_check = Some(Check::Beside(std::thread::spawn(move || {
                     query::decide(source.ask_and_keep().as_deref(), &metrics)
                 })))
             }
-            None => known = query::decide(source.ask_and_keep().as_deref(), &metrics)?,
         }
     }
     let inputs = Inputs::new(&workload, cfg.inputs.manifest.as_deref())?;

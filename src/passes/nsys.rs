@@ -12,9 +12,7 @@ use crate::config::{CaptureRange, CaptureRangeEnd, Nsys};
 use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
-use crate::rundir::status::{
-    Cause, NsysRecord, NsysTiming, PassState, PassStatus, SamplingRecord,
-};
+use crate::rundir::status::{Cause, NsysRecord, NsysTiming, PassState, PassStatus, SamplingRecord};
 
 /// The reports `nsys stats` writes as `summary_<report>.csv`.
 pub(crate) const STATS_REPORTS: &[&str] = &["cuda_gpu_kern_sum", "nvtx_sum", "cuda_api_sum"];

@@ -521,7 +521,11 @@ mod tests {
         })));
         spec.soft_stop = Some(stop);
         let out = run(&spec).unwrap();
-        assert!(out.soft_stopped && out.tail.contains("finalized"), "{}", out.tail);
+        assert!(
+            out.soft_stopped && out.tail.contains("finalized"),
+            "{}",
+            out.tail
+        );
         // A child that ignores it is killed after the grace.
         let mut spec = sh("trap '' INT; sleep 30", &tmp.path().join("c"));
         spec.grace = Duration::from_millis(300);

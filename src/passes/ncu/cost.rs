@@ -16,19 +16,20 @@ use sha2::{Digest, Sha256};
 /// Defaults before any run of this workload on this GPU was measured. From an H100 with ncu
 /// 2025.3.1 and the workloads of scripts/bench-gpu.sh (docs/measured.md, 2026-11-25): 5
 /// passes per kernel for the reports' metrics (17 for the roofline set); 0.08 to 0.22 s per
-/// replay pass with the workload's own progress between the chosen kernels (eager 0.10,
-/// moeworker 0.15, spec 0.22, compile 0.08); 0.2 to 0.5 s after the last kernel when the pass
-/// stops the workload.
-const PRIOR_S_PER_PASS: f64 = 0.15;
+/// replay pass with the workload's own progress between the chosen kernels (eager, static and
+/// lead 0.09-0.10, moeworker 0.15, spec 0.22, compile 0.08); 0.2 to 0.5 s after the last
+/// kernel when the pass stops the workload.
+const PRIOR_S_PER_PASS: f64 = 0.12;
 const PRIOR_AFTER_STOPPED_S: f64 = 0.5;
 /// The time before ncu's first kernel, without a capture start to go by: a share of the nsys
 /// pass (which includes finalizing its report; 0.55 to 1.25 measured, median 0.7).
 const PRIOR_BEFORE_PER_NSYS_S: f64 = 0.8;
 /// With one: the workload reaches the range later under ncu than under nsys (ncu's injection
-/// into every CUDA process), by this factor plus a fixed set-up. Measured: the nsys capture
-/// began at 16.3 s (spec) and 17.8 s (compile), ncu's first kernel came at 21.4 and 24.0 s.
+/// into every CUDA process), by this factor plus a fixed set-up. Measured (nsys capture start
+/// -> ncu's first kernel, s): eager 11.8 -> 13.0, static 16.3 -> 18.8, lead 12.5 -> 17.4,
+/// spec 16.3 -> 21.4, compile 17.8 -> 24.0.
 const PRIOR_BEFORE_PER_CAPTURE: f64 = 1.25;
-const PRIOR_NCU_SETUP_S: f64 = 1.0;
+const PRIOR_NCU_SETUP_S: f64 = 0.5;
 
 /// What the nsys pass measured of the workload, the basis of a first prediction.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -54,7 +55,7 @@ impl Basis {
                     false => rest * PRIOR_BEFORE_PER_CAPTURE + after_stopped,
                 };
                 let why = format!(
-                    "defaults: {before:.0} s until the first kernel (the nsys pass reached its capture at {start:.0} s; x{PRIOR_BEFORE_PER_CAPTURE} + {PRIOR_NCU_SETUP_S:.0} s for ncu)"
+                    "defaults: {before:.0} s until the first kernel (the nsys pass reached its capture at {start:.0} s; x{PRIOR_BEFORE_PER_CAPTURE} + {PRIOR_NCU_SETUP_S} s for ncu)"
                 );
                 (before, after, why)
             }
@@ -326,7 +327,11 @@ mod tests {
         let before = 10.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;
         let replay = 2.0 * 5.0 * PRIOR_S_PER_PASS;
         assert!((stopped.predicted_s - (before + replay + PRIOR_AFTER_STOPPED_S)).abs() < 1e-9);
-        assert!(stopped.basis.contains("capture at 10 s"), "{}", stopped.basis);
+        assert!(
+            stopped.basis.contains("capture at 10 s"),
+            "{}",
+            stopped.basis
+        );
         // Run to its end, the workload's 4 s after the capture start come after the kernels.
         let to_end = plan(None, 2, 0, None, nsys, false);
         let after = 4.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_AFTER_STOPPED_S;
