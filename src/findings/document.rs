@@ -10,16 +10,18 @@ use crate::analysis::Artifacts;
 use crate::config::Capture;
 
 #[derive(Debug, Serialize)]
-pub(crate) struct Document {
+pub(crate) struct Document<'a> {
     #[serde(flatten)]
     pub(crate) summary: Summary,
     /// What the nsys pass captured (`kind`: whole_run, nvtx_range, profiler_api).
     pub(crate) capture: Capture,
-    pub(crate) findings: Findings,
+    /// Borrowed: a run with 73k range names has as many findings, and a copy of them is
+    /// memory the report does not need.
+    pub(crate) findings: &'a Findings,
 }
 
 /// The document of a run whose findings are already derived.
-pub(crate) fn with(a: &Artifacts, findings: Findings) -> Document {
+pub(crate) fn with<'a>(a: &Artifacts, findings: &'a Findings) -> Document<'a> {
     Document {
         summary: summary::summary(a),
         capture: a.capture.clone(),

@@ -11,7 +11,7 @@ impl super::Output for SummaryJson {
         "summary.json"
     }
     fn render(&self, a: &crate::analysis::Artifacts, f: &Findings) -> Option<String> {
-        let doc = document::with(a, f.clone());
+        let doc = document::with(a, f);
         Some(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
     }
 }

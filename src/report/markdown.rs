@@ -247,17 +247,18 @@ fn ranges_section(a: &Artifacts, f: &Findings, s: &mut String) {
         s,
         "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
     );
+    // Each range's verdict, looked up by name: one scan of the findings, not one per range
+    // (73k distinct names made that scan quadratic).
+    let mut verdicts: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for x in f.made() {
+        if let (Claim::RangeVerdict { verdict }, Some(range)) = (&x.claim, x.scope.range.as_deref())
+        {
+            verdicts.entry(range).or_insert(verdict.as_str());
+        }
+    }
     for r in &a.range_stats {
         let w = &r.wall_spread;
-        let verdict = f
-            .find(|x| {
-                matches!(x.claim, Claim::RangeVerdict { .. })
-                    && x.scope.range.as_deref() == Some(r.name.as_str())
-            })
-            .map_or("–".to_string(), |x| match &x.claim {
-                Claim::RangeVerdict { verdict } => verdict.clone(),
-                _ => String::new(),
-            });
+        let verdict = verdicts.get(r.name.as_str()).copied().unwrap_or("–");
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} |",
