@@ -112,6 +112,38 @@ fn generate_and_its_compiled_decode_steps_are_marked() {
     assert_eq!(events(&seen["generate_compiled"]), want);
 }
 
+/// Speculative decoding: the target's passes after its prompt check candidates (`verify`, no
+/// tokens mark: how many are accepted is not known), and the assistant's generate() inside is
+/// `draft`, its passes `draft_prefill` / `draft_decode`.
+#[test]
+fn assisted_generation_is_marked_as_draft_and_verify() {
+    let (seen, _tmp) = drive(&[("STAGE2_AUTO_NVTX", "1")], &[]);
+    let draft = [
+        "push draft",
+        "push draft_prefill",
+        "mark stage2:tokens batch=1 new=2",
+        "pop",
+        "push draft_decode",
+        "mark stage2:tokens batch=1 new=1",
+        "pop",
+        "pop",
+    ];
+    let mut want = vec![
+        "push generate",
+        "push prefill",
+        "mark stage2:tokens batch=1 new=4",
+        "pop",
+    ];
+    for _ in 0..2 {
+        want.extend(draft);
+        want.extend(["push verify", "pop"]);
+    }
+    want.push("pop");
+    assert_eq!(events(&seen["assisted"]), want);
+    // A plain generate() after it is marked as before.
+    assert_eq!(events(&seen["generate"])[..2], ["push generate", "push prefill"]);
+}
+
 #[test]
 fn without_the_switch_nothing_is_marked() {
     let (seen, _tmp) = drive(&[], &[]);

@@ -42,5 +42,6 @@ scenario("no_ids", lambda: m())
 scenario("exception", lambda: m(input_ids=torch.Tensor(1, 1), fail=True))
 scenario("generate", lambda: m.generate(torch.Tensor(1, 4)))
 scenario("generate_compiled", lambda: m.generate(torch.Tensor(1, 4), compiled=True))
+scenario("assisted", lambda: m.generate(torch.Tensor(1, 4), assistant_model=Outer()))
 if len(sys.argv) > 1:
     time.sleep(float(sys.argv[1]))

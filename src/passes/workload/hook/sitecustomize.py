@@ -10,6 +10,11 @@ STAGE2_AUTO_NVTX=1
     cache: transformers' `get_compiled_call`, CUDA graphs) is marked around the compiled call,
     since nothing runs in Python inside it. Inside each phase range an NVTX mark
     `stage2:tokens batch=B new=N` says how many tokens the pass handled.
+    Speculative decoding (`generate(assistant_model=...)` or `prompt_lookup_num_tokens=...`):
+    the target's passes over several new tokens after its first are `verify` (candidate tokens
+    checked, of which an unknown number is accepted: no tokens mark), and a `generate()` call
+    made inside one (the assistant drafting) is `draft`, its passes `draft_prefill` and
+    `draft_decode`.
 STAGE2_AUTO_NVTX_SKIP=K
     The first K `generate()` calls (warm-up: compilation, CUDA graph capture) and the forward
     passes inside them are left unmarked.
@@ -68,6 +73,20 @@ class _Phases(threading.local):
     # Inside a generate() call left unmarked (warm-up).
     quiet = False
 
+    def __init__(self):
+        # The marked generate() calls open on this thread, innermost last.
+        self.calls = []
+
+
+class _Call:
+    """One marked generate() call: whether it drafts for an assisted one around it, whether
+    it is assisted itself, and how many passes it has made."""
+
+    def __init__(self, draft, assisted):
+        self.draft = draft
+        self.assisted = assisted
+        self.passes = 0
+
 
 _phases = _Phases()
 _generate_calls = [0]
@@ -93,13 +112,32 @@ def phase_of(tokens):
     return "decode" if tokens[1] == 1 else "prefill"
 
 
+def phase_in(call, tokens):
+    """The range name for a pass inside `call` (a _Call, or None outside generate())."""
+    phase = phase_of(tokens)
+    if call is None:
+        return phase
+    if call.draft:
+        return "draft_" + phase
+    # An assisted call's passes over several tokens after its first check the draft's
+    # candidates: not a prompt.
+    if call.assisted and call.passes > 0 and phase == "prefill":
+        return "verify"
+    return phase
+
+
 def _open(args, kwargs):
     nvtx = _nvtx()
     if nvtx is None:
         return False
     tokens = _tokens(args, kwargs)
-    nvtx.range_push(phase_of(tokens))
-    if tokens is not None:
+    call = _phases.calls[-1] if _phases.calls else None
+    phase = phase_in(call, tokens)
+    if call is not None:
+        call.passes += 1
+    nvtx.range_push(phase)
+    # A verify pass handles candidate tokens, not tokens of the output: no per-token figure.
+    if tokens is not None and phase != "verify":
         nvtx.mark(f"stage2:tokens batch={tokens[0]} new={tokens[1]}")
     return True
 
@@ -173,10 +211,18 @@ def _patch_generate(generation_utils):
                 return original(self, *args, **kwargs)
             finally:
                 _phases.quiet = False
-        nvtx.range_push("generate")
+        # A call made inside an assisted one is the assistant drafting its candidates.
+        draft = any(c.assisted for c in _phases.calls)
+        assisted = (
+            kwargs.get("assistant_model") is not None
+            or bool(kwargs.get("prompt_lookup_num_tokens"))
+        )
+        nvtx.range_push("draft" if draft else "generate")
+        _phases.calls.append(_Call(draft, assisted and not draft))
         try:
             return original(self, *args, **kwargs)
         finally:
+            _phases.calls.pop()
             nvtx.range_pop()
 
     generate.__wrapped__ = original
