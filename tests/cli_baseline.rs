@@ -143,6 +143,14 @@ fn a_real_capture_states_the_shapes_measured_and_what_nsys_added() {
         md.contains("under nsys 13.12 ms per instance; without a profiler (the baseline pass, 15 instances) 7.79 ms; the measurement added +68.4%"),
         "{md}"
     );
+    // The headline leads with the time without a profiler, the one under nsys beside it.
+    let stake = read(run.join("stakeholder_summary.md"));
+    assert!(
+        stake.contains("Per token (nsys/run.sqlite, baseline/ranges.")
+            && stake.contains("`decode` takes 7.79 ms per instance without a profiler (the baseline pass); under nsys it takes 13.12 ms per instance")
+            && !stake.contains("timed under nsys"),
+        "{stake}"
+    );
     // The figure under nsys is nsys's own: `nsys stats` nvtx_sum's Avg of the same report.
     let summary: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
     let under_nsys = summary["findings"]

@@ -141,7 +141,10 @@ fn assisted_generation_is_marked_as_draft_and_verify() {
     want.push("pop");
     assert_eq!(events(&seen["assisted"]), want);
     // A plain generate() after it is marked as before.
-    assert_eq!(events(&seen["generate"])[..2], ["push generate", "push prefill"]);
+    assert_eq!(
+        events(&seen["generate"])[..2],
+        ["push generate", "push prefill"]
+    );
 }
 
 #[test]

@@ -101,28 +101,75 @@ fn group_rows(f: &Findings, phase: &str, s: &mut String) {
 }
 
 /// One sentence per phase for a manager, from the per-token findings: step time, per token,
-/// tokens/s, and how near the floors it runs.
+/// tokens/s, and how near the floors it runs. With a baseline pass, a phase it timed leads
+/// with the figures without a profiler, the ones under nsys beside them.
 pub(crate) fn headline(a: &Artifacts, f: &Findings) -> Option<String> {
     let parts: Vec<String> = f
         .made()
         .filter(|x| matches!(x.claim, Claim::PerToken))
-        .map(|p| match groups_of(f, p) {
-            Some(g) => grouped(p, g),
-            None => sentence(p),
+        .map(|p| {
+            let text = match groups_of(f, p) {
+                Some(g) => grouped(p, g),
+                None => sentence(p),
+            };
+            match baseline_of(f, p) {
+                Some(m) => bare_first(p, m, text),
+                None => text,
+            }
         })
         .collect();
     (!parts.is_empty()).then(|| {
-        // Every time here was measured with nsys tracing the run, which adds its own cost.
-        let bare = match a.observed.is_empty() {
-            true => "; `--baseline` times the same ranges without a profiler",
-            false => "; the baseline pass's times without a profiler are in kernels.md",
+        // Every time here was measured with nsys tracing the run, which adds its own cost:
+        // said once, or per phase where the baseline pass timed it without a profiler.
+        let lead = match (a.observed.is_empty(), &a.baseline_file) {
+            (true, _) => format!(
+                "Per token, timed under nsys ({}, kernels.md \"Per token\"; `--baseline` times the same ranges without a profiler)",
+                a.sqlite_file
+            ),
+            (false, b) => format!(
+                "Per token ({}, {b}, kernels.md \"Per token\")",
+                a.sqlite_file
+            ),
         };
-        format!(
-            "Per token, timed under nsys ({}, kernels.md \"Per token\"{bare}): {}.",
-            a.sqlite_file,
-            parts.join("; ")
-        )
+        format!("{lead}: {}.", parts.join("; "))
     })
+}
+
+/// The baseline pass's finding for the phase a per-token finding speaks of.
+fn baseline_of<'a>(f: &'a Findings, p: &Finding) -> Option<&'a Finding> {
+    f.find(|x| matches!(x.claim, Claim::MeasurementCost { .. }) && x.scope.range == p.scope.range)
+}
+
+/// A phase the baseline pass timed: its time per instance without a profiler first (per token
+/// and tokens/s at the same tokens per instance), then `under_nsys`, the sentence of the
+/// profiled figures.
+fn bare_first(p: &Finding, m: &Finding, under_nsys: String) -> String {
+    let (Some(bare), Some(nsys)) = (
+        m.figure(Q::BaselineMsPerInstance).map(|e| e.value),
+        p.figure(Q::MsPerInstance).map(|e| e.value),
+    ) else {
+        return under_nsys;
+    };
+    let name = super::phrase::range_name(p.scope.range.as_deref().unwrap_or(""));
+    let scale = bare / nsys;
+    let mut t =
+        format!("{name} takes {bare:.2} ms per instance without a profiler (the baseline pass)");
+    if let (Some(ms), Some(tps), true) = (
+        p.figure(Q::MsPerToken).map(|e| e.value),
+        p.figure(Q::TokensPerS).map(|e| e.value),
+        scale > 0.0,
+    ) {
+        let _ = write!(
+            t,
+            ", {:.3} ms per token ({:.0} tokens/s)",
+            ms * scale,
+            tps / scale
+        );
+    }
+    let under = under_nsys
+        .strip_prefix(&format!("{name} "))
+        .unwrap_or(&under_nsys);
+    format!("{t}; under nsys it {under}")
 }
 
 /// The instance groups of the phase a per-token finding speaks of, when it has several kinds.
@@ -178,4 +225,55 @@ fn sentence(p: &Finding) -> String {
         );
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::{Figure, Scope};
+
+    /// With a baseline, a phase's sentence leads with the time without a profiler, per token
+    /// and tokens/s at the same tokens per instance, and keeps the profiled figures after it.
+    #[test]
+    fn the_bare_time_leads_and_the_profiled_one_follows() {
+        let scope = Scope::range("decode").instances(15);
+        let fig = |q, v, src: &str| Figure::new(q, v, src, &scope);
+        let mut f = Findings::default();
+        f.push(
+            Claim::PerToken,
+            scope.clone(),
+            None,
+            vec![
+                fig(Q::MsPerInstance, 10.0, "nsys/run.sqlite"),
+                fig(Q::MsPerToken, 2.5, "nsys/run.sqlite"),
+                fig(Q::TokensPerS, 400.0, "nsys/run.sqlite"),
+            ],
+        );
+        f.push(
+            Claim::MeasurementCost {
+                compared: 15,
+                timed: 15,
+                from_start: false,
+            },
+            Scope::range("decode"),
+            None,
+            vec![Figure::new(
+                Q::BaselineMsPerInstance,
+                4.0,
+                "baseline/ranges.1.txt",
+                &Scope::range("decode"),
+            )],
+        );
+        let p = f
+            .made()
+            .find(|x| matches!(x.claim, Claim::PerToken))
+            .unwrap();
+        let m = baseline_of(&f, p).unwrap();
+        let text = bare_first(p, m, sentence(p));
+        assert!(
+            text.starts_with("`decode` takes 4.00 ms per instance without a profiler (the baseline pass), 1.000 ms per token (1000 tokens/s); under nsys it takes "),
+            "{text}"
+        );
+        assert!(text.contains("per token (400 tokens/s)"), "{text}");
+    }
 }
