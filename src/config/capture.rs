@@ -38,10 +38,12 @@ impl Capture {
                 first_window_only: first,
             },
             CaptureRange::Nvtx => {
+                // The raw expression, when set, is what nsys is given (passes::nsys::capture_expr).
                 let expr = cfg
-                    .nvtx_capture
+                    .nvtx_capture_raw
                     .as_deref()
-                    .or(cfg.nvtx_capture_raw.as_deref());
+                    .filter(|r| !r.trim().is_empty())
+                    .or(cfg.nvtx_capture.as_deref());
                 match expr {
                     Some(e) if !e.is_empty() => {
                         let mut it = e.splitn(2, '@');
@@ -55,6 +57,14 @@ impl Capture {
                     _ => Capture::WholeRun,
                 }
             }
+        }
+    }
+
+    /// The expression's range name (no domain), for messages: "" for no NVTX capture.
+    pub fn name(cfg: &Nsys) -> String {
+        match Capture::of(cfg) {
+            Capture::NvtxRange { name, .. } => name,
+            _ => String::new(),
         }
     }
 

@@ -247,6 +247,20 @@ fn one_capture_decides_both_passes_unless_ncu_names_its_range() {
         include(&["nsys.nvtx_capture=null", "nsys.nvtx_capture_raw=step@llm"]).as_deref(),
         Some("llm@step/")
     );
+    // The raw expression is what nsys is given, so it names the capture even beside the
+    // default `nsys.nvtx_capture` (both typed once, as config::Capture).
+    assert_eq!(
+        include(&["nsys.nvtx_capture_raw=decode@*"]).as_deref(),
+        Some("decode")
+    );
+    let nsys = crate::testutil::config(&["nsys.nvtx_capture_raw=decode@*"]).nsys;
+    assert_eq!(crate::config::Capture::of(&nsys).range(), Some("decode"));
+    assert_eq!(
+        crate::rundir::status::NsysRecord::from_config(&nsys)
+            .range
+            .as_deref(),
+        Some("decode")
+    );
     // Nothing to follow: the whole run, or the profiler-API windows.
     assert_eq!(
         include(&["nsys.gating_nvtx=false"]).as_deref(),

@@ -191,7 +191,7 @@ pub(crate) fn classify(
     if opened && !out.tail.contains("Capture range ended") && st.state == PassState::Ok {
         st.warnings.push(format!(
             "the capture range `{}` opened but never closed: nsys captured until the application exited (is the range's end/pop reached?)",
-            cfg.nvtx_capture.as_deref().unwrap_or("")
+            crate::config::Capture::name(cfg)
         ));
     }
     st
@@ -236,7 +236,7 @@ fn classify_exit(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys)
     if let Some(st) = stopped(out, "nsys") {
         return st;
     }
-    let expr = cfg.nvtx_capture.clone().unwrap_or_default();
+    let expr = crate::config::Capture::name(cfg);
     // nsys passes the workload's exit status on (128 + N for a signal), report or not: a
     // range that never opened because the workload failed first is the workload's failure,
     // not a naming problem, and nothing is run again to diagnose it.
@@ -527,7 +527,7 @@ impl Pass for NsysPass {
             .tool
             .as_deref()
             .filter(|_| empty && ctx.cfg.nsys.diagnose)?;
-        let wanted = ctx.cfg.nsys.nvtx_capture.clone().unwrap_or_default();
+        let wanted = crate::config::Capture::name(&ctx.cfg.nsys);
         let ranges = diagnose::ungated(ctx, nsys)?;
         Some(diagnose::describe(&ranges, &wanted))
     }

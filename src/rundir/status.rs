@@ -184,11 +184,11 @@ impl NsysRecord {
         NsysRecord {
             range: match windows {
                 true => Some(crate::parse::sqlite::PROFILER_WINDOW.to_string()),
-                false => cfg
-                    .nvtx_capture
-                    .as_deref()
-                    .filter(|_| gated)
-                    .map(|c| c.split('@').next().unwrap_or(c).to_string()),
+                // Named as the typed capture names it (the raw expression when one is set).
+                false => match crate::config::Capture::of(cfg) {
+                    crate::config::Capture::NvtxRange { name, .. } if gated => Some(name),
+                    _ => None,
+                },
             },
             first_instance_only: cfg.gating_nvtx
                 && cfg.capture_range != CaptureRange::None
