@@ -344,3 +344,21 @@ fn a_hand_made_default_capture_of_cuda_graphs_is_read_from_the_data() {
     let nvidia = read(copy.join("nsys/summary_nvtx_gpu_proj_sum.csv"));
     assert!(nvidia.contains(":decode,PushPop,457415,9179749,15,"));
 }
+
+/// A floor's share is said of the time it was computed over: in the CUDA-graph decode the GPU
+/// work (0.72 ms per step) outlasts the CPU range (0.45 ms), and 7.6% is of the former.
+#[test]
+fn the_floor_share_names_the_time_it_is_a_share_of() {
+    let stake = read(root().join("examples/sample-run-hf-static/stakeholder_summary.md"));
+    assert!(
+        stake.contains("`decode` takes 0.45 ms per instance; its memory-bandwidth floor (its kernels' DRAM bytes at peak bandwidth) is 7.6% of its 0.72 ms per instance of GPU work"),
+        "{stake}"
+    );
+    assert!(!stake.contains("7.6% of that time"), "{stake}");
+    // Where the CPU range is the longer, "that time" is the time just stated.
+    let eager = read(root().join("examples/sample-run-hf-eager/stakeholder_summary.md"));
+    assert!(
+        eager.contains("of that time") || !eager.contains("memory-bandwidth floor"),
+        "{eager}"
+    );
+}

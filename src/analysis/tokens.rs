@@ -37,6 +37,9 @@ pub(crate) struct Floor {
     /// Those at the GPU's peak DRAM bandwidth and dense BF16 tensor rate, in ms.
     pub(crate) memory_floor_ms: f64,
     pub(crate) compute_floor_ms: Option<f64>,
+    /// The measured time per instance the floors are compared with: the longer of the range's
+    /// CPU wall time and its GPU projection (CUDA graphs' work can outlast the range), in ms.
+    pub(crate) measured_ms: f64,
     /// Floor over the measured time per instance, in %.
     pub(crate) pct_of_memory_floor: f64,
     pub(crate) pct_of_compute_floor: Option<f64>,
@@ -156,6 +159,7 @@ pub(crate) fn floor(
         flops: flops / n,
         memory_floor_ms,
         compute_floor_ms,
+        measured_ms: actual_ms,
         pct_of_memory_floor: 100.0 * memory_floor_ms / actual_ms,
         pct_of_compute_floor: compute_floor_ms.map(|c| 100.0 * c / actual_ms),
         measured_pct: 100.0 * measured_ns / all_ns.max(1.0),

@@ -95,6 +95,8 @@ pub(crate) enum Quantity {
     /// A floor's time as a share of the measured time per instance (100%: at the floor).
     MemoryFloorOfMeasuredPct,
     ComputeFloorOfMeasuredPct,
+    /// That measured time per instance: the longer of CPU wall and GPU projection.
+    FloorBasisMsPerInstance,
 }
 
 impl Quantity {
@@ -113,7 +115,11 @@ impl Quantity {
             | NcuKernelsMeasured
             | KernelsWeighedByShape => Unit::Count,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
-            MsPerInstance | MsPerToken | NsysMsPerInstance | BaselineMsPerInstance => Unit::Ms,
+            MsPerInstance
+            | MsPerToken
+            | NsysMsPerInstance
+            | BaselineMsPerInstance
+            | FloorBasisMsPerInstance => Unit::Ms,
             TokensPerS => Unit::TokensPerS,
             _ => Unit::Pct,
         }

@@ -17,7 +17,7 @@ pub(crate) fn section(a: &Artifacts, f_all: &Findings, s: &mut String) {
     }
     let _ = writeln!(
         s,
-        "\n## Per token\n\nTokens come from the `stage2:tokens batch=B new=N` NVTX marks inside each phase's instances (`{}`; `--auto-nvtx` puts them there); time is the phases' CPU wall time. The floors of the captured range: the DRAM bytes and FLOPs of its kernels (ncu's rates times nsys's durations, per instance) at the GPU's peak DRAM bandwidth and dense BF16 tensor rate (ncu's peaks); \"floor / measured\" is the floor's time over the measured time per instance, so 100% would be running at the floor.\n",
+        "\n## Per token\n\nTokens come from the `stage2:tokens batch=B new=N` NVTX marks inside each phase's instances (`{}`; `--auto-nvtx` puts them there); time is the phases' CPU wall time. The floors of the captured range: the DRAM bytes and FLOPs of its kernels (ncu's rates times nsys's durations, per instance) at the GPU's peak DRAM bandwidth and dense BF16 tensor rate (ncu's peaks); \"floor / measured\" is the floor's time over the measured time per instance (the longer of the CPU wall time and the GPU projection), so 100% would be running at the floor.\n",
         a.sqlite_file
     );
     let _ = writeln!(
@@ -213,15 +213,24 @@ fn sentence(p: &Finding) -> String {
         let _ = write!(t, ", {} per token ({})", ms.text, tps.text);
     }
     if let Some(m) = p.figure(Q::MemoryFloorOfMeasuredPct) {
+        // The floors are over the range's time per instance; where its GPU work outlasts the
+        // CPU range (CUDA graphs), that is not the wall time just stated: name it.
+        let of = match (
+            p.figure(Q::FloorBasisMsPerInstance),
+            p.figure(Q::MsPerInstance),
+        ) {
+            (Some(b), Some(w)) if (b.value - w.value).abs() > 0.005 * w.value.max(1e-9) => format!(
+                "of its {} per instance of GPU work (its projection, which outlasts the CPU range)",
+                b.text
+            ),
+            _ => "of that time".to_string(),
+        };
         let _ = write!(
             t,
-            "; its memory-bandwidth floor (its kernels' DRAM bytes at peak bandwidth) is {} of that time{}",
+            "; its memory-bandwidth floor (its kernels' DRAM bytes at peak bandwidth) is {} {of}{}",
             m.text,
             p.figure(Q::ComputeFloorOfMeasuredPct)
-                .map_or(String::new(), |c| format!(
-                    ", its compute floor {}",
-                    c.text
-                ))
+                .map_or(String::new(), |c| format!(", its compute floor {}", c.text))
         );
     }
     t
