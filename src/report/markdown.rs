@@ -278,7 +278,7 @@ fn ranges_section(a: &Artifacts, f: &Findings, s: &mut String) {
             ms(w.max),
             ms(r.proj_spread.median),
             r.launches_spread.median,
-            md(&verdict)
+            md(verdict)
         );
     }
     for x in f.made() {
