@@ -362,3 +362,29 @@ fn the_floor_share_names_the_time_it_is_a_share_of() {
         "{eager}"
     );
 }
+
+/// Advice follows the kernels' own figures: prefill's GEMMs keep the tensor cores 84-87% busy
+/// (no "check they use tensor cores"), and its memory-bound kernel multiplies activations
+/// element-wise (no "quantise weights" for it); a decode GEMM bound by its weights keeps it.
+#[test]
+fn advice_follows_the_tensor_pipe_and_what_the_bytes_are() {
+    let prefill = read(root().join("examples/sample-run-hf-prefill/stakeholder_summary.md"));
+    assert!(
+        prefill.contains("tensor pipe 86.7%")
+            && prefill.contains("they already keep the tensor cores busy")
+            && !prefill.contains("check they use tensor cores"),
+        "{prefill}"
+    );
+    let mem = prefill
+        .lines()
+        .find(|l| l.contains("memory-bound (vectorized_elementwise_kernel"))
+        .unwrap();
+    assert!(
+        mem.contains("fuse them with their neighbours") && !mem.contains("quantise weights to cut"),
+        "{mem}"
+    );
+    let eager = read(root().join("examples/sample-run-hf-eager/stakeholder_summary.md"));
+    if let Some(l) = eager.lines().find(|l| l.contains("is memory-bound (nvjet")) {
+        assert!(l.contains("quantise weights"), "{l}");
+    }
+}

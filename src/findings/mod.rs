@@ -182,6 +182,29 @@ pub(crate) enum PastWall {
     Overlap,
 }
 
+/// Which kernels a memory-bound list holds: those that issue tensor-core operations (matrix
+/// products, whose bytes are mostly weights), those that issue none (element-wise kernels,
+/// reductions and copies, whose bytes are activations), or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum BytesOf {
+    MatrixProducts,
+    Elementwise,
+    Both,
+}
+
+/// Compute-bound kernels' tensor-pipe use, from ncu (rules::TENSOR_BUSY).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum TensorUse {
+    /// Every one issues tensor-core operations with the pipe at least that busy.
+    Busy,
+    /// Some issue none, or keep the pipe under that.
+    Low,
+    /// ncu did not measure the tensor pipe.
+    Unmeasured,
+}
+
 /// What a finding claims, with its parameters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -269,9 +292,14 @@ pub(crate) enum Claim {
     TinyKernels,
     MemoryBound {
         kernels: Vec<String>,
+        /// What the bytes are: matrix products' (weights) or element-wise kernels'
+        /// (activations), which decides what cuts them.
+        bytes_of: BytesOf,
     },
     ComputeBound {
         kernels: Vec<String>,
+        /// Whether they already keep the tensor cores busy.
+        tensor: TensorUse,
     },
     TensorCoresIdle,
     /// Top kernels ncu did not classify, classed by nsys's sampled GPU metrics.

@@ -47,15 +47,19 @@ pub(crate) const TINY_KERNELS: Rule = Rule {
 
 pub(crate) const MEMORY_BOUND: Rule = Rule {
     id: "memory_bound",
-    text: "a top kernel's DRAM throughput >= 60% of peak and above its SM throughput",
+    text: "a top kernel's DRAM throughput >= 60% of peak and above its SM throughput; one that issues tensor-core operations is a matrix product (its bytes mostly weights), one that issues none element-wise (its bytes activations)",
     threshold: 60.0,
 };
 
 pub(crate) const COMPUTE_BOUND: Rule = Rule {
     id: "compute_bound",
-    text: "a top kernel's SM throughput >= 60% of peak and above DRAM, with FLOP/byte at or above the FP32 ridge",
+    text: "a top kernel's SM throughput >= 60% of peak and above DRAM, with FLOP/byte at or above the FP32 ridge; the tensor cores are busy when each such kernel's tensor pipe is >= 50% active",
     threshold: 60.0,
 };
+
+/// Compute-bound kernels whose tensor pipe is at least this active keep the tensor cores busy
+/// (COMPUTE_BOUND's words).
+pub(crate) const TENSOR_BUSY_PCT: f64 = 50.0;
 
 pub(crate) const TENSOR_IDLE: Rule = Rule {
     id: "tensor_cores_idle",

@@ -3,7 +3,9 @@
 //! Nothing here decides: which findings exist is the findings layer's business.
 
 use super::fmt::md;
-use crate::findings::{Claim, CpuVerdict, Finding, PastWall, Quantity as Q, Scope};
+use crate::findings::{
+    BytesOf, Claim, CpuVerdict, Finding, PastWall, Quantity as Q, Scope, TensorUse,
+};
 
 /// A range as the reports name it: "`decode`", or "the cudaProfilerStart/Stop windows" for
 /// the windows the export reads as a range.
@@ -139,21 +141,41 @@ pub(crate) fn sentence(f: &Finding) -> String {
             f.text(Q::MeanKernelNs),
             cite(f)
         ),
-        Claim::MemoryBound { kernels } => format!(
-            "{} of the top kernels {w} {} memory-bound ({}): batch more requests per step or quantise weights to cut bytes moved{}.",
-            kernels.len(),
-            are(kernels.len()),
-            per_kernel(f, &[(Q::DramThroughputPct, "DRAM")]),
-            cite(f)
-        ),
-        Claim::ComputeBound { kernels } => format!(
-            "{} of the top kernels {w} {} compute-bound ({}; the FP32 ridge is at {}): check they use tensor cores (bf16/fp8 dtypes, aligned shapes){}.",
-            kernels.len(),
-            are(kernels.len()),
-            per_kernel(f, &[(Q::SmThroughputPct, "SM"), (Q::FlopPerByte, "")]),
-            f.text(Q::RidgeFlopPerByte),
-            cite(f)
-        ),
+        Claim::MemoryBound { kernels, bytes_of } => {
+            let what = match bytes_of {
+                BytesOf::MatrixProducts => "batch more requests per step (each weight byte read serves more tokens) or quantise weights to cut bytes moved",
+                BytesOf::Elementwise => "they move activations, not weights: fuse them with their neighbours (torch.compile, fused kernels) so each tensor makes fewer trips to DRAM",
+                BytesOf::Both => "for the matrix products, batch more requests per step or quantise weights; for the element-wise kernels, fuse them with their neighbours (torch.compile, fused kernels)",
+            };
+            format!(
+                "{} of the top kernels {w} {} memory-bound ({}): {what}{}.",
+                kernels.len(),
+                are(kernels.len()),
+                per_kernel(f, &[(Q::DramThroughputPct, "DRAM")]),
+                cite(f)
+            )
+        }
+        Claim::ComputeBound { kernels, tensor } => {
+            let what = match tensor {
+                TensorUse::Busy => "they already keep the tensor cores busy: fewer FLOPs (a lower precision such as FP8, a smaller model) or more GPUs is what moves them",
+                TensorUse::Low | TensorUse::Unmeasured => "check they use tensor cores (bf16/fp8 dtypes, aligned shapes)",
+            };
+            format!(
+                "{} of the top kernels {w} {} compute-bound ({}; the FP32 ridge is at {}): {what}{}.",
+                kernels.len(),
+                are(kernels.len()),
+                per_kernel(
+                    f,
+                    &[
+                        (Q::SmThroughputPct, "SM"),
+                        (Q::FlopPerByte, ""),
+                        (Q::TensorPipePct, "tensor pipe")
+                    ]
+                ),
+                f.text(Q::RidgeFlopPerByte),
+                cite(f)
+            )
+        }
         Claim::TensorCoresIdle => format!(
             "Tensor cores are barely used by the matrix products {w} (tensor pipe active, ncu's sm__pipe_tensor_cycles_active: {}): more rows per product (more tokens or requests per step) is what fills them{}.",
             per_kernel(f, &[(Q::TensorPipePct, "")]),

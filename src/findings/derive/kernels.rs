@@ -258,8 +258,18 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
         .collect();
     if !mem.is_empty() {
         let kernels = with(Bound::Memory).map(|r| display_name(&r.name)).collect();
+        // Kernels that issue tensor-core operations multiply matrices: their bytes are mostly
+        // weights. The others (element-wise, reductions, copies) move activations.
+        let matmul = with(Bound::Memory)
+            .filter(|r| a.point(r).is_some_and(|p| p.tensor_flops > 0.0))
+            .count();
+        let bytes_of = match (matmul, with(Bound::Memory).count() - matmul) {
+            (_, 0) => crate::findings::BytesOf::MatrixProducts,
+            (0, _) => crate::findings::BytesOf::Elementwise,
+            _ => crate::findings::BytesOf::Both,
+        };
         out.push(
-            Claim::MemoryBound { kernels },
+            Claim::MemoryBound { kernels, bytes_of },
             scope.clone(),
             Some(rules::MEMORY_BOUND),
             mem,
@@ -267,15 +277,34 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
     }
     let ridge = a.peaks.map(|p| p.ridge_fp32());
     let mut comp = Vec::new();
+    // Each compute-bound kernel's tensor-pipe use (None: it issues no tensor-core operations,
+    // or ncu did not measure the pipe).
+    let mut pipes: Vec<Option<f64>> = Vec::new();
     for r in with(Bound::Compute) {
         comp.extend(
             r.sm_throughput_pct
                 .map(|v| fig(Quantity::SmThroughputPct, v, r)),
         );
-        if let Some(i) = a.point(r).and_then(|p| p.intensity()) {
+        let point = a.point(r);
+        if let Some(i) = point.and_then(|p| p.intensity()) {
             comp.push(fig(Quantity::FlopPerByte, i, r));
         }
+        let pipe = point
+            .filter(|p| p.tensor_flops > 0.0)
+            .and_then(|p| p.tensor_pipe_pct);
+        comp.extend(pipe.map(|v| fig(Quantity::TensorPipePct, v, r)));
+        pipes.push(pipe);
     }
+    let measured =
+        with(Bound::Compute).any(|r| a.point(r).is_some_and(|p| p.tensor_pipe_pct.is_some()));
+    let busy = pipes
+        .iter()
+        .all(|p| p.is_some_and(|v| v >= rules::TENSOR_BUSY_PCT));
+    let tensor = match (measured, busy) {
+        (false, _) => crate::findings::TensorUse::Unmeasured,
+        (true, true) => crate::findings::TensorUse::Busy,
+        (true, false) => crate::findings::TensorUse::Low,
+    };
     if !comp.is_empty() {
         if let Some(ridge) = ridge {
             comp.push(Figure::new(
@@ -289,7 +318,7 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
             .map(|r| display_name(&r.name))
             .collect();
         out.push(
-            Claim::ComputeBound { kernels },
+            Claim::ComputeBound { kernels, tensor },
             scope.clone(),
             Some(rules::COMPUTE_BOUND),
             comp,
