@@ -388,3 +388,19 @@ fn advice_follows_the_tensor_pipe_and_what_the_bytes_are() {
         assert!(l.contains("quantise weights"), "{l}");
     }
 }
+
+/// Tiny kernels in a range whose GPU is busy (the CUDA-graph decode, 68% busy) are not said to
+/// "move little" if made faster: that holds only where the GPU waits between them.
+#[test]
+fn tiny_kernels_are_judged_by_how_busy_the_gpu_is() {
+    let stat = read(root().join("examples/sample-run-hf-static/stakeholder_summary.md"));
+    let tiny = stat.lines().find(|l| l.contains("are tiny")).unwrap();
+    assert!(
+        tiny.contains("while the GPU is busy 68.0% of the range time")
+            && !tiny.contains("moves little"),
+        "{tiny}"
+    );
+    let eager = read(root().join("examples/sample-run-hf-eager/stakeholder_summary.md"));
+    let tiny = eager.lines().find(|l| l.contains("are tiny")).unwrap();
+    assert!(tiny.contains("making them faster moves little"), "{tiny}");
+}

@@ -193,6 +193,18 @@ pub(crate) enum BytesOf {
     Both,
 }
 
+/// How busy the GPU is over a range, against rules::RANGE_VERDICT's threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum GpuUse {
+    /// Busy at least the threshold of the range time.
+    Busy,
+    /// Idle most of it: it waits on the CPU (or on other ranks).
+    Waits,
+    /// Not known for this scope (the whole capture).
+    Unknown,
+}
+
 /// Compute-bound kernels' tensor-pipe use, from ncu (rules::TENSOR_BUSY).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -288,8 +300,10 @@ pub(crate) enum Claim {
     KernelsExceedWall {
         cause: PastWall,
     },
-    /// Mean kernel under the rule's threshold.
-    TinyKernels,
+    /// Mean kernel under the rule's threshold, and whether the GPU waits between them.
+    TinyKernels {
+        gpu: GpuUse,
+    },
     MemoryBound {
         kernels: Vec<String>,
         /// What the bytes are: matrix products' (weights) or element-wise kernels'

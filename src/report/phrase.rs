@@ -4,7 +4,7 @@
 
 use super::fmt::md;
 use crate::findings::{
-    BytesOf, Claim, CpuVerdict, Finding, PastWall, Quantity as Q, Scope, TensorUse,
+    BytesOf, Claim, CpuVerdict, Finding, GpuUse, PastWall, Quantity as Q, Scope, TensorUse,
 };
 
 /// A range as the reports name it: "`decode`", or "the cudaProfilerStart/Stop windows" for
@@ -136,11 +136,24 @@ pub(crate) fn sentence(f: &Finding) -> String {
                 cite(f)
             )
         }
-        Claim::TinyKernels => format!(
-            "Kernels {w} are tiny (mean {}): making them faster moves little; fewer, larger kernels (fusion, larger batches) do more work per launch{}.",
-            f.text(Q::MeanKernelNs),
-            cite(f)
-        ),
+        Claim::TinyKernels { gpu } => {
+            let what = match gpu {
+                GpuUse::Waits => format!(
+                    " and the GPU is busy {} of the range time: making them faster moves little",
+                    f.text(Q::GpuBusyOfRangePct)
+                ),
+                GpuUse::Busy => format!(
+                    " while the GPU is busy {} of the range time: at that size each kernel's fixed start and tail are a large part of its time",
+                    f.text(Q::GpuBusyOfRangePct)
+                ),
+                GpuUse::Unknown => String::new(),
+            };
+            format!(
+                "Kernels {w} are tiny (mean {}){what}; fewer, larger kernels (fusion, larger batches) do more work per launch{}.",
+                f.text(Q::MeanKernelNs),
+                cite(f)
+            )
+        }
         Claim::MemoryBound { kernels, bytes_of } => {
             let what = match bytes_of {
                 BytesOf::MatrixProducts => "batch more requests per step (each weight byte read serves more tokens) or quantise weights to cut bytes moved",

@@ -152,19 +152,46 @@ pub(super) fn tiny(a: &Artifacts, out: &mut Findings) {
     };
     if hidden {
         let why = "the kernel table leaves out the kernels of CUDA graphs nsys traced as whole graphs, so its mean kernel is not the workload's".to_string();
-        out.0.push(Finding::abstain(Claim::TinyKernels, scope, why));
+        out.0.push(Finding::abstain(
+            Claim::TinyKernels {
+                gpu: crate::findings::GpuUse::Unknown,
+            },
+            scope,
+            why,
+        ));
         return;
     }
+    let mut ev = vec![Figure::new(
+        Quantity::MeanKernelNs,
+        mean,
+        &a.kern_sum_file,
+        &scope,
+    )];
+    // Whether the GPU waits between them decides what their size costs: a GPU that idles
+    // gains little from faster kernels, a busy one pays each kernel's fixed start and tail.
+    let busy = scope
+        .range
+        .as_deref()
+        .and_then(|name| a.range_stats.iter().find(|r| r.name == name))
+        .map(|r| r.busy_of_range_pct());
+    let gpu = match busy {
+        Some(b) if b >= rules::RANGE_VERDICT.threshold => crate::findings::GpuUse::Busy,
+        Some(_) => crate::findings::GpuUse::Waits,
+        None => crate::findings::GpuUse::Unknown,
+    };
+    if let Some(b) = busy {
+        ev.push(Figure::new(
+            Quantity::GpuBusyOfRangePct,
+            b,
+            &a.sqlite_file,
+            &scope,
+        ));
+    }
     out.push(
-        Claim::TinyKernels,
+        Claim::TinyKernels { gpu },
         scope.clone(),
         Some(rules::TINY_KERNELS),
-        vec![Figure::new(
-            Quantity::MeanKernelNs,
-            mean,
-            &a.kern_sum_file,
-            &scope,
-        )],
+        ev,
     );
 }
 
