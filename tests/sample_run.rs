@@ -404,3 +404,26 @@ fn tiny_kernels_are_judged_by_how_busy_the_gpu_is() {
     let tiny = eager.lines().find(|l| l.contains("are tiny")).unwrap();
     assert!(tiny.contains("making them faster moves little"), "{tiny}");
 }
+
+/// The 2-GPU runs' kernel table is the whole capture (both ranks' summaries), but ncu measured
+/// `decode`: the classes and tensor advice built on ncu's figures speak of `decode`.
+#[test]
+fn ncu_based_advice_speaks_of_the_range_ncu_measured() {
+    for name in ["sample-run-2gpu", "sample-run-2gpu-tp"] {
+        let stake = read(
+            root()
+                .join("examples")
+                .join(name)
+                .join("stakeholder_summary.md"),
+        );
+        let tensor = stake
+            .lines()
+            .find(|l| l.contains("Tensor cores are barely used"))
+            .unwrap();
+        assert!(
+            tensor.contains("matrix products in `decode`")
+                && !tensor.contains("in the whole capture"),
+            "{name}: {tensor}"
+        );
+    }
+}

@@ -199,15 +199,25 @@ pub(super) fn tiny(a: &Artifacts, out: &mut Findings) {
 /// of the range both tools saw; ncu's own table (another range than nsys captured) of ncu's.
 pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
     let joined: Vec<&KernelRecord> = a.records.iter().take(5).collect();
-    table_bounds(a, &joined, table_scope(a), out);
+    let ncu_range = a
+        .ncu_include
+        .as_deref()
+        .map(crate::analysis::nvtx::base_name)
+        .or_else(|| a.ncu_records.first().and_then(|r| r.nvtx_range.clone()));
+    // The classes rest on ncu's figures, measured in ncu's range: when the table is the whole
+    // capture (several ranks' summaries) and ncu was gated, they speak of that range.
+    let joined_scope = match (
+        table_scope(a).range.is_none(),
+        &ncu_range,
+        a.ncu_records.is_empty(),
+    ) {
+        (true, Some(r), true) => Scope::range(r),
+        _ => table_scope(a),
+    };
+    table_bounds(a, &joined, joined_scope, out);
     if !a.ncu_records.is_empty() {
-        let range = a
-            .ncu_include
-            .as_deref()
-            .map(crate::analysis::nvtx::base_name)
-            .or_else(|| a.ncu_records[0].nvtx_range.clone());
         let own: Vec<&KernelRecord> = a.ncu_records.iter().take(5).collect();
-        table_bounds(a, &own, Scope::of(range.as_deref()), out);
+        table_bounds(a, &own, Scope::of(ncu_range.as_deref()), out);
     }
     sampled_bounds(a, &joined, table_scope(a), out);
     disagreements(a, table_scope(a), out);
