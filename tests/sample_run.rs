@@ -427,3 +427,18 @@ fn ncu_based_advice_speaks_of_the_range_ncu_measured() {
         );
     }
 }
+
+/// RMSNorm's forward runs every step: it is not advised to be moved out of the step.
+#[test]
+fn model_code_is_not_told_to_leave_the_step() {
+    let stake = read(root().join("examples/sample-run-hf-auto/stakeholder_summary.md"));
+    let next = stake
+        .lines()
+        .find(|l| l.contains("Next: look at `Qwen2RMSNorm.forward"))
+        .unwrap();
+    assert!(
+        next.contains("it is the model's own code, run every step")
+            && !next.contains("move it out of the step"),
+        "{next}"
+    );
+}

@@ -284,6 +284,10 @@ pub(crate) enum Claim {
         /// The Python function most samples were in, when samples were taken.
         #[serde(skip_serializing_if = "Option::is_none")]
         python_function: Option<String>,
+        /// That function is the model's own code (a module's forward, a model package): it
+        /// runs every step, so it cannot be moved out of the step (rules::MODEL_CODE).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        python_in_model: bool,
         /// The range's kernels already run from CUDA graphs.
         from_graphs: bool,
     },

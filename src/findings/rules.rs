@@ -103,3 +103,37 @@ pub(crate) const SAMPLED_DISAGREES: Rule = Rule {
     text: "a launch configuration's DRAM figure sampled by nsys and ncu's differ by more than 15 points of % of peak",
     threshold: 15.0,
 };
+
+/// A sampled Python function is the model's own code when it is a module's `forward` or lives in
+/// a model package: such code runs every step (it can be compiled or batched, not moved out).
+pub(crate) fn is_model_code(function: &str) -> bool {
+    let (name, file) = match function.split_once(" (") {
+        Some((n, f)) => (n, f),
+        None => (function, ""),
+    };
+    name.ends_with(".forward")
+        || [
+            "/transformers/models/",
+            "/torch/nn/modules/",
+            "/torch/nn/functional",
+        ]
+        .iter()
+        .any(|p| file.contains(p))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn model_code_is_a_modules_forward_or_a_model_package() {
+        use super::is_model_code;
+        assert!(is_model_code(
+            "Qwen2RMSNorm.forward (/x/site-packages/transformers/models/qwen2/modeling_qwen2.py:247)"
+        ));
+        assert!(is_model_code(
+            "apply_rotary_pos_emb (/x/site-packages/transformers/models/llama/modeling_llama.py:9)"
+        ));
+        assert!(is_model_code("Linear.forward"));
+        assert!(!is_model_code("Sampler.sample (/srv/app/engine.py:12)"));
+        assert!(!is_model_code("tokenize (/srv/app/tok.py:3)"));
+    }
+}

@@ -94,8 +94,16 @@ pub(crate) fn sentence(f: &Finding) -> String {
             verdict,
             story,
             python_function,
+            python_in_model,
             from_graphs,
-        } => idle(f, &w, *verdict, story.as_deref(), python_function.as_deref(), *from_graphs),
+        } => idle(
+            f,
+            &w,
+            *verdict,
+            story.as_deref(),
+            python_function.as_deref().map(|p| (p, *python_in_model)),
+            *from_graphs,
+        ),
         Claim::GpuWaitsInNccl => format!(
             "The GPU is busy {} of the range time {w} but working only {} of it: it mostly waits for the other ranks inside NCCL kernels{}.",
             f.text(Q::GpuBusyOfRangePct),
@@ -287,7 +295,7 @@ fn idle(
     w: &str,
     verdict: Option<CpuVerdict>,
     story: Option<&str>,
-    python: Option<&str>,
+    python: Option<(&str, bool)>,
     from_graphs: bool,
 ) -> String {
     let busy = match f.figure(Q::GpuWorkingOfRangePct) {
@@ -299,7 +307,8 @@ fn idle(
         (Some(CpuVerdict::Launch), _) if from_graphs => "the kernels already run from CUDA graphs: fewer, larger graphs or fused ops cut the launches that remain".to_string(),
         (Some(CpuVerdict::Launch), _) => "capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work".to_string(),
         (Some(CpuVerdict::CudaCall), _) => "find the CUDA calls that are neither launches nor synchronisations (allocation, attribute queries, module loads: nsys's `cuda_api_sum`) and move them out of the loop (warm-up, caching allocator)".to_string(),
-        (Some(CpuVerdict::Cpu), Some(func)) => format!("look at `{}`, where the Python samples put the thread's own work: move it out of the step, compile it, or do more work per step (larger batch)", md(func)),
+        (Some(CpuVerdict::Cpu), Some((func, true))) => format!("look at `{}`, where the Python samples put the thread's own work: it is the model's own code, run every step, so compile it (torch.compile fuses its small ops and drops their Python overhead), capture the step in a CUDA graph, or do more work per step (larger batch)", md(func)),
+        (Some(CpuVerdict::Cpu), Some((func, false))) => format!("look at `{}`, where the Python samples put the thread's own work: move it out of the step, compile it, or do more work per step (larger batch)", md(func)),
         (Some(CpuVerdict::Cpu), None) => "profile that Python/framework code (`--python-sampling HZ`, or a CPU sampler such as py-spy), then move it out of the step, compile it, or do more work per step (larger batch)".to_string(),
         (None, _) => String::new(),
     };

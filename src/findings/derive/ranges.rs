@@ -92,6 +92,7 @@ fn graph_level(a: &Artifacts, name: &str, scope: &Scope, out: &mut Findings) -> 
             verdict: None,
             story: None,
             python_function: None,
+            python_in_model: false,
             from_graphs: true,
         },
         scope,
@@ -145,6 +146,7 @@ fn busy_verdict(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) 
         let claim = Claim::GpuIdle {
             verdict: story.as_ref().map(|s| CpuVerdict::of_label(s.label)),
             story: story.as_ref().map(|s| s.story.clone()),
+            python_in_model: python.as_ref().is_some_and(|p| rules::is_model_code(&p.1)),
             python_function: python.map(|p| p.1),
             from_graphs: c.graph_kernels > 0,
         };
@@ -195,6 +197,7 @@ fn steady_verdict(
         verdict: story.as_ref().map(|s| CpuVerdict::of_label(s.label)),
         story: story.map(|s| s.story),
         python_function: None,
+        python_in_model: false,
         from_graphs: c.graph_kernels > 0,
     };
     out.push(
