@@ -490,6 +490,12 @@ fn the_gpu_pairs_gate_as_measured() {
         // The committed comparison is what diff prints today (its run paths aside).
         let now = String::from_utf8_lossy(&out.stdout).to_string();
         assert_eq!(now, read(ex.join(f)), "{f}");
+        // A mean over 3 passes and a first pass's figure are each said to be what they are.
+        assert!(
+            now.contains("Total kernel time (mean over the timed passes)")
+                && now.contains("kernel time: the first timed pass of each run"),
+            "{now}"
+        );
     }
 }
 

@@ -38,9 +38,17 @@ fn noise_line(d: &Diff) -> String {
 
 pub(crate) fn to_markdown(d: &Diff, top: usize) -> String {
     let mut s = format!("# Diff: {} -> {}\n\n", md(&d.run_a), md(&d.run_b));
+    // With several timed passes the total is their mean; the range table's kernel column is
+    // the first pass's (the export's ranges): each says which it is.
+    let several = d.passes_a > 1 || d.passes_b > 1;
     let _ = writeln!(
         s,
-        "Total kernel time: {} us -> {} us ({}).\n",
+        "Total kernel time{}: {} us -> {} us ({}).\n",
+        if several {
+            " (mean over the timed passes)"
+        } else {
+            ""
+        },
         us(d.total_kernel_time_a_ns),
         us(d.total_kernel_time_b_ns),
         change(d.total_delta_pct, d.total_test, d.total_kernel_time_a_ns)
@@ -60,7 +68,11 @@ pub(crate) fn to_markdown(d: &Diff, top: usize) -> String {
     }
     kernels(&mut s, d, top);
     if !d.ranges.is_empty() {
-        let _ = writeln!(s, "\n## NVTX ranges\n\n| range | wall A (ms) | wall B (ms) | change | kernel A (us) | kernel B (us) |\n|---|--:|--:|--:|--:|--:|");
+        let basis = match several {
+            true => "Wall: mean over the timed passes; kernel time: the first timed pass of each run.\n\n",
+            false => "",
+        };
+        let _ = writeln!(s, "\n## NVTX ranges\n\n{basis}| range | wall A (ms) | wall B (ms) | change | kernel A (us) | kernel B (us) |\n|---|--:|--:|--:|--:|--:|");
         for r in &d.ranges {
             let _ = writeln!(
                 s,
