@@ -442,3 +442,21 @@ fn model_code_is_not_told_to_leave_the_step() {
         "{next}"
     );
 }
+
+/// The same kernel in nsys's table (4.80 us in the workload) and in ncu's (6.07 us replayed):
+/// the second table's columns say they are ncu's replayed launches, not GPU time.
+#[test]
+fn ncus_own_table_says_its_figures_are_replays() {
+    let stake = read(root().join("examples/sample-run-hf-window/stakeholder_summary.md"));
+    assert!(
+        stake.contains(
+            "| # | kernel | share of ncu's profiled time | avg under ncu replay (us) | bound |"
+        ) && stake.contains("| 2 | nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT | 10.3% | 4.80 |"),
+        "{stake}"
+    );
+    let md = read(root().join("examples/sample-run-hf-window/kernels.md"));
+    assert!(
+        md.contains("their durations are ncu's replays of one launch at a time"),
+        "{md}"
+    );
+}

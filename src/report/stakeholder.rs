@@ -468,7 +468,7 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
     if let Some(first) = a.ncu_records.first() {
         let _ = writeln!(
             s,
-            "\nIn `{}`, which ncu profiled (ranked by ncu's time of the profiled launches):\n",
+            "\nIn `{}`, which ncu profiled (ranked by ncu's time of the launches it profiled, replayed one at a time: its durations differ from the running workload's above):\n",
             md(&a
                 .ncu_include
                 .as_deref()
@@ -476,7 +476,7 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
                 .or_else(|| first.nvtx_range.clone())
                 .unwrap_or_else(|| "the ncu range".into()))
         );
-        top_table(s, &a.ncu_records);
+        top_table_with(s, &a.ncu_records, NCU_COLUMNS);
     }
     let _ = writeln!(
         s,
@@ -485,11 +485,17 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
     );
 }
 
+/// The columns of a table of nsys's times, and of one of ncu's replayed launches.
+const NSYS_COLUMNS: &str = "| # | kernel | share of GPU time | avg (us) | bound |";
+const NCU_COLUMNS: &str =
+    "| # | kernel | share of ncu's profiled time | avg under ncu replay (us) | bound |";
+
 fn top_table(s: &mut String, records: &[crate::model::KernelRecord]) {
-    let _ = writeln!(
-        s,
-        "| # | kernel | share of GPU time | avg (us) | bound |\n|--:|---|--:|--:|---|"
-    );
+    top_table_with(s, records, NSYS_COLUMNS)
+}
+
+fn top_table_with(s: &mut String, records: &[crate::model::KernelRecord], columns: &str) {
+    let _ = writeln!(s, "{columns}\n|--:|---|--:|--:|---|");
     let labels = crate::model::labels(records.iter().take(5).map(|r| r.name.as_str()), 60);
     for (r, label) in records.iter().zip(labels).take(5) {
         let _ = writeln!(
