@@ -313,7 +313,7 @@ fn roofline_section(a: &Artifacts, f: &Findings, s: &mut String, width: usize) {
     };
     let _ = writeln!(
         s,
-        "\n## Roofline\n\nDevice peaks from ncu's own peak metrics: FP32 {:.1} TFLOP/s, FP16 (non-tensor) {:.1} TFLOP/s, FP64 {:.1} TFLOP/s, BF16 tensor {} TFLOP/s, DRAM {:.2} TB/s; the FP32 ridge is at {:.1} FLOP/byte. Achieved FLOP/s add the FP64/FP32/FP16 instruction counters (sm__sass_thread_inst_executed_op_*, FMA counted twice) and the tensor-core operations of the source types ncu measured ({}). Chart: roofline.svg.\n",
+        "\n## Roofline\n\nDevice peaks from ncu's own peak metrics: FP32 {:.1} TFLOP/s, FP16 (non-tensor) {:.1} TFLOP/s, FP64 {:.1} TFLOP/s, BF16 tensor {} TFLOP/s, DRAM {:.2} TB/s; the FP32 ridge is at {:.1} FLOP/byte. Achieved FLOP/s add the FP64/FP32/FP16 instruction counters (sm__sass_thread_inst_executed_op_*, FMA counted twice) and the tensor-core operations of the source types ncu measured ({}). \"% of DRAM peak\" is the kernel's DRAM bytes over its duration at the DRAM peak above; the kernel table's DRAM % is ncu's own percentage-of-peak metric over elapsed cycles: two measurements of the same launch, which need not agree exactly. Chart: roofline.svg.\n",
         p.fp32_flops / 1e12,
         p.fp16_flops / 1e12,
         p.fp64_flops / 1e12,
