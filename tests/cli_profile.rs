@@ -473,6 +473,8 @@ fn a_failing_workload_exits_4_and_keeps_what_was_produced() {
             "import sys; print('boom', file=sys.stderr); sys.exit(3)",
         ],
     )
+    // It fails after its range opened, so nsys wrote a report.
+    .env("FAKE_NSYS_MODE", "failafter")
     .assert()
     .code(4)
     .stderr(predicate::str::contains("boom"));
@@ -904,4 +906,33 @@ fn the_test_doubles_are_named_on_the_console() {
             "is a test double: it runs the workload, then replays a recorded H100 capture",
         )),
     );
+}
+
+/// The doubles behave as the real tools for a workload that fails before its range: no report,
+/// its status passed on, the run a failed workload (exit 4) with no replayed kernels in it,
+/// under nsys and under ncu alone.
+#[test]
+fn a_workload_failing_before_its_range_gets_no_replayed_capture() {
+    let sb = Sandbox::new();
+    let fail = ["--", "python3", "-c", "import sys; sys.exit(3)"];
+    sb.profile("n", &[&["--nvtx-capture", "decode"][..], &fail].concat())
+        .assert()
+        .code(4);
+    let st = status(&sb.run("n"));
+    assert_eq!(st["passes"]["nsys"]["state"], "failed", "{st}");
+    assert_eq!(st["passes"]["ncu"]["state"], "skipped", "{st}");
+    assert!(!sb
+        .run("n")
+        .join("nsys/summary_cuda_gpu_kern_sum.csv")
+        .exists());
+    sb.profile("c", &[&["--no-nsys"][..], &fail].concat())
+        .assert()
+        .code(4);
+    let st = status(&sb.run("c"));
+    assert_eq!(st["passes"]["ncu"]["state"], "failed", "{st}");
+    assert!(st["passes"]["ncu"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("exited with status 3 under ncu before any kernel was profiled"));
+    assert!(!sb.run("c").join("ncu/decode_raw.csv").exists());
 }

@@ -255,6 +255,17 @@ pub(crate) fn classify(out: &Outcome, report: bool, filtered: bool) -> PassStatu
         .lines()
         .filter(|l| l.contains("==ERROR=="))
         .collect();
+    // "==ERROR== The application returned an error code (N)" with no report: the workload
+    // failed before ncu profiled anything (a signal reads as its number, as ncu gives it).
+    if let Some(code) = app_error_code(&out.tail).filter(|_| !report) {
+        return PassStatus::failed(
+            Cause::Workload,
+            Some(format!(
+                "the workload exited with status {code} under ncu before any kernel was profiled: ncu wrote no report. Its last output:\n{}",
+                own_lines(&out.tail, 10)
+            )),
+        );
+    }
     if out.tail.contains(NO_KERNELS) && !report {
         let warning = out
             .tail
@@ -265,17 +276,6 @@ pub(crate) fn classify(out: &Outcome, report: bool, filtered: bool) -> PassStatu
         return PassStatus::new(PassState::NoData, Some(format!(
                 "ncu profiled nothing{}: \"{warning}\". Check ncu.nvtx_include against the ranges in nsys/summary_nvtx_sum.csv (push/pop ranges match only as NAME/)",
                 if filtered { " (even without the kernel filter)" } else { "" }
-            )),
-        );
-    }
-    // "==ERROR== The application returned an error code (N)" with no report: the workload
-    // failed before ncu profiled anything (a signal reads as its number, as ncu gives it).
-    if let Some(code) = app_error_code(&out.tail).filter(|_| !report) {
-        return PassStatus::failed(
-            Cause::Workload,
-            Some(format!(
-                "the workload exited with status {code} under ncu before any kernel was profiled: ncu wrote no report. Its last output:\n{}",
-                own_lines(&out.tail, 10)
             )),
         );
     }
@@ -806,8 +806,10 @@ impl Pass for NcuPass {
         let mut out = self.profile(ctx, plan, &plan.profile, &watch)?;
         let mut duration = out.duration;
         let filtered = plan.filter.as_ref().is_some_and(|f| !f.is_empty());
+        // A workload that failed is not run again without the filter: it would fail again.
         if filtered
             && out.tail.contains(NO_KERNELS)
+            && app_error_code(&out.tail).is_none()
             && !process::nonempty(&plan.report)
             && stopped(&out, "ncu").is_none()
         {

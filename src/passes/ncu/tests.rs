@@ -352,3 +352,17 @@ fn a_pass_over_every_shape_stops_at_the_known_count_or_its_bound() {
         .reason(12, std::time::Duration::from_secs(91))
         .contains("time budget of 90 s (ncu.shapes_budget_s)"));
 }
+
+/// A workload that fails before its range: ncu says both that the application failed and that
+/// it profiled no kernel. The failure is the cause (exit 4), not the range names (exit 5).
+#[test]
+fn a_failed_workload_outranks_no_kernels() {
+    let tail = "==ERROR== The application returned an error code (3).\n==WARNING== No kernels were profiled.\n";
+    let st = classify(&outcome(3, tail), false, true);
+    assert_eq!(st.state, PassState::Failed);
+    assert_eq!(st.exit_code, exit_codes::WORKLOAD);
+    assert!(st
+        .reason
+        .unwrap()
+        .contains("exited with status 3 under ncu"));
+}
