@@ -1,6 +1,7 @@
 //! `stage2 report` over mutated copies of the sample runs: truncated files, flipped bytes,
 //! poisoned numbers, files replaced by devices, FIFOs, directories or nothing. Every case must
-//! end with a documented exit code, never a panic, a signal or a hang. CI runs 60 cases;
+//! end with a documented exit code, never a panic, a signal or a hang, and `--json` prints one
+//! object on every exit. The baseline pass's range files are among the mutated. CI runs 60 cases;
 //! `STAGE2_FUZZ_CASES=500 cargo test --release --test fuzz_report -- --nocapture` runs more.
 
 mod common;
@@ -134,11 +135,13 @@ fn report_never_panics_or_hangs_on_mutated_runs() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(60);
+    // The last one has the baseline pass's range files, which are mutated like the rest.
     let samples = [
-        "sample-run",
-        "sample-run-hf-eager",
-        "sample-run-2gpu",
-        "diff/slow",
+        "examples/sample-run",
+        "examples/sample-run-hf-eager",
+        "examples/sample-run-2gpu",
+        "examples/diff/slow",
+        "tests/data/hf/shapes",
     ];
     let sb = Sandbox::new();
     let mut rng = Rng(0x5eed_5eed_1234_5678);
@@ -146,13 +149,13 @@ fn report_never_panics_or_hangs_on_mutated_runs() {
     for case in 0..cases {
         let sample = samples[case % samples.len()];
         let run = sb.path().join(format!("case{case}"));
-        copy_dir(&root().join("examples").join(sample), &run);
+        copy_dir(&root().join(sample), &run);
         let what = (0..1 + rng.below(3))
             .map(|_| mutate(&mut rng, &run))
             .collect::<Vec<_>>();
         let out = sb
             .stage2_without_tools()
-            .arg("report")
+            .args(["report", "--json"])
             .arg(&run)
             .timeout(Duration::from_secs(60))
             .output()
@@ -162,6 +165,13 @@ fn report_never_panics_or_hangs_on_mutated_runs() {
         assert!(
             matches!(code, Some(0 | 2 | 5 | 6 | 8)) && !err.contains("panicked"),
             "case {case} ({sample}: {what:?}): exit {code:?}\n{err}"
+        );
+        // Whatever the exit, stdout is one JSON object for a script to read.
+        let json: Result<serde_json::Value, _> = serde_json::from_slice(&out.stdout);
+        assert!(
+            json.as_ref().is_ok_and(|v| v.is_object()),
+            "case {case} ({sample}: {what:?}): exit {code:?}, stdout not one JSON object: {}",
+            String::from_utf8_lossy(&out.stdout)
         );
         *codes.entry(code.unwrap_or(-1)).or_insert(0) += 1;
         std::fs::remove_dir_all(&run).ok();
