@@ -444,6 +444,21 @@ pub(crate) fn labels<'a>(
     names: impl Iterator<Item = &'a str> + Clone,
     width: usize,
 ) -> Vec<String> {
+    labels_in(names, std::iter::empty(), width)
+}
+
+/// [`labels`], where a name also gets its tag when its display name is shared by another
+/// kernel anywhere in `universe` (the run's kernels): one kernel reads the same in every table
+/// of a report, tagged in all or in none.
+pub(crate) fn labels_in<'a>(
+    names: impl Iterator<Item = &'a str> + Clone,
+    universe: impl Iterator<Item = &'a str>,
+    width: usize,
+) -> Vec<String> {
+    let mut full: BTreeMap<String, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for n in universe.chain(names.clone()) {
+        full.entry(display_name(n)).or_default().insert(n);
+    }
     let cut = |s: String, w: usize| -> String {
         if s.chars().count() <= w {
             return s;
@@ -452,14 +467,19 @@ pub(crate) fn labels<'a>(
         t.push('…');
         t
     };
-    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    // Distinct full names per cut label: the same kernel listed twice is not two kernels.
+    let mut count: BTreeMap<String, std::collections::BTreeSet<&str>> = BTreeMap::new();
     for n in names.clone() {
-        *count.entry(cut(display_name(n), width)).or_default() += 1;
+        count
+            .entry(cut(display_name(n), width))
+            .or_default()
+            .insert(n);
     }
     names
         .map(|n| {
             let short = cut(display_name(n), width);
-            match count[&short] > 1 {
+            let shared = full.get(&display_name(n)).is_some_and(|k| k.len() > 1);
+            match count[&short].len() > 1 || shared {
                 true => format!(
                     "{} ~{:06x}",
                     cut(display_name(n), width.saturating_sub(8).max(8)),

@@ -118,7 +118,8 @@ fn quick_is_the_nsys_pass_alone_with_sampled_classes() {
     let summary = read(sb.run("q").join("stakeholder_summary.md"));
     assert!(
         summary.contains(
-            "| 1 | elementwise_kernel \\[MulFunctor\\] | 14.5% | 2.52 | latency (sampled) |"
+            // Tagged: another kernel of the run reads `elementwise_kernel [MulFunctor]` too.
+            "| 1 | elementwise_kernel \\[MulFunctor\\] ~ee728c | 14.5% | 2.52 | latency (sampled) |"
         ),
         "{summary}"
     );

@@ -460,3 +460,32 @@ fn ncus_own_table_says_its_figures_are_replays() {
         "{md}"
     );
 }
+
+/// One kernel reads the same in every table of a run: the tag of a display name two kernels
+/// share is in the kernel table, the per-rank table, the roofline, the manager's summary and
+/// the CSV alike.
+#[test]
+fn a_kernel_reads_the_same_in_every_table() {
+    let dir = root().join("examples/sample-run-2gpu-tp");
+    let md = read(dir.join("kernels.md"));
+    let stake = read(dir.join("stakeholder_summary.md"));
+    let csv = read(dir.join("kernels.csv"));
+    for tagged in [
+        "elementwise_kernel \\[MulFunctor\\] ~ee728c",
+        "elementwise_kernel \\[MulFunctor\\] ~367f09",
+    ] {
+        assert!(md.matches(tagged).count() >= 3, "{tagged}\n{md}");
+    }
+    assert!(
+        stake.contains("elementwise_kernel \\[MulFunctor\\] ~ee728c"),
+        "{stake}"
+    );
+    assert!(
+        !md.contains("| elementwise_kernel \\[MulFunctor\\] |"),
+        "{md}"
+    );
+    assert!(
+        csv.contains(",elementwise_kernel [MulFunctor] ~ee728c,"),
+        "{csv}"
+    );
+}

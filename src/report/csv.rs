@@ -32,16 +32,19 @@ pub(crate) const HEADER: &[&str] = &[
 ];
 
 /// The rows; the `launch_*` columns are nsys's spread of one launch, the `total_*` ones the
-/// kernel's total time over the timed passes (`run.repeat`; empty with one pass).
+/// kernel's total time over the timed passes (`run.repeat`; empty with one pass). `short_name`
+/// is the label the Markdown tables give the kernel (its operation in brackets, the tag of its
+/// full name where another kernel reads the same).
 pub(crate) fn kernels_csv(records: &[KernelRecord], repeats: Option<&Repeats>) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
+    let labels = crate::model::labels(records.iter().map(|r| r.name.as_str()), usize::MAX);
     let num = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
     let _ = w.write_record(HEADER);
-    for r in records {
+    for (r, label) in records.iter().zip(labels) {
         let mut row = vec![
             r.rank.to_string(),
             crate::term::visible(&r.name).into_owned(),
-            crate::term::visible(&r.short_name()).into_owned(),
+            crate::term::visible(&label).into_owned(),
             r.instances.to_string(),
             format!("{:.0}", r.total_time_ns),
             format!("{:.1}", r.avg_time_ns),

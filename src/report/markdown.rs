@@ -68,7 +68,7 @@ pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
         let _ = writeln!(s, "Note: {note}.");
     }
     s.push('\n');
-    table(&mut s, &a.records, a.config.report.top_kernels, width);
+    table(&mut s, a, &a.records, a.config.report.top_kernels, width);
     let rest = a.records.len().saturating_sub(a.config.report.top_kernels);
     if rest > 0 {
         let _ = writeln!(s, "\n{rest} more kernels in kernels.csv.");
@@ -125,7 +125,13 @@ pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
             md(range),
             a.ncu_include.as_deref().map(md).unwrap_or_default()
         );
-        table(&mut s, &a.ncu_records, a.config.report.top_kernels, width);
+        table(
+            &mut s,
+            a,
+            &a.ncu_records,
+            a.config.report.top_kernels,
+            width,
+        );
     }
     let _ = writeln!(s, "\n## Full names\n");
     for r in a
@@ -208,13 +214,13 @@ fn cached_note(a: &Artifacts, s: &mut String) {
     );
 }
 
-fn table(s: &mut String, records: &[KernelRecord], top: usize, width: usize) {
+fn table(s: &mut String, a: &Artifacts, records: &[KernelRecord], top: usize, width: usize) {
     let _ = writeln!(
         s,
         "| # | kernel | instances | total (us) | avg (us) | share | SM % | DRAM % | bound |"
     );
     let _ = writeln!(s, "|--:|---|--:|--:|--:|--:|--:|--:|---|");
-    let labels = crate::model::labels(records.iter().take(top).map(|r| r.name.as_str()), width);
+    let labels = super::run_labels(a, records.iter().take(top).map(|r| r.name.as_str()), width);
     for (r, label) in records.iter().zip(labels).take(top) {
         let _ = writeln!(
             s,
@@ -330,7 +336,8 @@ fn roofline_section(a: &Artifacts, f: &Findings, s: &mut String, width: usize) {
         .chain(&a.ncu_records)
         .filter(|r| r.ncu_instances > 0)
         .collect();
-    let labels = crate::model::labels(
+    let labels = super::run_labels(
+        a,
         measured
             .iter()
             .take(a.config.report.top_kernels)
@@ -415,12 +422,14 @@ fn ranks_section(a: &Artifacts, s: &mut String, width: usize) {
         .collect();
     let _ = writeln!(s, "| kernel | {} | total (us) |", head.join(" | "));
     let _ = writeln!(s, "|---|{}--:|", "--:|".repeat(ranks.len()));
-    for k in a
+    let shown: Vec<&crate::parse::nsys::KernelSum> = a
         .kernels_nsys
         .iter()
         .flatten()
         .take(a.config.report.top_kernels)
-    {
+        .collect();
+    let labels = super::run_labels(a, shown.iter().map(|k| k.name.as_str()), width);
+    for (k, label) in shown.iter().zip(labels) {
         let cells: Vec<String> = ranks
             .iter()
             .map(|r| {
@@ -434,7 +443,7 @@ fn ranks_section(a: &Artifacts, s: &mut String, width: usize) {
         let _ = writeln!(
             s,
             "| {} | {} | {} |",
-            md(&cut(&display_name(&k.name), width)),
+            md(&label),
             cells.join(" | "),
             us(k.total_ns)
         );

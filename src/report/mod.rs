@@ -66,6 +66,21 @@ pub(crate) fn render(run: &RunDir, mut a: Artifacts) -> Result<Summary, Error> {
     }
 }
 
+/// Kernel labels for one table of a run: tagged where the run holds another kernel of the same
+/// display name (see [`crate::model::labels_in`]), so every table names a kernel alike.
+pub(crate) fn run_labels<'a>(
+    a: &'a Artifacts,
+    names: impl Iterator<Item = &'a str> + Clone,
+    width: usize,
+) -> Vec<String> {
+    let universe = a
+        .records
+        .iter()
+        .chain(&a.ncu_records)
+        .map(|r| r.name.as_str());
+    crate::model::labels_in(names, universe, width)
+}
+
 /// Formatting shared by the renderers.
 pub(crate) mod fmt {
     /// Sums of no floats are -0.0 in Rust; a report never shows "-0.0".

@@ -98,7 +98,7 @@ fn table(a: &Artifacts, gm: &GpuMetrics, s: &mut String, width: usize, total_ns:
         .filter(|r| r.sampled.is_some())
         .take(top)
         .collect();
-    let labels = crate::model::labels(shown.iter().map(|r| r.name.as_str()), width);
+    let labels = super::run_labels(a, shown.iter().map(|r| r.name.as_str()), width);
     for (r, label) in shown.iter().zip(labels) {
         let Some(k) = &r.sampled else { continue };
         for c in k.configs.iter().take(CONFIGS_SHOWN) {

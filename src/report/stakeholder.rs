@@ -464,7 +464,7 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
         let _ = writeln!(s, "No kernels.\n");
         return;
     }
-    top_table(s, &a.records);
+    top_table(s, a, &a.records);
     if let Some(first) = a.ncu_records.first() {
         let _ = writeln!(
             s,
@@ -476,7 +476,7 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
                 .or_else(|| first.nvtx_range.clone())
                 .unwrap_or_else(|| "the ncu range".into()))
         );
-        top_table_with(s, &a.ncu_records, NCU_COLUMNS);
+        top_table_with(s, a, &a.ncu_records, NCU_COLUMNS);
     }
     let _ = writeln!(
         s,
@@ -490,13 +490,22 @@ const NSYS_COLUMNS: &str = "| # | kernel | share of GPU time | avg (us) | bound 
 const NCU_COLUMNS: &str =
     "| # | kernel | share of ncu's profiled time | avg under ncu replay (us) | bound |";
 
-fn top_table(s: &mut String, records: &[crate::model::KernelRecord]) {
-    top_table_with(s, records, NSYS_COLUMNS)
+fn top_table(
+    s: &mut String,
+    a: &crate::analysis::Artifacts,
+    records: &[crate::model::KernelRecord],
+) {
+    top_table_with(s, a, records, NSYS_COLUMNS)
 }
 
-fn top_table_with(s: &mut String, records: &[crate::model::KernelRecord], columns: &str) {
+fn top_table_with(
+    s: &mut String,
+    a: &crate::analysis::Artifacts,
+    records: &[crate::model::KernelRecord],
+    columns: &str,
+) {
     let _ = writeln!(s, "{columns}\n|--:|---|--:|--:|---|");
-    let labels = crate::model::labels(records.iter().take(5).map(|r| r.name.as_str()), 60);
+    let labels = super::run_labels(a, records.iter().take(5).map(|r| r.name.as_str()), 60);
     for (r, label) in records.iter().zip(labels).take(5) {
         let _ = writeln!(
             s,
