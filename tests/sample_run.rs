@@ -489,3 +489,19 @@ fn a_kernel_reads_the_same_in_every_table() {
         "{csv}"
     );
 }
+
+/// The headline's sentence is "Per token" only where the run has token marks to give a
+/// per-token figure; without them it is per instance.
+#[test]
+fn per_token_is_said_only_with_a_per_token_figure() {
+    let eager = read(root().join("examples/sample-run-hf-eager/stakeholder_summary.md"));
+    assert!(
+        eager.contains("Per instance, timed under nsys") && !eager.contains("Per token, timed"),
+        "{eager}"
+    );
+    let auto = read(root().join("examples/sample-run-hf-auto/stakeholder_summary.md"));
+    assert!(
+        auto.contains("Per token, timed under nsys") && auto.contains("ms per token"),
+        "{auto}"
+    );
+}

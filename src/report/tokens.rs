@@ -118,16 +118,24 @@ pub(crate) fn headline(a: &Artifacts, f: &Findings) -> Option<String> {
             }
         })
         .collect();
+    // Without token marks there is no per-token figure: the sentence is per instance.
+    let per = match f
+        .made()
+        .any(|x| matches!(x.claim, Claim::PerToken) && x.figure(Q::MsPerToken).is_some())
+    {
+        true => "Per token",
+        false => "Per instance",
+    };
     (!parts.is_empty()).then(|| {
         // Every time here was measured with nsys tracing the run, which adds its own cost:
         // said once, or per phase where the baseline pass timed it without a profiler.
         let lead = match (a.observed.is_empty(), &a.baseline_file) {
             (true, _) => format!(
-                "Per token, timed under nsys ({}, kernels.md \"Per token\"; `--baseline` times the same ranges without a profiler)",
+                "{per}, timed under nsys ({}, kernels.md \"Per token\"; `--baseline` times the same ranges without a profiler)",
                 a.sqlite_file
             ),
             (false, b) => format!(
-                "Per token ({}, {b}, kernels.md \"Per token\")",
+                "{per} ({}, {b}, kernels.md \"Per token\")",
                 a.sqlite_file
             ),
         };
