@@ -105,6 +105,10 @@ pub enum Command {
     Config {
         #[command(flatten)]
         sources: SourceArgs,
+        /// Print every value on a line of its own with where it came from (embedded defaults,
+        /// a conf/ or --config file, an override, a flag).
+        #[arg(long)]
+        show_origin: bool,
         /// Overrides: a.b=v (key must exist), +a.b=v (must not), ++a.b=v (either way), ~a.b (delete).
         #[arg(value_name = "OVERRIDE")]
         overrides: Vec<String>,

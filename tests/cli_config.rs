@@ -357,3 +357,39 @@ fn a_workload_without_the_double_dash_is_told_where_it_goes() {
             "bad override `python3`: missing `=value`; if this is the workload, put `--` before it",
         ));
 }
+
+/// `stage2 config --show-origin`: every value with the layer it came from, as cargo's flag.
+#[test]
+fn show_origin_names_the_layer_of_every_value() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.path().join("my.yaml"), "ncu:\n  top_n: 7\n").unwrap();
+    let out = sb
+        .stage2()
+        .args([
+            "config",
+            "--show-origin",
+            "--config",
+            "my.yaml",
+            "ncu.coverage=0.5",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "ncu.top_n: 7  # --config my.yaml",
+        "ncu.coverage: 0.5  # override `ncu.coverage=0.5`",
+        "ncu.max_kernels: 20  # embedded defaults",
+        "ncu.nvtx_include: \"prefill\"  # follows the nsys capture (ncu.nvtx_include: null)",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+    }
+    // A deleted key is gone, not attributed.
+    let out = sb
+        .stage2()
+        .args(["config", "--show-origin", "~ncu.cache.dir"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("ncu.cache.dir:"), "{text}");
+}

@@ -31,7 +31,11 @@ fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Profile(args) => profile::run(&args, cli.quiet),
         Command::Report(args) => report::run(&args),
-        Command::Config { sources, overrides } => config::run(&sources, &overrides),
+        Command::Config {
+            sources,
+            show_origin,
+            overrides,
+        } => config::run(&sources, &overrides, show_origin),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();

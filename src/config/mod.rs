@@ -61,11 +61,44 @@ pub struct Resolved {
     pub config: Config,
     /// Each layer that contributed, for provenance.
     pub layers: Vec<String>,
+    /// Where each key's value came from (dotted key -> layer), for `stage2 config --show-origin`.
+    pub origins: std::collections::BTreeMap<String, String>,
 }
 
 impl Resolved {
     pub(crate) fn to_yaml(&self) -> String {
         serde_yaml::to_string(&self.tree).unwrap_or_default()
+    }
+
+    /// Every value, one `key: value  # origin` line each (values as YAML flow), as cargo's
+    /// `--show-origin` does: where each setting came from.
+    pub(crate) fn with_origins(&self) -> String {
+        let mut out = String::new();
+        for key in tree::key_paths(&self.tree) {
+            let Some(v) = tree::get(&self.tree, &tree::split(&key)) else {
+                continue;
+            };
+            if matches!(v, Value::Mapping(m) if !m.is_empty()) {
+                continue;
+            }
+            let value = serde_json::to_string(v).unwrap_or_default();
+            let origin = self
+                .origins
+                .get(&key)
+                .map_or("embedded defaults", String::as_str);
+            out.push_str(&format!("{key}: {value}  # {origin}\n"));
+        }
+        crate::secrets::redact_url(&out)
+    }
+}
+
+/// Mark every value `layer` sets as coming from `name`.
+fn mark(origins: &mut std::collections::BTreeMap<String, String>, layer: &Value, name: &str) {
+    for key in tree::key_paths(layer) {
+        let leaf = !matches!(tree::get(layer, &tree::split(&key)), Some(Value::Mapping(m)) if !m.is_empty());
+        if leaf {
+            origins.insert(key, name.to_string());
+        }
     }
 }
 
@@ -92,6 +125,7 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
     let mut tree = defaults();
     let known = tree::key_paths(&tree);
     let mut layers = vec!["embedded defaults".to_string()];
+    let mut origins = std::collections::BTreeMap::new();
 
     let dir = src.config_dir.clone().or_else(|| {
         let d = PathBuf::from("conf");
@@ -107,41 +141,64 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
         for (name, _) in DEFAULT_FILES {
             let path = dir.join(name);
             if path.is_file() {
-                merge_file(&mut tree, &path, &known)?;
+                let layer = merge_file(&mut tree, &path, &known)?;
+                mark(&mut origins, &layer, &path.display().to_string());
                 layers.push(path.display().to_string());
             }
         }
     }
     for path in &src.files {
-        merge_file(&mut tree, path, &known)?;
+        let layer = merge_file(&mut tree, path, &known)?;
+        mark(
+            &mut origins,
+            &layer,
+            &format!("--config {}", path.display()),
+        );
         layers.push(path.display().to_string());
     }
     for arg in &src.overrides {
         let ov = overrides::parse(arg)?;
         overrides::apply(&mut tree, &ov, &known)?;
         check_known(&tree, &known, &format!("override `{arg}`"))?;
+        let name = format!("override `{}`", crate::files::shown(arg));
+        origins.retain(|k, _| k != &ov.key && !k.starts_with(&format!("{}.", ov.key)));
+        if ov.op != overrides::Op::Delete {
+            origins.insert(ov.key.clone(), name.clone());
+            if let Some(v) = tree::get(&tree, &tree::split(&ov.key)) {
+                for sub in tree::key_paths(v) {
+                    origins.insert(format!("{}.{sub}", ov.key), name.clone());
+                }
+            }
+        }
         layers.push(format!("override {arg}"));
     }
     for (key, value) in &src.flags {
         tree::set(&mut tree, &tree::split(key), value.clone()).map_err(Error::config)?;
+        origins.insert(key.clone(), "a command-line flag".to_string());
     }
-    follow_capture(&mut tree);
+    if follow_capture(&mut tree) {
+        origins.insert(
+            "ncu.nvtx_include".to_string(),
+            "follows the nsys capture (ncu.nvtx_include: null)".to_string(),
+        );
+    }
     let config = typed(&tree)?;
     checks::check(&config)?;
     Ok(Resolved {
         tree,
         config,
         layers,
+        origins,
     })
 }
 
 /// ncu's range when the config names none: the NVTX range the nsys capture starts on (its
 /// domain too), so that one capture decides both passes; `decode` when the capture is the whole
 /// run or the profiler-API windows, or nsys does not run.
-fn follow_capture(tree: &mut Value) {
+fn follow_capture(tree: &mut Value) -> bool {
     let ncu = |k: &str| tree::get(tree, &["ncu", k]).filter(|v| !v.is_null());
     if ncu("nvtx_include").is_some() || ncu("nvtx_include_raw").is_some() {
-        return;
+        return false;
     }
     let range = typed(tree)
         .ok()
@@ -157,17 +214,18 @@ fn follow_capture(tree: &mut Value) {
             _ => None,
         })
         .unwrap_or_else(|| "decode".to_string());
-    let _ = tree::set(tree, &tree::split("ncu.nvtx_include"), Value::String(range));
+    tree::set(tree, &tree::split("ncu.nvtx_include"), Value::String(range)).is_ok()
 }
 
-fn merge_file(tree: &mut Value, path: &Path, known: &[String]) -> Result<(), Error> {
+/// Merge one file over `tree`; returns the file's own layer (for the origins).
+fn merge_file(tree: &mut Value, path: &Path, known: &[String]) -> Result<Value, Error> {
     let text = crate::files::read_capped(path, crate::files::CONFIG_CAP)
         .map_err(|e| Error::config(format!("cannot read config file {}: {e}", path.display())))?;
     let layer = parse_layer(&text)
         .map_err(|e| Error::config(format!("config file {}: {e}", path.display())))?;
     check_known(&layer, known, &format!("config file {}", path.display()))?;
-    tree::merge(tree, layer);
-    Ok(())
+    tree::merge(tree, layer.clone());
+    Ok(layer)
 }
 
 /// Deeper nesting than any config needs; the YAML parser's time grows steeply with the depth
