@@ -101,6 +101,12 @@ pub enum Command {
         #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
         dir: Option<std::path::PathBuf>,
     },
+    /// Print the rules behind the findings: each one's id (as summary.json and the reports
+    /// cite it), its words and its threshold; with RULE, that one.
+    Explain {
+        /// A rule id, e.g. memory_bound (none: every rule).
+        rule: Option<String>,
+    },
     /// Print the resolved configuration as YAML.
     Config {
         #[command(flatten)]

@@ -393,3 +393,41 @@ fn show_origin_names_the_layer_of_every_value() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("ncu.cache.dir:"), "{text}");
 }
+
+/// `stage2 explain RULE`: the rule a finding cites, in the words and threshold the reports use;
+/// an unknown id is a usage error naming the known ones.
+#[test]
+fn explain_prints_the_rule_a_finding_cites() {
+    let sb = Sandbox::new();
+    let out = sb
+        .stage2()
+        .args(["explain", "tiny_kernels"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("tiny_kernels\n  mean kernel duration under 10 us\n  threshold: 10"),
+        "{text}"
+    );
+    // Every rule id a committed sample's summary.json cites is explained.
+    let summary = common::read(common::root().join("examples/sample-run-hf-eager/summary.json"));
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let all =
+        String::from_utf8_lossy(&sb.stage2().arg("explain").output().unwrap().stdout).to_string();
+    let ids: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["rule"]["id"].as_str())
+        .collect();
+    assert!(ids.len() >= 2, "{ids:?}");
+    for id in ids {
+        assert!(all.lines().any(|l| l == id), "{id} not explained");
+    }
+    sb.stage2()
+        .args(["explain", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("the rules are gpu_idle"));
+}

@@ -3,6 +3,7 @@
 pub(crate) mod config;
 pub(crate) mod diff;
 pub(crate) mod doctor;
+pub(crate) mod explain;
 pub(crate) mod import;
 pub(crate) mod man;
 pub(crate) mod profile;
@@ -36,6 +37,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             show_origin,
             overrides,
         } => config::run(&sources, &overrides, show_origin),
+        Command::Explain { rule } => explain::run(rule.as_deref()),
         Command::Completions { shell } => {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();

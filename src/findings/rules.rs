@@ -57,6 +57,23 @@ pub(crate) const COMPUTE_BOUND: Rule = Rule {
     threshold: 60.0,
 };
 
+/// Every rule a finding cites, for `stage2 explain`.
+pub(crate) const ALL: &[Rule] = &[
+    GPU_IDLE,
+    NCCL_BOUND,
+    NCCL_WAIT_SHARE,
+    RANKS_OUT_OF_STEP,
+    TINY_KERNELS,
+    MEMORY_BOUND,
+    COMPUTE_BOUND,
+    TENSOR_IDLE,
+    KERNELS_EXCEED_WALL,
+    GRAPH_LEVEL,
+    RANGE_VERDICT,
+    SAMPLED_BOUND,
+    SAMPLED_DISAGREES,
+];
+
 /// Compute-bound kernels whose tensor pipe is at least this active keep the tensor cores busy
 /// (COMPUTE_BOUND's words).
 pub(crate) const TENSOR_BUSY_PCT: f64 = 50.0;
