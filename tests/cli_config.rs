@@ -431,3 +431,22 @@ fn explain_prints_the_rule_a_finding_cites() {
         .code(2)
         .stderr(predicate::str::contains("the rules are gpu_idle"));
 }
+
+/// doctor quotes nvidia-smi's own words when it lists no GPU (the fake answers as a machine
+/// without a loaded driver does).
+#[test]
+fn doctor_quotes_nvidia_smi_when_it_lists_no_gpu() {
+    let sb = Sandbox::new();
+    let out = sb
+        .stage2()
+        .arg("doctor")
+        .env_remove("FAKE_SMI")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("lists no GPU: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. (exit status 9)"),
+        "{text}"
+    );
+}

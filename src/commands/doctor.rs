@@ -97,13 +97,28 @@ pub(crate) fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
 fn gpu_check() -> Check {
     let (gpus, cuda) = crate::passes::provenance::nvidia_smi();
     if gpus.is_empty() {
-        // Without a GPU nothing can be profiled: both cases fail.
+        // Without a GPU nothing can be profiled: both cases fail, nvidia-smi's words quoted.
         return match which::which("nvidia-smi") {
-            Ok(p) => check(
-                Level::Fail,
-                format!("{} lists no GPU (or did not answer in 30 s)", p.display()),
-                Some("check the NVIDIA driver (nvidia-smi must list the GPU)"),
-            ),
+            Ok(p) => {
+                let said = crate::passes::process::probe_or_why(
+                    &p,
+                    &["-L"],
+                    std::time::Duration::from_secs(30),
+                )
+                .map_or_else(
+                    |why| why,
+                    |out| format!("`nvidia-smi -L` printed: {}", out.trim()),
+                );
+                check(
+                    Level::Fail,
+                    format!(
+                        "{} lists no GPU: {}",
+                        p.display(),
+                        crate::term::visible(&said)
+                    ),
+                    Some("check the NVIDIA driver (nvidia-smi must list the GPU)"),
+                )
+            }
             Err(_) => check(
                 Level::Fail,
                 "nvidia-smi not found: no NVIDIA driver here, so no GPU to profile",

@@ -328,24 +328,41 @@ fn join_readers(readers: Vec<std::thread::JoinHandle<()>>, pgid: Pid) {
 /// process group, Ctrl-C forwarded, stopped after `timeout`. Its stdout, or None when it cannot
 /// start, fails or is stopped.
 pub(crate) fn probe(program: &Path, args: &[&str], timeout: Duration) -> Option<String> {
+    probe_or_why(program, args, timeout).ok()
+}
+
+/// [`probe`], or why there is no answer in the program's own words: its last lines and exit
+/// status, that it ran past its limit (named), or that it could not start.
+pub(crate) fn probe_or_why(
+    program: &Path,
+    args: &[&str],
+    timeout: Duration,
+) -> Result<String, String> {
     // After a Ctrl-C nothing more is asked: the run is stopping.
     if signals::interrupted() {
-        return None;
+        return Err("not asked: interrupted".into());
     }
     let timeout = timeout.min(probe_limit());
-    let dir = tempfile::tempdir().ok()?;
+    let dir = tempfile::tempdir().map_err(|e| format!("no temp folder: {e}"))?;
     let args = args.iter().map(|a| a.to_string()).collect();
     let mut spec = Spec::new(program, args, dir.path().join("probe.log"));
     spec.stdout_file = Some(dir.path().join("stdout"));
     spec.timeout = Some(timeout);
     // A probe has no report to finalize: a signal or its time limit stops it at once.
     spec.grace = Duration::from_millis(200);
-    let out = run(&spec).ok()?;
-    if !out.success() {
-        return None;
+    let out = run(&spec).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+    if out.timed_out {
+        return Err(format!("no answer in {} s", timeout.as_secs()));
     }
-    let bytes = std::fs::read(dir.path().join("stdout")).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    if !out.success() {
+        let said = out.tail_lines(3);
+        return Err(match said.trim().is_empty() {
+            true => out.describe(),
+            false => format!("{} ({})", said.trim(), out.describe()),
+        });
+    }
+    let bytes = std::fs::read(dir.path().join("stdout")).map_err(|e| e.to_string())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 static PROBE_LIMIT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
