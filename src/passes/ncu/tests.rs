@@ -1,5 +1,6 @@
 use super::*;
 use crate::analysis::nvtx::include_and_base;
+use crate::config::Ncu;
 use crate::exit_codes;
 use crate::testutil::config as full;
 
