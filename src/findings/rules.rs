@@ -80,7 +80,7 @@ pub(crate) const TENSOR_BUSY_PCT: f64 = 50.0;
 
 pub(crate) const TENSOR_IDLE: Rule = Rule {
     id: "tensor_cores_idle",
-    text: "tensor pipe under 10% active in every top kernel that issues tensor-core operations",
+    text: "tensor pipe (ncu's sm__pipe_tensor_cycles_active) under 10% active in every top kernel that issues tensor-core operations",
     threshold: 10.0,
 };
 

@@ -198,7 +198,7 @@ pub(crate) fn sentence(f: &Finding) -> String {
             )
         }
         Claim::TensorCoresIdle => format!(
-            "Tensor cores are barely used by the matrix products {w} (tensor pipe active, ncu's sm__pipe_tensor_cycles_active: {}): more rows per product (more tokens or requests per step) is what fills them{}.",
+            "Tensor cores are barely used by the matrix products {w} (tensor pipe active: {}): more rows per product (more tokens or requests per step) is what fills them{}.",
             per_kernel(f, &[(Q::TensorPipePct, "")]),
             cite(f)
         ),
