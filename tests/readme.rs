@@ -1,0 +1,66 @@
+//! The README's figures are the committed runs' own: its quoted headline is the sample's, and
+//! its performance table is the measured table of docs/measured.md, cell for cell.
+
+mod common;
+
+use common::{read, root};
+
+/// The headline the README quotes is the start of the eager sample's headline, as rendered.
+#[test]
+fn the_quoted_headline_is_the_samples() {
+    let readme = read(root().join("README.md"));
+    let start = readme.find("> **Headline:**").expect("a quoted headline");
+    let quoted: Vec<&str> = readme[start..]
+        .lines()
+        .take_while(|l| l.starts_with("> "))
+        .map(|l| &l[2..])
+        .collect();
+    let quoted = quoted.join(" ");
+    let summary = read(root().join("examples/sample-run-hf-eager/stakeholder_summary.md"));
+    let headline = summary
+        .lines()
+        .find(|l| l.starts_with("**Headline:**"))
+        .unwrap();
+    assert!(
+        headline.starts_with(&quoted),
+        "README:\n{quoted}\nsample:\n{headline}"
+    );
+}
+
+/// Each row of the README's performance table has its bare time and first / warm / quick
+/// ratios in the measured table of docs/measured.md for the same day.
+#[test]
+fn the_performance_table_is_the_measured_one() {
+    let readme = read(root().join("README.md"));
+    let measured = read(root().join("docs/measured.md"));
+    let section = &measured[measured
+        .find("### 2026-11-25 (evening)")
+        .expect("the evening table")..];
+    let cells = |l: &str| -> Vec<String> {
+        l.trim()
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let rows: Vec<Vec<String>> = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("| workload | bare (s) | first run / bare"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(cells)
+        .collect();
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    for row in rows {
+        // bare, first, warm, quick of the README row, found together in one measured row.
+        let (bare, first, warm, quick) = (&row[1], &row[2], &row[3], &row[4]);
+        let found = section.lines().filter(|l| l.starts_with('|')).any(|l| {
+            let c = cells(l);
+            c.get(1) == Some(bare)
+                && c.iter().any(|x| x == first)
+                && c.iter().any(|x| x.starts_with(warm.as_str()))
+                && c.iter().any(|x| x == quick)
+        });
+        assert!(found, "README row not in docs/measured.md: {row:?}");
+    }
+}
