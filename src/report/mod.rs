@@ -28,6 +28,20 @@ pub(crate) trait Output {
     fn file(&self) -> &'static str;
     /// Its text, or None when the run has nothing for it (no roofline without ncu peaks).
     fn render(&self, a: &Artifacts, f: &Findings) -> Option<String>;
+    /// For a file too large to hold whole (summary.json): its text written as it is made.
+    /// None: the file is rendered with [`Output::render`].
+    fn stream(
+        &self,
+        _a: &Artifacts,
+        _f: &Findings,
+        _w: &mut dyn std::io::Write,
+    ) -> Option<std::io::Result<()>> {
+        None
+    }
+    /// Whether [`Output::stream`] writes it.
+    fn streams(&self) -> bool {
+        false
+    }
 }
 
 /// Every output, in the order they are written.
@@ -54,8 +68,13 @@ pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error>
 pub(crate) fn render(run: &RunDir, mut a: Artifacts) -> Result<Summary, Error> {
     let findings = crate::findings::derive(&a);
     for out in OUTPUTS {
-        if let Some(text) = out.render(&a, &findings) {
-            let path = run.file(out.file());
+        let path = run.file(out.file());
+        if out.streams() {
+            crate::rundir::status::write_atomic_with(&path, |w| {
+                out.stream(&a, &findings, w).unwrap_or(Ok(()))
+            })
+            .map_err(|e| Error::io("write", path, e))?;
+        } else if let Some(text) = out.render(&a, &findings) {
             crate::rundir::status::write_atomic(&path, text.as_bytes())
                 .map_err(|e| Error::io("write", path, e))?;
         }

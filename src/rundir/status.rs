@@ -375,6 +375,75 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
 }
 
+/// [`write_atomic`] of text written by `fill` as it goes (a large summary.json is never held
+/// whole in memory): each line through the redaction step on its way to disk, the file
+/// renamed into place once complete.
+pub(crate) fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".stage2-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(plain)?;
+    {
+        let mut lines = ScrubLines {
+            inner: std::io::BufWriter::new(tmp.as_file_mut()),
+            line: Vec::new(),
+        };
+        fill(&mut lines).map_err(plain)?;
+        lines.emit().map_err(plain)?;
+        lines.inner.flush().map_err(plain)?;
+    }
+    tmp.persist(path).map_err(|e| plain(e.error))?;
+    Ok(())
+}
+
+/// A writer that passes each whole line through the redaction step (JSON and Markdown keep a
+/// value on one line, so a secret is never cut in two).
+struct ScrubLines<W: std::io::Write> {
+    inner: W,
+    line: Vec<u8>,
+}
+
+impl<W: std::io::Write> ScrubLines<W> {
+    fn emit(&mut self) -> std::io::Result<()> {
+        if self.line.is_empty() {
+            return Ok(());
+        }
+        match std::str::from_utf8(&self.line) {
+            Ok(text) => self
+                .inner
+                .write_all(crate::secrets::scrub(text).as_bytes())?,
+            Err(_) => self.inner.write_all(&self.line)?,
+        }
+        self.line.clear();
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for ScrubLines<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            self.line.extend_from_slice(&rest[..=i]);
+            self.emit()?;
+            rest = &rest[i + 1..];
+        }
+        self.line.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// [`write_atomic`] of bytes as they are (stage2's own code, such as the Python hook).
 pub(crate) fn write_atomic_raw(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
@@ -412,6 +481,29 @@ pub(crate) fn now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file written as it is made is redacted line by line, a secret split across writes
+    /// included, and its last line without a newline is kept.
+    #[test]
+    fn a_streamed_file_is_redacted_line_by_line() {
+        crate::secrets::learn([("MY_API_TOKEN", "tok-streamed-secret-123")]);
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("out.json");
+        write_atomic_with(&path, |w| {
+            w.write_all(b"{\n  \"a\": \"tok-streamed-")?;
+            w.write_all(b"secret-123\",\n  \"url\": \"https://bob:pw@example.com/x\"\n}")
+        })
+        .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains("tok-streamed-secret-123") && !text.contains("bob:pw"),
+            "{text}"
+        );
+        assert!(
+            text.starts_with("{\n  \"a\": ") && text.ends_with("\n}"),
+            "{text}"
+        );
+    }
 
     /// On a full disk the final state goes over the padded file in place, and stays JSON.
     #[test]
