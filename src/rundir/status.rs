@@ -383,15 +383,7 @@ pub(crate) fn write_atomic_with(
     fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".stage2-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(plain)?;
+    let mut tmp = temp_beside(path)?;
     {
         let mut lines = ScrubLines {
             inner: std::io::BufWriter::new(tmp.as_file_mut()),
@@ -447,20 +439,25 @@ impl<W: std::io::Write> std::io::Write for ScrubLines<W> {
 /// [`write_atomic`] of bytes as they are (stage2's own code, such as the Python hook).
 pub(crate) fn write_atomic_raw(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".stage2-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(plain)?;
+    let mut tmp = temp_beside(path)?;
     tmp.write_all(bytes).map_err(plain)?;
     // Temp files are created 0600, and the run's files stay so: a run directory can hold
     // workload output and paths the user may not want to share (the directory itself is 0700).
     tmp.persist(path).map_err(|e| plain(e.error))?;
     Ok(())
+}
+
+/// A hidden temp file in `path`'s folder, to be renamed over it once written whole.
+fn temp_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    tempfile::Builder::new()
+        .prefix(".stage2-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(plain)
 }
 
 /// The OS's error without the hidden temp file's name tempfile adds to it ("... at path

@@ -31,6 +31,16 @@ pub(crate) struct Device {
     pub(crate) ncu: String,
 }
 
+/// The H100 of the GPU machine, for tests.
+#[cfg(test)]
+pub(crate) fn test_device() -> Device {
+    Device {
+        gpu: "NVIDIA H100 80GB HBM3".into(),
+        driver: "580.159.04".into(),
+        ncu: "2025.3.1.0".into(),
+    }
+}
+
 pub(crate) use crate::parse::sqlite::LaunchConfig as Launch;
 
 /// Everything that changes one kernel's figures.

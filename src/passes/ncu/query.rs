@@ -37,7 +37,10 @@ pub(crate) fn kept_path(dir: &Path, device: &Device) -> PathBuf {
 pub(crate) fn kept(dir: &Path, device: &Device) -> Option<Vec<String>> {
     let path = kept_path(dir, device);
     let text = crate::files::read_capped(&path, 16 << 20).ok()?;
-    let k: Kept = serde_json::from_str(&text).ok()?;
+    let mut k: Kept = serde_json::from_str(&text).ok()?;
+    // decide() searches the list: a file edited by hand may not be in order.
+    k.names.sort();
+    k.names.dedup();
     (k.device == *device && !k.names.is_empty()).then_some(k.names)
 }
 
@@ -170,11 +173,7 @@ mod tests {
     use super::*;
 
     fn device() -> Device {
-        Device {
-            gpu: "NVIDIA H100 80GB HBM3".into(),
-            driver: "580.159.04".into(),
-            ncu: "2025.3.1.0".into(),
-        }
+        super::super::cache::test_device()
     }
 
     #[test]

@@ -302,11 +302,7 @@ mod tests {
     use super::*;
 
     fn device() -> Device {
-        Device {
-            gpu: "NVIDIA H100 80GB HBM3".into(),
-            driver: "580.159.04".into(),
-            ncu: "2025.3.1.0".into(),
-        }
+        super::super::cache::test_device()
     }
 
     /// An entry for kernel `k` with launch configuration `grid`, measured beside `nsys_ns`.
