@@ -10,24 +10,15 @@ impl super::Output for SummaryJson {
     fn file(&self) -> &'static str {
         "summary.json"
     }
-    fn render(&self, a: &crate::analysis::Artifacts, f: &Findings) -> Option<String> {
-        let doc = document::with(a, f);
-        Some(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
-    }
     fn stream(
         &self,
         a: &crate::analysis::Artifacts,
         f: &Findings,
         w: &mut dyn std::io::Write,
-    ) -> Option<std::io::Result<()>> {
+    ) -> std::io::Result<bool> {
         let doc = document::with(a, f);
-        Some(
-            serde_json::to_writer_pretty(&mut *w, &doc)
-                .map_err(std::io::Error::other)
-                .and_then(|()| w.write_all(b"\n")),
-        )
-    }
-    fn streams(&self) -> bool {
-        true
+        serde_json::to_writer_pretty(&mut *w, &doc).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")?;
+        Ok(true)
     }
 }

@@ -26,21 +26,20 @@ use crate::rundir::RunDir;
 pub(crate) trait Output {
     /// The file's name in the run directory.
     fn file(&self) -> &'static str;
-    /// Its text, or None when the run has nothing for it (no roofline without ncu peaks).
-    fn render(&self, a: &Artifacts, f: &Findings) -> Option<String>;
-    /// For a file too large to hold whole (summary.json): its text written as it is made.
-    /// None: the file is rendered with [`Output::render`].
+    /// Its text, or None when the run has nothing for it (no roofline without ncu peaks) or
+    /// writes it as it is made ([`Output::stream`]).
+    fn render(&self, _a: &Artifacts, _f: &Findings) -> Option<String> {
+        None
+    }
+    /// A file too large to hold whole (summary.json): its text written as it is made; false
+    /// when there is none.
     fn stream(
         &self,
         _a: &Artifacts,
         _f: &Findings,
         _w: &mut dyn std::io::Write,
-    ) -> Option<std::io::Result<()>> {
-        None
-    }
-    /// Whether [`Output::stream`] writes it.
-    fn streams(&self) -> bool {
-        false
+    ) -> std::io::Result<bool> {
+        Ok(false)
     }
 }
 
@@ -69,15 +68,13 @@ pub(crate) fn render(run: &RunDir, mut a: Artifacts) -> Result<Summary, Error> {
     let findings = crate::findings::derive(&a);
     for out in OUTPUTS {
         let path = run.file(out.file());
-        if out.streams() {
-            crate::rundir::status::write_atomic_with(&path, |w| {
-                out.stream(&a, &findings, w).unwrap_or(Ok(()))
-            })
-            .map_err(|e| Error::io("write", path, e))?;
-        } else if let Some(text) = out.render(&a, &findings) {
-            crate::rundir::status::write_atomic(&path, text.as_bytes())
-                .map_err(|e| Error::io("write", path, e))?;
-        }
+        let written = match out.render(&a, &findings) {
+            Some(text) => crate::rundir::status::write_atomic(&path, text.as_bytes()),
+            None => {
+                crate::rundir::status::write_atomic_with(&path, |w| out.stream(&a, &findings, w))
+            }
+        };
+        written.map_err(|e| Error::io("write", path, e))?;
     }
     match a.ncu_problem.take() {
         Some(e) => Err(e),

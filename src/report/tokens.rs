@@ -108,13 +108,14 @@ pub(crate) fn headline(a: &Artifacts, f: &Findings) -> Option<String> {
         .made()
         .filter(|x| matches!(x.claim, Claim::PerToken))
         .map(|p| {
-            let text = match groups_of(f, p) {
+            let name = super::phrase::range_name(p.scope.range.as_deref().unwrap_or(""));
+            let takes = match groups_of(f, p) {
                 Some(g) => grouped(p, g),
                 None => sentence(p),
             };
             match baseline_of(f, p) {
-                Some(m) => bare_first(p, m, text),
-                None => text,
+                Some(m) => format!("{name} {}", bare_first(p, m, takes)),
+                None => format!("{name} {takes}"),
             }
         })
         .collect();
@@ -149,8 +150,8 @@ fn baseline_of<'a>(f: &'a Findings, p: &Finding) -> Option<&'a Finding> {
 }
 
 /// A phase the baseline pass timed: its time per instance without a profiler first (per token
-/// and tokens/s at the same tokens per instance), then `under_nsys`, the sentence of the
-/// profiled figures.
+/// and tokens/s at the same tokens per instance), then `under_nsys`, what the profiled figures
+/// say it takes ("takes ...", the phase's name left to the caller, as in every part here).
 fn bare_first(p: &Finding, m: &Finding, under_nsys: String) -> String {
     let (Some(bare), Some(nsys)) = (
         m.figure(Q::BaselineMsPerInstance).map(|e| e.value),
@@ -158,10 +159,8 @@ fn bare_first(p: &Finding, m: &Finding, under_nsys: String) -> String {
     ) else {
         return under_nsys;
     };
-    let name = super::phrase::range_name(p.scope.range.as_deref().unwrap_or(""));
     let scale = bare / nsys;
-    let mut t =
-        format!("{name} takes {bare:.2} ms per instance without a profiler (the baseline pass)");
+    let mut t = format!("takes {bare:.2} ms per instance without a profiler (the baseline pass)");
     if let (Some(ms), Some(tps), true) = (
         p.figure(Q::MsPerToken).map(|e| e.value),
         p.figure(Q::TokensPerS).map(|e| e.value),
@@ -174,10 +173,7 @@ fn bare_first(p: &Finding, m: &Finding, under_nsys: String) -> String {
             tps / scale
         );
     }
-    let under = under_nsys
-        .strip_prefix(&format!("{name} "))
-        .unwrap_or(&under_nsys);
-    format!("{t}; under nsys it {under}")
+    format!("{t}; under nsys it {under_nsys}")
 }
 
 /// The instance groups of the phase a per-token finding speaks of, when it has several kinds.
@@ -185,7 +181,8 @@ fn groups_of<'a>(f: &'a Findings, p: &Finding) -> Option<&'a Finding> {
     f.find(|x| matches!(x.claim, Claim::InstanceGroups { .. }) && x.scope.range == p.scope.range)
 }
 
-/// A phase of several kinds of instance: each group's median (and tokens/s), never one mean.
+/// A phase of several kinds of instance: each group's median (and tokens/s), never one mean
+/// ("takes a median ...", the name the caller's).
 fn grouped(p: &Finding, g: &Finding) -> String {
     let Claim::InstanceGroups { groups, .. } = &g.claim else {
         return sentence(p);
@@ -204,19 +201,12 @@ fn grouped(p: &Finding, g: &Finding) -> String {
             )
         })
         .collect();
-    format!(
-        "{} takes a median per instance of {}",
-        super::phrase::range_name(p.scope.range.as_deref().unwrap_or("")),
-        per.join(", ")
-    )
+    format!("takes a median per instance of {}", per.join(", "))
 }
 
+/// "takes X per instance, ..." of one phase (its name is the caller's).
 fn sentence(p: &Finding) -> String {
-    let mut t = format!(
-        "{} takes {} per instance",
-        super::phrase::range_name(p.scope.range.as_deref().unwrap_or("")),
-        p.text(Q::MsPerInstance)
-    );
+    let mut t = format!("takes {} per instance", p.text(Q::MsPerInstance));
     if let (Some(ms), Some(tps)) = (p.figure(Q::MsPerToken), p.figure(Q::TokensPerS)) {
         let _ = write!(t, ", {} per token ({})", ms.text, tps.text);
     }
@@ -286,7 +276,11 @@ mod tests {
             .find(|x| matches!(x.claim, Claim::PerToken))
             .unwrap();
         let m = baseline_of(&f, p).unwrap();
-        let text = bare_first(p, m, sentence(p));
+        let text = format!(
+            "{} {}",
+            super::super::phrase::range_name("decode"),
+            bare_first(p, m, sentence(p))
+        );
         assert!(
             text.starts_with("`decode` takes 4.00 ms per instance without a profiler (the baseline pass), 1.000 ms per token (1000 tokens/s); under nsys it takes "),
             "{text}"

@@ -377,10 +377,10 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// [`write_atomic`] of text written by `fill` as it goes (a large summary.json is never held
 /// whole in memory): each line through the redaction step on its way to disk, the file
-/// renamed into place once complete.
+/// renamed into place once complete. `fill` returning false: there is nothing, no file.
 pub(crate) fn write_atomic_with(
     path: &Path,
-    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<bool>,
 ) -> std::io::Result<()> {
     use std::io::Write;
     let mut tmp = temp_beside(path)?;
@@ -389,7 +389,9 @@ pub(crate) fn write_atomic_with(
             inner: std::io::BufWriter::new(tmp.as_file_mut()),
             line: Vec::new(),
         };
-        fill(&mut lines).map_err(plain)?;
+        if !fill(&mut lines).map_err(plain)? {
+            return Ok(());
+        }
         lines.emit().map_err(plain)?;
         lines.inner.flush().map_err(plain)?;
     }
@@ -488,7 +490,8 @@ mod tests {
         let path = tmp.path().join("out.json");
         write_atomic_with(&path, |w| {
             w.write_all(b"{\n  \"a\": \"tok-streamed-")?;
-            w.write_all(b"secret-123\",\n  \"url\": \"https://bob:pw@example.com/x\"\n}")
+            w.write_all(b"secret-123\",\n  \"url\": \"https://bob:pw@example.com/x\"\n}")?;
+            Ok(true)
         })
         .unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
