@@ -40,6 +40,8 @@ pub(crate) struct Floor {
     /// The measured time per instance the floors are compared with: the longer of the range's
     /// CPU wall time and its GPU projection (CUDA graphs' work can outlast the range), in ms.
     pub(crate) measured_ms: f64,
+    /// That time is the GPU projection (its work outlasts the CPU range), not the wall time.
+    pub(crate) over_projection: bool,
     /// Floor over the measured time per instance, in %.
     pub(crate) pct_of_memory_floor: f64,
     pub(crate) pct_of_compute_floor: Option<f64>,
@@ -160,6 +162,7 @@ pub(crate) fn floor(
         memory_floor_ms,
         compute_floor_ms,
         measured_ms: actual_ms,
+        over_projection: s.proj_ns > s.wall_ns,
         pct_of_memory_floor: 100.0 * memory_floor_ms / actual_ms,
         pct_of_compute_floor: compute_floor_ms.map(|c| 100.0 * c / actual_ms),
         measured_pct: 100.0 * measured_ns / all_ns.max(1.0),

@@ -213,15 +213,12 @@ fn sentence(p: &Finding) -> String {
     if let Some(m) = p.figure(Q::MemoryFloorOfMeasuredPct) {
         // The floors are over the range's time per instance; where its GPU work outlasts the
         // CPU range (CUDA graphs), that is not the wall time just stated: name it.
-        let of = match (
-            p.figure(Q::FloorBasisMsPerInstance),
-            p.figure(Q::MsPerInstance),
-        ) {
-            (Some(b), Some(w)) if (b.value - w.value).abs() > 0.005 * w.value.max(1e-9) => format!(
+        let of = match p.figure(Q::FloorBasisMsPerInstance) {
+            Some(b) => format!(
                 "of its {} per instance of GPU work (its projection, which outlasts the CPU range)",
                 b.text
             ),
-            _ => "of that time".to_string(),
+            None => "of that time".to_string(),
         };
         let _ = write!(
             t,

@@ -286,7 +286,10 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
                 &scope.clone().ncu(),
             );
             ev.push(ncu);
-            ev.push(fig(Quantity::FloorBasisMsPerInstance, f.measured_ms));
+            // Stated only where it is not the wall time the finding already gives.
+            if f.over_projection {
+                ev.push(fig(Quantity::FloorBasisMsPerInstance, f.measured_ms));
+            }
             if let Some(c) = f.pct_of_compute_floor {
                 ev.push(Figure::new(
                     Quantity::ComputeFloorOfMeasuredPct,
