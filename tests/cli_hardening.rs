@@ -431,30 +431,55 @@ fn output_errors_and_long_report_names() {
     sb.stage2().arg("report").arg(&rep).assert().success();
 }
 
-/// Item 9: a full disk never leaves status.json `running`. Run on a 600 KB tmpfs (needs the
-/// right to mount one, as root in a container; elsewhere the test says so and checks nothing).
-#[test]
-fn a_full_disk_leaves_a_final_state() {
-    struct Mount(std::path::PathBuf);
-    impl Drop for Mount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
+/// A tmpfs of `size` mounted on a new folder `name` of the sandbox: a disk that fills. Needs the
+/// right to mount one (root in a container); elsewhere it says so and the caller checks nothing.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(sb: &Sandbox, name: &str, size: &str) -> Option<Tmpfs> {
+        let dir = sb.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("cannot mount a tmpfs here: the full-disk case is not run");
+        }
+        mounted.then_some(Tmpfs(dir))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Every file under `dir`, with its size.
+fn files_in(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_in(&p));
+        } else if let Ok(m) = std::fs::symlink_metadata(&p) {
+            out.push((p, m.len()));
         }
     }
+    out
+}
+
+/// Item 9: a full disk never leaves status.json `running`. Run on a 600 KB tmpfs.
+#[test]
+fn a_full_disk_leaves_a_final_state() {
     let sb = Sandbox::new();
-    let tiny = sb.path().join("tiny");
-    std::fs::create_dir(&tiny).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=600k", "tmpfs"])
-        .arg(&tiny)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("a_full_disk_leaves_a_final_state: cannot mount a tmpfs here; not run");
+    let Some(disk) = Tmpfs::mount(&sb, "tiny", "600k") else {
         return;
-    }
-    let _guard = Mount(tiny.clone());
+    };
+    let tiny = disk.0.clone();
     let out = sb
         .stage2()
         .args(["profile", "--run-root"])
@@ -575,4 +600,76 @@ fn more_hostile_corners() {
         .assert()
         .code(6)
         .stderr(predicates::str::contains("cached.json"));
+}
+
+/// Round 3, item 24: a full disk while `stage2 report FILE.nsys-rep` copies the report in:
+/// exit 8 naming the report and the reason, and no partial copy left for a later command to read.
+#[test]
+fn a_full_disk_while_copying_a_report_leaves_no_partial_copy() {
+    let sb = Sandbox::new();
+    // The default run root, tmp/stage2, on a disk smaller than the report.
+    let Some(disk) = Tmpfs::mount(&sb, "tmp", "256k") else {
+        return;
+    };
+    // Hand-made (an error path): a report larger than the disk; the copy fails before nsys reads it.
+    let rep = sb.path().join("big.nsys-rep");
+    std::fs::write(&rep, vec![0u8; 1 << 20]).unwrap();
+    let out = sb.stage2().arg("report").arg(&rep).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(8), "{err}");
+    assert!(
+        err.contains("big.nsys-rep") && err.contains("No space left"),
+        "{err}"
+    );
+    let files = files_in(&disk.0);
+    assert!(
+        !files
+            .iter()
+            .any(|(p, _)| p.extension().is_some_and(|x| x == "nsys-rep")),
+        "{files:?}"
+    );
+}
+
+/// Round 3, item 16: a disk too full for a log's redacted copy: the log that holds a secret is
+/// emptied, with a warning naming it, never kept as it was.
+#[test]
+fn a_log_that_a_full_disk_keeps_from_redaction_is_emptied() {
+    let sb = Sandbox::new();
+    let Some(disk) = Tmpfs::mount(&sb, "tiny", "2m") else {
+        return;
+    };
+    let secret = "hf_FullDiskSecretValue1234567";
+    // Sized so that the nsys pass's log (~700 KB), the replayed report and its export (~1.2 MB)
+    // fit, and a second copy of the log does not.
+    let script = "import os; print('token', os.environ['HF_TOKEN']); print('x' * 700_000)";
+    let out = sb
+        .stage2()
+        .args(["profile", "--run-root"])
+        .arg(disk.0.join("runs"))
+        .args([
+            "--run-id",
+            "r",
+            "--nvtx-capture",
+            "decode",
+            "ncu.enable=false",
+        ])
+        .args(["--", "python3", "-c", script])
+        .env("HF_TOKEN", secret)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains(secret), "{err}");
+    let files = files_in(&disk.0);
+    for (p, _) in &files {
+        let bytes = std::fs::read(p).unwrap();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{} keeps the secret; stderr: {err}",
+            p.display()
+        );
+    }
+    assert!(
+        err.contains("cannot redact") && err.contains("emptied it"),
+        "{err}\n{files:?}"
+    );
 }
