@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::nesting::{Cursor, Nesting};
-use crate::parse::sqlite::{GraphLaunch, NvtxRange};
+use crate::error::Error;
+use crate::parse::sqlite::{GraphLaunch, Launch, NsysDb, NvtxRange, Sink};
 
 /// One range name's graph launches, over its instances.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -43,6 +44,173 @@ pub(crate) fn per_range(
     out
 }
 
+/// What ncu counts as workloads in one instance of a range when it profiles whole graphs
+/// (`--graph-profiling graph`): each graph launch call, and each kernel launched outside a
+/// graph; with the GPU time of their kernels in the export.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub(crate) struct StepWork {
+    pub(crate) graphs: u64,
+    pub(crate) kernels: u64,
+    pub(crate) kernel_ns: i64,
+}
+
+impl StepWork {
+    pub(crate) fn workloads(&self) -> u64 {
+        self.graphs + self.kernels
+    }
+
+    /// "1 CUDA graph launch and 3 kernels outside graphs".
+    pub(crate) fn describe(&self) -> String {
+        let n = |k: u64, one: &str, many: &str| match k {
+            1 => format!("1 {one}"),
+            k => format!("{k} {many}"),
+        };
+        format!(
+            "{} and {}",
+            n(self.graphs, "CUDA graph launch", "CUDA graph launches"),
+            n(
+                self.kernels,
+                "kernel outside graphs",
+                "kernels outside graphs"
+            )
+        )
+    }
+}
+
+/// Per instance of range `name`, in start order: its [`StepWork`]. Launches are placed by
+/// their launch call, as ncu's NVTX filter places them.
+pub(crate) fn step_work(
+    db: &NsysDb,
+    ranges: &[NvtxRange],
+    name: &str,
+) -> Result<Vec<StepWork>, Error> {
+    let nest = Nesting::new(ranges);
+    // Range index -> position among the instances of `name`.
+    let mut slot = vec![usize::MAX; ranges.len()];
+    let mut n = 0;
+    for (i, r) in ranges.iter().enumerate() {
+        if *r.name == *name {
+            slot[i] = n;
+            n += 1;
+        }
+    }
+    let mut work = vec![StepWork::default(); n];
+    let mut cursor = Cursor::default();
+    for l in db.graph_launches()? {
+        for i in nest.holding_call(&mut cursor, ranges, l.tid, l.api_start) {
+            if let Some(w) = work.get_mut(slot[i]) {
+                w.graphs += 1;
+            }
+        }
+    }
+    struct Kernels<'a> {
+        nest: &'a Nesting,
+        ranges: &'a [NvtxRange],
+        slot: &'a [usize],
+        work: &'a mut Vec<StepWork>,
+        cursor: Cursor,
+    }
+    impl Sink<Launch> for Kernels<'_> {
+        fn take(&mut self, l: &Launch) {
+            if !l.kernel {
+                return;
+            }
+            let holding = self
+                .nest
+                .holding_call(&mut self.cursor, self.ranges, l.tid, l.api_start);
+            for i in holding {
+                if let Some(w) = self.work.get_mut(self.slot[i]) {
+                    w.kernels += u64::from(!l.graph);
+                    w.kernel_ns = w.kernel_ns.saturating_add(l.kernel_ns());
+                }
+            }
+        }
+        fn reset(&mut self) {
+            self.work.iter_mut().for_each(|w| {
+                w.kernels = 0;
+                w.kernel_ns = 0;
+            });
+            self.cursor = Cursor::default();
+        }
+    }
+    db.for_each_launch(&mut Kernels {
+        nest: &nest,
+        ranges,
+        slot: &slot,
+        work: &mut work,
+        cursor: Cursor::default(),
+    })?;
+    Ok(work)
+}
+
+/// The instance a graph-level profile measures, and the workloads ncu skips to reach it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub(crate) struct StepChoice {
+    /// Its position among the range's instances, from 1.
+    pub(crate) instance: usize,
+    pub(crate) skip: u64,
+    pub(crate) work: StepWork,
+}
+
+/// The second instance with graph launches (the first often records or warms the graphs up),
+/// or the only one; None when no instance launches a graph.
+pub(crate) fn choose_step(per_instance: &[StepWork]) -> Option<StepChoice> {
+    let with: Vec<usize> = (0..per_instance.len())
+        .filter(|&i| per_instance[i].graphs > 0)
+        .collect();
+    let pick = *with.get(1).or(with.first())?;
+    Some(StepChoice {
+        instance: pick + 1,
+        skip: per_instance[..pick].iter().map(StepWork::workloads).sum(),
+        work: per_instance[pick],
+    })
+}
+
+/// One instance as ncu measured it whole: DRAM bytes and GPU time summed over its workloads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct MeasuredStep {
+    pub(crate) range: String,
+    pub(crate) choice: StepChoice,
+    /// Results ncu wrote (graph launches and kernels): equal to the choice's workloads when it
+    /// measured the whole instance.
+    pub(crate) results: u64,
+    pub(crate) dram_bytes: f64,
+    pub(crate) gpu_ns: f64,
+}
+
+/// Sum a graph-level import (`ncu --csv --page raw`) into one step. None without DRAM bytes.
+pub(crate) fn measured_step(
+    report: &crate::parse::ncu::NcuReport,
+    range: &str,
+    choice: StepChoice,
+) -> Option<MeasuredStep> {
+    use crate::parse::ncu::{ns_per, TIME};
+    let unit = |m: &str| report.units.get(m).map(String::as_str).unwrap_or("");
+    // Each result's value times its launches (one per result here), summed.
+    let total = |m: &str| -> Option<f64> {
+        let per: Vec<f64> = report
+            .kernels
+            .iter()
+            .filter_map(|k| Some(k.metrics.get(m)? * k.instances as f64))
+            .collect();
+        (!per.is_empty()).then(|| per.iter().sum::<f64>())
+    };
+    let bytes = |m: &str| total(m).map(|v| v * super::roofline::unit_scale(unit(m)));
+    Some(MeasuredStep {
+        range: range.to_string(),
+        choice,
+        results: report.rows,
+        dram_bytes: bytes(DRAM_READ)? + bytes(DRAM_WRITE).unwrap_or(0.0),
+        gpu_ns: total(TIME)
+            .zip(ns_per(unit(TIME)))
+            .map_or(0.0, |(v, k)| v * k),
+    })
+}
+
+/// The DRAM metrics of a graph-level profile (besides ncu's time).
+pub(crate) const DRAM_READ: &str = "dram__bytes_read.sum";
+pub(crate) const DRAM_WRITE: &str = "dram__bytes_write.sum";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +228,40 @@ mod tests {
         let d = &per["decode"];
         assert_eq!((d.launches, d.graph_level), (15, 15));
         assert!(d.graph_level_gpu_ns > 0);
+    }
+
+    /// The compiled static-cache decode (CUDA graphs traced per node): each `decode` step is
+    /// graph launches plus a few kernels outside them; the measured step is the second with
+    /// graphs, after every workload of the instances before it.
+    #[test]
+    fn a_graph_step_is_chosen_after_the_instance_that_records_the_graphs() {
+        let db = NsysDb::open(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("examples/sample-run-hf-static/nsys/run.sqlite"),
+        )
+        .unwrap();
+        let ranges = db.ranges().unwrap();
+        let work = step_work(&db, &ranges, "decode").unwrap();
+        eprintln!("{work:?}");
+        let c = choose_step(&work).unwrap();
+        eprintln!("{c:?}");
+        let first = work.iter().position(|w| w.graphs > 0).unwrap();
+        assert!(c.instance > first + 1);
+        let before: u64 = work[..c.instance - 1].iter().map(StepWork::workloads).sum();
+        assert_eq!(c.skip, before);
+        assert!(c.work.graphs > 0);
+        assert_eq!(choose_step(&[StepWork::default(); 3]), None);
+        let one = [
+            StepWork::default(),
+            StepWork {
+                graphs: 2,
+                kernels: 3,
+                kernel_ns: 9,
+            },
+        ];
+        assert_eq!(
+            choose_step(&one).map(|c| (c.instance, c.skip)),
+            Some((2, 0))
+        );
     }
 }

@@ -181,6 +181,8 @@ struct NcuSide {
     csv: Option<PathBuf>,
     /// The share of the measured kernels' time in shapes ncu measured (None: not known).
     shapes: Option<super::shapes::Cover>,
+    /// One instance measured whole (`ncu.graph_step`), and its file.
+    step: Option<(super::graphs::MeasuredStep, String)>,
 }
 
 impl NcuSide {
@@ -188,6 +190,10 @@ impl NcuSide {
         // The pass records the ncu include and file base; runs made before it did get them
         // recomputed from the config, which is what the pass used then.
         let recorded = status.and_then(|s| s.passes.get("ncu").and_then(|p| p.ncu.clone()));
+        let step = recorded
+            .as_ref()
+            .and_then(|r| r.graph_step.as_ref())
+            .and_then(|g| measured_step(run, g));
         let (include, base) = match recorded {
             Some(r) => (r.include, r.base),
             None => {
@@ -223,6 +229,7 @@ impl NcuSide {
             include,
             csv,
             shapes: None,
+            step,
         }
     }
 
@@ -366,6 +373,35 @@ fn repeat_passes(run: &RunDir, config: &Config) -> Result<Option<Vec<repeats::Pa
     Ok(Some(out))
 }
 
+/// The instance ncu measured whole, from its raw import; a file that cannot be read costs
+/// the figure alone (the floor then comes from the kernels' replays).
+fn measured_step(
+    run: &RunDir,
+    g: &crate::rundir::status::GraphStepRecord,
+) -> Option<(super::graphs::MeasuredStep, String)> {
+    use crate::rundir::status::GraphStepState;
+    if g.state == GraphStepState::NotMeasured {
+        return None;
+    }
+    let path = run.path.join(&g.csv);
+    let choice = super::graphs::StepChoice {
+        instance: g.instance,
+        skip: g.skip,
+        work: super::graphs::StepWork {
+            graphs: g.graphs,
+            kernels: g.kernels,
+            kernel_ns: g.kernel_ns,
+        },
+    };
+    match ncu::read_raw(&path) {
+        Ok(r) => super::graphs::measured_step(&r, &g.range, choice).map(|m| (m, g.csv.clone())),
+        Err(e) => {
+            tracing::warn!("the instance measured whole is left out: {e}");
+            None
+        }
+    }
+}
+
 impl Artifacts {
     /// Parse what the run directory holds; a missing artifact is `None`, a broken one an error.
     pub(crate) fn load(run: &RunDir, config: Config) -> Result<Artifacts, Error> {
@@ -467,6 +503,7 @@ impl Artifacts {
             config,
             repeats: None,
             ncu_problem: ncu.problem,
+            graph_step: ncu.step,
             ledger: t.map(|t| t.ledger.clone()).unwrap_or_default(),
             python,
             sampled,
@@ -498,7 +535,12 @@ impl Artifacts {
         let captured = self.capture.range();
         tokens::costs(&self.range_stats, ranges, marks, captured, |s| {
             let peaks = self.peaks.as_ref()?;
-            tokens::floor(s, &self.records, |r| self.point(r), peaks)
+            let whole = self
+                .graph_step
+                .as_ref()
+                .map(|(m, _)| m)
+                .filter(|m| m.range == s.name);
+            tokens::floor(s, &self.records, |r| self.point(r), peaks, whole)
         })
     }
 }

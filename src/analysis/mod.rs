@@ -98,6 +98,8 @@ pub(crate) struct Artifacts {
     pub(crate) repeats: Option<repeats::Repeats>,
     /// Why the ncu export could not be read (the reports are made without it and say so).
     pub(crate) ncu_problem: Option<Error>,
+    /// One instance of ncu's range measured whole (`ncu.graph_step`), and its file.
+    pub(crate) graph_step: Option<(graphs::MeasuredStep, String)>,
     /// Where each push/pop range's wall time goes on its thread (empty without the SQLite
     /// export's API table).
     pub(crate) ledger: Vec<ledger::RangeLedger>,

@@ -47,6 +47,14 @@ pub(crate) struct Floor {
     pub(crate) pct_of_compute_floor: Option<f64>,
     /// Share of the phase's kernel time that ncu measured (the floors cover only that).
     pub(crate) measured_pct: f64,
+    /// The DRAM bytes are one instance measured whole (CUDA graphs: `ncu.graph_step`), not
+    /// the kernels' replays.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) whole: Option<super::graphs::MeasuredStep>,
+    /// With `whole`: per instance, what the kernels ncu replayed one by one (those of
+    /// `measured_pct`) sum to, for comparison.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) replay_dram_bytes: Option<f64>,
 }
 
 /// `batch=B new=N` -> (B, N).
@@ -130,11 +138,13 @@ pub(crate) fn costs(
 
 /// The floors of one phase from its kernels: bytes and FLOPs per launch (ncu's rates times
 /// the launch's nsys duration) times launches, per instance of the phase.
+/// Where ncu measured one instance whole (`whole`), its DRAM bytes stand for the instance's.
 pub(crate) fn floor(
     s: &RangeStats,
     records: &[KernelRecord],
     point: impl Fn(&KernelRecord) -> Option<roofline::Point>,
     peaks: &Peaks,
+    whole: Option<&super::graphs::MeasuredStep>,
 ) -> Option<Floor> {
     let (mut bytes, mut flops, mut measured_ns, mut all_ns) = (0.0, 0.0, 0.0, 0.0);
     for r in records {
@@ -151,13 +161,14 @@ pub(crate) fn floor(
     }
     let n = s.instances as f64;
     let actual_ms = s.wall_ns.max(s.proj_ns) as f64 / 1e6 / n;
-    let memory_floor_ms = bytes / n / peaks.dram_bytes_per_s * 1e3;
+    let per_instance = whole.map_or(bytes / n, |w| w.dram_bytes);
+    let memory_floor_ms = per_instance / peaks.dram_bytes_per_s * 1e3;
     let compute_floor_ms = peaks
         .tensor_flops
         .filter(|f| *f > 0.0)
         .map(|f| flops / n / f * 1e3);
     Some(Floor {
-        dram_bytes: bytes / n,
+        dram_bytes: per_instance,
         flops: flops / n,
         memory_floor_ms,
         compute_floor_ms,
@@ -166,6 +177,8 @@ pub(crate) fn floor(
         pct_of_memory_floor: 100.0 * memory_floor_ms / actual_ms,
         pct_of_compute_floor: compute_floor_ms.map(|c| 100.0 * c / actual_ms),
         measured_pct: 100.0 * measured_ns / all_ns.max(1.0),
+        whole: whole.cloned(),
+        replay_dram_bytes: whole.map(|_| bytes / n),
     })
 }
 

@@ -240,6 +240,15 @@ pub enum Shapes {
     All,
 }
 
+/// `ncu.graph_step`: whether a range that launches CUDA graphs gets one step measured whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GraphStep {
+    /// When the nsys export shows graph launches in ncu's range.
+    Auto,
+    Off,
+}
+
 /// `ncu.clock_control`: ncu's `--clock-control` (null: not passed, ncu locks to base clocks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -339,6 +348,7 @@ pub struct Ncu {
     /// (None: no time bound), after which ncu is stopped and what it measured is kept.
     pub shapes_max_launches: usize,
     pub shapes_budget_s: Option<u64>,
+    pub graph_step: GraphStep,
     pub ranks: Vec<u32>,
     pub include_nccl: bool,
     pub nccl_p2p_disable: bool,

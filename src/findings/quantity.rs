@@ -13,6 +13,7 @@ pub(crate) enum Unit {
     FlopPerByte,
     Ms,
     TokensPerS,
+    Mb,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -97,6 +98,12 @@ pub(crate) enum Quantity {
     ComputeFloorOfMeasuredPct,
     /// That measured time per instance: the longer of CPU wall and GPU projection.
     FloorBasisMsPerInstance,
+    /// One instance measured whole by ncu (`ncu.graph_step`): its DRAM bytes, which instance,
+    /// and the graph launches and kernels outside graphs ncu measured in it.
+    StepDramMb,
+    StepInstance,
+    StepGraphLaunches,
+    StepKernelsOutsideGraphs,
 }
 
 impl Quantity {
@@ -113,7 +120,11 @@ impl Quantity {
             | LaunchApiCalls
             | PythonSamples
             | NcuKernelsMeasured
-            | KernelsWeighedByShape => Unit::Count,
+            | KernelsWeighedByShape
+            | StepInstance
+            | StepGraphLaunches
+            | StepKernelsOutsideGraphs => Unit::Count,
+            StepDramMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
             | MsPerToken
@@ -149,6 +160,7 @@ impl Quantity {
             (Quantity::MsPerToken, _) => format!("{:.3} ms", z(v)),
             (_, Unit::Ms) => format!("{:.2} ms", z(v)),
             (_, Unit::TokensPerS) => format!("{:.0} tokens/s", z(v)),
+            (_, Unit::Mb) => format!("{:.1} MB", z(v)),
         }
     }
 }

@@ -591,7 +591,7 @@ fn mangled_general(
 }
 
 /// Nanoseconds per unit of a time metric.
-fn ns_per(unit: &str) -> Option<f64> {
+pub(crate) fn ns_per(unit: &str) -> Option<f64> {
     match unit.trim() {
         "ns" | "nsecond" => Some(1.0),
         "us" | "usecond" => Some(1e3),

@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
 use crate::rundir::status::{
-    Cause, NcuCacheUse, NcuRecord, NcuShapePlan as ShapePlan, PassState, PassStatus,
+    Cause, GraphStepState, NcuCacheUse, NcuRecord, NcuShapePlan as ShapePlan, PassState, PassStatus,
 };
 
 pub(crate) const NO_KERNELS: &str = "No kernels were profiled";
@@ -83,6 +83,8 @@ pub(crate) struct NcuPlan {
     pub(crate) shapes: Option<ShapePlan>,
     /// Measuring every configuration: when the pass is stopped (None: ncu ends it itself).
     pub(crate) bound: Option<Bound>,
+    /// One instance measured whole where the range launches CUDA graphs.
+    pub(crate) step: Option<step::StepPlan>,
 }
 
 impl ShapePlan {
@@ -371,6 +373,13 @@ impl Pass for NcuPass {
         let shapes = (crate::analysis::same_range(ctx.cfg) || range.is_some())
             .then(|| read_shapes(ctx, range.as_deref()))
             .flatten();
+        let step = step::plan(
+            ctx,
+            &self.program(),
+            (include.as_deref(), range.as_deref()),
+            &base,
+            self.device.as_ref(),
+        );
         // The cache is looked up before the selection, which then prefers what it holds.
         // Without a kernel list of ncu's range in the export there is nothing to look up.
         let lookup = match (
@@ -440,6 +449,17 @@ impl Pass for NcuPass {
                 stop_early || bound.as_ref().is_some_and(|b| b.all_known),
             )
         });
+        let mut step = step;
+        if let Some(s) = step.as_mut().filter(|s| s.hit.is_none()) {
+            let learned = reuse
+                .as_ref()
+                .and_then(|r| cost::load(&cost_model_path(ctx, r)));
+            s.eta_s = Some(cost::step_s(
+                learned.as_ref(),
+                nsys_basis(ctx),
+                s.choice.work.workloads(),
+            ));
+        }
         Ok(NcuPlan {
             profile: self.argv(
                 ctx,
@@ -470,19 +490,24 @@ impl Pass for NcuPass {
             stop_early,
             cost,
             bound,
+            step,
         })
     }
 
     fn commands(&self, plan: &NcuPlan) -> Vec<Vec<String>> {
-        if plan.nothing_left {
-            return Vec::new();
+        let mut lines = match plan.nothing_left {
+            true => Vec::new(),
+            false => vec![
+                with_env(&plan.env, plan.profile.clone()),
+                self.with_prog(import_args(&plan.report)),
+                self.with_prog(import_mangled_args(&plan.report)),
+                self.with_prog(vec!["--list-sections".into()]),
+            ],
+        };
+        if let Some(s) = plan.step.as_ref().filter(|s| s.hit.is_none()) {
+            lines.extend([s.argv.clone(), s.import.clone()]);
         }
-        vec![
-            with_env(&plan.env, plan.profile.clone()),
-            self.with_prog(import_args(&plan.report)),
-            self.with_prog(import_mangled_args(&plan.report)),
-            self.with_prog(vec!["--list-sections".into()]),
-        ]
+        lines
     }
 
     fn execute(&self, ctx: &Ctx, plan: &NcuPlan, progress: &Progress) -> Result<PassStatus, Error> {
@@ -512,6 +537,7 @@ impl Pass for NcuPass {
             st.duration_s = Some(0.0);
             st.warnings = warnings;
             st.ncu = Some(self.outcome_record(plan, None, 0));
+            graph_step(ctx, plan, progress, &mut st);
             return Ok(st);
         }
         let watch = Watch::new(progress, plan);
@@ -586,6 +612,7 @@ impl Pass for NcuPass {
             r.stopped_early = plan.stop_early && out.tail.contains(STOPPED_EARLY);
             r.bounded = bounded;
         }
+        graph_step(ctx, plan, progress, &mut st);
         Ok(st)
     }
 
@@ -600,6 +627,29 @@ impl Pass for NcuPass {
         if st.ncu.is_none() {
             st.ncu = Some(self.outcome_record(plan, None, 0));
         }
+    }
+}
+
+/// The planned graph step, after a pass that went well (a failed or interrupted one would
+/// fail or stop it the same way); its record joins the pass's.
+fn graph_step(ctx: &Ctx, plan: &NcuPlan, progress: &Progress, st: &mut PassStatus) {
+    let Some(s) = &plan.step else { return };
+    if st.state != PassState::Ok || crate::passes::signals::interrupted() {
+        return;
+    }
+    let rec = step::run(ctx, s, progress);
+    if let Some(d) = rec.duration_s {
+        st.duration_s = Some(st.duration_s.unwrap_or(0.0) + d);
+    }
+    if rec.state == GraphStepState::NotMeasured {
+        st.warnings.extend(
+            rec.note
+                .as_ref()
+                .map(|n| format!("graph step not measured: {n}")),
+        );
+    }
+    if let Some(r) = st.ncu.as_mut() {
+        r.graph_step = Some(rec);
     }
 }
 
@@ -641,6 +691,7 @@ impl NcuPass {
                 stored,
             }),
             shapes: plan.shapes.clone(),
+            graph_step: None,
             second_gpu: self.second_gpu.clone(),
         }
     }
@@ -655,6 +706,7 @@ pub(crate) mod cost;
 mod outcome;
 pub(crate) mod query;
 mod reuse;
+mod step;
 pub(crate) use args::*;
 use outcome::app_error_code;
 pub(crate) use outcome::classify;

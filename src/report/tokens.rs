@@ -47,6 +47,31 @@ pub(crate) fn section(a: &Artifacts, f_all: &Findings, s: &mut String) {
         group_rows(f_all, &p.phase, s);
         baseline_row(f_all, p, s);
     }
+    whole_note(a, s);
+}
+
+/// Where ncu measured one instance whole, what its DRAM MB are and what the kernels' replays
+/// summed to, side by side.
+fn whole_note(a: &Artifacts, s: &mut String) {
+    for p in &a.per_token {
+        let Some((f, w)) = p.floor.as_ref().and_then(|f| Some((f, f.whole.as_ref()?))) else {
+            continue;
+        };
+        let file = a.graph_step.as_ref().map_or("", |(_, file)| file.as_str());
+        let _ = writeln!(
+            s,
+            "\n`{}`'s DRAM MB per instance is instance {} measured whole by ncu (`--graph-profiling graph`: {}; {} results, {:.3} ms of GPU time under ncu; `{}`): {:.1} MB. Its kernels replayed one by one (those holding {:.1}% of its kernel time) sum to {:.1} MB per instance.",
+            md(&p.phase),
+            w.choice.instance,
+            w.choice.work.describe(),
+            w.results,
+            w.gpu_ns / 1e6,
+            md(file),
+            w.dram_bytes / 1e6,
+            f.measured_pct,
+            f.replay_dram_bytes.unwrap_or(0.0) / 1e6,
+        );
+    }
 }
 
 /// The phase without a profiler (the baseline pass), per instance and per token at the same
@@ -220,15 +245,55 @@ fn sentence(p: &Finding) -> String {
             ),
             None => "of that time".to_string(),
         };
+        let bytes = match p.figure(Q::StepDramMb) {
+            Some(mb) => format!(
+                "the {} of DRAM traffic ncu measured running instance {} whole{} at peak bandwidth",
+                mb.text,
+                p.text(Q::StepInstance),
+                step_parts(p)
+            ),
+            None => "its kernels' DRAM bytes at peak bandwidth".to_string(),
+        };
         let _ = write!(
             t,
-            "; its memory-bandwidth floor (its kernels' DRAM bytes at peak bandwidth) is {} {of}{}",
+            "; its memory-bandwidth floor ({bytes}) is {} {of}{}",
             m.text,
             p.figure(Q::ComputeFloorOfMeasuredPct)
                 .map_or(String::new(), |c| format!(", its compute floor {}", c.text))
         );
     }
     t
+}
+
+/// ": N CUDA graph launches and M kernels outside graphs" of an instance measured whole.
+fn step_parts(p: &Finding) -> String {
+    let count = |q, one: &str, many: &str| {
+        p.figure(q).map(|f| match f.value as u64 {
+            0 => None,
+            1 => Some(format!("1 {one}")),
+            n => Some(format!("{n} {many}")),
+        })
+    };
+    let parts: Vec<String> = [
+        count(
+            Q::StepGraphLaunches,
+            "CUDA graph launch",
+            "CUDA graph launches",
+        ),
+        count(
+            Q::StepKernelsOutsideGraphs,
+            "kernel outside graphs",
+            "kernels outside graphs",
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .flatten()
+    .collect();
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!(": {}", parts.join(" and ")),
+    }
 }
 
 #[cfg(test)]

@@ -111,6 +111,43 @@ pub(crate) struct NcuRecord {
     pub(crate) second_gpu: Option<SecondGpu>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) shapes: Option<NcuShapePlan>,
+    /// One instance of the range measured whole where it launches CUDA graphs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) graph_step: Option<GraphStepRecord>,
+}
+
+/// One instance of ncu's range measured whole (`ncu.graph_step`, `ncu --graph-profiling
+/// graph`): which one, what ncu had to skip and count to reach it, and how it went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct GraphStepRecord {
+    /// The range, as the nsys export names it.
+    pub(crate) range: String,
+    /// Its position among the range's instances in the nsys export, from 1.
+    pub(crate) instance: usize,
+    /// Workloads (graph launches and kernels outside graphs) before it in the range.
+    pub(crate) skip: u64,
+    pub(crate) graphs: u64,
+    pub(crate) kernels: u64,
+    /// The nsys export's GPU time of its kernels, in ns.
+    pub(crate) kernel_ns: i64,
+    /// `ncu/<file>`: the raw import of the measured step.
+    pub(crate) csv: String,
+    /// measured, cached, or not measured.
+    pub(crate) state: GraphStepState,
+    /// Why not measured, or the run whose measurement the metrics cache served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) note: Option<String>,
+    /// Seconds its ncu run and import took (part of the pass's duration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) duration_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum GraphStepState {
+    Measured,
+    Cached,
+    NotMeasured,
 }
 
 /// The GPUs of two passes run at once (`CUDA_VISIBLE_DEVICES` values) and their one model.

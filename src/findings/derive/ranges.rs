@@ -290,6 +290,19 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
             if f.over_projection {
                 ev.push(fig(Quantity::FloorBasisMsPerInstance, f.measured_ms));
             }
+            if let (Some(w), Some((_, file))) = (&f.whole, &a.graph_step) {
+                let step = |q, v| Figure::new(q, v, file, &scope.clone().ncu());
+                ev.push(step(Quantity::StepDramMb, w.dram_bytes / 1e6));
+                ev.push(step(Quantity::StepInstance, w.choice.instance as f64));
+                ev.push(step(
+                    Quantity::StepGraphLaunches,
+                    w.choice.work.graphs as f64,
+                ));
+                ev.push(step(
+                    Quantity::StepKernelsOutsideGraphs,
+                    w.choice.work.kernels as f64,
+                ));
+            }
             if let Some(c) = f.pct_of_compute_floor {
                 ev.push(Figure::new(
                     Quantity::ComputeFloorOfMeasuredPct,

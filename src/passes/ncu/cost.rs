@@ -140,6 +140,13 @@ pub(crate) fn plan(
     }
 }
 
+/// One instance measured whole (`ncu.graph_step`, one pass per workload): ncu reaches it about
+/// when the kernel pass reached its first kernel.
+pub(crate) fn step_s(learned: Option<&Model>, basis: Basis, workloads: u64) -> f64 {
+    let before = learned.map_or_else(|| basis.prior(true).0, |m| m.before_s);
+    before + workloads as f64 * PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S
+}
+
 /// One kernel profiled: when (since the pass started) and in how many passes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Done {

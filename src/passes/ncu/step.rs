@@ -1,0 +1,270 @@
+//! One instance of ncu's range measured whole where it launches CUDA graphs (`ncu.graph_step`).
+//! ncu profiles each graph launch as one workload (`--graph-profiling graph`), and the kernels
+//! launched outside graphs one by one, so the instance's DRAM bytes are what the GPU moved
+//! running it, not a sum of kernels replayed alone (whose caches start cold each time). Which
+//! instance, and how many workloads ncu skips to reach it, come from the nsys export; the
+//! metrics cache keeps the result for re-runs of the same command on the same GPU.
+
+use std::path::{Path, PathBuf};
+
+use super::{cache, reuse, window_args};
+use crate::analysis::graphs::{choose_step, step_work, StepChoice, DRAM_READ, DRAM_WRITE};
+use crate::config::{GraphStep, Launcher, Ncu};
+use crate::parse::ncu::TIME;
+use crate::passes::{process, progress::Progress, run_step, with_program, Ctx};
+use crate::rundir::status::{GraphStepRecord, GraphStepState};
+
+/// What the step runs, decided with the ncu plan.
+pub(crate) struct StepPlan {
+    pub(crate) range: String,
+    pub(crate) choice: StepChoice,
+    pub(crate) argv: Vec<String>,
+    pub(crate) import: Vec<String>,
+    pub(crate) report: PathBuf,
+    pub(crate) csv: PathBuf,
+    /// Where the metrics cache keeps this step (None: the cache is not used).
+    pub(crate) entry: Option<PathBuf>,
+    /// The run whose measurement the cache serves (None: ncu runs).
+    pub(crate) hit: Option<String>,
+    /// Predicted seconds of the ncu run (set with the pass's cost plan).
+    pub(crate) eta_s: Option<f64>,
+}
+
+/// The step for ncu's range `range` (as the export names it) and include expression, when
+/// `ncu.graph_step` asks for one and the export shows graph launches in the range.
+pub(crate) fn plan(
+    ctx: &Ctx,
+    program: &Path,
+    (include, range): (Option<&str>, Option<&str>),
+    base: &str,
+    device: Option<&cache::Device>,
+) -> Option<StepPlan> {
+    let cfg = ctx.cfg;
+    // Under a launcher every rank would have to stop at the same workload: not attempted.
+    if cfg.ncu.graph_step == GraphStep::Off || cfg.workload.launcher != Launcher::None {
+        return None;
+    }
+    let (include, range) = (include?, range?);
+    let sqlite = ctx.run.single_or_rank0_sqlite();
+    if !sqlite.is_file() {
+        return None;
+    }
+    let per_instance = crate::parse::sqlite::NsysDb::open(&sqlite).and_then(|db| {
+        let ranges = db.ranges()?;
+        step_work(&db, &ranges, range)
+    });
+    let choice = match per_instance {
+        Ok(w) => choose_step(&w)?,
+        Err(e) => {
+            tracing::warn!("cannot read the CUDA graph launches of `{range}`: {e}");
+            return None;
+        }
+    };
+    let out = ctx.run.ncu(&format!("{base}.graph-step"));
+    let mut argv = with_program(
+        program,
+        step_args(&cfg.ncu, include, &choice, &out, &ctx.workload.argv),
+    );
+    argv.splice(1..1, window_args(cfg));
+    let report = ctx.run.ncu(&format!("{base}.graph-step.ncu-rep"));
+    let entry = match (reuse::unusable(ctx, device), device) {
+        (None, Some(d)) => cache::default_dir(cfg.ncu.cache.dir.as_deref())
+            .map(|dir| entry_path(&dir, d, &cfg.ncu, range, &choice, &ctx.workload.argv)),
+        _ => None,
+    };
+    let hit = entry
+        .as_deref()
+        .and_then(|e| served(e, choice.work.kernel_ns, cfg.ncu.cache.duration_tolerance));
+    Some(StepPlan {
+        range: range.to_string(),
+        import: with_program(program, super::import_args(&report)),
+        csv: ctx.run.ncu(&format!("{base}.graph-step.csv")),
+        choice,
+        argv,
+        report,
+        entry,
+        hit: hit.map(|e| e.run),
+        eta_s: None,
+    })
+}
+
+/// `ncu ...` arguments of the step (without the program): the range's workloads from the
+/// chosen instance's first to its last, each graph whole, then ncu ends the workload.
+pub(crate) fn step_args(
+    cfg: &Ncu,
+    include: &str,
+    c: &StepChoice,
+    out_base: &Path,
+    workload: &[String],
+) -> Vec<String> {
+    let mut a: Vec<String> = ["--target-processes", "all", "--nvtx", "--nvtx-include"]
+        .map(String::from)
+        .to_vec();
+    a.push(include.to_string());
+    a.extend(["--graph-profiling".into(), "graph".into()]);
+    if c.skip > 0 {
+        a.extend(["--launch-skip".into(), c.skip.to_string()]);
+    }
+    a.extend([
+        "--launch-count".into(),
+        c.work.workloads().to_string(),
+        "--kill".into(),
+        "on".into(),
+        "--metrics".into(),
+        [TIME, DRAM_READ, DRAM_WRITE].join(","),
+    ]);
+    if let Some(cc) = cfg.clock_control {
+        a.extend(["--clock-control".into(), cc.as_str().to_string()]);
+    }
+    a.extend(cfg.extra_args.iter().cloned());
+    a.extend(["-o".into(), out_base.display().to_string()]);
+    a.extend(workload.iter().cloned());
+    a
+}
+
+/// Measure the planned step, or take it from the cache; the record says which, or why not.
+pub(crate) fn run(ctx: &Ctx, p: &StepPlan, progress: &Progress) -> GraphStepRecord {
+    let c = &p.choice;
+    let mut rec = GraphStepRecord {
+        range: p.range.clone(),
+        instance: c.instance,
+        skip: c.skip,
+        graphs: c.work.graphs,
+        kernels: c.work.kernels,
+        kernel_ns: c.work.kernel_ns,
+        csv: ctx.run.relative(&p.csv),
+        state: GraphStepState::NotMeasured,
+        note: None,
+        duration_s: None,
+    };
+    let began = std::time::Instant::now();
+    if let (Some(run), Some(entry)) = (&p.hit, &p.entry) {
+        match load(entry).and_then(|e| std::fs::write(&p.csv, e.csv).ok()) {
+            Some(()) => {
+                tracing::info!(
+                    "`{}` instance {} measured whole: from the metrics cache (run {run})",
+                    p.range,
+                    c.instance
+                );
+                rec.state = GraphStepState::Cached;
+                rec.note = Some(run.clone());
+                return rec;
+            }
+            None => tracing::warn!("cannot use the cached graph step {}", entry.display()),
+        }
+    }
+    progress.handle().update(|s| {
+        s.stage = format!("`{}` instance {} whole (graphs)", p.range, c.instance);
+        s.count = None;
+        s.left_s = p.eta_s;
+    });
+    tracing::info!(
+        "ncu: measuring `{}` instance {} whole ({}; --graph-profiling graph){}",
+        p.range,
+        c.instance,
+        c.work.describe(),
+        p.eta_s
+            .map(|s| format!(", about {s:.0} s"))
+            .unwrap_or_default()
+    );
+    let log = ctx.run.ncu("graph-step.log");
+    let mut spec = ctx.spec(Path::new(&p.argv[0]), p.argv[1..].to_vec(), log.clone());
+    spec.timeout = ctx.cfg.ncu_timeout();
+    let out = process::run(&spec);
+    rec.duration_s = Some(began.elapsed().as_secs_f64());
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => return not_measured(rec, format!("cannot start ncu: {e}")),
+    };
+    if out.interrupted || !process::nonempty(&p.report) {
+        let why = match out.interrupted {
+            true => "interrupted".to_string(),
+            false => format!("ncu wrote no report ({})", out.describe()),
+        };
+        return not_measured(rec, format!("{why}; see {}", ctx.run.relative(&log)));
+    }
+    let mut import = ctx.spec(Path::new(&p.import[0]), p.import[1..].to_vec(), log);
+    import.echo = false;
+    import.stdout_file = Some(p.csv.clone());
+    import.timeout = Some(crate::passes::nsys::post_step_timeout(
+        ctx.cfg.ncu.timeout_s,
+    ));
+    let imported = run_step(&import);
+    rec.duration_s = Some(began.elapsed().as_secs_f64());
+    if let Err(why) = imported {
+        return not_measured(rec, why);
+    }
+    rec.state = GraphStepState::Measured;
+    if let Some(entry) = &p.entry {
+        if let Err(e) = store(entry, &p.csv, &ctx.run.id(), c.work.kernel_ns) {
+            tracing::warn!("cannot keep the graph step in the metrics cache: {e}");
+        }
+    }
+    rec
+}
+
+fn not_measured(mut rec: GraphStepRecord, why: String) -> GraphStepRecord {
+    tracing::warn!("the graph step was not measured: {why}");
+    rec.note = Some(why);
+    rec
+}
+
+/// A measured step as the cache keeps it: the raw import, the run that made it and the nsys
+/// GPU time of the instance beside it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Entry {
+    run: String,
+    kernel_ns: i64,
+    csv: String,
+}
+
+/// `<cache>/graph-step/<sha256>.json`, keyed by the GPU, the settings that change a result,
+/// the range, the instance's workloads and the command.
+fn entry_path(
+    dir: &Path,
+    device: &cache::Device,
+    cfg: &Ncu,
+    range: &str,
+    c: &StepChoice,
+    argv: &[String],
+) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let key = format!(
+        "{device:?}|{:?}|{:?}|{range}|{}|{}|{}",
+        cfg.clock_control,
+        cfg.extra_args,
+        c.skip,
+        c.work.graphs,
+        argv.join("\u{1f}")
+    );
+    let hex: String = Sha256::digest(key.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    dir.join("graph-step").join(format!("{hex}.json"))
+}
+
+fn load(path: &Path) -> Option<Entry> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The entry when its instance's GPU time is within `tolerance` of this run's.
+fn served(path: &Path, kernel_ns: i64, tolerance: f64) -> Option<Entry> {
+    let e = load(path)?;
+    let (a, b) = (e.kernel_ns as f64, kernel_ns as f64);
+    ((a - b).abs() <= tolerance * a.max(b)).then_some(e)
+}
+
+fn store(path: &Path, csv: &Path, run: &str, kernel_ns: i64) -> std::io::Result<()> {
+    let entry = Entry {
+        run: run.to_string(),
+        kernel_ns,
+        csv: std::fs::read_to_string(csv)?,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let text = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
+    crate::rundir::status::write_atomic(path, &text)
+}

@@ -1,0 +1,182 @@
+//! `ncu.graph_step`: where ncu's range launches CUDA graphs, one instance is measured whole
+//! (`ncu --graph-profiling graph`), and its DRAM bytes make the per-instance memory floor. The
+//! fake nsys replays the compiled static-cache capture (examples/sample-run-hf-static), the
+//! fake ncu the real graph-level profile of the same workload (tests/data/ncu/graph_step_*).
+
+mod common;
+
+use common::{read, root, status, Sandbox};
+
+fn profile(sb: &Sandbox, id: &str, more: &[&str]) -> serde_json::Value {
+    let mut args = vec!["--nvtx-capture", "decode"];
+    args.extend(more);
+    args.extend(["--", "python3", "-c", "print(1)"]);
+    sb.profile(id, &args)
+        .env(
+            "FAKE_NSYS_DIR",
+            root().join("examples/sample-run-hf-static/nsys"),
+        )
+        .env("FAKE_SMI", "1")
+        .assert()
+        .success();
+    status(&sb.run(id))
+}
+
+fn graph_step(st: &serde_json::Value) -> &serde_json::Value {
+    &st["passes"]["ncu"]["ncu"]["graph_step"]
+}
+
+/// NVIDIA's own reading of the graph-level report: its DRAM read and write, in MB.
+fn nvidia_mb() -> f64 {
+    let text = read(root().join("tests/data/ncu/graph_step_summary.txt"));
+    text.lines()
+        .filter(|l| l.contains("dram__bytes_read.sum") || l.contains("dram__bytes_write.sum"))
+        .map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(cols[1], "Mbyte", "{l}");
+            cols.last().unwrap().parse::<f64>().unwrap()
+        })
+        .sum()
+}
+
+#[test]
+fn a_range_of_graph_launches_gets_one_instance_measured_whole() {
+    let sb = Sandbox::new();
+    let st = profile(&sb, "g", &[]);
+    let g = graph_step(&st);
+    assert_eq!(g["state"], "measured", "{g}");
+    // The export's first decode instance is a graph launch; the second is measured.
+    assert_eq!(
+        (g["instance"].as_u64(), g["skip"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let calls = sb.calls();
+    let step = calls
+        .lines()
+        .find(|l| l.contains("--graph-profiling graph"))
+        .expect("a graph-level ncu run");
+    assert!(
+        step.contains("--nvtx-include decode/ --graph-profiling graph --launch-skip 1 --launch-count 1 --kill on"),
+        "{step}"
+    );
+    assert!(read(sb.run("g").join("ncu/cmd.txt")).contains("--graph-profiling graph"));
+    // The floor's bytes are NVIDIA's own figure for the instance, as the reports state it.
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(sb.run("g").join("summary.json"))).unwrap();
+    let mb = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["evidence"].as_array().cloned().unwrap_or_default())
+        .find(|e| e["quantity"] == "step_dram_mb")
+        .expect("a step_dram_mb figure")["value"]
+        .as_f64()
+        .unwrap();
+    assert!((mb - nvidia_mb()).abs() < 0.01, "{mb} vs {}", nvidia_mb());
+    let md = read(sb.run("g").join("kernels.md"));
+    assert!(
+        md.contains("is instance 2 measured whole by ncu (`--graph-profiling graph`: 1 CUDA graph launch and 0 kernels outside graphs"),
+        "{md}"
+    );
+    assert!(md.contains(": 283.7 MB."), "{md}");
+    let headline = read(sb.run("g").join("stakeholder_summary.md"));
+    assert!(
+        headline.contains("the 283.7 MB of DRAM traffic ncu measured running instance 2 whole: 1 CUDA graph launch at peak bandwidth"),
+        "{headline}"
+    );
+}
+
+#[test]
+fn a_re_run_takes_the_measured_instance_from_the_cache() {
+    let sb = Sandbox::new();
+    profile(&sb, "a", &[]);
+    let before = sb.calls().lines().count();
+    let st = profile(&sb, "b", &[]);
+    let g = graph_step(&st);
+    assert_eq!(
+        (g["state"].as_str(), g["note"].as_str()),
+        (Some("cached"), Some("a"))
+    );
+    let later: Vec<String> = sb.calls().lines().skip(before).map(String::from).collect();
+    assert!(
+        !later.iter().any(|l| l.contains("--graph-profiling")),
+        "{later:?}"
+    );
+    assert!(read(sb.run("b").join("kernels.md")).contains(": 283.7 MB."));
+}
+
+#[test]
+fn no_graph_step_when_turned_off_or_when_the_range_launches_no_graph() {
+    let sb = Sandbox::new();
+    let st = profile(&sb, "off", &["ncu.graph_step=off"]);
+    assert!(graph_step(&st).is_null(), "{st}");
+    // The default replay (an eager decode) launches no graph.
+    sb.profile(
+        "eager",
+        &[
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .assert()
+    .success();
+    assert!(graph_step(&status(&sb.run("eager"))).is_null());
+    assert!(!sb.calls().contains("--graph-profiling"));
+}
+
+/// A graph-level run that measures nothing costs the figure, not the run: a warning, the
+/// record says why, and the floor is the kernels' replays as before.
+#[test]
+fn a_graph_step_that_measures_nothing_leaves_the_run_ok() {
+    let sb = Sandbox::new();
+    let out = sb
+        .profile(
+            "n",
+            &[
+                "--nvtx-capture",
+                "decode",
+                "--",
+                "python3",
+                "-c",
+                "print(1)",
+            ],
+        )
+        .env(
+            "FAKE_NSYS_DIR",
+            root().join("examples/sample-run-hf-static/nsys"),
+        )
+        .env("FAKE_NCU_MODE", "nograph")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("the graph step was not measured: ncu wrote no report"),
+        "{err}"
+    );
+    let st = status(&sb.run("n"));
+    assert_eq!(st["passes"]["ncu"]["state"], "ok");
+    let g = graph_step(&st);
+    assert_eq!(g["state"], "not_measured", "{g}");
+    assert!(
+        g["note"].as_str().unwrap().contains("ncu/graph-step.log"),
+        "{g}"
+    );
+    let md = read(sb.run("n").join("kernels.md"));
+    assert!(!md.contains("measured whole"), "{md}");
+    // A broken import of a measured step (hand-made) is said and left out the same way.
+    let run = sb.run("g");
+    profile(&sb, "g", &[]);
+    std::fs::write(run.join("ncu/decode.graph-step.csv"), "not,a,raw,export\n").unwrap();
+    let out = sb.stage2().arg("report").arg(&run).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the instance measured whole is left out"),
+        "{err}"
+    );
+    assert!(!read(run.join("kernels.md")).contains("measured whole"));
+}
