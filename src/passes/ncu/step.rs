@@ -153,10 +153,19 @@ pub(crate) fn run(ctx: &Ctx, p: &StepPlan, progress: &Progress) -> GraphStepReco
             None => tracing::warn!("cannot use the cached graph step {}", entry.display()),
         }
     }
+    // The prediction goes in the words: the line's "left" would not count down without
+    // ncu's progress to go by.
     progress.handle().update(|s| {
-        s.stage = format!("`{}` instance {} whole (graphs)", p.range, c.instance);
+        s.stage = format!(
+            "`{}` instance {} whole (graphs{})",
+            p.range,
+            c.instance,
+            p.eta_s
+                .map(|e| format!(", about {e:.0} s in all"))
+                .unwrap_or_default()
+        );
         s.count = None;
-        s.left_s = p.eta_s;
+        s.left_s = None;
     });
     tracing::info!(
         "ncu: measuring `{}` instance {} whole ({}; --graph-profiling graph){}",
