@@ -49,13 +49,14 @@ pub enum Command {
         run_a: PathBuf,
         /// The run to compare with it.
         run_b: PathBuf,
-        /// Also write the Markdown to FILE (nothing is written into the runs); `-`: stdout,
-        /// where it goes anyway.
+        /// Also write what stdout shows (the Markdown, or the JSON with --json) to FILE;
+        /// nothing is written into the runs.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
-        /// Write the comparison as JSON to FILE; `-`: on stdout instead of the Markdown.
-        #[arg(long, value_name = "FILE")]
-        json: Option<PathBuf>,
+        /// Print the comparison as one JSON object on stdout instead of the Markdown (as
+        /// `profile --json` and `report --json`; a refused comparison is an object too).
+        #[arg(long)]
+        json: bool,
         /// Exit 7 when the chosen scope grew by more than PCT percent and by more than the
         /// noise (Welch's t-test, 95%, with `profile --repeat` runs); exit 10 when the change is
         /// above PCT but within the noise.
@@ -73,7 +74,7 @@ pub enum Command {
     Doctor {
         #[command(flatten)]
         sources: SourceArgs,
-        #[arg(value_name = "OVERRIDE")]
+        #[arg(value_name = "OVERRIDE", value_parser = ALL_KEYS, hide_possible_values = true)]
         overrides: Vec<String>,
     },
     /// Internal: run by the launcher on every rank of the ncu pass; profiles the chosen ranks.
@@ -116,7 +117,7 @@ pub enum Command {
         #[arg(long)]
         show_origin: bool,
         /// Overrides: a.b=v (key must exist), +a.b=v (must not), ++a.b=v (either way), ~a.b (delete).
-        #[arg(value_name = "OVERRIDE")]
+        #[arg(value_name = "OVERRIDE", value_parser = ALL_KEYS, hide_possible_values = true)]
         overrides: Vec<String>,
     },
 }
@@ -180,7 +181,7 @@ pub struct ReportArgs {
     pub json: bool,
     /// Overrides of `report.*` and `tools.*` keys, e.g. report.top_kernels=40
     /// tools.nsys=/opt/nsys/bin/nsys.
-    #[arg(value_name = "OVERRIDE")]
+    #[arg(value_name = "OVERRIDE", value_parser = REPORT_KEYS, hide_possible_values = true)]
     pub overrides: Vec<String>,
 }
 
@@ -268,12 +269,56 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "RULE")]
     pub instances: Option<String>,
     /// Config overrides, e.g. ncu.top_n=5 nsys.trace=cuda,nvtx.
-    #[arg(value_name = "OVERRIDE")]
+    #[arg(value_name = "OVERRIDE", value_parser = ALL_KEYS, hide_possible_values = true)]
     pub overrides: Vec<String>,
     /// The workload's argv, after `--`.
     #[arg(last = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
 }
+
+/// An `OVERRIDE` argument: any text (the config resolver checks it), offered to shell
+/// completion as every config key under `prefixes` (all when empty) followed by `=`.
+#[derive(Clone)]
+pub struct OverrideArg(&'static [&'static str]);
+
+impl clap::builder::TypedValueParser for OverrideArg {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        Ok(value.to_string_lossy().into_owned())
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.keys()
+                .into_iter()
+                .map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
+impl OverrideArg {
+    /// `KEY=` for each key offered.
+    pub(crate) fn keys(&self) -> Vec<String> {
+        crate::config::known_keys()
+            .into_iter()
+            .filter(|k| self.0.is_empty() || self.0.iter().any(|p| k.starts_with(p)))
+            .map(|k| format!("{k}="))
+            .collect()
+    }
+}
+
+/// Every config key.
+pub(crate) const ALL_KEYS: OverrideArg = OverrideArg(&[]);
+/// What `report` takes.
+pub(crate) const REPORT_KEYS: OverrideArg = OverrideArg(&["report.", "tools."]);
 
 impl SourceArgs {
     pub fn to_sources(&self, overrides: &[String]) -> Sources {

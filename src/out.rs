@@ -46,12 +46,11 @@ pub(crate) fn json_refusal(code: i32, state: &str, why: &str) {
     let _ = stdout(&format!("{v}\n"));
 }
 
-/// Whether the command line asks for JSON on stdout (`profile/report --json`, `diff --json -`),
+/// Whether the command line asks for JSON on stdout (`profile`, `report` or `diff` `--json`),
 /// read from the raw arguments, for errors found before they are parsed.
 pub(crate) fn json_asked(args: &[String]) -> bool {
     let sub = args.get(1).map(String::as_str);
-    let switch = matches!(sub, Some("profile" | "report")) && args.iter().any(|a| a == "--json");
-    switch || args.windows(2).any(|w| w[0] == "--json" && w[1] == "-")
+    matches!(sub, Some("profile" | "report" | "diff")) && args.iter().any(|a| a == "--json")
 }
 
 /// `println!` that neither panics nor fails on a closed stdout.

@@ -219,6 +219,50 @@ fn completions_and_the_man_page_are_printed() {
     sb.stage2().args(["completions", "tcsh"]).assert().code(2);
 }
 
+/// Completions offer the config keys where an OVERRIDE goes (`report`: its own keys only), as
+/// cargo's offer its flags; bash's is run to complete a partial key.
+#[test]
+fn completions_offer_config_keys_for_overrides() {
+    let sb = common::Sandbox::new();
+    let script = |shell: &str| {
+        let out = sb.stage2().args(["completions", shell]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for shell in ["bash", "zsh", "fish"] {
+        let text = script(shell);
+        assert!(
+            text.contains("ncu.top_n=") && text.contains("report.instances="),
+            "{shell}"
+        );
+    }
+    let fish = script("fish");
+    let report = fish
+        .lines()
+        .find(|l| l.contains("using_subcommand report\" -f -a"))
+        .expect("fish: report's keys");
+    assert!(
+        report.contains("tools.nsys=") && !report.contains("ncu.top_n="),
+        "{report}"
+    );
+    let path = sb.path().join("stage2.bash");
+    std::fs::write(&path, script("bash")).unwrap();
+    let complete = |words: &str| {
+        let code = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); \
+             _stage2 stage2 \"${{COMP_WORDS[-1]}}\" \"${{COMP_WORDS[-2]}}\"; echo \"${{COMPREPLY[@]}}\"",
+            path.display()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &code])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(complete("stage2 profile ncu.to"), "ncu.top_n=");
+    assert_eq!(complete("stage2 report report.ins"), "report.instances=");
+    assert_eq!(complete("stage2 report ncu.to"), "");
+}
+
 /// doctor on a machine without a GPU or driver fails (exit 3), and a tool that does not run
 /// is a failure, not "ok (version unknown)".
 #[test]
@@ -231,13 +275,17 @@ fn doctor_fails_without_a_gpu_and_with_a_tool_that_does_not_run() {
         .env("PATH", "/usr/bin:/bin")
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{text}");
-    assert!(text.contains("FAIL  nsys at /bin/false"), "{text}");
+    assert!(text.contains("stage2: error: nsys at /bin/false"), "{text}");
     assert!(!text.contains("(version unknown)"), "{text}");
     if !std::path::Path::new("/proc/driver/nvidia/params").exists() {
-        assert!(!text.contains("ok    performance counters"), "{text}");
+        assert!(!text.contains("ok: performance counters"), "{text}");
     }
+    // Every line in the one voice; nothing on stdout.
+    assert!(text.lines().all(|l| l.starts_with("stage2: ")), "{text}");
+    assert!(out.stdout.is_empty());
+    assert!(text.contains("stage2: doctor: "), "{text}");
 }
 
 /// `--instances` / `report.instances` outside its grammar is a config error, not a silent
@@ -443,7 +491,7 @@ fn doctor_quotes_nvidia_smi_when_it_lists_no_gpu() {
         .env_remove("FAKE_SMI")
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert!(
         text.contains("lists no GPU: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. (exit status 9)"),

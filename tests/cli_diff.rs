@@ -72,16 +72,24 @@ fn rename_kernel(run: &Path, name: &str, mangled: bool) {
 
 fn diff_json(sb: &Sandbox, a: &Path, b: &Path, extra: &[&str]) -> serde_json::Value {
     let out = sb.path().join("d.json");
-    sb.stage2()
+    let printed = sb
+        .stage2()
         .arg("diff")
         .arg(a)
         .arg(b)
         .args(extra)
         .arg("--json")
+        .arg("--out")
         .arg(&out)
         .output()
         .unwrap();
-    serde_json::from_str(&read(&out)).unwrap()
+    // stdout and the file hold the same object.
+    let file: serde_json::Value = serde_json::from_str(&read(&out)).unwrap();
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&printed.stdout).unwrap(),
+        file
+    );
+    file
 }
 
 /// Every file under a directory, relative, sorted.

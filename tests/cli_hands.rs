@@ -131,7 +131,7 @@ fn diff_writes_json_or_markdown_to_stdout_for_a_dash() {
         .arg("diff")
         .arg(&a)
         .arg(&b)
-        .args(["--json", "-"])
+        .arg("--json")
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -288,8 +288,8 @@ fn man_dir_never_writes_through_a_link() {
         .stderr(predicate::str::contains("not a folder"));
 }
 
-/// With `--json` (and `diff --json -`) stdout is one object also when the command fails: a
-/// usage error, a missing run, runs that cannot be compared.
+/// With `--json` (profile, report, diff: one convention) stdout is one object also when the
+/// command fails: a usage error, a missing run, runs that cannot be compared.
 #[test]
 fn json_on_stdout_also_when_the_command_fails() {
     let sb = Sandbox::new();
@@ -315,7 +315,6 @@ fn json_on_stdout_also_when_the_command_fails() {
     let v = object(&[
         "diff",
         "--json",
-        "-",
         h100.to_str().unwrap(),
         h200.to_str().unwrap(),
     ]);
@@ -324,4 +323,7 @@ fn json_on_stdout_also_when_the_command_fails() {
         (Some("not-comparable"), Some(9))
     );
     assert!(v["error"].as_str().unwrap().contains("GPU differs"), "{v}");
+    // The old file form is a usage error, said as an object too.
+    let v = object(&["diff", "--json", "-", h100.to_str().unwrap()]);
+    assert_eq!(v["exit_code"], 2, "{v}");
 }

@@ -218,10 +218,10 @@ fn sampling_is_off_under_a_launcher() {
 fn doctor_says_whether_nsys_may_sample_and_why_not() {
     let sb = sampled_sandbox();
     let out = sb.stage2().arg("doctor").output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(
         text.contains(
-            "ok    GPU-metrics sampling: nsys samples devices `cuda-visible` at 50000 Hz"
+            "stage2: ok: GPU-metrics sampling: nsys samples devices `cuda-visible` at 50000 Hz"
         ),
         "{text}"
     );
@@ -231,14 +231,14 @@ fn doctor_says_whether_nsys_may_sample_and_why_not() {
         .env("FAKE_NSYS_MODE", "refuse-sampling")
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(text.contains("warn  GPU-metrics sampling: nsys refuses it (Illegal --gpu-metrics-devices argument: 0. Already under profiling."), "{text}");
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(text.contains("stage2: warning: GPU-metrics sampling: nsys refuses it (Illegal --gpu-metrics-devices argument: 0. Already under profiling."), "{text}");
     assert!(text.contains("fix: stop the other sampler"), "{text}");
     let out = sb
         .stage2()
         .args(["doctor", "nsys.gpu_metrics.enable=false"])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout)
+    assert!(String::from_utf8_lossy(&out.stderr)
         .contains("GPU-metrics sampling: off (nsys.gpu_metrics.enable=false)"));
 }

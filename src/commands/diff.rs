@@ -1,5 +1,5 @@
-//! `stage2 diff RUN_A RUN_B`: per-kernel and per-range changes as Markdown on stdout (and
-//! `--out FILE`, `--json FILE`), and a CI gate (`--fail-above PCT`): exit 7 for a regression
+//! `stage2 diff RUN_A RUN_B`: per-kernel and per-range changes as Markdown on stdout (JSON
+//! with `--json`; `--out FILE` writes the same to a file), and a CI gate (`--fail-above PCT`): exit 7 for a regression
 //! outside the noise, 10 for one the noise could explain, 9 when the runs cannot be compared.
 
 use std::path::Path;
@@ -15,7 +15,7 @@ pub(crate) struct Args<'a> {
     pub(crate) run_a: &'a Path,
     pub(crate) run_b: &'a Path,
     pub(crate) out: Option<&'a Path>,
-    pub(crate) json: Option<&'a Path>,
+    pub(crate) json: bool,
     pub(crate) fail_above: Option<f64>,
     pub(crate) scope: Scope,
     pub(crate) force: bool,
@@ -100,7 +100,7 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
             "cannot compare these runs (--force compares anyway):\n  {}",
             refused.join("\n  ")
         );
-        if args.json.is_some_and(|p| p == Path::new("-")) {
+        if args.json {
             super::result::refusal(
                 exit_codes::NOT_COMPARABLE,
                 "not-comparable",
@@ -122,16 +122,13 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
     let d = diff::diff(&a.summary, &b.summary, warnings);
     let markdown = crate::report::diff::to_markdown(&d, 30);
     let json = serde_json::to_string_pretty(&d).unwrap_or_default() + "\n";
-    // stdout is the Markdown, or the JSON with `--json -`; a closed pipe (`| head`) is not an
-    // error. `-` as a file means stdout.
-    let dash = |p: Option<&Path>| p.is_some_and(|p| p == Path::new("-"));
-    let shown = if dash(args.json) { &json } else { &markdown };
+    // stdout is the Markdown, or the JSON with `--json`; a closed pipe (`| head`) is not an
+    // error. `--out -` is stdout, where it goes anyway.
+    let shown = if args.json { &json } else { &markdown };
     let _ = crate::out::stdout(shown);
-    for (path, text) in [(args.out, &markdown), (args.json, &json)] {
-        if let Some(p) = path.filter(|p| *p != Path::new("-")) {
-            crate::rundir::status::write_atomic(p, text.as_bytes())
-                .map_err(|e| Error::io("write", p, e))?;
-        }
+    if let Some(p) = args.out.filter(|p| *p != Path::new("-")) {
+        crate::rundir::status::write_atomic(p, shown.as_bytes())
+            .map_err(|e| Error::io("write", p, e))?;
     }
     for w in &d.warnings {
         tracing::warn!("runs may not be comparable: {w}");

@@ -75,17 +75,27 @@ pub(crate) fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
     }
     checks.push(disk_check(Path::new(&cfg.run.root)));
 
+    // In the one voice of every command: `stage2: ok: ...`, `stage2: warning: ...`,
+    // `stage2: error: ...` on stderr, coloured where the terminal allows.
     for c in &checks {
-        let tag = match c.level {
-            Level::Ok => "ok  ",
-            Level::Warn => "warn",
-            Level::Fail => "FAIL",
-        };
-        crate::outln!("{tag}  {}", c.what);
-        if let Some(fix) = &c.fix {
-            crate::outln!("      fix: {fix}");
+        let fix = c
+            .fix
+            .as_ref()
+            .map(|f| format!(" (fix: {f})"))
+            .unwrap_or_default();
+        match c.level {
+            Level::Ok => tracing::info!("ok: {}", c.what),
+            Level::Warn => tracing::warn!("{}{fix}", c.what),
+            Level::Fail => tracing::error!("{}{fix}", c.what),
         }
     }
+    let count = |l: Level| checks.iter().filter(|c| c.level == l).count();
+    tracing::info!(
+        "doctor: {} ok, {} warnings, {} failed",
+        count(Level::Ok),
+        count(Level::Warn),
+        count(Level::Fail)
+    );
     let worst = checks.iter().map(|c| c.level).max().unwrap_or(Level::Ok);
     Ok(if worst == Level::Fail {
         exit_codes::TOOL

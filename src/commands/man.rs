@@ -124,10 +124,16 @@ fn examples(page: &str) -> &'static [(&'static str, &'static str)] {
                 "stage2 report run.nsys-rep",
             ),
         ],
-        "stage2-diff" => &[(
-            "Gate a change in CI: fail when total kernel time grows by more than 5%:",
-            "stage2 diff tmp/stage2/base tmp/stage2/new --fail-above 5",
-        )],
+        "stage2-diff" => &[
+            (
+                "Gate a change in CI: fail when total kernel time grows by more than 5%:",
+                "stage2 diff tmp/stage2/base tmp/stage2/new --fail-above 5",
+            ),
+            (
+                "The comparison as one JSON object on stdout, for a script:",
+                "stage2 diff tmp/stage2/base tmp/stage2/new --json | jq .total_delta_pct",
+            ),
+        ],
         "stage2-doctor" => &[(
             "Check the tools, the GPU, counter access and GPU-metrics sampling:",
             "stage2 doctor",

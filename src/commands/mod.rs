@@ -14,11 +14,11 @@ use crate::cli::{Cli, Command};
 use crate::error::Result;
 
 pub fn run(cli: Cli) -> Result<i32> {
-    // `--json` (profile, report) and `diff --json -` promise one object on stdout, errors too.
+    // `--json` (profile, report, diff) promises one object on stdout, errors too.
     let json = match &cli.command {
         Command::Profile(a) => a.json,
         Command::Report(a) => a.json,
-        Command::Diff { json, .. } => json.as_deref().is_some_and(|p| p.as_os_str() == "-"),
+        Command::Diff { json, .. } => *json,
         _ => false,
     };
     let r = dispatch(cli);
@@ -42,6 +42,11 @@ fn dispatch(cli: Cli) -> Result<i32> {
             let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut cmd, "stage2", &mut out);
+            // clap's fish script offers no values for positional arguments: the config keys
+            // for OVERRIDE are added here (bash and zsh get them from the parser).
+            if shell == clap_complete::Shell::Fish {
+                out.extend(fish_override_keys().into_bytes());
+            }
             crate::out::stdout(&String::from_utf8_lossy(&out))
                 .map_err(|e| crate::error::Error::io("write", "stdout", e))?;
             Ok(crate::exit_codes::OK)
@@ -66,12 +71,31 @@ fn dispatch(cli: Cli) -> Result<i32> {
             run_a: &run_a,
             run_b: &run_b,
             out: out.as_deref(),
-            json: json.as_deref(),
+            json,
             fail_above,
             scope,
             force,
         }),
     }
+}
+
+/// fish `complete` lines offering `KEY=` for each subcommand's OVERRIDE arguments.
+fn fish_override_keys() -> String {
+    use crate::cli::{ALL_KEYS, REPORT_KEYS};
+    let subs = [
+        ("profile", ALL_KEYS),
+        ("config", ALL_KEYS),
+        ("doctor", ALL_KEYS),
+        ("report", REPORT_KEYS),
+    ];
+    subs.iter()
+        .map(|(sub, keys)| {
+            format!(
+                "complete -c stage2 -n \"__fish_stage2_using_subcommand {sub}\" -f -a \"{}\" -d 'config key'\n",
+                keys.keys().join(" ")
+            )
+        })
+        .collect()
 }
 
 /// Replace this process with the profiler (chosen ranks) or the bare workload (the others):

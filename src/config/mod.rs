@@ -115,7 +115,6 @@ pub(crate) fn defaults() -> Value {
 }
 
 /// Every key the schema knows, dotted.
-#[cfg(test)]
 pub(crate) fn known_keys() -> Vec<String> {
     tree::key_paths(&defaults())
 }
