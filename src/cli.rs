@@ -138,14 +138,66 @@ pub fn usage_error(e: &clap::Error) -> i32 {
             _ => crate::exit_codes::OK,
         };
     }
-    let text = e.render().to_string();
+    let args: Vec<String> = std::env::args().collect();
+    let mut text = e.render().to_string();
+    if e.kind() == ErrorKind::UnknownArgument {
+        if let Some(hint) = forgot_separator(&args) {
+            text.push_str(&hint);
+        }
+    }
     let text = text.strip_prefix("error: ").unwrap_or(&text).trim_end();
     crate::logging::error(text);
-    let args: Vec<String> = std::env::args().collect();
     if crate::out::json_asked(&args) {
         crate::out::json_refusal(crate::exit_codes::USAGE, "error", text);
     }
     crate::exit_codes::USAGE
+}
+
+/// `stage2 profile ... python3 -c X` without `--`: the workload's first word was taken for an
+/// override and its flags for stage2's. The hint names the line with `--` in its place.
+fn forgot_separator(args: &[String]) -> Option<String> {
+    let at = args.iter().position(|a| a == "profile")?;
+    if args.iter().any(|a| a == "--") {
+        return None;
+    }
+    // `profile`'s flags that take the next word as their value, from clap's own definition.
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let profile = cmd.find_subcommand("profile")?;
+    let takes_value = |flag: &str| {
+        profile.get_arguments().any(|x| {
+            x.get_action().takes_values()
+                && (x
+                    .get_long()
+                    .is_some_and(|l| flag.strip_prefix("--") == Some(l))
+                    || x.get_short().is_some_and(|c| flag == format!("-{c}")))
+        })
+    };
+    // The first word after `profile` that is neither a flag, a flag's value nor an override.
+    let mut i = at + 1;
+    while i < args.len() {
+        let a = &args[i];
+        if a.starts_with('-') {
+            i += if !a.contains('=') && takes_value(a) {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        if a.contains('=') || a.starts_with('~') {
+            i += 1;
+            continue;
+        }
+        let mut line: Vec<String> = vec!["stage2".into()];
+        line.extend(args[1..i].iter().cloned());
+        line.push("--".into());
+        line.extend(args[i..].iter().cloned());
+        return Some(format!(
+            "\ndid you forget `--` before the workload? {}\n",
+            crate::files::shell_line(&line)
+        ));
+    }
+    None
 }
 
 /// `--fail-above`: a finite percentage, not negative.

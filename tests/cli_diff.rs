@@ -540,3 +540,36 @@ fn the_examples_readme_quotes_what_stage2_prints() {
         assert_eq!(last, r[3], "{r:?}");
     }
 }
+
+/// A compared range that opens with a warm-up instance is said before the change is trusted
+/// (as hyperfine says so of a slow first run): on stderr, in the Markdown and in the JSON.
+#[test]
+fn a_range_that_opens_with_a_warm_up_is_said_beside_the_comparison() {
+    let sb = Sandbox::new();
+    let run = root().join("examples/sample-run");
+    let out = sb
+        .stage2()
+        .arg("diff")
+        .arg(&run)
+        .arg(&run)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let md = String::from_utf8_lossy(&out.stdout);
+    let said = "RUN_A's `mlp` opens with a warm-up: its first instance took 4.01 ms against a median of 0.27 ms for the other 31, 32% of the range's wall time compared here";
+    assert!(err.contains(said), "{err}");
+    assert!(md.contains("**Before trusting a change:**"), "{md}");
+    let v = diff_json(&sb, &run, &run, &[]);
+    assert_eq!(v["schema_version"], 3);
+    let advice: Vec<&str> = v["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(advice.iter().any(|a| a.starts_with(said)), "{advice:?}");
+    // The runs without one say nothing of the kind.
+    let base = root().join("examples/diff/base");
+    let v = diff_json(&sb, &base, &root().join("examples/diff/same"), &[]);
+    assert!(v.get("advice").is_none(), "{v}");
+}

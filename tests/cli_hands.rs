@@ -327,3 +327,82 @@ fn json_on_stdout_also_when_the_command_fails() {
     let v = object(&["diff", "--json", "-", h100.to_str().unwrap()]);
     assert_eq!(v["exit_code"], 2, "{v}");
 }
+
+/// The try-it path: with the test doubles, the reports and the console headline say the
+/// figures are a replayed capture's, not this workload's; a real run says nothing of it.
+#[test]
+fn a_replayed_capture_says_so_in_the_reports_and_on_the_console() {
+    let sb = Sandbox::new();
+    let out = sb
+        .profile(
+            "t",
+            &[
+                "--nvtx-capture",
+                "decode",
+                "--",
+                "python3",
+                "-c",
+                "print(1)",
+            ],
+        )
+        .env("FAKE_SMI", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("stage2: headline (a replayed capture's figures, not this workload's): "),
+        "{err}"
+    );
+    for f in ["stakeholder_summary.md", "kernels.md"] {
+        let text = read(sb.run("t").join(f));
+        assert!(
+            text.contains(
+                "**Replayed capture:** nsys and ncu in this run were stage2's test doubles"
+            ),
+            "{f}: {text}"
+        );
+    }
+    assert!(read(sb.run("t").join("stakeholder_summary.md"))
+        .contains("| Tools | nsys 2025.3.1.0 (test double: a recorded capture replayed)"));
+    // The committed real runs (real tools) carry no such note.
+    assert!(
+        !read(root().join("examples/sample-run-hf-eager/stakeholder_summary.md"))
+            .contains("Replayed capture")
+    );
+}
+
+/// A workload given without `--` (its flags then read as stage2's) gets the line to type.
+#[test]
+fn a_workload_without_the_separator_gets_the_line_with_it() {
+    let sb = Sandbox::new();
+    let out = sb
+        .stage2()
+        .args([
+            "profile",
+            "--nvtx-capture",
+            "decode",
+            "ncu.top_n=3",
+            "python3",
+            "-c",
+            "print(1)",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("did you forget `--` before the workload? stage2 profile --nvtx-capture decode ncu.top_n=3 -- python3 -c 'print(1)'"),
+        "{err}"
+    );
+    // Without flags of its own the first word is read as an override: that message says so.
+    let out = sb
+        .stage2()
+        .args(["profile", "python3", "w.py"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("if this is the workload, put `--` before it"),
+        "{err}"
+    );
+}

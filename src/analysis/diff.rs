@@ -67,6 +67,8 @@ pub(crate) struct LedgerDelta {
     pub(crate) b: super::ledger::Parts,
 }
 
+/// `stage2 diff --json`. schema_version 3: `advice` (a compared range that opens with a
+/// warm-up).
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Diff {
     pub(crate) schema_version: u32,
@@ -87,6 +89,66 @@ pub(crate) struct Diff {
     pub(crate) ledger: Vec<LedgerDelta>,
     /// Why the runs may not be comparable.
     pub(crate) warnings: Vec<String>,
+    /// What the compared figures hold that a reader should know before trusting a change
+    /// (a compared range that opens with a warm-up instance).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) advice: Vec<String>,
+}
+
+/// Each compared range that opens with a warm-up in one run (the instance-group rule
+/// `warm-up`, or `report.instances=skip=N`): the range's figures above include it.
+pub(crate) fn warm_ups(
+    side: &str,
+    s: &Summary,
+    groups: &[super::instances::RangeGroups],
+    compared: &[RangeDelta],
+) -> Vec<String> {
+    use super::instances::{SKIP, WARMUP};
+    let mut out = Vec::new();
+    for g in groups {
+        let warm_rule = g.rule.name == WARMUP.name || g.rule.name == SKIP.name;
+        if !warm_rule || !compared.iter().any(|r| r.name == g.name) {
+            continue;
+        }
+        let (Some(warm), Some(total)) = (
+            g.groups.first().filter(|w| w.first == 1),
+            s.ranges
+                .iter()
+                .find(|r| r.name == g.name)
+                .map(|r| r.total_ns),
+        ) else {
+            continue;
+        };
+        // Each other group's median, by its label ("0.85 ms for the 24 faster").
+        let rest: Vec<String> = g
+            .groups
+            .iter()
+            .skip(1)
+            .map(|x| format!("{:.2} ms for {}", x.median_wall_ns / 1e6, x.label))
+            .collect();
+        let warm_ns = warm.median_wall_ns * warm.instances as f64;
+        let first = match warm.instances {
+            1 => format!(
+                "its first instance took {:.2} ms",
+                warm.median_wall_ns / 1e6
+            ),
+            n => format!(
+                "its first {n} instances took a median of {:.2} ms",
+                warm.median_wall_ns / 1e6
+            ),
+        };
+        let against = match rest.len() {
+            1 => format!("a median of {}", rest[0]),
+            _ => format!("medians of {}", rest.join(", ")),
+        };
+        out.push(format!(
+            "{side}'s `{}` opens with a warm-up: {first} against {against}, {:.0}% of the range's wall time compared here; a change in `{}` can be the warm-up's. Running the warm-up before the range opens (or outside the NVTX range) compares steady instances",
+            g.name,
+            100.0 * warm_ns / total.max(1.0),
+            g.name
+        ));
+    }
+    out
 }
 
 fn pct(a: f64, b: f64) -> Option<f64> {
@@ -272,7 +334,7 @@ pub(crate) fn diff(a: &Summary, b: &Summary, warnings: Vec<String>) -> Diff {
         })
         .collect();
     Diff {
-        schema_version: 2,
+        schema_version: 3,
         run_a: a.run_id.clone(),
         run_b: b.run_id.clone(),
         passes_a: passes.0,
@@ -286,6 +348,7 @@ pub(crate) fn diff(a: &Summary, b: &Summary, warnings: Vec<String>) -> Diff {
         ranges,
         ledger,
         warnings,
+        advice: Vec::new(),
     }
 }
 

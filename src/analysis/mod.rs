@@ -340,6 +340,20 @@ impl Artifacts {
         self.ranges.as_ref()?.iter().find(|r| r.name() == name)
     }
 
+    /// The profilers of this run that were test doubles replaying a recorded capture (env.json
+    /// `tools.<name>.replay`, from their `--version`).
+    pub(crate) fn replayed_tools(&self) -> Vec<&'static str> {
+        ["nsys", "ncu"]
+            .into_iter()
+            .filter(|t| {
+                self.env
+                    .as_ref()
+                    .and_then(|e| e.get("tools")?.get(*t)?.get("replay")?.as_bool())
+                    .unwrap_or(false)
+            })
+            .collect()
+    }
+
     pub(crate) fn env_str(&self, path: &[&str]) -> Option<String> {
         let mut v = self.env.as_ref()?;
         for p in path {

@@ -23,6 +23,7 @@ pub(crate) struct Args<'a> {
 
 struct Loaded {
     summary: Summary,
+    groups: Vec<crate::analysis::instances::RangeGroups>,
     env: Option<serde_json::Value>,
     config: serde_yaml::Value,
 }
@@ -36,6 +37,7 @@ fn load(dir: &Path) -> Result<Loaded, Error> {
     check_values(&run, &summary)?;
     Ok(Loaded {
         summary,
+        groups: a.instance_groups.clone(),
         env: a.env.clone(),
         config: tree,
     })
@@ -119,7 +121,11 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
         &a.config,
         &b.config,
     ));
-    let d = diff::diff(&a.summary, &b.summary, warnings);
+    let mut d = diff::diff(&a.summary, &b.summary, warnings);
+    d.advice = [("RUN_A", &a), ("RUN_B", &b)]
+        .into_iter()
+        .flat_map(|(side, l)| diff::warm_ups(side, &l.summary, &l.groups, &d.ranges))
+        .collect();
     let markdown = crate::report::diff::to_markdown(&d, 30);
     let json = serde_json::to_string_pretty(&d).unwrap_or_default() + "\n";
     // stdout is the Markdown, or the JSON with `--json`; a closed pipe (`| head`) is not an
@@ -132,6 +138,9 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
     }
     for w in &d.warnings {
         tracing::warn!("runs may not be comparable: {w}");
+    }
+    for a in &d.advice {
+        tracing::warn!("{a}");
     }
     if d.passes_a < 2 || d.passes_b < 2 {
         tracing::warn!(

@@ -65,6 +65,11 @@ fn headline(summary: &Path) -> Option<String> {
     let line = text
         .lines()
         .find_map(|l| l.strip_prefix("**Headline:** "))?;
+    // A replayed capture's headline is not this workload's: said on the same line.
+    let replayed = match text.contains("**Replayed capture:**") {
+        true => " (a replayed capture's figures, not this workload's)",
+        false => "",
+    };
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars();
     while let Some(c) = chars.next() {
@@ -74,7 +79,7 @@ fn headline(summary: &Path) -> Option<String> {
         }
     }
     Some(format!(
-        "headline: {}",
+        "headline{replayed}: {}",
         crate::term::visible(&out.replace("**", ""))
     ))
 }

@@ -66,6 +66,13 @@ pub(crate) fn to_markdown(d: &Diff, top: usize) -> String {
         }
         s.push('\n');
     }
+    if !d.advice.is_empty() {
+        let _ = writeln!(s, "**Before trusting a change:**\n");
+        for a in &d.advice {
+            let _ = writeln!(s, "- {}", md(a));
+        }
+        s.push('\n');
+    }
     kernels(&mut s, d, top);
     if !d.ranges.is_empty() {
         let basis = match several {

@@ -14,6 +14,9 @@ pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
     let mut s = String::new();
     let width = a.config.report.name_width;
     let _ = writeln!(s, "# Kernels of run {}\n", md(&a.run_id));
+    if let Some(note) = super::replay_note(a) {
+        let _ = writeln!(s, "{note}");
+    }
     let (total, launches) = a.kernel_totals();
     let basis = match a.records.first().map(|r| r.time_source) {
         Some(TimeSource::Nsys) => {

@@ -184,3 +184,18 @@ pub(crate) fn second_gpu_note(a: &crate::analysis::Artifacts) -> Option<String> 
 
 #[cfg(test)]
 mod tests;
+
+/// A run whose profilers were test doubles says so before any figure: every figure is the
+/// recorded capture's, whatever the workload did (env.json `tools.*.replay`).
+pub(crate) fn replay_note(a: &Artifacts) -> Option<String> {
+    let tools = a.replayed_tools();
+    (!tools.is_empty()).then(|| {
+        format!(
+            "**Replayed capture:** {} in this run {} stage2's test double{}: {} ran the workload, then replayed a recorded capture, so every figure below is that capture's, not this workload's (env.json, `tools.*.replay`).\n",
+            tools.join(" and "),
+            if tools.len() == 1 { "was" } else { "were" },
+            if tools.len() == 1 { "" } else { "s" },
+            if tools.len() == 1 { "it" } else { "they" },
+        )
+    })
+}

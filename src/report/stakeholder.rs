@@ -13,6 +13,9 @@ use crate::model::Bound;
 pub(crate) fn summary_md(a: &Artifacts, f: &Findings) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Where the GPU time goes: run {}\n", md(&a.run_id));
+    if let Some(note) = super::replay_note(a) {
+        let _ = writeln!(s, "{note}");
+    }
     let _ = writeln!(s, "{}\n", headline(a, f));
     run_facts(a, &mut s);
     numbers(a, f, &mut s);
@@ -229,9 +232,14 @@ fn run_facts(a: &Artifacts, s: &mut String) {
         .map(|c| format!(", CUDA {c}"))
         .unwrap_or_default();
     let _ = writeln!(s, "| GPU | {}{driver}{cuda} |", md(&gpu));
+    let replayed = a.replayed_tools();
     let tool = |t: &str| {
+        let double = match replayed.contains(&t) {
+            true => " (test double: a recorded capture replayed)",
+            false => "",
+        };
         a.env_str(&["tools", t, "version"])
-            .map(|v| format!("{t} {v}"))
+            .map(|v| format!("{t} {v}{double}"))
             .unwrap_or_else(|| format!("{t} –"))
     };
     let _ = writeln!(s, "| Tools | {}, {} |", tool("nsys"), tool("ncu"));
