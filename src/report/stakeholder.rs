@@ -56,26 +56,40 @@ fn headline(a: &Artifacts, f: &Findings) -> String {
         ),
         _ => ("the GPU".to_string(), String::new(), "the ".to_string()),
     };
-    let mut h = format!(
-        "**Headline:** {}, {who} ran {} of kernels in {} launches{summed}",
-        capitalise(&phrase::scope(&totals.scope)),
-        totals.text(Q::KernelTimeNs),
-        totals.text(Q::KernelLaunches)
-    );
-    if let Some(top) = f.find(|x| is(x, |c| matches!(c, Claim::TopKernel { .. }))) {
-        if let Claim::TopKernel { name } = &top.claim {
-            let _ = write!(
-                h,
-                "; the top kernel, {}, takes {}",
+    let top = f
+        .find(|x| is(x, |c| matches!(c, Claim::TopKernel { .. })))
+        .and_then(|top| match &top.claim {
+            Claim::TopKernel { name } => Some(format!(
+                "the top kernel, {}, takes {}",
                 md(&cut(name, 60)),
                 top.text(Q::KernelSharePct)
+            )),
+            _ => None,
+        });
+    let captured = f.find(|x| is(x, |c| matches!(c, Claim::CapturedRange)));
+    // Where the kernel totals are the captured range's own (one process), its sentence says
+    // them once; otherwise the totals' scope leads and the captured range follows.
+    let same = captured.is_some_and(|c| c.scope.range == totals.scope.range) && ranks <= 1;
+    let mut h = match same {
+        true => "**Headline:** ".to_string(),
+        false => {
+            let mut h = format!(
+                "**Headline:** {}, {who} ran {} of kernels in {} launches{summed}",
+                capitalise(&phrase::scope(&totals.scope)),
+                totals.text(Q::KernelTimeNs),
+                totals.text(Q::KernelLaunches)
             );
+            if let Some(t) = &top {
+                let _ = write!(h, "; {t}");
+            }
+            h.push_str(". ");
+            h
         }
-    }
-    if let Some(c) = f.find(|x| is(x, |c| matches!(c, Claim::CapturedRange))) {
+    };
+    if let Some(c) = captured {
         let _ = write!(
             h,
-            ". In {whose}{} ({} of CPU wall time under nsys{}) the GPU ran kernels for {} in {} launches{}, busy {} of the range time",
+            "In {whose}{} ({} of CPU wall time under nsys{}) the GPU ran {} of kernels in {} launches{}, busy {} of the range time",
             captured_name(a),
             c.text(Q::WallNs),
             c.figure(Q::GpuProjectionNs)
@@ -88,11 +102,18 @@ fn headline(a: &Artifacts, f: &Findings) -> String {
         );
         captured_verdict(f, &c.scope, &mut h);
         h.push_str(&phrase::cite(c));
+        h.push('.');
+        if let (true, Some(t)) = (same, &top) {
+            let _ = write!(h, " {}.", capitalise(t));
+        }
     }
-    h.push('.');
+    let mut h = h.trim_end().to_string();
+    // Each phase's time, but the captured range's: its sentence above has it.
+    let stated = captured.and_then(|c| c.scope.range.clone());
     let phases: Vec<String> = f
         .made()
         .filter(|x| matches!(x.claim, Claim::PhaseTime))
+        .filter(|x| stated.is_none() || x.scope.range != stated)
         .map(phase)
         .collect();
     if !phases.is_empty() {
@@ -488,8 +509,7 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
     }
     let _ = writeln!(
         s,
-        "\nFull tables: kernels.md. Bound rule: {}.\n",
-        Bound::RULE
+        "\nFull tables: kernels.md. Bound: memory-bound when the kernel keeps DRAM bandwidth near its peak, compute-bound when it keeps the SMs near theirs doing arithmetic, instruction-bound when the SMs are that busy moving data (loads, stores, copies), latency-bound when neither is near its peak (rules `memory_bound`, `compute_bound`: `stage2 explain`; the thresholds: kernels.md).\n"
     );
 }
 
@@ -533,8 +553,21 @@ pub(crate) fn recommendations(f: &Findings) -> Vec<String> {
     f.made()
         .filter(|x| matches!(x.role, Role::Verdict | Role::Caveat | Role::Advice))
         .filter(|x| !matches!(x.claim, Claim::RangeVerdict { .. }))
-        .map(phrase::sentence)
+        .map(|x| by_rule_id(x, phrase::sentence(x)))
         .collect()
+}
+
+/// A manager's sentence cites the rule by its id, where `stage2 explain` gives its words
+/// (metric names and thresholds), instead of quoting them: kernels.md quotes them in full.
+fn by_rule_id(f: &Finding, sentence: String) -> String {
+    match &f.rule {
+        Some(r) => sentence.replacen(
+            &format!("rule: {}", r.text),
+            &format!("rule `{}`, `stage2 explain {}`", r.id, r.id),
+            1,
+        ),
+        None => sentence,
+    }
 }
 
 /// `stakeholder_summary.md`.

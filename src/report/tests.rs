@@ -140,7 +140,7 @@ fn per_range_figures_match_the_sqlite_and_the_run_is_launch_bound() {
     let stake = std::fs::read_to_string(run.file("stakeholder_summary.md")).unwrap();
     assert!(
         stake.contains("715.17 ms of CPU wall time under nsys, its GPU work spanning ")
-            && stake.contains(" the GPU ran kernels for 2.80 ms in 1464 launches, busy "),
+            && stake.contains(" the GPU ran 2.80 ms of kernels in 1464 launches, busy "),
         "{stake}"
     );
     assert!(stake.contains("(CPU-bound;"));
