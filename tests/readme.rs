@@ -64,3 +64,23 @@ fn the_performance_table_is_the_measured_one() {
         assert!(found, "README row not in docs/measured.md: {row:?}");
     }
 }
+
+/// The manager summary of every committed run: no raw ncu metric names, and the headline states
+/// the captured range's kernel time once.
+#[test]
+fn the_manager_summaries_speak_plainly_and_say_each_fact_once() {
+    for e in std::fs::read_dir(root().join("examples")).unwrap().flatten() {
+        let path = e.path().join("stakeholder_summary.md");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for metric in ["sm__", "dram__", "gpu__", "smsp__", "launch__"] {
+            assert!(!text.contains(metric), "{}: {metric}", path.display());
+        }
+        let headline = text.lines().find(|l| l.starts_with("**Headline:**")).unwrap();
+        // "the GPU ran X of kernels": once per GPU view (the whole capture, a rank's range).
+        let ran = headline.matches(" of kernels in ").count();
+        let ranks = headline.contains("summed over");
+        assert!(ran == 1 || (ranks && ran == 2), "{}: {headline}", path.display());
+    }
+}
