@@ -69,7 +69,10 @@ fn the_performance_table_is_the_measured_one() {
 /// the captured range's kernel time once.
 #[test]
 fn the_manager_summaries_speak_plainly_and_say_each_fact_once() {
-    for e in std::fs::read_dir(root().join("examples")).unwrap().flatten() {
+    for e in std::fs::read_dir(root().join("examples"))
+        .unwrap()
+        .flatten()
+    {
         let path = e.path().join("stakeholder_summary.md");
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
@@ -77,10 +80,17 @@ fn the_manager_summaries_speak_plainly_and_say_each_fact_once() {
         for metric in ["sm__", "dram__", "gpu__", "smsp__", "launch__"] {
             assert!(!text.contains(metric), "{}: {metric}", path.display());
         }
-        let headline = text.lines().find(|l| l.starts_with("**Headline:**")).unwrap();
+        let headline = text
+            .lines()
+            .find(|l| l.starts_with("**Headline:**"))
+            .unwrap();
         // "the GPU ran X of kernels": once per GPU view (the whole capture, a rank's range).
         let ran = headline.matches(" of kernels in ").count();
         let ranks = headline.contains("summed over");
-        assert!(ran == 1 || (ranks && ran == 2), "{}: {headline}", path.display());
+        assert!(
+            ran == 1 || (ranks && ran == 2),
+            "{}: {headline}",
+            path.display()
+        );
     }
 }

@@ -242,9 +242,7 @@ mod tests {
         .unwrap();
         let ranges = db.ranges().unwrap();
         let work = step_work(&db, &ranges, "decode").unwrap();
-        eprintln!("{work:?}");
         let c = choose_step(&work).unwrap();
-        eprintln!("{c:?}");
         let first = work.iter().position(|w| w.graphs > 0).unwrap();
         assert!(c.instance > first + 1);
         let before: u64 = work[..c.instance - 1].iter().map(StepWork::workloads).sum();
@@ -263,5 +261,64 @@ mod tests {
             choose_step(&one).map(|c| (c.instance, c.skip)),
             Some((2, 0))
         );
+    }
+
+    /// NVIDIA's `--print-summary per-kernel` of a graph-level report: the DRAM bytes of every
+    /// result (average x invocations, in the printed unit), summed.
+    fn nvidia_dram_bytes(summary: &str) -> f64 {
+        let mut total = 0.0;
+        let mut invocations = 0.0;
+        for line in summary.lines() {
+            if let Some(n) = line.split("Invocations ").nth(1) {
+                invocations = n.trim().parse().unwrap();
+            }
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if let [metric, unit, _, _, avg] = cols[..] {
+                if metric == DRAM_READ || metric == DRAM_WRITE {
+                    let scale = match unit {
+                        "Mbyte" => 1e6,
+                        "Kbyte" => 1e3,
+                        "byte" => 1.0,
+                        u => panic!("unit {u}"),
+                    };
+                    total += avg.parse::<f64>().unwrap() * scale * invocations;
+                }
+            }
+        }
+        total
+    }
+
+    /// The DRAM bytes of a step measured whole equal NVIDIA's own reading of the same report:
+    /// the static-cache decode (one graph) and a hand-written loop (two graph launches and three
+    /// kernels between them, in Mbyte, Kbyte and byte), both real captures.
+    #[test]
+    fn a_measured_step_is_what_nvidias_summary_of_the_report_sums_to() {
+        for (csv, summary, results) in [
+            ("ncu/graph_step_raw.csv", "ncu/graph_step_summary.txt", 1),
+            (
+                "ncu/graph_step_mixed_raw.csv",
+                "ncu/graph_step_mixed_summary.txt",
+                5,
+            ),
+        ] {
+            let report = crate::parse::ncu::read_raw(&crate::testutil::data(csv)).unwrap();
+            let choice = StepChoice {
+                instance: 2,
+                skip: 0,
+                work: StepWork::default(),
+            };
+            let m = measured_step(&report, "step", choice).unwrap();
+            let nvidia = nvidia_dram_bytes(
+                &std::fs::read_to_string(crate::testutil::data(summary)).unwrap(),
+            );
+            assert_eq!(m.results, results, "{csv}");
+            // The summary prints two decimals of its unit: 0.01 MB per result at most.
+            assert!(
+                (m.dram_bytes - nvidia).abs() < 0.01e6 * results as f64,
+                "{csv}: {} vs NVIDIA's {nvidia}",
+                m.dram_bytes
+            );
+            assert!(m.gpu_ns > 0.0);
+        }
     }
 }
