@@ -106,15 +106,17 @@ fn generate_and_its_compiled_decode_steps_are_marked() {
     ];
     want.extend(step);
     want.extend(step);
-    want.push("pop");
+    // The call's own mark: the 3 tokens its output gained.
+    want.extend(["mark stage2:tokens batch=1 new=3", "pop"]);
     assert_eq!(events(&seen["generate"]), want);
     // Compiled: the wrapper marks each call once; the trace and the eager run inside it do not.
     assert_eq!(events(&seen["generate_compiled"]), want);
 }
 
 /// Speculative decoding: the target's passes after its prompt check candidates (`verify`, no
-/// tokens mark: how many are accepted is not known), and the assistant's generate() inside is
-/// `draft`, its passes `draft_prefill` / `draft_decode`.
+/// tokens mark: how many are accepted is not known per pass), and the assistant's generate()
+/// inside is `draft`, its passes `draft_prefill` / `draft_decode`; each generate() call's own
+/// mark counts the tokens its output gained, accepted ones included.
 #[test]
 fn assisted_generation_is_marked_as_draft_and_verify() {
     let (seen, _tmp) = drive(&[("STAGE2_AUTO_NVTX", "1")], &[]);
@@ -126,6 +128,7 @@ fn assisted_generation_is_marked_as_draft_and_verify() {
         "push draft_decode",
         "mark stage2:tokens batch=1 new=1",
         "pop",
+        "mark stage2:tokens batch=1 new=2",
         "pop",
     ];
     let mut want = vec![
@@ -138,7 +141,9 @@ fn assisted_generation_is_marked_as_draft_and_verify() {
         want.extend(draft);
         want.extend(["push verify", "pop"]);
     }
-    want.push("pop");
+    // The tokens the assisted call's output gained, accepted draft tokens included: its time
+    // per generated token.
+    want.extend(["mark stage2:tokens batch=1 new=6", "pop"]);
     assert_eq!(events(&seen["assisted"]), want);
     // A plain generate() after it is marked as before.
     assert_eq!(

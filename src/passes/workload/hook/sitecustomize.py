@@ -14,7 +14,9 @@ STAGE2_AUTO_NVTX=1
     the target's passes over several new tokens after its first are `verify` (candidate tokens
     checked, of which an unknown number is accepted: no tokens mark), and a `generate()` call
     made inside one (the assistant drafting) is `draft`, its passes `draft_prefill` and
-    `draft_decode`.
+    `draft_decode`. Each generate() call ends with a tokens mark of the tokens its output
+    gained per sequence, so `generate` (and `draft`) have a time per generated token, accepted
+    draft tokens included.
 STAGE2_AUTO_NVTX_SKIP=K
     The first K `generate()` calls (warm-up: compilation, CUDA graph capture) and the forward
     passes inside them are left unmarked.
@@ -192,6 +194,27 @@ def _patch_transformers(modeling_utils):
         Model.get_compiled_call = get_compiled_call
 
 
+def _mark_generated(nvtx, model, args, kwargs, result):
+    """The tokens one generate() call added to each sequence (its output's length past its
+    prompt), as a tokens mark inside its own range: its time per generated token, accepted
+    draft tokens included under speculative decoding. Nothing when it cannot be told (an
+    encoder-decoder model, a prompt given as embeddings, an output of another shape)."""
+    if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
+        return
+    prompt = kwargs.get("input_ids")
+    if prompt is None:
+        prompt = kwargs.get("inputs")
+    if prompt is None and args:
+        prompt = args[0]
+    out = getattr(result, "sequences", result)
+    p, o = getattr(prompt, "shape", None), getattr(out, "shape", None)
+    if p is None or o is None or len(p) != 2 or len(o) != 2:
+        return
+    batch, new = int(o[0]), int(o[1]) - int(p[1])
+    if batch == int(p[0]) and new > 0:
+        nvtx.mark(f"stage2:tokens batch={batch} new={new}")
+
+
 def _patch_generate(generation_utils):
     Mixin = getattr(generation_utils, "GenerationMixin", None)
     original = getattr(Mixin, "generate", None)
@@ -220,7 +243,9 @@ def _patch_generate(generation_utils):
         nvtx.range_push("draft" if draft else "generate")
         _phases.calls.append(_Call(draft, assisted and not draft))
         try:
-            return original(self, *args, **kwargs)
+            result = original(self, *args, **kwargs)
+            _mark_generated(nvtx, self, args, kwargs, result)
+            return result
         finally:
             _phases.calls.pop()
             nvtx.range_pop()
