@@ -10,7 +10,7 @@
 //! | analysis | [`analysis`]: joins, selection, per-range figures, roofline, ranks, diff |
 //! | run directory | [`rundir`]: every file name of a run, status.json |
 //! | parsers and model | [`parse`], [`model`] |
-//! | foundations | [`config`], [`error`], [`exit_codes`], [`files`], [`secrets`], [`out`], [`logging`], [`term`] |
+//! | foundations | [`config`], [`error`], [`exit_codes`], [`files`], [`secrets`], [`out`], [`logging`], [`term`], [`rules`] (every rule and threshold the findings and the analysis decide by, with its words) |
 
 pub mod analysis;
 pub mod cli;
@@ -26,6 +26,7 @@ pub mod out;
 pub mod parse;
 pub(crate) mod passes;
 pub(crate) mod report;
+pub(crate) mod rules;
 pub(crate) mod rundir;
 pub(crate) mod secrets;
 pub mod term;

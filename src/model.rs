@@ -31,21 +31,19 @@ pub(crate) enum Bound {
 }
 
 impl Bound {
-    /// The rule, stated in the reports: the busier unit at >= 60% of peak decides; below 60%
-    /// on both the kernel is latency/launch-bound.
-    pub(crate) const RULE: &'static str = "compute-bound when SM throughput >= 60% of peak and above DRAM throughput, and the kernel's FLOP/byte is at or above the FP32 ridge (or unmeasured); instruction-bound when the SM is that busy but its FLOP/byte is below the ridge (loads, stores, copies: not arithmetic); memory-bound when DRAM throughput >= 60% and above SM; otherwise latency-bound (neither unit near its peak)";
-
-    /// A sampled bound class needs this share of the launches' time in sample windows that
-    /// saw the GPU working; below it the class is not given.
-    pub(crate) const SAMPLED_MIN_COVERAGE_PCT: f64 = 80.0;
+    /// The rule, stated in the reports (see `crate::rules`).
+    pub(crate) const RULE: &'static str = crate::rules::BOUND.text;
 
     /// The sampled rule, stated in the reports beside sampled classes.
-    pub(crate) const SAMPLED_RULE: &'static str = "sampled by nsys over every launch (each sample over its window's GR Active share): memory-bound when DRAM read + write bandwidth >= 60% of peak and above SM issue and tensor activity; compute-bound when SM issue or tensor activity >= 60% and at or above DRAM; otherwise latency-bound; no class below 80% coverage";
+    pub(crate) const SAMPLED_RULE: &'static str = crate::rules::SAMPLED_BOUND.text;
 
+    /// The busier unit at >= `rules::BOUND_PCT` of its peak decides; below it on both the
+    /// kernel is latency/launch-bound.
     pub(crate) fn classify(sm_pct: f64, dram_pct: f64) -> Bound {
-        if sm_pct >= 60.0 && sm_pct >= dram_pct {
+        let at = crate::rules::BOUND_PCT;
+        if sm_pct >= at && sm_pct >= dram_pct {
             Bound::Compute
-        } else if dram_pct >= 60.0 {
+        } else if dram_pct >= at {
             Bound::Memory
         } else {
             Bound::Latency

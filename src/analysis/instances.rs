@@ -16,41 +16,9 @@ use super::nesting::Nesting;
 use super::ranges::Spread;
 use crate::parse::sqlite::NvtxRange;
 
+use crate::rules::GROUPS_MIN_INSTANCES as MIN_INSTANCES;
 /// Ranges with fewer instances are not grouped.
-const MIN_INSTANCES: usize = 4;
-const WARMUP_RATIO: f64 = 3.0;
-const PARENT_RATIO: f64 = 1.5;
-const CLUSTER_RATIO: f64 = 2.0;
-
-/// A rule that split a range's instances: its name, its words (the reports cite them) and
-/// its threshold.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub(crate) struct Split {
-    pub(crate) name: &'static str,
-    pub(crate) text: &'static str,
-    pub(crate) threshold: f64,
-}
-
-pub(crate) const WARMUP: Split = Split {
-    name: "warm-up",
-    text: "a first instance over 3x the median of the rest of its enclosing instance is a warm-up",
-    threshold: WARMUP_RATIO,
-};
-pub(crate) const ENCLOSING: Split = Split {
-    name: "enclosing",
-    text: "instances in different enclosing instances whose medians differ by over 1.5x",
-    threshold: PARENT_RATIO,
-};
-pub(crate) const CLUSTERS: Split = Split {
-    name: "clusters",
-    text: "the sorted wall times split at their largest jump, over 2x",
-    threshold: CLUSTER_RATIO,
-};
-pub(crate) const SKIP: Split = Split {
-    name: "skip",
-    text: "report.instances=skip=N: the first N instances are a warm-up group",
-    threshold: 0.0,
-};
+pub(crate) use crate::rules::{Split, CLUSTERS, ENCLOSING, SKIP, WARMUP};
 
 /// `report.instances`, parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +144,7 @@ fn split(name: &str, all: &[Inst], rule: Rule) -> Option<RangeGroups> {
         .filter(|i| i.parent == all[0].parent)
         .map(|i| i.wall)
         .collect();
-    if rest.len() >= 2 && all[0].wall > WARMUP_RATIO * Spread::of(rest).median {
+    if rest.len() >= 2 && all[0].wall > WARMUP.threshold * Spread::of(rest).median {
         let mut groups = vec![group("the first (warm-up)".into(), vec![0], all)];
         groups.extend(steady(name, &all[1..], 1).map_or_else(
             || vec![group(format!("the other {}", n - 1), (1..n).collect(), all)],
@@ -232,7 +200,7 @@ fn steady(name: &str, all: &[Inst], offset: usize) -> Option<RangeGroups> {
     let (at, ratio) = (2..=all.len().saturating_sub(2))
         .map(|k| (k, all[order[k]].wall / all[order[k - 1]].wall.max(1.0)))
         .fold((0, 0.0), |best, x| if x.1 > best.1 { x } else { best });
-    if at == 0 || ratio <= CLUSTER_RATIO {
+    if at == 0 || ratio <= CLUSTERS.threshold {
         return None;
     }
     let (mut fast, mut slow) = (order[..at].to_vec(), order[at..].to_vec());
@@ -251,7 +219,7 @@ fn steady(name: &str, all: &[Inst], offset: usize) -> Option<RangeGroups> {
 
 /// The enclosing instances (indices into `parents`) clustered by their instances' median wall
 /// time: sorted by median, a cluster takes the next one while its median is within
-/// `PARENT_RATIO` of the cluster's lowest. Clusters in order of their first instance. Sixty
+/// `ENCLOSING.threshold` of the cluster's lowest. Clusters in order of their first instance. Sixty
 /// `generate()` calls of one kind are one group, not sixty.
 fn cluster_parents(parents: &[(Option<String>, Vec<usize>)], all: &[Inst]) -> Vec<Vec<usize>> {
     let medians: Vec<f64> = parents
@@ -263,7 +231,7 @@ fn cluster_parents(parents: &[(Option<String>, Vec<usize>)], all: &[Inst]) -> Ve
     let mut clusters: Vec<Vec<usize>> = Vec::new();
     for p in order {
         match clusters.last_mut() {
-            Some(c) if medians[p] <= PARENT_RATIO * medians[c[0]].max(1.0) => c.push(p),
+            Some(c) if medians[p] <= ENCLOSING.threshold * medians[c[0]].max(1.0) => c.push(p),
             _ => clusters.push(vec![p]),
         }
     }

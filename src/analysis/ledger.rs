@@ -166,12 +166,13 @@ pub(crate) fn cpu_story_with(
 ) -> Option<CpuStory> {
     let mut parts = Vec::new();
     let mut current = ledger.get(name)?;
-    for _ in 0..4 {
+    let depth = crate::rules::RANGE_VERDICT_DEPTH;
+    for _ in 0..=depth {
         let (what, ns) = current.dominant();
         let share = 100.0 * ns as f64 / current.total.wall_ns.max(1) as f64;
         let t = &current.total;
         match what.strip_prefix("child range ") {
-            Some(child) if parts.len() < 3 => {
+            Some(child) if parts.len() < depth => {
                 parts.push(format!("{share:.1}% of {} is inside {child}", current.name));
                 match ledger.get(child) {
                     Some(next) => current = next,

@@ -143,7 +143,7 @@ impl Acc {
             tensor_pct: mean(2),
             bound: None,
         };
-        let enough = coverage_pct >= Bound::SAMPLED_MIN_COVERAGE_PCT;
+        let enough = coverage_pct >= crate::rules::SAMPLED_MIN_COVERAGE_PCT;
         f.bound = match (enough, f.dram_pct, f.compute_pct()) {
             (true, Some(d), Some(c)) => Some(Bound::classify(c, d)),
             _ => None,

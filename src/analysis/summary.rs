@@ -211,7 +211,10 @@ const COMPARED_MIN_SHARE_PCT: f64 = 5.0;
 pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
     use crate::analysis::sampled;
     let s = a.sampled.as_ref()?;
-    let (share, coverage) = (COMPARED_MIN_SHARE_PCT, Bound::SAMPLED_MIN_COVERAGE_PCT);
+    let (share, coverage) = (
+        COMPARED_MIN_SHARE_PCT,
+        crate::rules::SAMPLED_MIN_COVERAGE_PCT,
+    );
     let agreement =
         sampled::agreement_stats(&s.beside_ncu, share, coverage).map(|(mean, worst, same, n)| {
             AgreementSummary {

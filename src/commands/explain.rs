@@ -1,7 +1,7 @@
 //! `stage2 explain [RULE]`: the rules behind the findings, as the reports cite them by id.
 
 use crate::error::{Error, Result};
-use crate::findings::rules::{Rule, ALL};
+use crate::rules::{Rule, ALL};
 
 pub(crate) fn run(rule: Option<&str>) -> Result<i32> {
     let rules: Vec<&Rule> = match rule {

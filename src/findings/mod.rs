@@ -8,7 +8,7 @@
 mod derive;
 pub(crate) mod document;
 mod quantity;
-pub(crate) mod rules;
+pub(crate) use crate::rules;
 
 use serde::Serialize;
 

@@ -3,7 +3,7 @@
 //! where the phase has token marks, and the wall-time ledger part that differs most between the
 //! fastest and slowest group.
 
-use super::super::{Claim, Figure, Findings, Quantity, Rule, Scope};
+use super::super::{Claim, Figure, Findings, Quantity, Scope};
 use crate::analysis::instances::{Group, RangeGroups};
 use crate::analysis::ledger::Parts;
 use crate::analysis::ranges::Spread;
@@ -92,7 +92,7 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
                     &a.sqlite_file,
                     &s,
                 ));
-                verdicts.push(match busy < super::super::rules::GPU_IDLE.threshold {
+                verdicts.push(match busy < crate::rules::GPU_IDLE.threshold {
                     true => "mostly idle".to_string(),
                     false => "GPU-bound".to_string(),
                 });
@@ -130,11 +130,6 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
                 false => Vec::new(),
             },
         };
-        let rule = Rule {
-            id: "instance_groups",
-            text: g.rule.text,
-            threshold: g.rule.threshold,
-        };
-        out.push(claim, scope, Some(rule), ev);
+        out.push(claim, scope, Some(g.rule.rule()), ev);
     }
 }

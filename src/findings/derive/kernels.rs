@@ -2,10 +2,10 @@
 //! coverage on one basis, tiny kernels, and bound classes from ncu's counters, each scoped to
 //! the range its counters were measured in.
 
-use super::super::rules;
 use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
 use crate::analysis::Artifacts;
 use crate::model::{display_name, Bound, KernelRecord};
+use crate::rules;
 
 /// The scope of the kernel table: the captured range when its rows are that range's launches
 /// (from the SQLite export), else everything the capture holds.
@@ -198,7 +198,7 @@ pub(super) fn tiny(a: &Artifacts, out: &mut Findings) {
 /// Bound classes and tensor-core use of the top kernels, per table: the joined table speaks
 /// of the range both tools saw; ncu's own table (another range than nsys captured) of ncu's.
 pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
-    let joined: Vec<&KernelRecord> = a.records.iter().take(5).collect();
+    let joined: Vec<&KernelRecord> = a.records.iter().take(rules::ADVICE_TOP_KERNELS).collect();
     let ncu_range = a
         .ncu_include
         .as_deref()
@@ -216,7 +216,11 @@ pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
     };
     table_bounds(a, &joined, joined_scope, out);
     if !a.ncu_records.is_empty() {
-        let own: Vec<&KernelRecord> = a.ncu_records.iter().take(5).collect();
+        let own: Vec<&KernelRecord> = a
+            .ncu_records
+            .iter()
+            .take(rules::ADVICE_TOP_KERNELS)
+            .collect();
         table_bounds(a, &own, Scope::of(ncu_range.as_deref()), out);
     }
     sampled_bounds(a, &joined, table_scope(a), out);
@@ -236,7 +240,7 @@ fn sampled_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut 
         let Some(f) = r.sampled.as_ref().map(|s| s.all) else {
             continue;
         };
-        if f.coverage_pct < Bound::SAMPLED_MIN_COVERAGE_PCT {
+        if f.coverage_pct < crate::rules::SAMPLED_MIN_COVERAGE_PCT {
             thin.push(format!(
                 "{} ({:.1}%)",
                 display_name(&r.name),
@@ -270,7 +274,7 @@ fn sampled_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut 
             scope.clone(),
             format!(
                 "the samples cover under {:.0}% of the time of {}",
-                Bound::SAMPLED_MIN_COVERAGE_PCT,
+                crate::rules::SAMPLED_MIN_COVERAGE_PCT,
                 thin.join(", ")
             ),
         ));

@@ -1,9 +1,9 @@
 //! Findings about NVTX ranges: the captured range's figures and verdict, graph launches whose
 //! kernels are not traced, kernel time past the wall time, phases and per-token costs.
 
-use super::super::rules;
 use super::super::{Claim, CpuVerdict, Figure, Finding, Findings, PastWall, Quantity, Scope};
 use crate::analysis::{Artifacts, Captured};
+use crate::rules;
 
 fn instances(a: &Artifacts, name: &str) -> Option<u64> {
     a.range_stats

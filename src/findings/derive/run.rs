@@ -1,10 +1,10 @@
 //! Findings about the run as a whole: ranks (NCCL time and waiting, one value per rank;
 //! stragglers; ranks out of step) and passes that did not complete.
 
-use super::super::rules;
 use super::super::{Claim, Figure, Findings, Quantity, Scope};
 use crate::analysis::ranks::RankData;
 use crate::analysis::Artifacts;
+use crate::rules;
 
 const RANK_SQLITE: &str = "nsys/run.rank<N>.sqlite";
 const RANK_KERN_SUM: &str = "nsys/summary.rank<N>_cuda_gpu_kern_sum.csv";

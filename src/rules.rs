@@ -1,5 +1,6 @@
-//! Every rule a finding can fire, with its threshold: the one place the reports' verdicts are
-//! decided. The reports print a rule's text beside the finding it made.
+//! Every rule and threshold the analysis and the findings decide by, with its words: the one
+//! place the reports' verdicts are decided. The reports print a rule's text beside the finding
+//! it made; `stage2 explain` lists them. Imports nothing of the crate, so every layer reads it.
 
 use serde::Serialize;
 
@@ -72,6 +73,11 @@ pub(crate) const ALL: &[Rule] = &[
     RANGE_VERDICT,
     SAMPLED_BOUND,
     SAMPLED_DISAGREES,
+    BOUND,
+    WARMUP.rule(),
+    ENCLOSING.rule(),
+    CLUSTERS.rule(),
+    SKIP.rule(),
 ];
 
 /// Compute-bound kernels whose tensor pipe is at least this active keep the tensor cores busy
@@ -105,11 +111,29 @@ pub(crate) const RANGE_VERDICT: Rule = Rule {
     threshold: 50.0,
 };
 
+/// The busier unit at >= this % of its peak decides a kernel's bound class (ncu's SM and DRAM
+/// throughput, or the sampled SM issue, tensor activity and DRAM bandwidth).
+pub(crate) const BOUND_PCT: f64 = 60.0;
+
+/// A kernel's bound class from ncu's counters (kernels.md prints it beside the classes).
+pub(crate) const BOUND: Rule = Rule {
+    id: "bound",
+    text: "compute-bound when SM throughput >= 60% of peak and above DRAM throughput, and the kernel's FLOP/byte is at or above the FP32 ridge (or unmeasured); instruction-bound when the SM is that busy but its FLOP/byte is below the ridge (loads, stores, copies: not arithmetic); memory-bound when DRAM throughput >= 60% and above SM; otherwise latency-bound (neither unit near its peak)",
+    threshold: BOUND_PCT,
+};
+
+/// A sampled bound class needs this share of the launches' time in sample windows that saw
+/// the GPU working; below it the class is not given.
+pub(crate) const SAMPLED_MIN_COVERAGE_PCT: f64 = 80.0;
+
+/// How many child ranges deep RANGE_VERDICT follows the part of the wall time that holds most.
+pub(crate) const RANGE_VERDICT_DEPTH: usize = 3;
+
 /// A top kernel's class from nsys's GPU-metrics samples, where ncu gave none.
 pub(crate) const SAMPLED_BOUND: Rule = Rule {
     id: "sampled_bound",
-    text: crate::model::Bound::SAMPLED_RULE,
-    threshold: 60.0,
+    text: "sampled by nsys over every launch (each sample over its window's GR Active share): memory-bound when DRAM read + write bandwidth >= 60% of peak and above SM issue and tensor activity; compute-bound when SM issue or tensor activity >= 60% and at or above DRAM; otherwise latency-bound; no class below 80% coverage",
+    threshold: BOUND_PCT,
 };
 
 /// Sampled and ncu DRAM figures of one launch configuration further apart than measured: on
@@ -120,6 +144,60 @@ pub(crate) const SAMPLED_DISAGREES: Rule = Rule {
     text: "a launch configuration's DRAM figure sampled by nsys and ncu's differ by more than 15 points of % of peak",
     threshold: 15.0,
 };
+
+/// A rule that split a range's instances into groups: its name, its words (the reports cite
+/// them) and its threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct Split {
+    pub(crate) name: &'static str,
+    #[serde(skip)]
+    pub(crate) id: &'static str,
+    pub(crate) text: &'static str,
+    pub(crate) threshold: f64,
+}
+
+impl Split {
+    /// The split as `stage2 explain` lists it.
+    pub(crate) const fn rule(self) -> Rule {
+        Rule {
+            id: self.id,
+            text: self.text,
+            threshold: self.threshold,
+        }
+    }
+}
+
+/// Fewer instances than this are not split into groups.
+pub(crate) const GROUPS_MIN_INSTANCES: usize = 4;
+
+pub(crate) const WARMUP: Split = Split {
+    name: "warm-up",
+    id: "instance_groups_warm_up",
+    text: "a first instance over 3x the median of the rest of its enclosing instance is a warm-up",
+    threshold: 3.0,
+};
+pub(crate) const ENCLOSING: Split = Split {
+    name: "enclosing",
+    id: "instance_groups_enclosing",
+    text: "instances in different enclosing instances whose medians differ by over 1.5x",
+    threshold: 1.5,
+};
+pub(crate) const CLUSTERS: Split = Split {
+    name: "clusters",
+    id: "instance_groups_clusters",
+    text: "the sorted wall times split at their largest jump, over 2x",
+    threshold: 2.0,
+};
+pub(crate) const SKIP: Split = Split {
+    name: "skip",
+    id: "instance_groups_skip",
+    text: "report.instances=skip=N: the first N instances are a warm-up group",
+    threshold: 0.0,
+};
+
+/// How many of the top kernels the per-kernel advice looks at (compute-bound, memory-bound,
+/// tensor cores idle).
+pub(crate) const ADVICE_TOP_KERNELS: usize = 5;
 
 /// A sampled Python function is the model's own code when it is a module's `forward` or lives in
 /// a model package: such code runs every step (it can be compiled or batched, not moved out).

@@ -1,0 +1,66 @@
+"""Small transformers models of other families, built from configs with random weights, run
+through generate() with no NVTX of their own (for `--auto-nvtx`), or through a hand-written
+decode loop whose steps are NVTX start/end ranges (`--loop`).
+
+    python3 examples/workloads/families.py --arch gpt2|gemma2|phi3|neox [--loop] [--new-tokens N]
+"""
+
+import argparse
+
+import torch
+import transformers
+
+
+def build(arch):
+    small = dict(vocab_size=8192, num_hidden_layers=4, pad_token_id=0, eos_token_id=None)
+    if arch == "gpt2":
+        cfg = transformers.GPT2Config(n_embd=512, n_head=8, n_positions=1024, **small)
+        return transformers.GPT2LMHeadModel(cfg)
+    if arch == "gemma2":
+        cfg = transformers.Gemma2Config(
+            hidden_size=512, intermediate_size=1408, num_attention_heads=8,
+            num_key_value_heads=4, head_dim=64, **small)
+        return transformers.Gemma2ForCausalLM(cfg)
+    if arch == "phi3":
+        cfg = transformers.Phi3Config(
+            hidden_size=512, intermediate_size=1408, num_attention_heads=8,
+            num_key_value_heads=8, **small)
+        return transformers.Phi3ForCausalLM(cfg)
+    cfg = transformers.GPTNeoXConfig(
+        hidden_size=512, intermediate_size=1408, num_attention_heads=8, **small)
+    return transformers.GPTNeoXForCausalLM(cfg)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--arch", default="gpt2", choices=["gpt2", "gemma2", "phi3", "neox"])
+    p.add_argument("--loop", action="store_true", help="hand-written loop, start/end ranges")
+    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--prompt-len", type=int, default=64)
+    p.add_argument("--new-tokens", type=int, default=16)
+    a = p.parse_args()
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = build(a.arch).to(torch.bfloat16).eval()
+    ids = torch.randint(1, 8000, (a.batch, a.prompt_len), device="cuda")
+    with torch.no_grad():
+        if not a.loop:
+            out = model.generate(ids, max_new_tokens=a.new_tokens, do_sample=False)
+            print(f"{a.arch}: generated {out.shape[1] - ids.shape[1]} tokens per sequence")
+            return
+        nvtx = torch.cuda.nvtx
+        r = nvtx.range_start("prefill")
+        out = model(input_ids=ids, use_cache=True)
+        nvtx.range_end(r)
+        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        for _ in range(a.new_tokens):
+            r = nvtx.range_start("decode")
+            out = model(input_ids=token, past_key_values=cache, use_cache=True)
+            cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+            nvtx.range_end(r)
+        torch.cuda.synchronize()
+        print(f"{a.arch}: {a.new_tokens} decode steps by hand")
+
+
+if __name__ == "__main__":
+    main()
