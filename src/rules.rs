@@ -195,6 +195,13 @@ pub(crate) const SKIP: Split = Split {
     threshold: 0.0,
 };
 
+/// A launch configuration's sampled figures are compared with ncu's when it holds this much of
+/// the range's time.
+pub(crate) const COMPARED_MIN_SHARE_PCT: f64 = 5.0;
+
+/// Python samples a range needs before a verdict names its top function (fewer say too little).
+pub(crate) const PYTHON_MIN_SAMPLES: u64 = 20;
+
 /// How many of the top kernels the per-kernel advice looks at (compute-bound, memory-bound,
 /// tensor cores idle).
 pub(crate) const ADVICE_TOP_KERNELS: usize = 5;

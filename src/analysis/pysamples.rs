@@ -17,8 +17,7 @@ pub(crate) const SOURCE: &str = "nsys/pysamples.<pid>.txt";
 
 /// Functions listed per range.
 const TOP: usize = 8;
-/// Samples a range needs before a verdict names its top function (fewer say too little).
-pub(crate) const MIN_SAMPLES: u64 = 20;
+pub(crate) use crate::rules::PYTHON_MIN_SAMPLES as MIN_SAMPLES;
 
 /// The samples of one range name.
 #[derive(Debug, Clone, Serialize)]

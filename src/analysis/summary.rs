@@ -205,8 +205,7 @@ pub(crate) struct AgreementSummary {
     pub(crate) min_coverage_pct: f64,
 }
 
-/// A configuration is compared with ncu's when it holds this much of the range's time.
-const COMPARED_MIN_SHARE_PCT: f64 = 5.0;
+use crate::rules::COMPARED_MIN_SHARE_PCT;
 
 pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
     use crate::analysis::sampled;
