@@ -167,10 +167,15 @@ fn steady(name: &str, all: &[Inst], offset: usize) -> Option<RangeGroups> {
     };
     // (2) By enclosing instance, in order of first appearance.
     let mut parents: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+    // By hash, not a search of the list: a range can have thousands of enclosing instances.
+    let mut at: rustc_hash::FxHashMap<Option<&str>, usize> = Default::default();
     for (i, inst) in all.iter().enumerate() {
-        match parents.iter_mut().find(|(p, _)| *p == inst.parent) {
-            Some((_, v)) => v.push(i),
-            None => parents.push((inst.parent.clone(), vec![i])),
+        match at.get(&inst.parent.as_deref()) {
+            Some(&p) => parents[p].1.push(i),
+            None => {
+                at.insert(inst.parent.as_deref(), parents.len());
+                parents.push((inst.parent.clone(), vec![i]));
+            }
         }
     }
     if parents.len() > 1 {

@@ -46,6 +46,14 @@ pub(super) struct Timeline {
     pub(super) groups: Vec<super::instances::RangeGroups>,
     /// Each grouped instance's (start, thread) -> its range and group, for the samples.
     pub(super) group_of: pysamples::GroupOf,
+    /// The launch configurations of the kernels asked for, in the range asked for.
+    pub(super) shapes: Option<Result<super::shapes::Shapes, Error>>,
+}
+
+/// Which kernels' launch configurations a pass over the export tallies, and in which range.
+pub(super) struct ShapeRequest {
+    pub(super) range: String,
+    pub(super) mangled: Vec<String>,
 }
 
 impl Timeline {
@@ -54,6 +62,7 @@ impl Timeline {
         db: &NsysDb,
         captured: Option<&str>,
         rule: super::instances::Rule,
+        shapes_of: Option<&ShapeRequest>,
     ) -> Result<Timeline, Error> {
         let all = db.ranges()?;
         let has_ops = all.iter().any(|r| ops::is_op(&r.name));
@@ -74,8 +83,19 @@ impl Timeline {
             })
             .collect();
         let mut scan = scan::Scan::with(&all, std::borrow::Cow::Borrowed(&nest), captured);
+        if let Some(req) = shapes_of {
+            scan.shapes = Some(scan::ShapeTally {
+                range: req.range.clone(),
+                kernels: db.string_ids(&req.mangled)?.into_iter().collect(),
+                by: Default::default(),
+            });
+        }
         let mut ledger = ledger::Builder::new(&all, &nest);
         db.stream(&mut scan, &mut ledger)?;
+        let shapes = scan
+            .shapes
+            .as_ref()
+            .map(|t| super::shapes::Shapes::from_tally(t, db));
         // Each group's GPU busy share, from its own instances.
         for grp in groups.iter_mut().flat_map(|g| g.groups.iter_mut()) {
             let figures: Vec<(i64, i64, i64)> = grp
@@ -110,6 +130,7 @@ impl Timeline {
             false => all,
         };
         Ok(Timeline {
+            shapes,
             phases,
             stats,
             kernel_rows,
@@ -236,22 +257,33 @@ impl NcuSide {
     /// Weigh each kernel's measured shapes by their time in ncu's range in the nsys export
     /// (see `analysis::shapes`), read with the timeline's export and ranges; None when that
     /// range's launches are missing.
-    fn weigh_shapes(&mut self, db: &NsysDb, ranges: &[NvtxRange]) -> Option<super::shapes::Cover> {
-        let range = self.range();
-        let report = self.report.as_mut()?;
-        let names: Vec<String> = report
+    /// What the pass over the export should tally for [`NcuSide::weigh_shapes`]: the measured
+    /// kernels' launch configurations in ncu's range.
+    fn shape_request(&self) -> Option<ShapeRequest> {
+        let range = self.range()?;
+        let mangled: Vec<String> = self
+            .report
+            .as_ref()?
             .kernels
             .iter()
             .filter_map(|k| k.mangled.clone())
             .collect();
-        let shapes = match super::shapes::Shapes::read(db, ranges, range.as_deref(), Some(&names)) {
+        (!mangled.is_empty()).then_some(ShapeRequest { range, mangled })
+    }
+
+    fn weigh_shapes(
+        &mut self,
+        shapes: Option<&Result<super::shapes::Shapes, Error>>,
+    ) -> Option<super::shapes::Cover> {
+        let report = self.report.as_mut()?;
+        let shapes = match shapes? {
             Ok(s) => s,
             Err(e) => {
                 tracing::debug!("kernel shapes not weighed: {e}");
                 return None;
             }
         };
-        let cover = super::shapes::weigh(report, &shapes);
+        let cover = super::shapes::weigh(report, shapes);
         (cover.total_ns > 0.0).then_some(cover)
     }
 
@@ -314,6 +346,7 @@ fn timeline(
     first_rank: Option<u32>,
     capture: &Capture,
     rule: super::instances::Rule,
+    shapes_of: Option<&ShapeRequest>,
 ) -> Result<(PathBuf, Option<NsysDb>, Option<Timeline>), Error> {
     let sqlite = match first_rank {
         Some(r) if !run.nsys_sqlite(None).is_file() => run.nsys_sqlite(Some(r)),
@@ -323,7 +356,7 @@ fn timeline(
         .map_err(|e| Error::parse(&sqlite, None, format!("cannot read: {e}")))?;
     let db = there.then(|| NsysDb::open(&sqlite)).transpose()?;
     let t = match &db {
-        Some(db) => Some(Timeline::read(db, capture.range(), rule)?),
+        Some(db) => Some(Timeline::read(db, capture.range(), rule, shapes_of)?),
         None => None,
     };
     Ok((sqlite, db, t))
@@ -412,9 +445,10 @@ impl Artifacts {
         let first_rank = stats.rank_data.first().map(|r| r.rank);
         let rule = super::instances::Rule::parse(&config.report.instances)
             .unwrap_or(super::instances::Rule::Auto);
-        let (sqlite, db, timeline) = timeline(run, first_rank, &capture, rule)?;
-        if let (Some(db), Some(t)) = (&db, &timeline) {
-            ncu.shapes = ncu.weigh_shapes(db, &t.phases);
+        let request = ncu.shape_request();
+        let (sqlite, db, timeline) = timeline(run, first_rank, &capture, rule, request.as_ref())?;
+        if let Some(t) = &timeline {
+            ncu.shapes = ncu.weigh_shapes(t.shapes.as_ref());
         }
         let mut kernels_nsys = stats.kernels;
         let mut kern_sum_file = stats.kern_sum_file;

@@ -173,6 +173,7 @@ mod tests {
             graph: false,
             name,
             mangled: -1,
+            config: [0; 7],
         }
     }
 

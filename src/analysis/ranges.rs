@@ -363,6 +363,7 @@ mod tests {
             graph: false,
             name: 1,
             mangled: -1,
+            config: [0; 7],
         }
     }
 

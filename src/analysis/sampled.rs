@@ -245,6 +245,10 @@ pub(crate) fn read(
     let nest = Nesting::new(ranges);
     let mut cursor = Cursor::default();
     let mut launches: Vec<SampledLaunch> = Vec::new();
+    // Text once per distinct name and configuration, shared by their launches.
+    let mut names: rustc_hash::FxHashMap<i64, String> = Default::default();
+    let mut configs: rustc_hash::FxHashMap<[i64; 6], (String, String)> = Default::default();
+    let mut failed = None;
     db.shaped_launches(None, |l| {
         let instance = match range {
             Some(name) => {
@@ -258,18 +262,41 @@ pub(crate) fn read(
             }
             None => None,
         };
+        let mut text = |id: i64| -> String {
+            if let Some(n) = names.get(&id) {
+                return n.clone();
+            }
+            let n = db.string(id).unwrap_or_else(|e| {
+                failed.get_or_insert(e);
+                String::new()
+            });
+            names.insert(id, n.clone());
+            n
+        };
+        let demangled = l.demangled.map(&mut text).unwrap_or_default();
+        let name = match demangled.is_empty() {
+            true => text(l.mangled),
+            false => demangled,
+        };
+        let (grid, block) = configs
+            .entry(l.dims)
+            .or_insert_with(|| {
+                let c = l.launch();
+                (c.grid, c.block)
+            })
+            .clone();
         launches.push(SampledLaunch {
-            name: match l.demangled.is_empty() {
-                true => l.mangled,
-                false => l.demangled,
-            },
-            grid: l.launch.grid,
-            block: l.launch.block,
+            name,
+            grid,
+            block,
             start: l.start,
             end: l.start + l.ns,
             instance,
         });
     })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     let from = launches.iter().map(|l| l.start).min().unwrap_or(0);
     let to = launches.iter().map(|l| l.end).max().unwrap_or(0);
     let series = db.gpu_metric_samples(from.saturating_sub(1_000_000), to)?;

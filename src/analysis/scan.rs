@@ -29,6 +29,18 @@ pub(crate) struct Scan<'a> {
     durations: HashMap<i64, Captured>,
     pub(crate) ops: OpsGpu,
     cursor: crate::analysis::nesting::Cursor,
+    /// The launch configurations of chosen kernels in one range, tallied as the launches go
+    /// by (the shapes ncu's figures are weighed by), instead of a second pass over the export.
+    pub(crate) shapes: Option<ShapeTally>,
+}
+
+/// Per (mangled name id, launch configuration) of the chosen kernels in one range: launches,
+/// GPU time and the earliest launch call.
+#[derive(Debug, Default)]
+pub(crate) struct ShapeTally {
+    pub(crate) range: String,
+    pub(crate) kernels: rustc_hash::FxHashSet<i64>,
+    pub(crate) by: rustc_hash::FxHashMap<(i64, [i32; 7]), (u64, f64, i64)>,
 }
 
 impl<'a> Scan<'a> {
@@ -58,6 +70,7 @@ impl<'a> Scan<'a> {
             durations: HashMap::new(),
             ops: OpsGpu::default(),
             cursor: Default::default(),
+            shapes: None,
         }
     }
 
@@ -144,11 +157,26 @@ impl Sink<Launch> for Scan<'_> {
             .nest
             .holding_call(&mut self.cursor, ranges, l.tid, l.api_start);
         let mut innermost_op = None;
+        let mut tallied = false;
         for i in holding {
             let key = self.keys.of[i];
             if key == Keys::NONE {
                 innermost_op.get_or_insert(i);
                 continue;
+            }
+            if let Some(t) = self.shapes.as_mut().filter(|t| {
+                !tallied
+                    && l.kernel
+                    && *ranges[i].name == *t.range
+                    && t.kernels.contains(&l.mangled)
+            }) {
+                tallied = true;
+                let s =
+                    t.by.entry((l.mangled, l.config))
+                        .or_insert((0, 0.0, i64::MAX));
+                s.0 += 1;
+                s.1 += (l.end - l.start) as f64;
+                s.2 = s.2.min(l.api_start);
             }
             let new_op = !l.graph || self.graph_calls.insert((i as u32, l.tid, l.api_start));
             self.inst[i].add(l, &mut self.sums[key as usize], new_op);
@@ -166,6 +194,9 @@ impl Sink<Launch> for Scan<'_> {
     }
 
     fn reset(&mut self) {
+        if let Some(t) = self.shapes.as_mut() {
+            t.by.clear();
+        }
         self.inst.iter_mut().for_each(|i| *i = Instance::default());
         self.sums.iter_mut().for_each(|s| *s = Sums::default());
         self.graph_calls.clear();

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::analysis::nesting::{Cursor, Nesting};
 use crate::error::Error;
 use crate::parse::ncu::{NcuReport, TIME};
-use crate::parse::sqlite::{LaunchConfig, NsysDb, NvtxRange};
+use crate::parse::sqlite::{LaunchConfig, NsysDb, NvtxRange, ShapedLaunch};
 
 /// One launch configuration of a kernel in a range.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +54,9 @@ impl Shapes {
     ) -> Result<Shapes, Error> {
         let nest = Nesting::new(ranges);
         let mut cursor = Cursor::default();
-        let mut acc: HashMap<String, HashMap<LaunchConfig, Shape>> = HashMap::new();
+        // Keyed by ids and integers while the launches stream; text once per key at the end.
+        type Key = (i64, [i64; 6], i64);
+        let mut raw: rustc_hash::FxHashMap<Key, (u64, f64, i64, ShapedLaunch)> = Default::default();
         db.shaped_launches(mangled, |l| {
             if let Some(name) = range {
                 let inside = nest
@@ -64,28 +66,72 @@ impl Shapes {
                     return;
                 }
             }
-            let s = acc
-                .entry(l.mangled)
-                .or_default()
-                .entry(l.launch.clone())
-                .or_insert(Shape {
-                    launch: l.launch,
-                    launches: 0,
-                    total_ns: 0.0,
-                    first_call: i64::MAX,
-                });
-            s.launches += 1;
-            s.total_ns += l.ns as f64;
-            s.first_call = s.first_call.min(l.api_start);
+            let s = raw
+                .entry((l.mangled, l.dims, l.smem))
+                .or_insert((0, 0.0, i64::MAX, l));
+            s.0 += 1;
+            s.1 += l.ns as f64;
+            s.2 = s.2.min(l.api_start);
         })?;
+        let mut names: HashMap<i64, String> = HashMap::new();
+        let mut acc: HashMap<String, Vec<Shape>> = HashMap::new();
+        for ((mangled, _, _), (launches, total_ns, first_call, l)) in raw {
+            let name = match names.get(&mangled) {
+                Some(n) => n.clone(),
+                None => {
+                    let n = db.string(mangled)?;
+                    names.insert(mangled, n.clone());
+                    n
+                }
+            };
+            acc.entry(name).or_default().push(Shape {
+                launch: l.launch(),
+                launches,
+                total_ns,
+                first_call,
+            });
+        }
         let by_kernel = acc
             .into_iter()
-            .map(|(k, m)| {
-                let mut v: Vec<Shape> = m.into_values().collect();
+            .map(|(k, mut v)| {
                 v.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns));
                 (k, v)
             })
             .collect();
+        Ok(Shapes { by_kernel })
+    }
+
+    /// The shapes a scan tallied ([`crate::analysis::scan::ShapeTally`]), names from the
+    /// export's StringIds.
+    pub(crate) fn from_tally(
+        tally: &crate::analysis::scan::ShapeTally,
+        db: &NsysDb,
+    ) -> Result<Shapes, Error> {
+        let mut names: HashMap<i64, String> = HashMap::new();
+        let mut by_kernel: HashMap<String, Vec<Shape>> = HashMap::new();
+        for (&(mangled, c), &(launches, total_ns, first_call)) in &tally.by {
+            let name = match names.get(&mangled) {
+                Some(n) => n.clone(),
+                None => {
+                    let n = db.string(mangled)?;
+                    names.insert(mangled, n.clone());
+                    n
+                }
+            };
+            by_kernel.entry(name).or_default().push(Shape {
+                launch: LaunchConfig::of(c.map(i64::from)),
+                launches,
+                total_ns,
+                first_call,
+            });
+        }
+        for v in by_kernel.values_mut() {
+            v.sort_by(|a, b| {
+                b.total_ns
+                    .total_cmp(&a.total_ns)
+                    .then(a.first_call.cmp(&b.first_call))
+            });
+        }
         Ok(Shapes { by_kernel })
     }
 

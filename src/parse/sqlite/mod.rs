@@ -171,6 +171,17 @@ pub struct LaunchConfig {
     pub dynamic_smem_bytes: u64,
 }
 
+impl LaunchConfig {
+    /// From grid x, y, z, block x, y, z and dynamic shared memory, as [`Launch::config`].
+    pub fn of(c: [i64; 7]) -> LaunchConfig {
+        LaunchConfig {
+            grid: format!("({},{},{})", c[0], c[1], c[2]),
+            block: format!("({},{},{})", c[3], c[4], c[5]),
+            dynamic_smem_bytes: c[6].max(0) as u64,
+        }
+    }
+}
+
 impl NsysDb {
     /// The strings of `StringIds`, by id.
     pub fn strings(&self) -> Result<HashMap<i64, String>, Error> {
@@ -217,6 +228,32 @@ pub struct Launch {
     pub name: i64,
     /// Its mangled name's id, -1 where unknown (memcpy, memset, an export without one).
     pub mangled: i64,
+    /// A kernel's grid x, y, z, block x, y, z and dynamic shared memory (zeros for a memcpy or
+    /// memset, or where the export lacks them): its launch configuration.
+    pub config: [i32; 7],
+}
+
+/// The columns of a launch configuration, in [`Launch::config`]'s order.
+const CONFIG_COLUMNS: [&str; 7] = [
+    "gridX",
+    "gridY",
+    "gridZ",
+    "blockX",
+    "blockY",
+    "blockZ",
+    "dynamicSharedMemory",
+];
+
+/// Read a launch configuration from `n` columns starting at `at`.
+pub(crate) fn config_at(r: &rusqlite::Row, at: usize) -> rusqlite::Result<[i32; 7]> {
+    let mut c = [0i32; 7];
+    for (i, v) in c.iter_mut().enumerate() {
+        let x: Option<i64> = r.get(at + i)?;
+        *v = x
+            .unwrap_or(0)
+            .clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
+    }
+    Ok(c)
 }
 
 impl Launch {
@@ -509,7 +546,8 @@ impl NsysDb {
         // Correlation ids are unique within a process: match the process too (globalTid holds
         // the globalPid in its upper bits; comparing the pid part is enough).
         let sql = format!(
-            "SELECT r.start, r.globalTid, o.start, o.end, o.kernel, o.graph, o.name, o.mangled FROM ({}) o \
+            "SELECT r.start, r.globalTid, o.start, o.end, o.kernel, o.graph, o.name, o.mangled, \
+             o.c0, o.c1, o.c2, o.c3, o.c4, o.c5, o.c6 FROM ({}) o \
              JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = o.correlationId \
              AND (r.globalTid / 16777216) = (o.globalPid / 16777216) ORDER BY r.start, o.start",
             ops.iter()
@@ -529,6 +567,7 @@ impl NsysDb {
                     graph: r.get::<_, i64>(5)? != 0,
                     name: r.get::<_, Option<i64>>(6)?.unwrap_or(-1),
                     mangled: r.get::<_, Option<i64>>(7)?.unwrap_or(-1),
+                    config: config_at(r, 8)?,
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -554,11 +593,20 @@ impl NsysDb {
             true => "k.mangledName",
             false => "-1",
         };
+        let config: Vec<String> = CONFIG_COLUMNS
+            .iter()
+            .enumerate()
+            .map(|(i, c)| match has(c) {
+                true => format!("k.{c} AS c{i}"),
+                false => format!("0 AS c{i}"),
+            })
+            .collect();
         let mut ops = vec![(
             "CUPTI_ACTIVITY_KIND_KERNEL",
             format!(
                 "SELECT k.start, k.end, k.correlationId, k.globalPid, 1 AS kernel, {graph} AS graph, \
-                 {name} AS name, k.rowid, {mangled} AS mangled FROM CUPTI_ACTIVITY_KIND_KERNEL k"
+                 {name} AS name, k.rowid, {mangled} AS mangled, {} FROM CUPTI_ACTIVITY_KIND_KERNEL k",
+                config.join(", ")
             ),
         )];
         for table in ["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"] {
@@ -566,7 +614,7 @@ impl NsysDb {
                 ops.push((
                     table,
                     format!(
-                        "SELECT start, end, correlationId, globalPid, 0, 0, -1, rowid, -1 FROM {table}"
+                        "SELECT start, end, correlationId, globalPid, 0, 0, -1, rowid, -1, 0, 0, 0, 0, 0, 0, 0 FROM {table}"
                     ),
                 ));
             }

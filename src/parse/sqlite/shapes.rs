@@ -5,16 +5,30 @@ use super::{LaunchConfig, NsysDb};
 use crate::error::Error;
 
 /// One kernel launch: its mangled name, configuration, GPU time and the call that launched it.
-#[derive(Debug, Clone, PartialEq)]
+/// Names are StringIds ids ([`NsysDb::string`] gives the text): a capture holds millions of
+/// launches of a few dozen names and configurations, so text is made per distinct key, not
+/// per launch.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ShapedLaunch {
-    pub mangled: String,
-    pub launch: LaunchConfig,
+    pub mangled: i64,
+    /// The demangled name as `nsys stats` prints it (None: the export has none).
+    pub demangled: Option<i64>,
+    /// Grid x, y, z and block x, y, z.
+    pub dims: [i64; 6],
+    pub smem: i64,
     pub ns: i64,
     pub api_start: i64,
     pub tid: i64,
-    /// GPU execution start (ns) and the demangled name, as `nsys stats` prints it.
+    /// GPU execution start (ns).
     pub start: i64,
-    pub demangled: String,
+}
+
+impl ShapedLaunch {
+    /// Its configuration as the reports and the metrics cache key it.
+    pub fn launch(&self) -> LaunchConfig {
+        let d = self.dims;
+        LaunchConfig::of([d[0], d[1], d[2], d[3], d[4], d[5], self.smem])
+    }
 }
 
 impl NsysDb {
@@ -47,52 +61,148 @@ impl NsysDb {
             "CUPTI_ACTIVITY_KIND_RUNTIME",
             &["start", "correlationId", "globalTid"],
         )?;
-        // The names go in as parameters of a temporary list: no quoting of kernel names.
-        let (filter, params): (String, Vec<&str>) = match mangled {
-            Some(names) => (
-                format!(
-                    " WHERE m.value IN ({})",
-                    vec!["?"; names.len().max(1)].join(",")
-                ),
-                names.iter().map(String::as_str).collect(),
-            ),
-            None => (String::new(), Vec::new()),
+        // Names become their ids first: the kernels are then filtered on an integer, not a
+        // string compared per launch.
+        let ids = match mangled {
+            Some(names) => {
+                let ids = self.string_ids(names)?;
+                if ids.is_empty() {
+                    return Ok(());
+                }
+                Some(ids)
+            }
+            None => None,
         };
-        if params.is_empty() && mangled.is_some() {
-            return Ok(());
+        let kernels = self.kernel_rows(ids.as_deref())?;
+        // Calls and kernels pair up by (process, correlation id): joined here rather than by
+        // SQLite, which would build an index over the whole runtime table for every query.
+        let wanted: rustc_hash::FxHashSet<(i64, i64)> =
+            kernels.iter().map(|k| (k.pid, k.correlation)).collect();
+        let calls = self.calls_of(&wanted)?;
+        for k in &kernels {
+            let Some(&(api_start, tid)) = calls.get(&(k.pid, k.correlation)) else {
+                continue;
+            };
+            each(ShapedLaunch {
+                mangled: k.mangled,
+                demangled: k.demangled,
+                dims: k.dims,
+                smem: k.smem,
+                ns: k.ns.max(0),
+                api_start,
+                tid,
+                start: k.start,
+            });
         }
+        Ok(())
+    }
+}
+
+/// (process, correlation id) -> (call start, thread) of launch calls.
+type Calls = rustc_hash::FxHashMap<(i64, i64), (i64, i64)>;
+
+/// One kernel launch as read for [`NsysDb::shaped_launches`], names as their ids.
+struct KernelRow {
+    mangled: i64,
+    demangled: Option<i64>,
+    dims: [i64; 6],
+    smem: i64,
+    ns: i64,
+    start: i64,
+    correlation: i64,
+    pid: i64,
+}
+
+impl NsysDb {
+    /// The ids of `values` in StringIds (those present).
+    pub fn string_ids(&self, values: &[String]) -> Result<Vec<i64>, Error> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM StringIds WHERE value = ?1")
+            .map_err(|e| self.err(e))?;
+        let mut ids = Vec::new();
+        for v in values {
+            let mut rows = stmt.query([v]).map_err(|e| self.err(e))?;
+            while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+                ids.push(r.get(0).map_err(|e| self.err(e))?);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// The text of a StringIds id (empty where the export has none).
+    pub fn string(&self, id: i64) -> Result<String, Error> {
+        self.conn
+            .query_row("SELECT value FROM StringIds WHERE id = ?1", [id], |r| {
+                r.get::<_, Option<String>>(0)
+            })
+            .map(Option::unwrap_or_default)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(String::new()),
+                e => Err(self.err(e)),
+            })
+    }
+
+    /// Every kernel launch whose mangled name is one of `ids` (all when None).
+    fn kernel_rows(&self, ids: Option<&[i64]>) -> Result<Vec<KernelRow>, Error> {
+        let filter = match ids {
+            Some(ids) => format!(
+                " WHERE mangledName IN ({})",
+                ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+            ),
+            None => " WHERE mangledName IS NOT NULL".to_string(),
+        };
         let sql = format!(
-            "SELECT m.value, k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ, \
-             k.dynamicSharedMemory, k.end - k.start, r.start, r.globalTid, k.start, d.value \
-             FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds m ON k.mangledName = m.id \
-             LEFT JOIN StringIds d ON k.demangledName = d.id \
-             JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId \
-             AND r.globalTid / 16777216 = k.globalPid / 16777216{filter}"
+            "SELECT mangledName, demangledName, gridX, gridY, gridZ, blockX, blockY, blockZ, \
+             dynamicSharedMemory, end - start, start, correlationId, globalPid \
+             FROM CUPTI_ACTIVITY_KIND_KERNEL{filter}"
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let mut rows = stmt
-            .query(rusqlite::params_from_iter(params))
-            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
         while let Some(r) = rows.next().map_err(|e| self.err(e))? {
-            let d = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v.unwrap_or(0));
-            let row = (|| -> rusqlite::Result<ShapedLaunch> {
-                Ok(ShapedLaunch {
-                    mangled: r.get(0)?,
-                    launch: LaunchConfig {
-                        grid: format!("({},{},{})", d(1)?, d(2)?, d(3)?),
-                        block: format!("({},{},{})", d(4)?, d(5)?, d(6)?),
-                        dynamic_smem_bytes: d(7)?.max(0) as u64,
-                    },
-                    ns: d(8)?.max(0),
-                    api_start: d(9)?,
-                    tid: d(10)?,
-                    start: d(11)?,
-                    demangled: r.get::<_, Option<String>>(12)?.unwrap_or_default(),
+            let row = (|| -> rusqlite::Result<KernelRow> {
+                let d = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v.unwrap_or(0));
+                Ok(KernelRow {
+                    mangled: d(0)?,
+                    demangled: r.get(1)?,
+                    dims: [d(2)?, d(3)?, d(4)?, d(5)?, d(6)?, d(7)?],
+                    smem: d(8)?,
+                    ns: d(9)?,
+                    start: d(10)?,
+                    correlation: d(11)?,
+                    pid: d(12)? / 16_777_216,
                 })
             })()
             .map_err(|e| self.err(e))?;
-            each(row);
+            out.push(row);
         }
-        Ok(())
+        Ok(out)
+    }
+
+    /// The launch calls of `wanted` (process, correlation id): their start and thread.
+    fn calls_of(&self, wanted: &rustc_hash::FxHashSet<(i64, i64)>) -> Result<Calls, Error> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT correlationId, globalTid, start FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+            .map_err(|e| self.err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
+        let mut out = rustc_hash::FxHashMap::default();
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let e = |e| self.err(e);
+            let (corr, tid): (Option<i64>, Option<i64>) =
+                (r.get(0).map_err(e)?, r.get(1).map_err(e)?);
+            let (Some(corr), Some(tid)) = (corr, tid) else {
+                continue;
+            };
+            let key = (tid / 16_777_216, corr);
+            if wanted.contains(&key) {
+                out.insert(
+                    key,
+                    (r.get::<_, Option<i64>>(2).map_err(e)?.unwrap_or(0), tid),
+                );
+            }
+        }
+        Ok(out)
     }
 }

@@ -39,7 +39,7 @@ impl<T> Sink<T> for Ignore {
 }
 
 /// One GPU op row: start, end, correlation id, pid, kernel, graph, name, mangled name.
-type Op = (i64, i64, i64, i64, bool, bool, i64, i64);
+type Op = (i64, i64, i64, i64, bool, bool, i64, i64, [i32; 7]);
 
 struct Ops<'s> {
     table: &'static str,
@@ -75,6 +75,7 @@ impl Ops<'_> {
                     r.get::<_, i64>(5).map_err(e)? != 0,
                     r.get::<_, Option<i64>>(6).map_err(e)?.unwrap_or(-1),
                     r.get::<_, Option<i64>>(8).map_err(e)?.unwrap_or(-1),
+                    super::config_at(r, 9).map_err(e)?,
                 );
                 if op.0 < self.last_start {
                     return Ok(false);
@@ -399,6 +400,7 @@ impl NsysDb {
                     graph: op.5,
                     name: op.6,
                     mangled: op.7,
+                    config: op.8,
                 });
                 if !graph_call {
                     pending.remove(&key);
