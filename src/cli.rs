@@ -156,7 +156,14 @@ pub fn usage_error(e: &clap::Error) -> i32 {
 /// `stage2 profile ... python3 -c X` without `--`: the workload's first word was taken for an
 /// override and its flags for stage2's. The hint names the line with `--` in its place.
 fn forgot_separator(args: &[String]) -> Option<String> {
-    let at = args.iter().position(|a| a == "profile")?;
+    // The subcommand is the first word that is not a global flag (`--color` takes a value).
+    let mut at = 1;
+    while at < args.len() && args[at].starts_with('-') {
+        at += if args[at] == "--color" { 2 } else { 1 };
+    }
+    if args.get(at).map(String::as_str) != Some("profile") {
+        return None;
+    }
     if args.iter().any(|a| a == "--") {
         return None;
     }

@@ -139,7 +139,9 @@ pub(crate) fn run(ctx: &Ctx, p: &StepPlan, progress: &Progress) -> GraphStepReco
     };
     let began = std::time::Instant::now();
     if let (Some(run), Some(entry)) = (&p.hit, &p.entry) {
-        match load(entry).and_then(|e| std::fs::write(&p.csv, e.csv).ok()) {
+        let copied = load(entry)
+            .and_then(|e| crate::rundir::status::write_atomic_raw(&p.csv, e.csv.as_bytes()).ok());
+        match copied {
             Some(()) => {
                 tracing::info!(
                     "`{}` instance {} measured whole: from the metrics cache (run {run})",
