@@ -361,3 +361,64 @@ fn each_launch_configuration_matches_nvidias_per_kernel_summary() {
     );
     assert_eq!(compared, 3 * 40);
 }
+
+/// A range nested in its own name (tests/data/hf/nested: H100, `examples/workloads/nested_ranges.py`,
+/// each `work` holding an inner `work`): a launch in the inner one counts in both instances, in
+/// kernel time as nvtx_kern_sum's Total Time and in kernels as nvtx_gpu_proj_sum's Total GPU Ops;
+/// nvtx_kern_sum's Kern Inst counts it once, and kernels.md says so.
+#[test]
+fn a_range_nested_in_its_own_name_counts_as_nvidia_does_and_says_where_it_differs() {
+    let d = dir("nested");
+    let work = stats("nested")
+        .into_iter()
+        .find(|s| s.name == "work")
+        .unwrap();
+    let kern = rows(&d.join("nsys/nvidia_nvtx_kern_sum.csv"));
+    let mine: Vec<&BTreeMap<String, String>> =
+        kern.iter().filter(|r| r["NVTX Range"] == ":work").collect();
+    let total: i64 = mine
+        .iter()
+        .map(|r| r["Total Time (ns)"].parse::<i64>().unwrap())
+        .sum();
+    let kern_inst: u64 = mine
+        .iter()
+        .map(|r| r["Kern Inst"].parse::<u64>().unwrap())
+        .sum();
+    let proj = rows(&d.join("nsys/nvidia_nvtx_gpu_proj_sum.csv"));
+    let p = proj.iter().find(|r| r["Range"] == ":work").unwrap();
+    assert_eq!(work.kernel_ns, total);
+    assert_eq!(work.gpu_ops, p["Total GPU Ops"].parse::<u64>().unwrap());
+    assert_eq!(
+        work.proj_ns,
+        p["Total Proj Time (ns)"].parse::<i64>().unwrap()
+    );
+    assert!(
+        kern_inst < work.launches,
+        "{kern_inst} vs {}",
+        work.launches
+    );
+    // The report states the rule where it applies.
+    let sb = tempfile::tempdir().unwrap();
+    let run = sb.path().join("nested");
+    std::fs::create_dir_all(run.join("nsys")).unwrap();
+    for f in ["config.yaml", "env.json", "inputs.yaml", "status.json"] {
+        std::fs::copy(d.join(f), run.join(f)).unwrap();
+    }
+    std::fs::copy(d.join("nsys/run.sqlite"), run.join("nsys/run.sqlite")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stage2"))
+        .arg("report")
+        .arg(&run)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(run.join("kernels.md")).unwrap();
+    assert!(
+        md.contains("`work` nests in itself: 5 of its 10 instances are inside another `work`"),
+        "{md}"
+    );
+}

@@ -117,11 +117,15 @@ impl Timeline {
             true => ops::table(&all, &scan.ops, &strings),
             false => Vec::new(),
         };
-        let (stats, kernel_rows, mangled) = (
+        let nested = super::ranges::nested_in_own_name(&all, &nest);
+        let (mut stats, kernel_rows, mangled) = (
             scan.stats(),
             scan.kernel_rows(&strings),
             scan.mangled_names(&strings),
         );
+        for st in &mut stats {
+            st.nested_in_own_name = nested.get(st.name.as_str()).copied().unwrap_or(0);
+        }
         // The instances' figures go before the ledger's are aggregated: at most one set held.
         drop(scan);
         let ledger = ledger.finish();

@@ -80,6 +80,33 @@ pub struct RangeStats {
     pub wall_spread: Spread,
     pub proj_spread: Spread,
     pub launches_spread: Spread,
+    /// Instances inside another instance of the same name (push/pop, on one thread): their
+    /// launches count in each instance that holds them, in kernel time and launches alike.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nested_in_own_name: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Per range name, how many of its push/pop instances sit inside another of the same name.
+pub(crate) fn nested_in_own_name(
+    ranges: &[crate::parse::sqlite::NvtxRange],
+    nest: &crate::analysis::nesting::Nesting,
+) -> std::collections::HashMap<std::sync::Arc<str>, u64> {
+    let mut out = std::collections::HashMap::new();
+    for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.push_pop) {
+        let mut up = nest.parent(i);
+        while let Some(p) = up {
+            if *ranges[p].name == *r.name {
+                *out.entry(r.name.clone()).or_insert(0) += 1;
+                break;
+            }
+            up = nest.parent(p);
+        }
+    }
+    out
 }
 
 impl RangeStats {
@@ -266,6 +293,7 @@ pub(crate) fn aggregate(
             wall_spread: Spread::default(),
             proj_spread: Spread::default(),
             launches_spread: Spread::default(),
+            nested_in_own_name: 0,
         })
         .collect();
     let wall = |n: usize| (ranges[n].end - ranges[n].start).max(0);

@@ -290,6 +290,16 @@ fn ranges_section(a: &Artifacts, f: &Findings, s: &mut String) {
             md(verdict)
         );
     }
+    for r in a.range_stats.iter().filter(|r| r.nested_in_own_name > 0) {
+        let _ = writeln!(
+            s,
+            "\n`{}` nests in itself: {} of its {} instances are inside another `{}`. A launch there counts in every instance that holds it, in kernel time and in kernels alike, as `nsys stats` counts its Total Time (`nvtx_kern_sum`) and Total GPU Ops (`nvtx_gpu_proj_sum`); `nvtx_kern_sum`'s Kern Inst counts such a launch once, so its instance counts are lower than the kernels here.",
+            md(&r.name),
+            r.nested_in_own_name,
+            r.instances,
+            md(&r.name)
+        );
+    }
     for x in f.made() {
         if matches!(x.claim, Claim::InstanceGroups { .. }) {
             let _ = writeln!(s, "\n{}", phrase::sentence(x));
