@@ -94,3 +94,53 @@ fn the_manager_summaries_speak_plainly_and_say_each_fact_once() {
         );
     }
 }
+
+/// Every figure with a unit in the README's "Measured performance" section (seconds, MB,
+/// ratios, %, points) is one that docs/measured.md records: no figure is quoted from nowhere.
+#[test]
+fn the_performance_prose_quotes_only_measured_figures() {
+    let readme = read(root().join("README.md"));
+    let measured = read(root().join("docs/measured.md"));
+    let start = readme.find("## Measured performance").unwrap();
+    let end = readme[start..].find("## Where to go next").unwrap() + start;
+    let section = &readme[start..end];
+    let numbers_of = |text: &str| -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        let chars: Vec<char> = text.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            if chars[i].is_ascii_digit() && (i == 0 || !chars[i - 1].is_alphanumeric()) {
+                let mut j = i;
+                while j < chars.len() && (chars[j].is_ascii_digit() || chars[j] == '.') {
+                    j += 1;
+                }
+                let n: String = chars[i..j].iter().collect();
+                let rest: String = chars[j..chars.len().min(j + 7)].iter().collect();
+                let unit = ["x", " s", " MB", "%", " points"]
+                    .iter()
+                    .any(|u| rest.starts_with(u));
+                if unit {
+                    out.insert(n.trim_end_matches('.').to_string());
+                }
+                i = j;
+            } else {
+                i += 1;
+            }
+        }
+        out
+    };
+    let known: std::collections::BTreeSet<String> = {
+        let mut all = std::collections::BTreeSet::new();
+        for token in measured.split(|c: char| !(c.is_ascii_digit() || c == '.')) {
+            all.insert(token.trim_end_matches('.').to_string());
+        }
+        all
+    };
+    let quoted = numbers_of(section);
+    assert!(quoted.len() >= 30, "{quoted:?}");
+    let missing: Vec<&String> = quoted.iter().filter(|n| !known.contains(*n)).collect();
+    assert!(
+        missing.is_empty(),
+        "README figures not in docs/measured.md: {missing:?}"
+    );
+}
