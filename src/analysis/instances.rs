@@ -284,10 +284,17 @@ pub(crate) fn groups(ranges: &[NvtxRange], nest: &Nesting, rule: Rule) -> Vec<Ra
             by_name.entry(&r.name).or_default().push(i);
         }
     }
+    // Each instance's ordinal among its name's, by index (a search per instance was quadratic
+    // in the enclosing ranges' instances).
+    let mut ordinals: rustc_hash::FxHashMap<usize, usize> = Default::default();
+    for idx in by_name.values() {
+        for (k, &i) in idx.iter().enumerate() {
+            ordinals.insert(i, k + 1);
+        }
+    }
     let ordinal = |i: usize| -> String {
-        let name = &*ranges[i].name;
-        let k = by_name[name].iter().position(|&j| j == i).unwrap_or(0) + 1;
-        format!("`{name}` #{k}")
+        let k = ordinals.get(&i).copied().unwrap_or(1);
+        format!("`{}` #{k}", &*ranges[i].name)
     };
     let mut out = Vec::new();
     for (name, idx) in &by_name {
@@ -307,7 +314,70 @@ pub(crate) fn groups(ranges: &[NvtxRange], nest: &Nesting, rule: Rule) -> Vec<Ra
             g
         }));
     }
+    if !out.is_empty() {
+        let wanted = out
+            .iter()
+            .flat_map(|g| g.groups.iter().flat_map(|grp| grp.ranges.iter().copied()))
+            .collect();
+        let children = child_names(ranges, nest, &wanted);
+        for g in &mut out {
+            name_what_holds(g, &children);
+        }
+    }
     out
+}
+
+/// Per push/pop range (by index), the names of the ranges directly inside it, for the ranges
+/// in `wanted` only.
+fn child_names<'a>(
+    ranges: &'a [NvtxRange],
+    nest: &Nesting,
+    wanted: &rustc_hash::FxHashSet<usize>,
+) -> rustc_hash::FxHashMap<usize, Vec<&'a str>> {
+    let mut out: rustc_hash::FxHashMap<usize, Vec<&str>> = Default::default();
+    for (j, r) in ranges.iter().enumerate().filter(|(_, r)| r.push_pop) {
+        if let Some(p) = nest.parent(j).filter(|p| wanted.contains(p)) {
+            let v = out.entry(p).or_default();
+            if !v.contains(&&*r.name) {
+                v.push(&*r.name);
+            }
+        }
+    }
+    out
+}
+
+/// A group whose every instance holds a range that no instance of the other groups holds (a
+/// step that carries a `prefill`, a call that compiles) is named by it: "the 7 slower (each
+/// holds `prefill`)".
+fn name_what_holds(g: &mut RangeGroups, children: &rustc_hash::FxHashMap<usize, Vec<&str>>) {
+    // Per group: in how many of its instances each child name appears.
+    let counts: Vec<rustc_hash::FxHashMap<&str, usize>> = g
+        .groups
+        .iter()
+        .map(|grp| {
+            let mut c: rustc_hash::FxHashMap<&str, usize> = Default::default();
+            for n in grp.ranges.iter().filter_map(|i| children.get(i)).flatten() {
+                *c.entry(n).or_default() += 1;
+            }
+            c
+        })
+        .collect();
+    for (k, grp) in g.groups.iter_mut().enumerate() {
+        let mut own: Vec<&str> = counts[k]
+            .iter()
+            .filter(|(n, &c)| {
+                c == grp.ranges.len()
+                    && (0..counts.len()).all(|o| o == k || !counts[o].contains_key(*n))
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        own.sort_unstable();
+        own.truncate(2);
+        if !own.is_empty() {
+            let names: Vec<String> = own.iter().map(|n| format!("`{n}`")).collect();
+            grp.label = format!("{} (each holds {})", grp.label, names.join(" and "));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -425,5 +495,38 @@ mod tests {
         assert_eq!(last.instances, 15);
         assert!(last.median_wall_ns < 20e6, "{last:?}");
         assert!(d.groups[1].median_wall_ns > 60e6, "{d:?}");
+    }
+
+    /// Steps that carry a prefill chunk are named by it: the slower steps each hold a
+    /// `prefill` range that no faster step holds (`decode` is in both, so it names neither).
+    #[test]
+    fn a_group_is_named_by_the_range_only_its_instances_hold() {
+        let r = |name: &str, start: i64, end: i64| crate::parse::sqlite::NvtxRange {
+            name: name.into(),
+            start,
+            end,
+            push_pop: true,
+            tid: 1,
+        };
+        let mut ranges = Vec::new();
+        for k in 0..8i64 {
+            let t = k * 1_000;
+            let long = k % 2 == 1;
+            let len = if long { 500 } else { 100 };
+            ranges.push(r("step", t, t + len));
+            ranges.push(r("decode", t + 1, t + 50));
+            if long {
+                ranges.push(r("prefill", t + 60, t + 400));
+            }
+        }
+        let nest = Nesting::new(&ranges);
+        let g = groups(&ranges, &nest, Rule::Auto);
+        let step = g.iter().find(|g| g.name == "step").expect("steps split");
+        let labels: Vec<&str> = step.groups.iter().map(|x| x.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["the 4 faster", "the 4 slower (each holds `prefill`)"],
+            "{labels:?}"
+        );
     }
 }
