@@ -31,10 +31,33 @@ def build(arch):
     return transformers.GPTNeoXForCausalLM(cfg)
 
 
+def chunked(model, ids, steps):
+    """A serving-style step loop: each `step` decodes one token for the running sequences and
+    every 4th also prefills a chunk of a new prompt (forward passes unmarked: `--auto-nvtx`)."""
+    nvtx = torch.cuda.nvtx
+    out = model(input_ids=ids, use_cache=True)
+    cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+    chunk = ids[:1, :32]
+    for k in range(steps):
+        nvtx.range_push("step")
+        out = model(input_ids=token, past_key_values=cache, use_cache=True)
+        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        if k % 4 == 3:
+            model(input_ids=chunk, use_cache=False)
+        nvtx.range_pop()
+    torch.cuda.synchronize()
+    print(f"chunked: {steps} steps, {steps // 4} with a prompt chunk")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--arch", default="gpt2", choices=["gpt2", "gemma2", "phi3", "neox"])
     p.add_argument("--loop", action="store_true", help="hand-written loop, start/end ranges")
+    p.add_argument(
+        "--chunked",
+        action="store_true",
+        help="a `step` push/pop range per decode step; every 4th step also runs a prompt chunk",
+    )
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--prompt-len", type=int, default=64)
     p.add_argument("--new-tokens", type=int, default=16)
@@ -44,6 +67,9 @@ def main():
         model = build(a.arch).to(torch.bfloat16).eval()
     ids = torch.randint(1, 8000, (a.batch, a.prompt_len), device="cuda")
     with torch.no_grad():
+        if a.chunked:
+            chunked(model, ids, a.new_tokens)
+            return
         if not a.loop:
             out = model.generate(ids, max_new_tokens=a.new_tokens, do_sample=False)
             print(f"{a.arch}: generated {out.shape[1] - ids.shape[1]} tokens per sequence")
