@@ -47,7 +47,7 @@ pub(super) struct Timeline {
     /// Each grouped instance's (start, thread) -> its range and group, for the samples.
     pub(super) group_of: pysamples::GroupOf,
     /// The launch configurations of the kernels asked for, in the range asked for.
-    pub(super) shapes: Option<Result<super::shapes::Shapes, Error>>,
+    pub(super) shapes: Option<super::shapes::Shapes>,
 }
 
 /// Which kernels' launch configurations a pass over the export tallies, and in which range.
@@ -84,18 +84,14 @@ impl Timeline {
             .collect();
         let mut scan = scan::Scan::with(&all, std::borrow::Cow::Borrowed(&nest), captured);
         if let Some(req) = shapes_of {
-            scan.shapes = Some(scan::ShapeTally {
+            scan.shapes = Some(scan::ShapeScope {
                 range: req.range.clone(),
                 kernels: db.string_ids(&req.mangled)?.into_iter().collect(),
-                by: Default::default(),
+                tally: Default::default(),
             });
         }
         let mut ledger = ledger::Builder::new(&all, &nest);
         db.stream(&mut scan, &mut ledger)?;
-        let shapes = scan
-            .shapes
-            .as_ref()
-            .map(|t| super::shapes::Shapes::from_tally(t, db));
         // Each group's GPU busy share, from its own instances.
         for grp in groups.iter_mut().flat_map(|g| g.groups.iter_mut()) {
             let figures: Vec<(i64, i64, i64)> = grp
@@ -113,6 +109,7 @@ impl Timeline {
             grp.set_busy(figures.into_iter());
         }
         let strings = db.strings()?;
+        let shapes = scan.shapes.as_ref().map(|t| t.tally.shapes(&strings));
         let operators = match has_ops {
             true => ops::table(&all, &scan.ops, &strings),
             false => Vec::new(),
@@ -277,16 +274,10 @@ impl NcuSide {
 
     fn weigh_shapes(
         &mut self,
-        shapes: Option<&Result<super::shapes::Shapes, Error>>,
+        shapes: Option<&super::shapes::Shapes>,
     ) -> Option<super::shapes::Cover> {
         let report = self.report.as_mut()?;
-        let shapes = match shapes? {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::debug!("kernel shapes not weighed: {e}");
-                return None;
-            }
-        };
+        let shapes = shapes?;
         let cover = super::shapes::weigh(report, shapes);
         (cover.total_ns > 0.0).then_some(cover)
     }

@@ -245,10 +245,10 @@ pub(crate) fn read(
     let nest = Nesting::new(ranges);
     let mut cursor = Cursor::default();
     let mut launches: Vec<SampledLaunch> = Vec::new();
-    // Text once per distinct name and configuration, shared by their launches.
-    let mut names: rustc_hash::FxHashMap<i64, String> = Default::default();
-    let mut configs: rustc_hash::FxHashMap<[i64; 6], (String, String)> = Default::default();
-    let mut failed = None;
+    // Text once per distinct configuration, shared by its launches.
+    let names = db.strings()?;
+    let text = |id: i64| names.get(&id).cloned().unwrap_or_default();
+    let mut configs: rustc_hash::FxHashMap<[i32; 7], (String, String)> = Default::default();
     db.shaped_launches(None, |l| {
         let instance = match range {
             Some(name) => {
@@ -262,24 +262,13 @@ pub(crate) fn read(
             }
             None => None,
         };
-        let mut text = |id: i64| -> String {
-            if let Some(n) = names.get(&id) {
-                return n.clone();
-            }
-            let n = db.string(id).unwrap_or_else(|e| {
-                failed.get_or_insert(e);
-                String::new()
-            });
-            names.insert(id, n.clone());
-            n
-        };
-        let demangled = l.demangled.map(&mut text).unwrap_or_default();
+        let demangled = l.demangled.map(text).unwrap_or_default();
         let name = match demangled.is_empty() {
             true => text(l.mangled),
             false => demangled,
         };
         let (grid, block) = configs
-            .entry(l.dims)
+            .entry(l.config)
             .or_insert_with(|| {
                 let c = l.launch();
                 (c.grid, c.block)
@@ -294,9 +283,6 @@ pub(crate) fn read(
             instance,
         });
     })?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
     let from = launches.iter().map(|l| l.start).min().unwrap_or(0);
     let to = launches.iter().map(|l| l.end).max().unwrap_or(0);
     let series = db.gpu_metric_samples(from.saturating_sub(1_000_000), to)?;

@@ -31,16 +31,15 @@ pub(crate) struct Scan<'a> {
     cursor: crate::analysis::nesting::Cursor,
     /// The launch configurations of chosen kernels in one range, tallied as the launches go
     /// by (the shapes ncu's figures are weighed by), instead of a second pass over the export.
-    pub(crate) shapes: Option<ShapeTally>,
+    pub(crate) shapes: Option<ShapeScope>,
 }
 
-/// Per (mangled name id, launch configuration) of the chosen kernels in one range: launches,
-/// GPU time and the earliest launch call.
+/// Which kernels' launch configurations a scan tallies (mangled name ids), in which range.
 #[derive(Debug, Default)]
-pub(crate) struct ShapeTally {
+pub(crate) struct ShapeScope {
     pub(crate) range: String,
     pub(crate) kernels: rustc_hash::FxHashSet<i64>,
-    pub(crate) by: rustc_hash::FxHashMap<(i64, [i32; 7]), (u64, f64, i64)>,
+    pub(crate) tally: crate::analysis::shapes::ShapeTally,
 }
 
 impl<'a> Scan<'a> {
@@ -171,12 +170,8 @@ impl Sink<Launch> for Scan<'_> {
                     && t.kernels.contains(&l.mangled)
             }) {
                 tallied = true;
-                let s =
-                    t.by.entry((l.mangled, l.config))
-                        .or_insert((0, 0.0, i64::MAX));
-                s.0 += 1;
-                s.1 += (l.end - l.start) as f64;
-                s.2 = s.2.min(l.api_start);
+                t.tally
+                    .add(l.mangled, l.config, l.end - l.start, l.api_start);
             }
             let new_op = !l.graph || self.graph_calls.insert((i as u32, l.tid, l.api_start));
             self.inst[i].add(l, &mut self.sums[key as usize], new_op);
@@ -195,7 +190,7 @@ impl Sink<Launch> for Scan<'_> {
 
     fn reset(&mut self) {
         if let Some(t) = self.shapes.as_mut() {
-            t.by.clear();
+            t.tally.clear();
         }
         self.inst.iter_mut().for_each(|i| *i = Instance::default());
         self.sums.iter_mut().for_each(|s| *s = Sums::default());

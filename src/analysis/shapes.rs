@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::analysis::nesting::{Cursor, Nesting};
 use crate::error::Error;
 use crate::parse::ncu::{NcuReport, TIME};
-use crate::parse::sqlite::{LaunchConfig, NsysDb, NvtxRange, ShapedLaunch};
+use crate::parse::sqlite::{LaunchConfig, NsysDb, NvtxRange};
 
 /// One launch configuration of a kernel in a range.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +34,53 @@ pub(crate) struct Shapes {
     by_kernel: HashMap<String, Vec<Shape>>,
 }
 
+/// Per (mangled name id, launch configuration as [`crate::parse::sqlite::Launch::config`]):
+/// launches, GPU time and the earliest launch call, added up as the launches stream by; text
+/// is made once per key, in [`ShapeTally::shapes`].
+#[derive(Debug, Default)]
+pub(crate) struct ShapeTally {
+    by: rustc_hash::FxHashMap<(i64, [i32; 7]), (u64, f64, i64)>,
+}
+
+impl ShapeTally {
+    pub(crate) fn add(&mut self, mangled: i64, config: [i32; 7], ns: i64, call: i64) {
+        let s = self
+            .by
+            .entry((mangled, config))
+            .or_insert((0, 0.0, i64::MAX));
+        s.0 += 1;
+        s.1 += ns as f64;
+        s.2 = s.2.min(call);
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.by.clear();
+    }
+
+    /// Each kernel's shapes, largest total first (then the earliest), names from the
+    /// export's StringIds.
+    pub(crate) fn shapes(&self, names: &HashMap<i64, String>) -> Shapes {
+        let mut by_kernel: HashMap<String, Vec<Shape>> = HashMap::new();
+        for (&(mangled, c), &(launches, total_ns, first_call)) in &self.by {
+            let name = names.get(&mangled).cloned().unwrap_or_default();
+            by_kernel.entry(name).or_default().push(Shape {
+                launch: LaunchConfig::of(c.map(i64::from)),
+                launches,
+                total_ns,
+                first_call,
+            });
+        }
+        for v in by_kernel.values_mut() {
+            v.sort_by(|a, b| {
+                b.total_ns
+                    .total_cmp(&a.total_ns)
+                    .then(a.first_call.cmp(&b.first_call))
+            });
+        }
+        Shapes { by_kernel }
+    }
+}
+
 /// A shape as tests give it: grid, launches, total ns, first launch call.
 #[cfg(test)]
 pub(crate) type TestShape<'a> = (&'a str, u64, f64, i64);
@@ -54,9 +101,7 @@ impl Shapes {
     ) -> Result<Shapes, Error> {
         let nest = Nesting::new(ranges);
         let mut cursor = Cursor::default();
-        // Keyed by ids and integers while the launches stream; text once per key at the end.
-        type Key = (i64, [i64; 6], i64);
-        let mut raw: rustc_hash::FxHashMap<Key, (u64, f64, i64, ShapedLaunch)> = Default::default();
+        let mut tally = ShapeTally::default();
         db.shaped_launches(mangled, |l| {
             if let Some(name) = range {
                 let inside = nest
@@ -66,73 +111,9 @@ impl Shapes {
                     return;
                 }
             }
-            let s = raw
-                .entry((l.mangled, l.dims, l.smem))
-                .or_insert((0, 0.0, i64::MAX, l));
-            s.0 += 1;
-            s.1 += l.ns as f64;
-            s.2 = s.2.min(l.api_start);
+            tally.add(l.mangled, l.config, l.ns, l.api_start);
         })?;
-        let mut names: HashMap<i64, String> = HashMap::new();
-        let mut acc: HashMap<String, Vec<Shape>> = HashMap::new();
-        for ((mangled, _, _), (launches, total_ns, first_call, l)) in raw {
-            let name = match names.get(&mangled) {
-                Some(n) => n.clone(),
-                None => {
-                    let n = db.string(mangled)?;
-                    names.insert(mangled, n.clone());
-                    n
-                }
-            };
-            acc.entry(name).or_default().push(Shape {
-                launch: l.launch(),
-                launches,
-                total_ns,
-                first_call,
-            });
-        }
-        let by_kernel = acc
-            .into_iter()
-            .map(|(k, mut v)| {
-                v.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns));
-                (k, v)
-            })
-            .collect();
-        Ok(Shapes { by_kernel })
-    }
-
-    /// The shapes a scan tallied ([`crate::analysis::scan::ShapeTally`]), names from the
-    /// export's StringIds.
-    pub(crate) fn from_tally(
-        tally: &crate::analysis::scan::ShapeTally,
-        db: &NsysDb,
-    ) -> Result<Shapes, Error> {
-        let mut names: HashMap<i64, String> = HashMap::new();
-        let mut by_kernel: HashMap<String, Vec<Shape>> = HashMap::new();
-        for (&(mangled, c), &(launches, total_ns, first_call)) in &tally.by {
-            let name = match names.get(&mangled) {
-                Some(n) => n.clone(),
-                None => {
-                    let n = db.string(mangled)?;
-                    names.insert(mangled, n.clone());
-                    n
-                }
-            };
-            by_kernel.entry(name).or_default().push(Shape {
-                launch: LaunchConfig::of(c.map(i64::from)),
-                launches,
-                total_ns,
-                first_call,
-            });
-        }
-        for v in by_kernel.values_mut() {
-            v.sort_by(|a, b| {
-                b.total_ns
-                    .total_cmp(&a.total_ns)
-                    .then(a.first_call.cmp(&b.first_call))
-            });
-        }
-        Ok(Shapes { by_kernel })
+        Ok(tally.shapes(&db.strings()?))
     }
 
     /// Shapes given directly (kernel -> its shapes), for tests.

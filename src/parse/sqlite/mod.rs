@@ -244,7 +244,8 @@ const CONFIG_COLUMNS: [&str; 7] = [
     "dynamicSharedMemory",
 ];
 
-/// Read a launch configuration from `n` columns starting at `at`.
+/// Read a launch configuration from the seven columns starting at `at`, in
+/// [`CONFIG_COLUMNS`]' order.
 pub(crate) fn config_at(r: &rusqlite::Row, at: usize) -> rusqlite::Result<[i32; 7]> {
     let mut c = [0i32; 7];
     for (i, v) in c.iter_mut().enumerate() {

@@ -13,9 +13,8 @@ pub struct ShapedLaunch {
     pub mangled: i64,
     /// The demangled name as `nsys stats` prints it (None: the export has none).
     pub demangled: Option<i64>,
-    /// Grid x, y, z and block x, y, z.
-    pub dims: [i64; 6],
-    pub smem: i64,
+    /// Its launch configuration, as [`super::Launch::config`].
+    pub config: [i32; 7],
     pub ns: i64,
     pub api_start: i64,
     pub tid: i64,
@@ -26,8 +25,7 @@ pub struct ShapedLaunch {
 impl ShapedLaunch {
     /// Its configuration as the reports and the metrics cache key it.
     pub fn launch(&self) -> LaunchConfig {
-        let d = self.dims;
-        LaunchConfig::of([d[0], d[1], d[2], d[3], d[4], d[5], self.smem])
+        LaunchConfig::of(self.config.map(i64::from))
     }
 }
 
@@ -86,8 +84,7 @@ impl NsysDb {
             each(ShapedLaunch {
                 mangled: k.mangled,
                 demangled: k.demangled,
-                dims: k.dims,
-                smem: k.smem,
+                config: k.config,
                 ns: k.ns.max(0),
                 api_start,
                 tid,
@@ -105,8 +102,7 @@ type Calls = rustc_hash::FxHashMap<(i64, i64), (i64, i64)>;
 struct KernelRow {
     mangled: i64,
     demangled: Option<i64>,
-    dims: [i64; 6],
-    smem: i64,
+    config: [i32; 7],
     ns: i64,
     start: i64,
     correlation: i64,
@@ -130,19 +126,6 @@ impl NsysDb {
         Ok(ids)
     }
 
-    /// The text of a StringIds id (empty where the export has none).
-    pub fn string(&self, id: i64) -> Result<String, Error> {
-        self.conn
-            .query_row("SELECT value FROM StringIds WHERE id = ?1", [id], |r| {
-                r.get::<_, Option<String>>(0)
-            })
-            .map(Option::unwrap_or_default)
-            .or_else(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok(String::new()),
-                e => Err(self.err(e)),
-            })
-    }
-
     /// Every kernel launch whose mangled name is one of `ids` (all when None).
     fn kernel_rows(&self, ids: Option<&[i64]>) -> Result<Vec<KernelRow>, Error> {
         let filter = match ids {
@@ -153,9 +136,9 @@ impl NsysDb {
             None => " WHERE mangledName IS NOT NULL".to_string(),
         };
         let sql = format!(
-            "SELECT mangledName, demangledName, gridX, gridY, gridZ, blockX, blockY, blockZ, \
-             dynamicSharedMemory, end - start, start, correlationId, globalPid \
-             FROM CUPTI_ACTIVITY_KIND_KERNEL{filter}"
+            "SELECT mangledName, demangledName, {}, end - start, start, correlationId, globalPid \
+             FROM CUPTI_ACTIVITY_KIND_KERNEL{filter}",
+            super::CONFIG_COLUMNS.join(", ")
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
         let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
@@ -166,8 +149,7 @@ impl NsysDb {
                 Ok(KernelRow {
                     mangled: d(0)?,
                     demangled: r.get(1)?,
-                    dims: [d(2)?, d(3)?, d(4)?, d(5)?, d(6)?, d(7)?],
-                    smem: d(8)?,
+                    config: super::config_at(r, 2)?,
                     ns: d(9)?,
                     start: d(10)?,
                     correlation: d(11)?,

@@ -24,8 +24,8 @@ pub(crate) struct StepPlan {
     pub(crate) csv: PathBuf,
     /// Where the metrics cache keeps this step (None: the cache is not used).
     pub(crate) entry: Option<PathBuf>,
-    /// The run whose measurement the cache serves (None: ncu runs).
-    pub(crate) hit: Option<String>,
+    /// The cached measurement this run takes (None: ncu runs).
+    pub(crate) hit: Option<Entry>,
     /// Predicted seconds of the ncu run (set with the pass's cost plan).
     pub(crate) eta_s: Option<f64>,
 }
@@ -83,7 +83,7 @@ pub(crate) fn plan(
         argv,
         report,
         entry,
-        hit: hit.map(|e| e.run),
+        hit,
         eta_s: None,
     })
 }
@@ -138,21 +138,21 @@ pub(crate) fn run(ctx: &Ctx, p: &StepPlan, progress: &Progress) -> GraphStepReco
         duration_s: None,
     };
     let began = std::time::Instant::now();
-    if let (Some(run), Some(entry)) = (&p.hit, &p.entry) {
-        let copied = load(entry)
-            .and_then(|e| crate::rundir::status::write_atomic_raw(&p.csv, e.csv.as_bytes()).ok());
-        match copied {
-            Some(()) => {
+    if let Some(hit) = &p.hit {
+        // Read when the plan was made: copied, not read again.
+        match crate::rundir::status::write_atomic_raw(&p.csv, hit.csv.as_bytes()) {
+            Ok(()) => {
                 tracing::info!(
-                    "`{}` instance {} measured whole: from the metrics cache (run {run})",
+                    "`{}` instance {} measured whole: from the metrics cache (run {})",
                     p.range,
-                    c.instance
+                    c.instance,
+                    hit.run
                 );
                 rec.state = GraphStepState::Cached;
-                rec.note = Some(run.clone());
+                rec.note = Some(hit.run.clone());
                 return rec;
             }
-            None => tracing::warn!("cannot use the cached graph step {}", entry.display()),
+            Err(e) => tracing::warn!("cannot use the cached graph step ({e}); measuring it"),
         }
     }
     // The prediction goes in the words: the line's "left" would not count down without
@@ -223,7 +223,7 @@ fn not_measured(mut rec: GraphStepRecord, why: String) -> GraphStepRecord {
 /// A measured step as the cache keeps it: the raw import, the run that made it and the nsys
 /// GPU time of the instance beside it.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Entry {
+pub(crate) struct Entry {
     run: String,
     kernel_ns: i64,
     csv: String,
