@@ -61,19 +61,28 @@ impl StepWork {
 
     /// "1 CUDA graph launch and 3 kernels outside graphs".
     pub(crate) fn describe(&self) -> String {
-        let n = |k: u64, one: &str, many: &str| match k {
-            1 => format!("1 {one}"),
-            k => format!("{k} {many}"),
-        };
         format!(
             "{} and {}",
-            n(self.graphs, "CUDA graph launch", "CUDA graph launches"),
-            n(
-                self.kernels,
-                "kernel outside graphs",
-                "kernels outside graphs"
-            )
+            graph_launches(self.graphs),
+            kernels_outside(self.kernels)
         )
+    }
+}
+
+/// "1 CUDA graph launch", "2 CUDA graph launches".
+pub(crate) fn graph_launches(n: u64) -> String {
+    counted(n, "CUDA graph launch", "CUDA graph launches")
+}
+
+/// "1 kernel outside graphs", "3 kernels outside graphs".
+pub(crate) fn kernels_outside(n: u64) -> String {
+    counted(n, "kernel outside graphs", "kernels outside graphs")
+}
+
+fn counted(n: u64, one: &str, many: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
     }
 }
 

@@ -265,29 +265,16 @@ fn sentence(p: &Finding) -> String {
     t
 }
 
-/// ": N CUDA graph launches and M kernels outside graphs" of an instance measured whole.
+/// ": N CUDA graph launches and M kernels outside graphs" of an instance measured whole, the
+/// counts that are not zero.
 fn step_parts(p: &Finding) -> String {
-    let count = |q, one: &str, many: &str| {
-        p.figure(q).map(|f| match f.value as u64 {
-            0 => None,
-            1 => Some(format!("1 {one}")),
-            n => Some(format!("{n} {many}")),
-        })
-    };
+    use crate::analysis::graphs::{graph_launches, kernels_outside};
+    let count = |q| p.figure(q).map(|f| f.value as u64).filter(|&n| n > 0);
     let parts: Vec<String> = [
-        count(
-            Q::StepGraphLaunches,
-            "CUDA graph launch",
-            "CUDA graph launches",
-        ),
-        count(
-            Q::StepKernelsOutsideGraphs,
-            "kernel outside graphs",
-            "kernels outside graphs",
-        ),
+        count(Q::StepGraphLaunches).map(graph_launches),
+        count(Q::StepKernelsOutsideGraphs).map(kernels_outside),
     ]
     .into_iter()
-    .flatten()
     .flatten()
     .collect();
     match parts.is_empty() {

@@ -37,24 +37,16 @@ impl NsysDb {
         mangled: Option<&[String]>,
         mut each: impl FnMut(ShapedLaunch),
     ) -> Result<(), Error> {
-        self.require(
-            "CUPTI_ACTIVITY_KIND_KERNEL",
-            &[
-                "mangledName",
-                "start",
-                "end",
-                "correlationId",
-                "globalPid",
-                "gridX",
-                "gridY",
-                "gridZ",
-                "blockX",
-                "blockY",
-                "blockZ",
-                "dynamicSharedMemory",
-                "demangledName",
-            ],
-        )?;
+        let mut columns = vec![
+            "mangledName",
+            "demangledName",
+            "start",
+            "end",
+            "correlationId",
+            "globalPid",
+        ];
+        columns.extend(super::CONFIG_COLUMNS);
+        self.require("CUPTI_ACTIVITY_KIND_KERNEL", &columns)?;
         self.require(
             "CUPTI_ACTIVITY_KIND_RUNTIME",
             &["start", "correlationId", "globalTid"],

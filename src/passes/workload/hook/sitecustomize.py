@@ -94,13 +94,18 @@ _phases = _Phases()
 _generate_calls = [0]
 
 
+def _first_of(args, kwargs, *names):
+    """The first of the keyword arguments `names` given, else the first positional one."""
+    for name in names:
+        value = kwargs.get(name)
+        if value is not None:
+            return value
+    return args[0] if args else None
+
+
 def _tokens(args, kwargs):
     """(batch, new tokens per sequence) of one forward call, or None when it has no ids."""
-    x = kwargs.get("input_ids")
-    if x is None:
-        x = kwargs.get("inputs_embeds")
-    if x is None and args:
-        x = args[0]
+    x = _first_of(args, kwargs, "input_ids", "inputs_embeds")
     shape = getattr(x, "shape", None)
     if shape is None or len(shape) < 2:
         return None
@@ -201,11 +206,7 @@ def _mark_generated(nvtx, model, args, kwargs, result):
     encoder-decoder model, a prompt given as embeddings, an output of another shape)."""
     if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
         return
-    prompt = kwargs.get("input_ids")
-    if prompt is None:
-        prompt = kwargs.get("inputs")
-    if prompt is None and args:
-        prompt = args[0]
+    prompt = _first_of(args, kwargs, "input_ids", "inputs")
     out = getattr(result, "sequences", result)
     p, o = getattr(prompt, "shape", None), getattr(out, "shape", None)
     if p is None or o is None or len(p) != 2 or len(o) != 2:
