@@ -77,8 +77,37 @@ fn the_manager_summaries_speak_plainly_and_say_each_fact_once() {
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        for metric in ["sm__", "dram__", "gpu__", "smsp__", "launch__"] {
+        for metric in [
+            "sm__",
+            "dram__",
+            "gpu__",
+            "smsp__",
+            "launch__",
+            "FP32 ridge",
+        ] {
             assert!(!text.contains(metric), "{}: {metric}", path.display());
+        }
+        // Files are cited as footnotes, not in sentences: outside tables and the Sources
+        // list, no line names a file the figures come from.
+        let body = text.split("\n## Sources\n").next().unwrap();
+        for line in body.lines().filter(|l| !l.starts_with('|')) {
+            for file in [
+                "nsys/",
+                "ncu/",
+                ".sqlite",
+                ".csv",
+                "status.json",
+                "env.json",
+            ] {
+                assert!(!line.contains(file), "{}: {file} in {line}", path.display());
+            }
+        }
+        if text.contains("[^1]") {
+            assert!(
+                text.contains("\n## Sources\n\n[^1]: "),
+                "{}",
+                path.display()
+            );
         }
         let headline = text
             .lines()

@@ -4,6 +4,7 @@
 
 mod csv;
 pub(crate) mod diff;
+mod footnotes;
 mod json;
 mod ledger;
 mod markdown;

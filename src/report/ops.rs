@@ -13,7 +13,7 @@ pub(crate) fn table(a: &Artifacts, s: &mut String, rows: usize) {
     let gpu: i64 = a.operators.iter().map(|o| o.gpu_ns).sum();
     let _ = writeln!(
         s,
-        "PyTorch operators ({} distinct, from their NVTX ranges in `{}`): calls, CPU time on their own (nested operators taken out), the GPU time of the kernels launched while each was the innermost operator ({:.2} ms in all), the input shapes of most calls, and the top kernels.\n",
+        "PyTorch operators ({} distinct, from their NVTX ranges; {}): calls, CPU time on their own (nested operators taken out), the GPU time of the kernels launched while each was the innermost operator ({:.2} ms in all), the input shapes of most calls, and the top kernels.\n",
         a.operators.len(),
         a.sqlite_file,
         gpu as f64 / 1e6

@@ -182,7 +182,7 @@ pub(crate) fn sentence(f: &Finding) -> String {
                 TensorUse::Low | TensorUse::Unmeasured => "check they use tensor cores (bf16/fp8 dtypes, aligned shapes)",
             };
             format!(
-                "{} of the top kernels {w} {} compute-bound ({}; the FP32 ridge is at {}): {what}{}.",
+                "{} of the top kernels {w} {} compute-bound ({}; each does more arithmetic per byte it moves than {}, past which this GPU's arithmetic, not its memory, sets the pace): {what}{}.",
                 kernels.len(),
                 are(kernels.len()),
                 per_kernel(

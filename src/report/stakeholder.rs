@@ -25,6 +25,12 @@ pub(crate) fn summary_md(a: &Artifacts, f: &Findings) -> String {
     for r in recommendations(f) {
         let _ = writeln!(s, "- {r}");
     }
+    let mut notes = super::footnotes::Footnotes::default();
+    let mut s = notes.cite_in(&s);
+    let sources = notes.render();
+    if !sources.is_empty() {
+        let _ = write!(s, "\n{sources}");
+    }
     s
 }
 
@@ -415,7 +421,7 @@ fn operators(a: &Artifacts, s: &mut String) {
     }
     match &a.ranges {
         Some(ranges) if !ranges.is_empty() => {
-            let _ = writeln!(s, "From {}:\n", a.nvtx_sum_file);
+            let _ = writeln!(s, "As nsys summarised them ({}):\n", a.nvtx_sum_file);
             let _ = writeln!(
                 s,
                 "| range | style | instances | total (ms) | avg (ms) |\n|---|---|--:|--:|--:|"
@@ -468,7 +474,7 @@ fn csv_as_table(path: &std::path::Path, rows: usize) -> String {
 fn top_kernels(a: &Artifacts, s: &mut String) {
     let _ = writeln!(
         s,
-        "## Top kernels\n\nShares from {}; bound classes from ncu's SM and DRAM throughput ({}).\n",
+        "## Top kernels\n\nShares of GPU time as nsys measured them ({}); bound classes from ncu's SM and DRAM throughput ({}).\n",
         a.kern_sum_file,
         if a.ncu_problem.is_some() {
             "ncu export unreadable, see kernels.md"
@@ -509,7 +515,7 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
     }
     let _ = writeln!(
         s,
-        "\nFull tables: kernels.md. Bound: memory-bound when the kernel keeps DRAM bandwidth near its peak, compute-bound when it keeps the SMs near theirs doing arithmetic, instruction-bound when the SMs are that busy moving data (loads, stores, copies), latency-bound when neither is near its peak (rules `memory_bound`, `compute_bound`: `stage2 explain`; the thresholds: kernels.md).\n"
+        "\nFull tables: kernels.md. Bound: memory-bound when the kernel keeps DRAM bandwidth near its peak, compute-bound when it keeps the SMs near theirs doing arithmetic, instruction-bound when the SMs are that busy moving data (loads, stores, copies), latency-bound when neither is near its peak (rules `memory_bound`, `compute_bound`: `stage2 explain` gives their thresholds).\n"
     );
 }
 
