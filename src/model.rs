@@ -425,6 +425,23 @@ pub(crate) fn short_name(name: &str) -> String {
     }
 }
 
+/// "1 CUDA graph launch", "2 CUDA graph launches".
+pub(crate) fn graph_launches(n: u64) -> String {
+    counted(n, "CUDA graph launch", "CUDA graph launches")
+}
+
+/// "1 kernel outside graphs", "3 kernels outside graphs".
+pub(crate) fn kernels_outside(n: u64) -> String {
+    counted(n, "kernel outside graphs", "kernels outside graphs")
+}
+
+fn counted(n: u64, one: &str, many: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

@@ -350,7 +350,7 @@ fn a_replayed_capture_says_so_in_the_reports_and_on_the_console() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("stage2: headline (a replayed capture's figures, not this workload's): "),
+        err.contains("stage2: headline (a replayed capture's figures, not this workload's; sources: stakeholder_summary.md): "),
         "{err}"
     );
     for f in ["stakeholder_summary.md", "kernels.md"] {

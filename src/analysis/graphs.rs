@@ -63,26 +63,9 @@ impl StepWork {
     pub(crate) fn describe(&self) -> String {
         format!(
             "{} and {}",
-            graph_launches(self.graphs),
-            kernels_outside(self.kernels)
+            crate::model::graph_launches(self.graphs),
+            crate::model::kernels_outside(self.kernels)
         )
-    }
-}
-
-/// "1 CUDA graph launch", "2 CUDA graph launches".
-pub(crate) fn graph_launches(n: u64) -> String {
-    counted(n, "CUDA graph launch", "CUDA graph launches")
-}
-
-/// "1 kernel outside graphs", "3 kernels outside graphs".
-pub(crate) fn kernels_outside(n: u64) -> String {
-    counted(n, "kernel outside graphs", "kernels outside graphs")
-}
-
-fn counted(n: u64, one: &str, many: &str) -> String {
-    match n {
-        1 => format!("1 {one}"),
-        n => format!("{n} {many}"),
     }
 }
 

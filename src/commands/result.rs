@@ -67,19 +67,28 @@ fn headline(summary: &Path) -> Option<String> {
         .find_map(|l| l.strip_prefix("**Headline:** "))?;
     // A replayed capture's headline is not this workload's: said on the same line.
     let replayed = match text.contains("**Replayed capture:**") {
-        true => " (a replayed capture's figures, not this workload's)",
+        true => "a replayed capture's figures, not this workload's; ",
         false => "",
     };
     let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
+    let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
             '\\' => out.extend(chars.next()),
+            // A footnote mark ("[^2]") points into the file; the console line points to the
+            // file as a whole.
+            '[' if chars.peek() == Some(&'^') => {
+                for d in chars.by_ref() {
+                    if d == ']' {
+                        break;
+                    }
+                }
+            }
             c => out.push(c),
         }
     }
     Some(format!(
-        "headline{replayed}: {}",
+        "headline ({replayed}sources: stakeholder_summary.md): {}",
         crate::term::visible(&out.replace("**", ""))
     ))
 }

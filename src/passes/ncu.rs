@@ -520,11 +520,16 @@ impl Pass for NcuPass {
                 warnings.push(e);
             }
         }
-        if let Some(c) = &plan.cost {
-            tracing::info!(
+        match &plan.cost {
+            Some(c) if c.kernels == 0 => tracing::info!(
+                "ncu plan: no kernel to profile ({} from the metrics cache)",
+                c.cached
+            ),
+            Some(c) => tracing::info!(
                 "ncu plan: {} kernels to profile ({} from the metrics cache), {} passes each, about {:.0} s ({})",
                 c.kernels, c.cached, c.passes_per_kernel, c.predicted_s, c.basis
-            );
+            ),
+            None => {}
         }
         if plan.nothing_left {
             let mut st = PassStatus::new(

@@ -1,6 +1,6 @@
 //! kernels.csv: every kernel, one row each; empty cell when a value is unknown.
 
-use crate::analysis::repeats::Repeats;
+use crate::findings::document::{Decided, Repeats};
 use crate::model::{Bound, KernelRecord};
 
 pub(crate) const HEADER: &[&str] = &[
@@ -82,11 +82,7 @@ impl super::Output for KernelsCsv {
     fn file(&self) -> &'static str {
         "kernels.csv"
     }
-    fn render(
-        &self,
-        a: &crate::analysis::Artifacts,
-        _: &crate::findings::Findings,
-    ) -> Option<String> {
+    fn render(&self, a: &Decided) -> Option<String> {
         {
             let all: Vec<KernelRecord> = a.records.iter().chain(&a.ncu_records).cloned().collect();
             Some(kernels_csv(&all, a.repeats.as_ref()))

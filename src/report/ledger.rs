@@ -4,8 +4,7 @@
 use std::fmt::Write;
 
 use super::fmt::md;
-use crate::analysis::ledger::{Parts, RangeLedger};
-use crate::analysis::Artifacts;
+use crate::findings::document::{Decided, Parts, RangeLedger};
 
 /// Instances listed in the per-step table.
 const STEPS_SHOWN: usize = 16;
@@ -30,7 +29,7 @@ fn row(p: &Parts) -> String {
     )
 }
 
-pub(crate) fn section(a: &Artifacts, s: &mut String) {
+pub(crate) fn section(a: &Decided, s: &mut String) {
     if a.ledger.is_empty() {
         return;
     }
@@ -64,7 +63,7 @@ pub(crate) fn section(a: &Artifacts, s: &mut String) {
 }
 
 /// Where each range's own time went in Python, from the hook's stack samples.
-fn python(a: &Artifacts, s: &mut String) {
+fn python(a: &Decided, s: &mut String) {
     let Some(p) = &a.python else { return };
     let hz = a.config.workload.python_sampling_hz;
     let _ = writeln!(
@@ -73,7 +72,7 @@ fn python(a: &Artifacts, s: &mut String) {
         p.samples,
         p.files,
         if hz > 0.0 { format!(" at {hz} Hz") } else { String::new() },
-        crate::analysis::pysamples::MIN_SAMPLES
+        crate::rules::PYTHON_MIN_SAMPLES
     );
     if !p.unaligned.is_empty() {
         let _ = writeln!(
@@ -111,7 +110,7 @@ fn python(a: &Artifacts, s: &mut String) {
 
 /// The GPU side of each range: its projection split into kernels running (union), other work
 /// only (memcpy/memset with no kernel running), and idle gaps between its work.
-fn gpu(a: &Artifacts, s: &mut String) {
+fn gpu(a: &Decided, s: &mut String) {
     if a.range_stats.is_empty() {
         return;
     }
@@ -136,7 +135,7 @@ fn gpu(a: &Artifacts, s: &mut String) {
 }
 
 /// The per-instance view of the step range (report.step_range), or of the captured range.
-fn steps(a: &Artifacts, s: &mut String) {
+fn steps(a: &Decided, s: &mut String) {
     let wanted = [Some(a.config.report.step_range.as_str()), a.capture.range()];
     let Some(l): Option<&RangeLedger> = wanted
         .iter()

@@ -5,12 +5,12 @@ use std::fmt::Write;
 use super::fmt::{capitalise, cut, md, ms, opt1, pct, us};
 use super::phrase;
 use super::second_gpu_note;
-use crate::analysis::Artifacts;
+use crate::findings::document::Decided;
 use crate::findings::{rules, Claim, Finding, Findings, Quantity as Q};
 use crate::model::{display_name, Bound, KernelRecord, TimeSource};
 use crate::rundir::KERN_SUM;
 
-pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
+pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
     let mut s = String::new();
     let width = a.config.report.name_width;
     let _ = writeln!(s, "# Kernels of run {}\n", md(&a.run_id));
@@ -156,7 +156,7 @@ pub(crate) fn kernels_md(a: &Artifacts, f: &Findings) -> String {
 
 /// The kernels ncu did not measure, headed by the same share the coverage line completes; NCCL
 /// kernels that ncu leaves out are marked, outside that basis.
-fn left_out(a: &Artifacts, c: &Finding, s: &mut String, width: usize) {
+fn left_out(a: &Decided, c: &Finding, s: &mut String, width: usize) {
     let left: Vec<_> = a.records.iter().filter(|r| r.ncu_instances == 0).collect();
     if left.is_empty() {
         return;
@@ -192,7 +192,7 @@ fn left_out(a: &Artifacts, c: &Finding, s: &mut String, width: usize) {
 }
 
 /// Which kernels' ncu figures this run took from the metrics cache, and from which runs.
-fn cached_note(a: &Artifacts, s: &mut String) {
+fn cached_note(a: &Decided, s: &mut String) {
     let cached: Vec<&KernelRecord> = a
         .records
         .iter()
@@ -217,7 +217,7 @@ fn cached_note(a: &Artifacts, s: &mut String) {
     );
 }
 
-fn table(s: &mut String, a: &Artifacts, records: &[KernelRecord], top: usize, width: usize) {
+fn table(s: &mut String, a: &Decided, records: &[KernelRecord], top: usize, width: usize) {
     let _ = writeln!(
         s,
         "| # | kernel | instances | total (us) | avg (us) | share | SM % | DRAM % | bound |"
@@ -241,7 +241,7 @@ fn table(s: &mut String, a: &Artifacts, records: &[KernelRecord], top: usize, wi
     }
 }
 
-fn ranges_section(a: &Artifacts, f: &Findings, s: &mut String) {
+fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
     if a.range_stats.is_empty() {
         return;
     }
@@ -309,24 +309,14 @@ fn ranges_section(a: &Artifacts, f: &Findings, s: &mut String) {
 
 /// The tensor source types whose operations ncu counted (`sm__ops_path_tensor_src_<type>`):
 /// tensor work of any other type is not in the achieved FLOP/s.
-fn tensor_sources(a: &Artifacts) -> String {
-    let mut types: Vec<String> = a
-        .records
-        .iter()
-        .chain(&a.ncu_records)
-        .flat_map(|r| r.metrics.keys())
-        .filter_map(|k| crate::analysis::roofline::tensor_source(k))
-        .map(|k| k.split('_').next().unwrap_or(k).to_ascii_uppercase())
-        .collect();
-    types.sort_unstable();
-    types.dedup();
-    match types.is_empty() {
+fn tensor_sources(a: &Decided) -> String {
+    match a.tensor_sources.is_empty() {
         true => "none".into(),
-        false => types.join(", "),
+        false => a.tensor_sources.join(", "),
     }
 }
 
-fn roofline_section(a: &Artifacts, f: &Findings, s: &mut String, width: usize) {
+fn roofline_section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
     let Some(p) = a.peaks else {
         return;
     };
@@ -386,7 +376,7 @@ fn roofline_section(a: &Artifacts, f: &Findings, s: &mut String, width: usize) {
 /// What the roofline does not show: how much of the captured range the kernels fill, and
 /// where the rest of its wall time goes, so a kernel at its roof is not read as the range
 /// being at its floor. Phrased from the captured range's findings.
-fn roofline_context(a: &Artifacts, f: &Findings, s: &mut String) {
+fn roofline_context(a: &Decided, f: &Findings, s: &mut String) {
     let Some(c) = f.find(|x| matches!(x.claim, Claim::CapturedRange)) else {
         return;
     };
@@ -419,7 +409,7 @@ fn roofline_context(a: &Artifacts, f: &Findings, s: &mut String) {
     let _ = a;
 }
 
-fn ranks_section(a: &Artifacts, s: &mut String, width: usize) {
+fn ranks_section(a: &Decided, s: &mut String, width: usize) {
     let ranks = &a.rank_data;
     if ranks.is_empty() {
         return;
@@ -502,7 +492,7 @@ fn ranks_section(a: &Artifacts, s: &mut String, width: usize) {
                         .unwrap_or_else(|| "–".into())
                 })
                 .collect();
-            if let Some((median, rank, slow)) = crate::analysis::ranks::straggler(ranks, name) {
+            if let Some(&(median, rank, slow)) = a.stragglers.get(name.as_str()) {
                 let _ = writeln!(
                     s,
                     "| {} | {} | {} | rank {rank} | {:.2}x |",
@@ -523,8 +513,8 @@ impl super::Output for KernelsMd {
     fn file(&self) -> &'static str {
         "kernels.md"
     }
-    fn render(&self, a: &crate::analysis::Artifacts, f: &Findings) -> Option<String> {
-        Some(kernels_md(a, f))
+    fn render(&self, a: &Decided) -> Option<String> {
+        Some(kernels_md(a, &a.findings))
     }
 }
 

@@ -15,31 +15,25 @@ mod stakeholder;
 mod svg;
 mod tokens;
 
-use crate::analysis::summary::Summary;
 use crate::analysis::Artifacts;
 use crate::config::Config;
 use crate::error::Error;
-use crate::findings::Findings;
+use crate::findings::document::{Decided, Summary};
 use crate::rundir::RunDir;
 
-/// One output file of a run, rendered from the analysis (hyperfine's `export/` shape): each
-/// renderer file implements it once.
+/// One output file of a run, rendered from the decided document (hyperfine's `export/`
+/// shape): each renderer file implements it once.
 pub(crate) trait Output {
     /// The file's name in the run directory.
     fn file(&self) -> &'static str;
     /// Its text, or None when the run has nothing for it (no roofline without ncu peaks) or
     /// writes it as it is made ([`Output::stream`]).
-    fn render(&self, _a: &Artifacts, _f: &Findings) -> Option<String> {
+    fn render(&self, _d: &Decided) -> Option<String> {
         None
     }
     /// A file too large to hold whole (summary.json): its text written as it is made; false
     /// when there is none.
-    fn stream(
-        &self,
-        _a: &Artifacts,
-        _f: &Findings,
-        _w: &mut dyn std::io::Write,
-    ) -> std::io::Result<bool> {
+    fn stream(&self, _d: &Decided, _w: &mut dyn std::io::Write) -> std::io::Result<bool> {
         Ok(false)
     }
 }
@@ -66,27 +60,26 @@ pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error>
 /// Write every report of already parsed artifacts. An ncu export that could not be read is
 /// returned as the error after the reports are written without it.
 pub(crate) fn render(run: &RunDir, mut a: Artifacts) -> Result<Summary, Error> {
-    let findings = crate::findings::derive(&a);
+    let d = crate::findings::document::decide(&a);
     for out in OUTPUTS {
         let path = run.file(out.file());
-        let written = match out.render(&a, &findings) {
+        let written = match out.render(&d) {
             Some(text) => crate::rundir::status::write_atomic(&path, text.as_bytes()),
-            None => {
-                crate::rundir::status::write_atomic_with(&path, |w| out.stream(&a, &findings, w))
-            }
+            None => crate::rundir::status::write_atomic_with(&path, |w| out.stream(&d, w)),
         };
         written.map_err(|e| Error::io("write", path, e))?;
     }
+    let summary = d.summary;
     match a.ncu_problem.take() {
         Some(e) => Err(e),
-        None => Ok(crate::analysis::summary::summary(&a)),
+        None => Ok(summary),
     }
 }
 
 /// Kernel labels for one table of a run: tagged where the run holds another kernel of the same
 /// display name (see [`crate::model::labels_in`]), so every table names a kernel alike.
 pub(crate) fn run_labels<'a>(
-    a: &'a Artifacts,
+    a: &'a Decided<'a>,
     names: impl Iterator<Item = &'a str> + Clone,
     width: usize,
 ) -> Vec<String> {
@@ -173,7 +166,7 @@ pub(crate) mod fmt {
 
 /// The sentence saying the two passes ran at once, on which GPUs (None: one after the
 /// other).
-pub(crate) fn second_gpu_note(a: &crate::analysis::Artifacts) -> Option<String> {
+pub(crate) fn second_gpu_note(a: &Decided) -> Option<String> {
     let g = a.second_gpu()?;
     Some(format!(
         "the ncu pass ran on GPU {} while the nsys pass ran on GPU {}, both {} (`ncu.second_gpu`; status.json `passes.ncu.ncu.second_gpu`)",
@@ -188,7 +181,7 @@ mod tests;
 
 /// A run whose profilers were test doubles says so before any figure: every figure is the
 /// recorded capture's, whatever the workload did (env.json `tools.*.replay`).
-pub(crate) fn replay_note(a: &Artifacts) -> Option<String> {
+pub(crate) fn replay_note(a: &Decided) -> Option<String> {
     let tools = a.replayed_tools();
     (!tools.is_empty()).then(|| {
         format!(

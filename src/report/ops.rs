@@ -3,10 +3,10 @@
 use std::fmt::Write;
 
 use super::fmt::md;
-use crate::analysis::Artifacts;
+use crate::findings::document::Decided;
 
 /// The `rows` operators with the most GPU time; nothing when the run has no operator ranges.
-pub(crate) fn table(a: &Artifacts, s: &mut String, rows: usize) {
+pub(crate) fn table(a: &Decided, s: &mut String, rows: usize) {
     if a.operators.is_empty() {
         return;
     }

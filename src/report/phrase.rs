@@ -335,7 +335,7 @@ fn idle(
 fn groups_sentence(
     f: &Finding,
     w: &str,
-    groups: &[crate::analysis::instances::Group],
+    groups: &[crate::findings::document::Group],
     differs_in: Option<&str>,
     verdicts: &[String],
     python: &[Option<String>],

@@ -4,17 +4,15 @@
 use std::fmt::Write;
 
 use super::fmt::{md, opt1, pct, us};
-use crate::analysis::sampled::Agreement;
-use crate::analysis::summary::GpuMetrics;
-use crate::analysis::Artifacts;
+use crate::findings::document::{Agreement, Decided, GpuMetrics};
 use crate::findings::Findings;
 use crate::model::{Bound, KernelRecord, SampledFigures};
 
 /// Launch configurations listed per kernel; the rest are in summary.json.
 const CONFIGS_SHOWN: usize = 4;
 
-pub(crate) fn section(a: &Artifacts, f: &Findings, s: &mut String, width: usize) {
-    let Some(gm) = crate::analysis::summary::gpu_metrics(a) else {
+pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
+    let Some(gm) = &a.summary.gpu_metrics else {
         return;
     };
     let scope = match a.capture.range() {
@@ -42,14 +40,14 @@ pub(crate) fn section(a: &Artifacts, f: &Findings, s: &mut String, width: usize)
         period_us,
         Bound::SAMPLED_RULE
     );
-    instances(a, &gm, s);
-    table(a, &gm, s, width, all.time_ns);
-    agreement(&gm, f, s);
+    instances(a, gm, s);
+    table(a, gm, s, width, all.time_ns);
+    agreement(gm, f, s);
 }
 
 /// The spread over the range's instances, when it has several: a warm-up or a longer
 /// context shows here before it shows in any one kernel.
-fn instances(a: &Artifacts, gm: &GpuMetrics, s: &mut String) {
+fn instances(a: &Decided, gm: &GpuMetrics, s: &mut String) {
     if gm.instances.len() < 2 {
         return;
     }
@@ -82,7 +80,7 @@ fn opt_pct(v: Option<f64>) -> String {
     v.map(pct).unwrap_or_else(|| "–".into())
 }
 
-fn table(a: &Artifacts, gm: &GpuMetrics, s: &mut String, width: usize, total_ns: f64) {
+fn table(a: &Decided, gm: &GpuMetrics, s: &mut String, width: usize, total_ns: f64) {
     let _ = writeln!(
         s,
         "| # | kernel | grid | block | share | launches | avg (us) | coverage | samples | DRAM % | SM issue % | tensor % | bound (sampled) | ncu DRAM % | ncu bound |"

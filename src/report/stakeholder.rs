@@ -5,12 +5,12 @@ use std::fmt::Write;
 use super::fmt::{capitalise, cut, md, ms, pct, us};
 use super::phrase;
 use super::second_gpu_note;
-use super::Artifacts;
 use crate::config::Capture;
+use crate::findings::document::Decided;
 use crate::findings::{Claim, Finding, Findings, Quantity as Q, Role};
 use crate::model::Bound;
 
-pub(crate) fn summary_md(a: &Artifacts, f: &Findings) -> String {
+pub(crate) fn summary_md(a: &Decided, f: &Findings) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Where the GPU time goes: run {}\n", md(&a.run_id));
     if let Some(note) = super::replay_note(a) {
@@ -40,14 +40,14 @@ fn is(f: &Finding, claim: fn(&Claim) -> bool) -> bool {
 
 /// How the headline names the captured range: "captured `decode` range", "captured
 /// cudaProfilerStart/Stop windows".
-fn captured_name(a: &Artifacts) -> String {
+fn captured_name(a: &Decided) -> String {
     match &a.capture {
         Capture::ProfilerApi { .. } => "captured cudaProfilerStart/Stop windows".to_string(),
         _ => format!("captured `{}` range", md(a.capture.range().unwrap_or(""))),
     }
 }
 
-fn headline(a: &Artifacts, f: &Findings) -> String {
+fn headline(a: &Decided, f: &Findings) -> String {
     let Some(totals) = f.find(|x| is(x, |c| matches!(c, Claim::KernelTotals))) else {
         return "**No kernel data was captured.** See the passes below and status.json for why."
             .to_string();
@@ -245,7 +245,7 @@ fn phase(x: &Finding) -> String {
     )
 }
 
-fn run_facts(a: &Artifacts, s: &mut String) {
+fn run_facts(a: &Decided, s: &mut String) {
     let _ = writeln!(s, "## Run facts\n\n| | |\n|---|---|");
     let gpu = a
         .env_str(&["gpus", "0", "name"])
@@ -355,7 +355,7 @@ fn run_facts(a: &Artifacts, s: &mut String) {
     s.push('\n');
 }
 
-fn numbers(a: &Artifacts, f: &Findings, s: &mut String) {
+fn numbers(a: &Decided, f: &Findings, s: &mut String) {
     let _ = writeln!(s, "## Headline numbers\n");
     for x in f.made() {
         let line = match &x.claim {
@@ -387,7 +387,7 @@ fn numbers(a: &Artifacts, f: &Findings, s: &mut String) {
     s.push('\n');
 }
 
-fn captured_line(a: &Artifacts, c: &Finding) -> String {
+fn captured_line(a: &Decided, c: &Finding) -> String {
     format!(
         "Captured range {}{}: {} CPU wall{}, {} of kernels in {} launches{}, GPU busy {} of the range time (the longer of CPU wall and GPU projection){}{}",
         phrase::range_name(c.scope.range.as_deref().unwrap_or("")),
@@ -411,7 +411,7 @@ fn captured_line(a: &Artifacts, c: &Finding) -> String {
     )
 }
 
-fn operators(a: &Artifacts, s: &mut String) {
+fn operators(a: &Decided, s: &mut String) {
     match a.operators.is_empty() {
         true => s.push_str("## NVTX ranges\n\n"),
         false => {
@@ -471,7 +471,7 @@ fn csv_as_table(path: &std::path::Path, rows: usize) -> String {
     out
 }
 
-fn top_kernels(a: &Artifacts, s: &mut String) {
+fn top_kernels(a: &Decided, s: &mut String) {
     let _ = writeln!(
         s,
         "## Top kernels\n\nShares of GPU time as nsys measured them ({}); bound classes from ncu's SM and DRAM throughput ({}).\n",
@@ -505,9 +505,8 @@ fn top_kernels(a: &Artifacts, s: &mut String) {
             s,
             "\nIn `{}`, which ncu profiled (ranked by ncu's time of the launches it profiled, replayed one at a time: its durations differ from the running workload's above):\n",
             md(&a
-                .ncu_include
-                .as_deref()
-                .map(crate::analysis::nvtx::base_name)
+                .ncu_range
+                .clone()
                 .or_else(|| first.nvtx_range.clone())
                 .unwrap_or_else(|| "the ncu range".into()))
         );
@@ -524,17 +523,13 @@ const NSYS_COLUMNS: &str = "| # | kernel | share of GPU time | avg (us) | bound 
 const NCU_COLUMNS: &str =
     "| # | kernel | share of ncu's profiled time | avg under ncu replay (us) | bound |";
 
-fn top_table(
-    s: &mut String,
-    a: &crate::analysis::Artifacts,
-    records: &[crate::model::KernelRecord],
-) {
+fn top_table(s: &mut String, a: &Decided, records: &[crate::model::KernelRecord]) {
     top_table_with(s, a, records, NSYS_COLUMNS)
 }
 
 fn top_table_with(
     s: &mut String,
-    a: &crate::analysis::Artifacts,
+    a: &Decided,
     records: &[crate::model::KernelRecord],
     columns: &str,
 ) {
@@ -583,7 +578,7 @@ impl super::Output for StakeholderMd {
     fn file(&self) -> &'static str {
         "stakeholder_summary.md"
     }
-    fn render(&self, a: &crate::analysis::Artifacts, f: &Findings) -> Option<String> {
-        Some(summary_md(a, f))
+    fn render(&self, a: &Decided) -> Option<String> {
+        Some(summary_md(a, &a.findings))
     }
 }

@@ -6,8 +6,7 @@
 
 use std::fmt::Write;
 
-use super::Artifacts;
-use crate::analysis::roofline::Peaks;
+use crate::findings::document::{Decided, Peaks};
 use crate::model::display_name;
 
 const W: f64 = 760.0;
@@ -57,7 +56,7 @@ fn xml(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-pub(crate) fn roofline_svg(a: &Artifacts, peaks: &Peaks) -> String {
+pub(crate) fn roofline_svg(a: &Decided, peaks: &Peaks) -> String {
     // (rank, name, intensity, flop/s, share of time in %)
     let mut pts: Vec<(usize, String, f64, f64, f64)> = Vec::new();
     let mut undrawn = 0;
@@ -321,11 +320,7 @@ impl super::Output for RooflineSvg {
     fn file(&self) -> &'static str {
         "roofline.svg"
     }
-    fn render(
-        &self,
-        a: &crate::analysis::Artifacts,
-        _: &crate::findings::Findings,
-    ) -> Option<String> {
+    fn render(&self, a: &Decided) -> Option<String> {
         a.peaks.as_ref().map(|p| roofline_svg(a, p))
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::fmt::md;
-use crate::analysis::Artifacts;
+use crate::findings::document::{Decided, PhaseCost};
 use crate::findings::{Claim, Finding, Findings, Quantity as Q};
 
 fn opt(v: Option<f64>, digits: usize) -> String {
@@ -11,7 +11,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 }
 
 /// kernels.md's table; nothing without phases.
-pub(crate) fn section(a: &Artifacts, f_all: &Findings, s: &mut String) {
+pub(crate) fn section(a: &Decided, f_all: &Findings, s: &mut String) {
     if a.per_token.is_empty() {
         return;
     }
@@ -52,7 +52,7 @@ pub(crate) fn section(a: &Artifacts, f_all: &Findings, s: &mut String) {
 
 /// Where ncu measured one instance whole, what its DRAM MB are and what the kernels' replays
 /// summed to, side by side.
-fn whole_note(a: &Artifacts, s: &mut String) {
+fn whole_note(a: &Decided, s: &mut String) {
     for p in &a.per_token {
         let Some((f, w)) = p.floor.as_ref().and_then(|f| Some((f, f.whole.as_ref()?))) else {
             continue;
@@ -76,7 +76,7 @@ fn whole_note(a: &Artifacts, s: &mut String) {
 
 /// The phase without a profiler (the baseline pass), per instance and per token at the same
 /// tokens per instance.
-fn baseline_row(f: &Findings, p: &crate::analysis::tokens::PhaseCost, s: &mut String) {
+fn baseline_row(f: &Findings, p: &PhaseCost, s: &mut String) {
     let Some(m) = f.find(|x| {
         matches!(x.claim, Claim::MeasurementCost { .. })
             && x.scope.range.as_deref() == Some(p.phase.as_str())
@@ -128,7 +128,7 @@ fn group_rows(f: &Findings, phase: &str, s: &mut String) {
 /// One sentence per phase for a manager, from the per-token findings: step time, per token,
 /// tokens/s, and how near the floors it runs. With a baseline pass, a phase it timed leads
 /// with the figures without a profiler, the ones under nsys beside them.
-pub(crate) fn headline(a: &Artifacts, f: &Findings) -> Option<String> {
+pub(crate) fn headline(a: &Decided, f: &Findings) -> Option<String> {
     let parts: Vec<String> = f
         .made()
         .filter(|x| matches!(x.claim, Claim::PerToken))
@@ -268,7 +268,7 @@ fn sentence(p: &Finding) -> String {
 /// ": N CUDA graph launches and M kernels outside graphs" of an instance measured whole, the
 /// counts that are not zero.
 fn step_parts(p: &Finding) -> String {
-    use crate::analysis::graphs::{graph_launches, kernels_outside};
+    use crate::model::{graph_launches, kernels_outside};
     let count = |q| p.figure(q).map(|f| f.value as u64).filter(|&n| n > 0);
     let parts: Vec<String> = [
         count(Q::StepGraphLaunches).map(graph_launches),
