@@ -9,9 +9,10 @@ use crate::cli::ProfileArgs;
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
 use crate::passes::driver::Driver;
-use crate::passes::ncu::{self, query, NcuPass};
-use crate::passes::nsys::{self, NsysPass};
+use crate::passes::ncu::{self, query};
+use crate::passes::nsys;
 use crate::passes::provenance::{Env, Inputs};
+use crate::passes::sequence::{self, cache_device, workload_gpu, Check, Setup};
 use crate::passes::tools::{self, Found, Tool};
 use crate::passes::workload;
 use crate::passes::Ctx;
@@ -115,13 +116,6 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     )
     .map_err(|e| io("inputs.yaml", e))?;
 
-    let mut status = Status::new(&run.id());
-    for pass in ["nsys", "ncu"] {
-        status.set(pass, PassStatus::new(PassState::Pending, None));
-    }
-    if cfg.run.baseline {
-        status.set("baseline", PassStatus::new(PassState::Pending, None));
-    }
     let ctx = Ctx {
         cfg,
         run: &run,
@@ -131,97 +125,20 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     };
     let mut driver = Driver {
         ctx: &ctx,
-        status,
+        status: Status::new(&run.id()),
         dry_run: args.dry_run,
     };
-    driver.save();
-    let nsys_path = nsys_tool.map(|t| t.path);
-    let ncu_path = ncu_tool.as_ref().map(|t| t.path.clone());
-    if let Some(gpus) = second_gpu(cfg, &env, &workload) {
-        // ncu starts now, so the names it will be given are checked first.
-        let (known, refused) = checked(metric_check.take(), known);
-        let index = gpus.ncu.parse().unwrap_or(0);
-        let on = |gpu: &str| crate::passes::workload::Workload {
-            env: crate::passes::beside::pinned(&workload.env, gpu),
-            ..workload.clone()
-        };
-        let (nsys_w, ncu_w) = (on(&gpus.nsys), on(&gpus.ncu));
-        let (nsys_ctx, ncu_ctx) = (ctx.with_workload(&nsys_w), ctx.with_workload(&ncu_w));
-        driver.drive_pair(
-            (
-                &NsysPass {
-                    tool: nsys_path.clone(),
-                },
-                &nsys_ctx,
-            ),
-            (
-                &NcuPass {
-                    device: cache_device(&env, index, ncu_tool.as_ref()),
-                    tool: ncu_path,
-                    refused,
-                    nsys: nsys_path.clone(),
-                    known_metrics: known,
-                    second_gpu: Some(gpus),
-                },
-                &ncu_ctx,
-            ),
-        )?;
-        repeat_nsys(&mut driver, &nsys_path, args.dry_run)?;
-    } else {
-        driver.drive(&NsysPass {
-            tool: nsys_path.clone(),
-        })?;
-        repeat_nsys(&mut driver, &nsys_path, args.dry_run)?;
-        let (known, refused) = checked(metric_check.take(), known);
-        driver.drive(&NcuPass {
-            device: cache_device(&env, workload_gpu(cfg), ncu_tool.as_ref()),
-            tool: ncu_path,
-            refused: refused.or_else(|| workload_failed(&driver.status)),
-            nsys: nsys_path,
-            known_metrics: known,
-            second_gpu: None,
-        })?;
-    }
+    let mut setup = Setup {
+        nsys: nsys_tool.map(|t| t.path),
+        ncu: ncu_tool,
+        env: &env,
+        check: metric_check,
+        known,
+        ncu_done: false,
+    };
+    sequence::run(&mut driver, &mut setup)?;
 
-    if cfg.run.baseline {
-        let workload_failed = workload_failed(&driver.status).is_some();
-        driver.drive(&crate::passes::baseline::BaselinePass { workload_failed })?;
-    }
-
-    // The reports carry the final status of every pass, their own included: finish the run as
-    // if rendering succeeds, render once, and record the failure if it does not.
-    if !args.dry_run {
-        driver
-            .status
-            .set("report", PassStatus::new(PassState::Ok, None));
-    }
-    let mut code = driver.status.finish(args.dry_run);
-    driver.save();
-    env.finished = Some(crate::rundir::status::now());
-    let _ = env.write(&run.file("env.json"));
-    if !args.dry_run {
-        // A signal before the reports: an earlier pass already says where it came.
-        let earlier = crate::passes::signals::interrupted();
-        let st = match report::render_all(&run, cfg.clone()) {
-            Ok(_) => PassStatus::new(PassState::Ok, None),
-            Err(e) => PassStatus::failed(Cause::of(&e), Some(e.to_string())),
-        };
-        // A signal while the reports were rendered: they are written, and the run still ends
-        // interrupted, never `ok`.
-        let st = match (st.state, crate::passes::signals::interrupted() && !earlier) {
-            (PassState::Ok, true) => PassStatus::new(
-                PassState::Interrupted,
-                Some("a signal arrived while the reports were rendered; they were written".into()),
-            ),
-            _ => st,
-        };
-        crate::passes::driver::report_pass("report", &st);
-        if st.state != PassState::Ok {
-            driver.status.set("report", st);
-            code = driver.status.finish(false);
-            driver.save();
-        }
-    }
+    let code = finish(&mut driver, &mut env, cfg);
     match cfg.run.private {
         true => run.close_up(),
         false => run.open_up(),
@@ -240,149 +157,46 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     Ok(code)
 }
 
-/// The metric check with an nsys pass first: running beside it, or (when nsys samples the
-/// GPU's counters) what to ask once it is over.
-enum Check {
-    Beside(std::thread::JoinHandle<Result<Option<Vec<String>>, Error>>),
-    After(query::Source, Vec<String>),
-}
-
-/// The metric check's answer: the reports' metrics this GPU knows (or what was known before),
-/// and the error that refuses the ncu pass.
-fn checked(
-    check: Option<Check>,
-    known: Option<Vec<String>>,
-) -> (Option<Vec<String>>, Option<Error>) {
-    let answer = check.map(|c| match c {
-        Check::Beside(h) => h.join().unwrap_or(Ok(None)),
-        Check::After(source, metrics) => query::decide(source.ask_and_keep().as_deref(), &metrics),
-    });
-    match answer {
-        Some(Ok(k)) => (k, None),
-        Some(Err(e)) => (None, Some(e)),
-        None => (known, None),
+/// Finish the run: status.json's final state, env.json's end time, and the reports, which
+/// carry the final status of every pass, their own included: the run is finished as if
+/// rendering succeeds, rendered once, and the failure recorded if it does not. Returns the
+/// exit code.
+fn finish(driver: &mut Driver, env: &mut Env, cfg: &Config) -> i32 {
+    let (run, dry_run) = (driver.ctx.run, driver.dry_run);
+    if !dry_run {
+        driver
+            .status
+            .set("report", PassStatus::new(PassState::Ok, None));
     }
-}
-
-/// The GPUs for `ncu.second_gpu`, when it is on and the two passes can run at once; why not
-/// is a warning, and the passes run one after the other.
-fn second_gpu(
-    cfg: &Config,
-    env: &Env,
-    workload: &crate::passes::workload::Workload,
-) -> Option<crate::rundir::status::SecondGpu> {
-    if !cfg.ncu.second_gpu {
-        return None;
-    }
-    let inherited = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-    match crate::passes::beside::gpus(cfg, &workload.env, inherited.as_deref(), &env.gpus) {
-        Ok(g) => {
-            tracing::info!(
-                "ncu.second_gpu: the ncu pass runs on GPU {} while the nsys pass runs on GPU {} ({})",
-                g.ncu,
-                g.nsys,
-                g.model
-            );
-            Some(g)
-        }
-        Err(why) => {
-            tracing::warn!("ncu.second_gpu: the passes run one after the other: {why}");
-            None
-        }
-    }
-}
-
-/// The index (in nvidia-smi's list) of the GPU the workload sees: `workload.device`'s
-/// `cuda:N` (or `N`), else the first.
-fn workload_gpu(cfg: &Config) -> usize {
-    cfg.workload
-        .device
-        .as_deref()
-        .and_then(|d| d.rsplit(':').next()?.parse::<usize>().ok())
-        .unwrap_or(0)
-}
-
-/// GPU `index`, its driver and ncu's version: what the metrics cache's keys need (None when
-/// any is unknown).
-fn cache_device(
-    env: &Env,
-    index: usize,
-    ncu: Option<&Found>,
-) -> Option<crate::passes::ncu::cache::Device> {
-    let gpu = env.gpus.get(index)?;
-    Some(crate::passes::ncu::cache::Device {
-        gpu: gpu.name.clone(),
-        driver: gpu.driver.clone(),
-        ncu: ncu?.version.clone()?,
-    })
-}
-
-/// A workload that failed under nsys would fail again under ncu, after minutes of replay:
-/// the ncu pass is not run, for that reason.
-fn workload_failed(status: &Status) -> Option<Error> {
-    let nsys = status.passes.get("nsys")?;
-    (nsys.state == PassState::Failed && nsys.exit_code == crate::exit_codes::WORKLOAD).then(|| {
-        crate::error::WorkloadError::Failed(
-            "the workload failed under nsys (see nsys/nsys.log); ncu would run it again".into(),
-        )
-        .into()
-    })
-}
-
-/// Timed nsys passes 2..=`run.repeat`, each in `repeats/<i>/` with its own status.json; the
-/// main status records how many succeeded as the `nsys_repeat` pass. They run only after a
-/// good first pass (a capture that found nothing once finds nothing again).
-fn repeat_nsys(driver: &mut Driver, nsys: &Option<PathBuf>, dry_run: bool) -> Result<(), Error> {
-    let (ctx, n) = (driver.ctx, driver.ctx.cfg.run.repeat);
-    let first_ok = driver
-        .status
-        .passes
-        .get("nsys")
-        .is_some_and(|p| matches!(p.state, PassState::Ok | PassState::Planned));
-    if n < 2 || !first_ok {
-        return Ok(());
-    }
-    let mut failed = Vec::new();
-    for i in 2..=n {
-        let sub = ctx.run.repeat(i, true)?;
-        let sub_ctx = Ctx { run: &sub, ..*ctx };
-        let mut d = Driver {
-            ctx: &sub_ctx,
-            status: Status::new(&ctx.run.id()),
-            dry_run,
-        };
-        tracing::info!("nsys pass {i} of {n}");
-        d.drive(&NsysPass { tool: nsys.clone() })?;
-        d.status.finish(dry_run);
-        d.save();
-        let st = &d.status.passes["nsys"];
-        if !matches!(st.state, PassState::Ok | PassState::Planned) {
-            failed.push((i, st.clone()));
-        }
-        if crate::passes::signals::interrupted() {
-            break;
-        }
-    }
-    let st = match failed.first() {
-        None if dry_run => PassStatus::new(PassState::Planned, None),
-        None => PassStatus::new(
-            PassState::Ok,
-            Some(format!("{n} timed nsys passes (repeats/2..{n})")),
-        ),
-        Some((i, st)) => {
-            let mut st = st.clone();
-            st.reason = Some(format!(
-                "{} of {} repeated nsys passes failed; first: repeats/{i}: {}",
-                failed.len(),
-                n - 1,
-                st.reason.clone().unwrap_or_default()
-            ));
-            st
-        }
-    };
-    driver.status.set("nsys_repeat", st);
+    let mut code = driver.status.finish(dry_run);
     driver.save();
-    Ok(())
+    env.finished = Some(crate::rundir::status::now());
+    let _ = env.write(&run.file("env.json"));
+    if dry_run {
+        return code;
+    }
+    // A signal before the reports: an earlier pass already says where it came.
+    let earlier = crate::passes::signals::interrupted();
+    let st = match report::render_all(run, cfg.clone()) {
+        Ok(_) => PassStatus::new(PassState::Ok, None),
+        Err(e) => PassStatus::failed(Cause::of(&e), Some(e.to_string())),
+    };
+    // A signal while the reports were rendered: they are written, and the run still ends
+    // interrupted, never `ok`.
+    let st = match (st.state, crate::passes::signals::interrupted() && !earlier) {
+        (PassState::Ok, true) => PassStatus::new(
+            PassState::Interrupted,
+            Some("a signal arrived while the reports were rendered; they were written".into()),
+        ),
+        _ => st,
+    };
+    crate::passes::driver::report_pass("report", &st);
+    if st.state != PassState::Ok {
+        driver.status.set("report", st);
+        code = driver.status.finish(false);
+        driver.save();
+    }
+    code
 }
 
 /// The resolved config as written into the run: values of secret-named `workload.env` keys

@@ -363,7 +363,16 @@ impl Claim {
             | SampledDisagrees { .. }
             | InstanceGroups { .. } => Role::Caveat,
             NoNcuMetrics | NothingStandsOut => Role::Advice,
-            _ => Role::Verdict,
+            GpuIdle { .. }
+            | GpuWaitsInNccl
+            | NcclWaiting
+            | RanksOutOfStep { .. }
+            | TinyKernels { .. }
+            | MemoryBound { .. }
+            | ComputeBound { .. }
+            | TensorCoresIdle
+            | SampledBound { .. }
+            | RangeVerdict { .. } => Role::Verdict,
         }
     }
 }

@@ -244,7 +244,19 @@ pub(crate) fn sentence(f: &Finding) -> String {
         Claim::NothingStandsOut => {
             "No rule fired on this run's figures (the rules are listed in kernels.md); compare against a previous run with `stage2 diff`.".to_string()
         }
-        _ => fact(f),
+        Claim::KernelTotals
+        | Claim::LaunchCalls
+        | Claim::NcuCoverage { .. }
+        | Claim::MeasurementCost { .. }
+        | Claim::ShapeCoverage
+        | Claim::NcclTime
+        | Claim::Straggler { .. } => fact(f),
+        // Laid out by the renderers' own headline and tables, never as a lone sentence.
+        Claim::TopKernel { .. }
+        | Claim::CapturedRange
+        | Claim::PhaseTime
+        | Claim::PerToken
+        | Claim::RangeVerdict { .. } => String::new(),
     }
 }
 
@@ -487,7 +499,29 @@ pub(crate) fn fact(f: &Finding) -> String {
             f.text(Q::MedianRankWallNs),
             cite(f)
         ),
-        _ => String::new(),
+        // Not facts: phrased by [`sentence`], or laid out by the renderers' own headline and
+        // tables.
+        Claim::TopKernel { .. }
+        | Claim::CapturedRange
+        | Claim::PhaseTime
+        | Claim::PerToken
+        | Claim::RangeVerdict { .. }
+        | Claim::InstanceGroups { .. }
+        | Claim::GraphLevelTrace
+        | Claim::GpuIdle { .. }
+        | Claim::GpuWaitsInNccl
+        | Claim::NcclWaiting
+        | Claim::RanksOutOfStep { .. }
+        | Claim::KernelsExceedWall { .. }
+        | Claim::TinyKernels { .. }
+        | Claim::MemoryBound { .. }
+        | Claim::ComputeBound { .. }
+        | Claim::TensorCoresIdle
+        | Claim::SampledBound { .. }
+        | Claim::SampledDisagrees { .. }
+        | Claim::NoNcuMetrics
+        | Claim::PassIncomplete { .. }
+        | Claim::NothingStandsOut => String::new(),
     }
 }
 

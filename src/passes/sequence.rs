@@ -1,0 +1,286 @@
+//! The passes a profile runs, in order: each a line of [`SEQUENCE`]. A step reads the driver
+//! (status.json so far) and what start-up found (tools, the metric check), then runs its pass
+//! through the driver's loop or records why it has nothing to do. A new pass is a file with a
+//! [`Pass`](super::driver::Pass) and a line here.
+
+use std::path::PathBuf;
+
+use super::driver::Driver;
+use super::ncu::{query, NcuPass};
+use super::nsys::NsysPass;
+use super::provenance::Env;
+use super::tools::Found;
+use super::Ctx;
+use crate::config::Config;
+use crate::error::Error;
+use crate::rundir::status::{PassState, PassStatus, Status};
+
+/// What start-up found that the passes need.
+pub(crate) struct Setup<'a> {
+    pub(crate) nsys: Option<PathBuf>,
+    pub(crate) ncu: Option<Found>,
+    pub(crate) env: &'a Env,
+    /// The check of ncu's metric names, when it is still under way or still to ask.
+    pub(crate) check: Option<Check>,
+    /// The reports' metrics this GPU knows, when known before the passes.
+    pub(crate) known: Option<Vec<String>>,
+    /// Set when the ncu pass already ran beside the nsys pass (`ncu.second_gpu`).
+    pub(crate) ncu_done: bool,
+}
+
+/// A pass's step: its name in status.json, whether this run has it (it is `pending` until it
+/// runs), and how it runs.
+pub(crate) struct Step {
+    pub(crate) name: &'static str,
+    pub(crate) wanted: fn(&Config) -> bool,
+    pub(crate) run: fn(&mut Driver, &mut Setup) -> Result<(), Error>,
+}
+
+/// Every pass, in the order a profile runs them.
+pub(crate) const SEQUENCE: &[Step] = &[
+    Step {
+        name: "nsys",
+        wanted: |_| true,
+        run: nsys,
+    },
+    Step {
+        name: "nsys_repeat",
+        wanted: |_| false,
+        run: |d, s| repeat_nsys(d, &s.nsys),
+    },
+    Step {
+        name: "ncu",
+        wanted: |_| true,
+        run: ncu,
+    },
+    Step {
+        name: "baseline",
+        wanted: |c| c.run.baseline,
+        run: baseline,
+    },
+];
+
+/// Run every step; an error that stops the run is returned (the driver has recorded it).
+pub(crate) fn run(driver: &mut Driver, setup: &mut Setup) -> Result<(), Error> {
+    for step in SEQUENCE.iter().filter(|s| (s.wanted)(driver.ctx.cfg)) {
+        driver
+            .status
+            .set(step.name, PassStatus::new(PassState::Pending, None));
+    }
+    driver.save();
+    for step in SEQUENCE {
+        (step.run)(driver, setup)?;
+    }
+    Ok(())
+}
+
+/// The nsys pass; with `ncu.second_gpu`, the ncu pass beside it on the other GPU.
+fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
+    let ctx = driver.ctx;
+    let Some(gpus) = second_gpu(ctx.cfg, s.env, ctx.workload) else {
+        return driver.drive(&NsysPass {
+            tool: s.nsys.clone(),
+        });
+    };
+    // ncu starts now, so the names it will be given are checked first.
+    let (known, refused) = checked(s.check.take(), s.known.take());
+    let index = gpus.ncu.parse().unwrap_or(0);
+    let on = |gpu: &str| super::workload::Workload {
+        env: super::beside::pinned(&ctx.workload.env, gpu),
+        ..ctx.workload.clone()
+    };
+    let (nsys_w, ncu_w) = (on(&gpus.nsys), on(&gpus.ncu));
+    let (nsys_ctx, ncu_ctx) = (ctx.with_workload(&nsys_w), ctx.with_workload(&ncu_w));
+    s.ncu_done = true;
+    driver.drive_pair(
+        (
+            &NsysPass {
+                tool: s.nsys.clone(),
+            },
+            &nsys_ctx,
+        ),
+        (
+            &NcuPass {
+                device: cache_device(s.env, index, s.ncu.as_ref()),
+                tool: s.ncu.as_ref().map(|t| t.path.clone()),
+                refused,
+                nsys: s.nsys.clone(),
+                known_metrics: known,
+                second_gpu: Some(gpus),
+            },
+            &ncu_ctx,
+        ),
+    )
+}
+
+/// The ncu pass, after the nsys pass (and its repeats); not when it already ran beside it.
+fn ncu(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
+    if s.ncu_done {
+        return Ok(());
+    }
+    let (known, refused) = checked(s.check.take(), s.known.take());
+    let cfg = driver.ctx.cfg;
+    driver.drive(&NcuPass {
+        device: cache_device(s.env, workload_gpu(cfg), s.ncu.as_ref()),
+        tool: s.ncu.as_ref().map(|t| t.path.clone()),
+        refused: refused.or_else(|| workload_failed(&driver.status)),
+        nsys: s.nsys.clone(),
+        known_metrics: known,
+        second_gpu: None,
+    })
+}
+
+/// The workload once more without a profiler (`run.baseline`).
+fn baseline(driver: &mut Driver, _: &mut Setup) -> Result<(), Error> {
+    if !driver.ctx.cfg.run.baseline {
+        return Ok(());
+    }
+    let workload_failed = workload_failed(&driver.status).is_some();
+    driver.drive(&super::baseline::BaselinePass { workload_failed })
+}
+
+/// The metric check with an nsys pass first: running beside it, or (when nsys samples the
+/// GPU's counters) what to ask once it is over.
+pub(crate) enum Check {
+    Beside(std::thread::JoinHandle<Result<Option<Vec<String>>, Error>>),
+    After(query::Source, Vec<String>),
+}
+
+/// The metric check's answer: the reports' metrics this GPU knows (or what was known before),
+/// and the error that refuses the ncu pass.
+fn checked(
+    check: Option<Check>,
+    known: Option<Vec<String>>,
+) -> (Option<Vec<String>>, Option<Error>) {
+    let answer = check.map(|c| match c {
+        Check::Beside(h) => h.join().unwrap_or(Ok(None)),
+        Check::After(source, metrics) => query::decide(source.ask_and_keep().as_deref(), &metrics),
+    });
+    match answer {
+        Some(Ok(k)) => (k, None),
+        Some(Err(e)) => (None, Some(e)),
+        None => (known, None),
+    }
+}
+
+/// The GPUs for `ncu.second_gpu`, when it is on and the two passes can run at once; why not
+/// is a warning, and the passes run one after the other.
+fn second_gpu(
+    cfg: &Config,
+    env: &Env,
+    workload: &crate::passes::workload::Workload,
+) -> Option<crate::rundir::status::SecondGpu> {
+    if !cfg.ncu.second_gpu {
+        return None;
+    }
+    let inherited = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    match crate::passes::beside::gpus(cfg, &workload.env, inherited.as_deref(), &env.gpus) {
+        Ok(g) => {
+            tracing::info!(
+                "ncu.second_gpu: the ncu pass runs on GPU {} while the nsys pass runs on GPU {} ({})",
+                g.ncu,
+                g.nsys,
+                g.model
+            );
+            Some(g)
+        }
+        Err(why) => {
+            tracing::warn!("ncu.second_gpu: the passes run one after the other: {why}");
+            None
+        }
+    }
+}
+
+/// The index (in nvidia-smi's list) of the GPU the workload sees: `workload.device`'s
+/// `cuda:N` (or `N`), else the first.
+pub(crate) fn workload_gpu(cfg: &Config) -> usize {
+    cfg.workload
+        .device
+        .as_deref()
+        .and_then(|d| d.rsplit(':').next()?.parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
+/// GPU `index`, its driver and ncu's version: what the metrics cache's keys need (None when
+/// any is unknown).
+pub(crate) fn cache_device(
+    env: &Env,
+    index: usize,
+    ncu: Option<&Found>,
+) -> Option<crate::passes::ncu::cache::Device> {
+    let gpu = env.gpus.get(index)?;
+    Some(crate::passes::ncu::cache::Device {
+        gpu: gpu.name.clone(),
+        driver: gpu.driver.clone(),
+        ncu: ncu?.version.clone()?,
+    })
+}
+
+/// A workload that failed under nsys would fail again under ncu, after minutes of replay:
+/// the ncu pass is not run, for that reason.
+fn workload_failed(status: &Status) -> Option<Error> {
+    let nsys = status.passes.get("nsys")?;
+    (nsys.state == PassState::Failed && nsys.exit_code == crate::exit_codes::WORKLOAD).then(|| {
+        crate::error::WorkloadError::Failed(
+            "the workload failed under nsys (see nsys/nsys.log); ncu would run it again".into(),
+        )
+        .into()
+    })
+}
+
+/// Timed nsys passes 2..=`run.repeat`, each in `repeats/<i>/` with its own status.json; the
+/// main status records how many succeeded as the `nsys_repeat` pass. They run only after a
+/// good first pass (a capture that found nothing once finds nothing again).
+fn repeat_nsys(driver: &mut Driver, nsys: &Option<PathBuf>) -> Result<(), Error> {
+    let dry_run = driver.dry_run;
+    let (ctx, n) = (driver.ctx, driver.ctx.cfg.run.repeat);
+    let first_ok = driver
+        .status
+        .passes
+        .get("nsys")
+        .is_some_and(|p| matches!(p.state, PassState::Ok | PassState::Planned));
+    if n < 2 || !first_ok {
+        return Ok(());
+    }
+    let mut failed = Vec::new();
+    for i in 2..=n {
+        let sub = ctx.run.repeat(i, true)?;
+        let sub_ctx = Ctx { run: &sub, ..*ctx };
+        let mut d = Driver {
+            ctx: &sub_ctx,
+            status: Status::new(&ctx.run.id()),
+            dry_run,
+        };
+        tracing::info!("nsys pass {i} of {n}");
+        d.drive(&NsysPass { tool: nsys.clone() })?;
+        d.status.finish(dry_run);
+        d.save();
+        let st = &d.status.passes["nsys"];
+        if !matches!(st.state, PassState::Ok | PassState::Planned) {
+            failed.push((i, st.clone()));
+        }
+        if crate::passes::signals::interrupted() {
+            break;
+        }
+    }
+    let st = match failed.first() {
+        None if dry_run => PassStatus::new(PassState::Planned, None),
+        None => PassStatus::new(
+            PassState::Ok,
+            Some(format!("{n} timed nsys passes (repeats/2..{n})")),
+        ),
+        Some((i, st)) => {
+            let mut st = st.clone();
+            st.reason = Some(format!(
+                "{} of {} repeated nsys passes failed; first: repeats/{i}: {}",
+                failed.len(),
+                n - 1,
+                st.reason.clone().unwrap_or_default()
+            ));
+            st
+        }
+    };
+    driver.status.set("nsys_repeat", st);
+    driver.save();
+    Ok(())
+}
