@@ -379,7 +379,7 @@ fn instances_that_differ_are_told_apart() {
     let md = read(dir.join("kernels.md"));
     assert!(
         md.contains("#16-#30; GPU busy 5.5% of their time: mostly idle; Python samples: `Linear.forward (")
-            && md.contains("#2-#15; GPU busy 1.1% of their time: mostly idle; Python samples: `sdpa_attention_forward ("),
+            && md.contains("#2-#15; their CUDA calls: 14 modules of GPU code loaded (cuModuleLoad/cuLibraryLoad, for their kernels' first use); GPU busy 1.1% of their time: mostly idle; Python samples: `sdpa_attention_forward ("),
         "{md}"
     );
     assert_eq!(decode["python_functions"].as_array().map(Vec::len), Some(3));

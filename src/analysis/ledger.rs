@@ -28,6 +28,16 @@ pub(crate) struct Parts {
     pub(crate) other_api_ns: i64,
     pub(crate) children_ns: i64,
     pub(crate) rest_ns: i64,
+    /// Of the other CUDA calls: CUDA graphs instantiated (graphs recorded) and modules of GPU
+    /// code loaded (for their kernels' first use), counted, the child ranges' calls included.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) graphs_instantiated: u32,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) modules_loaded: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Parts {
@@ -38,6 +48,8 @@ impl Parts {
         self.other_api_ns += o.other_api_ns;
         self.children_ns += o.children_ns;
         self.rest_ns += o.rest_ns;
+        self.graphs_instantiated += o.graphs_instantiated;
+        self.modules_loaded += o.modules_loaded;
     }
 }
 
@@ -219,7 +231,7 @@ pub(crate) fn cpu_story_with(
 }
 
 /// One push/pop range instance while the ledger is built: what its calls and children add
-/// (its wall time is its range's, the rest follows). 40 bytes: kept per range instance.
+/// (its wall time is its range's, the rest follows). 48 bytes: kept per range instance.
 struct Node {
     range: u32,
     /// The enclosing node, [`NO_NODE`] for none.
@@ -228,6 +240,8 @@ struct Node {
     launch_ns: i64,
     other_api_ns: i64,
     children_ns: i64,
+    graphs_instantiated: u32,
+    modules_loaded: u32,
 }
 
 const NO_NODE: u32 = u32::MAX;
@@ -247,6 +261,8 @@ impl Node {
             other_api_ns: self.other_api_ns,
             children_ns: self.children_ns,
             rest_ns: wall_ns - self.sync_ns - self.launch_ns - self.other_api_ns - self.children_ns,
+            graphs_instantiated: self.graphs_instantiated,
+            modules_loaded: self.modules_loaded,
         }
     }
     fn parent(&self) -> Option<usize> {
@@ -283,6 +299,8 @@ impl<'a> Builder<'a> {
                 launch_ns: 0,
                 other_api_ns: 0,
                 children_ns: 0,
+                graphs_instantiated: 0,
+                modules_loaded: 0,
             });
         }
         for n in 0..nodes.len() {
@@ -310,7 +328,20 @@ impl<'a> Builder<'a> {
     }
 
     /// The ledger of every push/pop range name, in order of first appearance.
-    pub(crate) fn finish(self) -> Vec<RangeLedger> {
+    pub(crate) fn finish(mut self) -> Vec<RangeLedger> {
+        // Counts include the child ranges' (a step that records its graphs inside an inner
+        // range still records them): children come after their parent, so one backward
+        // pass carries each count up the whole chain.
+        for n in (0..self.nodes.len()).rev() {
+            let (g, m) = (
+                self.nodes[n].graphs_instantiated,
+                self.nodes[n].modules_loaded,
+            );
+            if let Some(p) = self.nodes[n].parent().filter(|&p| p < n) {
+                self.nodes[p].graphs_instantiated += g;
+                self.nodes[p].modules_loaded += m;
+            }
+        }
         aggregate(self.ranges, &self.nodes)
     }
 }
@@ -338,6 +369,14 @@ impl Sink<ApiCall> for Builder<'_> {
             ApiKind::Sync => p.sync_ns += ns,
             ApiKind::Launch => p.launch_ns += ns,
             ApiKind::Other => p.other_api_ns += ns,
+            ApiKind::Instantiate => {
+                p.other_api_ns += ns;
+                p.graphs_instantiated += 1;
+            }
+            ApiKind::Load => {
+                p.other_api_ns += ns;
+                p.modules_loaded += 1;
+            }
         }
     }
 
@@ -431,6 +470,37 @@ mod tests {
     }
 
     #[test]
+    fn graphs_instantiated_and_code_loaded_are_counted_per_instance_with_their_children() {
+        // Two `step`s; the first records a graph inside its child `capture` and loads code.
+        let ranges = [r("step", 0, 100), r("capture", 10, 50), r("step", 200, 250)];
+        let calls = [
+            call(20, 30, ApiKind::Instantiate),
+            call(60, 70, ApiKind::Load),
+            call(210, 220, ApiKind::Launch),
+        ];
+        let l = ledger(&ranges, &calls);
+        let step = l.iter().find(|x| x.name == "step").unwrap();
+        let first = &step.per_instance[0];
+        assert_eq!((first.graphs_instantiated, first.modules_loaded), (1, 1));
+        // Their time is other CUDA work on the thread, as before.
+        assert_eq!(first.other_api_ns, 10);
+        let second = &step.per_instance[1];
+        assert_eq!((second.graphs_instantiated, second.modules_loaded), (0, 0));
+        let capture = l.iter().find(|x| x.name == "capture").unwrap();
+        assert_eq!(capture.total.graphs_instantiated, 1);
+        for (name, kind) in [
+            ("cudaGraphInstantiate_v12000", ApiKind::Instantiate),
+            ("cudaGraphInstantiateWithFlags_v11040", ApiKind::Instantiate),
+            ("cuModuleLoadData", ApiKind::Load),
+            ("cuLibraryLoadData", ApiKind::Load),
+            ("cudaStreamBeginCapture_v10000", ApiKind::Other),
+            ("cudaGraphLaunch_v10000", ApiKind::Launch),
+        ] {
+            assert_eq!(ApiKind::of(name), kind, "{name}");
+        }
+    }
+
+    #[test]
     fn calls_go_to_the_innermost_range_and_the_parts_add_up() {
         let ranges = [r("step", 0, 100), r("attn", 10, 60), r("mlp", 70, 90)];
         let calls = [
@@ -454,6 +524,7 @@ mod tests {
                 other_api_ns: 3,
                 children_ns: 70,
                 rest_ns: 24,
+                ..Parts::default()
             }
         );
         assert_eq!(step.children["attn"], 50);
@@ -476,6 +547,6 @@ mod tests {
 
     #[test]
     fn a_ledger_node_stays_small() {
-        assert_eq!(std::mem::size_of::<Node>(), 40);
+        assert_eq!(std::mem::size_of::<Node>(), 48);
     }
 }

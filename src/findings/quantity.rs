@@ -89,6 +89,10 @@ pub(crate) enum Quantity {
     /// part that differs most between the groups.
     GroupMedianWallNs,
     GroupLedgerPartNs,
+    /// One group of a range's instances: CUDA graphs its instances instantiated (recorded)
+    /// and modules of GPU code they loaded (for their kernels' first use), summed.
+    GroupGraphsInstantiated,
+    GroupModulesLoaded,
     /// Per instance of a phase.
     MsPerInstance,
     MsPerToken,
@@ -123,7 +127,9 @@ impl Quantity {
             | KernelsWeighedByShape
             | StepInstance
             | StepGraphLaunches
-            | StepKernelsOutsideGraphs => Unit::Count,
+            | StepKernelsOutsideGraphs
+            | GroupGraphsInstantiated
+            | GroupModulesLoaded => Unit::Count,
             StepDramMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance

@@ -388,8 +388,11 @@ fn groups_sentence(
                 ),
                 _ => String::new(),
             };
+            let work = first_call_work(f, &g.label)
+                .map(|w| format!("; their CUDA calls: {w}"))
+                .unwrap_or_default();
             format!(
-                "{} at a median of {at}{tps} ({}, {which}{verdict}{sampled})",
+                "{} at a median of {at}{tps} ({}, {which}{work}{verdict}{sampled})",
                 g.instances,
                 md(&g.label)
             )
@@ -410,6 +413,41 @@ fn groups_sentence(
         "{s}. Figures over all its instances (per instance, per token, the range's verdict) mix these kinds{}.",
         cite(f)
     )
+}
+
+/// "2 CUDA graphs instantiated (recorded), 41 modules of GPU code loaded (...)": what a group's
+/// instances do that makes a first call slow, from their CUDA calls (cudaGraphInstantiate,
+/// cuModuleLoad* / cuLibraryLoad*); None when they do neither. Loading is not compiling: an
+/// eager PyTorch run loads its own libraries' code lazily too.
+pub(crate) fn first_call_work(f: &Finding, group: &str) -> Option<String> {
+    let graphs = f
+        .in_group(Q::GroupGraphsInstantiated, group)
+        .map(|e| e.value);
+    let modules = f.in_group(Q::GroupModulesLoaded, group).map(|e| e.value);
+    let plural = |n: f64, one: &str, many: &str| match n as u64 {
+        1 => format!("1 {one}"),
+        k => format!("{k} {many}"),
+    };
+    let parts: Vec<String> = [
+        graphs.map(|n| {
+            plural(
+                n,
+                "CUDA graph instantiated (recorded)",
+                "CUDA graphs instantiated (recorded)",
+            )
+        }),
+        modules.map(|n| {
+            plural(
+                n,
+                "module of GPU code loaded (cuModuleLoad/cuLibraryLoad, for its kernels' first use)",
+                "modules of GPU code loaded (cuModuleLoad/cuLibraryLoad, for their kernels' first use)",
+            )
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// A fact as one sentence.

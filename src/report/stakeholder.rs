@@ -137,7 +137,16 @@ fn headline(a: &Decided, f: &Findings) -> String {
                     let at = x
                         .in_group(Q::GroupMedianWallNs, &g.label)
                         .map_or("–".into(), |e| e.text.clone());
-                    format!("{} at {at}", g.instances)
+                    // The headline's short form; the finding's sentence names the calls.
+                    let work = match (
+                        x.in_group(Q::GroupGraphsInstantiated, &g.label),
+                        x.in_group(Q::GroupModulesLoaded, &g.label),
+                    ) {
+                        (Some(_), _) => " (recording CUDA graphs)",
+                        (None, Some(_)) => " (loading GPU code)",
+                        (None, None) => "",
+                    };
+                    format!("{} at {at}{work}", g.instances)
                 })
                 .collect();
             let _ = write!(

@@ -5,7 +5,7 @@
 
 use super::super::{Claim, Figure, Findings, Quantity, Scope};
 use crate::analysis::instances::{Group, RangeGroups};
-use crate::analysis::ledger::Parts;
+use crate::analysis::ledger::{Parts, RangeLedger};
 use crate::analysis::ranges::Spread;
 use crate::analysis::Artifacts;
 
@@ -21,15 +21,18 @@ const PARTS: &[(&str, Part)] = &[
     ("the thread's own work outside CUDA calls", |p| p.rest_ns),
 ];
 
+/// What a first call does that later ones do not, counted per group from its instances' CUDA
+/// calls: graphs recorded (instantiated) and compiled kernels loaded.
+const WORK_OF_A_FIRST_CALL: &[(Quantity, fn(&Parts) -> u32)] = &[
+    (Quantity::GroupGraphsInstantiated, |p| p.graphs_instantiated),
+    (Quantity::GroupModulesLoaded, |p| p.modules_loaded),
+];
+
 /// The ledger part whose per-group median differs most between the fastest and slowest
 /// group, with each group's median of it; None without a per-instance ledger of every
 /// instance.
-fn differing_part(a: &Artifacts, g: &RangeGroups) -> Option<(&'static str, Vec<f64>)> {
-    let l = a.ledger_by_name().get(&g.name)?;
-    let total: u64 = g.groups.iter().map(|x| x.instances).sum();
-    if l.per_instance.len() as u64 != total {
-        return None;
-    }
+fn differing_part(l: Option<&RangeLedger>, g: &RangeGroups) -> Option<(&'static str, Vec<f64>)> {
+    let l = l?;
     let by = |grp: &Group, f: Part| {
         Spread::of(
             grp.members
@@ -55,6 +58,7 @@ fn differing_part(a: &Artifacts, g: &RangeGroups) -> Option<(&'static str, Vec<f
 }
 
 pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
+    let ledgers = a.ledger_by_name();
     for g in &a.instance_groups {
         let total: u64 = g.groups.iter().map(|x| x.instances).sum();
         let scope = Scope::range(&g.name).instances(total);
@@ -63,7 +67,11 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
             .iter()
             .find(|p| p.phase == g.name)
             .and_then(|p| Some(p.tokens? as f64 / p.instances.max(1) as f64));
-        let part = differing_part(a, g);
+        // Per instance, only where the ledger kept every instance.
+        let ledger = ledgers
+            .get(&g.name)
+            .filter(|l| l.per_instance.len() as u64 == total);
+        let part = differing_part(ledger, g);
         let mut ev = Vec::new();
         let mut verdicts = Vec::new();
         let mut python = Vec::new();
@@ -107,6 +115,17 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
                 ev.push(Figure::new(Quantity::PythonSamples, n as f64, source, &s));
             }
             python.push(sampled.map(|t| t.0.to_string()));
+            for (q, of) in WORK_OF_A_FIRST_CALL {
+                let n: u32 = grp
+                    .members
+                    .iter()
+                    .filter_map(|&i| ledger.and_then(|l| l.per_instance.get(i)))
+                    .map(of)
+                    .sum();
+                if n > 0 {
+                    ev.push(Figure::new(*q, n as f64, &a.sqlite_file, &s));
+                }
+            }
             if let Some((_, medians)) = &part {
                 ev.push(Figure::new(
                     Quantity::GroupLedgerPartNs,

@@ -275,8 +275,16 @@ pub enum ApiKind {
     Sync,
     /// Puts work on the GPU: kernel and graph launches.
     Launch,
-    /// Any other runtime or driver call (allocation, attributes, module loading, ...).
+    /// Any other runtime or driver call (allocation, attributes, ...).
     Other,
+    /// Makes an executable CUDA graph from a recorded one (`cudaGraphInstantiate`): a step
+    /// that records graphs (torch.compile's reduce-overhead, a serving engine's first step).
+    /// Other work for the thread's time.
+    Instantiate,
+    /// Loads a module of GPU code (`cuModuleLoadData`, `cuLibraryLoadData`): code loaded for
+    /// its kernels' first use (CUDA's lazy loading, or kernels compiled at run time by Triton
+    /// or torch.compile). Other work for the thread's time.
+    Load,
 }
 
 impl ApiKind {
@@ -292,6 +300,13 @@ impl ApiKind {
             || n == "cudaLaunch"
         {
             ApiKind::Launch
+        } else if n.contains("GraphInstantiate") {
+            ApiKind::Instantiate
+        } else if n.starts_with("cuModuleLoad")
+            || n.starts_with("cuLibraryLoad")
+            || n.starts_with("cudaLibraryLoad")
+        {
+            ApiKind::Load
         } else {
             ApiKind::Other
         }
