@@ -11,6 +11,8 @@ use crate::analysis::Artifacts;
 
 /// One part of a range instance's wall time on its thread.
 type Part = fn(&Parts) -> i64;
+/// One count of a range instance's CUDA calls.
+type Count = fn(&Parts) -> u32;
 
 /// The ledger's parts, by the name the reports give them.
 const PARTS: &[(&str, Part)] = &[
@@ -23,7 +25,7 @@ const PARTS: &[(&str, Part)] = &[
 
 /// What a first call does that later ones do not, counted per group from its instances' CUDA
 /// calls: graphs recorded (instantiated) and compiled kernels loaded.
-const WORK_OF_A_FIRST_CALL: &[(Quantity, fn(&Parts) -> u32)] = &[
+const WORK_OF_A_FIRST_CALL: &[(Quantity, Count)] = &[
     (Quantity::GroupGraphsInstantiated, |p| p.graphs_instantiated),
     (Quantity::GroupModulesLoaded, |p| p.modules_loaded),
 ];
