@@ -170,10 +170,14 @@ impl Split {
 /// Fewer instances than this are not split into groups.
 pub(crate) const GROUPS_MIN_INSTANCES: usize = 4;
 
+/// At most this many leading instances are one warm-up (torch.compile's first call compiles,
+/// its second records a CUDA graph).
+pub(crate) const WARMUP_MAX_INSTANCES: usize = 4;
+
 pub(crate) const WARMUP: Split = Split {
     name: "warm-up",
     id: "instance_groups_warm_up",
-    text: "a first instance over 3x the median of the rest of its enclosing instance is a warm-up",
+    text: "the first instances (up to 4), each over 3x the median of the rest of its enclosing instance, are a warm-up",
     threshold: 3.0,
 };
 pub(crate) const ENCLOSING: Split = Split {

@@ -1,8 +1,8 @@
 //! Instances that differ, told apart: a repeated range's instances (decode steps, requests)
 //! grouped by a stated rule instead of averaged together. `report.instances` chooses it:
 //!
-//! - `auto`: (1) a first instance over 3x the median of the rest of its enclosing instance
-//!   (or of the rest, without one) is a warm-up of its own;
+//! - `auto`: (1) the first instances (up to 4), each over 3x the median of the rest of its
+//!   enclosing instance (or of the rest, without one), are a warm-up of their own;
 //!   (2) instances in different enclosing instances (each `generate()` call) whose medians
 //!   differ by over 1.5x are grouped by that enclosing instance; (3) otherwise the sorted wall
 //!   times are split at their largest jump when it is over 2x and leaves at least two
@@ -18,7 +18,7 @@ use crate::parse::sqlite::NvtxRange;
 
 use crate::rules::GROUPS_MIN_INSTANCES as MIN_INSTANCES;
 /// Ranges with fewer instances are not grouped.
-pub(crate) use crate::rules::{Split, CLUSTERS, ENCLOSING, SKIP, WARMUP};
+pub(crate) use crate::rules::{Split, CLUSTERS, ENCLOSING, SKIP, WARMUP, WARMUP_MAX_INSTANCES};
 
 /// `report.instances`, parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,21 +138,39 @@ fn split(name: &str, all: &[Inst], rule: Rule) -> Option<RangeGroups> {
         Rule::Auto if n < MIN_INSTANCES => return None,
         Rule::Auto => {}
     }
-    // Against the rest of its own enclosing instance: a slow first call is not a warm-up.
-    let rest: Vec<f64> = all[1..]
-        .iter()
-        .filter(|i| i.parent == all[0].parent)
-        .map(|i| i.wall)
-        .collect();
-    if rest.len() >= 2 && all[0].wall > WARMUP.threshold * Spread::of(rest).median {
-        let mut groups = vec![group("the first (warm-up)".into(), vec![0], all)];
-        groups.extend(steady(name, &all[1..], 1).map_or_else(
-            || vec![group(format!("the other {}", n - 1), (1..n).collect(), all)],
-            |g| g.groups,
-        ));
-        return out(WARMUP, groups);
+    let k = warm_up(all);
+    if k == 0 {
+        return steady(name, all, 0);
     }
-    steady(name, all, 0)
+    let label = match k {
+        1 => "the first (warm-up)".to_string(),
+        k => format!("the first {k} (warm-up)"),
+    };
+    let mut groups = vec![group(label, (0..k).collect(), all)];
+    groups.extend(steady(name, &all[k..], k).map_or_else(
+        || vec![group(format!("the other {}", n - k), (k..n).collect(), all)],
+        |g| g.groups,
+    ));
+    out(WARMUP, groups)
+}
+
+/// How many leading instances are a warm-up: each over the threshold times the median of the
+/// instances after it in its own enclosing instance (a slow first call is not a warm-up of
+/// the calls around it), at most [`WARMUP_MAX_INSTANCES`], leaving two or more.
+fn warm_up(all: &[Inst]) -> usize {
+    let mut k = 0;
+    while k < WARMUP_MAX_INSTANCES && k < all.len() && all[k].parent == all[0].parent {
+        let rest: Vec<f64> = all[k + 1..]
+            .iter()
+            .filter(|i| i.parent == all[0].parent)
+            .map(|i| i.wall)
+            .collect();
+        if rest.len() < 2 || all[k].wall <= WARMUP.threshold * Spread::of(rest).median {
+            break;
+        }
+        k += 1;
+    }
+    k
 }
 
 /// Rules (2) and (3) over `all`, whose first instance is ordinal `offset` of the range.
@@ -409,6 +427,20 @@ mod tests {
         assert_eq!(g.rule, WARMUP);
         assert_eq!(g.groups[0].instances, 1);
         assert_eq!(g.groups[1].instances, 4);
+        // A first call that compiles and a second that records a graph (torch.compile's
+        // reduce-overhead, measured: 14605 ms, 26 ms, then 1.0 ms steps): one warm-up of two.
+        let g = split(
+            "d",
+            &insts(&[14605.0, 26.0, 1.1, 1.0, 1.0, 0.9, 1.0], &[]),
+            Rule::Auto,
+        )
+        .unwrap();
+        assert_eq!(g.groups[0].label, "the first 2 (warm-up)");
+        assert_eq!((g.groups[0].instances, g.groups[1].instances), (2, 5));
+        // Never more than the cap, and never all but one.
+        let falling = insts(&[1e6, 1e5, 1e4, 1e3, 100.0, 10.0, 1.0, 1.0, 1.0], &[]);
+        let g = split("d", &falling, Rule::Auto).unwrap();
+        assert_eq!(g.groups[0].instances, WARMUP_MAX_INSTANCES as u64);
         // Two generate() calls, one three times slower: by enclosing instance.
         let p = [Some("`generate` #1"); 3]
             .into_iter()

@@ -137,14 +137,20 @@ fn headline(a: &Decided, f: &Findings) -> String {
                     let at = x
                         .in_group(Q::GroupMedianWallNs, &g.label)
                         .map_or("–".into(), |e| e.text.clone());
-                    // The headline's short form; the finding's sentence names the calls.
-                    let work = match (
-                        x.in_group(Q::GroupGraphsInstantiated, &g.label),
-                        x.in_group(Q::GroupModulesLoaded, &g.label),
-                    ) {
-                        (Some(_), _) => " (recording CUDA graphs)",
-                        (None, Some(_)) => " (loading GPU code)",
-                        (None, None) => "",
+                    // The headline's short form, of the graphs only (the finding's sentence
+                    // names every call): a count over the group, not a claim about each.
+                    let work = match x.in_group(Q::GroupGraphsInstantiated, &g.label) {
+                        Some(n) => {
+                            let graphs = match n.value as u64 {
+                                1 => "a CUDA graph".to_string(),
+                                k => format!("{k} CUDA graphs"),
+                            };
+                            match g.instances {
+                                1 => format!(" (recording {graphs})"),
+                                _ => format!(" ({graphs} recorded among them)"),
+                            }
+                        }
+                        None => String::new(),
                     };
                     format!("{} at {at}{work}", g.instances)
                 })
