@@ -64,7 +64,7 @@ pub(crate) fn redact_arg(arg: &str) -> String {
 pub(crate) fn redact_values<'a>(text: &str, values: impl IntoIterator<Item = &'a str>) -> String {
     let mut out = text.to_string();
     for v in values {
-        if v.len() >= 4 {
+        if v.len() >= 4 && out.contains(v) {
             out = out.replace(v, REDACTED);
         }
     }
@@ -99,13 +99,35 @@ fn learn_env() {
 /// reads it from the user's shell is kept), and token shapes that say what they are (Hugging
 /// Face `hf_...`, AWS `AKIA...`, GitHub `ghp_...`).
 pub(crate) fn scrub(text: &str) -> String {
+    scrub_cow(text).into_owned()
+}
+
+/// [`scrub`] without a copy of text that holds nothing to cut: the reports' lines go through
+/// it one by one (millions for a large summary.json), and most hold no `=`, `://`, secret
+/// value or token prefix. Each step runs only where a fast test finds its trigger.
+pub(crate) fn scrub_cow(text: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
     learn_env();
-    let known = KNOWN.read().unwrap_or_else(|p| p.into_inner());
-    let mut out = redact_values(text, known.iter().map(String::as_str));
-    drop(known);
-    out = redact_url(&out);
-    out = redact_assignments(&out);
-    redact_shapes(&out)
+    let mut out = Cow::Borrowed(text);
+    {
+        let known = KNOWN.read().unwrap_or_else(|p| p.into_inner());
+        if known
+            .iter()
+            .any(|v| v.len() >= 4 && out.contains(v.as_str()))
+        {
+            out = Cow::Owned(redact_values(&out, known.iter().map(String::as_str)));
+        }
+    }
+    if out.contains("://") {
+        out = Cow::Owned(redact_url(&out));
+    }
+    if out.contains('=') {
+        out = Cow::Owned(redact_assignments(&out));
+    }
+    if SHAPES.iter().any(|(prefix, _)| out.contains(prefix)) {
+        out = Cow::Owned(redact_shapes(&out));
+    }
+    out
 }
 
 /// Whether `name` reads as an environment variable's name (upper case, digits, `_`): only those
@@ -147,11 +169,15 @@ fn redact_assignments(text: &str) -> String {
 }
 
 /// Tokens whose prefix says they are credentials.
+/// Token prefixes that say they are credentials, with the shortest body a token has.
+const SHAPES: &[(&str, usize)] = &[("hf_", 20), ("AKIA", 16), ("ghp_", 30), ("github_pat_", 30)];
+
 fn redact_shapes(text: &str) -> String {
-    const SHAPES: &[(&str, usize)] =
-        &[("hf_", 20), ("AKIA", 16), ("ghp_", 30), ("github_pat_", 30)];
     let mut out = text.to_string();
     for (prefix, min) in SHAPES {
+        if !out.contains(prefix) {
+            continue;
+        }
         let mut from = 0;
         while let Some(i) = out[from..].find(prefix).map(|i| i + from) {
             let start_ok = i == 0 || !out[..i].ends_with(|c: char| c.is_ascii_alphanumeric());
