@@ -21,7 +21,7 @@ profile() {
     ${STAGE2_EXTRA:-} $more -- "$py" "$@" >"$root/$id.log" 2>&1 || echo "probe: $id failed (see $root/$id.log)"
   tail -3 "$root/$id.log" | cut -c1-600
 }
-profile graphrec step nsys.gpu_metrics.enable=false \
+profile graphrec step --no-gpu-metrics \
   examples/workloads/graph_loop.py --record-in-step --steps 20 --hidden 1024 --layers 4
 profile compile decode "" examples/workloads/hf_generate.py --arch qwen2 --compile --new-tokens 32
 for id in graphrec compile; do

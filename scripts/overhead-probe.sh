@@ -21,5 +21,5 @@ target/release/stage2 profile --run-root /tmp/oh --run-id q1 --quick --nvtx-capt
 echo "--- nsys alone, same flags as cmd.txt"
 cat /tmp/oh/q1/nsys/cmd.txt | head -5
 echo "--- quick without sampling"
-target/release/stage2 profile --run-root /tmp/oh --run-id q2 --quick --nvtx-capture decode nsys.gpu_metrics.enable=false ncu.clock_control=none -- $py $w 2>&1 | stamp | tail -8
+target/release/stage2 profile --run-root /tmp/oh --run-id q2 --quick --nvtx-capture decode --no-gpu-metrics ncu.clock_control=none -- $py $w 2>&1 | stamp | tail -8
 python3 -c "import json; s=json.load(open('/tmp/oh/q1/status.json')); print({k:(v.get('duration_s'), (v.get('nsys') or {}).get('timing')) for k,v in s['passes'].items()})"

@@ -507,3 +507,45 @@ fn doctor_quotes_nvidia_smi_when_it_lists_no_gpu() {
         "{text}"
     );
 }
+
+/// A flag that undoes an override says so (flags win, as documented), naming both; one that
+/// agrees with it, or touches another key, says nothing.
+#[test]
+fn a_flag_over_a_contrary_override_is_named() {
+    let sb = Sandbox::new();
+    let out = sb
+        .profile(
+            "q",
+            &[
+                "--dry-run",
+                "--quick",
+                "nsys.gpu_metrics.enable=false",
+                "--",
+                "true",
+            ],
+        )
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        err.contains("a command-line flag sets nsys.gpu_metrics.enable to true over override `nsys.gpu_metrics.enable=false` (false): flags win over overrides; drop one of them"),
+        "{err}"
+    );
+    let cmd = std::fs::read_to_string(sb.run("q").join("nsys/cmd.txt")).unwrap();
+    assert!(cmd.contains("--gpu-metrics-frequency="), "{cmd}");
+    let out = sb
+        .profile(
+            "r",
+            &[
+                "--dry-run",
+                "--quick",
+                "nsys.gpu_metrics.enable=true",
+                "--",
+                "true",
+            ],
+        )
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(!err.contains("flags win over overrides"), "{err}");
+}

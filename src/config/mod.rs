@@ -172,6 +172,18 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
         layers.push(format!("override {arg}"));
     }
     for (key, value) in &src.flags {
+        // Flags win over overrides, as documented; one that silently undid what the user
+        // wrote (`--quick` with `nsys.gpu_metrics.enable=false`) would be a trap.
+        let by_override = origins.get(key).filter(|o| o.starts_with("override"));
+        if let (Some(o), Some(old)) = (by_override, tree::get(&tree, &tree::split(key))) {
+            if old != value {
+                tracing::warn!(
+                    "a command-line flag sets {key} to {} over {o} ({}): flags win over overrides; drop one of them",
+                    yaml_inline(value),
+                    yaml_inline(old)
+                );
+            }
+        }
         tree::set(&mut tree, &tree::split(key), value.clone()).map_err(Error::config)?;
         origins.insert(key.clone(), "a command-line flag".to_string());
     }
@@ -389,3 +401,11 @@ fn plain_types(msg: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// A YAML value on one line, as a warning quotes it.
+fn yaml_inline(v: &Value) -> String {
+    serde_yaml::to_string(v)
+        .unwrap_or_default()
+        .trim()
+        .replace('\n', " ")
+}
