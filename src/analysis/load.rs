@@ -60,18 +60,22 @@ impl Timeline {
     /// One pass over the export: launches into the scan, API calls into the ledger.
     fn read(
         db: &NsysDb,
-        captured: Option<&str>,
+        capture: &Capture,
         rule: super::instances::Rule,
         shapes_of: Option<&ShapeRequest>,
     ) -> Result<Timeline, Error> {
+        let captured = capture.range();
         let all = db.ranges()?;
         let has_ops = all.iter().any(|r| ops::is_op(&r.name));
         // One nesting index for every consumer.
         let nest = nesting::Nesting::new(&all);
         let graphs = graphs::per_range(&all, &nest, &db.graph_launches()?);
         let mut groups = super::instances::groups(&all, &nest, rule);
-        // Operator ranges are not steps: their instances are not grouped.
-        groups.retain(|g| !ops::is_op(&g.name));
+        // Operator ranges are not steps, nor are the ranges a library emits in its own NVTX
+        // domain (CUB's `cub::DeviceRadixSort` inside a sampling step): their instances are not
+        // grouped.
+        let library = db.library_range_names(capture.domain())?;
+        groups.retain(|g| !ops::is_op(&g.name) && !library.contains(&g.name));
         let group_of: pysamples::GroupOf = groups
             .iter()
             .flat_map(|g| g.groups.iter().map(move |grp| (g, grp)))
@@ -351,7 +355,7 @@ fn timeline(
         .map_err(|e| Error::parse(&sqlite, None, format!("cannot read: {e}")))?;
     let db = there.then(|| NsysDb::open(&sqlite)).transpose()?;
     let t = match &db {
-        Some(db) => Some(Timeline::read(db, capture.range(), rule, shapes_of)?),
+        Some(db) => Some(Timeline::read(db, capture, rule, shapes_of)?),
         None => None,
     };
     Ok((sqlite, db, t))

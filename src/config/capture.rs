@@ -70,6 +70,14 @@ impl Capture {
 
     /// The range whose instances the capture holds, as the SQLite export names it (None: the
     /// whole run).
+    /// The NVTX domain the capture's range lives in, when one was named.
+    pub fn domain(&self) -> Option<&str> {
+        match self {
+            Capture::NvtxRange { domain, .. } => domain.as_deref(),
+            _ => None,
+        }
+    }
+
     pub fn range(&self) -> Option<&str> {
         match self {
             Capture::WholeRun => None,

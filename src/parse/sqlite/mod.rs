@@ -331,6 +331,7 @@ pub const PROFILER_WINDOW: &str = crate::config::PROFILER_WINDOW;
 /// NVTX event types in the nsys schema (ENUM_NSYS_EVENT_TYPE).
 const NVTX_PUSH_POP: i64 = 59;
 const NVTX_START_END: i64 = 60;
+const NVTX_DOMAIN_CREATE: i64 = 75;
 const NVTX_MARK: i64 = 34;
 
 impl NsysDb {
@@ -402,6 +403,44 @@ impl NsysDb {
             true => "COALESCE(e.text, (SELECT value FROM StringIds s WHERE s.id = e.textId))",
             false => "e.text",
         })
+    }
+
+    /// The names of the ranges that live only in an NVTX domain of their own (`CCCL` for CUB's
+    /// `cub::DeviceRadixSort`, a library's), other than `keep` (the domain the user captured
+    /// in): ranges a library emits, not steps of the workload. Empty for an export without
+    /// domains.
+    pub fn library_range_names(
+        &self,
+        keep: Option<&str>,
+    ) -> Result<std::collections::HashSet<String>, Error> {
+        let cols = self.columns("NVTX_EVENTS")?;
+        if !cols.iter().any(|c| c == "domainId") {
+            return Ok(Default::default());
+        }
+        let name = self.nvtx_name_expr(&cols)?;
+        // A domain is named by its create event (type 75): its text is the domain's name.
+        let domain_name = name.replace("e.", "d.");
+        let sql = format!(
+            "WITH kept(id) AS (SELECT d.domainId FROM NVTX_EVENTS d \
+                               WHERE d.eventType = {NVTX_DOMAIN_CREATE} AND {domain_name} = ?1) \
+             SELECT {name} AS n, \
+                    min(COALESCE(e.domainId, 0) != 0 AND COALESCE(e.domainId, 0) NOT IN kept) \
+             FROM NVTX_EVENTS e WHERE e.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) GROUP BY n"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([keep.unwrap_or("")], |r| {
+                Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)? != 0))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = std::collections::HashSet::new();
+        for row in rows {
+            // Every instance of the name in a foreign domain: a library's range.
+            if let (Some(n), true) = row.map_err(|e| self.err(e))? {
+                out.insert(n);
+            }
+        }
+        Ok(out)
     }
 
     /// The distinct names of the closed NVTX ranges in the export (no profiler windows).
@@ -642,6 +681,27 @@ impl NsysDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// NCCL's own `ncclAllReduce` ranges live in its `NCCL` domain (a real 2-GPU export): a
+    /// library's ranges, unless the capture names that domain; the workload's own are not.
+    #[test]
+    fn ranges_in_a_library_domain_are_told_apart() {
+        let db = NsysDb::open(
+            &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("examples/sample-run-2gpu/nsys/run.rank0.sqlite"),
+        )
+        .unwrap();
+        let lib = db.library_range_names(None).unwrap();
+        assert_eq!(lib.into_iter().collect::<Vec<_>>(), ["ncclAllReduce"]);
+        assert!(db.library_range_names(Some("NCCL")).unwrap().is_empty());
+        // An export without domains has no library ranges.
+        let plain = NsysDb::open(
+            &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/nsys/run.sqlite"),
+        )
+        .unwrap();
+        assert!(plain.library_range_names(None).unwrap().is_empty());
+    }
 
     #[test]
     fn maps_every_summary_kernel_to_its_mangled_name() {
