@@ -357,7 +357,7 @@ fn groups_sentence(
         .iter()
         .enumerate()
         .map(|(i, g)| {
-            let at = fig(&g.label, Q::GroupMedianWallNs).map_or("–".into(), |e| e.text.clone());
+            let at = group_wall(f, g);
             let tps = fig(&g.label, Q::TokensPerS)
                 .map(|e| format!(", {}", e.text))
                 .unwrap_or_default();
@@ -392,7 +392,7 @@ fn groups_sentence(
                 .map(|w| format!("; their CUDA calls: {w}"))
                 .unwrap_or_default();
             format!(
-                "{} at a median of {at}{tps} ({}, {which}{work}{verdict}{sampled})",
+                "{} at {at}{tps} ({}, {which}{work}{verdict}{sampled})",
                 g.instances,
                 md(&g.label)
             )
@@ -448,6 +448,22 @@ pub(crate) fn first_call_work(f: &Finding, group: &str) -> Option<String> {
     .flatten()
     .collect();
     (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// A group's wall time per instance as a sentence says it: its one instance's ("74.69 ms"),
+/// both of two ("0.95 ms and 172.23 ms": the median of two says neither), else "a median of
+/// 0.85 ms".
+pub(crate) fn group_wall(f: &Finding, g: &crate::findings::document::Group) -> String {
+    let text = |ns: f64| Q::GroupMedianWallNs.text(ns);
+    match g.instances {
+        1 => text(g.median_wall_ns),
+        2 => format!("{} and {}", text(g.min_wall_ns), text(g.max_wall_ns)),
+        _ => format!(
+            "a median of {}",
+            f.in_group(Q::GroupMedianWallNs, &g.label)
+                .map_or_else(|| text(g.median_wall_ns), |e| e.text.clone())
+        ),
+    }
 }
 
 /// A fact as one sentence.

@@ -206,8 +206,9 @@ fn groups_of<'a>(f: &'a Findings, p: &Finding) -> Option<&'a Finding> {
     f.find(|x| matches!(x.claim, Claim::InstanceGroups { .. }) && x.scope.range == p.scope.range)
 }
 
-/// A phase of several kinds of instance: each group's median (and tokens/s), never one mean
-/// ("takes a median ...", the name the caller's).
+/// A phase of several kinds of instance: each group's time per instance (see
+/// [`super::phrase::group_wall`]) and tokens/s, never one mean ("takes per instance ...", the
+/// name the caller's).
 fn grouped(p: &Finding, g: &Finding) -> String {
     let Claim::InstanceGroups { groups, .. } = &g.claim else {
         return sentence(p);
@@ -221,12 +222,12 @@ fn grouped(p: &Finding, g: &Finding) -> String {
                 .unwrap_or_default();
             format!(
                 "{} ({}{tps})",
-                of(Q::GroupMedianWallNs).unwrap_or_else(|| "–".into()),
+                super::phrase::group_wall(g, grp),
                 md(&grp.label)
             )
         })
         .collect();
-    format!("takes a median per instance of {}", per.join(", "))
+    format!("takes per instance {}", per.join(", "))
 }
 
 /// "takes X per instance, ..." of one phase (its name is the caller's).

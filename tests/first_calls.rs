@@ -1,0 +1,88 @@
+//! What a first call does, and whose ranges are steps, from real captures (H200, nsys 2025.3.1,
+//! `scripts/read-through.sh`, nsys only, no GPU metrics):
+//! - tests/data/hf/graph-record: `examples/workloads/graph_loop.py --record-in-step`, whose first
+//!   `step` warms up and captures two CUDA graphs that every later step replays;
+//! - tests/data/hf/cub-ranges: `examples/workloads/topp_loop.py`, a top-p sampling loop whose
+//!   sort runs in CUB, which emits `cub::DeviceRadixSort` ranges in its own `CCCL` NVTX domain.
+
+mod common;
+
+use common::{read, root, Sandbox};
+
+fn rendered(data: &str) -> (serde_json::Value, String) {
+    let sb = Sandbox::new();
+    let run = sb.copy_of(&format!("tests/data/hf/{data}"), data);
+    sb.stage2().arg("report").arg(&run).assert().success();
+    let summary = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    (summary, read(run.join("kernels.md")))
+}
+
+fn groups_of<'a>(s: &'a serde_json::Value, range: &str) -> Option<&'a serde_json::Value> {
+    s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "instance_groups" && f["scope"]["range"] == range)
+}
+
+/// The graphs the warm-up group instantiated are NVIDIA's own count of cudaGraphInstantiate
+/// calls in the capture (`nsys stats` cuda_api_sum of the same report: every one of them falls
+/// in the first step), and the sentence names them.
+#[test]
+fn a_first_step_that_records_cuda_graphs_says_so_with_nvidias_count() {
+    let (s, md) = rendered("graph-record");
+    let g = groups_of(&s, "step").expect("step's instances are grouped");
+    let count = |q: &str| -> f64 {
+        g["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["quantity"] == q)
+            .map(|e| e["value"].as_f64().unwrap())
+            .sum()
+    };
+    let api = read(root().join("tests/data/hf/graph-record/nsys/summary_cuda_api_sum.csv"));
+    let nvidia = |name: &str| -> f64 {
+        api.lines()
+            .filter(|l| l.contains(name))
+            .map(|l| l.split(',').nth(2).unwrap().parse::<f64>().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        count("group_graphs_instantiated"),
+        nvidia("GraphInstantiate")
+    );
+    assert_eq!(count("group_graphs_instantiated"), 2.0);
+    assert_eq!(
+        count("group_modules_loaded"),
+        nvidia("LibraryLoad") + nvidia("ModuleLoad")
+    );
+    let warm = &g["groups"][0];
+    assert_eq!(warm["label"], "the first 2 (warm-up)", "{g}");
+    assert!(
+        md.contains("(the first 2 (warm-up), #1-#2; their CUDA calls: 2 CUDA graphs instantiated (recorded), 16 modules of GPU code loaded"),
+        "{md}"
+    );
+    // Two instances: both walls, not their median.
+    assert!(md.contains("2 at 0."), "{md}");
+}
+
+/// CUB's ranges are in the table as the export has them, but they are not steps: no instance
+/// groups of their own; the loop's `step` still has them.
+#[test]
+fn a_librarys_own_ranges_are_not_grouped_into_kinds() {
+    let (s, md) = rendered("cub-ranges");
+    assert!(groups_of(&s, "cub::DeviceRadixSort").is_none());
+    assert!(groups_of(&s, "step").is_some());
+    assert!(
+        md.contains("| cub::DeviceRadixSort | PushPop | 64 |"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("The instances in `cub::DeviceRadixSort`"),
+        "{md}"
+    );
+    // NVIDIA names it by its domain: the range is CUB's, as the report treats it.
+    let nvtx = read(root().join("tests/data/hf/cub-ranges/nsys/summary_nvtx_sum.csv"));
+    assert!(nvtx.contains("CCCL:cub::DeviceRadixSort"), "{nvtx}");
+}
