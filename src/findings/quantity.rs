@@ -95,6 +95,10 @@ pub(crate) enum Quantity {
     GroupModulesLoaded,
     /// Per instance of a phase.
     MsPerInstance,
+    /// A phase of too few instances to group whose fastest and slowest differ by more than
+    /// the warm-up ratio: both, so its mean is not read as any instance's.
+    FastestInstanceMs,
+    SlowestInstanceMs,
     MsPerToken,
     TokensPerS,
     /// A floor's time as a share of the measured time per instance (100%: at the floor).
@@ -133,6 +137,8 @@ impl Quantity {
             StepDramMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
+            | FastestInstanceMs
+            | SlowestInstanceMs
             | MsPerToken
             | NsysMsPerInstance
             | BaselineMsPerInstance

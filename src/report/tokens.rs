@@ -232,7 +232,16 @@ fn grouped(p: &Finding, g: &Finding) -> String {
 
 /// "takes X per instance, ..." of one phase (its name is the caller's).
 fn sentence(p: &Finding) -> String {
-    let mut t = format!("takes {} per instance", p.text(Q::MsPerInstance));
+    let mut t = match (p.figure(Q::FastestInstanceMs), p.figure(Q::SlowestInstanceMs)) {
+        (Some(lo), Some(hi)) => format!(
+            "takes {} per instance on average over {} instances from {} to {}, too few to group and too unlike for that mean to describe one",
+            p.text(Q::MsPerInstance),
+            p.scope.instances.unwrap_or(0),
+            lo.text,
+            hi.text
+        ),
+        _ => format!("takes {} per instance", p.text(Q::MsPerInstance)),
+    };
     if let (Some(ms), Some(tps)) = (p.figure(Q::MsPerToken), p.figure(Q::TokensPerS)) {
         let _ = write!(t, ", {} per token ({})", ms.text, tps.text);
     }
@@ -336,5 +345,31 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("per token (400 tokens/s)"), "{text}");
+    }
+
+    /// Two instances, one a warm-up (as assisted generation's two `decode` forwards on an
+    /// H200: 9.71 and 439.07 ms): their mean is stated as a mean, with both beside it.
+    #[test]
+    fn a_mean_of_unlike_instances_says_what_it_averages() {
+        let scope = Scope::range("decode").instances(2);
+        let fig = |q, v| Figure::new(q, v, "nsys/run.sqlite", &scope);
+        let mut f = Findings::default();
+        f.push(
+            Claim::PerToken,
+            scope.clone(),
+            None,
+            vec![
+                fig(Q::MsPerInstance, 224.39),
+                fig(Q::FastestInstanceMs, 9.71),
+                fig(Q::SlowestInstanceMs, 439.07),
+                fig(Q::MsPerToken, 224.39),
+                fig(Q::TokensPerS, 4.0),
+            ],
+        );
+        let p = f.made().next().unwrap();
+        assert_eq!(
+            sentence(p),
+            "takes 224.39 ms per instance on average over 2 instances from 9.71 ms to 439.07 ms, too few to group and too unlike for that mean to describe one, 224.390 ms per token (4 tokens/s)"
+        );
     }
 }

@@ -274,6 +274,21 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
         let scope = Scope::range(&p.phase).instances(p.instances);
         let fig = |q, v| Figure::new(q, v, &a.sqlite_file, &scope);
         let mut ev = vec![fig(Quantity::MsPerInstance, p.ms_per_instance)];
+        // Too few instances to group (analysis::instances), yet unlike: their walls beside the
+        // mean (a warm-up and one steady instance average to neither).
+        let spread = a
+            .range_stats
+            .iter()
+            .find(|r| r.name == p.phase)
+            .map(|r| &r.wall_spread)
+            .filter(|w| {
+                (2..rules::GROUPS_MIN_INSTANCES as u64).contains(&p.instances)
+                    && w.max > rules::WARMUP.threshold * w.min.max(1.0)
+            });
+        if let Some(w) = spread {
+            ev.push(fig(Quantity::FastestInstanceMs, w.min / 1e6));
+            ev.push(fig(Quantity::SlowestInstanceMs, w.max / 1e6));
+        }
         if let (Some(ms), Some(tps)) = (p.ms_per_token, p.tokens_per_s) {
             ev.push(fig(Quantity::MsPerToken, ms));
             ev.push(fig(Quantity::TokensPerS, tps));
