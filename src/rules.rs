@@ -73,6 +73,7 @@ pub(crate) const ALL: &[Rule] = &[
     RANGE_VERDICT,
     SAMPLED_BOUND,
     SAMPLED_DISAGREES,
+    GRAPHS_RERECORDED,
     BOUND,
     WARMUP.rule(),
     ENCLOSING.rule(),
@@ -143,6 +144,15 @@ pub(crate) const SAMPLED_DISAGREES: Rule = Rule {
     id: "sampled_disagrees",
     text: "a launch configuration's DRAM figure sampled by nsys and ncu's differ by more than 15 points of % of peak",
     threshold: 15.0,
+};
+
+/// CUDA graphs made again after a range's warm-up: a graph is recorded and instantiated once
+/// and replayed; one instantiated in the steady instances was recorded again (a shape that
+/// changed, a graph cache that missed), and costs a capture each time.
+pub(crate) const GRAPHS_RERECORDED: Rule = Rule {
+    id: "graphs_rerecorded",
+    text: "the instances after a range's warm-up instantiate CUDA graphs (cudaGraphInstantiate calls on their thread)",
+    threshold: 0.0,
 };
 
 /// A rule that split a range's instances into groups: its name, its words (the reports cite

@@ -86,3 +86,37 @@ fn a_librarys_own_ranges_are_not_grouped_into_kinds() {
     let nvtx = read(root().join("tests/data/hf/cub-ranges/nsys/summary_nvtx_sum.csv"));
     assert!(nvtx.contains("CCCL:cub::DeviceRadixSort"), "{nvtx}");
 }
+
+/// A loop that records its graphs again every 5 steps (tests/data/hf/graph-rerecord:
+/// `graph_loop.py --record-in-step --rerecord-every 5`): the 6 graphs instantiated after the
+/// warm-up are a verdict, and with the warm-up's 2 they are NVIDIA's count of the calls. The
+/// loop that records once (graph-record) has no such verdict.
+#[test]
+fn graphs_recorded_again_after_the_warm_up_are_a_verdict() {
+    let (s, md) = rendered("graph-rerecord");
+    let found: Vec<&serde_json::Value> = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "graphs_rerecorded")
+        .collect();
+    assert_eq!(found.len(), 1, "{s}");
+    let f = found[0];
+    assert_eq!(f["scope"]["range"], "step");
+    assert_eq!(f["scope"]["instances"], 19);
+    assert_eq!(f["rule"]["id"], "graphs_rerecorded");
+    let after = f["evidence"][0]["value"].as_f64().unwrap();
+    let api = read(root().join("tests/data/hf/graph-rerecord/nsys/summary_cuda_api_sum.csv"));
+    let nvidia: f64 = api
+        .lines()
+        .filter(|l| l.contains("GraphInstantiate"))
+        .map(|l| l.split(',').nth(2).unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert_eq!((after, nvidia), (6.0, 8.0));
+    assert!(
+        md.contains("CUDA graphs are recorded again after the warm-up in `step` (19 instances): 6 instantiated there"),
+        "{md}"
+    );
+    let (once, _) = rendered("graph-record");
+    assert!(!once.to_string().contains("graphs_rerecorded"));
+}

@@ -5,7 +5,9 @@ copy that feeds the next step), as serving engines do around their decode graphs
     python3 examples/workloads/graph_loop.py [--steps N] [--hidden H] [--layers L] [--record-in-step]
 
 With --record-in-step the graphs are warmed up and captured inside the first `step` range, as an
-engine that records its graphs on its first request does (the other steps only replay).
+engine that records its graphs on its first request does (the other steps only replay). With
+--rerecord-every K they are captured again every K steps, as a loop whose shapes change (or whose
+graph cache misses) does.
 """
 
 import argparse
@@ -27,6 +29,7 @@ def main():
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--record-in-step", action="store_true")
+    p.add_argument("--rerecord-every", type=int, default=0)
     a = p.parse_args()
     torch.manual_seed(0)
     dev, dt = "cuda", torch.bfloat16
@@ -54,6 +57,9 @@ def main():
     for i in range(a.steps):
         nvtx.range_push("step")
         if a.record_in_step and i == 0:
+            mid, out = record()
+        elif a.rerecord_every and i > 0 and i % a.rerecord_every == 0:
+            g1, g2 = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
             mid, out = record()
         g1.replay()
         probs = mid.float().softmax(-1)

@@ -330,6 +330,8 @@ pub(crate) enum Claim {
         kernel: String,
         grid: String,
     },
+    /// CUDA graphs instantiated in the instances after a range's warm-up: recorded again.
+    GraphsRerecorded,
     /// One range's verdict for kernels.md's table.
     RangeVerdict {
         verdict: String,
@@ -372,6 +374,7 @@ impl Claim {
             | ComputeBound { .. }
             | TensorCoresIdle
             | SampledBound { .. }
+            | GraphsRerecorded
             | RangeVerdict { .. } => Role::Verdict,
         }
     }

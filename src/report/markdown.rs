@@ -301,7 +301,10 @@ fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
         );
     }
     for x in f.made() {
-        if matches!(x.claim, Claim::InstanceGroups { .. }) {
+        if matches!(
+            x.claim,
+            Claim::InstanceGroups { .. } | Claim::GraphsRerecorded
+        ) {
             let _ = writeln!(s, "\n{}", phrase::sentence(x));
         }
     }

@@ -221,6 +221,11 @@ pub(crate) fn sentence(f: &Finding) -> String {
                 cite(f)
             )
         }
+        Claim::GraphsRerecorded => format!(
+            "CUDA graphs are recorded again after the warm-up {w}: {} instantiated there, each a capture paid again; a graph is meant to be recorded once and replayed, so look for what changes between steps (a tensor shape, a batch size: pad to a few fixed sizes) and, under torch.compile, for recompiles (`TORCH_LOGS=recompiles`){}.",
+            f.text(Q::GroupGraphsInstantiated),
+            cite(f)
+        ),
         Claim::SampledDisagrees { kernel, grid } => format!(
             "The two tools disagree on `{}` with grid {} {w}: DRAM {} sampled over every launch (coverage {}), {} in ncu's replay of one: the replayed launch is not how it ran in the workload, or the launches of this configuration differ among themselves{}.",
             md(kernel),
@@ -573,6 +578,7 @@ pub(crate) fn fact(f: &Finding) -> String {
         | Claim::TensorCoresIdle
         | Claim::SampledBound { .. }
         | Claim::SampledDisagrees { .. }
+        | Claim::GraphsRerecorded
         | Claim::NoNcuMetrics
         | Claim::PassIncomplete { .. }
         | Claim::NothingStandsOut => String::new(),

@@ -154,3 +154,39 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
         out.push(claim, scope, Some(g.rule.rule()), ev);
     }
 }
+
+/// Ranges whose instances after the warm-up instantiate CUDA graphs: recorded again in steady
+/// state. The warm-up is the instance-group rule's first group where it split one off, else
+/// the first instance (which records, as a graph's first use does).
+pub(super) fn graphs_rerecorded(a: &Artifacts, out: &mut Findings) {
+    for l in &a.ledger {
+        if l.per_instance.len() as u64 != l.instances || l.instances < 2 {
+            continue;
+        }
+        let warm = a
+            .instance_groups
+            .iter()
+            .find(|g| g.name == l.name)
+            .filter(|g| g.rule == crate::rules::WARMUP || g.rule == crate::rules::SKIP)
+            .and_then(|g| g.groups.first())
+            .map_or(1, |g| g.instances as usize);
+        let after = &l.per_instance[warm.min(l.per_instance.len())..];
+        let n: u32 = after.iter().map(|p| p.graphs_instantiated).sum();
+        if n == 0 {
+            continue;
+        }
+        let scope = Scope::range(&l.name).instances(after.len() as u64);
+        let ev = vec![Figure::new(
+            Quantity::GroupGraphsInstantiated,
+            n as f64,
+            &a.sqlite_file,
+            &scope,
+        )];
+        out.push(
+            Claim::GraphsRerecorded,
+            scope,
+            Some(crate::rules::GRAPHS_RERECORDED),
+            ev,
+        );
+    }
+}
