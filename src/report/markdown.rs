@@ -401,8 +401,9 @@ fn roofline_context(a: &Decided, f: &Findings, s: &mut String) {
                 if let Some(m) = x.figure(Q::MemoryFloorOfMeasuredPct) {
                     let _ = writeln!(
                         s,
-                        "Per instance, its memory-bandwidth floor is {} of the measured time (Per token).",
-                        m.text
+                        "Per instance, its memory-bandwidth floor is {} of the measured time ({}).",
+                        m.text,
+                        super::tokens::heading(a)
                     );
                 }
             }

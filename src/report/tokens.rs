@@ -10,6 +10,15 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("–".into(), |v| format!("{v:.digits$}"))
 }
 
+/// The section's name: "Per token" where a phase has token marks, else "Per instance" (a
+/// heading promises what is under it).
+pub(crate) fn heading(a: &Decided) -> &'static str {
+    match a.per_token.iter().any(|p| p.ms_per_token.is_some()) {
+        true => "Per token",
+        false => "Per instance",
+    }
+}
+
 /// kernels.md's table; nothing without phases.
 pub(crate) fn section(a: &Decided, f_all: &Findings, s: &mut String) {
     if a.per_token.is_empty() {
@@ -17,7 +26,8 @@ pub(crate) fn section(a: &Decided, f_all: &Findings, s: &mut String) {
     }
     let _ = writeln!(
         s,
-        "\n## Per token\n\nTokens come from the `stage2:tokens batch=B new=N` NVTX marks inside each phase's instances (`{}`; `--auto-nvtx` puts them there); time is the phases' CPU wall time. The floors of the captured range: the DRAM bytes and FLOPs of its kernels (ncu's rates times nsys's durations, per instance) at the GPU's peak DRAM bandwidth and dense BF16 tensor rate (ncu's peaks); \"floor / measured\" is the floor's time over the measured time per instance (the longer of the CPU wall time and the GPU projection), so 100% would be running at the floor.\n",
+        "\n## {}\n\nTokens come from the `stage2:tokens batch=B new=N` NVTX marks inside each phase's instances (`{}`; `--auto-nvtx` puts them there); time is the phases' CPU wall time. The floors of the captured range: the DRAM bytes and FLOPs of its kernels (ncu's rates times nsys's durations, per instance) at the GPU's peak DRAM bandwidth and dense BF16 tensor rate (ncu's peaks); \"floor / measured\" is the floor's time over the measured time per instance (the longer of the CPU wall time and the GPU projection), so 100% would be running at the floor.\n",
+        heading(a),
         a.sqlite_file
     );
     let _ = writeln!(
@@ -145,23 +155,17 @@ pub(crate) fn headline(a: &Decided, f: &Findings) -> Option<String> {
         })
         .collect();
     // Without token marks there is no per-token figure: the sentence is per instance.
-    let per = match f
-        .made()
-        .any(|x| matches!(x.claim, Claim::PerToken) && x.figure(Q::MsPerToken).is_some())
-    {
-        true => "Per token",
-        false => "Per instance",
-    };
+    let per = heading(a);
     (!parts.is_empty()).then(|| {
         // Every time here was measured with nsys tracing the run, which adds its own cost:
         // said once, or per phase where the baseline pass timed it without a profiler.
         let lead = match (a.observed.is_empty(), &a.baseline_file) {
             (true, _) => format!(
-                "{per}, timed under nsys ({}, kernels.md \"Per token\"; `--baseline` times the same ranges without a profiler)",
+                "{per}, timed under nsys ({}, kernels.md \"{per}\"; `--baseline` times the same ranges without a profiler)",
                 a.sqlite_file
             ),
             (false, b) => format!(
-                "{per} ({}, {b}, kernels.md \"Per token\")",
+                "{per} ({}, {b}, kernels.md \"{per}\")",
                 a.sqlite_file
             ),
         };
