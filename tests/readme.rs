@@ -173,3 +173,39 @@ fn the_performance_prose_quotes_only_measured_figures() {
         "README figures not in docs/measured.md: {missing:?}"
     );
 }
+
+/// kernels.md's per-phase heading promises what is under it: "Per token" only where a phase's
+/// row has a time per token, "Per instance" where none does.
+#[test]
+fn the_per_phase_heading_matches_its_figures() {
+    let mut seen = 0;
+    for dir in ["examples", "examples/diff"] {
+        for e in std::fs::read_dir(root().join(dir)).unwrap().flatten() {
+            let Ok(md) = std::fs::read_to_string(e.path().join("kernels.md")) else {
+                continue;
+            };
+            let Some(start) = md
+                .find("\n## Per token\n")
+                .or_else(|| md.find("\n## Per instance\n"))
+            else {
+                continue;
+            };
+            let section = &md[start + 1..];
+            let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+            // The table's sixth column is ms per token.
+            let per_token = section
+                .lines()
+                .filter(|l| l.starts_with("| ") && !l.starts_with("| phase"))
+                .any(|l| l.split('|').nth(6).is_some_and(|c| c.trim() != "–"));
+            assert_eq!(
+                section.starts_with("## Per token"),
+                per_token,
+                "{}: {}",
+                e.path().display(),
+                &section[..200.min(section.len())]
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 10, "{seen}");
+}
