@@ -242,3 +242,35 @@ fn doctor_says_whether_nsys_may_sample_and_why_not() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("GPU-metrics sampling: off (nsys.gpu_metrics.enable=false)"));
 }
+
+/// Hand-made from the real capture (error path): nsys's samples end early, as they did in a
+/// 19 s torch.compile capture (H200: samples only in its first instance). The samples after
+/// the second `decode` instance are deleted; the per-instance line says how many instances
+/// have none and that the figures are the others'.
+#[test]
+fn instances_without_samples_are_counted_not_hidden() {
+    let sb = Sandbox::new();
+    let run = sb.copy_of("tests/data/hf/gpu-metrics", "cut");
+    let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
+    let second_end: i64 = db
+        .query_row(
+            "SELECT e.end FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId \
+             WHERE COALESCE(e.text, s.value) = 'decode' ORDER BY e.start LIMIT 1 OFFSET 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    db.execute("DELETE FROM GPU_METRICS WHERE timestamp > ?1", [second_end])
+        .unwrap();
+    drop(db);
+    sb.stage2().arg("report").arg(&run).assert().success();
+    let md = read(run.join("kernels.md"));
+    let line = md
+        .lines()
+        .find(|l| l.starts_with("Per instance of `decode`"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        line.contains("13 of the 15 instances have no samples (between #3 and #15; their launches fell in no sample window): the figures are the other 2's"),
+        "{line}"
+    );
+}

@@ -64,9 +64,32 @@ fn instances(a: &Decided, gm: &GpuMetrics, s: &mut String) {
             _ => "–".to_string(),
         }
     };
+    // Instances whose launches fell in no sample window have no figures: the ranges above are
+    // over the others only, and how many had none is said (nsys can stop sampling early in a
+    // long capture: seen on a torch.compile loop, samples only in its first, compiling
+    // instance).
+    let unsampled: Vec<usize> = (0..gm.instances.len())
+        .filter(|&i| gm.instances[i].figures.samples == 0)
+        .collect();
+    let none = match unsampled.as_slice() {
+        [] => String::new(),
+        [only] => format!(
+            " Instance #{} of {} has no samples (its launches fell in no sample window): the figures are the other instances'.",
+            only + 1,
+            gm.instances.len()
+        ),
+        all => format!(
+            " {} of the {} instances have no samples (between #{} and #{}; their launches fell in no sample window): the figures are the other {}'s, so they do not describe those instances.",
+            all.len(),
+            gm.instances.len(),
+            all[0] + 1,
+            all[all.len() - 1] + 1,
+            gm.instances.len() - all.len()
+        ),
+    };
     let _ = writeln!(
         s,
-        "Per instance of `{}` ({} instances, each over the launches made in it; summary.json `gpu_metrics.instances`): DRAM {}, SM issue {}, tensor {}, coverage {}.\n",
+        "Per instance of `{}` ({} instances, each over the launches made in it; summary.json `gpu_metrics.instances`): DRAM {}, SM issue {}, tensor {}, coverage {}.{none}\n",
         md(a.capture.range().unwrap_or("")),
         gm.instances.len(),
         spread(&|f| f.dram_pct),
