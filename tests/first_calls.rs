@@ -120,3 +120,31 @@ fn graphs_recorded_again_after_the_warm_up_are_a_verdict() {
     let (once, _) = rendered("graph-record");
     assert!(!once.to_string().contains("graphs_rerecorded"));
 }
+
+/// The tiny-kernels verdict of a range with a warm-up speaks of its steady instances: their
+/// mean kernel and GPU busy (the same busy share as their instance group), not the range's
+/// whole time with its first call in it.
+#[test]
+fn the_tiny_kernels_verdict_leaves_the_warm_up_out() {
+    let (s, _) = rendered("cub-ranges");
+    let tiny = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "tiny_kernels")
+        .expect("tiny kernels");
+    assert_eq!(tiny["scope"]["group"], "the other 31", "{tiny}");
+    let busy = |f: &serde_json::Value| {
+        f["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| {
+                e["quantity"] == "gpu_busy_of_range_pct" && e["scope"]["group"] == "the other 31"
+            })
+            .map(|e| e["value"].as_f64().unwrap())
+    };
+    let groups = groups_of(&s, "step").unwrap();
+    assert_eq!(busy(tiny), busy(groups));
+    assert!(busy(tiny).unwrap() > 20.0, "{tiny}");
+}

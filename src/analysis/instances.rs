@@ -61,6 +61,11 @@ pub(crate) struct Group {
     /// CPU wall and GPU projection, summed), in % (None: not measured).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gpu_busy_of_range_pct: Option<f64>,
+    /// Its instances' kernels: summed durations and launches (0 before the stream is read).
+    #[serde(skip)]
+    pub(crate) kernel_ns: i64,
+    #[serde(skip)]
+    pub(crate) launches: u64,
 }
 
 impl Group {
@@ -106,6 +111,8 @@ fn group(label: String, members: Vec<usize>, all: &[Inst]) -> Group {
         members,
         ranges: Vec::new(),
         gpu_busy_of_range_pct: None,
+        kernel_ns: 0,
+        launches: 0,
     }
 }
 

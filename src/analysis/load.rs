@@ -98,6 +98,11 @@ impl Timeline {
         db.stream(&mut scan, &mut ledger)?;
         // Each group's GPU busy share, from its own instances.
         for grp in groups.iter_mut().flat_map(|g| g.groups.iter_mut()) {
+            for &i in &grp.ranges {
+                let (ns, n) = scan.instance(i).kernels();
+                grp.kernel_ns = grp.kernel_ns.saturating_add(ns);
+                grp.launches += u64::from(n);
+            }
             let figures: Vec<(i64, i64, i64)> = grp
                 .ranges
                 .iter()

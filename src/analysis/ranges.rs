@@ -125,7 +125,7 @@ impl RangeStats {
 }
 
 /// One instance's GPU figures that need its own state, built from its launches in GPU start
-/// order; what only adds up goes straight to its name's [`Sums`]. Kept small (40 bytes): a
+/// order; what only adds up goes straight to its name's [`Sums`]. Kept small (48 bytes): a
 /// capture can hold hundreds of thousands of range instances, all open until the stream ends
 /// (work launched in a range can run any time after it).
 #[derive(Clone, Copy)]
@@ -137,6 +137,8 @@ pub(crate) struct Instance {
     last: i64,
     /// Union of kernel intervals (busy).
     busy: Union,
+    /// Its kernels' summed durations (the mean kernel of a group of instances).
+    kernel_ns: i64,
     launches: u32,
 }
 
@@ -146,6 +148,7 @@ impl Default for Instance {
             first: i64::MAX,
             last: i64::MIN,
             busy: Union::default(),
+            kernel_ns: 0,
             launches: 0,
         }
     }
@@ -241,12 +244,17 @@ impl Instance {
             sums.launches += 1;
             sums.graph_kernels += u64::from(l.graph);
             self.launches += 1;
+            self.kernel_ns = self.kernel_ns.saturating_add(l.kernel_ns());
             self.busy.add(l.start, l.end);
         } else {
             sums.memcpy_ns = sums
                 .memcpy_ns
                 .saturating_add(l.end.saturating_sub(l.start).max(0));
         }
+    }
+    /// Its kernels' summed durations and how many there were.
+    pub(crate) fn kernels(&self) -> (i64, u32) {
+        (self.kernel_ns, self.launches)
     }
     /// The union of its kernels' intervals.
     pub(crate) fn busy_ns(&self) -> i64 {
@@ -412,7 +420,7 @@ mod tests {
     /// What a range instance costs while the export streams (README, "Reading large exports").
     #[test]
     fn a_range_instance_stays_small() {
-        assert_eq!(std::mem::size_of::<Instance>(), 40);
+        assert_eq!(std::mem::size_of::<Instance>(), 48);
         assert_eq!(std::mem::size_of::<NvtxRange>(), 48);
     }
 }

@@ -136,20 +136,42 @@ pub(super) fn shapes(a: &Artifacts, out: &mut Findings) {
 }
 
 pub(super) fn tiny(a: &Artifacts, out: &mut Findings) {
-    let (total, launches) = a.kernel_totals();
-    if launches == 0 {
-        return;
-    }
-    let mean = total / launches as f64;
-    if mean >= rules::TINY_KERNELS.threshold {
-        return;
-    }
-    let scope = table_scope(a);
+    let whole = table_scope(a);
     // Graph launches whose kernels the table does not hold: its mean is not the workload's.
-    let hidden = match &scope.range {
+    let hidden = match &whole.range {
         Some(r) => a.graph_level(r).is_some(),
         None => a.graphs.values().any(|g| g.graph_level > 0) || a.graph_level("").is_some(),
     };
+    // A range whose first instances are a warm-up: the steady instances' kernels and GPU busy,
+    // not a mix with a compiling or graph-recording first call.
+    let steady = whole
+        .range
+        .as_deref()
+        .and_then(|r| a.steady_group(r))
+        .filter(|g| g.launches > 0 && !hidden);
+    let (mean, scope, busy, source) = match steady {
+        Some(g) => (
+            g.kernel_ns as f64 / g.launches as f64,
+            whole.clone().group(&g.label).instances(g.instances),
+            g.gpu_busy_of_range_pct,
+            &a.sqlite_file,
+        ),
+        None => {
+            let (total, launches) = a.kernel_totals();
+            if launches == 0 {
+                return;
+            }
+            let busy = whole
+                .range
+                .as_deref()
+                .and_then(|name| a.range_stats.iter().find(|r| r.name == name))
+                .map(|r| r.busy_of_range_pct());
+            (total / launches as f64, whole, busy, &a.kern_sum_file)
+        }
+    };
+    if mean >= rules::TINY_KERNELS.threshold {
+        return;
+    }
     if hidden {
         let why = "the kernel table leaves out the kernels of CUDA graphs nsys traced as whole graphs, so its mean kernel is not the workload's".to_string();
         out.0.push(Finding::abstain(
@@ -161,19 +183,9 @@ pub(super) fn tiny(a: &Artifacts, out: &mut Findings) {
         ));
         return;
     }
-    let mut ev = vec![Figure::new(
-        Quantity::MeanKernelNs,
-        mean,
-        &a.kern_sum_file,
-        &scope,
-    )];
+    let mut ev = vec![Figure::new(Quantity::MeanKernelNs, mean, source, &scope)];
     // Whether the GPU waits between them decides what their size costs: a GPU that idles
     // gains little from faster kernels, a busy one pays each kernel's fixed start and tail.
-    let busy = scope
-        .range
-        .as_deref()
-        .and_then(|name| a.range_stats.iter().find(|r| r.name == name))
-        .map(|r| r.busy_of_range_pct());
     let gpu = match busy {
         Some(b) if b >= rules::RANGE_VERDICT.threshold => crate::findings::GpuUse::Busy,
         Some(_) => crate::findings::GpuUse::Waits,
@@ -189,7 +201,7 @@ pub(super) fn tiny(a: &Artifacts, out: &mut Findings) {
     }
     out.push(
         Claim::TinyKernels { gpu },
-        scope.clone(),
+        scope,
         Some(rules::TINY_KERNELS),
         ev,
     );
