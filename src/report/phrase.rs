@@ -341,8 +341,18 @@ fn idle(
         ),
         _ => String::new(),
     };
+    // Two or three unlike instances: the verdict is mostly the slowest one's.
+    let few = match (f.figure(Q::FastestInstanceMs), f.figure(Q::SlowestInstanceMs)) {
+        (Some(lo), Some(hi)) => format!(
+            " Its {} instances took {} to {}: the slowest decides this verdict, and the instances are too few to group.",
+            f.scope.instances.unwrap_or(0),
+            lo.text,
+            hi.text
+        ),
+        _ => String::new(),
+    };
     format!(
-        "The GPU is idle most of the time {w} (busy {busy}){what}.{next}{}.",
+        "The GPU is idle most of the time {w} (busy {busy}){what}.{few}{next}{}.",
         cite(f)
     )
 }

@@ -317,3 +317,34 @@ fn a_configuration_the_two_tools_disagree_on_is_a_caveat() {
     assert!(text.starts_with("The two tools disagree on `nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT` with grid (4,11,1) in `decode`: DRAM 48.0% sampled over every launch (coverage 100.0%), 26.6% in ncu's replay of one"), "{text}");
     assert_eq!(got[0].role, crate::findings::Role::Caveat);
 }
+
+/// An idle-GPU verdict over two unlike instances (assisted generation's two `decode`
+/// forwards, 7.44 and 352.85 ms on an H200) says the slowest decides it.
+#[test]
+fn an_idle_verdict_over_two_unlike_instances_says_which_decides() {
+    use crate::findings::{Claim, Figure, Findings, Quantity as Q, Scope};
+    let scope = Scope::range("decode").instances(2);
+    let fig = |q, v| Figure::new(q, v, "nsys/run.sqlite", &scope);
+    let mut f = Findings::default();
+    f.push(
+        Claim::GpuIdle {
+            verdict: None,
+            story: None,
+            python_in_model: false,
+            python_function: None,
+            from_graphs: false,
+        },
+        scope.clone(),
+        None,
+        vec![
+            fig(Q::GpuBusyOfRangePct, 0.4),
+            fig(Q::FastestInstanceMs, 7.44),
+            fig(Q::SlowestInstanceMs, 352.85),
+        ],
+    );
+    let text = phrase::sentence(f.made().next().unwrap());
+    assert!(
+        text.contains("(busy 0.4% of the range time). Its 2 instances took 7.44 ms to 352.85 ms: the slowest decides this verdict, and the instances are too few to group."),
+        "{text}"
+    );
+}

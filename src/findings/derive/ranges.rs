@@ -143,6 +143,11 @@ fn busy_verdict(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) 
                 &s,
             ));
         }
+        // Two or three unlike instances (too few to group): the slowest decides the verdict.
+        if let Some(w) = unlike_few(a, &c.name) {
+            ev.push(fig(Quantity::FastestInstanceMs, w.min / 1e6));
+            ev.push(fig(Quantity::SlowestInstanceMs, w.max / 1e6));
+        }
         let claim = Claim::GpuIdle {
             verdict: story.as_ref().map(|s| CpuVerdict::of_label(s.label)),
             story: story.as_ref().map(|s| s.story.clone()),
@@ -268,6 +273,17 @@ pub(super) fn phases(a: &Artifacts, out: &mut Findings) {
     }
 }
 
+/// The wall-time spread of a range of two or three instances (too few to group, see
+/// analysis::instances) whose slowest took over the warm-up ratio times its fastest.
+fn unlike_few<'a>(a: &'a Artifacts, range: &str) -> Option<&'a crate::analysis::ranges::Spread> {
+    a.range_stats
+        .iter()
+        .find(|r| r.name == range)
+        .filter(|r| (2..rules::GROUPS_MIN_INSTANCES as u64).contains(&r.instances))
+        .map(|r| &r.wall_spread)
+        .filter(|w| w.max > rules::WARMUP.threshold * w.min.max(1.0))
+}
+
 /// Each phase's cost per instance and per token, and its floors where ncu measured it.
 pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
     for p in &a.per_token {
@@ -276,16 +292,7 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
         let mut ev = vec![fig(Quantity::MsPerInstance, p.ms_per_instance)];
         // Too few instances to group (analysis::instances), yet unlike: their walls beside the
         // mean (a warm-up and one steady instance average to neither).
-        let spread = a
-            .range_stats
-            .iter()
-            .find(|r| r.name == p.phase)
-            .map(|r| &r.wall_spread)
-            .filter(|w| {
-                (2..rules::GROUPS_MIN_INSTANCES as u64).contains(&p.instances)
-                    && w.max > rules::WARMUP.threshold * w.min.max(1.0)
-            });
-        if let Some(w) = spread {
+        if let Some(w) = unlike_few(a, &p.phase) {
             ev.push(fig(Quantity::FastestInstanceMs, w.min / 1e6));
             ev.push(fig(Quantity::SlowestInstanceMs, w.max / 1e6));
         }
