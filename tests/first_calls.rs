@@ -63,8 +63,11 @@ fn a_first_step_that_records_cuda_graphs_says_so_with_nvidias_count() {
         md.contains("(the first 2 (warm-up), #1-#2; their CUDA calls: 2 CUDA graphs instantiated (recorded), 16 modules of GPU code loaded"),
         "{md}"
     );
-    // Two instances: both walls, not their median.
-    assert!(md.contains("2 at 0."), "{md}");
+    // Two instances: both walls in start order (the recording first), not their median.
+    assert!(
+        md.contains("2 at 172.85 ms and 0.33 ms (the first 2 (warm-up)"),
+        "{md}"
+    );
 }
 
 /// CUB's ranges are in the table as the export has them, but they are not steps: no instance

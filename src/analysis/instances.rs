@@ -61,6 +61,10 @@ pub(crate) struct Group {
     /// CPU wall and GPU projection, summed), in % (None: not measured).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gpu_busy_of_range_pct: Option<f64>,
+    /// A group of two: its instances' walls in start order (a warm-up of a compiling and a
+    /// graph-recording call reads in that order); empty for other sizes.
+    #[serde(skip)]
+    pub(crate) walls_of_two: Vec<f64>,
     /// Its instances' kernels: summed durations and launches (0 before the stream is read).
     #[serde(skip)]
     pub(crate) kernel_ns: i64,
@@ -100,6 +104,10 @@ struct Inst {
 
 fn group(label: String, members: Vec<usize>, all: &[Inst]) -> Group {
     let walls = Spread::of(members.iter().map(|&i| all[i].wall).collect());
+    let walls_of_two = match members.len() {
+        2 => members.iter().map(|&i| all[i].wall).collect(),
+        _ => Vec::new(),
+    };
     Group {
         label,
         instances: members.len() as u64,
@@ -111,6 +119,7 @@ fn group(label: String, members: Vec<usize>, all: &[Inst]) -> Group {
         members,
         ranges: Vec::new(),
         gpu_busy_of_range_pct: None,
+        walls_of_two,
         kernel_ns: 0,
         launches: 0,
     }

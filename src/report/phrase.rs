@@ -466,13 +466,16 @@ pub(crate) fn first_call_work(f: &Finding, group: &str) -> Option<String> {
 }
 
 /// A group's wall time per instance as a sentence says it: its one instance's ("74.69 ms"),
-/// both of two ("0.95 ms and 172.23 ms": the median of two says neither), else "a median of
-/// 0.85 ms".
+/// both of two in start order ("172.23 ms and 0.95 ms": the median of two says neither), else
+/// "a median of 0.85 ms".
 pub(crate) fn group_wall(f: &Finding, g: &crate::findings::document::Group) -> String {
     let text = |ns: f64| Q::GroupMedianWallNs.text(ns);
     match g.instances {
         1 => text(g.median_wall_ns),
-        2 => format!("{} and {}", text(g.min_wall_ns), text(g.max_wall_ns)),
+        2 => match g.walls_of_two.as_slice() {
+            [a, b] => format!("{} and {}", text(*a), text(*b)),
+            _ => format!("{} and {}", text(g.min_wall_ns), text(g.max_wall_ns)),
+        },
         _ => format!(
             "a median of {}",
             f.in_group(Q::GroupMedianWallNs, &g.label)
