@@ -435,7 +435,8 @@ pub(crate) fn kernels_outside(n: u64) -> String {
     counted(n, "kernel outside graphs", "kernels outside graphs")
 }
 
-fn counted(n: u64, one: &str, many: &str) -> String {
+/// "1 CUDA graph launch", "2 CUDA graph launches": a count with its noun's number.
+pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
     match n {
         1 => format!("1 {one}"),
         n => format!("{n} {many}"),

@@ -372,7 +372,7 @@ fn groups_sentence(
         .iter()
         .enumerate()
         .map(|(i, g)| {
-            let at = group_wall(f, g);
+            let at = group_wall(f, g, "a median of ");
             let tps = fig(&g.label, Q::TokensPerS)
                 .map(|e| format!(", {}", e.text))
                 .unwrap_or_default();
@@ -439,21 +439,17 @@ pub(crate) fn first_call_work(f: &Finding, group: &str) -> Option<String> {
         .in_group(Q::GroupGraphsInstantiated, group)
         .map(|e| e.value);
     let modules = f.in_group(Q::GroupModulesLoaded, group).map(|e| e.value);
-    let plural = |n: f64, one: &str, many: &str| match n as u64 {
-        1 => format!("1 {one}"),
-        k => format!("{k} {many}"),
-    };
     let parts: Vec<String> = [
         graphs.map(|n| {
-            plural(
-                n,
+            crate::model::counted(
+                n as u64,
                 "CUDA graph instantiated (recorded)",
                 "CUDA graphs instantiated (recorded)",
             )
         }),
         modules.map(|n| {
-            plural(
-                n,
+            crate::model::counted(
+                n as u64,
                 "module of GPU code loaded (cuModuleLoad/cuLibraryLoad, for its kernels' first use)",
                 "modules of GPU code loaded (cuModuleLoad/cuLibraryLoad, for their kernels' first use)",
             )
@@ -467,8 +463,12 @@ pub(crate) fn first_call_work(f: &Finding, group: &str) -> Option<String> {
 
 /// A group's wall time per instance as a sentence says it: its one instance's ("74.69 ms"),
 /// both of two in start order ("172.23 ms and 0.95 ms": the median of two says neither), else
-/// "a median of 0.85 ms".
-pub(crate) fn group_wall(f: &Finding, g: &crate::findings::document::Group) -> String {
+/// its median after `median` ("a median of 0.85 ms"; the headline's short form passes "").
+pub(crate) fn group_wall(
+    f: &Finding,
+    g: &crate::findings::document::Group,
+    median: &str,
+) -> String {
     let text = |ns: f64| Q::GroupMedianWallNs.text(ns);
     match g.instances {
         1 => text(g.median_wall_ns),
@@ -477,7 +477,7 @@ pub(crate) fn group_wall(f: &Finding, g: &crate::findings::document::Group) -> S
             _ => format!("{} and {}", text(g.min_wall_ns), text(g.max_wall_ns)),
         },
         _ => format!(
-            "a median of {}",
+            "{median}{}",
             f.in_group(Q::GroupMedianWallNs, &g.label)
                 .map_or_else(|| text(g.median_wall_ns), |e| e.text.clone())
         ),

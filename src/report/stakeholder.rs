@@ -134,7 +134,7 @@ fn headline(a: &Decided, f: &Findings) -> String {
             let kinds: Vec<String> = groups
                 .iter()
                 .map(|g| {
-                    let at = phrase::group_wall(x, g).replace("a median of ", "");
+                    let at = phrase::group_wall(x, g, "");
                     // The headline's short form, of the graphs only (the finding's sentence
                     // names every call): a count over the group, not a claim about each.
                     let work = match x.in_group(Q::GroupGraphsInstantiated, &g.label) {

@@ -226,7 +226,7 @@ fn grouped(p: &Finding, g: &Finding) -> String {
                 .unwrap_or_default();
             format!(
                 "{} ({}{tps})",
-                super::phrase::group_wall(g, grp),
+                super::phrase::group_wall(g, grp, "a median of "),
                 md(&grp.label)
             )
         })

@@ -342,7 +342,7 @@ impl NsysDb {
             return Ok(Vec::new());
         }
         self.check_intervals("NVTX_EVENTS")?;
-        let name = self.nvtx_name_expr(&cols)?;
+        let name = self.nvtx_name_expr(&cols, "e")?;
         let sql = format!(
             "SELECT {name}, e.start, e.end, e.eventType, e.globalTid FROM NVTX_EVENTS e \
              WHERE e.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND e.end IS NOT NULL \
@@ -397,11 +397,13 @@ impl NsysDb {
 
     /// The SQL for an NVTX event's name (`e` is NVTX_EVENTS, `cols` its columns): older
     /// exports have only `text`; newer ones may store the name in StringIds.
-    fn nvtx_name_expr(&self, cols: &[String]) -> Result<&'static str, Error> {
+    fn nvtx_name_expr(&self, cols: &[String], alias: &str) -> Result<String, Error> {
         let ids = cols.iter().any(|c| c == "textId") && !self.columns("StringIds")?.is_empty();
         Ok(match ids {
-            true => "COALESCE(e.text, (SELECT value FROM StringIds s WHERE s.id = e.textId))",
-            false => "e.text",
+            true => format!(
+                "COALESCE({alias}.text, (SELECT value FROM StringIds s WHERE s.id = {alias}.textId))"
+            ),
+            false => format!("{alias}.text"),
         })
     }
 
@@ -417,9 +419,9 @@ impl NsysDb {
         if !cols.iter().any(|c| c == "domainId") {
             return Ok(Default::default());
         }
-        let name = self.nvtx_name_expr(&cols)?;
+        let name = self.nvtx_name_expr(&cols, "e")?;
         // A domain is named by its create event (type 75): its text is the domain's name.
-        let domain_name = name.replace("e.", "d.");
+        let domain_name = self.nvtx_name_expr(&cols, "d")?;
         let sql = format!(
             "WITH kept(id) AS (SELECT d.domainId FROM NVTX_EVENTS d \
                                WHERE d.eventType = {NVTX_DOMAIN_CREATE} AND {domain_name} = ?1) \
@@ -449,7 +451,7 @@ impl NsysDb {
         if cols.is_empty() {
             return Ok(Vec::new());
         }
-        let name = self.nvtx_name_expr(&cols)?;
+        let name = self.nvtx_name_expr(&cols, "e")?;
         let sql = format!(
             "SELECT DISTINCT {name} FROM NVTX_EVENTS e \
              WHERE e.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND e.end IS NOT NULL"
