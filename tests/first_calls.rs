@@ -68,6 +68,11 @@ fn a_first_step_that_records_cuda_graphs_says_so_with_nvidias_count() {
         md.contains("2 at 172.85 ms and 0.33 ms (the first 2 (warm-up)"),
         "{md}"
     );
+    // The recording step is the range's slowest: NVIDIA's nvtx_sum Max of the same report.
+    let nvtx = read(root().join("tests/data/hf/graph-record/nsys/summary_nvtx_sum.csv"));
+    let step = nvtx.lines().find(|l| l.ends_with(",:step")).unwrap();
+    let max_ns: f64 = step.split(',').nth(6).unwrap().parse().unwrap();
+    assert_eq!(format!("{:.2} ms", max_ns / 1e6), "172.85 ms");
 }
 
 /// CUB's ranges are in the table as the export has them, but they are not steps: no instance
