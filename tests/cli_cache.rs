@@ -96,6 +96,39 @@ fn a_rerun_takes_every_kernel_from_the_cache_and_skips_ncu() {
 }
 
 #[test]
+fn a_sampling_first_run_asks_for_metric_names_once_nsys_profile_has_ended() {
+    // ncu's query cannot run while nsys samples the GPU's counters; it runs once `nsys profile`
+    // has ended, beside the export, and is answered before the ncu pass starts.
+    let sb = Sandbox::new();
+    let mut args = vec!["--nvtx-capture", "decode"];
+    args.extend_from_slice(TOP2);
+    args.extend_from_slice(&["--", "python3", "-c", "print(1)"]);
+    sb.profile("one", &args)
+        .env("FAKE_SMI", "1")
+        .env("FAKE_NSYS_EXPORT_S", "1")
+        .assert()
+        .success();
+    let calls = sb.calls();
+    let at = |prefix: &str| {
+        calls
+            .lines()
+            .position(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` in {calls}"))
+    };
+    let profiled = at("nsys profile");
+    assert!(calls
+        .lines()
+        .nth(profiled)
+        .unwrap()
+        .contains("--gpu-metrics-devices"));
+    let query = at("ncu --query-metrics");
+    // Asked while the export (1 s here) ran, not after the stats that follow it.
+    assert!(profiled < query && query < at("nsys stats"), "{calls}");
+    assert!(query < at("ncu --target-processes"), "{calls}");
+    assert_eq!(ncu_queries(&sb), 1, "{calls}");
+}
+
+#[test]
 fn no_cache_and_other_settings_profile_again() {
     let sb = Sandbox::new();
     profile(&sb, "one", &[]);

@@ -90,8 +90,8 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         .map_err(|e| io("env.json", e))?;
     // With an nsys pass first, metric names are checked against this GPU's list before the ncu
     // pass: the list kept for this GPU, driver and ncu, else ncu's answer, asked beside the
-    // nsys pass, or after it when nsys samples the GPU's counters (ncu's query then answers
-    // without its list; seen on an H100).
+    // nsys pass, or once its profile has ended when nsys samples the GPU's counters (ncu's
+    // query then answers without its list; seen on an H100), beside the export.
     let mut metric_check = None;
     if let (Some(found), false, true) = (&ncu_tool, args.dry_run, cfg.nsys.enable) {
         let source = query_source(cfg, &env, found);

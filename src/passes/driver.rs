@@ -320,6 +320,7 @@ mod tests {
         let ctx = quiet(&cfg, &run, &workload);
         let nsys = NsysPass {
             tool: Some("/no/such/nsys".into()),
+            profiled: None,
         };
         let plan = nsys.plan(&ctx).unwrap();
         let lines = nsys.commands(&plan);
@@ -369,7 +370,12 @@ mod tests {
             status: Status::new("r"),
             dry_run: false,
         };
-        driver.drive(&NsysPass { tool: None }).unwrap();
+        driver
+            .drive(&NsysPass {
+                tool: None,
+                profiled: None,
+            })
+            .unwrap();
         driver
             .drive(&NcuPass {
                 tool: Some("/no/such/ncu".into()),
@@ -404,6 +410,7 @@ mod tests {
         };
         let nsys = NsysPass {
             tool: Some("/no/such/nsys".into()),
+            profiled: None,
         };
         let ncu = NcuPass {
             tool: Some("/no/such/ncu".into()),

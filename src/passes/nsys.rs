@@ -332,6 +332,9 @@ pub(crate) fn reports(dir: &Path) -> Vec<(Option<u32>, PathBuf)> {
 /// The nsys pass: its program, found before the run.
 pub(crate) struct NsysPass {
     pub(crate) tool: Option<PathBuf>,
+    /// Told once `nsys profile` has ended (the GPU's counters are free again), before the
+    /// export: the metric query waiting on it then runs beside the post steps.
+    pub(crate) profiled: Option<std::sync::mpsc::Sender<()>>,
 }
 
 /// What the nsys pass runs: `nsys profile` (under the launcher for several ranks), then per
@@ -442,6 +445,10 @@ impl Pass for NsysPass {
                 out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
                 refused = Some(why);
             }
+        }
+        if let Some(tx) = &self.profiled {
+            // Nobody waiting is fine: the query may already have been answered.
+            let _ = tx.send(());
         }
         let reports = reports(&dir);
         let qdstrm = std::fs::read_dir(&dir)

@@ -78,8 +78,10 @@ pub(crate) fn run(driver: &mut Driver, setup: &mut Setup) -> Result<(), Error> {
 fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
     let ctx = driver.ctx;
     let Some(gpus) = second_gpu(ctx.cfg, s.env, ctx.workload) else {
+        let profiled = ask_once_profiled(&mut s.check);
         return driver.drive(&NsysPass {
             tool: s.nsys.clone(),
+            profiled,
         });
     };
     // ncu starts now, so the names it will be given are checked first.
@@ -96,6 +98,7 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
         (
             &NsysPass {
                 tool: s.nsys.clone(),
+                profiled: None,
             },
             &nsys_ctx,
         ),
@@ -140,10 +143,29 @@ fn baseline(driver: &mut Driver, _: &mut Setup) -> Result<(), Error> {
 }
 
 /// The metric check with an nsys pass first: running beside it, or (when nsys samples the
-/// GPU's counters) what to ask once it is over.
+/// GPU's counters) what to ask once its profile has ended.
 pub(crate) enum Check {
     Beside(std::thread::JoinHandle<Result<Option<Vec<String>>, Error>>),
     After(query::Source, Vec<String>),
+}
+
+/// A check to ask after the nsys pass starts now, on a thread that waits until `nsys
+/// profile` has ended (or the pass is over, whatever happened to it): the query then runs
+/// beside the pass's export and stats instead of after them. The sender goes to the pass.
+fn ask_once_profiled(check: &mut Option<Check>) -> Option<std::sync::mpsc::Sender<()>> {
+    if !matches!(check, Some(Check::After(..))) {
+        return None;
+    }
+    let Some(Check::After(source, metrics)) = check.take() else {
+        return None;
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    *check = Some(Check::Beside(std::thread::spawn(move || {
+        // Err: the pass ended without telling (it failed or was skipped); ask all the same.
+        let _ = rx.recv();
+        query::decide(source.ask_and_keep().as_deref(), &metrics)
+    })));
+    Some(tx)
 }
 
 /// The metric check's answer: the reports' metrics this GPU knows (or what was known before),
@@ -252,7 +274,10 @@ fn repeat_nsys(driver: &mut Driver, nsys: &Option<PathBuf>) -> Result<(), Error>
             dry_run,
         };
         tracing::info!("nsys pass {i} of {n}");
-        d.drive(&NsysPass { tool: nsys.clone() })?;
+        d.drive(&NsysPass {
+            tool: nsys.clone(),
+            profiled: None,
+        })?;
         d.status.finish(dry_run);
         d.save();
         let st = &d.status.passes["nsys"];

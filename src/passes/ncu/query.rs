@@ -3,8 +3,9 @@
 //!
 //! The answer decides the ncu pass's metric list (a name the GPU lacks stops ncu) and checks
 //! the user's `ncu.metrics`. Asking costs about 3 s on an H100 and cannot run beside a nsys
-//! pass that samples the GPU's counters (ncu then answers without its list), so a re-run whose
-//! kernels are all cached would otherwise wait on it for nothing.
+//! pass that samples the GPU's counters (ncu then answers without its list: it is asked once
+//! `nsys profile` has ended, beside the export), so a re-run whose kernels are all cached would
+//! otherwise wait on it for nothing.
 
 use std::path::{Path, PathBuf};
 
