@@ -47,7 +47,11 @@ PY
 echo "--- stage2's ncu command again, stamped"
 cmd=$(head -1 "$root/$id/ncu/cmd.txt")
 echo "$cmd" | cut -c1-400
-eval "$cmd -f" 2>&1 | stamp
+# -f (overwrite the first run's report) goes right after ncu's own path, before the workload.
+cmd=$(echo "$cmd" | sed -E 's#^([^ ]+) #\1 -f #')
+eval "$cmd" 2>&1 | stamp
+echo "--- where the chosen kernels' first launches are in the nsys export"
+"$py" scripts/first-launches.py "$root/$id"
 echo "--- ncu --print-summary per-kernel (first lines)"
 rep=$(ls "$root/$id"/ncu/*.ncu-rep | head -1)
 ncu --import "$rep" --print-summary per-kernel 2>&1 | head -60

@@ -26,7 +26,7 @@ fn ncu_queries(sb: &Sandbox) -> usize {
 fn ncu_profiles(sb: &Sandbox) -> usize {
     sb.calls()
         .lines()
-        .filter(|l| l.starts_with("ncu --target-processes"))
+        .filter(|l| l.starts_with("ncu --target-processes") || l.starts_with("ncu --mode=attach"))
         .count()
 }
 
@@ -124,7 +124,7 @@ fn a_sampling_first_run_asks_for_metric_names_once_nsys_profile_has_ended() {
     let query = at("ncu --query-metrics");
     // Asked while the export (1 s here) ran, not after the stats that follow it.
     assert!(profiled < query && query < at("nsys stats"), "{calls}");
-    assert!(query < at("ncu --target-processes"), "{calls}");
+    assert!(query < at("ncu --mode=attach"), "{calls}");
     assert_eq!(ncu_queries(&sb), 1, "{calls}");
 }
 

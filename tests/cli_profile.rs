@@ -64,16 +64,31 @@ fn full_run_leaves_the_whole_layout() {
     // Every instance of a repeated range is captured by default.
     assert!(first.contains("--capture-range-end=none"), "{first}");
     // The top kernels become ncu's filter, by mangled name from the nsys SQLite.
+    // The workload was started beside the nsys pass, held by ncu at its first CUDA call
+    // (NVTX tracked from the start), and profiled by an attach that brings the filters.
     let ncu_cmd = read(run.join("ncu/cmd.txt"));
+    let mut lines = ncu_cmd.lines();
+    let launch = lines.next().unwrap();
     assert!(
-        ncu_cmd.contains("--nvtx --nvtx-include decode/"),
+        launch.contains("--mode=launch --target-processes all --nvtx python3"),
         "{ncu_cmd}"
+    );
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .contains("--mode=attach --hostname 127.0.0.1 --nvtx-include decode/"),
+        "{ncu_cmd}"
+    );
+    assert_eq!(
+        status(&run)["passes"]["ncu"]["ncu"]["early_start"]["attached"],
+        true
     );
     assert!(ncu_cmd.contains("--kernel-name-base mangled --kernel-id '::regex:^(nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN|_ZN"), "{ncu_cmd}");
     // Coverage selection: the top 10, then more until 80% of kernel time: 12 kernels.
     let regex = ncu_cmd
         .lines()
-        .next()
+        .nth(1)
         .unwrap()
         .split("::regex:^(")
         .nth(1)
@@ -96,7 +111,9 @@ fn full_run_leaves_the_whole_layout() {
     assert_eq!(
         sb.calls()
             .lines()
-            .filter(|l| l.starts_with("ncu --target-processes"))
+            .filter(
+                |l| l.starts_with("ncu --target-processes") || l.starts_with("ncu --mode=attach")
+            )
             .count(),
         1
     );
@@ -174,7 +191,7 @@ fn ncu_profiling_nothing_with_the_filter_is_rerun_without_it() {
     let calls = sb.calls();
     let profiles: Vec<&str> = calls
         .lines()
-        .filter(|l| l.starts_with("ncu --target-processes"))
+        .filter(|l| l.starts_with("ncu --target-processes") || l.starts_with("ncu --mode=attach"))
         .collect();
     assert_eq!(profiles.len(), 2, "{calls}");
     assert!(profiles[0].contains("regex:") && !profiles[1].contains("regex:"));
@@ -184,7 +201,8 @@ fn ncu_profiling_nothing_with_the_filter_is_rerun_without_it() {
         .as_str()
         .unwrap()
         .contains("without it"));
-    assert_eq!(read(run.join("ncu/cmd.txt")).lines().count(), 5);
+    // The held workload's launch and the attach, the three imports, then the retry.
+    assert_eq!(read(run.join("ncu/cmd.txt")).lines().count(), 6);
 }
 
 /// ncu on another range than nsys's capture began with (the README's lead command): when the
@@ -494,10 +512,16 @@ fn a_failing_workload_exits_4_and_keeps_what_was_produced() {
         .as_str()
         .unwrap()
         .contains("failed under nsys"));
-    assert!(!sb
-        .calls()
-        .lines()
-        .any(|l| l.starts_with("ncu") && l.contains("--nvtx")));
+    // Only the copy held at its first CUDA call beside the nsys pass ran, and was stopped
+    // there; the nsys pass says it was there.
+    assert!(!sb.calls().lines().any(|l| l.starts_with("ncu")
+        && l.contains("--nvtx")
+        && !l.starts_with("ncu --mode=launch")));
+    assert!(st["passes"]["nsys"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("ncu.early_start=false")));
 }
 
 #[test]

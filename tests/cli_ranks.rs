@@ -71,7 +71,9 @@ fn torchrun_two_ranks_per_rank_nsys_one_rank_ncu_merged_reports() {
     assert_eq!(
         calls
             .lines()
-            .filter(|l| l.starts_with("ncu --target-processes"))
+            .filter(
+                |l| l.starts_with("ncu --target-processes") || l.starts_with("ncu --mode=attach")
+            )
             .count(),
         1,
         "{calls}"

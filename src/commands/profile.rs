@@ -135,6 +135,7 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         check: metric_check,
         known,
         ncu_done: false,
+        early: None,
     };
     sequence::run(&mut driver, &mut setup)?;
 

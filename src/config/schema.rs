@@ -357,6 +357,7 @@ pub struct Ncu {
     pub extra_args: Vec<String>,
     pub timeout_s: Option<u64>,
     pub stop_when_done: bool,
+    pub early_start: bool,
     pub second_gpu: bool,
     pub cache: NcuCache,
 }

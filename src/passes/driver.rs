@@ -337,6 +337,7 @@ mod tests {
             known_metrics: None,
             second_gpu: None,
             device: None,
+            early: std::sync::Mutex::new(None),
         };
         let plan = ncu.plan(&ctx).unwrap();
         // No nsys data yet: no kernel filter, so the unfiltered line is the profile line.
@@ -384,6 +385,7 @@ mod tests {
                 known_metrics: None,
                 second_gpu: None,
                 device: None,
+                early: std::sync::Mutex::new(None),
             })
             .unwrap();
         let st = &driver.status.passes;
@@ -419,6 +421,7 @@ mod tests {
             known_metrics: None,
             device: None,
             second_gpu: None,
+            early: std::sync::Mutex::new(None),
         };
         let err = driver.drive_pair((&nsys, &ctx), (&ncu, &ctx)).unwrap_err();
         assert!(err.to_string().contains("/no/such/nsys"), "{err}");

@@ -13,7 +13,8 @@ use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
 use crate::rundir::status::{
-    Cause, GraphStepState, NcuCacheUse, NcuRecord, NcuShapePlan as ShapePlan, PassState, PassStatus,
+    Cause, EarlyStart, GraphStepState, NcuCacheUse, NcuRecord, NcuShapePlan as ShapePlan,
+    PassState, PassStatus,
 };
 
 pub(crate) const NO_KERNELS: &str = "No kernels were profiled";
@@ -54,6 +55,9 @@ pub(crate) struct NcuPass {
     pub(crate) device: Option<cache::Device>,
     /// Run on a second GPU beside the nsys pass (None: after it, on the workload's GPU).
     pub(crate) second_gpu: Option<crate::rundir::status::SecondGpu>,
+    /// The workload started beside the nsys pass and held at its first CUDA call
+    /// (`ncu.early_start`): the pass attaches to it instead of starting it.
+    pub(crate) early: std::sync::Mutex<Option<early::Held>>,
 }
 
 /// What the ncu pass runs.
@@ -85,6 +89,9 @@ pub(crate) struct NcuPlan {
     pub(crate) bound: Option<Bound>,
     /// One instance measured whole where the range launches CUDA graphs.
     pub(crate) step: Option<step::StepPlan>,
+    /// With a held workload: the line that started it and the attach that profiles it, in
+    /// place of `profile` (program first).
+    pub(crate) attach: Option<(Vec<String>, Vec<String>)>,
 }
 
 impl ShapePlan {
@@ -213,6 +220,64 @@ impl NcuPass {
         launcher.wrap(&ctx.cfg.workload, per_rank, &rank_vars)
     }
 
+    /// `f` of the held workload, if there is one.
+    fn held<T>(&self, f: impl FnOnce(&early::Held) -> T) -> Option<T> {
+        let held = self.early.lock().unwrap_or_else(|p| p.into_inner());
+        held.as_ref().map(f)
+    }
+
+    /// The planned profile: attached to the held workload when there is one and ncu holds
+    /// it, else (and when the attach is refused) started as usual, the line added to cmd.txt.
+    fn first_profile(
+        &self,
+        ctx: &Ctx,
+        plan: &NcuPlan,
+        watch: &Watch,
+        warnings: &mut Vec<String>,
+    ) -> Result<(Outcome, Option<EarlyStart>), Error> {
+        let held = self.early.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let (Some(held), Some((_, attach))) = (held, &plan.attach) else {
+            return Ok((self.profile(ctx, plan, &plan.profile, watch)?, None));
+        };
+        let record = |attached| EarlyStart {
+            held_after_s: held.waiting_after_s(),
+            attached,
+        };
+        let why = match held.wait_held(ctx.cfg.ncu_timeout()) {
+            true => {
+                let out = self.profile(ctx, plan, attach, watch)?;
+                if out.code == Some(0) || !out.tail.contains(early::REFUSED_OPTION) {
+                    let rec = record(true);
+                    let grace = std::time::Duration::from_secs(ctx.cfg.run.grace_s);
+                    return Ok((early::merged(out, held.finish(grace)), Some(rec)));
+                }
+                let line = out.tail.lines().find(|l| l.contains(early::REFUSED_OPTION));
+                format!(
+                    "ncu would not attach with these options ({})",
+                    line.unwrap_or("").trim()
+                )
+            }
+            false => "the workload held for it ended before ncu attached (see ncu/workload.log)"
+                .to_string(),
+        };
+        if crate::passes::signals::interrupted() {
+            return Err(Error::Interrupted(
+                "before ncu attached to the held workload".into(),
+            ));
+        }
+        let rec = record(false);
+        drop(held);
+        let why = format!("ncu pass: {why}; starting the workload under ncu as usual");
+        tracing::warn!("{why}");
+        warnings.push(why);
+        let _ = append_cmd_txt(
+            &ctx.workload.env,
+            &ctx.run.ncu("cmd.txt"),
+            &with_env(&plan.env, plan.profile.clone()),
+        );
+        Ok((self.profile(ctx, plan, &plan.profile, watch)?, Some(rec)))
+    }
+
     /// Run ncu once with `argv`.
     fn profile(
         &self,
@@ -304,6 +369,7 @@ fn nsys_basis(ctx: &Ctx) -> cost::Basis {
         pass_s: nsys.duration_s,
         capture_start_s: timing.as_ref().and_then(|t| t.capture_start_s),
         capture_end_s: timing.and_then(|t| t.capture_end_s),
+        held_s: None,
     }
 }
 
@@ -436,6 +502,7 @@ impl Pass for NcuPass {
         });
         // A bounded pass profiles at most its bound.
         let profiles = profiles.map(|n| bound.as_ref().map_or(n, |b| n.min(b.launches)));
+        let held_s = self.held(|h| h.waiting_after_s()).flatten();
         let cost = profiles.map(|n| {
             let learned = reuse
                 .as_ref()
@@ -445,7 +512,10 @@ impl Pass for NcuPass {
                 n,
                 hits,
                 collect.set.as_deref(),
-                nsys_basis(ctx),
+                cost::Basis {
+                    held_s,
+                    ..nsys_basis(ctx)
+                },
                 stop_early || bound.as_ref().is_some_and(|b| b.all_known),
             )
         });
@@ -460,15 +530,24 @@ impl Pass for NcuPass {
                 s.choice.work.workloads(),
             ));
         }
+        let profile = self.argv(
+            ctx,
+            include.as_deref(),
+            filter.as_ref(),
+            &base,
+            &collect,
+            launches,
+        );
+        // A bounded pass stops ncu as a Ctrl-C would; that is known of a launched ncu only.
+        let attach = match multi || nothing_left || bound.is_some() {
+            true => None,
+            false => self
+                .held(|h| Some((h.argv.clone(), early::attach_argv(&profile)?)))
+                .flatten(),
+        };
         Ok(NcuPlan {
-            profile: self.argv(
-                ctx,
-                include.as_deref(),
-                filter.as_ref(),
-                &base,
-                &collect,
-                launches,
-            ),
+            profile,
+            attach,
             unfiltered: self.argv(
                 ctx,
                 include.as_deref(),
@@ -497,13 +576,18 @@ impl Pass for NcuPass {
     fn commands(&self, plan: &NcuPlan) -> Vec<Vec<String>> {
         let mut lines = match plan.nothing_left {
             true => Vec::new(),
-            false => vec![
-                with_env(&plan.env, plan.profile.clone()),
+            false => vec![with_env(&plan.env, plan.profile.clone())],
+        };
+        if let (false, Some((launch, attach))) = (plan.nothing_left, &plan.attach) {
+            lines = vec![with_env(&plan.env, launch.clone()), attach.clone()];
+        }
+        if !plan.nothing_left {
+            lines.extend([
                 self.with_prog(import_args(&plan.report)),
                 self.with_prog(import_mangled_args(&plan.report)),
                 self.with_prog(vec!["--list-sections".into()]),
-            ],
-        };
+            ]);
+        }
         if let Some(s) = plan.step.as_ref().filter(|s| s.hit.is_none()) {
             lines.extend([s.argv.clone(), s.import.clone()]);
         }
@@ -546,7 +630,7 @@ impl Pass for NcuPass {
             return Ok(st);
         }
         let watch = Watch::new(progress, plan);
-        let mut out = self.profile(ctx, plan, &plan.profile, &watch)?;
+        let (mut out, early_start) = self.first_profile(ctx, plan, &watch, &mut warnings)?;
         let mut duration = out.duration;
         let filtered = plan.filter.as_ref().is_some_and(|f| !f.is_empty());
         // A workload that failed is not run again without the filter: it would fail again.
@@ -616,6 +700,7 @@ impl Pass for NcuPass {
         if let Some(r) = st.ncu.as_mut() {
             r.stopped_early = plan.stop_early && out.tail.contains(STOPPED_EARLY);
             r.bounded = bounded;
+            r.early_start = early_start;
         }
         graph_step(ctx, plan, progress, &mut st);
         Ok(st)
@@ -698,6 +783,7 @@ impl NcuPass {
             shapes: plan.shapes.clone(),
             graph_step: None,
             second_gpu: self.second_gpu.clone(),
+            early_start: None,
         }
     }
 }
@@ -708,6 +794,7 @@ mod tests;
 mod args;
 pub(crate) mod cache;
 pub(crate) mod cost;
+pub(crate) mod early;
 mod outcome;
 pub(crate) mod query;
 mod reuse;

@@ -26,6 +26,8 @@ pub(crate) struct Setup<'a> {
     pub(crate) known: Option<Vec<String>>,
     /// Set when the ncu pass already ran beside the nsys pass (`ncu.second_gpu`).
     pub(crate) ncu_done: bool,
+    /// The ncu pass's workload, started beside the nsys pass and held (`ncu.early_start`).
+    pub(crate) early: Option<super::ncu::early::Held>,
 }
 
 /// A pass's step: its name in status.json, whether this run has it (it is `pending` until it
@@ -79,10 +81,15 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
     let ctx = driver.ctx;
     let Some(gpus) = second_gpu(ctx.cfg, s.env, ctx.workload) else {
         let profiled = ask_once_profiled(&mut s.check);
-        return driver.drive(&NsysPass {
+        s.early = hold_early(driver, s);
+        let ran = driver.drive(&NsysPass {
             tool: s.nsys.clone(),
             profiled,
         });
+        if let Some(held) = &s.early {
+            early_notes(&mut driver.status, held);
+        }
+        return ran;
     };
     // ncu starts now, so the names it will be given are checked first.
     let (known, refused) = checked(s.check.take(), s.known.take());
@@ -110,6 +117,7 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
                 nsys: s.nsys.clone(),
                 known_metrics: known,
                 second_gpu: Some(gpus),
+                early: std::sync::Mutex::new(None),
             },
             &ncu_ctx,
         ),
@@ -130,7 +138,47 @@ fn ncu(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
         nsys: s.nsys.clone(),
         known_metrics: known,
         second_gpu: None,
+        early: std::sync::Mutex::new(s.early.take()),
     })
+}
+
+/// Start the ncu pass's workload now, held by ncu at its first CUDA call, when this run can
+/// (`ncu.early_start`, one process, both tools, a real run).
+fn hold_early(driver: &Driver, s: &Setup) -> Option<super::ncu::early::Held> {
+    let ctx = driver.ctx;
+    let ncu = s.ncu.as_ref()?;
+    if driver.dry_run || s.nsys.is_none() || !super::ncu::early::wanted(ctx.cfg) {
+        return None;
+    }
+    let args = super::ncu::early::launch_args(&ctx.workload.argv);
+    let log = super::ncu::early::log(&ctx.run.path.join("ncu"));
+    let spec = ctx.spec(&ncu.path, args, log);
+    tracing::info!("ncu pass: its workload starts now, held by ncu at its first CUDA call until the kernels are chosen (ncu.early_start)");
+    Some(super::ncu::early::Held::start(spec))
+}
+
+/// What the held workload meant for the nsys pass: CPU work of its start-up during the
+/// capture, and the hint where the workload failed (it may not run twice at once).
+fn early_notes(status: &mut Status, held: &super::ncu::early::Held) {
+    let Some(nsys) = status.passes.get_mut("nsys") else {
+        return;
+    };
+    let timing = nsys.nsys.as_ref().and_then(|r| r.timing.as_ref());
+    let began = timing.and_then(|t| t.capture_start_s);
+    let ended = timing.and_then(|t| t.capture_end_s);
+    let held_at = held.waiting_after_s();
+    if let (Some(began), Some(ended)) = (began, ended) {
+        let overlap = held_at.unwrap_or(ended).min(ended) - began;
+        if overlap > 0.05 {
+            nsys.warnings.push(format!(
+                "the ncu pass's copy of the workload was still starting (CPU work) for {overlap:.1} s of the {:.1} s capture (ncu.early_start): the capture's CPU-side times may include that; ncu.early_start=false runs the passes one after the other",
+                ended - began
+            ));
+        }
+    }
+    if nsys.state == PassState::Failed {
+        nsys.warnings.push("the ncu pass's copy of the workload was starting beside this one (ncu.early_start): a workload that cannot run twice at once (a port, a lock, a file both write) fails so; ncu.early_start=false runs the passes one after the other".to_string());
+    }
 }
 
 /// The workload once more without a profiler (`run.baseline`).

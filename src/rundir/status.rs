@@ -114,6 +114,18 @@ pub(crate) struct NcuRecord {
     /// One instance of the range measured whole where it launches CUDA graphs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) graph_step: Option<GraphStepRecord>,
+    /// The workload was started beside the nsys pass and held (`ncu.early_start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) early_start: Option<EarlyStart>,
+}
+
+/// The ncu pass's workload started beside the nsys pass, held by ncu at its first CUDA call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct EarlyStart {
+    /// Seconds from its start until ncu held it (None: it never was).
+    pub(crate) held_after_s: Option<f64>,
+    /// The pass attached to it (false: it started the workload again as usual).
+    pub(crate) attached: bool,
 }
 
 /// One instance of ncu's range measured whole (`ncu.graph_step`, `ncu --graph-profiling

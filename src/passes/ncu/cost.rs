@@ -39,6 +39,9 @@ pub(crate) struct Basis {
     /// When nsys's capture began and ended, from the launch of `nsys profile`.
     pub(crate) capture_start_s: Option<f64>,
     pub(crate) capture_end_s: Option<f64>,
+    /// When the ncu pass's workload, started beside the nsys pass, was held at its first CUDA
+    /// call (`ncu.early_start`): what came before is already done when ncu attaches.
+    pub(crate) held_s: Option<f64>,
 }
 
 impl Basis {
@@ -48,14 +51,19 @@ impl Basis {
         let after_stopped = PRIOR_AFTER_STOPPED_S;
         match (self.capture_start_s, self.pass_s) {
             (Some(start), _) => {
-                let before = start * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;
+                let to_go = (start - self.held_s.unwrap_or(0.0)).max(0.0);
+                let before = to_go * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;
                 let rest = self.capture_end_s.map_or(0.0, |e| (e - start).max(0.0));
                 let after = match stop_early {
                     true => after_stopped,
                     false => rest * PRIOR_BEFORE_PER_CAPTURE + after_stopped,
                 };
+                let held = match self.held_s {
+                    Some(h) => format!(", the held workload {h:.0} s of the way there"),
+                    None => String::new(),
+                };
                 let why = format!(
-                    "defaults: {before:.0} s until the first kernel (the nsys pass reached its capture at {start:.0} s; x{PRIOR_BEFORE_PER_CAPTURE} + {PRIOR_NCU_SETUP_S} s for ncu)"
+                    "defaults: {before:.0} s until the first kernel (the nsys pass reached its capture at {start:.0} s{held}; x{PRIOR_BEFORE_PER_CAPTURE} + {PRIOR_NCU_SETUP_S} s for ncu)"
                 );
                 (before, after, why)
             }
@@ -329,6 +337,7 @@ mod tests {
             pass_s: Some(30.0),
             capture_start_s: Some(10.0),
             capture_end_s: Some(14.0),
+            held_s: None,
         };
         let stopped = plan(None, 2, 0, None, nsys, true);
         let before = 10.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;

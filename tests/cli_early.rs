@@ -1,0 +1,118 @@
+//! The ncu pass's workload started beside the nsys pass and held by ncu at its first CUDA call
+//! (`ncu.early_start`), with the fake ncu's launch and attach modes: attached once the kernels
+//! are chosen, started as usual when the held copy ended or the attach was refused, never
+//! started where the run cannot use it, and stopped where the pass does not need it.
+
+mod common;
+
+use common::{read, status, Sandbox};
+
+const ARGS: &[&str] = &[
+    "--nvtx-capture",
+    "decode",
+    "--",
+    "python3",
+    "-c",
+    "print(1)",
+];
+
+fn lines_starting(sb: &Sandbox, prefix: &str) -> usize {
+    sb.calls().lines().filter(|l| l.starts_with(prefix)).count()
+}
+
+#[test]
+fn a_held_copy_that_ends_before_the_attach_is_started_again_as_usual() {
+    // Hand-made error path: the held workload exits on its own (FAKE_NCU_EARLY=die).
+    let sb = Sandbox::new();
+    sb.profile("r", ARGS)
+        .env("FAKE_NCU_EARLY", "die")
+        .assert()
+        .success();
+    let st = status(&sb.run("r"));
+    let ncu = &st["passes"]["ncu"];
+    assert_eq!(ncu["state"], "ok", "{ncu}");
+    assert_eq!(ncu["ncu"]["early_start"]["attached"], false, "{ncu}");
+    assert!(ncu["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("ended before ncu attached (see ncu/workload.log); starting the workload under ncu as usual"));
+    assert_eq!(lines_starting(&sb, "ncu --mode=attach"), 0);
+    assert_eq!(lines_starting(&sb, "ncu --target-processes"), 1);
+    // cmd.txt holds what ran: the launch, the attach it planned, the imports, the usual line.
+    let cmd = read(sb.run("r").join("ncu/cmd.txt"));
+    assert!(
+        cmd.lines()
+            .last()
+            .unwrap()
+            .contains("--target-processes all --nvtx --nvtx-include decode/"),
+        "{cmd}"
+    );
+    assert!(read(sb.run("r").join("ncu/workload.log")).contains("held workload: died"));
+}
+
+#[test]
+fn an_attach_ncu_refuses_falls_back_to_the_usual_launch() {
+    let sb = Sandbox::new();
+    sb.profile("r", ARGS)
+        .env("FAKE_NCU_ATTACH", "refuse")
+        .assert()
+        .success();
+    let st = status(&sb.run("r"));
+    let ncu = &st["passes"]["ncu"];
+    assert_eq!(ncu["state"], "ok", "{ncu}");
+    assert!(ncu["warnings"][0]
+        .as_str()
+        .unwrap()
+        .contains("ncu would not attach with these options (==ERROR== Invalid option --nvtx specified for --mode attach)"));
+    assert_eq!(lines_starting(&sb, "ncu --target-processes"), 1);
+    assert!(read(sb.run("r").join("kernels.md")).contains("nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"));
+}
+
+#[test]
+fn early_start_off_or_impossible_runs_the_passes_one_after_the_other() {
+    let sb = Sandbox::new();
+    let mut off = vec!["ncu.early_start=false"];
+    off.extend_from_slice(ARGS);
+    sb.profile("off", &off).assert().success();
+    assert_eq!(lines_starting(&sb, "ncu --mode="), 0, "{}", sb.calls());
+    assert!(status(&sb.run("off"))["passes"]["ncu"]["ncu"]["early_start"].is_null());
+    // Without an nsys pass there is nothing to overlap.
+    let mut no_nsys = vec!["--no-nsys"];
+    no_nsys.extend_from_slice(ARGS);
+    sb.profile("no-nsys", &no_nsys).assert().success();
+    assert_eq!(lines_starting(&sb, "ncu --mode="), 0, "{}", sb.calls());
+}
+
+#[test]
+fn a_held_copy_the_pass_does_not_need_is_stopped() {
+    // The re-run finds every chosen kernel in the metrics cache: ncu does not run, and the
+    // copy held since the nsys pass is stopped, not left waiting.
+    let sb = Sandbox::new();
+    let mut args = vec!["ncu.top_n=2", "ncu.coverage=0.01"];
+    args.extend_from_slice(ARGS);
+    sb.profile("one", &args)
+        .env("FAKE_SMI", "1")
+        .assert()
+        .success();
+    sb.profile("two", &args)
+        .env("FAKE_SMI", "1")
+        .assert()
+        .success();
+    assert_eq!(lines_starting(&sb, "ncu --mode=launch"), 2);
+    assert_eq!(lines_starting(&sb, "ncu --mode=attach"), 1);
+    let cmd = read(sb.run("two").join("ncu/cmd.txt"));
+    assert!(cmd.is_empty(), "{cmd}");
+    // No held process of this sandbox is left behind (other tests run beside this one).
+    let mine = format!("FAKE_CALLS={}", sb.path().join("calls.log").display());
+    let left = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|p| {
+            let read = |f: &str| std::fs::read(p.path().join(f)).unwrap_or_default();
+            let args = String::from_utf8_lossy(&read("cmdline")).replace('\0', " ");
+            let env = String::from_utf8_lossy(&read("environ")).replace('\0', "\n");
+            args.contains("--mode=launch") && env.lines().any(|l| l == mine)
+        })
+        .count();
+    assert_eq!(left, 0);
+}
