@@ -240,7 +240,7 @@ impl NcuPass {
             return Ok((self.profile(ctx, plan, &plan.profile, watch)?, None));
         };
         let record = |attached| EarlyStart {
-            held_after_s: held.waiting_after_s(),
+            held_after_s: Some(held.busy_until_s()),
             attached,
         };
         let why = match held.wait_held(ctx.cfg.ncu_timeout()) {
@@ -369,7 +369,7 @@ fn nsys_basis(ctx: &Ctx) -> cost::Basis {
         pass_s: nsys.duration_s,
         capture_start_s: timing.as_ref().and_then(|t| t.capture_start_s),
         capture_end_s: timing.and_then(|t| t.capture_end_s),
-        held_s: None,
+        held: false,
     }
 }
 
@@ -502,7 +502,7 @@ impl Pass for NcuPass {
         });
         // A bounded pass profiles at most its bound.
         let profiles = profiles.map(|n| bound.as_ref().map_or(n, |b| n.min(b.launches)));
-        let held_s = self.held(|h| h.waiting_after_s()).flatten();
+        let held = self.held(|_| ()).is_some();
         let cost = profiles.map(|n| {
             let learned = reuse
                 .as_ref()
@@ -513,7 +513,7 @@ impl Pass for NcuPass {
                 hits,
                 collect.set.as_deref(),
                 cost::Basis {
-                    held_s,
+                    held,
                     ..nsys_basis(ctx)
                 },
                 stop_early || bound.as_ref().is_some_and(|b| b.all_known),

@@ -87,7 +87,7 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
             profiled,
         });
         if let Some(held) = &s.early {
-            early_notes(&mut driver.status, held);
+            early_notes(&mut driver.status, held.busy_until_s());
         }
         return ran;
     };
@@ -159,16 +159,15 @@ fn hold_early(driver: &Driver, s: &Setup) -> Option<super::ncu::early::Held> {
 
 /// What the held workload meant for the nsys pass: CPU work of its start-up during the
 /// capture, and the hint where the workload failed (it may not run twice at once).
-fn early_notes(status: &mut Status, held: &super::ncu::early::Held) {
+fn early_notes(status: &mut Status, held_at: f64) {
     let Some(nsys) = status.passes.get_mut("nsys") else {
         return;
     };
     let timing = nsys.nsys.as_ref().and_then(|r| r.timing.as_ref());
     let began = timing.and_then(|t| t.capture_start_s);
     let ended = timing.and_then(|t| t.capture_end_s);
-    let held_at = held.waiting_after_s();
     if let (Some(began), Some(ended)) = (began, ended) {
-        let overlap = held_at.unwrap_or(ended).min(ended) - began;
+        let overlap = held_at.min(ended) - began;
         if overlap > 0.05 {
             nsys.warnings.push(format!(
                 "the ncu pass's copy of the workload was still starting (CPU work) for {overlap:.1} s of the {:.1} s capture (ncu.early_start): the capture's CPU-side times may include that; ncu.early_start=false runs the passes one after the other",
@@ -356,4 +355,44 @@ fn repeat_nsys(driver: &mut Driver, nsys: &Option<PathBuf>) -> Result<(), Error>
     driver.status.set("nsys_repeat", st);
     driver.save();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rundir::status::{NsysRecord, NsysTiming};
+
+    fn nsys_ran(state: PassState, window: (f64, f64)) -> Status {
+        let mut status = Status::new("r");
+        let mut st = PassStatus::new(state, None);
+        let mut rec = NsysRecord::from_config(&crate::testutil::config(&[]).nsys);
+        rec.timing = Some(NsysTiming {
+            capture_start_s: Some(window.0),
+            capture_end_s: Some(window.1),
+            post_steps_s: None,
+        });
+        st.nsys = Some(rec);
+        status.set("nsys", st);
+        status
+    }
+
+    #[test]
+    fn a_held_copy_still_starting_during_the_capture_is_said_with_its_overlap() {
+        let mut status = nsys_ran(PassState::Ok, (10.0, 12.0));
+        early_notes(&mut status, 11.5);
+        let w = &status.passes["nsys"].warnings;
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("still starting (CPU work) for 1.5 s of the 2.0 s capture"),
+            "{w:?}"
+        );
+        // Held before the capture began: nothing to say.
+        let mut quiet = nsys_ran(PassState::Ok, (10.0, 12.0));
+        early_notes(&mut quiet, 9.0);
+        assert!(quiet.passes["nsys"].warnings.is_empty());
+        // A failed nsys pass gets the hint that the copy may be why.
+        let mut failed = nsys_ran(PassState::Failed, (10.0, 12.0));
+        early_notes(&mut failed, 2.0);
+        assert!(failed.passes["nsys"].warnings[0].contains("ncu.early_start=false"));
+    }
 }

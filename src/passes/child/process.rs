@@ -38,6 +38,8 @@ pub(crate) struct Spec {
     pub(crate) on_line: Option<LineHook>,
     /// Stop early, keeping what the child wrote (a bound reached, not a failure).
     pub(crate) soft_stop: Option<SoftStop>,
+    /// Told the child's pid (its process group) once it has started.
+    pub(crate) pid: Option<Arc<std::sync::atomic::AtomicU32>>,
 }
 
 /// Ask a child to stop early as a Ctrl-C would (SIGINT to its group, SIGKILL after the grace),
@@ -84,6 +86,7 @@ impl Spec {
             grace: Duration::from_secs(30),
             on_line: None,
             soft_stop: None,
+            pid: None,
         }
     }
 
@@ -208,6 +211,9 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     let start = Instant::now();
     let mut child = cmd.spawn()?;
     let pgid = Pid::from_raw(child.id() as i32);
+    if let Some(pid) = &spec.pid {
+        pid.store(child.id(), std::sync::atomic::Ordering::Relaxed);
+    }
 
     // The workload's echoed output goes to stderr, redacted, line by line: stdout is the
     // command's result (the run directory, or `--json`'s one object).

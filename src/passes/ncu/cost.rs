@@ -29,6 +29,10 @@ const PRIOR_BEFORE_PER_NSYS_S: f64 = 0.8;
 /// -> ncu's first kernel, s): eager 11.8 -> 13.0, static 16.3 -> 18.8, lead 12.5 -> 17.4,
 /// spec 16.3 -> 21.4, compile 17.8 -> 24.0.
 const PRIOR_BEFORE_PER_CAPTURE: f64 = 1.25;
+/// The same with the workload started beside the nsys pass and held at its first CUDA call
+/// (`ncu.early_start`): the attach's first kernel came at 0.27 (eager), 0.25 (MoE worker) and
+/// 0.42 (static cache) x the capture start (H100, 2026-11-26, docs/measured.md).
+const PRIOR_BEFORE_PER_CAPTURE_HELD: f64 = 0.3;
 const PRIOR_NCU_SETUP_S: f64 = 0.5;
 
 /// What the nsys pass measured of the workload, the basis of a first prediction.
@@ -39,9 +43,9 @@ pub(crate) struct Basis {
     /// When nsys's capture began and ended, from the launch of `nsys profile`.
     pub(crate) capture_start_s: Option<f64>,
     pub(crate) capture_end_s: Option<f64>,
-    /// When the ncu pass's workload, started beside the nsys pass, was held at its first CUDA
-    /// call (`ncu.early_start`): what came before is already done when ncu attaches.
-    pub(crate) held_s: Option<f64>,
+    /// The ncu pass's workload was started beside the nsys pass and held at its first CUDA
+    /// call (`ncu.early_start`): what came before is done when ncu attaches.
+    pub(crate) held: bool,
 }
 
 impl Basis {
@@ -51,19 +55,22 @@ impl Basis {
         let after_stopped = PRIOR_AFTER_STOPPED_S;
         match (self.capture_start_s, self.pass_s) {
             (Some(start), _) => {
-                let to_go = (start - self.held_s.unwrap_or(0.0)).max(0.0);
-                let before = to_go * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;
+                let per = match self.held {
+                    true => PRIOR_BEFORE_PER_CAPTURE_HELD,
+                    false => PRIOR_BEFORE_PER_CAPTURE,
+                };
+                let before = start * per + PRIOR_NCU_SETUP_S;
                 let rest = self.capture_end_s.map_or(0.0, |e| (e - start).max(0.0));
                 let after = match stop_early {
                     true => after_stopped,
                     false => rest * PRIOR_BEFORE_PER_CAPTURE + after_stopped,
                 };
-                let held = match self.held_s {
-                    Some(h) => format!(", the held workload {h:.0} s of the way there"),
-                    None => String::new(),
+                let held = match self.held {
+                    true => ", the workload held since then at its first CUDA call",
+                    false => "",
                 };
                 let why = format!(
-                    "defaults: {before:.0} s until the first kernel (the nsys pass reached its capture at {start:.0} s{held}; x{PRIOR_BEFORE_PER_CAPTURE} + {PRIOR_NCU_SETUP_S} s for ncu)"
+                    "defaults: {before:.0} s until the first kernel (the nsys pass reached its capture at {start:.0} s{held}; x{per} + {PRIOR_NCU_SETUP_S} s for ncu)"
                 );
                 (before, after, why)
             }
@@ -337,7 +344,7 @@ mod tests {
             pass_s: Some(30.0),
             capture_start_s: Some(10.0),
             capture_end_s: Some(14.0),
-            held_s: None,
+            held: false,
         };
         let stopped = plan(None, 2, 0, None, nsys, true);
         let before = 10.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;

@@ -20,14 +20,67 @@ const WAITING: &str = "Waiting for profiler to attach";
 /// What ncu says of an option the attach cannot take (it belongs to the launch).
 pub(crate) const REFUSED_OPTION: &str = "specified for --mode attach";
 
-/// The held workload: its `ncu --mode=launch` process on a thread, and when it began waiting.
+/// The held workload: its `ncu --mode=launch` process on a thread, whether ncu listens for
+/// the attach (it says so at once, before the workload reaches its first CUDA call), and when
+/// the workload's processes last used the CPU (held ones do not).
 pub(crate) struct Held {
     /// The launch command line, program first (for cmd.txt).
     pub(crate) argv: Vec<String>,
     started: Instant,
     waiting: Arc<Mutex<Option<Instant>>>,
+    busy: Arc<Mutex<Option<Instant>>>,
     stop: Arc<AtomicBool>,
     run: Option<JoinHandle<std::io::Result<Outcome>>>,
+}
+
+/// CPU time its processes used within one look (10 ms) above which the held workload counts as
+/// still starting: ncu's own listening costs far less.
+const BUSY_CPU_S: f64 = 0.005;
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// The CPU seconds (user and system) of every process in process group `pgid`, from /proc.
+fn group_cpu_s(pgid: u32) -> f64 {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    dir.flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter_map(|stat| {
+            // After the command name (in parentheses, which may hold spaces): state, ppid,
+            // pgrp, ..., utime and stime as the 12th and 13th fields.
+            let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            (rest.get(2)?.parse::<u32>().ok()? == pgid).then(|| {
+                let t = |i: usize| rest.get(i).and_then(|v| v.parse::<f64>().ok());
+                (t(11).unwrap_or(0.0) + t(12).unwrap_or(0.0)) / ticks
+            })
+        })
+        .sum()
+}
+
+/// Follow the group's CPU time until `stop` or the run ends: `busy` is the last look at which
+/// it was still working.
+fn watch_cpu(
+    pid: Arc<std::sync::atomic::AtomicU32>,
+    busy: Arc<Mutex<Option<Instant>>>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut last = 0.0;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(LOOK_EVERY);
+        let pgid = pid.load(Ordering::Relaxed);
+        if pgid == 0 {
+            continue;
+        }
+        let now = group_cpu_s(pgid);
+        if now - last > BUSY_CPU_S {
+            *busy.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        }
+        last = now;
+    }
 }
 
 /// Whether this run starts the ncu pass's workload early: asked for, both passes on, one
@@ -100,33 +153,47 @@ impl Held {
             flag: stop.clone(),
             after: None,
         });
+        let pid = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        spec.pid = Some(pid.clone());
         let argv = spec.argv();
         let run = std::thread::spawn(move || process::run(&spec));
+        let busy = Arc::new(Mutex::new(None));
+        let (b, s) = (busy.clone(), stop.clone());
+        std::thread::spawn(move || watch_cpu(pid, b, s));
         Held {
             argv,
             started: Instant::now(),
             waiting,
+            busy,
             stop,
             run: Some(run),
         }
     }
 
-    /// Seconds from the launch until ncu held the workload, if it has.
-    pub(crate) fn waiting_after_s(&self) -> Option<f64> {
-        let w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        w.map(|t| t.duration_since(self.started).as_secs_f64())
+    /// Seconds from the launch until the held workload last used the CPU: where it stands
+    /// still, when ncu held it at its first CUDA call.
+    pub(crate) fn busy_until_s(&self) -> f64 {
+        let b = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        b.map_or(0.0, |t| t.duration_since(self.started).as_secs_f64())
+    }
+
+    fn listening(&self) -> bool {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     fn ended(&self) -> bool {
         self.run.as_ref().is_none_or(|r| r.is_finished())
     }
 
-    /// Wait until ncu holds the workload: true when it does, false when the launch ended
+    /// Wait until ncu listens for the attach: true when it does, false when the launch ended
     /// first (or the run was interrupted, or `limit` passed).
     pub(crate) fn wait_held(&self, limit: Option<Duration>) -> bool {
         let t0 = Instant::now();
         loop {
-            if self.waiting_after_s().is_some() {
+            if self.listening() {
                 return !self.ended();
             }
             if self.ended() || crate::passes::signals::interrupted() {
@@ -236,6 +303,43 @@ mod tests {
         );
         assert_eq!(attach_argv(&v(&["/cuda/ncu", "python3"])), None);
         assert_eq!(attach_argv(&v(&["/cuda/ncu", "-o"])), None);
+    }
+
+    #[test]
+    fn a_process_group_s_cpu_time_grows_while_it_works_and_stands_still_while_it_waits() {
+        use std::os::unix::process::CommandExt;
+        // Busy for about 0.6 s, then asleep: as a workload held at its first CUDA call.
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; sleep 5",
+            ])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = child.id();
+        let mut last = -1.0;
+        let mut still = 0;
+        let t0 = Instant::now();
+        // Wait until two looks 300 ms apart see the same CPU time.
+        while still < 1 && t0.elapsed() < Duration::from_secs(4) {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = group_cpu_s(pgid);
+            still = if now - last <= BUSY_CPU_S {
+                still + 1
+            } else {
+                0
+            };
+            last = now;
+        }
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let _ = child.wait();
+        assert!(last > 0.05, "the busy loop's CPU time: {last}");
+        assert_eq!(still, 1, "never stood still: {last}");
+        assert_eq!(group_cpu_s(u32::MAX), 0.0);
     }
 
     #[test]
