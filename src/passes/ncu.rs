@@ -239,11 +239,14 @@ impl NcuPass {
         let (Some(held), Some((_, attach))) = (held, &plan.attach) else {
             return Ok((self.profile(ctx, plan, &plan.profile, watch)?, None));
         };
+        let ready = held.wait_held(ctx.cfg.ncu_timeout());
+        // Read before the attach: from then on the workload works again.
+        let held_after_s = Some(held.busy_until_s());
         let record = |attached| EarlyStart {
-            held_after_s: Some(held.busy_until_s()),
+            held_after_s,
             attached,
         };
-        let why = match held.wait_held(ctx.cfg.ncu_timeout()) {
+        let why = match ready {
             true => {
                 let out = self.profile(ctx, plan, attach, watch)?;
                 if out.code == Some(0) || !out.tail.contains(early::REFUSED_OPTION) {

@@ -122,7 +122,8 @@ pub(crate) struct NcuRecord {
 /// The ncu pass's workload started beside the nsys pass, held by ncu at its first CUDA call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct EarlyStart {
-    /// Seconds from its start until ncu held it (None: it never was).
+    /// Seconds from its start until its processes last used the CPU before the attach: when
+    /// ncu held it at its first CUDA call (None: not known).
     pub(crate) held_after_s: Option<f64>,
     /// The pass attached to it (false: it started the workload again as usual).
     pub(crate) attached: bool,

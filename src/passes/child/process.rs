@@ -40,6 +40,9 @@ pub(crate) struct Spec {
     pub(crate) soft_stop: Option<SoftStop>,
     /// Told the child's pid (its process group) once it has started.
     pub(crate) pid: Option<Arc<std::sync::atomic::AtomicU32>>,
+    /// Run it (and what it starts) only on CPU time nothing else wants (SCHED_IDLE), so it
+    /// does not slow another pass running at the same time.
+    pub(crate) idle_cpu: bool,
 }
 
 /// Ask a child to stop early as a Ctrl-C would (SIGINT to its group, SIGKILL after the grace),
@@ -87,6 +90,7 @@ impl Spec {
             on_line: None,
             soft_stop: None,
             pid: None,
+            idle_cpu: false,
         }
     }
 
@@ -191,9 +195,15 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
     }
+    let idle_cpu = spec.idle_cpu;
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
+            if idle_cpu {
+                // Inherited across fork and exec; where it is refused the child runs as usual.
+                let param = libc::sched_param { sched_priority: 0 };
+                let _ = libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+            }
             // A child started from a shell that ignores SIGINT would inherit that; reset so a
             // forwarded signal works. If stage2 dies, the child is told to stop.
             for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGQUIT] {
@@ -478,6 +488,25 @@ mod tests {
 
     fn sh(script: &str, log: &Path) -> Spec {
         Spec::new("/bin/sh", vec!["-c".into(), script.into()], log)
+    }
+
+    #[test]
+    fn an_idle_cpu_child_and_what_it_starts_run_under_sched_idle() {
+        let tmp = tempfile::tempdir().unwrap();
+        // The policy is field 41 of /proc/PID/stat, read by a process the child starts.
+        let policy = |idle_cpu: bool| {
+            let mut spec = sh("cat /proc/self/stat", &tmp.path().join("x.log"));
+            spec.idle_cpu = idle_cpu;
+            let out = run(&spec).unwrap();
+            let rest = out.tail.rsplit_once(')').unwrap().1.to_string();
+            rest.split_whitespace()
+                .nth(38)
+                .unwrap()
+                .parse::<i32>()
+                .unwrap()
+        };
+        assert_eq!(policy(true), libc::SCHED_IDLE);
+        assert_eq!(policy(false), libc::SCHED_OTHER);
     }
 
     #[test]
