@@ -248,6 +248,7 @@ impl NcuPass {
         };
         let why = match ready {
             true => {
+                held.attaching();
                 let out = self.profile(ctx, plan, attach, watch)?;
                 if out.code == Some(0) || !out.tail.contains(early::REFUSED_OPTION) {
                     let rec = record(true);
@@ -260,8 +261,11 @@ impl NcuPass {
                     line.unwrap_or("").trim()
                 )
             }
-            false => "the workload held for it ended before ncu attached (see ncu/workload.log)"
-                .to_string(),
+            false => match held.stopped_why() {
+                Some(why) => format!("the workload held for it was {why}"),
+                None => "the workload held for it ended before ncu attached (see ncu/workload.log)"
+                    .to_string(),
+            },
         };
         if crate::passes::signals::interrupted() {
             return Err(Error::Interrupted(

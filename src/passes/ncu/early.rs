@@ -30,6 +30,9 @@ pub(crate) struct Held {
     waiting: Arc<Mutex<Option<Instant>>>,
     busy: Arc<Mutex<Option<Instant>>>,
     stop: Arc<AtomicBool>,
+    attached: Arc<AtomicBool>,
+    /// Why stage2 stopped it before any attach (host memory ran low).
+    why: Arc<Mutex<Option<String>>>,
     run: Option<JoinHandle<std::io::Result<Outcome>>>,
 }
 
@@ -61,12 +64,45 @@ fn group_cpu_s(pgid: u32) -> f64 {
         .sum()
 }
 
-/// Follow the group's CPU time until `stop` or the run ends: `busy` is the last look at which
-/// it was still working.
+/// The host's share of memory still available below which the held copy is stopped: a
+/// workload that loads its weights into host memory before its first CUDA call holds them
+/// twice while both copies start.
+const MIN_AVAILABLE_SHARE: f64 = 0.15;
+
+/// MemAvailable and MemTotal of `/proc/meminfo` text, in kB.
+fn memory(meminfo: &str) -> Option<(f64, f64)> {
+    let kb = |key: &str| {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key))?
+            .split_whitespace()
+            .next()?
+            .parse::<f64>()
+            .ok()
+    };
+    Some((kb("MemAvailable:")?, kb("MemTotal:")?))
+}
+
+/// Why the held copy must go now: host memory ran low while it was still starting.
+fn memory_low(meminfo: &str) -> Option<String> {
+    let (available, total) = memory(meminfo)?;
+    (total > 0.0 && available / total < MIN_AVAILABLE_SHARE).then(|| {
+        format!(
+            "stopped: host memory fell to {:.1} of {:.1} GB available while it started",
+            available / 1048576.0,
+            total / 1048576.0
+        )
+    })
+}
+
+/// Follow the group until `stop` or the run ends: `busy` is the last look at which it was
+/// still working; a copy still starting when host memory runs low is stopped (`why`).
 fn watch_cpu(
     pid: Arc<std::sync::atomic::AtomicU32>,
     busy: Arc<Mutex<Option<Instant>>>,
     stop: Arc<AtomicBool>,
+    attached: Arc<AtomicBool>,
+    why: Arc<Mutex<Option<String>>>,
 ) {
     let mut last = 0.0;
     while !stop.load(Ordering::Relaxed) {
@@ -80,6 +116,18 @@ fn watch_cpu(
             *busy.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         }
         last = now;
+        // Once attached, the copy is the ncu pass itself: its memory is its own business.
+        if attached.load(Ordering::Relaxed) {
+            continue;
+        }
+        let low = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| memory_low(&m));
+        if let Some(low) = low {
+            tracing::warn!("ncu pass: the held copy of the workload is {low}");
+            *why.lock().unwrap_or_else(|p| p.into_inner()) = Some(low);
+            stop.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -162,16 +210,30 @@ impl Held {
         let argv = spec.argv();
         let run = std::thread::spawn(move || process::run(&spec));
         let busy = Arc::new(Mutex::new(None));
-        let (b, s) = (busy.clone(), stop.clone());
-        std::thread::spawn(move || watch_cpu(pid, b, s));
+        let attached = Arc::new(AtomicBool::new(false));
+        let why = Arc::new(Mutex::new(None));
+        let (b, s, a, w) = (busy.clone(), stop.clone(), attached.clone(), why.clone());
+        std::thread::spawn(move || watch_cpu(pid, b, s, a, w));
         Held {
             argv,
             started: Instant::now(),
             waiting,
             busy,
             stop,
+            attached,
+            why,
             run: Some(run),
         }
+    }
+
+    /// The pass attaches now: from here on the copy is the ncu pass's own workload.
+    pub(crate) fn attaching(&self) {
+        self.attached.store(true, Ordering::Relaxed);
+    }
+
+    /// Why stage2 stopped the copy before any attach, if it did.
+    pub(crate) fn stopped_why(&self) -> Option<String> {
+        self.why.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Seconds from the launch until the held workload last used the CPU: where it stands
@@ -344,6 +406,25 @@ mod tests {
         assert!(last > 0.05, "the busy loop's CPU time: {last}");
         assert_eq!(still, 1, "never stood still: {last}");
         assert_eq!(group_cpu_s(u32::MAX), 0.0);
+    }
+
+    #[test]
+    fn a_copy_still_starting_is_stopped_when_host_memory_runs_low() {
+        let meminfo = |avail: u64| {
+            format!("MemTotal:       100000000 kB\nMemFree:         1000 kB\nMemAvailable:   {avail} kB\n")
+        };
+        assert_eq!(
+            memory(&meminfo(20_000_000)),
+            Some((20_000_000.0, 100_000_000.0))
+        );
+        assert_eq!(memory_low(&meminfo(20_000_000)), None);
+        assert_eq!(
+            memory_low(&meminfo(10_000_000)).as_deref(),
+            Some("stopped: host memory fell to 9.5 of 95.4 GB available while it started")
+        );
+        // Unreadable or partial: nothing is decided.
+        assert_eq!(memory_low("MemTotal: 5 kB\n"), None);
+        assert_eq!(memory_low(""), None);
     }
 
     #[test]
