@@ -66,7 +66,7 @@ impl Basis {
                     false => rest * PRIOR_BEFORE_PER_CAPTURE + after_stopped,
                 };
                 let held = match self.held {
-                    true => ", the workload held since then at its first CUDA call",
+                    true => ", its workload already started and held at its first CUDA call",
                     false => "",
                 };
                 let why = format!(
