@@ -76,6 +76,11 @@ fn early_start_off_or_impossible_runs_the_passes_one_after_the_other() {
     sb.profile("off", &off).assert().success();
     assert_eq!(lines_starting(&sb, "ncu --mode="), 0, "{}", sb.calls());
     assert!(status(&sb.run("off"))["passes"]["ncu"]["ncu"]["early_start"].is_null());
+    // Raw ncu arguments may belong to the launch: the passes run one after the other.
+    let mut raw = vec!["ncu.extra_args=[--cache-control,none]"];
+    raw.extend_from_slice(ARGS);
+    sb.profile("raw", &raw).assert().success();
+    assert_eq!(lines_starting(&sb, "ncu --mode="), 0, "{}", sb.calls());
     // Without an nsys pass there is nothing to overlap.
     let mut no_nsys = vec!["--no-nsys"];
     no_nsys.extend_from_slice(ARGS);

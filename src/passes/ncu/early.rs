@@ -133,9 +133,11 @@ fn watch_cpu(
 
 /// Whether this run starts the ncu pass's workload early: asked for, both passes on, one
 /// process (a launcher's ranks are launched by it), no second GPU (the passes already run at
-/// once there), no profiler-API windows (ncu's `--profile-from-start` belongs to the launch).
+/// once there), no profiler-API windows (ncu's `--profile-from-start` belongs to the launch),
+/// no `ncu.extra_args` (which of them belong to the launch is not known here).
 pub(crate) fn wanted(cfg: &crate::config::Config) -> bool {
     cfg.ncu.early_start
+        && cfg.ncu.extra_args.is_empty()
         && cfg.ncu.enable
         && cfg.nsys.enable
         && cfg.workload.launcher == crate::config::Launcher::None
