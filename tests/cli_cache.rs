@@ -105,7 +105,7 @@ fn a_sampling_first_run_asks_for_metric_names_once_nsys_profile_has_ended() {
     args.extend_from_slice(&["--", "python3", "-c", "print(1)"]);
     sb.profile("one", &args)
         .env("FAKE_SMI", "1")
-        .env("FAKE_NSYS_EXPORT_S", "1")
+        .env("FAKE_NSYS_EXPORT_S", "2")
         .assert()
         .success();
     let calls = sb.calls();
@@ -122,7 +122,7 @@ fn a_sampling_first_run_asks_for_metric_names_once_nsys_profile_has_ended() {
         .unwrap()
         .contains("--gpu-metrics-devices"));
     let query = at("ncu --query-metrics");
-    // Asked while the export (1 s here) ran, not after the stats that follow it.
+    // Asked while the export (2 s here) ran, not after the stats that follow it.
     assert!(profiled < query && query < at("nsys stats"), "{calls}");
     assert!(query < at("ncu --mode=attach"), "{calls}");
     assert_eq!(ncu_queries(&sb), 1, "{calls}");
