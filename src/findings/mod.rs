@@ -378,6 +378,42 @@ impl Claim {
             | RangeVerdict { .. } => Role::Verdict,
         }
     }
+
+    /// Whether the claim speaks of a repeated range's instances, so kernels.md says it where
+    /// it describes the ranges.
+    pub(crate) fn of_instances(&self) -> bool {
+        use Claim::*;
+        match self {
+            InstanceGroups { .. } | GraphsRerecorded => true,
+            KernelTotals
+            | TopKernel { .. }
+            | CapturedRange
+            | PhaseTime
+            | PerToken
+            | LaunchCalls
+            | NcuCoverage { .. }
+            | ShapeCoverage
+            | MeasurementCost { .. }
+            | NcclTime
+            | Straggler { .. }
+            | GraphLevelTrace
+            | KernelsExceedWall { .. }
+            | PassIncomplete { .. }
+            | SampledDisagrees { .. }
+            | NoNcuMetrics
+            | NothingStandsOut
+            | GpuIdle { .. }
+            | GpuWaitsInNccl
+            | NcclWaiting
+            | RanksOutOfStep { .. }
+            | TinyKernels { .. }
+            | MemoryBound { .. }
+            | ComputeBound { .. }
+            | TensorCoresIdle
+            | SampledBound { .. }
+            | RangeVerdict { .. } => false,
+        }
+    }
 }
 
 /// A claim with its scope, evidence and rule; or the claim abstained from, with why.

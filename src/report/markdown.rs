@@ -300,13 +300,8 @@ fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
             md(&r.name)
         );
     }
-    for x in f.made() {
-        if matches!(
-            x.claim,
-            Claim::InstanceGroups { .. } | Claim::GraphsRerecorded
-        ) {
-            let _ = writeln!(s, "\n{}", phrase::sentence(x));
-        }
+    for x in f.made().filter(|x| x.claim.of_instances()) {
+        let _ = writeln!(s, "\n{}", phrase::sentence(x));
     }
 }
 

@@ -9,6 +9,13 @@ use crate::analysis::ledger::{Parts, RangeLedger};
 use crate::analysis::ranges::Spread;
 use crate::analysis::Artifacts;
 
+/// Every finding about a repeated range's instances, in the order the reports read them: a
+/// new one is a function here and a line in this list.
+pub(super) fn instances(a: &Artifacts, out: &mut Findings) {
+    instance_groups(a, out);
+    graphs_rerecorded(a, out);
+}
+
 /// One part of a range instance's wall time on its thread.
 type Part = fn(&Parts) -> i64;
 /// One count of a range instance's CUDA calls.
@@ -59,7 +66,7 @@ fn differing_part(l: Option<&RangeLedger>, g: &RangeGroups) -> Option<(&'static 
     Some((name, g.groups.iter().map(|grp| by(grp, *f)).collect()))
 }
 
-pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
+fn instance_groups(a: &Artifacts, out: &mut Findings) {
     let ledgers = a.ledger_by_name();
     for g in &a.instance_groups {
         let total: u64 = g.groups.iter().map(|x| x.instances).sum();
@@ -158,7 +165,7 @@ pub(super) fn instance_groups(a: &Artifacts, out: &mut Findings) {
 /// Ranges whose instances after the warm-up instantiate CUDA graphs: recorded again in steady
 /// state. The warm-up is the instance-group rule's first group where it split one off, else
 /// the first instance (which records, as a graph's first use does).
-pub(super) fn graphs_rerecorded(a: &Artifacts, out: &mut Findings) {
+fn graphs_rerecorded(a: &Artifacts, out: &mut Findings) {
     for l in &a.ledger {
         if l.per_instance.len() as u64 != l.instances || l.instances < 2 {
             continue;

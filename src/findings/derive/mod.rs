@@ -15,8 +15,7 @@ pub(super) fn all(a: &Artifacts) -> Findings {
     ranges::captured(a, &mut out);
     ranges::phases(a, &mut out);
     ranges::per_token(a, &mut out);
-    groups::instance_groups(a, &mut out);
-    groups::graphs_rerecorded(a, &mut out);
+    groups::instances(a, &mut out);
     ranges::verdicts(a, &mut out);
     run::ranks(a, &mut out);
     kernels::launch_calls(a, &mut out);
