@@ -674,7 +674,9 @@ impl Pass for NcuPass {
         st.duration_s = Some(duration.as_secs_f64());
         st.warnings.extend(warnings);
         let actual = plan.cost.as_ref().map(|c| {
-            let (actual, model) = cost::measure(c, &watch.done(), out.duration, &ctx.run.id());
+            let held = early_start.as_ref().is_some_and(|e| e.attached);
+            let (actual, model) =
+                cost::measure(c, &watch.done(), out.duration, &ctx.run.id(), held);
             if let (Some(m), Some(r)) = (model, &plan.reuse) {
                 let _ = cost::save(&cost_model_path(ctx, r), &m);
             }

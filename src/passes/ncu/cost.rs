@@ -113,6 +113,10 @@ pub(crate) struct Model {
     pub(crate) after_s: f64,
     /// The run they were measured in.
     pub(crate) run: String,
+    /// Measured attached to a workload held since the nsys pass (`ncu.early_start`): its time
+    /// before the first kernel says nothing of a launch, nor a launch's of a held one.
+    #[serde(default)]
+    pub(crate) held: bool,
 }
 
 pub(crate) use crate::rundir::status::{NcuCostActual as Actual, NcuCostPlan as Plan};
@@ -127,7 +131,7 @@ pub(crate) fn plan(
     basis: Basis,
     stop_early: bool,
 ) -> Plan {
-    let (model, basis) = match learned {
+    let (model, basis) = match learned.filter(|m| m.held == basis.held) {
         Some(m) => (m.clone(), format!("learned from run {}", m.run)),
         None => {
             let (before_s, after_s, why) = basis.prior(stop_early);
@@ -137,6 +141,7 @@ pub(crate) fn plan(
                 passes: prior_passes(set),
                 after_s,
                 run: String::new(),
+                held: basis.held,
             };
             let why = format!("{why}, {:.0} ms per replay pass", PRIOR_S_PER_PASS * 1e3);
             (model, why)
@@ -158,7 +163,14 @@ pub(crate) fn plan(
 /// One instance measured whole (`ncu.graph_step`, one pass per workload): ncu reaches it about
 /// when the kernel pass reached its first kernel.
 pub(crate) fn step_s(learned: Option<&Model>, basis: Basis, workloads: u64) -> f64 {
-    let before = learned.map_or_else(|| basis.prior(true).0, |m| m.before_s);
+    // The step starts the workload itself: a held workload's time says nothing of it.
+    let launched = Basis {
+        held: false,
+        ..basis
+    };
+    let before = learned
+        .filter(|m| !m.held)
+        .map_or_else(|| launched.prior(true).0, |m| m.before_s);
     before + workloads as f64 * PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S
 }
 
@@ -220,6 +232,7 @@ pub(crate) fn measure(
     done: &[Done],
     total: Duration,
     run: &str,
+    held: bool,
 ) -> (Actual, Option<Model>) {
     let s = total.as_secs_f64();
     let pace = per_kernel(done);
@@ -252,6 +265,7 @@ pub(crate) fn measure(
             passes: p,
             after_s: a.max(0.0),
             run: run.to_string(),
+            held,
         }),
         _ => None,
     };
@@ -319,7 +333,7 @@ mod tests {
         assert!(p.basis.starts_with("defaults"));
         // Kernels done at 25, 25.6 and 26.2 s; the pass ended at 28 s.
         let done = [at(25.0, 16), at(25.6, 16), at(26.2, 16)];
-        let (actual, model) = measure(&p, &done, Duration::from_secs(28), "r1");
+        let (actual, model) = measure(&p, &done, Duration::from_secs(28), "r1", false);
         let model = model.unwrap();
         assert!((actual.s_per_kernel.unwrap() - 0.6).abs() < 1e-9);
         assert!((model.before_s - 24.4).abs() < 1e-9);
@@ -372,8 +386,48 @@ mod tests {
             passes: 16,
             after_s: 2.0,
             run: "r".into(),
+            held: true,
         };
         save(&path, &m).unwrap();
         assert_eq!(load(&path), Some(m));
+    }
+
+    #[test]
+    fn a_model_learned_attached_predicts_only_attached_passes_and_never_the_graph_step() {
+        let held = Model {
+            before_s: 4.0,
+            s_per_pass: 0.1,
+            passes: 5,
+            after_s: 0.5,
+            run: "early".into(),
+            held: true,
+        };
+        let basis = Basis {
+            pass_s: Some(30.0),
+            capture_start_s: Some(20.0),
+            capture_end_s: Some(22.0),
+            held: true,
+        };
+        let attached = plan(Some(&held), 2, 0, None, basis, true);
+        assert_eq!(attached.basis, "learned from run early");
+        // The next run launches the workload itself: the launch's prior, not the held 4 s.
+        let launched = Basis {
+            held: false,
+            ..basis
+        };
+        let own = plan(Some(&held), 2, 0, None, launched, true);
+        assert!(own.basis.starts_with("defaults"), "{}", own.basis);
+        let before = 20.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;
+        assert!(
+            (step_s(Some(&held), basis, 1) - (before + PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S))
+                .abs()
+                < 1e-9
+        );
+        // A model file written before the field existed reads as launched.
+        let old: Model = serde_json::from_str(
+            r#"{"before_s":1.0,"s_per_pass":0.1,"passes":5,"after_s":0.5,"run":"r"}"#,
+        )
+        .unwrap();
+        assert!(!old.held);
     }
 }
