@@ -239,7 +239,9 @@ impl NcuPass {
         let (Some(held), Some((_, attach))) = (held, &plan.attach) else {
             return Ok((self.profile(ctx, plan, &plan.profile, watch)?, None));
         };
-        let ready = held.wait_held(ctx.cfg.ncu_timeout());
+        // ncu says it listens as soon as it starts: a launch silent this long will not.
+        let listen_limit = std::time::Duration::from_secs(120);
+        let ready = held.wait_held(Some(ctx.cfg.ncu_timeout().unwrap_or(listen_limit)));
         // Read before the attach: from then on the workload works again.
         let held_after_s = Some(held.busy_until_s());
         let record = |attached| EarlyStart {
