@@ -17,17 +17,11 @@ fn profile(sb: &Sandbox, id: &str, extra: &[&str]) {
 }
 
 fn ncu_queries(sb: &Sandbox) -> usize {
-    sb.calls()
-        .lines()
-        .filter(|l| l.starts_with("ncu --query-metrics"))
-        .count()
+    sb.calls_starting("ncu --query-metrics").len()
 }
 
 fn ncu_profiles(sb: &Sandbox) -> usize {
-    sb.calls()
-        .lines()
-        .filter(|l| l.starts_with("ncu --target-processes") || l.starts_with("ncu --mode=attach"))
-        .count()
+    sb.ncu_profiles().len()
 }
 
 /// The top 2 kernels by time. The replayed ncu capture comes from another run of the workload

@@ -17,7 +17,7 @@ const ARGS: &[&str] = &[
 ];
 
 fn lines_starting(sb: &Sandbox, prefix: &str) -> usize {
-    sb.calls().lines().filter(|l| l.starts_with(prefix)).count()
+    sb.calls_starting(prefix).len()
 }
 
 #[test]

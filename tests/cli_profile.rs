@@ -108,15 +108,7 @@ fn full_run_leaves_the_whole_layout() {
     assert_eq!(env["tools"]["ncu"]["how"], "PATH");
     assert!(read(run.join("inputs.yaml")).contains("print(1)"));
     // The fake ran the workload under each profiler.
-    assert_eq!(
-        sb.calls()
-            .lines()
-            .filter(
-                |l| l.starts_with("ncu --target-processes") || l.starts_with("ncu --mode=attach")
-            )
-            .count(),
-        1
-    );
+    assert_eq!(sb.ncu_profiles().len(), 1);
 }
 
 #[test]
@@ -189,10 +181,7 @@ fn ncu_profiling_nothing_with_the_filter_is_rerun_without_it() {
     .success();
     let run = sb.run("r");
     let calls = sb.calls();
-    let profiles: Vec<&str> = calls
-        .lines()
-        .filter(|l| l.starts_with("ncu --target-processes") || l.starts_with("ncu --mode=attach"))
-        .collect();
+    let profiles = sb.ncu_profiles();
     assert_eq!(profiles.len(), 2, "{calls}");
     assert!(profiles[0].contains("regex:") && !profiles[1].contains("regex:"));
     let st = status(&run);

@@ -33,6 +33,25 @@ impl Sandbox {
     pub fn calls(&self) -> String {
         std::fs::read_to_string(self.path().join("calls.log")).unwrap_or_default()
     }
+    /// The calls log's lines that start with `prefix`.
+    pub fn calls_starting(&self, prefix: &str) -> Vec<String> {
+        self.calls()
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(str::to_string)
+            .collect()
+    }
+    /// The fake ncu's profiling runs, in order: launched with the workload, or attached to one
+    /// held since the nsys pass (`ncu.early_start`).
+    pub fn ncu_profiles(&self) -> Vec<String> {
+        self.calls()
+            .lines()
+            .filter(|l| {
+                l.starts_with("ncu --target-processes") || l.starts_with("ncu --mode=attach")
+            })
+            .map(str::to_string)
+            .collect()
+    }
 
     /// `stage2` with the fakes on PATH, run from the sandbox (no ./conf there).
     pub fn stage2(&self) -> Command {
