@@ -583,14 +583,14 @@ impl Pass for NcuPass {
     }
 
     fn commands(&self, plan: &NcuPlan) -> Vec<Vec<String>> {
-        let mut lines = match plan.nothing_left {
-            true => Vec::new(),
-            false => vec![with_env(&plan.env, plan.profile.clone())],
-        };
-        if let (false, Some((launch, attach))) = (plan.nothing_left, &plan.attach) {
-            lines = vec![with_env(&plan.env, launch.clone()), attach.clone()];
-        }
+        let mut lines = Vec::new();
         if !plan.nothing_left {
+            match &plan.attach {
+                Some((launch, attach)) => {
+                    lines.extend([with_env(&plan.env, launch.clone()), attach.clone()])
+                }
+                None => lines.push(with_env(&plan.env, plan.profile.clone())),
+            }
             lines.extend([
                 self.with_prog(import_args(&plan.report)),
                 self.with_prog(import_mangled_args(&plan.report)),

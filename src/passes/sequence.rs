@@ -88,6 +88,7 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
         });
         if let Some(held) = &s.early {
             early_notes(&mut driver.status, held.busy_until_s());
+            driver.save();
         }
         return ran;
     };

@@ -20,23 +20,35 @@ const WAITING: &str = "Waiting for profiler to attach";
 /// What ncu says of an option the attach cannot take (it belongs to the launch).
 pub(crate) const REFUSED_OPTION: &str = "specified for --mode attach";
 
-/// The held workload: its `ncu --mode=launch` process on a thread, whether ncu listens for
-/// the attach (it says so at once, before the workload reaches its first CUDA call), and when
-/// the workload's processes last used the CPU (held ones do not).
+/// The held workload: its `ncu --mode=launch` process on a thread, and what the threads that
+/// follow it share.
 pub(crate) struct Held {
     /// The launch command line, program first (for cmd.txt).
     pub(crate) argv: Vec<String>,
     started: Instant,
-    waiting: Arc<Mutex<Option<Instant>>>,
-    busy: Arc<Mutex<Option<Instant>>>,
-    stop: Arc<AtomicBool>,
-    attached: Arc<AtomicBool>,
-    /// Why stage2 stopped it before any attach (host memory ran low).
-    why: Arc<Mutex<Option<String>>>,
+    shared: Arc<Shared>,
     run: Option<JoinHandle<std::io::Result<Outcome>>>,
 }
 
-/// CPU time its processes used within one look (10 ms) above which the held workload counts as
+/// What the launch's line hook, the CPU watcher and the pass share.
+#[derive(Default)]
+struct Shared {
+    /// ncu listens for the attach (it says so at once, before the workload reaches its first
+    /// CUDA call).
+    listening: AtomicBool,
+    /// The last look at which the workload's processes used the CPU (held ones do not).
+    busy: Mutex<Option<Instant>>,
+    /// Set to stop the launch (its soft stop's flag).
+    stop: Arc<AtomicBool>,
+    /// The pass attached: the copy is the ncu pass's own workload from then on.
+    attached: AtomicBool,
+    /// Why stage2 stopped it before any attach (host memory ran low).
+    why: Mutex<Option<String>>,
+    /// The launch's pid (its process group), once started.
+    pid: Arc<std::sync::atomic::AtomicU32>,
+}
+
+/// CPU time its processes used within one look (100 ms) above which the held workload counts as
 /// still starting: ncu's own listening costs far less.
 const BUSY_CPU_S: f64 = 0.005;
 const LOOK_EVERY: Duration = Duration::from_millis(100);
@@ -95,29 +107,23 @@ fn memory_low(meminfo: &str) -> Option<String> {
     })
 }
 
-/// Follow the group until `stop` or the run ends: `busy` is the last look at which it was
-/// still working; a copy still starting when host memory runs low is stopped (`why`).
-fn watch_cpu(
-    pid: Arc<std::sync::atomic::AtomicU32>,
-    busy: Arc<Mutex<Option<Instant>>>,
-    stop: Arc<AtomicBool>,
-    attached: Arc<AtomicBool>,
-    why: Arc<Mutex<Option<String>>>,
-) {
+/// Follow the group until it is stopped: `busy` is the last look at which it was still
+/// working; a copy still starting when host memory runs low is stopped (`why`).
+fn watch_cpu(shared: Arc<Shared>) {
     let mut last = 0.0;
-    while !stop.load(Ordering::Relaxed) {
+    while !shared.stop.load(Ordering::Relaxed) {
         std::thread::sleep(LOOK_EVERY);
-        let pgid = pid.load(Ordering::Relaxed);
+        let pgid = shared.pid.load(Ordering::Relaxed);
         if pgid == 0 {
             continue;
         }
         let now = group_cpu_s(pgid);
         if now - last > BUSY_CPU_S {
-            *busy.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+            *shared.busy.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         }
         last = now;
         // Once attached, the copy is the ncu pass itself: its memory is its own business.
-        if attached.load(Ordering::Relaxed) {
+        if shared.attached.load(Ordering::Relaxed) {
             continue;
         }
         let low = std::fs::read_to_string("/proc/meminfo")
@@ -125,8 +131,8 @@ fn watch_cpu(
             .and_then(|m| memory_low(&m));
         if let Some(low) = low {
             tracing::warn!("ncu pass: the held copy of the workload is {low}");
-            *why.lock().unwrap_or_else(|p| p.into_inner()) = Some(low);
-            stop.store(true, Ordering::Relaxed);
+            *shared.why.lock().unwrap_or_else(|p| p.into_inner()) = Some(low);
+            shared.stop.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -187,12 +193,11 @@ impl Held {
     /// Start `ncu --mode=launch` on the workload (`spec` carries its environment, folder and
     /// log); its output goes to the log only.
     pub(crate) fn start(mut spec: Spec) -> Held {
-        let waiting = Arc::new(Mutex::new(None));
-        let seen = waiting.clone();
+        let shared = Arc::new(Shared::default());
+        let seen = shared.clone();
         spec.on_line = Some(LineHook(Arc::new(move |line: &str| {
             if line.contains(WAITING) {
-                let mut w = seen.lock().unwrap_or_else(|p| p.into_inner());
-                w.get_or_insert_with(Instant::now);
+                seen.listening.store(true, Ordering::Relaxed);
             }
         })));
         spec.echo = false;
@@ -202,54 +207,46 @@ impl Held {
         spec.idle_cpu = true;
         // A held workload has done nothing worth a long grace when it is stopped.
         spec.grace = spec.grace.min(Duration::from_secs(5));
-        let stop = Arc::new(AtomicBool::new(false));
         spec.soft_stop = Some(SoftStop {
-            flag: stop.clone(),
+            flag: shared.stop.clone(),
             after: None,
         });
-        let pid = Arc::new(std::sync::atomic::AtomicU32::new(0));
-        spec.pid = Some(pid.clone());
+        spec.pid = Some(shared.pid.clone());
         let argv = spec.argv();
         let run = std::thread::spawn(move || process::run(&spec));
-        let busy = Arc::new(Mutex::new(None));
-        let attached = Arc::new(AtomicBool::new(false));
-        let why = Arc::new(Mutex::new(None));
-        let (b, s, a, w) = (busy.clone(), stop.clone(), attached.clone(), why.clone());
-        std::thread::spawn(move || watch_cpu(pid, b, s, a, w));
+        let watched = shared.clone();
+        std::thread::spawn(move || watch_cpu(watched));
         Held {
             argv,
             started: Instant::now(),
-            waiting,
-            busy,
-            stop,
-            attached,
-            why,
+            shared,
             run: Some(run),
         }
     }
 
     /// The pass attaches now: from here on the copy is the ncu pass's own workload.
     pub(crate) fn attaching(&self) {
-        self.attached.store(true, Ordering::Relaxed);
+        self.shared.attached.store(true, Ordering::Relaxed);
     }
 
     /// Why stage2 stopped the copy before any attach, if it did.
     pub(crate) fn stopped_why(&self) -> Option<String> {
-        self.why.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.shared
+            .why
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Seconds from the launch until the held workload last used the CPU: where it stands
     /// still, when ncu held it at its first CUDA call.
     pub(crate) fn busy_until_s(&self) -> f64 {
-        let b = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let b = self.shared.busy.lock().unwrap_or_else(|p| p.into_inner());
         b.map_or(0.0, |t| t.duration_since(self.started).as_secs_f64())
     }
 
     fn listening(&self) -> bool {
-        self.waiting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
+        self.shared.listening.load(Ordering::Relaxed)
     }
 
     fn ended(&self) -> bool {
@@ -281,7 +278,7 @@ impl Held {
         while !self.ended() && t0.elapsed() < grace {
             std::thread::sleep(Duration::from_millis(20));
         }
-        self.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Relaxed);
         self.run.take()?.join().ok()?.ok()
     }
 }
@@ -290,7 +287,7 @@ impl Drop for Held {
     /// Never attached (the pass had nothing to profile, or the run stopped): the held workload
     /// is stopped, not left waiting.
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(r) = self.run.take() {
             let _ = r.join();
         }
