@@ -511,7 +511,11 @@ impl Pass for NcuPass {
         });
         // A bounded pass profiles at most its bound.
         let profiles = profiles.map(|n| bound.as_ref().map_or(n, |b| n.min(b.launches)));
-        let held = self.held(|_| ()).is_some();
+        // What the nsys pass measured of the workload, read once for both predictions.
+        let basis = cost::Basis {
+            held: self.held(|_| ()).is_some(),
+            ..nsys_basis(ctx)
+        };
         let cost = profiles.map(|n| {
             let learned = reuse
                 .as_ref()
@@ -521,10 +525,7 @@ impl Pass for NcuPass {
                 n,
                 hits,
                 collect.set.as_deref(),
-                cost::Basis {
-                    held,
-                    ..nsys_basis(ctx)
-                },
+                basis,
                 stop_early || bound.as_ref().is_some_and(|b| b.all_known),
             )
         });
@@ -535,7 +536,7 @@ impl Pass for NcuPass {
                 .and_then(|r| cost::load(&cost_model_path(ctx, r)));
             s.eta_s = Some(cost::step_s(
                 learned.as_ref(),
-                nsys_basis(ctx),
+                basis,
                 s.choice.work.workloads(),
             ));
         }

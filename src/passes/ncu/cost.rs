@@ -55,19 +55,18 @@ impl Basis {
         let after_stopped = PRIOR_AFTER_STOPPED_S;
         match (self.capture_start_s, self.pass_s) {
             (Some(start), _) => {
-                let per = match self.held {
-                    true => PRIOR_BEFORE_PER_CAPTURE_HELD,
-                    false => PRIOR_BEFORE_PER_CAPTURE,
+                let (per, held) = match self.held {
+                    true => (
+                        PRIOR_BEFORE_PER_CAPTURE_HELD,
+                        ", its workload already started and held at its first CUDA call",
+                    ),
+                    false => (PRIOR_BEFORE_PER_CAPTURE, ""),
                 };
                 let before = start * per + PRIOR_NCU_SETUP_S;
                 let rest = self.capture_end_s.map_or(0.0, |e| (e - start).max(0.0));
                 let after = match stop_early {
                     true => after_stopped,
                     false => rest * PRIOR_BEFORE_PER_CAPTURE + after_stopped,
-                };
-                let held = match self.held {
-                    true => ", its workload already started and held at its first CUDA call",
-                    false => "",
                 };
                 let why = format!(
                     "defaults: {before:.0} s until the first kernel (the nsys pass reached its capture at {start:.0} s{held}; x{per} + {PRIOR_NCU_SETUP_S} s for ncu)"
