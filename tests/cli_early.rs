@@ -20,6 +20,13 @@ fn lines_starting(sb: &Sandbox, prefix: &str) -> usize {
     sb.calls_starting(prefix).len()
 }
 
+/// What each workload's last run told the next (`<cache>/runs`), removed.
+fn forget_last_runs(sb: &Sandbox) {
+    let runs = sb.path().join("cache/stage2/ncu/runs");
+    assert!(runs.is_dir(), "{}", runs.display());
+    std::fs::remove_dir_all(runs).unwrap();
+}
+
 #[test]
 fn a_held_copy_that_ends_before_the_attach_is_started_again_as_usual() {
     // Hand-made error path: the held workload exits on its own (FAKE_NCU_EARLY=die).
@@ -99,6 +106,8 @@ fn a_held_copy_the_pass_does_not_need_is_stopped() {
         .env("FAKE_SMI", "1")
         .assert()
         .success();
+    // Without the last run's word that the cache answers it, the re-run starts the copy.
+    forget_last_runs(&sb);
     sb.profile("two", &args)
         .env("FAKE_SMI", "1")
         .assert()
@@ -120,4 +129,42 @@ fn a_held_copy_the_pass_does_not_need_is_stopped() {
         })
         .count();
     assert_eq!(left, 0);
+}
+
+#[test]
+fn a_re_run_the_cache_answers_does_not_start_the_copy_and_a_wrong_guess_is_not_repeated() {
+    let sb = Sandbox::new();
+    let mut args = vec!["ncu.top_n=2", "ncu.coverage=0.01"];
+    args.extend_from_slice(ARGS);
+    let run = |id: &str| {
+        sb.profile(id, &args)
+            .env("FAKE_SMI", "1")
+            .assert()
+            .success();
+        status(&sb.run(id))["passes"]["ncu"].clone()
+    };
+    run("one");
+    assert_eq!(lines_starting(&sb, "ncu --mode=launch"), 1);
+    // The first run stored every kernel it chose: the re-run expects the cache to answer.
+    let two = run("two");
+    assert_eq!(
+        lines_starting(&sb, "ncu --mode=launch"),
+        1,
+        "{}",
+        sb.calls()
+    );
+    assert_eq!(two["ncu"]["warm_expected"], "one", "{two}");
+    assert_eq!(two["ncu"]["cache"]["hits"], 2, "{two}");
+    assert!(read(sb.run("two").join("ncu/cmd.txt")).is_empty());
+    // The cache emptied: the guess is wrong, the pass starts the workload as usual ...
+    std::fs::remove_dir_all(sb.path().join("cache/stage2/ncu/entries")).unwrap();
+    let three = run("three");
+    assert_eq!(three["state"], "ok", "{three}");
+    assert_eq!(three["ncu"]["warm_expected"], "two", "{three}");
+    assert_eq!(lines_starting(&sb, "ncu --mode=launch"), 1);
+    assert_eq!(lines_starting(&sb, "ncu --target-processes"), 1);
+    // ... and the next run starts early again.
+    let four = run("four");
+    assert!(four["ncu"]["warm_expected"].is_null(), "{four}");
+    assert_eq!(lines_starting(&sb, "ncu --mode=launch"), 2);
 }

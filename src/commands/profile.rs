@@ -136,6 +136,7 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         known,
         ncu_done: false,
         early: None,
+        warm: None,
     };
     sequence::run(&mut driver, &mut setup)?;
 

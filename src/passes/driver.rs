@@ -338,6 +338,7 @@ mod tests {
             second_gpu: None,
             device: None,
             early: std::sync::Mutex::new(None),
+            warm: None,
         };
         let plan = ncu.plan(&ctx).unwrap();
         // No nsys data yet: no kernel filter, so the unfiltered line is the profile line.
@@ -386,6 +387,7 @@ mod tests {
                 second_gpu: None,
                 device: None,
                 early: std::sync::Mutex::new(None),
+                warm: None,
             })
             .unwrap();
         let st = &driver.status.passes;
@@ -422,6 +424,7 @@ mod tests {
             device: None,
             second_gpu: None,
             early: std::sync::Mutex::new(None),
+            warm: None,
         };
         let err = driver.drive_pair((&nsys, &ctx), (&ncu, &ctx)).unwrap_err();
         assert!(err.to_string().contains("/no/such/nsys"), "{err}");

@@ -58,6 +58,9 @@ pub(crate) struct NcuPass {
     /// The workload started beside the nsys pass and held at its first CUDA call
     /// (`ncu.early_start`): the pass attaches to it instead of starting it.
     pub(crate) early: std::sync::Mutex<Option<early::Held>>,
+    /// The run whose kernels the metrics cache was expected to answer (the workload was not
+    /// started early for that reason; `warm`).
+    pub(crate) warm: Option<String>,
 }
 
 /// What the ncu pass runs.
@@ -636,6 +639,7 @@ impl Pass for NcuPass {
             st.duration_s = Some(0.0);
             st.warnings = warnings;
             st.ncu = Some(self.outcome_record(plan, None, 0));
+            self.remember(ctx, plan, true, false);
             graph_step(ctx, plan, progress, &mut st);
             return Ok(st);
         }
@@ -708,12 +712,14 @@ impl Pass for NcuPass {
                 );
             }
         }
+        let stored_all = st.state == PassState::Ok && bounded.is_none() && stored > 0;
         st.ncu = Some(self.outcome_record(plan, actual, stored));
         if let Some(r) = st.ncu.as_mut() {
             r.stopped_early = plan.stop_early && out.tail.contains(STOPPED_EARLY);
             r.bounded = bounded;
             r.early_start = early_start;
         }
+        self.remember(ctx, plan, false, stored_all);
         graph_step(ctx, plan, progress, &mut st);
         Ok(st)
     }
@@ -770,6 +776,21 @@ fn cost_model_path(ctx: &Ctx, r: &reuse::Reuse) -> PathBuf {
 }
 
 impl NcuPass {
+    /// Tell the next run of this workload whether the metrics cache should answer it (see
+    /// `warm`); only where the cache is used.
+    fn remember(&self, ctx: &Ctx, plan: &NcuPlan, nothing_left: bool, stored_all: bool) {
+        if plan.reuse.is_none() {
+            return;
+        }
+        if let Some(path) = warm::path(ctx.cfg) {
+            let last = warm::Last {
+                cache_answers: warm::next(nothing_left, stored_all, self.warm.is_some()),
+                run: ctx.run.id(),
+            };
+            warm::remember(&path, &last);
+        }
+    }
+
     /// What status.json keeps of a pass beyond its state.
     fn outcome_record(
         &self,
@@ -796,6 +817,7 @@ impl NcuPass {
             graph_step: None,
             second_gpu: self.second_gpu.clone(),
             early_start: None,
+            warm_expected: self.warm.clone(),
         }
     }
 }
@@ -814,6 +836,7 @@ mod step;
 pub(crate) use args::*;
 use outcome::app_error_code;
 pub(crate) use outcome::classify;
+pub(crate) mod warm;
 mod watch;
 pub(crate) use watch::Bound;
 use watch::Watch;

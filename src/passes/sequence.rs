@@ -28,6 +28,8 @@ pub(crate) struct Setup<'a> {
     pub(crate) ncu_done: bool,
     /// The ncu pass's workload, started beside the nsys pass and held (`ncu.early_start`).
     pub(crate) early: Option<super::ncu::early::Held>,
+    /// The run whose kernels the metrics cache is expected to answer (no early start).
+    pub(crate) warm: Option<String>,
 }
 
 /// A pass's step: its name in status.json, whether this run has it (it is `pending` until it
@@ -81,7 +83,10 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
     let ctx = driver.ctx;
     let Some(gpus) = second_gpu(ctx.cfg, s.env, ctx.workload) else {
         let profiled = ask_once_profiled(&mut s.check);
-        s.early = hold_early(driver, s);
+        s.warm = warm_expected(driver, s);
+        if s.warm.is_none() {
+            s.early = hold_early(driver, s);
+        }
         let ran = driver.drive(&NsysPass {
             tool: s.nsys.clone(),
             profiled,
@@ -119,6 +124,7 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
                 known_metrics: known,
                 second_gpu: Some(gpus),
                 early: std::sync::Mutex::new(None),
+                warm: None,
             },
             &ncu_ctx,
         ),
@@ -140,7 +146,20 @@ fn ncu(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
         known_metrics: known,
         second_gpu: None,
         early: std::sync::Mutex::new(s.early.take()),
+        warm: s.warm.clone(),
     })
+}
+
+/// Whether this run would start the ncu pass's workload early but expects the metrics cache to
+/// answer every kernel (the last run of this workload said so): the copy would go unused.
+fn warm_expected(driver: &Driver, s: &Setup) -> Option<String> {
+    let cfg = driver.ctx.cfg;
+    if driver.dry_run || s.ncu.is_none() || s.nsys.is_none() || !super::ncu::early::wanted(cfg) {
+        return None;
+    }
+    let run = super::ncu::warm::expected(&super::ncu::warm::path(cfg)?)?;
+    tracing::info!("ncu pass: not started early: the metrics cache held every kernel of this workload's last run ({run})");
+    Some(run)
 }
 
 /// Start the ncu pass's workload now, held by ncu at its first CUDA call, when this run can

@@ -117,6 +117,10 @@ pub(crate) struct NcuRecord {
     /// The workload was started beside the nsys pass and held (`ncu.early_start`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) early_start: Option<EarlyStart>,
+    /// The run whose kernels the metrics cache was expected to answer: the last run of this
+    /// workload said so, and the workload was not started early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) warm_expected: Option<String>,
 }
 
 /// The ncu pass's workload started beside the nsys pass, held by ncu at its first CUDA call.
