@@ -70,16 +70,15 @@ fn full_run_leaves_the_whole_layout() {
     let mut lines = ncu_cmd.lines();
     let launch = lines.next().unwrap();
     assert!(
-        launch.contains("--mode=launch --target-processes all --nvtx python3"),
+        launch.contains("--mode=launch --target-processes all --nvtx --port "),
         "{ncu_cmd}"
     );
-    assert!(
-        lines
-            .next()
-            .unwrap()
-            .contains("--mode=attach --hostname 127.0.0.1 --nvtx-include decode/"),
-        "{ncu_cmd}"
-    );
+    // The launch listens on ports of its own, and the attach looks there only.
+    let ports = launch.split(" --nvtx ").nth(1).unwrap();
+    let ports = ports.split(" python3").next().unwrap();
+    assert!(ports.ends_with("--max-connections 16"), "{launch}");
+    let attach = format!("--mode=attach --hostname 127.0.0.1 {ports} --nvtx-include decode/");
+    assert!(lines.next().unwrap().contains(&attach), "{ncu_cmd}");
     assert_eq!(
         status(&run)["passes"]["ncu"]["ncu"]["early_start"]["attached"],
         true

@@ -555,7 +555,7 @@ impl Pass for NcuPass {
         let attach = match multi || nothing_left || bound.is_some() {
             true => None,
             false => self
-                .held(|h| Some((h.argv.clone(), early::attach_argv(&profile)?)))
+                .held(|h| Some((h.argv.clone(), early::attach_argv(&profile, h.port)?)))
                 .flatten(),
         };
         Ok(NcuPlan {

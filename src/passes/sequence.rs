@@ -170,11 +170,15 @@ fn hold_early(driver: &Driver, s: &Setup) -> Option<super::ncu::early::Held> {
     if driver.dry_run || s.nsys.is_none() || !super::ncu::early::wanted(ctx.cfg) {
         return None;
     }
-    let args = super::ncu::early::launch_args(&ctx.workload.argv);
+    let port = super::ncu::early::free_ports();
+    if port.is_none() {
+        tracing::warn!("ncu pass: no block of free ports for the held workload; ncu's default ports are used (another run's held workload there could be attached instead)");
+    }
+    let args = super::ncu::early::launch_args(&ctx.workload.argv, port);
     let log = super::ncu::early::log(&ctx.run.path.join("ncu"));
     let spec = ctx.spec(&ncu.path, args, log);
     tracing::info!("ncu pass: its workload starts now, held by ncu at its first CUDA call until the kernels are chosen (ncu.early_start)");
-    Some(super::ncu::early::Held::start(spec))
+    Some(super::ncu::early::Held::start(spec, port))
 }
 
 /// What the held workload meant for the nsys pass: CPU work of its start-up during the

@@ -25,6 +25,8 @@ pub(crate) const REFUSED_OPTION: &str = "specified for --mode attach";
 pub(crate) struct Held {
     /// The launch command line, program first (for cmd.txt).
     pub(crate) argv: Vec<String>,
+    /// The first of the ports it listens on (None: ncu's defaults).
+    pub(crate) port: Option<u16>,
     started: Instant,
     shared: Arc<Shared>,
     run: Option<JoinHandle<std::io::Result<Outcome>>>,
@@ -151,23 +153,59 @@ pub(crate) fn wanted(cfg: &crate::config::Config) -> bool {
         && super::args::window_args(cfg).is_empty()
 }
 
+/// How many ports a held launch may listen on (one per held process of the workload).
+pub(crate) const PORTS: u16 = 16;
+
+/// A block of [`PORTS`] free ports for this run's launch and attach, from one the system hands
+/// out. Without one of its own, an attach reaches whichever held process answers first on
+/// ncu's default ports: measured on an H200 (scripts/attach-port-probe.sh), with two held on
+/// the defaults one attach profiled the other run's copy. None: no free block was found.
+pub(crate) fn free_ports() -> Option<u16> {
+    use std::net::TcpListener;
+    let free = |p: u16| TcpListener::bind(("0.0.0.0", p)).is_ok();
+    (0..32).find_map(|_| {
+        let base = TcpListener::bind(("0.0.0.0", 0))
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let end = base.checked_add(PORTS)?;
+        (base..end).all(free).then_some(base)
+    })
+}
+
+/// `--port BASE --max-connections N`: the same on the launch and its attach.
+fn port_args(base: Option<u16>) -> Vec<String> {
+    base.map(|b| {
+        vec![
+            "--port".to_string(),
+            b.to_string(),
+            "--max-connections".to_string(),
+            PORTS.to_string(),
+        ]
+    })
+    .unwrap_or_default()
+}
+
 /// The launch arguments: held at the first CUDA call, NVTX tracked (an attach cannot turn it
-/// on), every process of the workload (a spawned worker is held the same way).
-pub(crate) fn launch_args(workload: &[String]) -> Vec<String> {
+/// on), every process of the workload (a spawned worker is held the same way), listening on
+/// this run's ports.
+pub(crate) fn launch_args(workload: &[String], port: Option<u16>) -> Vec<String> {
     let mut a = vec![
         "--mode=launch".to_string(),
         "--target-processes".to_string(),
         "all".to_string(),
         "--nvtx".to_string(),
     ];
+    a.extend(port_args(port));
     a.extend(workload.iter().cloned());
     a
 }
 
 /// The attach form of a launch-and-attach ncu line (program first): the launch's own options
 /// (`--target-processes`, `--nvtx`) and the workload after `-o OUT` dropped. None when the line
-/// has no `-o`.
-pub(crate) fn attach_argv(profile: &[String]) -> Option<Vec<String>> {
+/// has no `-o`. It looks for the held workload on the launch's ports (`port`).
+pub(crate) fn attach_argv(profile: &[String], port: Option<u16>) -> Option<Vec<String>> {
     let out = profile.iter().position(|a| a == "-o")?;
     let mut argv = vec![
         profile.first()?.clone(),
@@ -175,6 +213,7 @@ pub(crate) fn attach_argv(profile: &[String]) -> Option<Vec<String>> {
         "--hostname".to_string(),
         "127.0.0.1".to_string(),
     ];
+    argv.extend(port_args(port));
     let end = (out + 2).min(profile.len());
     let mut rest = profile[1..end].iter();
     while let Some(a) = rest.next() {
@@ -192,7 +231,7 @@ pub(crate) fn attach_argv(profile: &[String]) -> Option<Vec<String>> {
 impl Held {
     /// Start `ncu --mode=launch` on the workload (`spec` carries its environment, folder and
     /// log); its output goes to the log only.
-    pub(crate) fn start(mut spec: Spec) -> Held {
+    pub(crate) fn start(mut spec: Spec, port: Option<u16>) -> Held {
         let shared = Arc::new(Shared::default());
         let seen = shared.clone();
         spec.on_line = Some(LineHook(Arc::new(move |line: &str| {
@@ -218,6 +257,7 @@ impl Held {
         std::thread::spawn(move || watch_cpu(watched));
         Held {
             argv,
+            port,
             started: Instant::now(),
             shared,
             run: Some(run),
@@ -348,12 +388,16 @@ mod tests {
             "x",
         ]);
         assert_eq!(
-            attach_argv(&line).unwrap(),
+            attach_argv(&line, Some(41000)).unwrap(),
             v(&[
                 "/cuda/ncu",
                 "--mode=attach",
                 "--hostname",
                 "127.0.0.1",
+                "--port",
+                "41000",
+                "--max-connections",
+                "16",
                 "--nvtx-include",
                 "decode/",
                 "--kernel-id",
@@ -366,8 +410,8 @@ mod tests {
                 "/run/ncu/decode",
             ])
         );
-        assert_eq!(attach_argv(&v(&["/cuda/ncu", "python3"])), None);
-        assert_eq!(attach_argv(&v(&["/cuda/ncu", "-o"])), None);
+        assert_eq!(attach_argv(&v(&["/cuda/ncu", "python3"]), None), None);
+        assert_eq!(attach_argv(&v(&["/cuda/ncu", "-o"]), None), None);
     }
 
     #[test]
@@ -429,7 +473,7 @@ mod tests {
     #[test]
     fn the_launch_holds_every_process_with_nvtx_tracked() {
         assert_eq!(
-            launch_args(&v(&["python3", "w.py"])),
+            launch_args(&v(&["python3", "w.py"]), None),
             v(&[
                 "--mode=launch",
                 "--target-processes",
@@ -439,5 +483,15 @@ mod tests {
                 "w.py"
             ])
         );
+        let base = free_ports().unwrap();
+        let own = launch_args(&v(&["python3"]), Some(base));
+        assert_eq!(
+            own[4..8],
+            v(&["--port", &base.to_string(), "--max-connections", "16"])
+        );
+        // Free when chosen: each of the block binds.
+        let taken = std::net::TcpListener::bind(("0.0.0.0", base)).unwrap();
+        assert_ne!(free_ports(), Some(base));
+        drop(taken);
     }
 }
