@@ -257,8 +257,7 @@ impl NcuPass {
                 let out = self.profile(ctx, plan, attach, watch)?;
                 if out.code == Some(0) || !out.tail.contains(early::REFUSED_OPTION) {
                     let rec = record(true);
-                    let grace = std::time::Duration::from_secs(ctx.cfg.run.grace_s);
-                    return Ok((early::merged(out, held.finish(grace)), Some(rec)));
+                    return Ok((early::merged(out, held.finish(early::AFTER_ATTACH)), Some(rec)));
                 }
                 let line = out.tail.lines().find(|l| l.contains(early::REFUSED_OPTION));
                 format!(

@@ -312,7 +312,8 @@ impl Held {
     }
 
     /// The launch process's outcome once it ends by itself (after an attach ended the
-    /// workload), stopped if it is still there after `grace`.
+    /// workload), stopped if it is still there after `grace`: once the attach has ended,
+    /// nothing more of the workload is profiled.
     pub(crate) fn finish(mut self, grace: Duration) -> Option<Outcome> {
         let t0 = Instant::now();
         while !self.ended() && t0.elapsed() < grace {
@@ -334,6 +335,11 @@ impl Drop for Held {
     }
 }
 
+/// How long a held workload may go on after its attach ended before it is stopped. ncu's
+/// `--kill on` did not end an attached workload: measured on an H200 (static cache, 2026-11-26),
+/// it ran on until stopped, 30 s later, after the attach had written its report.
+pub(crate) const AFTER_ATTACH: Duration = Duration::from_secs(2);
+
 /// The attach's outcome with the held workload's output after it: the classification reads
 /// both (ncu's result lines come from the attach, the workload's own from the launch).
 pub(crate) fn merged(attach: Outcome, launch: Option<Outcome>) -> Outcome {
@@ -341,8 +347,13 @@ pub(crate) fn merged(attach: Outcome, launch: Option<Outcome>) -> Outcome {
         return attach;
     };
     let code = match (attach.code, launch.code) {
-        // The workload failed on its own (not stopped by ncu's --kill): its code decides.
-        (Some(0), Some(c)) if c != 0 && !attach.tail.contains(super::STOPPED_EARLY) => Some(c),
+        // The workload failed on its own (not stopped by ncu's --kill, nor by the pass once
+        // the attach ended): its code decides.
+        (Some(0), Some(c))
+            if c != 0 && !launch.soft_stopped && !attach.tail.contains(super::STOPPED_EARLY) =>
+        {
+            Some(c)
+        }
         (a, _) => a,
     };
     Outcome {
@@ -468,6 +479,26 @@ mod tests {
         // Unreadable or partial: nothing is decided.
         assert_eq!(memory_low("MemTotal: 5 kB\n"), None);
         assert_eq!(memory_low(""), None);
+    }
+
+    #[test]
+    fn a_workload_stopped_after_its_attach_ended_is_no_failure_and_one_failing_on_its_own_is() {
+        let out = |code, tail: &str, soft_stopped| Outcome {
+            code,
+            signal: None,
+            duration: Duration::from_secs(1),
+            tail: tail.to_string(),
+            interrupted: false,
+            timed_out: false,
+            soft_stopped,
+        };
+        let attach = out(Some(0), "==PROF== Report: r.ncu-rep", false);
+        let stopped = merged(attach.clone(), Some(out(Some(130), "KeyboardInterrupt", true)));
+        assert_eq!(stopped.code, Some(0));
+        assert!(stopped.tail.starts_with("KeyboardInterrupt\n==PROF=="));
+        let failed = merged(attach.clone(), Some(out(Some(1), "Traceback", false)));
+        assert_eq!(failed.code, Some(1));
+        assert_eq!(merged(attach, None).code, Some(0));
     }
 
     #[test]
