@@ -59,7 +59,34 @@ fn a_range_of_graph_launches_gets_one_instance_measured_whole() {
         step.contains("--nvtx-include decode/ --graph-profiling graph --launch-skip 1 --launch-count 1 --kill on"),
         "{step}"
     );
-    assert!(read(sb.run("g").join("ncu/cmd.txt")).contains("--graph-profiling graph"));
+    // The step's own copy was held from the kernel pass's start, on ports of its own, and
+    // the step attached to it; cmd.txt holds both lines.
+    assert!(
+        step.starts_with("ncu --mode=attach --hostname 127.0.0.1 --port "),
+        "{step}"
+    );
+    let launches = sb.calls_starting("ncu --mode=launch");
+    assert_eq!(launches.len(), 2, "{calls}");
+    let port = |l: &str| {
+        l.split(" --port ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_ne!(port(&launches[0]), port(&launches[1]));
+    assert_eq!(port(step), port(&launches[1]));
+    let cmd = read(sb.run("g").join("ncu/cmd.txt"));
+    let step_lines: Vec<&str> = cmd.lines().skip(5).collect();
+    assert!(step_lines[0].contains("--mode=launch"), "{cmd}");
+    assert!(
+        step_lines[1].contains("--mode=attach")
+            && step_lines[1].contains("--graph-profiling graph"),
+        "{cmd}"
+    );
+    assert!(sb.run("g").join("ncu/graph-step-workload.log").is_file());
     // The floor's bytes are NVIDIA's own figure for the instance, as the reports state it.
     let summary: serde_json::Value =
         serde_json::from_str(&read(sb.run("g").join("summary.json"))).unwrap();

@@ -243,8 +243,7 @@ impl NcuPass {
             return Ok((self.profile(ctx, plan, &plan.profile, watch)?, None));
         };
         // ncu says it listens as soon as it starts: a launch silent this long will not.
-        let listen_limit = std::time::Duration::from_secs(120);
-        let ready = held.wait_held(Some(ctx.cfg.ncu_timeout().unwrap_or(listen_limit)));
+        let ready = held.wait_held(Some(ctx.cfg.ncu_timeout().unwrap_or(early::LISTEN_LIMIT)));
         // Read before the attach: from then on the workload works again.
         let held_after_s = Some(held.busy_until_s());
         let record = |attached| EarlyStart {
@@ -257,7 +256,10 @@ impl NcuPass {
                 let out = self.profile(ctx, plan, attach, watch)?;
                 if out.code == Some(0) || !out.tail.contains(early::REFUSED_OPTION) {
                     let rec = record(true);
-                    return Ok((early::merged(out, held.finish(early::AFTER_ATTACH)), Some(rec)));
+                    return Ok((
+                        early::merged(out, held.finish(early::AFTER_ATTACH)),
+                        Some(rec),
+                    ));
                 }
                 let line = out.tail.lines().find(|l| l.contains(early::REFUSED_OPTION));
                 format!(
@@ -531,17 +533,6 @@ impl Pass for NcuPass {
                 stop_early || bound.as_ref().is_some_and(|b| b.all_known),
             )
         });
-        let mut step = step;
-        if let Some(s) = step.as_mut().filter(|s| s.hit.is_none()) {
-            let learned = reuse
-                .as_ref()
-                .and_then(|r| cost::load(&cost_model_path(ctx, r)));
-            s.eta_s = Some(cost::step_s(
-                learned.as_ref(),
-                basis,
-                s.choice.work.workloads(),
-            ));
-        }
         let profile = self.argv(
             ctx,
             include.as_deref(),
@@ -557,6 +548,22 @@ impl Pass for NcuPass {
                 .held(|h| Some((h.argv.clone(), early::attach_argv(&profile, h.port)?)))
                 .flatten(),
         };
+        let mut step = step;
+        if let Some(s) = step.as_mut().filter(|s| s.hit.is_none()) {
+            // Where the kernel pass attaches, the step's own copy is held from its start.
+            if attach.is_some() {
+                s.early = step::hold_plan(&s.argv, &ctx.workload.argv);
+            }
+            let learned = reuse
+                .as_ref()
+                .and_then(|r| cost::load(&cost_model_path(ctx, r)));
+            s.eta_s = Some(cost::step_s(
+                learned.as_ref(),
+                basis,
+                s.choice.work.workloads(),
+                s.early.is_some(),
+            ));
+        }
         Ok(NcuPlan {
             profile,
             attach,
@@ -601,7 +608,11 @@ impl Pass for NcuPass {
             ]);
         }
         if let Some(s) = plan.step.as_ref().filter(|s| s.hit.is_none()) {
-            lines.extend([s.argv.clone(), s.import.clone()]);
+            match &s.early {
+                Some(e) => lines.extend([e.launch.clone(), e.attach.clone()]),
+                None => lines.push(s.argv.clone()),
+            }
+            lines.push(s.import.clone());
         }
         lines
     }
@@ -639,10 +650,11 @@ impl Pass for NcuPass {
             st.warnings = warnings;
             st.ncu = Some(self.outcome_record(plan, None, 0));
             self.remember(ctx, plan, true, false);
-            graph_step(ctx, plan, progress, &mut st);
+            graph_step(ctx, plan, progress, &mut st, None);
             return Ok(st);
         }
         let watch = Watch::new(progress, plan);
+        let step_held = plan.step.as_ref().and_then(|s| step::hold(ctx, s));
         let (mut out, early_start) = self.first_profile(ctx, plan, &watch, &mut warnings)?;
         let mut duration = out.duration;
         let filtered = plan.filter.as_ref().is_some_and(|f| !f.is_empty());
@@ -719,7 +731,7 @@ impl Pass for NcuPass {
             r.early_start = early_start;
         }
         self.remember(ctx, plan, false, stored_all);
-        graph_step(ctx, plan, progress, &mut st);
+        graph_step(ctx, plan, progress, &mut st, step_held);
         Ok(st)
     }
 
@@ -739,12 +751,20 @@ impl Pass for NcuPass {
 
 /// The planned graph step, after a pass that went well (a failed or interrupted one would
 /// fail or stop it the same way); its record joins the pass's.
-fn graph_step(ctx: &Ctx, plan: &NcuPlan, progress: &Progress, st: &mut PassStatus) {
+/// `held`: its copy of the workload, held since the kernel pass began (dropped, so stopped,
+/// where the step does not run).
+fn graph_step(
+    ctx: &Ctx,
+    plan: &NcuPlan,
+    progress: &Progress,
+    st: &mut PassStatus,
+    held: Option<early::Held>,
+) {
     let Some(s) = &plan.step else { return };
     if st.state != PassState::Ok || crate::passes::signals::interrupted() {
         return;
     }
-    let rec = step::run(ctx, s, progress);
+    let rec = step::run(ctx, s, progress, held);
     if let Some(d) = rec.duration_s {
         st.duration_s = Some(st.duration_s.unwrap_or(0.0) + d);
     }

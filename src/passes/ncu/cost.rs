@@ -160,16 +160,13 @@ pub(crate) fn plan(
 }
 
 /// One instance measured whole (`ncu.graph_step`, one pass per workload): ncu reaches it about
-/// when the kernel pass reached its first kernel.
-pub(crate) fn step_s(learned: Option<&Model>, basis: Basis, workloads: u64) -> f64 {
-    // The step starts the workload itself: a held workload's time says nothing of it.
-    let launched = Basis {
-        held: false,
-        ..basis
-    };
+/// when the kernel pass reached its first kernel, started the same way (`held`: its own copy
+/// held since the kernel pass began, or launched by the step).
+pub(crate) fn step_s(learned: Option<&Model>, basis: Basis, workloads: u64, held: bool) -> f64 {
+    let basis = Basis { held, ..basis };
     let before = learned
-        .filter(|m| !m.held)
-        .map_or_else(|| launched.prior(true).0, |m| m.before_s);
+        .filter(|m| m.held == held)
+        .map_or_else(|| basis.prior(true).0, |m| m.before_s);
     before + workloads as f64 * PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S
 }
 
@@ -392,7 +389,7 @@ mod tests {
     }
 
     #[test]
-    fn a_model_learned_attached_predicts_only_attached_passes_and_never_the_graph_step() {
+    fn a_model_learned_attached_predicts_only_attached_passes_and_held_graph_steps() {
         let held = Model {
             before_s: 4.0,
             s_per_pass: 0.1,
@@ -417,11 +414,10 @@ mod tests {
         let own = plan(Some(&held), 2, 0, None, launched, true);
         assert!(own.basis.starts_with("defaults"), "{}", own.basis);
         let before = 20.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;
-        assert!(
-            (step_s(Some(&held), basis, 1) - (before + PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S))
-                .abs()
-                < 1e-9
-        );
+        let rest = PRIOR_S_PER_PASS + PRIOR_AFTER_STOPPED_S;
+        assert!((step_s(Some(&held), basis, 1, false) - (before + rest)).abs() < 1e-9);
+        // A step with its own held copy uses the held model.
+        assert!((step_s(Some(&held), basis, 1, true) - (4.0 + rest)).abs() < 1e-9);
         // A model file written before the field existed reads as launched.
         let old: Model = serde_json::from_str(
             r#"{"before_s":1.0,"s_per_pass":0.1,"passes":5,"after_s":0.5,"run":"r"}"#,

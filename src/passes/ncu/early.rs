@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use crate::passes::process::{self, LineHook, Outcome, SoftStop, Spec};
 
+/// How long to wait for a held launch to say it listens: ncu says so as soon as it starts.
+pub(crate) const LISTEN_LIMIT: Duration = Duration::from_secs(120);
+
 /// What ncu prints once the workload is held at its first CUDA call.
 const WAITING: &str = "Waiting for profiler to attach";
 /// What ncu says of an option the attach cannot take (it belongs to the launch).
@@ -493,7 +496,10 @@ mod tests {
             soft_stopped,
         };
         let attach = out(Some(0), "==PROF== Report: r.ncu-rep", false);
-        let stopped = merged(attach.clone(), Some(out(Some(130), "KeyboardInterrupt", true)));
+        let stopped = merged(
+            attach.clone(),
+            Some(out(Some(130), "KeyboardInterrupt", true)),
+        );
         assert_eq!(stopped.code, Some(0));
         assert!(stopped.tail.starts_with("KeyboardInterrupt\n==PROF=="));
         let failed = merged(attach.clone(), Some(out(Some(1), "Traceback", false)));
