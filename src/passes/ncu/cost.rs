@@ -18,8 +18,9 @@ use sha2::{Digest, Sha256};
 /// passes per kernel for the reports' metrics (17 for the roofline set); 0.08 to 0.22 s per
 /// replay pass with the workload's own progress between the chosen kernels (eager, static and
 /// lead 0.09-0.10, moeworker 0.15, spec 0.22, compile 0.08); 0.2 to 0.5 s after the last
-/// kernel when the pass stops the workload.
-const PRIOR_S_PER_PASS: f64 = 0.12;
+/// kernel when the pass stops the workload. Attached on an H200 (2026-11-26): 0.04 to 0.20 s
+/// per pass; 0.09 s is the median of both sets.
+const PRIOR_S_PER_PASS: f64 = 0.09;
 const PRIOR_AFTER_STOPPED_S: f64 = 0.5;
 /// The time before ncu's first kernel, without a capture start to go by: a share of the nsys
 /// pass (which includes finalizing its report; 0.55 to 1.25 measured, median 0.7).
@@ -30,9 +31,11 @@ const PRIOR_BEFORE_PER_NSYS_S: f64 = 0.8;
 /// spec 16.3 -> 21.4, compile 17.8 -> 24.0.
 const PRIOR_BEFORE_PER_CAPTURE: f64 = 1.25;
 /// The same with the workload started beside the nsys pass and held at its first CUDA call
-/// (`ncu.early_start`): the attach's first kernel came at 0.27 (eager), 0.25 (MoE worker) and
-/// 0.42 (static cache) x the capture start (H100, 2026-11-26, docs/measured.md).
-const PRIOR_BEFORE_PER_CAPTURE_HELD: f64 = 0.3;
+/// (`ncu.early_start`): the attach's first kernel came at 0.25 to 0.84 x the capture start,
+/// median 0.34 (H100 and H200, 2026-11-26, docs/measured.md: eager 0.27 and 0.34, MoE worker
+/// 0.25, MoE 0.29, large 0.28, lead 0.33, static 0.42 and 0.51, compile 0.57, spec 0.58,
+/// hand loop 0.84).
+const PRIOR_BEFORE_PER_CAPTURE_HELD: f64 = 0.35;
 const PRIOR_NCU_SETUP_S: f64 = 0.5;
 
 /// What the nsys pass measured of the workload, the basis of a first prediction.
