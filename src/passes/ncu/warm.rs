@@ -1,9 +1,8 @@
 //! Whether this run is likely a warm re-run: the last run of the same workload with the same
 //! capture and ncu settings left every kernel it chose in the metrics cache. Such a run does
 //! not start the ncu pass's workload early (`ncu.early_start`): the copy would start beside the
-//! nsys pass, use the CPU while it profiles, and be stopped unused. Measured before this rule
-//! (docs/measured.md, 2026-11-26): warm re-runs at 1.42-1.75x bare with the copy against 1.34x
-//! without it.
+//! nsys pass, use the CPU while it profiles, and be stopped unused (docs/measured.md,
+//! 2026-11-26: on the H200s, warm re-runs cost 1.12-1.58x bare without it, as `--quick` did).
 //!
 //! Where the guess is wrong (new kernels) the ncu pass starts the workload as usual, and the
 //! next run of it starts early again: a workload whose kernels change run to run alternates.
