@@ -10,10 +10,10 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use rusqlite::Rows;
-
 use super::{ApiCall, ApiKind, Launch, NsysDb};
 use crate::error::Error;
+
+mod ops;
 
 const RUNTIME: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
 
@@ -36,56 +36,6 @@ pub struct Ignore;
 impl<T> Sink<T> for Ignore {
     fn take(&mut self, _: &T) {}
     fn reset(&mut self) {}
-}
-
-/// One GPU op row: start, end, correlation id, pid, kernel, graph, name, mangled name.
-type Op = (i64, i64, i64, i64, bool, bool, i64, i64, [i32; 7]);
-
-struct Ops<'s> {
-    table: &'static str,
-    rows: Rows<'s>,
-    next: Option<Op>,
-    last_start: i64,
-}
-
-impl Ops<'_> {
-    /// The next row; false when it starts before the previous one (not in start order).
-    fn advance(&mut self, db: &NsysDb) -> Result<bool, Error> {
-        let e = |e| db.err(e);
-        self.next = match self.rows.next().map_err(e)? {
-            None => None,
-            Some(r) => {
-                let (start, end): (Option<i64>, i64) = (r.get(0).map_err(e)?, r.get(1).map_err(e)?);
-                let plausible = |t: i64| t.abs() <= super::MAX_T;
-                let Some(start) = start.filter(|&s| end >= s && plausible(s) && plausible(end))
-                else {
-                    let rowid: i64 = r.get(7).map_err(e)?;
-                    return Err(db.err(format!(
-                        "table {}, rowid {rowid}: start {} and end {end} are not a time span (end before start, no start, or beyond 2^48 ns)",
-                        self.table,
-                        start.map_or("NULL".into(), |v| v.to_string())
-                    )));
-                };
-                let op: Op = (
-                    start,
-                    end,
-                    r.get(2).map_err(e)?,
-                    r.get::<_, i64>(3).map_err(e)? >> 24,
-                    r.get::<_, i64>(4).map_err(e)? != 0,
-                    r.get::<_, i64>(5).map_err(e)? != 0,
-                    r.get::<_, Option<i64>>(6).map_err(e)?.unwrap_or(-1),
-                    r.get::<_, Option<i64>>(8).map_err(e)?.unwrap_or(-1),
-                    super::config_at(r, 9).map_err(e)?,
-                );
-                if op.0 < self.last_start {
-                    return Ok(false);
-                }
-                self.last_start = op.0;
-                Some(op)
-            }
-        };
-        Ok(true)
-    }
 }
 
 /// What the runtime reader thread sends: the launch calls (start, tid, correlation id, graph
@@ -132,7 +82,7 @@ fn read_runtime(
         let mut batch = Vec::with_capacity(BATCH);
         let mut last = i64::MIN;
         while let Some(r) = rows.next()? {
-            let (start, end): (Option<i64>, Option<i64>) = (r.get(1)?, r.get(2)?);
+            let (start, end) = (super::int_at(r, 1)?, super::int_at(r, 2)?);
             let Some(start) = start.filter(|&s| end.is_none_or(|e| e >= s)) else {
                 let rowid: i64 = r.get(0)?;
                 return Ok(Some(FromReader::Failed(format!(
@@ -145,8 +95,8 @@ fn read_runtime(
                 return Ok(Some(FromReader::OutOfOrder));
             }
             last = start;
-            let tid = r.get::<_, Option<i64>>(3)?.unwrap_or(0);
-            let name = r.get::<_, Option<i64>>(5)?.unwrap_or(-1);
+            let tid = super::int_at(r, 3)?.unwrap_or(0);
+            let name = super::int_at(r, 5)?.unwrap_or(-1);
             if let Some(end) = end {
                 let kind = names.kinds.get(&name).copied().unwrap_or(ApiKind::Other);
                 calls.take(&ApiCall {
@@ -157,7 +107,7 @@ fn read_runtime(
                 });
             }
             if names.launching.contains(&name) {
-                let corr = r.get::<_, Option<i64>>(4)?.unwrap_or(-1);
+                let corr = super::int_at(r, 4)?.unwrap_or(-1);
                 batch.push((start, tid, corr, names.graph.contains(&name)));
                 if batch.len() == BATCH {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
@@ -302,33 +252,17 @@ impl NsysDb {
             graph,
         };
         let queries = self.op_queries()?;
-        let mut stmts = Vec::new();
-        for (table, sql) in &queries {
-            stmts.push((*table, self.conn.prepare(sql).map_err(|e| self.err(e))?));
-        }
-        let mut streams = Vec::new();
-        for (table, s) in &mut stmts {
-            let mut o = Ops {
-                table,
-                rows: s.query([]).map_err(|e| self.err(e))?,
-                next: None,
-                last_start: i64::MIN,
-            };
-            if !o.advance(self)? {
-                return Ok(false);
-            }
-            streams.push(o);
-        }
         let (tx, rx) = std::sync::mpsc::sync_channel(IN_FLIGHT);
         let path = self.path.clone();
         std::thread::scope(|scope| {
             let names = &names;
             scope.spawn(move || read_runtime(&path, names, calls, tx));
+            let mut ops = ops::OpsRx::spawn(scope, &self.path, &queries);
             let mut rt = Calls {
                 rx,
                 batch: Vec::new().into_iter(),
             };
-            let joined = self.join(&mut streams, &mut rt, launches);
+            let joined = self.join(&mut ops, &mut rt, launches);
             // The reader owns the ledger's calls: let it read to the end (or stop it by
             // hanging up when the join falls back).
             if matches!(joined, Ok(true)) {
@@ -348,7 +282,7 @@ impl NsysDb {
     /// The merge join of the GPU work (in start order) with the launch calls.
     fn join(
         &self,
-        streams: &mut [Ops],
+        ops: &mut ops::OpsRx,
         rt: &mut Calls,
         launches: &mut impl Sink<Launch>,
     ) -> Result<bool, Error> {
@@ -357,14 +291,12 @@ impl NsysDb {
         // (pid, correlation id) -> (call start, tid, graph launch)
         let mut pending: HashMap<(i64, i64), (i64, i64, bool)> = HashMap::default();
         loop {
-            // The op that started first among the tables; done once all are read.
-            let Some(k) = (0..streams.len())
-                .filter(|&k| streams[k].next.is_some())
-                .min_by_key(|&k| streams[k].next.map(|o| o.0))
-            else {
-                return Ok(true);
+            let op = match ops.next() {
+                Ok(Some(op)) => op,
+                Ok(None) => return Ok(true),
+                Err(ops::Stop::Failed(e)) => return Err(self.err(e)),
+                Err(ops::Stop::OutOfOrder) => return Ok(false),
             };
-            let op = streams[k].next.expect("chosen for having one");
             while !calls_done {
                 if call_next.is_none() {
                     call_next = match rt.next(self) {
@@ -405,9 +337,6 @@ impl NsysDb {
                 if !graph_call {
                     pending.remove(&key);
                 }
-            }
-            if !streams[k].advance(self)? {
-                return Ok(false);
             }
         }
     }

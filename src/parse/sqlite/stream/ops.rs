@@ -1,0 +1,162 @@
+//! The GPU work of the export (kernels, memcpys, memsets), merged by start across its tables,
+//! read on a thread of its own with its own connection and handed to the join in batches: the
+//! join, the runtime reader and this reader each keep a core busy (on a 1.5M-launch export the
+//! thread doing all three of reading, joining and scanning held 64% of the samples).
+
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use rusqlite::Rows;
+
+use super::{BATCH, IN_FLIGHT};
+
+/// One GPU op row: start, end, correlation id, pid, kernel, graph, name, mangled name, launch
+/// configuration.
+pub(super) type Op = (i64, i64, i64, i64, bool, bool, i64, i64, [i32; 7]);
+
+/// What the reader sends: ops in start order, or why it stopped.
+enum FromOps {
+    Ops(Vec<Op>),
+    Failed(String),
+    OutOfOrder,
+}
+
+struct Table<'s> {
+    table: &'static str,
+    rows: Rows<'s>,
+    next: Option<Op>,
+    last_start: i64,
+}
+
+impl Table<'_> {
+    /// The next row; false when it starts before the previous one (not in start order).
+    fn advance(&mut self) -> Result<bool, String> {
+        let e = |e: rusqlite::Error| e.to_string();
+        self.next = match self.rows.next().map_err(e)? {
+            None => None,
+            Some(r) => {
+                let int = |i| super::super::int_at(r, i).map_err(e);
+                let (start, end) = (int(0)?, r.get::<_, i64>(1).map_err(e)?);
+                let plausible = |t: i64| t.abs() <= super::super::MAX_T;
+                let Some(start) = start.filter(|&s| end >= s && plausible(s) && plausible(end))
+                else {
+                    let rowid: i64 = r.get(7).map_err(e)?;
+                    return Err(format!(
+                        "table {}, rowid {rowid}: start {} and end {end} are not a time span (end before start, no start, or beyond 2^48 ns)",
+                        self.table,
+                        start.map_or("NULL".into(), |v| v.to_string())
+                    ));
+                };
+                let op: Op = (
+                    start,
+                    end,
+                    r.get(2).map_err(e)?,
+                    r.get::<_, i64>(3).map_err(e)? >> 24,
+                    r.get::<_, i64>(4).map_err(e)? != 0,
+                    r.get::<_, i64>(5).map_err(e)? != 0,
+                    int(6)?.unwrap_or(-1),
+                    int(8)?.unwrap_or(-1),
+                    super::super::config_at(r, 9).map_err(e)?,
+                );
+                if op.0 < self.last_start {
+                    return Ok(false);
+                }
+                self.last_start = op.0;
+                Some(op)
+            }
+        };
+        Ok(true)
+    }
+}
+
+/// Read every query's rows (one per GPU work table) merged by start, in batches, until the
+/// end, an error, rows out of start order, or the join hanging up.
+fn read(path: &std::path::Path, queries: &[(&'static str, String)], tx: &SyncSender<FromOps>) {
+    let read = || -> Result<Option<FromOps>, String> {
+        let conn = rusqlite::Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| e.to_string())?;
+        let mut stmts = Vec::new();
+        for (table, sql) in queries {
+            stmts.push((*table, conn.prepare(sql).map_err(|e| e.to_string())?));
+        }
+        let mut tables = Vec::new();
+        for (table, s) in &mut stmts {
+            let mut t = Table {
+                table,
+                rows: s.query([]).map_err(|e| e.to_string())?,
+                next: None,
+                last_start: i64::MIN,
+            };
+            t.advance()?;
+            tables.push(t);
+        }
+        let mut batch = Vec::with_capacity(BATCH);
+        // The op that started first among the tables, until all are read.
+        while let Some(k) = (0..tables.len())
+            .filter(|&k| tables[k].next.is_some())
+            .min_by_key(|&k| tables[k].next.map(|o| o.0))
+        {
+            batch.push(tables[k].next.expect("chosen for having one"));
+            if batch.len() == BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                if tx.send(FromOps::Ops(full)).is_err() {
+                    return Ok(None); // the join stopped listening
+                }
+            }
+            if !tables[k].advance()? {
+                return Ok(Some(FromOps::OutOfOrder));
+            }
+        }
+        Ok(Some(FromOps::Ops(batch)))
+    };
+    let last = read().unwrap_or_else(|e| Some(FromOps::Failed(e)));
+    if let Some(m) = last {
+        let _ = tx.send(m);
+    }
+}
+
+/// The ops as the join consumes them, from the reader thread.
+pub(super) struct OpsRx {
+    rx: Receiver<FromOps>,
+    batch: std::vec::IntoIter<Op>,
+}
+
+/// What the join gets from [`OpsRx::next`] when the reader stopped early.
+pub(super) enum Stop {
+    Failed(String),
+    OutOfOrder,
+}
+
+impl OpsRx {
+    /// Start the reader on `scope`.
+    pub(super) fn spawn<'scope>(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        path: &'scope std::path::Path,
+        queries: &'scope [(&'static str, String)],
+    ) -> OpsRx {
+        let (tx, rx) = std::sync::mpsc::sync_channel(IN_FLIGHT);
+        scope.spawn(move || read(path, queries, &tx));
+        OpsRx {
+            rx,
+            batch: Vec::new().into_iter(),
+        }
+    }
+
+    /// The next op in start order (None at the end).
+    pub(super) fn next(&mut self) -> Result<Option<Op>, Stop> {
+        loop {
+            if let Some(op) = self.batch.next() {
+                return Ok(Some(op));
+            }
+            match self.rx.recv() {
+                Ok(FromOps::Ops(b)) if b.is_empty() => return Ok(None),
+                Ok(FromOps::Ops(b)) => self.batch = b.into_iter(),
+                Ok(FromOps::Failed(e)) => return Err(Stop::Failed(e)),
+                Ok(FromOps::OutOfOrder) => return Err(Stop::OutOfOrder),
+                Err(_) => return Ok(None),
+            }
+        }
+    }
+}
