@@ -50,7 +50,7 @@ fn the_performance_table_is_the_measured_one() {
         .take_while(|l| l.starts_with('|'))
         .map(cells)
         .collect();
-    assert_eq!(rows.len(), 6, "{rows:?}");
+    assert!(rows.len() >= 6, "{rows:?}");
     for row in rows {
         // bare, first, warm, quick of the README row, found together in one measured row.
         let (bare, first, warm, quick) = (&row[1], &row[2], &row[3], &row[4]);
