@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::noise::{self, Test};
+use super::noise;
+/// The diff document's surface: its noise test and the confidence its intervals are at.
+pub(crate) use super::noise::{Test, CONFIDENCE};
 use super::repeats::Stats;
 use crate::analysis::summary::{Kernel, Summary};
 use crate::model::TimeSource;
@@ -339,7 +341,7 @@ pub(crate) fn diff(a: &Summary, b: &Summary, warnings: Vec<String>) -> Diff {
         run_b: b.run_id.clone(),
         passes_a: passes.0,
         passes_b: passes.1,
-        noise_test: format!("Welch's t-test, two-sided, {}", noise::CONFIDENCE),
+        noise_test: format!("Welch's t-test, two-sided, {}", CONFIDENCE),
         total_kernel_time_a_ns: ta,
         total_kernel_time_b_ns: tb,
         total_delta_pct: pct(ta, tb),
@@ -519,7 +521,7 @@ pub(crate) fn gate(d: &Diff, scope: Scope, threshold: f64) -> Gate {
             Some(t) if !t.significant => g.inconclusive.push(format!(
                 "{what} {p:+.1}% (within the noise: +-{:.1}% at {})",
                 t.half_width,
-                noise::CONFIDENCE
+                CONFIDENCE
             )),
             _ => g.regressions.push(format!("{what} {p:+.1}%")),
         }

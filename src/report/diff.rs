@@ -3,8 +3,7 @@
 use std::fmt::Write;
 
 use super::fmt::{cut, md, us};
-use crate::analysis::diff::{Diff, Presence};
-use crate::analysis::noise::Test;
+use crate::analysis::diff::{Diff, Presence, Test, CONFIDENCE};
 
 /// "+12.3% (±1.1%)": a change and, with a noise test, the half-width of its interval in %.
 fn change(p: Option<f64>, t: Option<Test>, base: f64) -> String {
@@ -24,7 +23,7 @@ fn noise_line(d: &Diff) -> String {
              interval; a change counts when its interval excludes zero ({}).\n",
             d.passes_a,
             d.passes_b,
-            crate::analysis::noise::CONFIDENCE,
+            CONFIDENCE,
             d.noise_test
         )
     } else {
