@@ -168,3 +168,43 @@ fn a_re_run_the_cache_answers_does_not_start_the_copy_and_a_wrong_guess_is_not_r
     assert!(four["ncu"]["warm_expected"].is_null(), "{four}");
     assert_eq!(lines_starting(&sb, "ncu --mode=launch"), 2);
 }
+
+#[test]
+fn kernels_from_two_processes_start_the_workload_as_usual() {
+    // Hand-made error path: the replayed export with one kernel moved to another process (an
+    // attach reaches one held process; ncu's launch profiles both).
+    let sb = Sandbox::new();
+    let dir = sb.path().join("two-processes");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in std::fs::read_dir(common::root().join("tests/data/nsys")).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, dir.join(f.file_name().unwrap())).unwrap();
+    }
+    let db = rusqlite::Connection::open(dir.join("run.sqlite")).unwrap();
+    db.execute(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = globalPid + (1 << 24) \
+         WHERE rowid = (SELECT MAX(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    sb.profile("r", ARGS)
+        .env("FAKE_NSYS_DIR", &dir)
+        .assert()
+        .success();
+    let ncu = &status(&sb.run("r"))["passes"]["ncu"];
+    assert_eq!(ncu["state"], "ok", "{ncu}");
+    assert_eq!(ncu["ncu"]["early_start"]["attached"], false, "{ncu}");
+    assert!(
+        ncu["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("the nsys pass saw kernels from more than one process"),
+        "{ncu}"
+    );
+    assert_eq!(lines_starting(&sb, "ncu --mode=attach"), 0);
+    assert_eq!(lines_starting(&sb, "ncu --target-processes"), 1);
+    // cmd.txt's last line is the usual launch that ran.
+    let cmd = read(sb.run("r").join("ncu/cmd.txt"));
+    assert!(!cmd.contains("--mode=attach"), "{cmd}");
+}

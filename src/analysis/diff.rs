@@ -520,8 +520,7 @@ pub(crate) fn gate(d: &Diff, scope: Scope, threshold: f64) -> Gate {
         match test {
             Some(t) if !t.significant => g.inconclusive.push(format!(
                 "{what} {p:+.1}% (within the noise: +-{:.1}% at {})",
-                t.half_width,
-                CONFIDENCE
+                t.half_width, CONFIDENCE
             )),
             _ => g.regressions.push(format!("{what} {p:+.1}%")),
         }

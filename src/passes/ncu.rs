@@ -95,6 +95,9 @@ pub(crate) struct NcuPlan {
     /// With a held workload: the line that started it and the attach that profiles it, in
     /// place of `profile` (program first).
     pub(crate) attach: Option<(Vec<String>, Vec<String>)>,
+    /// Why a held workload is not attached to but started again as usual (None: it is, or
+    /// there is none).
+    pub(crate) not_attached: Option<String>,
 }
 
 impl ShapePlan {
@@ -239,6 +242,20 @@ impl NcuPass {
         warnings: &mut Vec<String>,
     ) -> Result<(Outcome, Option<EarlyStart>), Error> {
         let held = self.early.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let held = match (held, &plan.not_attached) {
+            (Some(held), Some(why)) => {
+                let why = format!("ncu pass: {why}; starting the workload under ncu as usual");
+                tracing::warn!("{why}");
+                warnings.push(why);
+                let rec = EarlyStart {
+                    held_after_s: Some(held.busy_until_s()),
+                    attached: false,
+                };
+                drop(held);
+                return Ok((self.profile(ctx, plan, &plan.profile, watch)?, Some(rec)));
+            }
+            (held, _) => held,
+        };
         let (Some(held), Some((_, attach))) = (held, &plan.attach) else {
             return Ok((self.profile(ctx, plan, &plan.profile, watch)?, None));
         };
@@ -542,12 +559,16 @@ impl Pass for NcuPass {
             launches,
         );
         // A bounded pass stops ncu as a Ctrl-C would; that is known of a launched ncu only.
-        let attach = match multi || nothing_left || bound.is_some() {
+        let mut attach = match multi || nothing_left || bound.is_some() {
             true => None,
             false => self
                 .held(|h| Some((h.argv.clone(), early::attach_argv(&profile, h.port)?)))
                 .flatten(),
         };
+        let not_attached = attach.as_ref().and_then(|_| early::one_process(ctx).err());
+        if not_attached.is_some() {
+            attach = None;
+        }
         let mut step = step;
         if let Some(s) = step.as_mut().filter(|s| s.hit.is_none()) {
             // Where the kernel pass attaches, the step's own copy is held from its start.
@@ -589,6 +610,7 @@ impl Pass for NcuPass {
             cost,
             bound,
             step,
+            not_attached,
         })
     }
 

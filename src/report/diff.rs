@@ -21,10 +21,7 @@ fn noise_line(d: &Diff) -> String {
         format!(
             "Timed passes: {} (A), {} (B). Changes show ± the half-width of their {} \
              interval; a change counts when its interval excludes zero ({}).\n",
-            d.passes_a,
-            d.passes_b,
-            CONFIDENCE,
-            d.noise_test
+            d.passes_a, d.passes_b, CONFIDENCE, d.noise_test
         )
     } else {
         format!(

@@ -87,6 +87,25 @@ impl NsysDb {
         Ok(cols.iter().all(|c| have.iter().any(|h| h == c)))
     }
 
+    /// The processes whose kernels ran on the GPU (a global pid's pid is its bits from 24 up),
+    /// at most `limit` of them; none without the kernel table.
+    pub fn kernel_pids(&self, limit: usize) -> Result<Vec<i64>, Error> {
+        if !self.has_columns("CUPTI_ACTIVITY_KIND_KERNEL", &["globalPid"])? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT DISTINCT globalPid >> 24 FROM CUPTI_ACTIVITY_KIND_KERNEL \
+                 WHERE globalPid IS NOT NULL LIMIT ?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([limit as i64], |r| r.get::<_, i64>(0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
     fn require(&self, table: &str, cols: &[&str]) -> Result<(), Error> {
         let have = self.columns(table)?;
         if have.is_empty() {

@@ -190,6 +190,25 @@ fn port_args(base: Option<u16>) -> Vec<String> {
     .unwrap_or_default()
 }
 
+/// Ok where the nsys pass saw kernels from one process at most. An attach reached one of two
+/// held processes (measured with two launches, scripts/attach-port-probe.sh); with kernels in
+/// two processes of one workload the other could wait for an attach that never comes, where
+/// ncu's launch profiles both. A second process that only asks CUDA questions (the static
+/// cache's compile worker: two cudaGetDeviceProperties calls) ran attached without harm on an
+/// H200, so it does not count. Err says why not, for the fallback's warning.
+pub(crate) fn one_process(ctx: &crate::passes::Ctx) -> Result<(), String> {
+    let sqlite = ctx.run.single_or_rank0_sqlite();
+    let pids = crate::parse::sqlite::NsysDb::open(&sqlite).and_then(|db| db.kernel_pids(2));
+    match pids {
+        Ok(p) if p.len() > 1 => Err(format!(
+            "the nsys pass saw kernels from more than one process (pids {} and {}), and an attach reaches one held process",
+            p[0], p[1]
+        )),
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("cannot tell how many processes run kernels ({e})")),
+    }
+}
+
 /// The launch arguments: held at the first CUDA call, NVTX tracked (an attach cannot turn it
 /// on), every process of the workload (a spawned worker is held the same way), listening on
 /// this run's ports.
