@@ -505,3 +505,61 @@ fn per_token_is_said_only_with_a_per_token_figure() {
         "{auto}"
     );
 }
+
+/// With more ranges than `report.max_ranges`, kernels.md's range tables list the ranges with
+/// the most range time and say how many are left out; summary.json keeps every range.
+#[test]
+fn range_tables_list_the_longest_ranges_and_say_what_is_left_out() {
+    let sb = Sandbox::new();
+    let copy = sb.path().join("r");
+    copy_dir(&root().join("examples/sample-run"), &copy);
+    let config = read(copy.join("config.yaml")).replace("report:\n", "report:\n  max_ranges: 2\n");
+    std::fs::write(copy.join("config.yaml"), config).unwrap();
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&copy)
+        .assert()
+        .success();
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(copy.join("summary.json"))).unwrap();
+    let ranges = summary["ranges"].as_array().unwrap();
+    assert!(ranges.len() > 2, "{}", ranges.len());
+    // The two with the most range time (the longer of CPU wall and GPU projection).
+    let mut by_time: Vec<(f64, &str)> = ranges
+        .iter()
+        .map(|r| {
+            let t = r["total_ns"]
+                .as_f64()
+                .unwrap()
+                .max(r["gpu_projection_ns"].as_f64().unwrap());
+            (t, r["name"].as_str().unwrap())
+        })
+        .collect();
+    by_time.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let md = read(copy.join("kernels.md"));
+    let table = &md[md.find("## Per NVTX range").unwrap()..md.find("## Per instance").unwrap()];
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| range "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    for (_, name) in &by_time[..2] {
+        assert!(
+            rows.iter().any(|r| r.starts_with(&format!("| {name} |"))),
+            "{name}: {table}"
+        );
+    }
+    let left = ranges.len() - 2;
+    let line = format!("{left} more range");
+    assert!(table.contains(&line), "{table}");
+    assert!(
+        table.contains(
+            "`report.max_ranges`, 0 lists every range); summary.json's `ranges` has every range."
+        ),
+        "{table}"
+    );
+    assert!(
+        md.contains("summary.json's `ledger` has every range."),
+        "{md}"
+    );
+}

@@ -131,10 +131,18 @@ pub struct Report {
     /// auto | all | skip=N (see analysis::instances); runs made before it read `auto`.
     #[serde(default = "auto")]
     pub instances: String,
+    /// Ranges kernels.md's range tables list, the longest first (0: all); runs made before it
+    /// read 200.
+    #[serde(default = "max_ranges")]
+    pub max_ranges: usize,
 }
 
 fn auto() -> String {
     "auto".to_string()
+}
+
+fn max_ranges() -> usize {
+    200
 }
 
 /// `nsys.capture_range`: what starts the nsys capture.

@@ -34,6 +34,36 @@ pub(crate) struct Decided<'a> {
     pub(crate) tensor_sources: Vec<String>,
     /// The range ncu profiled, by name (its NVTX include expression's base name).
     pub(crate) ncu_range: Option<String>,
+    /// The ranges kernels.md's range tables list (`report.max_ranges`).
+    pub(crate) listed: Listed,
+}
+
+/// The ranges the range tables list: all, or the `report.max_ranges` with the most range time
+/// (the longer of CPU wall and GPU projection), and of those left out the longest.
+pub(crate) struct Listed {
+    /// None: every range.
+    names: Option<std::collections::HashSet<String>>,
+    pub(crate) max: usize,
+}
+
+impl Listed {
+    fn of(ranges: &[crate::analysis::ranges::RangeStats], max: usize) -> Listed {
+        if max == 0 || ranges.len() <= max {
+            return Listed { names: None, max };
+        }
+        let mut by_time: Vec<_> = ranges.iter().collect();
+        by_time.sort_by_key(|r| std::cmp::Reverse(r.wall_ns.max(r.proj_ns)));
+        let names = by_time.iter().take(max).map(|r| r.name.clone()).collect();
+        Listed {
+            names: Some(names),
+            max,
+        }
+    }
+
+    /// Whether the tables list range `name`.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.names.as_ref().is_none_or(|n| n.contains(name))
+    }
 }
 
 impl std::ops::Deref for Decided<'_> {
@@ -76,6 +106,7 @@ pub(crate) fn decide(a: &Artifacts) -> Decided<'_> {
             .ncu_include
             .as_deref()
             .map(crate::analysis::nvtx::base_name),
+        listed: Listed::of(&a.range_stats, a.config.report.max_ranges),
     }
 }
 

@@ -265,7 +265,13 @@ fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
             verdicts.entry(range).or_insert(verdict.as_str());
         }
     }
+    let (mut left_out, mut longest_left) = (0, 0i64);
     for r in &a.range_stats {
+        if !a.listed.has(&r.name) {
+            left_out += 1;
+            longest_left = longest_left.max(r.wall_ns.max(r.proj_ns));
+            continue;
+        }
         let w = &r.wall_spread;
         let verdict = verdicts.get(r.name.as_str()).copied().unwrap_or("–");
         let _ = writeln!(
@@ -290,7 +296,18 @@ fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
             md(verdict)
         );
     }
-    for r in a.range_stats.iter().filter(|r| r.nested_in_own_name > 0) {
+    if left_out > 0 {
+        let _ = writeln!(
+            s,
+            "\n{}",
+            phrase::ranges_left_out(left_out, longest_left, a.listed.max, "range time", "ranges")
+        );
+    }
+    for r in a
+        .range_stats
+        .iter()
+        .filter(|r| r.nested_in_own_name > 0 && a.listed.has(&r.name))
+    {
         let _ = writeln!(
             s,
             "\n`{}` nests in itself: {} of its {} instances are inside another `{}`. A launch there counts in every instance that holds it, in kernel time and in kernels alike, as `nsys stats` counts its Total Time (`nvtx_kern_sum`) and Total GPU Ops (`nvtx_gpu_proj_sum`); `nvtx_kern_sum`'s Kern Inst counts such a launch once, so its instance counts are lower than the kernels here.",
