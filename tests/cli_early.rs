@@ -204,6 +204,9 @@ fn kernels_from_two_processes_start_the_workload_as_usual() {
     );
     assert_eq!(lines_starting(&sb, "ncu --mode=attach"), 0);
     assert_eq!(lines_starting(&sb, "ncu --target-processes"), 1);
+    // The prediction is a launch's, not an attach's.
+    let basis = ncu["ncu"]["cost"]["basis"].as_str().unwrap();
+    assert!(!basis.contains("held at its first CUDA call"), "{basis}");
     // cmd.txt's last line is the usual launch that ran.
     let cmd = read(sb.run("r").join("ncu/cmd.txt"));
     assert!(!cmd.contains("--mode=attach"), "{cmd}");

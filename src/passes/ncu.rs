@@ -532,9 +532,18 @@ impl Pass for NcuPass {
         });
         // A bounded pass profiles at most its bound.
         let profiles = profiles.map(|n| bound.as_ref().map_or(n, |b| n.min(b.launches)));
+        // A held workload is attached to unless the pass must launch ncu itself: a launcher's
+        // ranks, nothing to profile, a bound it stops as a Ctrl-C would (known of a launched
+        // ncu only), or kernels in more than one process.
+        let attachable = self.held(|_| ()).is_some() && !(multi || nothing_left || bound.is_some());
+        let not_attached = match attachable {
+            true => early::one_process(ctx).err(),
+            false => None,
+        };
+        let attachable = attachable && not_attached.is_none();
         // What the nsys pass measured of the workload, read once for both predictions.
         let basis = cost::Basis {
-            held: self.held(|_| ()).is_some(),
+            held: attachable,
             ..nsys_basis(ctx)
         };
         let cost = profiles.map(|n| {
@@ -558,17 +567,12 @@ impl Pass for NcuPass {
             &collect,
             launches,
         );
-        // A bounded pass stops ncu as a Ctrl-C would; that is known of a launched ncu only.
-        let mut attach = match multi || nothing_left || bound.is_some() {
-            true => None,
-            false => self
+        let attach = match attachable {
+            false => None,
+            true => self
                 .held(|h| Some((h.argv.clone(), early::attach_argv(&profile, h.port)?)))
                 .flatten(),
         };
-        let not_attached = attach.as_ref().and_then(|_| early::one_process(ctx).err());
-        if not_attached.is_some() {
-            attach = None;
-        }
         let mut step = step;
         if let Some(s) = step.as_mut().filter(|s| s.hit.is_none()) {
             // Where the kernel pass attaches, the step's own copy is held from its start.
