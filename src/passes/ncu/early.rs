@@ -357,10 +357,12 @@ impl Drop for Held {
     }
 }
 
-/// How long a held workload may go on after its attach ended before it is stopped. ncu's
+/// How long a held workload may go on after its attach ended before it is stopped: the
+/// attach has written its report, and nothing the workload does later is profiled. ncu's
 /// `--kill on` did not end an attached workload: measured on an H200 (static cache, 2026-11-26),
-/// it ran on until stopped, 30 s later, after the attach had written its report.
-pub(crate) const AFTER_ATTACH: Duration = Duration::from_secs(2);
+/// it ran on until stopped, 30 s later; the eager loop ran on to its end (up to 2 s more with
+/// the 2 s this was before).
+pub(crate) const AFTER_ATTACH: Duration = Duration::from_millis(200);
 
 /// The attach's outcome with the held workload's output after it: the classification reads
 /// both (ncu's result lines come from the attach, the workload's own from the launch).
