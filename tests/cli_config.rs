@@ -549,3 +549,32 @@ fn a_flag_over_a_contrary_override_is_named() {
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(!err.contains("flags win over overrides"), "{err}");
 }
+
+/// A workload held by `ncu --mode=launch` that no run attaches to (left by a run stopped with
+/// SIGKILL) is named by doctor, with its pid, as a warning.
+#[test]
+fn doctor_names_a_workload_left_waiting_for_an_ncu_attach() {
+    let sb = Sandbox::new();
+    let mut held = std::process::Command::new(common::root().join("tests/fakes/ncu"))
+        .args(["--mode=launch", "python3", "-c", "print(1)"])
+        .env("FAKE_DATA", common::root().join("tests/data"))
+        .env("FAKE_CALLS", sb.path().join("held.log"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = sb.stage2().arg("doctor").output().unwrap();
+    let _ = held.kill();
+    let _ = held.wait();
+    let text = String::from_utf8_lossy(&out.stderr);
+    let line = text
+        .lines()
+        .find(|l| l.contains("`ncu --mode=launch` process(es) hold a workload"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.starts_with("stage2: warning: "), "{line}");
+    assert!(
+        line.contains(&held.id().to_string()),
+        "pid {}: {line}",
+        held.id()
+    );
+    assert!(line.contains("(fix: `kill PID`"), "{line}");
+}

@@ -74,6 +74,7 @@ pub(crate) fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
         checks.push(sampling_check(&f.path, &cfg));
     }
     checks.push(disk_check(Path::new(&cfg.run.root)));
+    checks.push(held_check());
 
     // In the one voice of every command: `stage2: ok: ...`, `stage2: warning: ...`,
     // `stage2: error: ...` on stderr, coloured where the terminal allows.
@@ -102,6 +103,28 @@ pub(crate) fn run(sources: &SourceArgs, overrides: &[String]) -> Result<i32> {
     } else {
         exit_codes::OK
     })
+}
+
+/// Workloads held by `ncu --mode=launch` (`ncu.early_start`) that no run will attach to: a
+/// run stopped by SIGKILL leaves its copy waiting, with the memory it holds.
+fn held_check() -> Check {
+    let held = crate::passes::ncu::early::held_launches();
+    match held.first() {
+        None => check(Level::Ok, "no workload waits for an ncu attach", None),
+        Some((_, line)) => {
+            let pids: Vec<String> = held.iter().map(|(p, _)| p.to_string()).collect();
+            check(
+                Level::Warn,
+                format!(
+                    "{} `ncu --mode=launch` process(es) hold a workload waiting for an ncu attach, with the memory it took (pids {}; the first: `{}`): a running stage2 holds its own while its nsys pass runs; one stopped by SIGKILL leaves it",
+                    held.len(),
+                    pids.join(", "),
+                    crate::term::visible(&crate::secrets::scrub(line)),
+                ),
+                Some("`kill PID` of those no running stage2 started"),
+            )
+        }
+    }
 }
 
 fn gpu_check() -> Check {

@@ -387,6 +387,34 @@ pub(crate) fn merged(attach: Outcome, launch: Option<Outcome>) -> Outcome {
     }
 }
 
+/// The `ncu --mode=launch` processes on this machine, pid and command line: each holds a
+/// workload at its first CUDA call until an attach comes, with the memory it took so far. A
+/// run stopped by SIGKILL cannot stop its own.
+pub(crate) fn held_launches() -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u32, String)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let raw = std::fs::read(e.path().join("cmdline")).ok()?;
+            let argv: Vec<String> = raw
+                .split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            // `ncu` itself, or a shell running an `ncu` script.
+            let named =
+                |a: Option<&String>| a.and_then(|a| Path::new(a).file_name().map(|n| n == "ncu"));
+            let ncu = named(argv.first()) == Some(true) || named(argv.get(1)) == Some(true);
+            (ncu && argv.iter().any(|a| a == "--mode=launch")).then(|| (pid, argv.join(" ")))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
 /// Where the held workload's own output goes.
 pub(crate) fn log(ncu_dir: &Path) -> PathBuf {
     ncu_dir.join("workload.log")
