@@ -23,10 +23,11 @@ pub(crate) struct Scan<'a> {
     /// The CUDA graph launch calls (range, thread, API start) whose kernels a range instance
     /// counted already as one GPU op.
     graph_calls: rustc_hash::FxHashSet<(u32, i64, i64)>,
-    /// The range whose kernels make the kernel table, and per kernel name id its mangled names
-    /// and durations.
-    captured: Option<&'a str>,
-    durations: HashMap<i64, Captured>,
+    /// Per name key: it is the captured range, whose kernels make the kernel table (a flag
+    /// read per launch and range, not a string comparison).
+    captured_keys: Vec<bool>,
+    /// Per kernel name id of the captured range: its mangled names and durations.
+    durations: rustc_hash::FxHashMap<i64, Captured>,
     pub(crate) ops: OpsGpu,
     cursor: crate::analysis::nesting::Cursor,
     /// The launch configurations of chosen kernels in one range, tallied as the launches go
@@ -58,6 +59,11 @@ impl<'a> Scan<'a> {
         captured: Option<&'a str>,
     ) -> Scan<'a> {
         let keys = Keys::new(ranges);
+        let captured_keys = keys
+            .names
+            .iter()
+            .map(|(n, _)| captured == Some(&**n))
+            .collect();
         Scan {
             ranges,
             nest,
@@ -65,8 +71,8 @@ impl<'a> Scan<'a> {
             sums: vec![Sums::default(); keys.names.len()],
             keys,
             graph_calls: Default::default(),
-            captured,
-            durations: HashMap::new(),
+            captured_keys,
+            durations: Default::default(),
             ops: OpsGpu::default(),
             cursor: Default::default(),
             shapes: None,
@@ -175,7 +181,7 @@ impl Sink<Launch> for Scan<'_> {
             }
             let new_op = !l.graph || self.graph_calls.insert((i as u32, l.tid, l.api_start));
             self.inst[i].add(l, &mut self.sums[key as usize], new_op);
-            if l.kernel && self.captured == Some(&*ranges[i].name) {
+            if l.kernel && self.captured_keys[key as usize] {
                 let k = self.durations.entry(l.name).or_default();
                 if l.mangled >= 0 && !k.mangled.contains(&l.mangled) {
                     k.mangled.push(l.mangled);

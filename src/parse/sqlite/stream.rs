@@ -53,11 +53,66 @@ const IN_FLIGHT: usize = 4;
 /// A launch call: start, tid, correlation id, whether it launches a CUDA graph.
 type LaunchCall = (i64, i64, i64, bool);
 
-/// What the reader needs to know of the call names.
+/// What the reader needs to know of one call name.
+#[derive(Clone, Copy)]
+struct Name {
+    kind: ApiKind,
+    /// It puts work on the GPU (launch, copy, set).
+    launching: bool,
+    /// It launches a CUDA graph.
+    graph: bool,
+}
+
+const UNKNOWN: Name = Name {
+    kind: ApiKind::Other,
+    launching: false,
+    graph: false,
+};
+
+/// What the reader needs to know of the call names, by string id: a table indexed by id where
+/// the ids are dense (nsys numbers its strings from 0), one lookup per runtime row instead of
+/// three hash lookups (perf: a tenth of the reader's time on a 1.5M-launch export).
 struct Names {
-    kinds: HashMap<i64, ApiKind>,
-    launching: HashSet<i64>,
-    graph: HashSet<i64>,
+    dense: Vec<Name>,
+    sparse: HashMap<i64, Name>,
+}
+
+impl Names {
+    /// Ids up to this many are kept in the table.
+    const DENSE_MAX: i64 = 1 << 22;
+
+    fn new(kinds: HashMap<i64, ApiKind>, launching: &HashSet<i64>, graph: &HashSet<i64>) -> Names {
+        let mut names = Names {
+            dense: Vec::new(),
+            sparse: HashMap::default(),
+        };
+        for (id, kind) in kinds {
+            let n = Name {
+                kind,
+                launching: launching.contains(&id),
+                graph: graph.contains(&id),
+            };
+            match usize::try_from(id).ok().filter(|_| id < Self::DENSE_MAX) {
+                Some(i) => {
+                    if names.dense.len() <= i {
+                        names.dense.resize(i + 1, UNKNOWN);
+                    }
+                    names.dense[i] = n;
+                }
+                None => {
+                    names.sparse.insert(id, n);
+                }
+            }
+        }
+        names
+    }
+
+    fn of(&self, id: i64) -> Name {
+        match usize::try_from(id).ok().and_then(|i| self.dense.get(i)) {
+            Some(n) => *n,
+            None => self.sparse.get(&id).copied().unwrap_or(UNKNOWN),
+        }
+    }
 }
 
 /// Read the runtime table in export order on a thread of its own (its own connection): every
@@ -96,19 +151,18 @@ fn read_runtime(
             }
             last = start;
             let tid = super::int_at(r, 3)?.unwrap_or(0);
-            let name = super::int_at(r, 5)?.unwrap_or(-1);
+            let name = names.of(super::int_at(r, 5)?.unwrap_or(-1));
             if let Some(end) = end {
-                let kind = names.kinds.get(&name).copied().unwrap_or(ApiKind::Other);
                 calls.take(&ApiCall {
                     start,
                     end,
                     tid,
-                    kind,
+                    kind: name.kind,
                 });
             }
-            if names.launching.contains(&name) {
+            if name.launching {
                 let corr = super::int_at(r, 4)?.unwrap_or(-1);
-                batch.push((start, tid, corr, names.graph.contains(&name)));
+                batch.push((start, tid, corr, name.graph));
                 if batch.len() == BATCH {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
                     if tx.send(FromReader::Calls(full)).is_err() {
@@ -246,11 +300,7 @@ impl NsysDb {
             return Ok(false);
         }
         let (launching, graph) = self.launch_names()?;
-        let names = Names {
-            kinds: self.api_kinds()?,
-            launching,
-            graph,
-        };
+        let names = Names::new(self.api_kinds()?, &launching, &graph);
         let queries = self.op_queries()?;
         let (tx, rx) = std::sync::mpsc::sync_channel(IN_FLIGHT);
         let path = self.path.clone();
