@@ -92,7 +92,7 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
             profiled,
         });
         if let Some(held) = &s.early {
-            early_notes(&mut driver.status, held.busy_until_s());
+            early_notes(&mut driver.status, held.busy_until_s(), held.running());
             driver.save();
         }
         return ran;
@@ -182,8 +182,9 @@ fn hold_early(driver: &Driver, s: &Setup) -> Option<super::ncu::early::Held> {
 }
 
 /// What the held workload meant for the nsys pass: CPU work of its start-up during the
-/// capture, and the hint where the workload failed (it may not run twice at once).
-fn early_notes(status: &mut Status, held_at: f64) {
+/// capture, and the hint where the workload failed while its copy still ran (it may not run
+/// twice at once; a copy that ended by itself failed on its own, so the hint is not given).
+fn early_notes(status: &mut Status, held_at: f64, copy_running: bool) {
     let Some(nsys) = status.passes.get_mut("nsys") else {
         return;
     };
@@ -199,7 +200,7 @@ fn early_notes(status: &mut Status, held_at: f64) {
             ));
         }
     }
-    if nsys.state == PassState::Failed {
+    if nsys.state == PassState::Failed && copy_running {
         nsys.warnings.push("the ncu pass's copy of the workload was starting beside this one (ncu.early_start): a workload that cannot run twice at once (a port, a lock, a file both write) fails so; ncu.early_start=false runs the passes one after the other".to_string());
     }
 }
@@ -403,7 +404,7 @@ mod tests {
     #[test]
     fn a_held_copy_still_starting_during_the_capture_is_said_with_its_overlap() {
         let mut status = nsys_ran(PassState::Ok, (10.0, 12.0));
-        early_notes(&mut status, 11.5);
+        early_notes(&mut status, 11.5, true);
         let w = &status.passes["nsys"].warnings;
         assert_eq!(w.len(), 1);
         assert!(
@@ -412,11 +413,15 @@ mod tests {
         );
         // Held before the capture began: nothing to say.
         let mut quiet = nsys_ran(PassState::Ok, (10.0, 12.0));
-        early_notes(&mut quiet, 9.0);
+        early_notes(&mut quiet, 9.0, true);
         assert!(quiet.passes["nsys"].warnings.is_empty());
         // A failed nsys pass gets the hint that the copy may be why.
         let mut failed = nsys_ran(PassState::Failed, (10.0, 12.0));
-        early_notes(&mut failed, 2.0);
+        early_notes(&mut failed, 2.0, true);
         assert!(failed.passes["nsys"].warnings[0].contains("ncu.early_start=false"));
+        // A copy that ended by itself failed on its own: no hint.
+        let mut both = nsys_ran(PassState::Failed, (10.0, 12.0));
+        early_notes(&mut both, 2.0, false);
+        assert!(both.passes["nsys"].warnings.is_empty());
     }
 }

@@ -315,6 +315,11 @@ impl Held {
         self.run.as_ref().is_none_or(|r| r.is_finished())
     }
 
+    /// The copy is still there (held, or starting).
+    pub(crate) fn running(&self) -> bool {
+        !self.ended()
+    }
+
     /// Wait until ncu listens for the attach: true when it does, false when the launch ended
     /// first (or the run was interrupted, or `limit` passed).
     pub(crate) fn wait_held(&self, limit: Option<Duration>) -> bool {
