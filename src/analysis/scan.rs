@@ -33,6 +33,8 @@ pub(crate) struct Scan<'a> {
     /// The launch configurations of chosen kernels in one range, tallied as the launches go
     /// by (the shapes ncu's figures are weighed by), instead of a second pass over the export.
     pub(crate) shapes: Option<ShapeScope>,
+    /// No kernel: the configurations read without a shape scope.
+    no_configs: rustc_hash::FxHashSet<i64>,
 }
 
 /// Which kernels' launch configurations a scan tallies (mangled name ids), in which range.
@@ -76,6 +78,7 @@ impl<'a> Scan<'a> {
             ops: OpsGpu::default(),
             cursor: Default::default(),
             shapes: None,
+            no_configs: Default::default(),
         }
     }
 
@@ -192,6 +195,15 @@ impl Sink<Launch> for Scan<'_> {
         if let (Some(i), true) = (innermost_op, l.kernel) {
             self.ops.add(&ranges[i].name, l);
         }
+    }
+
+    /// Only the shape scope's kernels' configurations are tallied; without one, none.
+    fn configs_of(&self) -> Option<&rustc_hash::FxHashSet<i64>> {
+        Some(
+            self.shapes
+                .as_ref()
+                .map_or(&self.no_configs, |t| &t.kernels),
+        )
     }
 
     fn reset(&mut self) {

@@ -6,6 +6,7 @@
 use std::sync::mpsc::{Receiver, SyncSender};
 
 use rusqlite::Rows;
+use rustc_hash::FxHashSet as HashSet;
 
 use super::{BATCH, IN_FLIGHT};
 
@@ -25,6 +26,8 @@ struct Table<'s> {
     rows: Rows<'s>,
     next: Option<Op>,
     last_start: i64,
+    /// The kernels whose launch configuration is read (None: every one's).
+    wanted: Option<&'s HashSet<i64>>,
 }
 
 impl Table<'_> {
@@ -46,6 +49,11 @@ impl Table<'_> {
                         start.map_or("NULL".into(), |v| v.to_string())
                     ));
                 };
+                let mangled = int(8)?.unwrap_or(-1);
+                let config = match self.wanted {
+                    Some(w) if !w.contains(&mangled) => [0; 7],
+                    _ => super::super::config_at(r, 9).map_err(e)?,
+                };
                 let op: Op = (
                     start,
                     end,
@@ -54,8 +62,8 @@ impl Table<'_> {
                     r.get::<_, i64>(4).map_err(e)? != 0,
                     r.get::<_, i64>(5).map_err(e)? != 0,
                     int(6)?.unwrap_or(-1),
-                    int(8)?.unwrap_or(-1),
-                    super::super::config_at(r, 9).map_err(e)?,
+                    mangled,
+                    config,
                 );
                 if op.0 < self.last_start {
                     return Ok(false);
@@ -70,7 +78,12 @@ impl Table<'_> {
 
 /// Read every query's rows (one per GPU work table) merged by start, in batches, until the
 /// end, an error, rows out of start order, or the join hanging up.
-fn read(path: &std::path::Path, queries: &[(&'static str, String)], tx: &SyncSender<FromOps>) {
+fn read(
+    path: &std::path::Path,
+    queries: &[(&'static str, String)],
+    wanted: Option<&HashSet<i64>>,
+    tx: &SyncSender<FromOps>,
+) {
     let read = || -> Result<Option<FromOps>, String> {
         let conn = rusqlite::Connection::open_with_flags(
             path,
@@ -88,6 +101,7 @@ fn read(path: &std::path::Path, queries: &[(&'static str, String)], tx: &SyncSen
                 rows: s.query([]).map_err(|e| e.to_string())?,
                 next: None,
                 last_start: i64::MIN,
+                wanted,
             };
             t.advance()?;
             tables.push(t);
@@ -135,9 +149,10 @@ impl OpsRx {
         scope: &'scope std::thread::Scope<'scope, '_>,
         path: &'scope std::path::Path,
         queries: &'scope [(&'static str, String)],
+        wanted: Option<&'scope HashSet<i64>>,
     ) -> OpsRx {
         let (tx, rx) = std::sync::mpsc::sync_channel(IN_FLIGHT);
-        scope.spawn(move || read(path, queries, &tx));
+        scope.spawn(move || read(path, queries, wanted, &tx));
         OpsRx {
             rx,
             batch: Vec::new().into_iter(),
