@@ -260,35 +260,23 @@ impl NcuPass {
             return Ok((self.profile(ctx, plan, &plan.profile, watch)?, None));
         };
         // ncu says it listens as soon as it starts: a launch silent this long will not.
-        let ready = held.wait_held(Some(ctx.cfg.ncu_timeout().unwrap_or(early::LISTEN_LIMIT)));
-        // Read before the attach: from then on the workload works again.
-        let held_after_s = Some(held.busy_until_s());
+        let limit = ctx.cfg.ncu_timeout().unwrap_or(early::LISTEN_LIMIT);
+        let (attached, held_after_s) =
+            held.attach(limit, attach, |a| self.profile(ctx, plan, a, watch))?;
         let record = |attached| EarlyStart {
-            held_after_s,
+            held_after_s: Some(held_after_s),
             attached,
         };
-        let why = match ready {
-            true => {
-                held.attaching();
-                let out = self.profile(ctx, plan, attach, watch)?;
-                if out.code == Some(0) || !out.tail.contains(early::REFUSED_OPTION) {
-                    let rec = record(true);
-                    return Ok((
-                        early::merged(out, held.finish(early::AFTER_ATTACH)),
-                        Some(rec),
-                    ));
-                }
-                let line = out.tail.lines().find(|l| l.contains(early::REFUSED_OPTION));
-                format!(
-                    "ncu would not attach with these options ({})",
-                    line.unwrap_or("").trim()
-                )
+        let why = match attached {
+            Ok(out) => return Ok((out, Some(record(true)))),
+            Err(early::NotAttached::Refused(line)) => {
+                format!("ncu would not attach with these options ({line})")
             }
-            false => match held.stopped_why() {
-                Some(why) => format!("the workload held for it was {why}"),
-                None => "the workload held for it ended before ncu attached (see ncu/workload.log)"
-                    .to_string(),
-            },
+            Err(early::NotAttached::Stopped(why)) => format!("the workload held for it was {why}"),
+            Err(early::NotAttached::Ended) => {
+                "the workload held for it ended before ncu attached (see ncu/workload.log)"
+                    .to_string()
+            }
         };
         if crate::passes::signals::interrupted() {
             return Err(Error::Interrupted(
@@ -296,7 +284,6 @@ impl NcuPass {
             ));
         }
         let rec = record(false);
-        drop(held);
         let why = format!("ncu pass: {why}; starting the workload under ncu as usual");
         tracing::warn!("{why}");
         warnings.push(why);

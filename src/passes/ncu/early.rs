@@ -287,12 +287,12 @@ impl Held {
     }
 
     /// The pass attaches now: from here on the copy is the ncu pass's own workload.
-    pub(crate) fn attaching(&self) {
+    fn attaching(&self) {
         self.shared.attached.store(true, Ordering::Relaxed);
     }
 
     /// Why stage2 stopped the copy before any attach, if it did.
-    pub(crate) fn stopped_why(&self) -> Option<String> {
+    fn stopped_why(&self) -> Option<String> {
         self.shared
             .why
             .lock()
@@ -322,7 +322,7 @@ impl Held {
 
     /// Wait until ncu listens for the attach: true when it does, false when the launch ended
     /// first (or the run was interrupted, or `limit` passed).
-    pub(crate) fn wait_held(&self, limit: Option<Duration>) -> bool {
+    fn wait_held(&self, limit: Option<Duration>) -> bool {
         let t0 = Instant::now();
         loop {
             if self.listening() {
@@ -338,10 +338,39 @@ impl Held {
         }
     }
 
+    /// Wait up to `limit` until ncu holds the workload, then run the attach line `attach` with
+    /// `run`. Gives the attach's outcome with the copy's after it, or why the copy was not
+    /// profiled (it is stopped then), and when the copy last used the CPU before the attach
+    /// (s from its start). The kernel pass and the graph step attach alike through this.
+    pub(crate) fn attach<E>(
+        self,
+        limit: Duration,
+        attach: &[String],
+        run: impl FnOnce(&[String]) -> Result<Outcome, E>,
+    ) -> Result<(Result<Outcome, NotAttached>, f64), E> {
+        let ready = self.wait_held(Some(limit));
+        // Read before the attach: from then on the workload works again.
+        let held_after_s = self.busy_until_s();
+        if !ready {
+            let why = self
+                .stopped_why()
+                .map_or(NotAttached::Ended, NotAttached::Stopped);
+            return Ok((Err(why), held_after_s));
+        }
+        self.attaching();
+        let out = run(attach)?;
+        if out.code == Some(0) || !out.tail.contains(REFUSED_OPTION) {
+            return Ok((Ok(merged(out, self.finish(AFTER_ATTACH))), held_after_s));
+        }
+        let line = out.tail.lines().find(|l| l.contains(REFUSED_OPTION));
+        let line = line.unwrap_or("").trim().to_string();
+        Ok((Err(NotAttached::Refused(line)), held_after_s))
+    }
+
     /// The launch process's outcome once it ends by itself (after an attach ended the
     /// workload), stopped if it is still there after `grace`: once the attach has ended,
     /// nothing more of the workload is profiled.
-    pub(crate) fn finish(mut self, grace: Duration) -> Option<Outcome> {
+    fn finish(mut self, grace: Duration) -> Option<Outcome> {
         let t0 = Instant::now();
         while !self.ended() && t0.elapsed() < grace {
             std::thread::sleep(Duration::from_millis(20));
@@ -360,6 +389,16 @@ impl Drop for Held {
             let _ = r.join();
         }
     }
+}
+
+/// Why a held copy was not profiled by its attach.
+pub(crate) enum NotAttached {
+    /// ncu refused an option of the attach (its line).
+    Refused(String),
+    /// stage2 stopped the copy first (why: host memory ran low).
+    Stopped(String),
+    /// The copy ended before ncu held it (or the run was interrupted, or the wait timed out).
+    Ended,
 }
 
 /// How long a held workload may go on after its attach ended before it is stopped: the

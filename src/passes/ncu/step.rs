@@ -269,23 +269,19 @@ fn measure(
     let attach = p.early.as_ref().map(|e| &e.attach);
     if let (Some(held), Some(attach)) = (held, attach) {
         let limit = ctx.cfg.ncu_timeout().unwrap_or(super::early::LISTEN_LIMIT);
-        if held.wait_held(Some(limit)) {
-            held.attaching();
-            let out = run(attach)?;
-            if out.code == Some(0) || !out.tail.contains(super::early::REFUSED_OPTION) {
-                return Ok(super::early::merged(
-                    out,
-                    held.finish(super::early::AFTER_ATTACH),
-                ));
+        let why = match held.attach(limit, attach, run)?.0 {
+            Ok(out) => return Ok(out),
+            Err(super::early::NotAttached::Refused(line)) => {
+                format!("was refused: ncu would not attach with these options ({line})")
             }
-        }
-        let why = held
-            .stopped_why()
-            .unwrap_or_else(|| "ended or was refused before the attach".to_string());
+            Err(super::early::NotAttached::Stopped(why)) => why,
+            Err(super::early::NotAttached::Ended) => {
+                "ended before ncu attached (see ncu/graph-step-workload.log)".to_string()
+            }
+        };
         tracing::warn!(
             "graph step: its held workload {why}; starting the workload under ncu as usual"
         );
-        drop(held);
         let _ = super::append_cmd_txt(&ctx.workload.env, &ctx.run.ncu("cmd.txt"), &p.argv);
     }
     run(&p.argv)
