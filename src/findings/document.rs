@@ -64,6 +64,41 @@ impl Listed {
     pub(crate) fn has(&self, name: &str) -> bool {
         self.names.as_ref().is_none_or(|n| n.contains(name))
     }
+
+    /// A table's rows (each a range, by `name`): those it lists, in their order, and what is
+    /// left out, with the longest left-out row's `time` (ns).
+    pub(crate) fn split<'r, T>(
+        &self,
+        rows: &'r [T],
+        name: impl Fn(&T) -> &str,
+        time: impl Fn(&T) -> i64,
+    ) -> (Vec<&'r T>, Option<LeftOut>) {
+        let mut listed = Vec::with_capacity(rows.len().min(self.max.max(1)));
+        let mut left: Option<LeftOut> = None;
+        for r in rows {
+            if self.has(name(r)) {
+                listed.push(r);
+                continue;
+            }
+            let l = left.get_or_insert(LeftOut {
+                rows: 0,
+                longest_ns: 0,
+                max: self.max,
+            });
+            l.rows += 1;
+            l.longest_ns = l.longest_ns.max(time(r));
+        }
+        (listed, left)
+    }
+}
+
+/// The rows a range table leaves out (`report.max_ranges`).
+pub(crate) struct LeftOut {
+    pub(crate) rows: usize,
+    /// The longest of them, in the table's own time (ns).
+    pub(crate) longest_ns: i64,
+    /// How many ranges the tables list.
+    pub(crate) max: usize,
 }
 
 impl std::ops::Deref for Decided<'_> {

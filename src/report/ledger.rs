@@ -40,13 +40,8 @@ pub(crate) fn section(a: &Decided, s: &mut String) {
     );
     let _ = writeln!(s, "| range | instances | wall (ms) | sync | launch | other CUDA | child ranges | rest | largest part |");
     let _ = writeln!(s, "|---|--:|--:|--:|--:|--:|--:|--:|---|");
-    let (mut left_out, mut longest_left) = (0, 0i64);
-    for l in &a.ledger {
-        if !a.listed.has(&l.name) {
-            left_out += 1;
-            longest_left = longest_left.max(l.total.wall_ns);
-            continue;
-        }
+    let (rows, left) = a.listed.split(&a.ledger, |l| &l.name, |l| l.total.wall_ns);
+    for l in rows {
         let (what, ns) = l.dominant();
         let _ = writeln!(
             s,
@@ -63,17 +58,11 @@ pub(crate) fn section(a: &Decided, s: &mut String) {
             }
         );
     }
-    if left_out > 0 {
+    if let Some(l) = left {
         let _ = writeln!(
             s,
             "\n{}",
-            super::phrase::ranges_left_out(
-                left_out,
-                longest_left,
-                a.listed.max,
-                "wall time",
-                "ledger"
-            )
+            super::phrase::ranges_left_out(&l, "wall time", "ledger")
         );
     }
     python(a, s);
@@ -137,13 +126,8 @@ fn gpu(a: &Decided, s: &mut String) {
         s,
         "\nGPU side, over each range's GPU projection (first start to last end of the work it launched, summed over instances): kernels running (union of kernel intervals), memcpy/memset only, and idle gaps between its work; the three add up to the projection.\n\n| range | projection (ms) | kernels running | memcpy/memset only | idle | idle gaps | largest gap (us) |\n|---|--:|--:|--:|--:|--:|--:|"
     );
-    let (mut left_out, mut longest_left) = (0, 0i64);
-    for r in &a.range_stats {
-        if !a.listed.has(&r.name) {
-            left_out += 1;
-            longest_left = longest_left.max(r.proj_ns);
-            continue;
-        }
+    let (rows, left) = a.listed.split(&a.range_stats, |r| &r.name, |r| r.proj_ns);
+    for r in rows {
         let other = (r.proj_ns - r.busy_ns - r.idle_ns).max(0);
         let _ = writeln!(
             s,
@@ -157,17 +141,11 @@ fn gpu(a: &Decided, s: &mut String) {
             r.largest_gap_ns as f64 / 1e3
         );
     }
-    if left_out > 0 {
+    if let Some(l) = left {
         let _ = writeln!(
             s,
             "\n{}",
-            super::phrase::ranges_left_out(
-                left_out,
-                longest_left,
-                a.listed.max,
-                "GPU projection",
-                "ranges"
-            )
+            super::phrase::ranges_left_out(&l, "GPU projection", "ranges")
         );
     }
 }

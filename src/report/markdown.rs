@@ -265,13 +265,10 @@ fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
             verdicts.entry(range).or_insert(verdict.as_str());
         }
     }
-    let (mut left_out, mut longest_left) = (0, 0i64);
-    for r in &a.range_stats {
-        if !a.listed.has(&r.name) {
-            left_out += 1;
-            longest_left = longest_left.max(r.wall_ns.max(r.proj_ns));
-            continue;
-        }
+    let (rows, left) = a
+        .listed
+        .split(&a.range_stats, |r| &r.name, |r| r.wall_ns.max(r.proj_ns));
+    for r in rows {
         let w = &r.wall_spread;
         let verdict = verdicts.get(r.name.as_str()).copied().unwrap_or("–");
         let _ = writeln!(
@@ -296,11 +293,11 @@ fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
             md(verdict)
         );
     }
-    if left_out > 0 {
+    if let Some(l) = left {
         let _ = writeln!(
             s,
             "\n{}",
-            phrase::ranges_left_out(left_out, longest_left, a.listed.max, "range time", "ranges")
+            phrase::ranges_left_out(&l, "range time", "ranges")
         );
     }
     for r in a

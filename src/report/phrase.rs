@@ -485,19 +485,19 @@ pub(crate) fn group_wall(
 }
 
 /// A fact as one sentence.
-/// The line under a range table that lists only the `max` ranges with the most time.
-/// `key`: where summary.json has every range's row.
+/// The line under a range table that lists only the ranges with the most time: `time` names
+/// the table's time, `key` where summary.json has every range's row.
 pub(crate) fn ranges_left_out(
-    n: usize,
-    longest_ns: i64,
-    max: usize,
+    l: &crate::findings::document::LeftOut,
     time: &str,
     key: &str,
 ) -> String {
+    let n = l.rows;
     format!(
-        "{n} more {} left out of this table, the longest with {} ms of {time} (it lists the {max} ranges with the most range time: `report.max_ranges`, 0 lists every range); summary.json's `{key}` has every range.",
+        "{n} more {} left out of this table, the longest with {} ms of {time} (it lists the {} ranges with the most range time: `report.max_ranges`, 0 lists every range); summary.json's `{key}` has every range.",
         if n == 1 { "range is" } else { "ranges are" },
-        super::fmt::ms(longest_ns as f64),
+        super::fmt::ms(l.longest_ns as f64),
+        l.max,
     )
 }
 
