@@ -146,19 +146,7 @@ fn no_cache_and_other_settings_profile_again() {
 fn without_gpu_facts_the_cache_is_not_used() {
     let sb = Sandbox::new();
     for id in ["a", "b"] {
-        sb.profile(
-            id,
-            &[
-                "--nvtx-capture",
-                "decode",
-                "--",
-                "python3",
-                "-c",
-                "print(1)",
-            ],
-        )
-        .assert()
-        .success();
+        sb.profile(id, common::DECODE_RUN).assert().success();
     }
     assert_eq!(ncu_profiles(&sb), 2);
     assert!(!sb.path().join("cache").exists());

@@ -7,14 +7,7 @@ mod common;
 
 use common::{read, status, Sandbox};
 
-const ARGS: &[&str] = &[
-    "--nvtx-capture",
-    "decode",
-    "--",
-    "python3",
-    "-c",
-    "print(1)",
-];
+const ARGS: &[&str] = common::DECODE_RUN;
 
 fn lines_starting(sb: &Sandbox, prefix: &str) -> usize {
     sb.calls_starting(prefix).len()

@@ -13,20 +13,7 @@ fn sample(sb: &Sandbox) -> std::path::PathBuf {
 #[test]
 fn profile_prints_its_run_directory_and_json_on_stdout() {
     let sb = Sandbox::new();
-    let out = sb
-        .profile(
-            "r",
-            &[
-                "--nvtx-capture",
-                "decode",
-                "--",
-                "python3",
-                "-c",
-                "print(1)",
-            ],
-        )
-        .output()
-        .unwrap();
+    let out = sb.profile("r", common::DECODE_RUN).output().unwrap();
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
@@ -334,17 +321,7 @@ fn json_on_stdout_also_when_the_command_fails() {
 fn a_replayed_capture_says_so_in_the_reports_and_on_the_console() {
     let sb = Sandbox::new();
     let out = sb
-        .profile(
-            "t",
-            &[
-                "--nvtx-capture",
-                "decode",
-                "--",
-                "python3",
-                "-c",
-                "print(1)",
-            ],
-        )
+        .profile("t", common::DECODE_RUN)
         .env("FAKE_SMI", "1")
         .output()
         .unwrap();

@@ -209,14 +209,7 @@ fn a_run_root_that_pythonpath_cannot_carry_is_refused_up_front() {
             "x",
             "--auto-nvtx",
         ])
-        .args([
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ])
+        .args(common::DECODE_RUN)
         .assert()
         .code(2)
         .stderr(predicates::str::contains("cannot go on PYTHONPATH"));
@@ -395,23 +388,13 @@ fn inputs_in_the_way_are_said_and_an_empty_export_is_a_failure() {
             .code(6)
             .stderr(predicates::str::contains("run.sqlite"));
     }
-    sb.profile(
-        "nx",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .env("FAKE_NSYS_MODE", "noexport")
-    .assert()
-    .code(3)
-    .stderr(predicates::str::contains(
-        "nsys export exited 0 but wrote no",
-    ));
+    sb.profile("nx", common::DECODE_RUN)
+        .env("FAKE_NSYS_MODE", "noexport")
+        .assert()
+        .code(3)
+        .stderr(predicates::str::contains(
+            "nsys export exited 0 but wrote no",
+        ));
 }
 
 /// Item 9: messages. `stage2 config > /dev/full` is a write error (8), not success; an
@@ -579,14 +562,7 @@ fn more_hostile_corners() {
             "--python-sampling",
             "50",
         ])
-        .args([
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ])
+        .args(common::DECODE_RUN)
         .assert()
         .code(2)
         .stderr(predicates::str::contains("cannot carry a path with ','"));

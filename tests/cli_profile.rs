@@ -32,20 +32,10 @@ const LAYOUT: &[&str] = &[
 #[test]
 fn full_run_leaves_the_whole_layout() {
     let sb = Sandbox::new();
-    sb.profile(
-        "r1",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .assert()
-    .success()
-    .stderr(predicate::str::contains("nsys pass: ok"));
+    sb.profile("r1", common::DECODE_RUN)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("nsys pass: ok"));
     let run = sb.run("r1");
     for f in LAYOUT {
         let meta = std::fs::metadata(run.join(f)).unwrap_or_else(|_| panic!("missing {f}"));
@@ -113,19 +103,7 @@ fn full_run_leaves_the_whole_layout() {
 #[test]
 fn report_re_renders_a_finished_run_identically() {
     let sb = Sandbox::new();
-    sb.profile(
-        "r",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .assert()
-    .success();
+    sb.profile("r", common::DECODE_RUN).assert().success();
     let run = sb.run("r");
     let before: Vec<String> = [
         "kernels.md",
@@ -164,20 +142,10 @@ fn report_re_renders_a_finished_run_identically() {
 #[test]
 fn ncu_profiling_nothing_with_the_filter_is_rerun_without_it() {
     let sb = Sandbox::new();
-    sb.profile(
-        "r",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .env("FAKE_NCU_MODE", "nokernels-filtered")
-    .assert()
-    .success();
+    sb.profile("r", common::DECODE_RUN)
+        .env("FAKE_NCU_MODE", "nokernels-filtered")
+        .assert()
+        .success();
     let run = sb.run("r");
     let calls = sb.calls();
     let profiles = sb.ncu_profiles();
@@ -250,19 +218,7 @@ fn ncu_on_another_range_takes_its_kernels_from_the_export_when_it_can() {
 #[test]
 fn ncu_follows_the_capture_and_is_not_run_for_a_range_that_never_ran() {
     let sb = Sandbox::new();
-    sb.profile(
-        "f",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .assert()
-    .success();
+    sb.profile("f", common::DECODE_RUN).assert().success();
     assert!(read(sb.run("f").join("ncu/cmd.txt")).contains("--nvtx-include decode/"));
     sb.profile(
         "n",
@@ -400,20 +356,10 @@ fn a_capture_that_never_opens_lists_the_ranges_the_workload_emits() {
 #[test]
 fn ncu_profiling_nothing_says_why_from_the_nsys_ranges() {
     let sb = Sandbox::new();
-    sb.profile(
-        "r",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .env("FAKE_NCU_MODE", "nokernels")
-    .assert()
-    .code(5);
+    sb.profile("r", common::DECODE_RUN)
+        .env("FAKE_NCU_MODE", "nokernels")
+        .assert()
+        .code(5);
     let reason = status(&sb.run("r"))["passes"]["ncu"]["reason"]
         .as_str()
         .unwrap()
@@ -900,24 +846,14 @@ fn a_run_directory_is_private_through_and_through_unless_asked() {
 #[test]
 fn the_test_doubles_are_named_on_the_console() {
     let sb = Sandbox::new();
-    sb.profile(
-        "t",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .assert()
-    .success()
-    .stderr(
-        predicate::str::contains("nsys at ").and(predicate::str::contains(
-            "is a test double: it runs the workload, then replays a recorded H100 capture",
-        )),
-    );
+    sb.profile("t", common::DECODE_RUN)
+        .assert()
+        .success()
+        .stderr(
+            predicate::str::contains("nsys at ").and(predicate::str::contains(
+                "is a test double: it runs the workload, then replays a recorded H100 capture",
+            )),
+        );
 }
 
 /// The doubles behave as the real tools for a workload that fails before its range: no report,

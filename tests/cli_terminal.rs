@@ -97,17 +97,7 @@ fn colour_on_a_terminal_unless_no_color_or_never() {
 fn off_a_terminal_plain_unless_forced() {
     let sb = Sandbox::new();
     let plain = sb
-        .profile(
-            "p",
-            &[
-                "--nvtx-capture",
-                "decode",
-                "--",
-                "python3",
-                "-c",
-                "print(1)",
-            ],
-        )
+        .profile("p", common::DECODE_RUN)
         .env("FAKE_NCU_QUERY", "fail")
         .output()
         .unwrap();
@@ -117,17 +107,7 @@ fn off_a_terminal_plain_unless_forced() {
         "{err:?}"
     );
     let forced = sb
-        .profile(
-            "f",
-            &[
-                "--nvtx-capture",
-                "decode",
-                "--",
-                "python3",
-                "-c",
-                "print(1)",
-            ],
-        )
+        .profile("f", common::DECODE_RUN)
         .env("FAKE_NCU_QUERY", "fail")
         .env("CLICOLOR_FORCE", "1")
         .output()

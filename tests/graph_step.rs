@@ -138,19 +138,7 @@ fn no_graph_step_when_turned_off_or_when_the_range_launches_no_graph() {
     let st = profile(&sb, "off", &["ncu.graph_step=off"]);
     assert!(graph_step(&st).is_null(), "{st}");
     // The default replay (an eager decode) launches no graph.
-    sb.profile(
-        "eager",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .assert()
-    .success();
+    sb.profile("eager", common::DECODE_RUN).assert().success();
     assert!(graph_step(&status(&sb.run("eager"))).is_null());
     assert!(!sb.calls().contains("--graph-profiling"));
 }
@@ -161,17 +149,7 @@ fn no_graph_step_when_turned_off_or_when_the_range_launches_no_graph() {
 fn a_graph_step_that_measures_nothing_leaves_the_run_ok() {
     let sb = Sandbox::new();
     let out = sb
-        .profile(
-            "n",
-            &[
-                "--nvtx-capture",
-                "decode",
-                "--",
-                "python3",
-                "-c",
-                "print(1)",
-            ],
-        )
+        .profile("n", common::DECODE_RUN)
         .env(
             "FAKE_NSYS_DIR",
             root().join("examples/sample-run-hf-static/nsys"),

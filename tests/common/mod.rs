@@ -6,6 +6,16 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+/// The profile arguments most tests run: nsys gated on `decode`, a workload that only prints.
+pub const DECODE_RUN: &[&str] = &[
+    "--nvtx-capture",
+    "decode",
+    "--",
+    "python3",
+    "-c",
+    "print(1)",
+];
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
