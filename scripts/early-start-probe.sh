@@ -3,13 +3,14 @@
 # workload on one machine (eager generate(), empty metrics cache each). Prints one line each.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/hf-workloads.sh
+. scripts/hf-workloads.sh
 # shellcheck disable=SC1091
 [ -f .gpu/nsight-env.sh ] && source .gpu/nsight-env.sh >/dev/null 2>&1
 py=${PYTHON:-python3}
 bin=${STAGE2_BIN:-target/release/stage2}
 w=${WORKLOAD:-examples/workloads/hf_generate.py --arch qwen2}
 root=${RUN_ROOT:-tmp/early}
-secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$@"; }
 # shellcheck disable=SC2086
 $py $w --new-tokens 1 >/dev/null 2>&1
 t0=$(date +%s.%N); $py $w >/dev/null 2>&1; t1=$(date +%s.%N)

@@ -9,6 +9,8 @@
 # Exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/hf-workloads.sh
+. scripts/hf-workloads.sh
 style=${1:-pushpop}
 py=${PYTHON:-python3}
 root=${RUN_ROOT:-tmp/smoke}
@@ -21,8 +23,6 @@ if [ -z "$bin" ]; then
 fi
 [ -x "$bin" ] || { echo "smoke: no stage2 binary at $bin" >&2; exit 1; }
 workload=("$py" examples/workloads/tiny_llm.py --new-tokens "${NEW_TOKENS:-8}" --nvtx-style "$style")
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 echo "== stage2 doctor"
 "$bin" doctor || { echo "smoke: doctor says profiling cannot work here" >&2; exit 1; }

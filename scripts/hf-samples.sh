@@ -16,7 +16,6 @@ bin=${STAGE2_BIN:-target/release/stage2}
 root=${RUN_ROOT:-tmp/hf}
 py=${PYTHON:-python3}
 w=$hf_workload
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 rows=()
 for v in "$@"; do
   args=$(argv_of "$v") || exit 2

@@ -7,8 +7,17 @@
 #                      torch.compile(mode="reduce-overhead"))
 #   capture_of VARIANT the range nsys is gated on (prefill for lead, else $CAPTURE or decode)
 #   now                seconds since the epoch, with nanoseconds
+#   secs T0 T1         T1 - T0 in seconds, one decimal
+#   stamp              copies stdin to stdout, each line behind the seconds since it started
 hf_workload=examples/workloads/hf_generate.py
 now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+stamp() { python3 -c '
+import sys, time
+t0 = time.time()
+for line in sys.stdin:
+    sys.stdout.write(f"{time.time()-t0:7.2f} {line[:200]}")
+    sys.stdout.flush()'; }
 argv_of() {
   case $1 in
     eager) echo "$hf_workload --arch qwen2" ;;

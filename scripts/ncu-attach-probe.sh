@@ -5,11 +5,12 @@
 # cost once the kernels are chosen. Every step is bounded; output is printed as it comes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/hf-workloads.sh
+. scripts/hf-workloads.sh
 # shellcheck disable=SC1091
 [ -f .gpu/nsight-env.sh ] && source .gpu/nsight-env.sh >/dev/null 2>&1
 py=${PYTHON:-python3}
 w=${WORKLOAD:-examples/workloads/hf_generate.py --arch qwen2}
-secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$@"; }
 # Leftovers of an earlier probe would hold the GPU.
 pkill -9 -f "[n]cu --mode" 2>/dev/null
 opts=(--nvtx-include decode/ --metrics gpu__time_duration.sum,dram__bytes_read.sum --launch-count 5 --kill on --clock-control none)

@@ -6,19 +6,14 @@
 #   env: STAGE2_BIN, PYTHON
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/hf-workloads.sh
+. scripts/hf-workloads.sh
 # shellcheck disable=SC1091
 [ -f .gpu/nsight-env.sh ] && source .gpu/nsight-env.sh >/dev/null 2>&1
 py=${PYTHON:-python3}
 bin=${STAGE2_BIN:-target/release/stage2}
 w="examples/workloads/hf_generate.py --arch qwen2"
 tmp=$(mktemp -d)
-secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$@"; }
-stamp() { python3 -c '
-import sys, time
-t0 = time.time()
-for line in sys.stdin:
-    sys.stdout.write(f"{time.time()-t0:7.2f} {line[:200]}")
-    sys.stdout.flush()'; }
 $py $w --new-tokens 1 >/dev/null 2>&1
 cat >"$tmp/k.py" <<'PY'
 import torch

@@ -3,16 +3,12 @@
 # probe timed alone, then stage2 profile --quick with every console line timestamped, with and
 # without GPU-metrics sampling, on the eager generate() workload.
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/hf-workloads.sh
+. scripts/hf-workloads.sh
 # shellcheck disable=SC1091
 [ -f .gpu/nsight-env.sh ] && source .gpu/nsight-env.sh >/dev/null 2>&1
 py=python3; w="examples/workloads/hf_generate.py --arch qwen2"
 $py $w --new-tokens 1 >/dev/null 2>&1
-stamp() { python3 -c '
-import sys, time
-t0 = time.time()
-for line in sys.stdin:
-    sys.stdout.write(f"{time.time()-t0:7.2f} {line[:220]}")
-    sys.stdout.flush()'; }
 t=$(date +%s.%N); $py $w >/dev/null 2>&1; echo "bare: $(echo "$(date +%s.%N) - $t" | bc)"
 for c in "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader" "nvidia-smi" "nsys --version" "ncu --version" "git rev-parse HEAD"; do
   t=$(date +%s.%N); $c >/dev/null 2>&1; echo "probe $c: $(echo "$(date +%s.%N) - $t" | bc)"; done

@@ -6,13 +6,14 @@
 #   env: STAGE2_BIN, PYTHON
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/hf-workloads.sh
+. scripts/hf-workloads.sh
 # shellcheck disable=SC1091
 [ -f .gpu/nsight-env.sh ] && source .gpu/nsight-env.sh >/dev/null 2>&1
 py=${PYTHON:-python3}
 bin=${STAGE2_BIN:-target/release/stage2}
 w="examples/workloads/hf_generate.py --arch qwen2"
 tmp=$(mktemp -d)
-secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$@"; }
 $py $w --new-tokens 1 >/dev/null 2>&1
 t0=$(date +%s.%N); $py $w >/dev/null 2>&1; t1=$(date +%s.%N); echo "bare: $(secs "$t0" "$t1") s"
 "$bin" profile --run-root "$tmp/r" --run-id first --cache-dir "$tmp/cache" --nvtx-capture decode ncu.clock_control=none -- $py $w >"$tmp/first.log" 2>&1
