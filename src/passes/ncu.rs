@@ -233,7 +233,9 @@ impl NcuPass {
     }
 
     /// The planned profile: attached to the held workload when there is one and ncu holds
-    /// it, else (and when the attach is refused) started as usual, the line added to cmd.txt.
+    /// it, else started as usual: where the plan launches (`not_attached`), or the attach did
+    /// not profile the copy (its line then added to cmd.txt). A copy not attached to is
+    /// stopped before ncu starts the workload again.
     fn first_profile(
         &self,
         ctx: &Ctx,
@@ -242,56 +244,64 @@ impl NcuPass {
         warnings: &mut Vec<String>,
     ) -> Result<(Outcome, Option<EarlyStart>), Error> {
         let held = self.early.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let held = match (held, &plan.not_attached) {
-            (Some(held), Some(why)) => {
-                let why = format!("ncu pass: {why}; starting the workload under ncu as usual");
-                tracing::warn!("{why}");
-                warnings.push(why);
-                let rec = EarlyStart {
-                    held_after_s: Some(held.busy_until_s()),
-                    attached: false,
-                };
-                drop(held);
-                return Ok((self.profile(ctx, plan, &plan.profile, watch)?, Some(rec)));
-            }
-            (held, _) => held,
-        };
-        let (Some(held), Some((_, attach))) = (held, &plan.attach) else {
+        let Some(held) = held else {
             return Ok((self.profile(ctx, plan, &plan.profile, watch)?, None));
         };
-        // ncu says it listens as soon as it starts: a launch silent this long will not.
-        let limit = ctx.cfg.ncu_timeout().unwrap_or(early::LISTEN_LIMIT);
-        let (attached, held_after_s) =
-            held.attach(limit, attach, |a| self.profile(ctx, plan, a, watch))?;
-        let record = |attached| EarlyStart {
-            held_after_s: Some(held_after_s),
-            attached,
-        };
-        let why = match attached {
-            Ok(out) => return Ok((out, Some(record(true)))),
-            Err(early::NotAttached::Refused(line)) => {
-                format!("ncu would not attach with these options ({line})")
+        let (why, held_after_s) = match (&plan.not_attached, &plan.attach) {
+            (Some(why), _) => {
+                let at = held.busy_until_s();
+                drop(held);
+                (why.clone(), at)
             }
-            Err(early::NotAttached::Stopped(why)) => format!("the workload held for it was {why}"),
-            Err(early::NotAttached::Ended) => {
-                "the workload held for it ended before ncu attached (see ncu/workload.log)"
-                    .to_string()
+            (None, Some((_, attach))) => {
+                // ncu says it listens as soon as it starts: a launch silent this long will not.
+                let limit = ctx.cfg.ncu_timeout().unwrap_or(early::LISTEN_LIMIT);
+                let (attached, at) =
+                    held.attach(limit, attach, |a| self.profile(ctx, plan, a, watch))?;
+                let why = match attached {
+                    Ok(out) => {
+                        let rec = EarlyStart {
+                            held_after_s: Some(at),
+                            attached: true,
+                        };
+                        return Ok((out, Some(rec)));
+                    }
+                    Err(early::NotAttached::Refused(line)) => {
+                        format!("ncu would not attach with these options ({line})")
+                    }
+                    Err(early::NotAttached::Stopped(why)) => {
+                        format!("the workload held for it was {why}")
+                    }
+                    Err(early::NotAttached::Ended) => {
+                        "the workload held for it ended before ncu attached (see ncu/workload.log)"
+                            .to_string()
+                    }
+                };
+                if crate::passes::signals::interrupted() {
+                    return Err(Error::Interrupted(
+                        "before ncu attached to the held workload".into(),
+                    ));
+                }
+                let _ = append_cmd_txt(
+                    &ctx.workload.env,
+                    &ctx.run.ncu("cmd.txt"),
+                    &with_env(&plan.env, plan.profile.clone()),
+                );
+                (why, at)
+            }
+            // The plan launches for its own reasons (a bound, a launcher): no word needed.
+            (None, None) => {
+                drop(held);
+                return Ok((self.profile(ctx, plan, &plan.profile, watch)?, None));
             }
         };
-        if crate::passes::signals::interrupted() {
-            return Err(Error::Interrupted(
-                "before ncu attached to the held workload".into(),
-            ));
-        }
-        let rec = record(false);
         let why = format!("ncu pass: {why}; starting the workload under ncu as usual");
         tracing::warn!("{why}");
         warnings.push(why);
-        let _ = append_cmd_txt(
-            &ctx.workload.env,
-            &ctx.run.ncu("cmd.txt"),
-            &with_env(&plan.env, plan.profile.clone()),
-        );
+        let rec = EarlyStart {
+            held_after_s: Some(held_after_s),
+            attached: false,
+        };
         Ok((self.profile(ctx, plan, &plan.profile, watch)?, Some(rec)))
     }
 
