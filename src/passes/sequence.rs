@@ -83,10 +83,7 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
     let ctx = driver.ctx;
     let Some(gpus) = second_gpu(ctx.cfg, s.env, ctx.workload) else {
         let profiled = ask_once_profiled(&mut s.check);
-        s.warm = warm_expected(driver, s);
-        if s.warm.is_none() {
-            s.early = hold_early(driver, s);
-        }
+        (s.early, s.warm) = hold_early(driver, s);
         let ran = driver.drive(&NsysPass {
             tool: s.nsys.clone(),
             profiled,
@@ -150,25 +147,20 @@ fn ncu(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
     })
 }
 
-/// Whether this run would start the ncu pass's workload early but expects the metrics cache to
-/// answer every kernel (the last run of this workload said so): the copy would go unused.
-fn warm_expected(driver: &Driver, s: &Setup) -> Option<String> {
-    let cfg = driver.ctx.cfg;
-    if driver.dry_run || s.ncu.is_none() || s.nsys.is_none() || !super::ncu::early::wanted(cfg) {
-        return None;
-    }
-    let run = super::ncu::warm::expected(&super::ncu::warm::path(cfg)?)?;
-    tracing::info!("ncu pass: not started early: the metrics cache held every kernel of this workload's last run ({run})");
-    Some(run)
-}
-
 /// Start the ncu pass's workload now, held by ncu at its first CUDA call, when this run can
-/// (`ncu.early_start`, one process, both tools, a real run).
-fn hold_early(driver: &Driver, s: &Setup) -> Option<super::ncu::early::Held> {
+/// (`ncu.early_start`, one process, both tools, a real run); not when the last run of this
+/// workload said the metrics cache holds every kernel it chose (the copy would go unused):
+/// that run's id instead.
+fn hold_early(driver: &Driver, s: &Setup) -> (Option<super::ncu::early::Held>, Option<String>) {
     let ctx = driver.ctx;
-    let ncu = s.ncu.as_ref()?;
-    if driver.dry_run || s.nsys.is_none() || !super::ncu::early::wanted(ctx.cfg) {
-        return None;
+    let able = !driver.dry_run && s.nsys.is_some() && super::ncu::early::wanted(ctx.cfg);
+    let Some(ncu) = s.ncu.as_ref().filter(|_| able) else {
+        return (None, None);
+    };
+    let warm = super::ncu::warm::path(ctx.cfg).and_then(|p| super::ncu::warm::expected(&p));
+    if let Some(run) = warm {
+        tracing::info!("ncu pass: not started early: the metrics cache held every kernel of this workload's last run ({run})");
+        return (None, Some(run));
     }
     let port = super::ncu::early::free_ports();
     if port.is_none() {
@@ -178,7 +170,7 @@ fn hold_early(driver: &Driver, s: &Setup) -> Option<super::ncu::early::Held> {
     let log = super::ncu::early::log(&ctx.run.path.join("ncu"));
     let spec = ctx.spec(&ncu.path, args, log);
     tracing::info!("ncu pass: its workload starts now, held by ncu at its first CUDA call until the kernels are chosen (ncu.early_start)");
-    Some(super::ncu::early::Held::start(spec, port))
+    (Some(super::ncu::early::Held::start(spec, port)), None)
 }
 
 /// What the held workload meant for the nsys pass: CPU work of its start-up during the
