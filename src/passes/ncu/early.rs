@@ -58,18 +58,27 @@ struct Shared {
 const BUSY_CPU_S: f64 = 0.005;
 const LOOK_EVERY: Duration = Duration::from_millis(100);
 
+/// Each process's pid and its `/proc/<pid>/<file>` (empty where /proc cannot be read).
+fn processes(file: &'static str) -> impl Iterator<Item = (u32, Vec<u8>)> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(move |e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            Some((pid, std::fs::read(e.path().join(file)).ok()?))
+        })
+}
+
 /// The CPU seconds (user and system) of every process in process group `pgid`, from /proc.
 fn group_cpu_s(pgid: u32) -> f64 {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0.0;
-    };
     let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
         .flatten()
         .unwrap_or(100) as f64;
-    dir.flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter_map(|stat| {
+    processes("stat")
+        .filter_map(|(_, stat)| {
+            let stat = String::from_utf8_lossy(&stat);
             // After the command name (in parentheses, which may hold spaces): state, ppid,
             // pgrp, ..., utime and stime as the 12th and 13th fields.
             let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
@@ -435,14 +444,8 @@ pub(crate) fn merged(attach: Outcome, launch: Option<Outcome>) -> Outcome {
 /// workload at its first CUDA call until an attach comes, with the memory it took so far. A
 /// run stopped by SIGKILL cannot stop its own.
 pub(crate) fn held_launches() -> Vec<(u32, String)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut found: Vec<(u32, String)> = dir
-        .flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let raw = std::fs::read(e.path().join("cmdline")).ok()?;
+    let mut found: Vec<(u32, String)> = processes("cmdline")
+        .filter_map(|(pid, raw)| {
             let argv: Vec<String> = raw
                 .split(|b| *b == 0)
                 .filter(|a| !a.is_empty())
