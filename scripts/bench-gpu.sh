@@ -22,8 +22,8 @@ mkdir -p "$root"
 # One untimed run first: the first import of torch reads its files from disk, and every timed
 # run below should see the same warm file cache.
 "$py" $w --arch qwen2 --new-tokens 1 >/dev/null 2>&1
-echo "| variant | bare (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling | held copy busy (s from start; capture) |"
-echo "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"
+echo "| variant | bare (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | beside the passes (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling | held copy busy (s from start; capture) |"
+echo "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"
 rows=()
 for v in "${@:-eager static large}"; do
   for variant in $v; do
@@ -38,8 +38,10 @@ for v in "${@:-eager static large}"; do
       id="bench-$variant-$pass-$stamp"
       depth=(); [ "$pass" = quick ] && depth=(--quick)
       # shellcheck disable=SC2086
+      # Each log line behind the seconds since the run started: where stage2's own time goes.
       "$bin" profile --run-root "$root" --run-id "$id" --cache-dir "$cache" "${depth[@]}" \
-        --nvtx-capture "$(capture_of "$variant")" ${STAGE2_EXTRA:-} -- "$py" $args >"$root/$id.log" 2>&1 \
+        --nvtx-capture "$(capture_of "$variant")" ${STAGE2_EXTRA:-} -- "$py" $args 2>&1 \
+        | stamp >"$root/$id.log" \
         || echo "bench: stage2 profile $variant ($pass) failed (see $root/$id.log)" >&2
       eval "t_$pass=$(now)"
     done
@@ -70,6 +72,10 @@ warm_t = (warm_nsys.get("nsys") or {}).get("timing") or {}
 warm_rest = None
 if warm_nsys.get("duration_s") is not None:
     warm_rest = warm - warm_nsys["duration_s"] - (warm_t.get("post_steps_s") or 0.0)
+# What a first run spends outside its two passes: start-up (tools, env.json), selection, report.
+beside = None
+if nsys.get("duration_s") is not None and ncu.get("duration_s") is not None:
+    beside = first - nsys["duration_s"] - ncu["duration_s"]
 shapes = rec.get("shapes") or {}
 shape_col = (f"{'every' if shapes.get('every_shape') else 'first'} ({shapes.get('first_shapes_pct', 0):.0f}% in first)"
              if shapes else "-")
@@ -82,7 +88,7 @@ print(f"| {v} | {bare:.1f} | {f(nsys.get('duration_s'))} | {f(timing.get('captur
       f"{f(ncu.get('duration_s'))} | {f(act.get('before_first_s'))} | "
       f"{shape_col} | {act.get('kernels', '-')} | {act.get('passes_per_kernel', '-')} | {f(act.get('s_per_kernel'), 2)} | "
       f"{f(plan.get('predicted_s'))} | {f(act.get('prediction_error_pct'), 0)}% | "
-      f"{first:.1f} | {first / bare:.2f}x | {warm:.1f} ({hits} cached, ncu {f(warm_ncu.get('duration_s'))} s, {f(warm_rest)} s beside nsys) | {warm / bare:.2f}x | "
+      f"{first:.1f} | {f(beside)} | {first / bare:.2f}x | {warm:.1f} ({hits} cached, ncu {f(warm_ncu.get('duration_s'))} s, {f(warm_rest)} s beside nsys) | {warm / bare:.2f}x | "
       f"{quick:.1f} | {quick / bare:.2f}x | {sampled(f'{root}/bench-{v}-quick-{stamp}')} | {held_col} |")
 PY
 )")

@@ -109,9 +109,13 @@ fn a_held_copy_the_pass_does_not_need_is_stopped() {
     assert_eq!(lines_starting(&sb, "ncu --mode=attach"), 1);
     let cmd = read(sb.run("two").join("ncu/cmd.txt"));
     assert!(cmd.is_empty(), "{cmd}");
-    // No held process of this sandbox is left behind (other tests run beside this one).
+    assert_eq!(held_left(&sb), 0);
+}
+
+/// Held launches of this sandbox still running (other tests run beside this one).
+fn held_left(sb: &Sandbox) -> usize {
     let mine = format!("FAKE_CALLS={}", sb.path().join("calls.log").display());
-    let left = std::fs::read_dir("/proc")
+    std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter(|p| {
@@ -120,8 +124,49 @@ fn a_held_copy_the_pass_does_not_need_is_stopped() {
             let env = String::from_utf8_lossy(&read("environ")).replace('\0', "\n");
             args.contains("--mode=launch") && env.lines().any(|l| l == mine)
         })
-        .count();
-    assert_eq!(left, 0);
+        .count()
+}
+
+#[test]
+fn a_copy_that_goes_on_after_its_attach_is_stopped_and_torch_asks_nvml_whether_cuda_exists() {
+    // The held workload runs on 60 s after its attach ended, as the real one does.
+    let sb = Sandbox::new();
+    sb.profile("r", ARGS)
+        .env("FAKE_NCU_LINGER", "60")
+        .assert()
+        .success();
+    let ncu = &status(&sb.run("r"))["passes"]["ncu"];
+    assert_eq!(ncu["state"], "ok", "{ncu}");
+    assert_eq!(ncu["ncu"]["early_start"]["attached"], true, "{ncu}");
+    assert_eq!(held_left(&sb), 0);
+    // The copy's `torch.cuda.is_available()` asks NVML, so it is held after its start-up; the
+    // launch line in cmd.txt says so.
+    assert!(sb
+        .calls()
+        .contains("ncu-env PYTORCH_NVML_BASED_CUDA_CHECK=1\n"));
+    let cmd = read(sb.run("r").join("ncu/cmd.txt"));
+    let launch = cmd.lines().find(|l| l.contains("--mode=launch")).unwrap();
+    assert!(
+        launch.starts_with("env PYTORCH_NVML_BASED_CUDA_CHECK=1 "),
+        "{launch}"
+    );
+}
+
+#[test]
+fn a_workload_that_sets_the_nvml_check_itself_keeps_its_value() {
+    let sb = Sandbox::new();
+    let mut args = vec!["+workload.env.PYTORCH_NVML_BASED_CUDA_CHECK=0"];
+    args.extend_from_slice(ARGS);
+    sb.profile("r", &args).assert().success();
+    assert!(sb
+        .calls()
+        .contains("ncu-env PYTORCH_NVML_BASED_CUDA_CHECK=0\n"));
+    let cmd = read(sb.run("r").join("ncu/cmd.txt"));
+    let launch = cmd.lines().find(|l| l.contains("--mode=launch")).unwrap();
+    assert!(
+        launch.starts_with("env PYTORCH_NVML_BASED_CUDA_CHECK=0 ") && !launch.contains("CHECK=1"),
+        "{launch}"
+    );
 }
 
 #[test]

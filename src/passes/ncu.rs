@@ -567,14 +567,17 @@ impl Pass for NcuPass {
         let attach = match attachable {
             false => None,
             true => self
-                .held(|h| Some((h.argv.clone(), early::attach_argv(&profile, h.port)?)))
+                .held(|h| {
+                    let launch = with_env(&h.env, h.argv.clone());
+                    Some((launch, early::attach_argv(&profile, h.port)?))
+                })
                 .flatten(),
         };
         let mut step = step;
         if let Some(s) = step.as_mut().filter(|s| s.hit.is_none()) {
             // Where the kernel pass attaches, the step's own copy is held from its start.
             if attach.is_some() {
-                s.early = step::hold_plan(&s.argv, &ctx.workload.argv);
+                s.early = step::hold_plan(&s.argv, &ctx.workload.argv, &ctx.workload.env);
             }
             let learned = reuse
                 .as_ref()
@@ -632,7 +635,7 @@ impl Pass for NcuPass {
         }
         if let Some(s) = plan.step.as_ref().filter(|s| s.hit.is_none()) {
             match &s.early {
-                Some(e) => lines.extend([e.launch.clone(), e.attach.clone()]),
+                Some(e) => lines.extend([with_env(&e.env, e.launch.clone()), e.attach.clone()]),
                 None => lines.push(s.argv.clone()),
             }
             lines.push(s.import.clone());
@@ -677,6 +680,7 @@ impl Pass for NcuPass {
             return Ok(st);
         }
         let watch = Watch::new(progress, plan);
+        let stopping = early::Stopping;
         let step_held = plan.step.as_ref().and_then(|s| step::hold(ctx, s));
         let (mut out, early_start) = self.first_profile(ctx, plan, &watch, &mut warnings)?;
         let mut duration = out.duration;
@@ -754,6 +758,7 @@ impl Pass for NcuPass {
             r.early_start = early_start;
         }
         self.remember(ctx, plan, false, stored_all);
+        stopping.join();
         graph_step(ctx, plan, progress, &mut st, step_held);
         Ok(st)
     }

@@ -30,6 +30,8 @@ pub(crate) struct Held {
     pub(crate) argv: Vec<String>,
     /// The first of the ports it listens on (None: ncu's defaults).
     pub(crate) port: Option<u16>,
+    /// What its environment adds to the workload's ([`held_env`]).
+    pub(crate) env: Vec<(String, String)>,
     started: Instant,
     shared: Arc<Shared>,
     run: Option<JoinHandle<std::io::Result<Outcome>>>,
@@ -218,6 +220,26 @@ pub(crate) fn one_process(ctx: &crate::passes::Ctx) -> Result<(), String> {
     }
 }
 
+/// PyTorch's `torch.cuda.is_available()` asks NVML instead of starting CUDA under this
+/// variable (a weaker check that falls back to CUDA where NVML fails; the same answer on a
+/// machine with a working driver).
+pub(crate) const NVML_CHECK: &str = "PYTORCH_NVML_BASED_CUDA_CHECK";
+
+/// What a held copy's environment adds to the workload's (`env`, the variables stage2 sets):
+/// [`NVML_CHECK`], unless the workload or stage2's own environment sets it. ncu holds a copy
+/// at its first CUDA call, and a script that asks `torch.cuda.is_available()` before it
+/// imports its libraries and builds its model is otherwise held before all of that: its
+/// start-up then runs after the attach instead of beside the nsys pass (measured on an H100,
+/// the hand-written loop: 12.0 s from the attach to its first profiled kernel, its nsys
+/// capture starting 12.7 s into the run). Kernels and results are the same.
+pub(crate) fn held_env(env: &[(String, String)]) -> Vec<(String, String)> {
+    let set = env.iter().any(|(k, _)| k == NVML_CHECK) || std::env::var_os(NVML_CHECK).is_some();
+    match set {
+        true => Vec::new(),
+        false => vec![(NVML_CHECK.to_string(), "1".to_string())],
+    }
+}
+
 /// The launch arguments: held at the first CUDA call, NVTX tracked (an attach cannot turn it
 /// on), every process of the workload (a spawned worker is held the same way), listening on
 /// this run's ports.
@@ -263,6 +285,8 @@ impl Held {
     /// Start `ncu --mode=launch` on the workload (`spec` carries its environment, folder and
     /// log); its output goes to the log only.
     pub(crate) fn start(mut spec: Spec, port: Option<u16>) -> Held {
+        let env = held_env(&spec.env);
+        spec.env.extend(env.iter().cloned());
         let shared = Arc::new(Shared::default());
         let seen = shared.clone();
         spec.on_line = Some(LineHook(Arc::new(move |line: &str| {
@@ -289,6 +313,7 @@ impl Held {
         Held {
             argv,
             port,
+            env,
             started: Instant::now(),
             shared,
             run: Some(run),
@@ -376,16 +401,47 @@ impl Held {
         Ok((Err(NotAttached::Refused(line)), held_after_s))
     }
 
-    /// The launch process's outcome once it ends by itself (after an attach ended the
-    /// workload), stopped if it is still there after `grace`: once the attach has ended,
-    /// nothing more of the workload is profiled.
+    /// The launch process's outcome where it ends by itself within `grace` (after an attach
+    /// ended the workload). Once the attach has ended nothing more of the workload is
+    /// profiled: one still there is stopped and set aside to end while the pass goes on
+    /// (None then), since its teardown under ncu took about 1.5 s on an H100 and the report's
+    /// imports need nothing of it; [`Stopping`] joins it.
     fn finish(mut self, grace: Duration) -> Option<Outcome> {
         let t0 = Instant::now();
         while !self.ended() && t0.elapsed() < grace {
             std::thread::sleep(Duration::from_millis(20));
         }
+        if self.ended() {
+            return self.run.take()?.join().ok()?.ok();
+        }
         self.shared.stop.store(true, Ordering::Relaxed);
-        self.run.take()?.join().ok()?.ok()
+        STOPPING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(self);
+        None
+    }
+}
+
+/// Copies stopped after their attach, still ending.
+static STOPPING: Mutex<Vec<Held>> = Mutex::new(Vec::new());
+
+/// Joins the copies stopped after their attach when dropped: the pass holds one, so none
+/// outlives it whichever way it returns, and a later profile (the graph step's) does not
+/// share the GPU with one still ending.
+pub(crate) struct Stopping;
+
+impl Stopping {
+    /// Wait for every stopped copy to end (each one's own grace bounds it).
+    pub(crate) fn join(&self) {
+        let ending = std::mem::take(&mut *STOPPING.lock().unwrap_or_else(|p| p.into_inner()));
+        drop(ending);
+    }
+}
+
+impl Drop for Stopping {
+    fn drop(&mut self) {
+        self.join();
     }
 }
 

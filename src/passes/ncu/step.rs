@@ -38,10 +38,17 @@ pub(crate) struct StepEarly {
     pub(crate) port: Option<u16>,
     pub(crate) launch: Vec<String>,
     pub(crate) attach: Vec<String>,
+    /// What the held copy's environment adds to the workload's ([`super::early::held_env`]).
+    pub(crate) env: Vec<(String, String)>,
 }
 
 /// The step's launch and attach, on ports of their own (None: the step line has no `-o`).
-pub(crate) fn hold_plan(argv: &[String], workload: &[String]) -> Option<StepEarly> {
+/// `env`: the workload's own variables.
+pub(crate) fn hold_plan(
+    argv: &[String],
+    workload: &[String],
+    env: &[(String, String)],
+) -> Option<StepEarly> {
     let port = super::early::free_ports();
     let attach = super::early::attach_argv(argv, port)?;
     let launch = with_program(
@@ -52,6 +59,7 @@ pub(crate) fn hold_plan(argv: &[String], workload: &[String]) -> Option<StepEarl
         port,
         launch,
         attach,
+        env: super::early::held_env(env),
     })
 }
 
