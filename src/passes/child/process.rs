@@ -298,7 +298,7 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    join_readers(readers.into_iter().flatten().collect(), pgid);
+    join_readers(readers.into_iter().flatten().collect(), pgid, soft_stopped);
     let tail = {
         let t = tail.lock().unwrap_or_else(|p| p.into_inner());
         let (a, b) = t.as_slices();
@@ -320,16 +320,27 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
 /// Wait for the output readers. A child can leave a background process holding its stdout;
 /// the pipe then never closes, so after a short wait the group is killed, and readers that still
 /// do not finish (the holder left the group) are left behind rather than waited for forever.
-fn join_readers(readers: Vec<std::thread::JoinHandle<()>>, pgid: Pid) {
+/// A child stopped early on purpose (`stopped`) has nothing left to say: what its processes
+/// left behind (torch.compile's worker pool, a spawned worker) is killed without the wait or a
+/// warning (they held a stopped held copy's pipe 2 s on an H100).
+fn join_readers(readers: Vec<std::thread::JoinHandle<()>>, pgid: Pid, stopped: bool) {
     let wait = |limit: Duration| {
         let t0 = Instant::now();
         while readers.iter().any(|r| !r.is_finished()) && t0.elapsed() < limit {
             std::thread::sleep(Duration::from_millis(10));
         }
     };
-    wait(Duration::from_secs(2));
+    wait(match stopped {
+        true => Duration::from_millis(200),
+        false => Duration::from_secs(2),
+    });
     if readers.iter().any(|r| !r.is_finished()) {
-        tracing::warn!("a process the child left behind still holds its output; stopping it");
+        match stopped {
+            true => tracing::debug!("stopping what the stopped child left behind"),
+            false => tracing::warn!(
+                "a process the child left behind still holds its output; stopping it"
+            ),
+        }
         let _ = killpg(pgid, Signal::SIGKILL);
         wait(Duration::from_secs(2));
     }
@@ -587,6 +598,44 @@ mod tests {
         });
         let out = run(&spec).unwrap();
         assert!(out.soft_stopped && out.duration < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn what_a_stopped_child_left_holding_its_output_is_killed_with_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pid_file = tmp.path().join("left.pid");
+        // A worker that ignores SIGINT outlives the stopped shell and keeps its stdout open.
+        let script = format!(
+            "(trap '' INT; exec sleep 100) & echo $! > {}; trap 'exit 0' INT; while :; do sleep 0.05; done",
+            pid_file.display()
+        );
+        let mut spec = sh(&script, &tmp.path().join("l"));
+        spec.soft_stop = Some(SoftStop {
+            after: Some(Duration::from_millis(300)),
+            ..SoftStop::default()
+        });
+        let out = run(&spec).unwrap();
+        assert!(out.soft_stopped && out.code == Some(0), "{out:?}");
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let t0 = Instant::now();
+        let alive = || nix::sys::signal::kill(Pid::from_raw(pid), None).is_ok() && !zombie(pid);
+        while alive() && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive(), "the worker {pid} still runs");
+    }
+
+    fn zombie(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true)
     }
 
     fn libc_sigterm() -> i32 {
