@@ -31,11 +31,11 @@ const PRIOR_BEFORE_PER_NSYS_S: f64 = 0.8;
 /// spec 16.3 -> 21.4, compile 17.8 -> 24.0.
 const PRIOR_BEFORE_PER_CAPTURE: f64 = 1.25;
 /// The same with the workload started beside the nsys pass and held at its first CUDA call
-/// (`ncu.early_start`): the attach's first kernel came at 0.25 to 0.84 x the capture start,
-/// median 0.34 (H100 and H200, 2026-11-26, docs/measured.md: eager 0.27 and 0.34, MoE worker
-/// 0.25, MoE 0.29, large 0.28, lead 0.33, static 0.42 and 0.51, compile 0.57, spec 0.58,
-/// hand loop 0.84).
-const PRIOR_BEFORE_PER_CAPTURE_HELD: f64 = 0.35;
+/// (`ncu.early_start`): the attach's first kernel came at 0.20 to 0.68 x the capture start,
+/// median 0.31, in two runs of the nine bench variants on H100s with the copy's torch asking
+/// NVML (2026-11-26, docs/measured.md: hand loop 0.20, eager, lead, large, MoE and the MoE
+/// worker 0.26-0.34, static, compile and spec 0.48-0.68).
+const PRIOR_BEFORE_PER_CAPTURE_HELD: f64 = 0.3;
 const PRIOR_NCU_SETUP_S: f64 = 0.5;
 
 /// What the nsys pass measured of the workload, the basis of a first prediction.
