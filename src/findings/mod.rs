@@ -172,6 +172,73 @@ impl CpuVerdict {
     }
 }
 
+/// A range's verdict by rules::RANGE_VERDICT, as summary.json and kernels.md's range table
+/// word it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RangeClass {
+    /// GPU busy at least the rule's threshold of the range time.
+    GpuBound,
+    /// Busy under it; the CPU thread's ledger says on what.
+    Waits(CpuVerdict),
+    /// Busy under it, with no ledger of the thread to say why.
+    MostlyIdle,
+    /// The range launches CUDA graphs whose kernels the export does not hold.
+    GraphsUntraced,
+}
+
+impl RangeClass {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            RangeClass::GpuBound => "GPU-bound",
+            RangeClass::Waits(v) => v.label(),
+            RangeClass::MostlyIdle => "GPU mostly idle",
+            RangeClass::GraphsUntraced => "no verdict: graph kernels not traced",
+        }
+    }
+}
+
+/// A range's verdict: its class, and over how many kinds of instance when they differ (the
+/// verdict is then of their sum). Serialized as kernels.md words it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RangeVerdict {
+    pub(crate) class: RangeClass,
+    pub(crate) over_kinds: Option<usize>,
+}
+
+impl std::fmt::Display for RangeVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.class.label())?;
+        match self.over_kinds {
+            Some(n) => write!(f, ", over {n} kinds of instance"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Serialize for RangeVerdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// One group of a range's instances by the gpu_idle rule on its own busy share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) enum GroupUse {
+    #[serde(rename = "GPU-bound")]
+    GpuBound,
+    #[serde(rename = "mostly idle")]
+    MostlyIdle,
+}
+
+impl GroupUse {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            GroupUse::GpuBound => "GPU-bound",
+            GroupUse::MostlyIdle => "mostly idle",
+        }
+    }
+}
+
 /// Why a range's kernel time exceeds its CPU wall time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -266,7 +333,7 @@ pub(crate) enum Claim {
         /// Each group's verdict by the gpu_idle rule on its own busy share ("GPU-bound",
         /// "mostly idle"); empty when the busy shares are not known.
         #[serde(skip_serializing_if = "Vec::is_empty")]
-        verdicts: Vec<String>,
+        verdicts: Vec<GroupUse>,
         /// Each group's Python function most samples were in (None: too few samples); empty
         /// without samples.
         #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -334,7 +401,7 @@ pub(crate) enum Claim {
     GraphsRerecorded,
     /// One range's verdict for kernels.md's table.
     RangeVerdict {
-        verdict: String,
+        verdict: RangeVerdict,
     },
     NoNcuMetrics,
     PassIncomplete {

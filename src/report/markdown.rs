@@ -258,11 +258,11 @@ fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
     );
     // Each range's verdict, looked up by name: one scan of the findings, not one per range
     // (73k distinct names made that scan quadratic).
-    let mut verdicts: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    let mut verdicts = std::collections::HashMap::new();
     for x in f.made() {
         if let (Claim::RangeVerdict { verdict }, Some(range)) = (&x.claim, x.scope.range.as_deref())
         {
-            verdicts.entry(range).or_insert(verdict.as_str());
+            verdicts.entry(range).or_insert(verdict.to_string());
         }
     }
     let (rows, left) = a
@@ -270,7 +270,7 @@ fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
         .split(&a.range_stats, |r| &r.name, |r| r.wall_ns.max(r.proj_ns));
     for r in rows {
         let w = &r.wall_spread;
-        let verdict = verdicts.get(r.name.as_str()).copied().unwrap_or("–");
+        let verdict = verdicts.get(r.name.as_str()).map_or("–", String::as_str);
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} |",

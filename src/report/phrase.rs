@@ -364,7 +364,7 @@ fn groups_sentence(
     w: &str,
     groups: &[crate::findings::document::Group],
     differs_in: Option<&str>,
-    verdicts: &[String],
+    verdicts: &[crate::findings::GroupUse],
     python: &[Option<String>],
 ) -> String {
     let fig = |label: &str, q: Q| f.in_group(q, label);
@@ -386,7 +386,9 @@ fn groups_sentence(
                 ),
             };
             let verdict = match (fig(&g.label, Q::GpuBusyOfRangePct), verdicts.get(i)) {
-                (Some(b), Some(v)) => format!("; GPU busy {} of their time: {v}", b.text),
+                (Some(b), Some(v)) => {
+                    format!("; GPU busy {} of their time: {}", b.text, v.label())
+                }
                 (Some(b), None) => format!("; GPU busy {} of their time", b.text),
                 _ => String::new(),
             };

@@ -3,7 +3,7 @@
 //! where the phase has token marks, and the wall-time ledger part that differs most between the
 //! fastest and slowest group.
 
-use super::super::{Claim, Figure, Findings, Quantity, Scope};
+use super::super::{Claim, Figure, Findings, GroupUse, Quantity, Scope};
 use crate::analysis::instances::{Group, RangeGroups};
 use crate::analysis::ledger::{Parts, RangeLedger};
 use crate::analysis::ranges::Spread;
@@ -110,8 +110,8 @@ fn instance_groups(a: &Artifacts, out: &mut Findings) {
                     &s,
                 ));
                 verdicts.push(match busy < crate::rules::GPU_IDLE.threshold {
-                    true => "mostly idle".to_string(),
-                    false => "GPU-bound".to_string(),
+                    true => GroupUse::MostlyIdle,
+                    false => GroupUse::GpuBound,
                 });
             }
             let sampled = a

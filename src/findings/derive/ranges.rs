@@ -1,7 +1,10 @@
 //! Findings about NVTX ranges: the captured range's figures and verdict, graph launches whose
 //! kernels are not traced, kernel time past the wall time, phases and per-token costs.
 
-use super::super::{Claim, CpuVerdict, Figure, Finding, Findings, PastWall, Quantity, Scope};
+use super::super::{
+    Claim, CpuVerdict, Figure, Finding, Findings, PastWall, Quantity, RangeClass, RangeVerdict,
+    Scope,
+};
 use crate::analysis::{Artifacts, Captured};
 use crate::rules;
 
@@ -355,20 +358,24 @@ pub(super) fn verdicts(a: &Artifacts, out: &mut Findings) {
             &a.sqlite_file,
             &scope,
         );
-        let verdict = if a.graph_level(&r.name).is_some() {
-            "no verdict: graph kernels not traced".to_string()
+        let class = if a.graph_level(&r.name).is_some() {
+            RangeClass::GraphsUntraced
         } else if r.busy_of_range_pct() < rules::RANGE_VERDICT.threshold {
             crate::analysis::ledger::cpu_story(&ledger, &r.name, a.python.as_ref())
-                .map_or("GPU mostly idle".to_string(), |(label, _)| {
-                    label.to_string()
+                .map_or(RangeClass::MostlyIdle, |(label, _)| {
+                    RangeClass::Waits(CpuVerdict::of_label(label))
                 })
         } else {
-            "GPU-bound".to_string()
+            RangeClass::GpuBound
         };
         // Over instances of several kinds the verdict is of their sum: said beside it.
-        let verdict = match a.instance_groups.iter().find(|g| g.name == r.name) {
-            Some(g) => format!("{verdict}, over {} kinds of instance", g.groups.len()),
-            None => verdict,
+        let verdict = RangeVerdict {
+            class,
+            over_kinds: a
+                .instance_groups
+                .iter()
+                .find(|g| g.name == r.name)
+                .map(|g| g.groups.len()),
         };
         out.push(
             Claim::RangeVerdict { verdict },
