@@ -35,8 +35,10 @@ ncu --target-processes all --nvtx --nvtx-include decode/ --kernel-name regex:^NO
   --metrics gpu__time_duration.sum --clock-control none -f -o "$root/$v-nomatch" $py $args 2>&1 | stamp | tail -4
 id="probe-$v-$(date -u +%H%M%S)"
 # shellcheck disable=SC2086
+# Launched, not held (ncu.early_start=false): cmd.txt's first line is then the one ncu line
+# that profiles, run again below.
 "$bin" profile --run-root "$root" --run-id "$id" --cache-dir "$root/cache-$id" --nvtx-capture decode \
-  ${STAGE2_EXTRA:-} -- $py $args >"$root/$id.log" 2>&1
+  ${STAGE2_EXTRA:-} ncu.early_start=false -- $py $args >"$root/$id.log" 2>&1
 "$py" - "$root/$id/status.json" <<'PY'
 import json, sys
 st = json.load(open(sys.argv[1]))["passes"]
