@@ -125,10 +125,16 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 /// GPUs and driver from `nvidia-smi`, and the CUDA version from its banner; empty without it.
+/// The two queries run side by side: both come before any pass starts.
 pub(crate) fn nvidia_smi() -> (Vec<Gpu>, Option<String>) {
     let smi = Path::new("nvidia-smi");
     let q = ["--query-gpu=name,driver_version", "--format=csv,noheader"];
-    let gpus = process::probe(smi, &q, Duration::from_secs(30))
+    let (listed, banner) = std::thread::scope(|s| {
+        let banner = s.spawn(|| process::probe(smi, &[], Duration::from_secs(30)));
+        let listed = process::probe(smi, &q, Duration::from_secs(30));
+        (listed, banner.join().ok().flatten())
+    });
+    let gpus = listed
         .map(|text| {
             text.lines()
                 .filter_map(|l| {
@@ -141,7 +147,7 @@ pub(crate) fn nvidia_smi() -> (Vec<Gpu>, Option<String>) {
                 .collect()
         })
         .unwrap_or_default();
-    let cuda = process::probe(smi, &[], Duration::from_secs(30)).and_then(|text| {
+    let cuda = banner.and_then(|text| {
         let i = text.find("CUDA Version:")?;
         text[i + "CUDA Version:".len()..]
             .split_whitespace()
