@@ -31,90 +31,25 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     preflight(cfg)?;
     // Validate the workload before anything is created; the real stage1 path comes below.
     workload::build(cfg, Path::new("stage1"))?;
-    let nsys_tool = find_tool(
-        Tool::Nsys,
-        cfg.nsys.enable,
-        cfg.tools.nsys.as_deref(),
-        args.dry_run,
-    )?;
-    let ncu_tool = find_tool(
-        Tool::Ncu,
-        cfg.ncu.enable,
-        cfg.tools.ncu.as_deref(),
-        args.dry_run,
-    )?;
-    let mut known = None;
-    if args.dry_run && cfg.ncu.enable {
-        // Nothing runs, ncu's query neither: cmd.txt shows the list a real run asks for, of
-        // which it drops what this GPU's `ncu --query-metrics` does not list.
-        tracing::info!("dry run: ncu's line lists every metric the reports read; a real run drops those `ncu --query-metrics` does not list for this GPU");
-        known = Some(
-            crate::parse::ncu::REPORT_METRICS
-                .iter()
-                .map(|m| m.to_string())
-                .collect(),
-        );
-    }
-
-    // Without an nsys pass, metric names are checked now, before anything is created.
-    if let (Some(found), false, false) = (&ncu_tool, args.dry_run, cfg.nsys.enable) {
-        let source = query::Source {
-            ncu: found.path.clone(),
-            kept_in: None,
-        };
-        known = query::decide(source.ask_and_keep().as_deref(), &cfg.ncu.metrics)?;
-    }
+    let (nsys_tool, ncu_tool, mut known) = find_tools(cfg, args.dry_run)?;
     if crate::passes::signals::interrupted() {
         return Err(Error::Interrupted("during start-up, before any pass ran".into()).into());
     }
     let run = RunDir::create(Path::new(&cfg.run.root), cfg.run.id.as_deref())?;
-    let io = |what: &str, e: std::io::Error| Error::io("write", run.file(what), e);
     tracing::info!("run directory {}", run.path.display());
     let mut workload = workload::build(cfg, &run.stage1())?;
     // The workload's own secret-named variables join the ones the redaction step cuts.
     crate::secrets::learn(workload.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     crate::passes::hook::install(cfg, &run, &mut workload)?;
-    crate::rundir::status::write_atomic(
-        &run.file("config.yaml"),
-        redacted_yaml(&resolved).as_bytes(),
-    )
-    .map_err(|e| io("config.yaml", e))?;
-    let mut tools_found = BTreeMap::new();
-    tools_found.insert("nsys".to_string(), nsys_tool.clone());
-    tools_found.insert("ncu".to_string(), ncu_tool.clone());
-    let argv: Vec<String> = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let mut env = Env::collect(&argv, tools_found);
-    env.write(&run.file("env.json"))
-        .map_err(|e| io("env.json", e))?;
-    // With an nsys pass first, metric names are checked against this GPU's list before the ncu
-    // pass: the list kept for this GPU, driver and ncu, else ncu's answer, asked beside the
-    // nsys pass, or once its profile has ended when nsys samples the GPU's counters (ncu's
-    // query then answers without its list; seen on an H100), beside the export.
-    let mut metric_check = None;
-    if let (Some(found), false, true) = (&ncu_tool, args.dry_run, cfg.nsys.enable) {
-        let source = query_source(cfg, &env, found);
-        let metrics = cfg.ncu.metrics.clone();
-        let sampling = crate::passes::nsys::sampled_devices(cfg).is_some();
-        match source.cached() {
-            Some(names) => known = query::decide(Some(&names), &metrics)?,
-            None if sampling => metric_check = Some(Check::After(source, metrics)),
-            None => {
-                metric_check = Some(Check::Beside(std::thread::spawn(move || {
-                    query::decide(source.ask_and_keep().as_deref(), &metrics)
-                })))
-            }
-        }
-    }
-    let inputs = Inputs::new(&workload, cfg.inputs.manifest.as_deref())?;
-    crate::rundir::status::write_atomic(
-        &run.file("inputs.yaml"),
-        serde_yaml::to_string(&inputs)
-            .unwrap_or_default()
-            .as_bytes(),
-    )
-    .map_err(|e| io("inputs.yaml", e))?;
+    let tools_found = BTreeMap::from([
+        ("nsys".to_string(), nsys_tool.clone()),
+        ("ncu".to_string(), ncu_tool.clone()),
+    ]);
+    let mut env = provenance(&run, &resolved, &workload, tools_found)?;
+    let metric_check = match (&ncu_tool, args.dry_run, cfg.nsys.enable) {
+        (Some(found), false, true) => metric_check(cfg, &env, found, &mut known)?,
+        _ => None,
+    };
 
     let ctx = Ctx {
         cfg,
@@ -157,6 +92,98 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         .unwrap_or_default();
     super::result::announce(&run, &state, code, args.json);
     Ok(code)
+}
+
+/// nsys and ncu as this run will use them (None: disabled), and the reports' metrics ncu
+/// knows where that is settled before any pass: a dry run's full list, or ncu's answer when
+/// no nsys pass runs first (then a bad name fails before anything is created).
+type Tools = (Option<Found>, Option<Found>, Option<Vec<String>>);
+
+fn find_tools(cfg: &Config, dry_run: bool) -> Result<Tools, Error> {
+    let nsys_tool = find_tool(
+        Tool::Nsys,
+        cfg.nsys.enable,
+        cfg.tools.nsys.as_deref(),
+        dry_run,
+    )?;
+    let ncu_tool = find_tool(Tool::Ncu, cfg.ncu.enable, cfg.tools.ncu.as_deref(), dry_run)?;
+    let mut known = None;
+    if dry_run && cfg.ncu.enable {
+        // Nothing runs, ncu's query neither: cmd.txt shows the list a real run asks for, of
+        // which it drops what this GPU's `ncu --query-metrics` does not list.
+        tracing::info!("dry run: ncu's line lists every metric the reports read; a real run drops those `ncu --query-metrics` does not list for this GPU");
+        known = Some(
+            crate::parse::ncu::REPORT_METRICS
+                .iter()
+                .map(|m| m.to_string())
+                .collect(),
+        );
+    }
+    if let (Some(found), false, false) = (&ncu_tool, dry_run, cfg.nsys.enable) {
+        let source = query::Source {
+            ncu: found.path.clone(),
+            kept_in: None,
+        };
+        known = query::decide(source.ask_and_keep().as_deref(), &cfg.ncu.metrics)?;
+    }
+    Ok((nsys_tool, ncu_tool, known))
+}
+
+/// The run's provenance, written before any pass: the resolved config (secrets redacted),
+/// env.json (returned: its end time is written when the run finishes) and inputs.yaml.
+fn provenance(
+    run: &RunDir,
+    resolved: &config::Resolved,
+    workload: &workload::Workload,
+    tools_found: BTreeMap<String, Option<Found>>,
+) -> Result<Env, Error> {
+    let io = |what: &str, e: std::io::Error| Error::io("write", run.file(what), e);
+    crate::rundir::status::write_atomic(
+        &run.file("config.yaml"),
+        redacted_yaml(resolved).as_bytes(),
+    )
+    .map_err(|e| io("config.yaml", e))?;
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let env = Env::collect(&argv, tools_found);
+    env.write(&run.file("env.json"))
+        .map_err(|e| io("env.json", e))?;
+    let inputs = Inputs::new(workload, resolved.config.inputs.manifest.as_deref())?;
+    crate::rundir::status::write_atomic(
+        &run.file("inputs.yaml"),
+        serde_yaml::to_string(&inputs)
+            .unwrap_or_default()
+            .as_bytes(),
+    )
+    .map_err(|e| io("inputs.yaml", e))?;
+    Ok(env)
+}
+
+/// With an nsys pass first, metric names are checked against this GPU's list before the ncu
+/// pass: the list kept for this GPU, driver and ncu (settled now, into `known`), else ncu's
+/// answer, asked beside the nsys pass, or once its profile has ended when nsys samples the
+/// GPU's counters (ncu's query then answers without its list; seen on an H100), beside the
+/// export.
+fn metric_check(
+    cfg: &Config,
+    env: &Env,
+    ncu: &Found,
+    known: &mut Option<Vec<String>>,
+) -> Result<Option<Check>, Error> {
+    let source = query_source(cfg, env, ncu);
+    let metrics = cfg.ncu.metrics.clone();
+    let sampling = crate::passes::nsys::sampled_devices(cfg).is_some();
+    Ok(match source.cached() {
+        Some(names) => {
+            *known = query::decide(Some(&names), &metrics)?;
+            None
+        }
+        None if sampling => Some(Check::After(source, metrics)),
+        None => Some(Check::Beside(std::thread::spawn(move || {
+            query::decide(source.ask_and_keep().as_deref(), &metrics)
+        }))),
+    })
 }
 
 /// Finish the run: status.json's final state, env.json's end time, and the reports, which
