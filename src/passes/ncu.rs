@@ -63,105 +63,6 @@ pub(crate) struct NcuPass {
     pub(crate) warm: Option<String>,
 }
 
-/// What the ncu pass runs.
-pub(crate) struct NcuPlan {
-    /// The NVTX include expression (None: not gated) and the files' base name.
-    pub(crate) include: Option<String>,
-    pub(crate) base: String,
-    pub(crate) filter: Option<KernelFilter>,
-    /// The profile command line with the top-kernel filter, and without it (the retry when
-    /// the filter matched nothing), program first.
-    pub(crate) profile: Vec<String>,
-    pub(crate) unfiltered: Vec<String>,
-    /// Variables the pass adds for every rank.
-    pub(crate) env: Vec<(String, String)>,
-    /// The report ncu writes (the first profiled rank's under a launcher).
-    pub(crate) report: PathBuf,
-    pub(crate) multi: bool,
-    pub(crate) collect: Collect,
-    /// The metrics cache's part (None: not used).
-    pub(crate) reuse: Option<reuse::Reuse>,
-    /// Every chosen kernel is in the cache: ncu does not run.
-    pub(crate) nothing_left: bool,
-    pub(crate) stop_early: bool,
-    /// The predicted cost (None: the number of kernels is not known before ncu runs).
-    pub(crate) cost: Option<cost::Plan>,
-    /// Which launch configurations ncu measures, and why (None: not known before it runs).
-    pub(crate) shapes: Option<ShapePlan>,
-    /// Measuring every configuration: when the pass is stopped (None: ncu ends it itself).
-    pub(crate) bound: Option<Bound>,
-    /// One instance measured whole where the range launches CUDA graphs.
-    pub(crate) step: Option<step::StepPlan>,
-    /// With a held workload: the line that started it and the attach that profiles it, in
-    /// place of `profile` (program first).
-    pub(crate) attach: Option<(Vec<String>, Vec<String>)>,
-    /// Why a held workload is not attached to but started again as usual (None: it is, or
-    /// there is none).
-    pub(crate) not_attached: Option<String>,
-}
-
-impl ShapePlan {
-    fn describe(&self) -> String {
-        let how = match self.every_shape {
-            true => format!(
-                "ncu measures one launch of each of the {} launch configurations",
-                self.launch_configs
-            ),
-            false => format!(
-                "ncu measures each kernel's first launch ({} launch configurations in all)",
-                self.launch_configs
-            ),
-        };
-        format!(
-            "{how} of the {} chosen kernels: their first launches' configurations hold {:.1}% of their time in nsys",
-            self.kernels, self.first_shapes_pct
-        )
-    }
-}
-
-/// The chosen kernels' shapes in ncu's range (None: the export cannot be read for them).
-fn read_shapes(ctx: &Ctx, range: Option<&str>) -> Option<crate::analysis::shapes::Shapes> {
-    let path = ctx.run.single_or_rank0_sqlite();
-    crate::files::present(&path).ok().filter(|&p| p)?;
-    let db = crate::parse::sqlite::NsysDb::open(&path).ok()?;
-    // The ranges are read only to find the launches made inside one.
-    let ranges = match range {
-        Some(_) => db.ranges(),
-        None => Ok(Vec::new()),
-    };
-    match ranges.and_then(|r| crate::analysis::shapes::Shapes::read(&db, &r, range, None)) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            tracing::info!("kernel launch configurations not read from the nsys export: {e}");
-            None
-        }
-    }
-}
-
-/// `ncu.shapes` applied to the chosen kernels: all of their shapes (`all`, or `auto` when the
-/// first launches' shapes hold less than `ncu.shape_coverage` of their time) or the first.
-fn shape_plan(
-    cfg: &Config,
-    shapes: Option<&crate::analysis::shapes::Shapes>,
-    chosen: Option<&KernelFilter>,
-) -> Option<ShapePlan> {
-    let (Some(shapes), Some(KernelFilter::Mangled(names))) = (shapes, chosen) else {
-        return None;
-    };
-    let (first_shapes_pct, launch_configs) = shapes.first_shape_share(names)?;
-    let every_shape = match cfg.ncu.shapes {
-        crate::config::Shapes::All => true,
-        crate::config::Shapes::First => false,
-        crate::config::Shapes::Auto => first_shapes_pct < cfg.ncu.shape_coverage * 100.0,
-    };
-    Some(ShapePlan {
-        every_shape: every_shape && launch_configs > names.len(),
-        launch_configs,
-        first_shapes_pct,
-        kernels: names.len(),
-    })
-}
-
 impl NcuPass {
     fn program(&self) -> PathBuf {
         self.tool.clone().unwrap_or_else(|| PathBuf::from("ncu"))
@@ -385,30 +286,6 @@ impl NcuPass {
     }
 }
 
-/// What the nsys pass of this run measured of the workload (nothing without one).
-fn nsys_basis(ctx: &Ctx) -> cost::Basis {
-    let status = crate::rundir::status::Status::read(&ctx.run.path);
-    let Some(nsys) = status.as_ref().and_then(|s| s.passes.get("nsys")) else {
-        return cost::Basis::default();
-    };
-    let timing = nsys.nsys.as_ref().and_then(|r| r.timing.clone());
-    cost::Basis {
-        pass_s: nsys.duration_s,
-        capture_start_s: timing.as_ref().and_then(|t| t.capture_start_s),
-        capture_end_s: timing.and_then(|t| t.capture_end_s),
-        held: false,
-    }
-}
-
-/// The ranks ncu profiles (rank 0 unless `ncu.ranks` names others).
-fn profiled_ranks(cfg: &Config) -> Vec<u32> {
-    if cfg.ncu.ranks.is_empty() {
-        vec![0]
-    } else {
-        cfg.ncu.ranks.clone()
-    }
-}
-
 impl Pass for NcuPass {
     type Plan = NcuPlan;
 
@@ -441,181 +318,7 @@ impl Pass for NcuPass {
     }
 
     fn plan(&self, ctx: &Ctx) -> Result<NcuPlan, Error> {
-        use crate::analysis::nvtx::{include_and_base, style_for};
-        let (include, base, warning) = include_and_base(ctx.cfg, style_for(ctx.cfg, ctx.run));
-        if let Some(w) = warning {
-            tracing::warn!("{w}");
-        }
-        let launcher = ctx.cfg.workload.launcher;
-        let multi = launcher != Launcher::None;
-        let ranks = profiled_ranks(ctx.cfg);
-        let report = if multi && ranks.len() > 1 {
-            ctx.run.ncu(&format!("{base}.rank{}.ncu-rep", ranks[0]))
-        } else {
-            ctx.run.ncu_report(&base)
-        };
-        let collect = metrics_to_collect(&ctx.cfg.ncu, self.known_metrics.as_deref());
-        // The range whose launches in the nsys export name ncu's kernels: nsys's own, or ncu's
-        // when the capture ran on into it.
-        let range = match crate::analysis::same_range(ctx.cfg) {
-            true => crate::rundir::status::NsysRecord::from_config(&ctx.cfg.nsys).range,
-            false => crate::analysis::select::range_in_export(ctx.cfg, ctx.run),
-        };
-        // Each kernel's launch configurations in that range (the whole capture when nsys's
-        // range is ncu's and no range is named), for the shapes ncu measures and the cache.
-        let shapes = (crate::analysis::same_range(ctx.cfg) || range.is_some())
-            .then(|| read_shapes(ctx, range.as_deref()))
-            .flatten();
-        let step = step::plan(
-            ctx,
-            &self.program(),
-            (include.as_deref(), range.as_deref()),
-            &base,
-            self.device.as_ref(),
-        );
-        // The cache is looked up before the selection, which then prefers what it holds.
-        // Without a kernel list of ncu's range in the export there is nothing to look up.
-        let lookup = match (
-            reuse::unusable(ctx, self.device.as_ref()),
-            &self.device,
-            &shapes,
-        ) {
-            (None, Some(device), Some(shapes)) => {
-                reuse::Lookup::new(ctx, &collect, device.clone(), shapes.clone())
-            }
-            (None, _, _) => None,
-            (Some(why), _, _) => {
-                tracing::info!("ncu metrics cache {why}");
-                None
-            }
-        };
-        let holds = lookup.as_ref().map(|l| move |m: &str| l.holds(m));
-        let chosen = crate::analysis::select::kernel_filter(
-            ctx.cfg,
-            ctx.run,
-            holds.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
-        );
-        let shape_plan = shape_plan(ctx.cfg, shapes.as_ref(), chosen.as_ref());
-        let per_shape = shape_plan.as_ref().is_some_and(|p| p.every_shape);
-        let (reuse, filter) = match lookup {
-            Some(l) => l.split(chosen, per_shape),
-            None => (None, chosen),
-        };
-        let hits = reuse.as_ref().map_or(0, |r| r.hits.len());
-        let to_profile = filter.as_ref().map(KernelFilter::len);
-        let nothing_left = hits > 0 && to_profile == Some(0);
-        // Per shape, ncu cannot tell when the last one has come: the workload runs to its end.
-        let launches = match per_shape {
-            true => Launches::EveryShape,
-            false if !multi && ctx.cfg.ncu.stop_when_done && to_profile.is_some() => {
-                Launches::FirstThenStop
-            }
-            false => Launches::First,
-        };
-        let stop_early = launches == Launches::FirstThenStop;
-        // Launches ncu profiles: one per kernel, or one per shape of each kernel.
-        let profiles = to_profile.map(|n| match (per_shape, &filter, &shapes) {
-            (true, Some(KernelFilter::Mangled(names)), Some(s)) => {
-                names.iter().map(|m| s.of(m).len().max(1)).sum()
-            }
-            _ => n,
-        });
-        if let Some(p) = &shape_plan {
-            tracing::info!("{}", p.describe());
-        }
-        let bound = (launches == Launches::EveryShape).then(|| {
-            let per_kernel = ctx.cfg.ncu.instances_per_kernel.max(1) as usize;
-            Bound::new(&ctx.cfg.ncu, profiles.map(|p| p * per_kernel), multi)
-        });
-        // A bounded pass profiles at most its bound.
-        let profiles = profiles.map(|n| bound.as_ref().map_or(n, |b| n.min(b.launches)));
-        // A held workload is attached to unless the pass must launch ncu itself: a launcher's
-        // ranks, nothing to profile, a bound it stops as a Ctrl-C would (known of a launched
-        // ncu only), or kernels in more than one process.
-        let attachable = self.held(|_| ()).is_some() && !(multi || nothing_left || bound.is_some());
-        let not_attached = match attachable {
-            true => early::one_process(ctx).err(),
-            false => None,
-        };
-        let attachable = attachable && not_attached.is_none();
-        // What the nsys pass measured of the workload, read once for both predictions.
-        let basis = cost::Basis {
-            held: attachable,
-            ..nsys_basis(ctx)
-        };
-        let cost = profiles.map(|n| {
-            let learned = reuse
-                .as_ref()
-                .and_then(|r| cost::load(&cost_model_path(ctx, r)));
-            cost::plan(
-                learned.as_ref(),
-                n,
-                hits,
-                collect.set.as_deref(),
-                basis,
-                stop_early || bound.as_ref().is_some_and(|b| b.all_known),
-            )
-        });
-        let profile = self.argv(
-            ctx,
-            include.as_deref(),
-            filter.as_ref(),
-            &base,
-            &collect,
-            launches,
-        );
-        let attach = match attachable {
-            false => None,
-            true => self
-                .held(|h| {
-                    let launch = with_env(&h.env, h.argv.clone());
-                    Some((launch, early::attach_argv(&profile, h.port)?))
-                })
-                .flatten(),
-        };
-        let mut step = step;
-        if let Some(s) = step.as_mut().filter(|s| s.hit.is_none()) {
-            // Where the kernel pass attaches, the step's own copy is held from its start.
-            if attach.is_some() {
-                s.early = step::hold_plan(&s.argv, &ctx.workload.argv, &ctx.workload.env);
-            }
-            let learned = reuse
-                .as_ref()
-                .and_then(|r| cost::load(&cost_model_path(ctx, r)));
-            s.eta_s = Some(cost::step_s(
-                learned.as_ref(),
-                basis,
-                s.choice.work.workloads(),
-                s.early.is_some(),
-            ));
-        }
-        Ok(NcuPlan {
-            profile,
-            attach,
-            unfiltered: self.argv(
-                ctx,
-                include.as_deref(),
-                None,
-                &base,
-                &collect,
-                Launches::First,
-            ),
-            shapes: shape_plan,
-            env: rank_env(ctx.cfg),
-            include,
-            base,
-            filter,
-            report,
-            multi,
-            collect,
-            reuse,
-            nothing_left,
-            stop_early,
-            cost,
-            bound,
-            step,
-            not_attached,
-        })
+        self.make_plan(ctx)
     }
 
     fn commands(&self, plan: &NcuPlan) -> Vec<Vec<String>> {
@@ -811,17 +514,6 @@ fn graph_step(
 /// ncu's line when it ends the workload after the last requested kernel (`--kill on`).
 const STOPPED_EARLY: &str = "==PROF== Trying to shutdown target application";
 
-/// The cost model of this workload on this GPU with these settings, in the cache folder.
-fn cost_model_path(ctx: &Ctx, r: &reuse::Reuse) -> PathBuf {
-    let identity = format!(
-        "{:?}|{}|{}",
-        r.device,
-        r.settings,
-        ctx.workload.argv.join("\u{1f}")
-    );
-    cost::model_path(&r.cache.dir, &identity)
-}
-
 impl NcuPass {
     /// Tell the next run of this workload whether the metrics cache should answer it (see
     /// `warm`); only where the cache is used.
@@ -877,6 +569,9 @@ pub(crate) mod cache;
 pub(crate) mod cost;
 pub(crate) mod early;
 mod outcome;
+mod plan;
+pub(crate) use plan::NcuPlan;
+use plan::{cost_model_path, profiled_ranks};
 pub(crate) mod query;
 mod reuse;
 mod step;
