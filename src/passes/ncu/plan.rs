@@ -181,34 +181,8 @@ impl NcuPass {
             &base,
             self.device.as_ref(),
         );
-        // The cache is looked up before the selection, which then prefers what it holds.
-        // Without a kernel list of ncu's range in the export there is nothing to look up.
-        let lookup = match (
-            reuse::unusable(ctx, self.device.as_ref()),
-            &self.device,
-            &shapes,
-        ) {
-            (None, Some(device), Some(shapes)) => {
-                reuse::Lookup::new(ctx, &collect, device.clone(), shapes.clone())
-            }
-            (None, _, _) => None,
-            (Some(why), _, _) => {
-                tracing::info!("ncu metrics cache {why}");
-                None
-            }
-        };
-        let holds = lookup.as_ref().map(|l| move |m: &str| l.holds(m));
-        let chosen = crate::analysis::select::kernel_filter(
-            ctx.cfg,
-            ctx.run,
-            holds.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
-        );
-        let shape_plan = shape_plan(ctx.cfg, shapes.as_ref(), chosen.as_ref());
+        let (reuse, filter, shape_plan) = self.choose(ctx, &collect, shapes.as_ref());
         let per_shape = shape_plan.as_ref().is_some_and(|p| p.every_shape);
-        let (reuse, filter) = match lookup {
-            Some(l) => l.split(chosen, per_shape),
-            None => (None, chosen),
-        };
         let hits = reuse.as_ref().map_or(0, |r| r.hits.len());
         let to_profile = filter.as_ref().map(KernelFilter::len);
         let nothing_left = hits > 0 && to_profile == Some(0);
@@ -324,5 +298,47 @@ impl NcuPass {
             step,
             not_attached,
         })
+    }
+
+    /// The kernels ncu profiles: the selection, which prefers what the metrics cache holds
+    /// (looked up first: without a kernel list of ncu's range in the export there is nothing
+    /// to look up), split into the cache's part and ncu's; and which launch configurations.
+    fn choose(
+        &self,
+        ctx: &Ctx,
+        collect: &Collect,
+        shapes: Option<&crate::analysis::shapes::Shapes>,
+    ) -> (
+        Option<reuse::Reuse>,
+        Option<KernelFilter>,
+        Option<ShapePlan>,
+    ) {
+        let lookup = match (
+            reuse::unusable(ctx, self.device.as_ref()),
+            &self.device,
+            shapes,
+        ) {
+            (None, Some(device), Some(shapes)) => {
+                reuse::Lookup::new(ctx, collect, device.clone(), shapes.clone())
+            }
+            (None, _, _) => None,
+            (Some(why), _, _) => {
+                tracing::info!("ncu metrics cache {why}");
+                None
+            }
+        };
+        let holds = lookup.as_ref().map(|l| move |m: &str| l.holds(m));
+        let chosen = crate::analysis::select::kernel_filter(
+            ctx.cfg,
+            ctx.run,
+            holds.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
+        );
+        let shape_plan = shape_plan(ctx.cfg, shapes, chosen.as_ref());
+        let per_shape = shape_plan.as_ref().is_some_and(|p| p.every_shape);
+        let (reuse, filter) = match lookup {
+            Some(l) => l.split(chosen, per_shape),
+            None => (None, chosen),
+        };
+        (reuse, filter, shape_plan)
     }
 }
