@@ -533,6 +533,18 @@ mod tests {
     }
 
     #[test]
+    fn a_held_copy_asks_nvml_unless_the_workload_says_otherwise() {
+        let own = vec![(NVML_CHECK.to_string(), "0".to_string())];
+        assert!(held_env(&own).is_empty());
+        // stage2's own environment decides where it sets the variable (the child inherits it).
+        let added = held_env(&[("OMP_NUM_THREADS".to_string(), "2".to_string())]);
+        match std::env::var_os(NVML_CHECK) {
+            Some(_) => assert!(added.is_empty()),
+            None => assert_eq!(added, vec![(NVML_CHECK.to_string(), "1".to_string())]),
+        }
+    }
+
+    #[test]
     fn the_attach_line_keeps_the_filters_and_drops_the_launch_options_and_the_workload() {
         let line = v(&[
             "/cuda/ncu",
