@@ -3,10 +3,12 @@
 # generate() workloads. For each variant, side by side in one run: the bare workload, a first
 # `stage2 profile` with an empty metrics cache (nsys pass, ncu pass with its predicted and
 # actual cost), a re-run with the cache the first one filled, and the shallow depth (`--quick`:
-# the nsys pass alone, with GPU-metrics sampling). Prints a Markdown table.
+# the nsys pass alone, with GPU-metrics sampling). Prints a Markdown table; each run's log
+# ($RUN_ROOT/<id>.log) has every line behind the seconds since that run started.
 #
 #   scripts/bench-gpu.sh [VARIANT...]     variants: eager static large moe moeworker loop lead
-#                                         (default: eager static large)
+#                                         spec compile (default: eager static large; the
+#                                         whole table: all nine, about 20 minutes on an H100)
 #   env: STAGE2_BIN, PYTHON, RUN_ROOT (tmp/bench), STAGE2_EXTRA (e.g. ncu.clock_control=none),
 #        CAPTURE (the range nsys is gated on: decode; prefill is the README's lead command)
 set -uo pipefail
