@@ -147,6 +147,41 @@ pub(super) fn cost_model_path(ctx: &Ctx, r: &reuse::Reuse) -> PathBuf {
     cost::model_path(&r.cache.dir, &identity)
 }
 
+/// Which launches ncu profiles (each chosen kernel's first, stopped after the last where it
+/// can be; or one of each launch configuration, within a bound), how many (None: not known
+/// before ncu runs), and the bound.
+fn which_launches(
+    cfg: &Config,
+    multi: bool,
+    per_shape: bool,
+    filter: Option<&KernelFilter>,
+    shapes: Option<&crate::analysis::shapes::Shapes>,
+) -> (Launches, Option<usize>, Option<Bound>) {
+    let to_profile = filter.map(KernelFilter::len);
+    // Per shape, ncu cannot tell when the last one has come: the workload runs to its end.
+    let launches = match per_shape {
+        true => Launches::EveryShape,
+        false if !multi && cfg.ncu.stop_when_done && to_profile.is_some() => {
+            Launches::FirstThenStop
+        }
+        false => Launches::First,
+    };
+    // Launches ncu profiles: one per kernel, or one per shape of each kernel.
+    let profiles = to_profile.map(|n| match (per_shape, filter, shapes) {
+        (true, Some(KernelFilter::Mangled(names)), Some(s)) => {
+            names.iter().map(|m| s.of(m).len().max(1)).sum()
+        }
+        _ => n,
+    });
+    let bound = (launches == Launches::EveryShape).then(|| {
+        let per_kernel = cfg.ncu.instances_per_kernel.max(1) as usize;
+        Bound::new(&cfg.ncu, profiles.map(|p| p * per_kernel), multi)
+    });
+    // A bounded pass profiles at most its bound.
+    let profiles = profiles.map(|n| bound.as_ref().map_or(n, |b| n.min(b.launches)));
+    (launches, profiles, bound)
+}
+
 impl NcuPass {
     pub(super) fn make_plan(&self, ctx: &Ctx) -> Result<NcuPlan, Error> {
         use crate::analysis::nvtx::{include_and_base, style_for};
@@ -186,31 +221,12 @@ impl NcuPass {
         let hits = reuse.as_ref().map_or(0, |r| r.hits.len());
         let to_profile = filter.as_ref().map(KernelFilter::len);
         let nothing_left = hits > 0 && to_profile == Some(0);
-        // Per shape, ncu cannot tell when the last one has come: the workload runs to its end.
-        let launches = match per_shape {
-            true => Launches::EveryShape,
-            false if !multi && ctx.cfg.ncu.stop_when_done && to_profile.is_some() => {
-                Launches::FirstThenStop
-            }
-            false => Launches::First,
-        };
-        let stop_early = launches == Launches::FirstThenStop;
-        // Launches ncu profiles: one per kernel, or one per shape of each kernel.
-        let profiles = to_profile.map(|n| match (per_shape, &filter, &shapes) {
-            (true, Some(KernelFilter::Mangled(names)), Some(s)) => {
-                names.iter().map(|m| s.of(m).len().max(1)).sum()
-            }
-            _ => n,
-        });
         if let Some(p) = &shape_plan {
             tracing::info!("{}", p.describe());
         }
-        let bound = (launches == Launches::EveryShape).then(|| {
-            let per_kernel = ctx.cfg.ncu.instances_per_kernel.max(1) as usize;
-            Bound::new(&ctx.cfg.ncu, profiles.map(|p| p * per_kernel), multi)
-        });
-        // A bounded pass profiles at most its bound.
-        let profiles = profiles.map(|n| bound.as_ref().map_or(n, |b| n.min(b.launches)));
+        let (launches, profiles, bound) =
+            which_launches(ctx.cfg, multi, per_shape, filter.as_ref(), shapes.as_ref());
+        let stop_early = launches == Launches::FirstThenStop;
         // A held workload is attached to unless the pass must launch ncu itself: a launcher's
         // ranks, nothing to profile, a bound it stops as a Ctrl-C would (known of a launched
         // ncu only), or kernels in more than one process.
