@@ -127,6 +127,20 @@ fn held_left(sb: &Sandbox) -> usize {
         .count()
 }
 
+/// Run `r`'s held launch: the NVML check's value its workload saw (the fake's record), and its
+/// line in cmd.txt.
+fn nvml_check(sb: &Sandbox) -> (String, String) {
+    let calls = sb.calls();
+    let seen = calls
+        .lines()
+        .find_map(|l| l.strip_prefix("ncu-env PYTORCH_NVML_BASED_CUDA_CHECK="))
+        .expect("the held launch records its environment")
+        .to_string();
+    let cmd = read(sb.run("r").join("ncu/cmd.txt"));
+    let launch = cmd.lines().find(|l| l.contains("--mode=launch")).unwrap();
+    (seen, launch.to_string())
+}
+
 #[test]
 fn a_copy_that_goes_on_after_its_attach_is_stopped_and_torch_asks_nvml_whether_cuda_exists() {
     // The held workload runs on 60 s after its attach ended, as the real one does.
@@ -141,11 +155,8 @@ fn a_copy_that_goes_on_after_its_attach_is_stopped_and_torch_asks_nvml_whether_c
     assert_eq!(held_left(&sb), 0);
     // The copy's `torch.cuda.is_available()` asks NVML, so it is held after its start-up; the
     // launch line in cmd.txt says so.
-    assert!(sb
-        .calls()
-        .contains("ncu-env PYTORCH_NVML_BASED_CUDA_CHECK=1\n"));
-    let cmd = read(sb.run("r").join("ncu/cmd.txt"));
-    let launch = cmd.lines().find(|l| l.contains("--mode=launch")).unwrap();
+    let (seen, launch) = nvml_check(&sb);
+    assert_eq!(seen, "1");
     assert!(
         launch.starts_with("env PYTORCH_NVML_BASED_CUDA_CHECK=1 "),
         "{launch}"
@@ -158,11 +169,8 @@ fn a_workload_that_sets_the_nvml_check_itself_keeps_its_value() {
     let mut args = vec!["+workload.env.PYTORCH_NVML_BASED_CUDA_CHECK=0"];
     args.extend_from_slice(ARGS);
     sb.profile("r", &args).assert().success();
-    assert!(sb
-        .calls()
-        .contains("ncu-env PYTORCH_NVML_BASED_CUDA_CHECK=0\n"));
-    let cmd = read(sb.run("r").join("ncu/cmd.txt"));
-    let launch = cmd.lines().find(|l| l.contains("--mode=launch")).unwrap();
+    let (seen, launch) = nvml_check(&sb);
+    assert_eq!(seen, "0");
     assert!(
         launch.starts_with("env PYTORCH_NVML_BASED_CUDA_CHECK=0 ") && !launch.contains("CHECK=1"),
         "{launch}"

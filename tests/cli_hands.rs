@@ -21,18 +21,7 @@ fn profile_prints_its_run_directory_and_json_on_stdout() {
         sb.path().join("runs/r").display().to_string()
     );
     let out = sb
-        .profile(
-            "j",
-            &[
-                "--json",
-                "--nvtx-capture",
-                "decode",
-                "--",
-                "python3",
-                "-c",
-                "print(1)",
-            ],
-        )
+        .profile("j", &[&["--json"], common::DECODE_RUN].concat())
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

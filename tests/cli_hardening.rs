@@ -467,16 +467,8 @@ fn a_full_disk_leaves_a_final_state() {
         .stage2()
         .args(["profile", "--run-root"])
         .arg(tiny.join("runs"))
-        .args([
-            "--run-id",
-            "full",
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ])
+        .args(["--run-id", "full"])
+        .args(common::DECODE_RUN)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(8), "{out:?}");

@@ -10,17 +10,10 @@ fn torchrun_two_ranks_per_rank_nsys_one_rank_ncu_merged_reports() {
     sb.profile(
         "tp",
         &[
-            "--launcher",
-            "torchrun",
-            "--nproc-per-node",
-            "2",
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
+            &["--launcher", "torchrun", "--nproc-per-node", "2"],
+            common::DECODE_RUN,
+        ]
+        .concat(),
     )
     .assert()
     .success();
