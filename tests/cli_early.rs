@@ -163,6 +163,40 @@ fn a_copy_that_goes_on_after_its_attach_is_stopped_and_torch_asks_nvml_whether_c
     );
 }
 
+/// A pass past its time budget (`ncu.budget_s`) is stopped as by a Ctrl-C: the attach ends the
+/// held workload and writes what it profiled, which the reports read; the record says so.
+#[test]
+fn an_attached_pass_past_its_time_budget_is_stopped_and_keeps_what_it_measured() {
+    let sb = Sandbox::new();
+    let mut args = vec!["ncu.budget_s=1"];
+    args.extend_from_slice(ARGS);
+    let t0 = std::time::Instant::now();
+    sb.profile("r", &args)
+        .env("FAKE_NCU_HOLD", "60")
+        .assert()
+        .success();
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(40),
+        "{:?}",
+        t0.elapsed()
+    );
+    let ncu = &status(&sb.run("r"))["passes"]["ncu"];
+    assert_eq!(ncu["state"], "ok", "{ncu}");
+    assert_eq!(ncu["ncu"]["early_start"]["attached"], true, "{ncu}");
+    let budget = &ncu["ncu"]["budget"];
+    assert_eq!(budget["reached"], true, "{ncu}");
+    assert_eq!(budget["from"], "ncu.budget_s", "{ncu}");
+    let why = ncu["ncu"]["bounded"].as_str().unwrap();
+    assert!(why.contains("time budget of 1 s (ncu.budget_s)"), "{why}");
+    assert!(sb.run("r").join("ncu/decode_raw.csv").is_file());
+    assert_eq!(held_left(&sb), 0);
+    let md = read(sb.run("r").join("kernels.md"));
+    assert!(
+        md.contains("ncu was stopped at its time budget of 1 s"),
+        "{md}"
+    );
+}
+
 #[test]
 fn a_workload_that_sets_the_nvml_check_itself_keeps_its_value() {
     let sb = Sandbox::new();

@@ -248,6 +248,39 @@ pub enum Shapes {
     All,
 }
 
+/// `ncu.budget_s`: how long the ncu pass profiles before it is stopped as by a Ctrl-C, what it
+/// measured kept. `auto`: as long as the nsys pass ran in this run (see `passes::ncu::plan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    Auto,
+    Seconds(u64),
+}
+
+impl Serialize for Budget {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Budget::Auto => s.serialize_str("auto"),
+            Budget::Seconds(n) => s.serialize_u64(*n),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Budget {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde_yaml::Value as V;
+        match V::deserialize(d)? {
+            V::String(s) if s == "auto" => Ok(Budget::Auto),
+            V::Number(n) if n.as_u64().is_some_and(|n| n > 0) => {
+                Ok(Budget::Seconds(n.as_u64().unwrap_or(1)))
+            }
+            other => Err(serde::de::Error::custom(format!(
+                "expected auto, a whole number of seconds above 0, or null; found {}",
+                super::tree::key_text(&other)
+            ))),
+        }
+    }
+}
+
 /// `ncu.graph_step`: whether a range that launches CUDA graphs gets one step measured whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -356,6 +389,8 @@ pub struct Ncu {
     /// (None: no time bound), after which ncu is stopped and what it measured is kept.
     pub shapes_max_launches: usize,
     pub shapes_budget_s: Option<u64>,
+    /// Outside a pass over every configuration: how long ncu profiles (None: no bound).
+    pub budget_s: Option<Budget>,
     pub graph_step: GraphStep,
     pub ranks: Vec<u32>,
     pub include_nccl: bool,

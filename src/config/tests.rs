@@ -214,6 +214,13 @@ fn config_errors_speak_in_words() {
     );
     let e = err("nsys.capture_range=!nvtx x");
     assert!(!e.contains("expected unit"), "{e}");
+    for bad in ["ncu.budget_s=abc", "ncu.budget_s=0", "ncu.budget_s=[1]"] {
+        let e = err(bad);
+        assert!(
+            e.contains("`ncu.budget_s`: expected auto, a whole number of seconds above 0, or null"),
+            "{e}"
+        );
+    }
     let tmp = tempfile::tempdir().unwrap();
     for (text, want) in [
         ("report:\n  \"\": 1\n", "an empty key name under `report`"),

@@ -284,6 +284,15 @@ pub(crate) enum TensorUse {
     Unmeasured,
 }
 
+/// The ncu pass stopped at its time budget (status.json): the budget, where it came from, and
+/// whether the metrics cache kept what ncu measured (a re-run then profiles only the rest).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct BudgetStop {
+    pub(crate) s: f64,
+    pub(crate) from: String,
+    pub(crate) cached: bool,
+}
+
 /// What a finding claims, with its parameters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -302,9 +311,12 @@ pub(crate) enum Claim {
     PerToken,
     /// Kernel-launch API calls over the whole capture.
     LaunchCalls,
-    /// How much of the kernel time ncu measured, on one basis.
+    /// How much of the kernel time ncu measured, on one basis; and where ncu was stopped at
+    /// its time budget, that budget.
     NcuCoverage {
         nccl_left_out: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        budget_stop: Option<BudgetStop>,
     },
     /// The share of the measured kernels' time in launch configurations ncu measured.
     ShapeCoverage,

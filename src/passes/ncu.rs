@@ -13,8 +13,8 @@ use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
 use crate::rundir::status::{
-    Cause, EarlyStart, GraphStepState, NcuCacheUse, NcuRecord, NcuShapePlan as ShapePlan,
-    PassState, PassStatus,
+    Cause, EarlyStart, GraphStepState, NcuBudget, NcuCacheUse, NcuRecord,
+    NcuShapePlan as ShapePlan, PassState, PassStatus,
 };
 
 pub(crate) const NO_KERNELS: &str = "No kernels were profiled";
@@ -394,6 +394,7 @@ impl Pass for NcuPass {
             && app_error_code(&out.tail).is_none()
             && !process::nonempty(&plan.report)
             && stopped(&out, "ncu").is_none()
+            && !out.soft_stopped
         {
             let why =
                 "ncu profiled no kernel with the top-kernel filter; profiling again without it";
@@ -418,6 +419,24 @@ impl Pass for NcuPass {
         if let Some(why) = &bounded {
             tracing::info!("{why}");
             st = PassStatus::new(PassState::Ok, Some(why.clone()));
+        }
+        let budget = plan.bound.as_ref().and_then(|b| {
+            let s = b.budget?;
+            let reached = out.soft_stopped && out.duration >= s && !out.interrupted;
+            Some(NcuBudget {
+                s: s.as_secs_f64(),
+                from: b.budget_from.clone(),
+                reached,
+            })
+        });
+        if let Some(b) = budget.as_ref().filter(|b| b.reached && !have_report) {
+            st = PassStatus::new(
+                PassState::NoData,
+                Some(format!(
+                    "ncu reached its time budget of {:.0} s ({}) before it profiled a kernel: ncu.budget_s=SECONDS (or null) gives it longer",
+                    b.s, b.from
+                )),
+            );
         }
         st.duration_s = Some(duration.as_secs_f64());
         st.warnings.extend(warnings);
@@ -458,6 +477,7 @@ impl Pass for NcuPass {
         if let Some(r) = st.ncu.as_mut() {
             r.stopped_early = plan.stop_early && out.tail.contains(STOPPED_EARLY);
             r.bounded = bounded;
+            r.budget = budget;
             r.early_start = early_start;
         }
         self.remember(ctx, plan, false, stored_all);
@@ -544,6 +564,7 @@ impl NcuPass {
             metrics: plan.collect.metrics.len(),
             stopped_early: false,
             bounded: None,
+            budget: None,
             cost: plan.cost.clone(),
             actual,
             cache: plan.reuse.as_ref().map(|r| NcuCacheUse {

@@ -164,7 +164,8 @@ fn left_out(a: &Decided, c: &Finding, s: &mut String, width: usize) {
     let nccl_out = matches!(
         c.claim,
         Claim::NcuCoverage {
-            nccl_left_out: true
+            nccl_left_out: true,
+            ..
         }
     );
     let basis = if nccl_out { " outside NCCL" } else { "" };

@@ -503,6 +503,20 @@ pub(crate) fn ranges_left_out(
     )
 }
 
+/// Where ncu was stopped at its time budget: the budget, and what a re-run does about the rest.
+fn budget_words(b: &crate::findings::BudgetStop) -> String {
+    format!(
+        "; ncu was stopped at its time budget of {:.0} s ({}; status.json){}",
+        b.s,
+        md(&b.from),
+        match b.cached {
+            true =>
+                ": the metrics cache keeps what it measured, so a re-run profiles only the rest",
+            false => "",
+        }
+    )
+}
+
 pub(crate) fn fact(f: &Finding) -> String {
     let w = scope(&f.scope);
     match &f.claim {
@@ -519,8 +533,11 @@ pub(crate) fn fact(f: &Finding) -> String {
             f.text(Q::LaunchApiNs),
             cite(f)
         ),
-        Claim::NcuCoverage { nccl_left_out } => format!(
-            "Hardware counters (ncu) measured for {} kernels {w}: {} of the kernel time{}, {} left out{}",
+        Claim::NcuCoverage {
+            nccl_left_out,
+            budget_stop,
+        } => format!(
+            "Hardware counters (ncu) measured for {} kernels {w}: {} of the kernel time{}, {} left out{}{}",
             f.text(Q::NcuKernelsMeasured),
             f.text(Q::NcuCoveragePct),
             if *nccl_left_out {
@@ -529,6 +546,7 @@ pub(crate) fn fact(f: &Finding) -> String {
                 ""
             },
             f.text(Q::NcuLeftOutPct),
+            budget_stop.as_ref().map(budget_words).unwrap_or_default(),
             cite(f)
         ),
         Claim::MeasurementCost {

@@ -100,6 +100,10 @@ pub(crate) struct NcuRecord {
     /// Measuring every launch configuration, the pass was stopped at its bound: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) bounded: Option<String>,
+    /// The pass's time budget (`ncu.budget_s`, `ncu.shapes_budget_s`) and whether ncu was
+    /// stopped at it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) budget: Option<NcuBudget>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cost: Option<NcuCostPlan>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,6 +125,15 @@ pub(crate) struct NcuRecord {
     /// workload said so, and the workload was not started early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) warm_expected: Option<String>,
+}
+
+/// The ncu pass's time budget (see [`NcuRecord::budget`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct NcuBudget {
+    pub(crate) s: f64,
+    /// Where it comes from: the key, and for `auto` the nsys pass it follows.
+    pub(crate) from: String,
+    pub(crate) reached: bool,
 }
 
 /// The ncu pass's workload started beside the nsys pass, held by ncu at its first CUDA call.

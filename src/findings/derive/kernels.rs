@@ -96,6 +96,7 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
     out.push(
         Claim::NcuCoverage {
             nccl_left_out: a.ncu_skips_nccl(),
+            budget_stop: budget_stop(a),
         },
         scope.clone(),
         None,
@@ -105,6 +106,17 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
             fig(Quantity::NcuKernelsMeasured, measured as f64),
         ],
     );
+}
+
+/// The ncu pass's time budget, where ncu was stopped at it (status.json).
+fn budget_stop(a: &Artifacts) -> Option<crate::findings::BudgetStop> {
+    let rec = a.status.as_ref()?.passes.get("ncu")?.ncu.as_ref()?;
+    let b = rec.budget.as_ref().filter(|b| b.reached)?;
+    Some(crate::findings::BudgetStop {
+        s: b.s,
+        from: b.from.clone(),
+        cached: rec.cache.as_ref().is_some_and(|c| c.stored > 0),
+    })
 }
 
 /// Of the measured kernels' time in ncu's range (nsys, per grid and block), the share in the

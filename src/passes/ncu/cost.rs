@@ -162,6 +162,19 @@ pub(crate) fn plan(
     }
 }
 
+/// A prediction past the pass's time budget comes down to it: ncu is stopped there, then ends
+/// the kernel it is profiling and writes its report (about 1.5 s on an H100, ncu-stop-probe).
+pub(crate) fn within(mut plan: Plan, budget: Option<Duration>) -> Plan {
+    const STOP_S: f64 = 1.5;
+    if let Some(b) = budget.map(|b| b.as_secs_f64() + STOP_S) {
+        if plan.predicted_s > b {
+            plan.predicted_s = b;
+            plan.basis = format!("{}; its time budget is shorter", plan.basis);
+        }
+    }
+    plan
+}
+
 /// One instance measured whole (`ncu.graph_step`, one pass per workload): ncu reaches it about
 /// when the kernel pass reached its first kernel, started the same way (`held`: its own copy
 /// held since the kernel pass began, or launched by the step).
@@ -181,10 +194,13 @@ pub(crate) struct Done {
 }
 
 /// A `==PROF== Profiling "..." - 0: 0%....50%....100% - 16 passes` line: a kernel done, with
-/// its pass count (None for any other line).
+/// its pass count (None for any other line). A line ncu broke to say something else mid-kernel
+/// ends as `50%....100% - 5 passes` on a line of its own (a stop: logs/ncu_attach_budget.log).
 pub(crate) fn parse_done(line: &str) -> Option<Option<u32>> {
     let rest = line.trim_end();
-    if !rest.starts_with("==PROF== Profiling") || !rest.contains("100%") {
+    let progress = rest.starts_with("==PROF== Profiling")
+        || rest.starts_with(|c: char| c.is_ascii_digit()) && rest.contains("%....");
+    if !progress || !rest.contains("100%") {
         return None;
     }
     // "- 1 pass" when one replay was enough.
@@ -316,6 +332,15 @@ mod tests {
         // One replay was enough: "1 pass".
         let one = "==PROF== Profiling \"k\" - 0: 0%....50%....100% - 1 pass";
         assert_eq!(parse_done(one), Some(Some(1)));
+        // Stopped at its budget (an H100, `ncu.budget_s=6`): the second kernel's line was
+        // broken by ncu's "Trying to shutdown" and still counts.
+        let log = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/logs/ncu_attach_budget.log"
+        ))
+        .unwrap();
+        let done: Vec<Option<u32>> = log.lines().filter_map(parse_done).collect();
+        assert_eq!(done, vec![Some(5), Some(5)]);
     }
 
     #[test]

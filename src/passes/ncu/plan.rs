@@ -178,7 +178,12 @@ fn which_launches(
         Bound::new(&cfg.ncu, profiles.map(|p| p * per_kernel), multi)
     });
     // A bounded pass profiles at most its bound.
-    let profiles = profiles.map(|n| bound.as_ref().map_or(n, |b| n.min(b.launches)));
+    let profiles = profiles.map(|n| {
+        bound
+            .as_ref()
+            .and_then(|b| b.launches)
+            .map_or(n, |b| n.min(b))
+    });
     (launches, profiles, bound)
 }
 
@@ -241,19 +246,26 @@ impl NcuPass {
             held: attachable,
             ..nsys_basis(ctx)
         };
-        let cost = profiles.map(|n| {
-            let learned = reuse
-                .as_ref()
-                .and_then(|r| cost::load(&cost_model_path(ctx, r)));
-            cost::plan(
-                learned.as_ref(),
-                n,
-                hits,
-                collect.set.as_deref(),
-                basis,
-                stop_early || bound.as_ref().is_some_and(|b| b.all_known),
-            )
-        });
+        // Any other pass is bounded in time (`ncu.budget_s`): launched, ncu starts the workload
+        // again, which the nsys pass reached its capture in.
+        let restart = (!attachable).then_some(basis.capture_start_s).flatten();
+        let bound = bound.or_else(|| Bound::time(&ctx.cfg.ncu, basis.pass_s, restart));
+        let budget = bound.as_ref().and_then(|b| b.budget);
+        let cost = profiles
+            .map(|n| {
+                let learned = reuse
+                    .as_ref()
+                    .and_then(|r| cost::load(&cost_model_path(ctx, r)));
+                cost::plan(
+                    learned.as_ref(),
+                    n,
+                    hits,
+                    collect.set.as_deref(),
+                    basis,
+                    stop_early || bound.as_ref().is_some_and(|b| b.all_known),
+                )
+            })
+            .map(|c| cost::within(c, budget));
         let profile = self.argv(
             ctx,
             include.as_deref(),

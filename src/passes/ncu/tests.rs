@@ -332,7 +332,7 @@ fn a_workload_that_fails_before_any_kernel_is_a_workload_failure() {
 fn a_pass_over_every_shape_stops_at_the_known_count_or_its_bound() {
     let ncu = cfg(&["ncu.shapes_max_launches=50", "ncu.shapes_budget_s=90"]);
     let known = Bound::new(&ncu, Some(32), false);
-    assert_eq!((known.launches, known.all_known), (32, true));
+    assert_eq!((known.launches, known.all_known), (Some(32), true));
     assert_eq!(known.budget, Some(std::time::Duration::from_secs(90)));
     assert!(known
         .reason(32, std::time::Duration::from_secs(40))
@@ -343,7 +343,7 @@ fn a_pass_over_every_shape_stops_at_the_known_count_or_its_bound() {
         Bound::new(&ncu, None, false),
         Bound::new(&ncu, Some(32), true),
     ] {
-        assert_eq!((b.launches, b.all_known), (50, false));
+        assert_eq!((b.launches, b.all_known), (Some(50), false));
     }
     let b = Bound::new(&ncu, None, false);
     assert!(b
@@ -352,6 +352,41 @@ fn a_pass_over_every_shape_stops_at_the_known_count_or_its_bound() {
     assert!(b
         .reason(12, std::time::Duration::from_secs(91))
         .contains("time budget of 90 s (ncu.shapes_budget_s)"));
+}
+
+/// Any other pass is bounded in time: `auto` follows the nsys pass (at least
+/// AUTO_BUDGET_MIN_S), plus its time to the capture when ncu starts the workload again; a
+/// number is seconds; null is no bound, as is `auto` without an nsys pass.
+#[test]
+fn a_first_launch_pass_gets_a_time_budget_from_the_nsys_pass() {
+    let secs = |b: Option<Bound>| b.and_then(|b| b.budget).map(|d| d.as_secs());
+    let auto = cfg(&[]);
+    let held = Bound::time(&auto, Some(17.4), None).unwrap();
+    assert_eq!(
+        (held.launches, held.budget.map(|d| d.as_secs())),
+        (None, Some(18))
+    );
+    assert_eq!(
+        held.budget_from,
+        "ncu.budget_s=auto: the nsys pass's 17.4 s"
+    );
+    assert!(held
+        .reason(9, std::time::Duration::from_secs(19))
+        .contains("time budget of 18 s (ncu.budget_s=auto: the nsys pass's 17.4 s)"));
+    let launched = Bound::time(&auto, Some(17.4), Some(14.3)).unwrap();
+    assert_eq!(launched.budget.map(|d| d.as_secs()), Some(32));
+    assert!(launched
+        .budget_from
+        .contains("plus its 14.3 s to the capture"));
+    assert_eq!(secs(Bound::time(&auto, Some(3.0), None)), Some(10));
+    assert!(Bound::time(&auto, Some(3.0), None)
+        .unwrap()
+        .budget_from
+        .contains("at least 10 s"));
+    assert_eq!(secs(Bound::time(&auto, None, None)), None);
+    let fixed = cfg(&["ncu.budget_s=45"]);
+    assert_eq!(secs(Bound::time(&fixed, None, Some(3.0))), Some(45));
+    assert!(Bound::time(&cfg(&["ncu.budget_s=null"]), Some(17.4), None).is_none());
 }
 
 /// A workload that fails before its range: ncu says both that the application failed and that

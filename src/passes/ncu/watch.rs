@@ -3,48 +3,93 @@
 //! as a Ctrl-C would once it is reached.
 
 use super::{cost, NcuPlan, STOPPED_EARLY};
-use crate::config::Ncu;
+use crate::config::{Budget, Ncu};
 use crate::passes::process;
 use crate::passes::progress::Progress;
 
-/// When a pass that measures every launch configuration is stopped, keeping what ncu measured:
-/// ncu cannot know which launch is a kernel's last configuration, so without a bound the
-/// workload runs to its end under ncu (an MoE's routed experts bring new grids all along).
+/// When a pass is stopped, keeping what ncu measured (ncu, attached or launching the workload,
+/// writes what it profiled on SIGINT: `scripts/ncu-stop-probe.sh`). Over every launch
+/// configuration ncu cannot know which launch is a kernel's last configuration, so without a
+/// bound the workload runs to its end under ncu (an MoE's routed experts bring new grids all
+/// along); any other pass gets a time budget so that no first run waits on a workload whose
+/// kernels replay slowly.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Bound {
-    /// Launches profiled: the configurations the nsys export holds (one process only: ending
-    /// one rank of several would leave the others waiting), else `ncu.shapes_max_launches`.
-    pub(crate) launches: usize,
+    /// Over every configuration, launches profiled: the configurations the nsys export holds
+    /// (one process only: ending one rank of several would leave the others waiting), else
+    /// `ncu.shapes_max_launches`. None: ncu's own `--launch-count` ends the pass.
+    pub(crate) launches: Option<usize>,
     /// Whether `launches` is the export's count of configurations (else the bound).
     pub(crate) all_known: bool,
     pub(crate) budget: Option<std::time::Duration>,
+    /// Where the budget comes from, as the reports say it.
+    pub(crate) budget_from: String,
 }
+
+/// The least budget `ncu.budget_s=auto` gives: a short workload's attach still reaches its
+/// kernels (ncu's first kernel came 2.3-11 s into an attached pass on an H100).
+pub(crate) const AUTO_BUDGET_MIN_S: f64 = 10.0;
 
 impl Bound {
     pub(crate) fn new(cfg: &Ncu, known: Option<usize>, multi: bool) -> Bound {
         let max = cfg.shapes_max_launches.max(1);
         let known = known.filter(|&k| !multi && k > 0 && k <= max);
         Bound {
-            launches: known.unwrap_or(max),
+            launches: Some(known.unwrap_or(max)),
             all_known: known.is_some(),
             budget: cfg.shapes_budget_s.map(std::time::Duration::from_secs),
+            budget_from: "ncu.shapes_budget_s".into(),
         }
+    }
+
+    /// `ncu.budget_s` of a pass that profiles each chosen kernel's first launch: `auto` is the
+    /// nsys pass's length (`pass_s`), plus its time to the capture when ncu starts the workload
+    /// again (`restart_s`: None when the workload is held, already past its start-up).
+    pub(crate) fn time(cfg: &Ncu, pass_s: Option<f64>, restart_s: Option<f64>) -> Option<Bound> {
+        let (s, from) = match cfg.budget_s? {
+            Budget::Seconds(n) => (n as f64, "ncu.budget_s".to_string()),
+            Budget::Auto => {
+                let nsys = pass_s?;
+                let s = nsys.max(AUTO_BUDGET_MIN_S) + restart_s.unwrap_or(0.0);
+                let least = match nsys < AUTO_BUDGET_MIN_S {
+                    true => format!(", at least {AUTO_BUDGET_MIN_S:.0} s,"),
+                    false => String::new(),
+                };
+                let restart = restart_s
+                    .map(|r| {
+                        format!(" plus its {r:.1} s to the capture (ncu starts the workload again)")
+                    })
+                    .unwrap_or_default();
+                (
+                    s,
+                    format!("ncu.budget_s=auto: the nsys pass's {nsys:.1} s{least}{restart}"),
+                )
+            }
+        };
+        Some(Bound {
+            launches: None,
+            all_known: false,
+            budget: Some(std::time::Duration::from_secs_f64(s.ceil())),
+            budget_from: from,
+        })
     }
 
     /// Why the pass stopped, from what it profiled and how long it ran.
     pub(crate) fn reason(&self, profiled: usize, ran: std::time::Duration) -> String {
-        let why = match (profiled >= self.launches, self.all_known, self.budget) {
+        let reached = self.launches.is_some_and(|n| profiled >= n);
+        let why = match (reached, self.all_known, self.budget) {
             (true, true, _) => format!(
                 "one launch of each of the {} launch configurations the nsys export holds for the chosen kernels was measured",
-                self.launches
+                self.launches.unwrap_or(profiled)
             ),
             (true, false, _) => format!(
                 "it reached its bound of {} launches (ncu.shapes_max_launches)",
-                self.launches
+                self.launches.unwrap_or(profiled)
             ),
             (false, _, Some(b)) if ran >= b => format!(
-                "it reached its time budget of {} s (ncu.shapes_budget_s)",
-                b.as_secs()
+                "it reached its time budget of {} s ({})",
+                b.as_secs(),
+                self.budget_from
             ),
             _ => "it reached its bound".to_string(),
         };
@@ -69,7 +114,7 @@ impl Watch {
         let cost = plan.cost.clone();
         let t0 = std::time::Instant::now();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (stop_at, flag) = (plan.bound.as_ref().map(|b| b.launches), stop.clone());
+        let (stop_at, flag) = (plan.bound.as_ref().and_then(|b| b.launches), stop.clone());
         let hook = process::LineHook(std::sync::Arc::new(move |line: &str| {
             if line.starts_with("==PROF== Connected") {
                 handle.stage("profiling");
