@@ -249,7 +249,7 @@ impl NcuPass {
         // Any other pass is bounded in time (`ncu.budget_s`): launched, ncu starts the workload
         // again, which the nsys pass reached its capture in.
         let restart = (!attachable).then_some(basis.capture_start_s).flatten();
-        let bound = bound.or_else(|| Bound::time(&ctx.cfg.ncu, basis.pass_s, restart));
+        let bound = bound.or_else(|| Bound::time(&ctx.cfg.ncu, basis.pass_s, restart, multi));
         let budget = bound.as_ref().and_then(|b| b.budget);
         let cost = profiles
             .map(|n| {

@@ -361,7 +361,7 @@ fn a_pass_over_every_shape_stops_at_the_known_count_or_its_bound() {
 fn a_first_launch_pass_gets_a_time_budget_from_the_nsys_pass() {
     let secs = |b: Option<Bound>| b.and_then(|b| b.budget).map(|d| d.as_secs());
     let auto = cfg(&[]);
-    let held = Bound::time(&auto, Some(17.4), None).unwrap();
+    let held = Bound::time(&auto, Some(17.4), None, false).unwrap();
     assert_eq!(
         (held.launches, held.budget.map(|d| d.as_secs())),
         (None, Some(18))
@@ -373,20 +373,23 @@ fn a_first_launch_pass_gets_a_time_budget_from_the_nsys_pass() {
     assert!(held
         .reason(9, std::time::Duration::from_secs(19))
         .contains("time budget of 18 s (ncu.budget_s=auto: the nsys pass's 17.4 s)"));
-    let launched = Bound::time(&auto, Some(17.4), Some(14.3)).unwrap();
+    let launched = Bound::time(&auto, Some(17.4), Some(14.3), false).unwrap();
     assert_eq!(launched.budget.map(|d| d.as_secs()), Some(32));
     assert!(launched
         .budget_from
         .contains("plus its 14.3 s to the capture"));
-    assert_eq!(secs(Bound::time(&auto, Some(3.0), None)), Some(10));
-    assert!(Bound::time(&auto, Some(3.0), None)
+    assert_eq!(secs(Bound::time(&auto, Some(3.0), None, false)), Some(10));
+    assert!(Bound::time(&auto, Some(3.0), None, false)
         .unwrap()
         .budget_from
         .contains("at least 10 s"));
-    assert_eq!(secs(Bound::time(&auto, None, None)), None);
+    assert_eq!(secs(Bound::time(&auto, None, None, false)), None);
     let fixed = cfg(&["ncu.budget_s=45"]);
-    assert_eq!(secs(Bound::time(&fixed, None, Some(3.0))), Some(45));
-    assert!(Bound::time(&cfg(&["ncu.budget_s=null"]), Some(17.4), None).is_none());
+    assert_eq!(secs(Bound::time(&fixed, None, Some(3.0), false)), Some(45));
+    assert!(Bound::time(&cfg(&["ncu.budget_s=null"]), Some(17.4), None, false).is_none());
+    // Under a launcher only a budget the user sets.
+    assert!(Bound::time(&auto, Some(17.4), None, true).is_none());
+    assert_eq!(secs(Bound::time(&fixed, Some(17.4), None, true)), Some(45));
 }
 
 /// A workload that fails before its range: ncu says both that the application failed and that

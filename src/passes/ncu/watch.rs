@@ -45,9 +45,17 @@ impl Bound {
     /// `ncu.budget_s` of a pass that profiles each chosen kernel's first launch: `auto` is the
     /// nsys pass's length (`pass_s`), plus its time to the capture when ncu starts the workload
     /// again (`restart_s`: None when the workload is held, already past its start-up).
-    pub(crate) fn time(cfg: &Ncu, pass_s: Option<f64>, restart_s: Option<f64>) -> Option<Bound> {
+    /// Under a launcher (`multi`) `auto` sets no bound: stopping the profiled rank's ncu as a
+    /// Ctrl-C would reaches the launcher and every rank, which was not measured on a GPU.
+    pub(crate) fn time(
+        cfg: &Ncu,
+        pass_s: Option<f64>,
+        restart_s: Option<f64>,
+        multi: bool,
+    ) -> Option<Bound> {
         let (s, from) = match cfg.budget_s? {
             Budget::Seconds(n) => (n as f64, "ncu.budget_s".to_string()),
+            Budget::Auto if multi => return None,
             Budget::Auto => {
                 let nsys = pass_s?;
                 let s = nsys.max(AUTO_BUDGET_MIN_S) + restart_s.unwrap_or(0.0);
