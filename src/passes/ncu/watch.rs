@@ -1,6 +1,6 @@
 //! While ncu runs: its output followed (kernels done, with their times, for the progress line
-//! and the cost), and the bound of a pass over every launch configuration, which stops ncu
-//! as a Ctrl-C would once it is reached.
+//! and the cost), and the pass's bound (launches over every launch configuration, or a time
+//! budget), which stops ncu as a Ctrl-C would once it is reached.
 
 use super::{cost, NcuPlan, STOPPED_EARLY};
 use crate::config::{Budget, Ncu};
@@ -123,6 +123,7 @@ impl Watch {
         let t0 = std::time::Instant::now();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (stop_at, flag) = (plan.bound.as_ref().and_then(|b| b.launches), stop.clone());
+        let budget = plan.bound.as_ref().and_then(|b| b.budget);
         let hook = process::LineHook(std::sync::Arc::new(move |line: &str| {
             if line.starts_with("==PROF== Connected") {
                 handle.stage("profiling");
@@ -138,10 +139,13 @@ impl Watch {
                 if stop_at.is_some_and(|n| k >= n) {
                     flag.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
+                // Never past the time budget, where ncu is stopped.
+                let budget_left = budget.map(|b| b.saturating_sub(t0.elapsed()).as_secs_f64());
                 let left = cost
                     .as_ref()
                     .zip(total)
-                    .map(|(c, n)| cost::left_s(c, 1.0, &d, n));
+                    .map(|(c, n)| cost::left_s(c, 1.0, &d, n))
+                    .map(|l| budget_left.map_or(l, |b| l.min(b)));
                 handle.update(|s| {
                     s.stage = "profiling".into();
                     s.count = Some((k, total.map(|n| n.max(k))));
