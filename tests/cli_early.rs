@@ -197,6 +197,37 @@ fn an_attached_pass_past_its_time_budget_is_stopped_and_keeps_what_it_measured()
     );
 }
 
+/// A budget that ends before ncu has profiled anything (hand-made: a launched pass whose
+/// workload runs on without reaching a chosen kernel): no-data, the budget named, and not the
+/// unfiltered retry, which would run the workload again past the same budget.
+#[test]
+fn a_budget_that_ends_before_any_kernel_says_so_and_is_not_retried() {
+    let sb = Sandbox::new();
+    let mut args = vec!["ncu.budget_s=1", "ncu.early_start=false"];
+    args.extend_from_slice(ARGS);
+    sb.profile("r", &args)
+        .env("FAKE_NCU_HOLD", "60")
+        .env("FAKE_NCU_MODE", "nokernels")
+        .assert()
+        .code(5);
+    let ncu = &status(&sb.run("r"))["passes"]["ncu"];
+    assert_eq!(ncu["state"], "no-data", "{ncu}");
+    let why = ncu["reason"].as_str().unwrap();
+    assert!(
+        why.starts_with(
+            "ncu reached its time budget of 1 s (ncu.budget_s) before it profiled a kernel"
+        ),
+        "{why}"
+    );
+    assert_eq!(
+        lines_starting(&sb, "ncu --target-processes"),
+        1,
+        "{}",
+        sb.calls()
+    );
+    assert!(sb.run("r").join("kernels.md").is_file());
+}
+
 #[test]
 fn a_workload_that_sets_the_nvml_check_itself_keeps_its_value() {
     let sb = Sandbox::new();

@@ -433,7 +433,7 @@ impl Pass for NcuPass {
             st = PassStatus::new(
                 PassState::NoData,
                 Some(format!(
-                    "ncu reached its time budget of {:.0} s ({}) before it profiled a kernel: ncu.budget_s=SECONDS (or null) gives it longer",
+                    "ncu reached its time budget of {:.0} s ({}) before it profiled a kernel (the workload had not reached a chosen kernel in the range under ncu, or the range never came): ncu.budget_s=SECONDS (or null) gives it longer",
                     b.s, b.from
                 )),
             );
