@@ -249,7 +249,7 @@ pub enum Shapes {
 }
 
 /// `ncu.budget_s`: how long the ncu pass profiles before it is stopped as by a Ctrl-C, what it
-/// measured kept. `auto`: as long as the nsys pass ran in this run (see `passes::ncu::plan`).
+/// measured kept. `auto`: a share of the nsys pass of the same run (`passes::ncu::watch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Budget {
     Auto,

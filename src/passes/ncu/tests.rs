@@ -354,7 +354,7 @@ fn a_pass_over_every_shape_stops_at_the_known_count_or_its_bound() {
         .contains("time budget of 90 s (ncu.shapes_budget_s)"));
 }
 
-/// Any other pass is bounded in time: `auto` follows the nsys pass (at least
+/// Any other pass is bounded in time: `auto` is a share of the nsys pass (at least
 /// AUTO_BUDGET_MIN_S), plus its time to the capture when ncu starts the workload again; a
 /// number is seconds; null is no bound, as is `auto` without an nsys pass.
 #[test]
@@ -364,17 +364,17 @@ fn a_first_launch_pass_gets_a_time_budget_from_the_nsys_pass() {
     let held = Bound::time(&auto, Some(17.4), None, false).unwrap();
     assert_eq!(
         (held.launches, held.budget.map(|d| d.as_secs())),
-        (None, Some(18))
+        (None, Some(14))
     );
     assert_eq!(
         held.budget_from,
-        "ncu.budget_s=auto: the nsys pass's 17.4 s"
+        "ncu.budget_s=auto: 0.8 x the nsys pass's 17.4 s"
     );
     assert!(held
-        .reason(9, std::time::Duration::from_secs(19))
-        .contains("time budget of 18 s (ncu.budget_s=auto: the nsys pass's 17.4 s)"));
+        .reason(9, std::time::Duration::from_secs(15))
+        .contains("time budget of 14 s (ncu.budget_s=auto: 0.8 x the nsys pass's 17.4 s)"));
     let launched = Bound::time(&auto, Some(17.4), Some(14.3), false).unwrap();
-    assert_eq!(launched.budget.map(|d| d.as_secs()), Some(32));
+    assert_eq!(launched.budget.map(|d| d.as_secs()), Some(29));
     assert!(launched
         .budget_from
         .contains("plus its 14.3 s to the capture"));
