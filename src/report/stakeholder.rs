@@ -373,13 +373,10 @@ fn numbers(a: &Decided, f: &Findings, s: &mut String) {
     for x in f.made() {
         let line = match &x.claim {
             Claim::CapturedRange => captured_line(a, x),
-            Claim::KernelTotals
-            | Claim::NcclTime
-            | Claim::Straggler { .. }
-            | Claim::LaunchCalls
-            | Claim::NcuCoverage { .. }
-            | Claim::ShapeCoverage
-            | Claim::MeasurementCost { .. } => phrase::fact(x),
+            // Laid out by the headline and the tables below.
+            Claim::TopKernel { .. } | Claim::PhaseTime | Claim::PerToken => continue,
+            // Every other fact, as phrase::fact words it (a new fact kind needs no line here).
+            c if c.role() == Role::Fact => phrase::fact(x),
             _ => continue,
         };
         let _ = writeln!(s, "- {line}");
