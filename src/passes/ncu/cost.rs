@@ -343,6 +343,27 @@ mod tests {
         assert_eq!(done, vec![Some(5), Some(5)]);
     }
 
+    /// A prediction past the budget comes down to it, with ncu's stop, and says why; one
+    /// within it, or without a budget, is left alone.
+    #[test]
+    fn a_prediction_never_runs_past_the_time_budget() {
+        let plan = |s: f64| Plan {
+            kernels: 13,
+            cached: 0,
+            passes_per_kernel: 5,
+            predicted_s: s,
+            basis: "defaults".into(),
+        };
+        let capped = within(plan(40.0), Some(Duration::from_secs(19)));
+        assert_eq!(capped.predicted_s, 20.5);
+        assert_eq!(capped.basis, "defaults; its time budget is shorter");
+        assert_eq!(
+            within(plan(12.0), Some(Duration::from_secs(19))),
+            plan(12.0)
+        );
+        assert_eq!(within(plan(40.0), None), plan(40.0));
+    }
+
     #[test]
     fn a_measured_pass_teaches_the_next_prediction() {
         let nsys = Basis {
