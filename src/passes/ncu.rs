@@ -13,8 +13,8 @@ use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
 use crate::rundir::status::{
-    Cause, EarlyStart, GraphStepState, NcuBudget, NcuCacheUse, NcuRecord,
-    NcuShapePlan as ShapePlan, PassState, PassStatus,
+    Cause, EarlyStart, GraphStepState, NcuCacheUse, NcuRecord, NcuShapePlan as ShapePlan,
+    PassState, PassStatus,
 };
 
 pub(crate) const NO_KERNELS: &str = "No kernels were profiled";
@@ -286,6 +286,46 @@ impl NcuPass {
     }
 }
 
+/// The plan line: what ncu will profile and what it should cost.
+fn log_plan(plan: &NcuPlan) {
+    match &plan.cost {
+        Some(c) if c.kernels == 0 => tracing::info!(
+            "ncu plan: no kernel to profile ({} from the metrics cache)",
+            c.cached
+        ),
+        Some(c) => tracing::info!(
+            "ncu plan: {} kernels to profile ({} from the metrics cache), {} passes each, about {:.0} s ({})",
+            c.kernels, c.cached, c.passes_per_kernel, c.predicted_s, c.basis
+        ),
+        None => {}
+    }
+}
+
+/// What the pass cost against its prediction, said once and remembered for the next one.
+fn measure_cost(
+    ctx: &Ctx,
+    plan: &NcuPlan,
+    watch: &Watch,
+    out: &Outcome,
+    held: bool,
+) -> Option<cost::Actual> {
+    let c = plan.cost.as_ref()?;
+    let (actual, model) = cost::measure(c, &watch.done(), out.duration, &ctx.run.id(), held);
+    if let (Some(m), Some(r)) = (model, &plan.reuse) {
+        let _ = cost::save(&cost_model_path(ctx, r), &m);
+    }
+    tracing::info!(
+        "ncu profiled {} kernels in {:.0} s{}",
+        actual.kernels,
+        actual.s,
+        actual
+            .prediction_error_pct
+            .map(|e| format!(" (predicted {:+.0}% off)", e))
+            .unwrap_or_default()
+    );
+    Some(actual)
+}
+
 impl Pass for NcuPass {
     type Plan = NcuPlan;
 
@@ -356,17 +396,7 @@ impl Pass for NcuPass {
                 warnings.push(e);
             }
         }
-        match &plan.cost {
-            Some(c) if c.kernels == 0 => tracing::info!(
-                "ncu plan: no kernel to profile ({} from the metrics cache)",
-                c.cached
-            ),
-            Some(c) => tracing::info!(
-                "ncu plan: {} kernels to profile ({} from the metrics cache), {} passes each, about {:.0} s ({})",
-                c.kernels, c.cached, c.passes_per_kernel, c.predicted_s, c.basis
-            ),
-            None => {}
-        }
+        log_plan(plan);
         if plan.nothing_left {
             let mut st = PassStatus::new(
                 PassState::Ok,
@@ -410,55 +440,18 @@ impl Pass for NcuPass {
         }
         let have_report = process::nonempty(&plan.report);
         let mut st = classify(&out, have_report, filtered);
-        let bounded = match (&plan.bound, out.soft_stopped && have_report) {
-            (Some(b), true) if !out.interrupted && !out.timed_out => {
-                Some(b.reason(watch.done().len(), out.duration))
-            }
-            _ => None,
-        };
-        if let Some(why) = &bounded {
-            tracing::info!("{why}");
-            st = PassStatus::new(PassState::Ok, Some(why.clone()));
-        }
-        let budget = plan.bound.as_ref().and_then(|b| {
-            let s = b.budget?;
-            let reached = out.soft_stopped && out.duration >= s && !out.interrupted;
-            Some(NcuBudget {
-                s: s.as_secs_f64(),
-                from: b.budget_from.clone(),
-                reached,
-            })
-        });
-        if let Some(b) = budget.as_ref().filter(|b| b.reached && !have_report) {
-            st = PassStatus::new(
-                PassState::NoData,
-                Some(format!(
-                    "ncu reached its time budget of {:.0} s ({}) before it profiled a kernel (the workload had not reached a chosen kernel in the range under ncu, or the range never came): ncu.budget_s=SECONDS (or null) gives it longer",
-                    b.s, b.from
-                )),
-            );
+        let stop = plan
+            .bound
+            .as_ref()
+            .map(|b| b.stop(&out, have_report, watch.done().len()))
+            .unwrap_or_default();
+        if let Some(why) = stop.status() {
+            st = why;
         }
         st.duration_s = Some(duration.as_secs_f64());
         st.warnings.extend(warnings);
-        let actual = plan.cost.as_ref().map(|c| {
-            let held = early_start.as_ref().is_some_and(|e| e.attached);
-            let (actual, model) =
-                cost::measure(c, &watch.done(), out.duration, &ctx.run.id(), held);
-            if let (Some(m), Some(r)) = (model, &plan.reuse) {
-                let _ = cost::save(&cost_model_path(ctx, r), &m);
-            }
-            actual
-        });
-        if let Some(a) = &actual {
-            tracing::info!(
-                "ncu profiled {} kernels in {:.0} s{}",
-                a.kernels,
-                a.s,
-                a.prediction_error_pct
-                    .map(|e| format!(" (predicted {:+.0}% off)", e))
-                    .unwrap_or_default()
-            );
-        }
+        let held = early_start.as_ref().is_some_and(|e| e.attached);
+        let actual = measure_cost(ctx, plan, &watch, &out, held);
         let mut stored = 0;
         if have_report {
             progress.stage("importing the report");
@@ -472,12 +465,12 @@ impl Pass for NcuPass {
                 );
             }
         }
-        let stored_all = st.state == PassState::Ok && bounded.is_none() && stored > 0;
+        let stored_all = st.state == PassState::Ok && stop.bounded.is_none() && stored > 0;
         st.ncu = Some(self.outcome_record(plan, actual, stored));
         if let Some(r) = st.ncu.as_mut() {
             r.stopped_early = plan.stop_early && out.tail.contains(STOPPED_EARLY);
-            r.bounded = bounded;
-            r.budget = budget;
+            r.bounded = stop.bounded;
+            r.budget = stop.budget;
             r.early_start = early_start;
         }
         self.remember(ctx, plan, false, stored_all);

@@ -392,6 +392,37 @@ fn a_first_launch_pass_gets_a_time_budget_from_the_nsys_pass() {
     assert_eq!(secs(Bound::time(&fixed, Some(17.4), None, true)), Some(45));
 }
 
+/// A pass stopped at its budget with a report is ok and says why; without one it is no-data
+/// naming the budget; a Ctrl-C is not the budget's stop; a pass that ended by itself keeps its
+/// budget on record, not reached.
+#[test]
+fn a_stop_at_the_budget_decides_the_status() {
+    let b = Bound::time(&cfg(&["ncu.budget_s=5"]), None, None, false).unwrap();
+    let ran = |secs: u64, soft: bool, interrupted: bool| Outcome {
+        duration: std::time::Duration::from_secs(secs),
+        soft_stopped: soft,
+        interrupted,
+        ..outcome(0, "")
+    };
+    let stop = b.stop(&ran(6, true, false), true, 3);
+    assert!(stop.budget.as_ref().unwrap().reached);
+    let st = stop.status().unwrap();
+    assert_eq!(st.state, PassState::Ok);
+    assert!(st.reason.unwrap().contains(
+        "ncu measured 3 launches and was stopped: it reached its time budget of 5 s (ncu.budget_s)"
+    ));
+    let st = b.stop(&ran(6, true, false), false, 0).status().unwrap();
+    assert_eq!(st.state, PassState::NoData);
+    assert!(st.reason.unwrap().starts_with(
+        "ncu reached its time budget of 5 s (ncu.budget_s) before it profiled a kernel"
+    ));
+    let ctrl_c = b.stop(&ran(6, true, true), true, 3);
+    assert!(ctrl_c.status().is_none() && !ctrl_c.budget.unwrap().reached);
+    let done = b.stop(&ran(2, false, false), true, 13);
+    assert!(done.status().is_none() && done.bounded.is_none());
+    assert_eq!(done.budget.unwrap().s, 5.0);
+}
+
 /// A workload that fails before its range: ncu says both that the application failed and that
 /// it profiled no kernel. The failure is the cause (exit 4), not the range names (exit 5).
 #[test]

@@ -6,6 +6,7 @@ use super::{cost, NcuPlan, STOPPED_EARLY};
 use crate::config::{Budget, Ncu};
 use crate::passes::process;
 use crate::passes::progress::Progress;
+use crate::rundir::status::{NcuBudget, PassState, PassStatus};
 
 /// When a pass is stopped, keeping what ncu measured (ncu, attached or launching the workload,
 /// writes what it profiled on SIGINT: `scripts/ncu-stop-probe.sh`). Over every launch
@@ -108,6 +109,52 @@ impl Bound {
             _ => "it reached its bound".to_string(),
         };
         format!("ncu measured {profiled} launches and was stopped: {why}; what it measured is kept")
+    }
+}
+
+/// How the pass's bound ended it: why ncu was stopped (None: it was not stopped at its
+/// bound) and the time budget it ran under.
+#[derive(Debug, Default)]
+pub(crate) struct Stop {
+    pub(crate) bounded: Option<String>,
+    pub(crate) budget: Option<NcuBudget>,
+    /// Whether ncu wrote a report before it stopped.
+    report: bool,
+}
+
+impl Bound {
+    /// How the pass that ran under this bound ended (`profiled`: kernels ncu said it did).
+    pub(crate) fn stop(&self, out: &process::Outcome, report: bool, profiled: usize) -> Stop {
+        let ours = out.soft_stopped && !out.interrupted && !out.timed_out;
+        let budget = self.budget.map(|s| NcuBudget {
+            s: s.as_secs_f64(),
+            from: self.budget_from.clone(),
+            reached: ours && out.duration >= s,
+        });
+        Stop {
+            bounded: (ours && report).then(|| self.reason(profiled, out.duration)),
+            budget,
+            report,
+        }
+    }
+}
+
+impl Stop {
+    /// The pass's status where its bound decided it: ok with the reason where ncu was stopped
+    /// and wrote what it measured; no-data where the budget came before any kernel.
+    pub(crate) fn status(&self) -> Option<PassStatus> {
+        if let Some(why) = &self.bounded {
+            tracing::info!("{why}");
+            return Some(PassStatus::new(PassState::Ok, Some(why.clone())));
+        }
+        let b = self.budget.as_ref().filter(|b| b.reached && !self.report)?;
+        Some(PassStatus::new(
+            PassState::NoData,
+            Some(format!(
+                "ncu reached its time budget of {:.0} s ({}) before it profiled a kernel (the workload had not reached a chosen kernel in the range under ncu, or the range never came): ncu.budget_s=SECONDS (or null) gives it longer",
+                b.s, b.from
+            )),
+        ))
     }
 }
 
