@@ -387,6 +387,8 @@ fn a_first_launch_pass_gets_a_time_budget_from_the_nsys_pass() {
     let fixed = cfg(&["ncu.budget_s=45"]);
     assert_eq!(secs(Bound::time(&fixed, None, Some(3.0), false)), Some(45));
     assert!(Bound::time(&cfg(&["ncu.budget_s=null"]), Some(17.4), None, false).is_none());
+    let huge = cfg(&["ncu.budget_s=18446744073709551615"]);
+    assert_eq!(secs(Bound::time(&huge, None, Some(3.0), false)), None);
     // Under a launcher only a budget the user sets.
     assert!(Bound::time(&auto, Some(17.4), None, true).is_none());
     assert_eq!(secs(Bound::time(&fixed, Some(17.4), None, true)), Some(45));

@@ -84,7 +84,8 @@ impl Bound {
         Some(Bound {
             launches: None,
             all_known: false,
-            budget: Some(std::time::Duration::from_secs_f64(s.ceil())),
+            // A number of seconds too large for a Duration is no bound, never a panic.
+            budget: std::time::Duration::try_from_secs_f64(s.ceil()).ok(),
             budget_from: from,
         })
     }
