@@ -24,8 +24,8 @@ mkdir -p "$root"
 # One untimed run first: the first import of torch reads its files from disk, and every timed
 # run below should see the same warm file cache.
 "$py" $w --arch qwen2 --new-tokens 1 >/dev/null 2>&1
-echo "| variant | bare (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | beside the passes (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling | held copy busy (s from start; capture) |"
-echo "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"
+echo "| variant | bare (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | beside the passes (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling | held copy busy (s from start; capture) | ncu time budget, first run |"
+echo "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|"
 rows=()
 for v in "${@:-eager static large}"; do
   for variant in $v; do
@@ -82,6 +82,8 @@ shapes = rec.get("shapes") or {}
 shape_col = (f"{'every' if shapes.get('every_shape') else 'first'} ({shapes.get('first_shapes_pct', 0):.0f}% in first)"
              if shapes else "-")
 f = lambda x, p=1: "-" if x is None else f"{x:.{p}f}"
+budget = rec.get("budget") or {}
+budget_col = f"{budget['s']:.0f} s, {'reached' if budget.get('reached') else 'not reached'}" if budget else "none"
 timing = (nsys.get("nsys") or {}).get("timing") or {}
 held = (rec.get("early_start") or {})
 held_col = (f"{f(held.get('held_after_s'))} ({f(timing.get('capture_start_s'))}-{f(timing.get('capture_end_s'))}), "
@@ -91,7 +93,7 @@ print(f"| {v} | {bare:.1f} | {f(nsys.get('duration_s'))} | {f(timing.get('captur
       f"{shape_col} | {act.get('kernels', '-')} | {act.get('passes_per_kernel', '-')} | {f(act.get('s_per_kernel'), 2)} | "
       f"{f(plan.get('predicted_s'))} | {f(act.get('prediction_error_pct'), 0)}% | "
       f"{first:.1f} | {f(beside)} | {first / bare:.2f}x | {warm:.1f} ({hits} cached, ncu {f(warm_ncu.get('duration_s'))} s, {f(warm_rest)} s beside nsys) | {warm / bare:.2f}x | "
-      f"{quick:.1f} | {quick / bare:.2f}x | {sampled(f'{root}/bench-{v}-quick-{stamp}')} | {held_col} |")
+      f"{quick:.1f} | {quick / bare:.2f}x | {sampled(f'{root}/bench-{v}-quick-{stamp}')} | {held_col} | {budget_col} |")
 PY
 )")
     echo "${rows[-1]}"
