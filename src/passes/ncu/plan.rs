@@ -69,23 +69,47 @@ impl ShapePlan {
     }
 }
 
-/// The chosen kernels' shapes in ncu's range (None: the export cannot be read for them).
-fn read_shapes(ctx: &Ctx, range: Option<&str>) -> Option<crate::analysis::shapes::Shapes> {
+/// What the nsys export says of ncu's range: each kernel's launch configurations in it (None:
+/// the export cannot be read for them), and when its first instance began, in seconds on the
+/// nsys pass's clock (what a launched ncu must reach again before its first kernel).
+fn read_export(
+    ctx: &Ctx,
+    range: Option<&str>,
+) -> (Option<crate::analysis::shapes::Shapes>, Option<f64>) {
     let path = ctx.run.single_or_rank0_sqlite();
-    crate::files::present(&path).ok().filter(|&p| p)?;
-    let db = crate::parse::sqlite::NsysDb::open(&path).ok()?;
+    if !crate::files::present(&path).unwrap_or(false) {
+        return (None, None);
+    }
+    let Ok(db) = crate::parse::sqlite::NsysDb::open(&path) else {
+        return (None, None);
+    };
     // The ranges are read only to find the launches made inside one.
     let ranges = match range {
         Some(_) => db.ranges(),
         None => Ok(Vec::new()),
     };
+    let began = ranges
+        .as_ref()
+        .ok()
+        .zip(range)
+        .and_then(|(r, name)| first_start_s(r, name));
     match ranges.and_then(|r| crate::analysis::shapes::Shapes::read(&db, &r, range, None)) {
-        Ok(s) => Some(s),
+        Ok(s) => (Some(s), began),
         Err(e) => {
             tracing::info!("kernel launch configurations not read from the nsys export: {e}");
-            None
+            (None, began)
         }
     }
+}
+
+/// When the first instance of `name` began, in seconds on the export's clock.
+pub(super) fn first_start_s(ranges: &[crate::parse::sqlite::NvtxRange], name: &str) -> Option<f64> {
+    ranges
+        .iter()
+        .filter(|r| *r.name == *name)
+        .map(|r| r.start)
+        .min()
+        .map(|ns| ns as f64 / 1e9)
 }
 
 /// `ncu.shapes` applied to the chosen kernels: all of their shapes (`all`, or `auto` when the
@@ -211,9 +235,11 @@ impl NcuPass {
         };
         // Each kernel's launch configurations in that range (the whole capture when nsys's
         // range is ncu's and no range is named), for the shapes ncu measures and the cache.
-        let shapes = (crate::analysis::same_range(ctx.cfg) || range.is_some())
-            .then(|| read_shapes(ctx, range.as_deref()))
-            .flatten();
+        let (shapes, range_began_s) = match crate::analysis::same_range(ctx.cfg) || range.is_some()
+        {
+            true => read_export(ctx, range.as_deref()),
+            false => (None, None),
+        };
         let step = step::plan(
             ctx,
             &self.program(),
@@ -247,8 +273,11 @@ impl NcuPass {
             ..nsys_basis(ctx)
         };
         // Any other pass is bounded in time (`ncu.budget_s`): launched, ncu starts the workload
-        // again, which the nsys pass reached its capture in.
-        let restart = (!attachable).then_some(basis.capture_start_s).flatten();
+        // again and must reach its range, which the nsys pass reached at its first instance (at
+        // the capture's start when nsys's range is ncu's; later when nsys captured the whole run).
+        let restart = (!attachable)
+            .then(|| range_began_s.or(basis.capture_start_s))
+            .flatten();
         let bound = bound.or_else(|| Bound::time(&ctx.cfg.ncu, basis.pass_s, restart, multi));
         let budget = bound.as_ref().and_then(|b| b.budget);
         let cost = profiles

@@ -355,7 +355,7 @@ fn a_pass_over_every_shape_stops_at_the_known_count_or_its_bound() {
 }
 
 /// Any other pass is bounded in time: `auto` is a share of the nsys pass (at least
-/// AUTO_BUDGET_MIN_S), plus its time to the capture when ncu starts the workload again; a
+/// AUTO_BUDGET_MIN_S), plus its time to ncu's range when ncu starts the workload again; a
 /// number is seconds; null is no bound, as is `auto` without an nsys pass.
 #[test]
 fn a_first_launch_pass_gets_a_time_budget_from_the_nsys_pass() {
@@ -377,7 +377,7 @@ fn a_first_launch_pass_gets_a_time_budget_from_the_nsys_pass() {
     assert_eq!(launched.budget.map(|d| d.as_secs()), Some(29));
     assert!(launched
         .budget_from
-        .contains("plus its 14.3 s to the capture"));
+        .contains("plus its 14.3 s to ncu's range"));
     assert_eq!(secs(Bound::time(&auto, Some(3.0), None, false)), Some(10));
     assert!(Bound::time(&auto, Some(3.0), None, false)
         .unwrap()
@@ -392,6 +392,28 @@ fn a_first_launch_pass_gets_a_time_budget_from_the_nsys_pass() {
     // Under a launcher only a budget the user sets.
     assert!(Bound::time(&auto, Some(17.4), None, true).is_none());
     assert_eq!(secs(Bound::time(&fixed, Some(17.4), None, true)), Some(45));
+}
+
+/// A launched ncu must reach its range again: the budget adds the time the nsys pass took to
+/// the range's first instance (here a whole-run capture, whose own start says nothing of it).
+#[test]
+fn a_range_began_at_its_first_instance_on_the_exports_clock() {
+    let r = |name: &str, start: i64| crate::parse::sqlite::NvtxRange {
+        name: name.into(),
+        start,
+        end: start + 1_000,
+        push_pop: true,
+        tid: 1,
+    };
+    let ranges = [
+        r("prefill", 9_000_000_000),
+        r("decode", 12_500_000_000),
+        r("decode", 11_000_000_000),
+    ];
+    assert_eq!(plan::first_start_s(&ranges, "decode"), Some(11.0));
+    assert_eq!(plan::first_start_s(&ranges, "verify"), None);
+    let launched = Bound::time(&cfg(&[]), Some(16.0), Some(11.0), false).unwrap();
+    assert_eq!(launched.budget.map(|d| d.as_secs()), Some(24));
 }
 
 /// A pass stopped at its budget with a report is ok and says why; without one it is no-data

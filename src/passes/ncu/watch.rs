@@ -49,7 +49,7 @@ impl Bound {
     }
 
     /// `ncu.budget_s` of a pass that profiles each chosen kernel's first launch: `auto` is the
-    /// nsys pass's length (`pass_s`), plus its time to the capture when ncu starts the workload
+    /// nsys pass's length (`pass_s`), plus its time to ncu's range when ncu starts the workload
     /// again (`restart_s`: None when the workload is held, already past its start-up).
     /// Under a launcher (`multi`) `auto` sets no bound: stopping the profiled rank's ncu as a
     /// Ctrl-C would reaches the launcher and every rank, which was not measured on a GPU.
@@ -72,7 +72,7 @@ impl Bound {
                 };
                 let restart = restart_s
                     .map(|r| {
-                        format!(" plus its {r:.1} s to the capture (ncu starts the workload again)")
+                        format!(" plus its {r:.1} s to ncu's range (ncu starts the workload again)")
                     })
                     .unwrap_or_default();
                 (
