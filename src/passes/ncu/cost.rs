@@ -46,6 +46,9 @@ pub(crate) struct Basis {
     /// When nsys's capture began and ended, from the launch of `nsys profile`.
     pub(crate) capture_start_s: Option<f64>,
     pub(crate) capture_end_s: Option<f64>,
+    /// When ncu's range first began on the same clock (from the export; None: not read). It
+    /// is the capture's start where nsys's range is ncu's, later where nsys captured more.
+    pub(crate) range_start_s: Option<f64>,
     /// The ncu pass's workload was started beside the nsys pass and held at its first CUDA
     /// call (`ncu.early_start`): what came before is done when ncu attaches.
     pub(crate) held: bool,
@@ -56,7 +59,11 @@ impl Basis {
     /// runs to its end, with the words that say where they came from.
     fn prior(&self, stop_early: bool) -> (f64, f64, String) {
         let after_stopped = PRIOR_AFTER_STOPPED_S;
-        match (self.capture_start_s, self.pass_s) {
+        let (reached, what) = match (self.range_start_s, self.capture_start_s) {
+            (Some(r), _) => (Some(r), "ncu's range"),
+            (None, c) => (c, "its capture"),
+        };
+        match (reached, self.pass_s) {
             (Some(start), _) => {
                 let (per, held) = match self.held {
                     true => (
@@ -72,7 +79,7 @@ impl Basis {
                     false => rest * PRIOR_BEFORE_PER_CAPTURE + after_stopped,
                 };
                 let why = format!(
-                    "defaults: {before:.0} s until the first kernel (the nsys pass reached its capture at {start:.0} s{held}; x{per} + {PRIOR_NCU_SETUP_S} s for ncu)"
+                    "defaults: {before:.0} s until the first kernel (the nsys pass reached {what} at {start:.0} s{held}; x{per} + {PRIOR_NCU_SETUP_S} s for ncu)"
                 );
                 (before, after, why)
             }
@@ -403,6 +410,7 @@ mod tests {
             pass_s: Some(30.0),
             capture_start_s: Some(10.0),
             capture_end_s: Some(14.0),
+            range_start_s: None,
             held: false,
         };
         let stopped = plan(None, 2, 0, None, nsys, true);
@@ -418,6 +426,22 @@ mod tests {
         let to_end = plan(None, 2, 0, None, nsys, false);
         let after = 4.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_AFTER_STOPPED_S;
         assert!((to_end.predicted_s - (before + replay + after)).abs() < 1e-9);
+        // Where ncu's range begins later than the capture (nsys captured the whole run), the
+        // prior goes by the range: 12 s in, 2 s before the capture's end.
+        let whole = Basis {
+            capture_start_s: Some(0.5),
+            range_start_s: Some(12.0),
+            ..nsys
+        };
+        let p = plan(None, 2, 0, None, whole, false);
+        let before = 12.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_NCU_SETUP_S;
+        let after = 2.0 * PRIOR_BEFORE_PER_CAPTURE + PRIOR_AFTER_STOPPED_S;
+        assert!((p.predicted_s - (before + replay + after)).abs() < 1e-9);
+        assert!(
+            p.basis.contains("reached ncu's range at 12 s"),
+            "{}",
+            p.basis
+        );
     }
 
     #[test]
@@ -451,6 +475,7 @@ mod tests {
             pass_s: Some(30.0),
             capture_start_s: Some(20.0),
             capture_end_s: Some(22.0),
+            range_start_s: None,
             held: true,
         };
         let attached = plan(Some(&held), 2, 0, None, basis, true);

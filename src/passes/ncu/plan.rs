@@ -147,6 +147,7 @@ fn nsys_basis(ctx: &Ctx) -> cost::Basis {
         pass_s: nsys.duration_s,
         capture_start_s: timing.as_ref().and_then(|t| t.capture_start_s),
         capture_end_s: timing.and_then(|t| t.capture_end_s),
+        range_start_s: None,
         held: false,
     }
 }
@@ -270,13 +271,14 @@ impl NcuPass {
         // What the nsys pass measured of the workload, read once for both predictions.
         let basis = cost::Basis {
             held: attachable,
+            range_start_s: range_began_s,
             ..nsys_basis(ctx)
         };
         // Any other pass is bounded in time (`ncu.budget_s`): launched, ncu starts the workload
         // again and must reach its range, which the nsys pass reached at its first instance (at
         // the capture's start when nsys's range is ncu's; later when nsys captured the whole run).
         let restart = (!attachable)
-            .then(|| range_began_s.or(basis.capture_start_s))
+            .then(|| basis.range_start_s.or(basis.capture_start_s))
             .flatten();
         let bound = bound.or_else(|| Bound::time(&ctx.cfg.ncu, basis.pass_s, restart, multi));
         let budget = bound.as_ref().and_then(|b| b.budget);
