@@ -55,15 +55,21 @@ pub(crate) struct Basis {
 }
 
 impl Basis {
+    /// When the nsys pass reached ncu's range: its first instance where the export was read
+    /// for it, else the capture's start.
+    pub(crate) fn range_reached_s(&self) -> Option<f64> {
+        self.range_start_s.or(self.capture_start_s)
+    }
+
     /// The time before ncu's first kernel, and the time after its last one when the workload
     /// runs to its end, with the words that say where they came from.
     fn prior(&self, stop_early: bool) -> (f64, f64, String) {
         let after_stopped = PRIOR_AFTER_STOPPED_S;
-        let (reached, what) = match (self.range_start_s, self.capture_start_s) {
-            (Some(r), _) => (Some(r), "ncu's range"),
-            (None, c) => (c, "its capture"),
+        let what = match self.range_start_s {
+            Some(_) => "ncu's range",
+            None => "its capture",
         };
-        match (reached, self.pass_s) {
+        match (self.range_reached_s(), self.pass_s) {
             (Some(start), _) => {
                 let (per, held) = match self.held {
                     true => (

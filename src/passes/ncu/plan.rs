@@ -260,8 +260,8 @@ impl NcuPass {
             which_launches(ctx.cfg, multi, per_shape, filter.as_ref(), shapes.as_ref());
         let stop_early = launches == Launches::FirstThenStop;
         // A held workload is attached to unless the pass must launch ncu itself: a launcher's
-        // ranks, nothing to profile, a bound it stops as a Ctrl-C would (known of a launched
-        // ncu only), or kernels in more than one process.
+        // ranks, nothing to profile, a pass over every launch configuration (its launch count
+        // was measured with a launched ncu only), or kernels in more than one process.
         let attachable = self.held(|_| ()).is_some() && !(multi || nothing_left || bound.is_some());
         let not_attached = match attachable {
             true => early::one_process(ctx).err(),
@@ -277,16 +277,15 @@ impl NcuPass {
         // Any other pass is bounded in time (`ncu.budget_s`): launched, ncu starts the workload
         // again and must reach its range, which the nsys pass reached at its first instance (at
         // the capture's start when nsys's range is ncu's; later when nsys captured the whole run).
-        let restart = (!attachable)
-            .then(|| basis.range_start_s.or(basis.capture_start_s))
-            .flatten();
+        let restart = (!attachable).then(|| basis.range_reached_s()).flatten();
         let bound = bound.or_else(|| Bound::time(&ctx.cfg.ncu, basis.pass_s, restart, multi));
         let budget = bound.as_ref().and_then(|b| b.budget);
+        // What earlier runs of this workload measured, for both predictions.
+        let learned = reuse
+            .as_ref()
+            .and_then(|r| cost::load(&cost_model_path(ctx, r)));
         let cost = profiles
             .map(|n| {
-                let learned = reuse
-                    .as_ref()
-                    .and_then(|r| cost::load(&cost_model_path(ctx, r)));
                 cost::plan(
                     learned.as_ref(),
                     n,
@@ -320,9 +319,6 @@ impl NcuPass {
             if attach.is_some() {
                 s.early = step::hold_plan(&s.argv, &ctx.workload.argv, &ctx.workload.env);
             }
-            let learned = reuse
-                .as_ref()
-                .and_then(|r| cost::load(&cost_model_path(ctx, r)));
             s.eta_s = Some(cost::step_s(
                 learned.as_ref(),
                 basis,

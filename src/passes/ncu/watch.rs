@@ -48,9 +48,10 @@ impl Bound {
         }
     }
 
-    /// `ncu.budget_s` of a pass that profiles each chosen kernel's first launch: `auto` is the
-    /// nsys pass's length (`pass_s`), plus its time to ncu's range when ncu starts the workload
-    /// again (`restart_s`: None when the workload is held, already past its start-up).
+    /// `ncu.budget_s` of a pass that profiles each chosen kernel's first launch: `auto` is
+    /// AUTO_BUDGET_SHARE of the nsys pass's length (`pass_s`, at least AUTO_BUDGET_MIN_S), plus
+    /// its time to ncu's range when ncu starts the workload again (`restart_s`: None when the
+    /// workload is held, already past its start-up).
     /// Under a launcher (`multi`) `auto` sets no bound: stopping the profiled rank's ncu as a
     /// Ctrl-C would reaches the launcher and every rank, which was not measured on a GPU.
     pub(crate) fn time(
@@ -90,6 +91,21 @@ impl Bound {
         })
     }
 
+    /// How the pass that ran under this bound ended (`profiled`: kernels ncu said it did).
+    pub(crate) fn stop(&self, out: &process::Outcome, report: bool, profiled: usize) -> Stop {
+        let ours = out.soft_stopped && !out.interrupted && !out.timed_out;
+        let budget = self.budget.map(|s| NcuBudget {
+            s: s.as_secs_f64(),
+            from: self.budget_from.clone(),
+            reached: ours && out.duration >= s,
+        });
+        Stop {
+            bounded: (ours && report).then(|| self.reason(profiled, out.duration)),
+            budget,
+            report,
+        }
+    }
+
     /// Why the pass stopped, from what it profiled and how long it ran.
     pub(crate) fn reason(&self, profiled: usize, ran: std::time::Duration) -> String {
         let reached = self.launches.is_some_and(|n| profiled >= n);
@@ -121,23 +137,6 @@ pub(crate) struct Stop {
     pub(crate) budget: Option<NcuBudget>,
     /// Whether ncu wrote a report before it stopped.
     report: bool,
-}
-
-impl Bound {
-    /// How the pass that ran under this bound ended (`profiled`: kernels ncu said it did).
-    pub(crate) fn stop(&self, out: &process::Outcome, report: bool, profiled: usize) -> Stop {
-        let ours = out.soft_stopped && !out.interrupted && !out.timed_out;
-        let budget = self.budget.map(|s| NcuBudget {
-            s: s.as_secs_f64(),
-            from: self.budget_from.clone(),
-            reached: ours && out.duration >= s,
-        });
-        Stop {
-            bounded: (ours && report).then(|| self.reason(profiled, out.duration)),
-            budget,
-            report,
-        }
-    }
 }
 
 impl Stop {
