@@ -18,10 +18,6 @@ $py $w --new-tokens 1 >/dev/null 2>&1
 # shellcheck source=scripts/ncu-metric-groups.sh
 . scripts/ncu-metric-groups.sh
 gemm_kernel "$tmp"
-bf16="${p}_src_bf16_dst_fp32.sum.per_second"
-f16="${p}_src_fp16.sum.per_second"
-fp8="${p}_src_fp8_sparsity_off.sum.per_second"
-tpeaks="${p}_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second,${p}_op_hmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second"
 pipes="sm__inst_executed_pipe_tensor.sum,smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_fp16.sum,smsp__inst_executed_pipe_fp64.sum"
 echo "## passes per metric list"
 echo "| metrics | passes (GEMM, elementwise) | s |"

@@ -15,10 +15,6 @@ tmp=$(mktemp -d)
 # shellcheck source=scripts/ncu-metric-groups.sh
 . scripts/ncu-metric-groups.sh
 gemm_kernel "$tmp"
-bf16="${p}_src_bf16_dst_fp32.sum.per_second"
-f16="${p}_src_fp16.sum.per_second"
-fp8="${p}_src_fp8_sparsity_off.sum.per_second"
-tpeaks="${p}_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second,${p}_op_hmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second"
 lists=("base,tensor,fp32,fp16,fp64,peaks,bf16,f16,fp8,tpeaks" "base,tensor,fp32,fp16,peaks,bf16,f16,fp8,tpeaks" "base,tensor,fp32,fp16,fp64,peaks,bf16,f16,tpeaks" "base,tensor,fp32,fp16,peaks,bf16,f16,tpeaks" "base,tensor,fp32,peaks,bf16,tpeaks" "base,tensor,fp32,fp16,fp64,peaks" "base,tensor,bf16,f16,fp8,tpeaks")
 of() { local list="" part; for part in ${1//,/ }; do list="$list,${!part}"; done; echo "${list#,}"; }
 echo "| metrics | passes (GEMM, elementwise) |"

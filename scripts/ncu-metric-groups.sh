@@ -1,5 +1,6 @@
-# Sourced by the ncu metric-list probes (ncu-passes-probe.sh, ncu-levers-probe.sh): the ncu
-# pass's metrics in groups, and a workload of one bf16 GEMM and one elementwise kernel in a
+# Sourced by the ncu metric-list probes (ncu-passes-probe.sh, ncu-levers-probe.sh,
+# ncu-list-probe.sh): the ncu pass's metrics in groups, and a workload of one bf16 GEMM and one
+# elementwise kernel in a
 # `decode` range.
 #   gemm_kernel DIR    writes DIR/k.py
 # shellcheck disable=SC2034
@@ -23,3 +24,8 @@ fp16="${s}_hadd_pred_on.sum.per_cycle_elapsed,${s}_hmul_pred_on.sum.per_cycle_el
 fp64="${s}_dadd_pred_on.sum.per_cycle_elapsed,${s}_dmul_pred_on.sum.per_cycle_elapsed,${s}_dfma_pred_on.sum.per_cycle_elapsed"
 peaks="sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained,sm__sass_thread_inst_executed_op_hfma_pred_on.sum.peak_sustained,sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained"
 p=sm__ops_path_tensor
+# The tensor-core sources the reports count (BF16, FP16, FP8) and the tensor peaks.
+bf16="${p}_src_bf16_dst_fp32.sum.per_second"
+f16="${p}_src_fp16.sum.per_second"
+fp8="${p}_src_fp8_sparsity_off.sum.per_second"
+tpeaks="${p}_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second,${p}_op_hmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second"

@@ -10,8 +10,7 @@ tmp=$(mktemp -d)
 . scripts/ncu-metric-groups.sh
 gemm_kernel "$tmp"
 paths="${p}_src_bf16_dst_fp32.sum.per_second,${p}_src_fp16.sum.per_second,${p}_src_fp64.sum.per_second,${p}_src_tf32_dst_fp32.sum.per_second,${p}_src_int8.sum.per_second,${p}_src_fp8_sparsity_off.sum.per_second"
-paths3="${p}_src_bf16_dst_fp32.sum.per_second,${p}_src_fp16.sum.per_second,${p}_src_fp8_sparsity_off.sum.per_second"
-tpeaks="${p}_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second,${p}_op_hmma_src_bf16_dst_fp32_sparsity_off.sum.peak_sustained_elapsed.per_second"
+paths3="$bf16,$f16,$fp8"
 fpinst="smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_fp16.sum,smsp__inst_executed_pipe_fp64.sum"
 echo "| metrics | passes (GEMM) | passes (elementwise) | s |"
 echo "|---|--:|--:|--:|"
