@@ -255,21 +255,13 @@ fn a_pass_over_every_shape_is_bounded_and_keeps_what_it_measured() {
     .env("FAKE_NCU_HOLD", "60")
     .assert()
     .success();
-    assert!(
-        t0.elapsed() < std::time::Duration::from_secs(40),
-        "{:?}",
-        t0.elapsed()
+    let ncu = common::stopped_at_bound(
+        &sb.run("budget"),
+        t0,
+        "time budget of 1 s (ncu.shapes_budget_s)",
     );
-    let ncu = &status(&sb.run("budget"))["passes"]["ncu"];
-    assert_eq!(ncu["state"], "ok", "{ncu}");
-    let why = ncu["ncu"]["bounded"].as_str().unwrap();
-    assert!(
-        why.contains("time budget of 1 s (ncu.shapes_budget_s)"),
-        "{why}"
-    );
-    assert_eq!(ncu["reason"].as_str(), Some(why));
+    assert_eq!(ncu["reason"], ncu["ncu"]["bounded"]);
     // What ncu wrote was imported: the reports carry its figures.
-    assert!(sb.run("budget").join("ncu/decode_raw.csv").is_file());
     let summary: serde_json::Value =
         serde_json::from_str(&read(sb.run("budget").join("summary.json"))).unwrap();
     assert!(

@@ -175,20 +175,11 @@ fn an_attached_pass_past_its_time_budget_is_stopped_and_keeps_what_it_measured()
         .env("FAKE_NCU_HOLD", "60")
         .assert()
         .success();
-    assert!(
-        t0.elapsed() < std::time::Duration::from_secs(40),
-        "{:?}",
-        t0.elapsed()
-    );
-    let ncu = &status(&sb.run("r"))["passes"]["ncu"];
-    assert_eq!(ncu["state"], "ok", "{ncu}");
+    let ncu = common::stopped_at_bound(&sb.run("r"), t0, "time budget of 1 s (ncu.budget_s)");
     assert_eq!(ncu["ncu"]["early_start"]["attached"], true, "{ncu}");
     let budget = &ncu["ncu"]["budget"];
     assert_eq!(budget["reached"], true, "{ncu}");
     assert_eq!(budget["from"], "ncu.budget_s", "{ncu}");
-    let why = ncu["ncu"]["bounded"].as_str().unwrap();
-    assert!(why.contains("time budget of 1 s (ncu.budget_s)"), "{why}");
-    assert!(sb.run("r").join("ncu/decode_raw.csv").is_file());
     assert_eq!(held_left(&sb), 0);
     let md = read(sb.run("r").join("kernels.md"));
     assert!(

@@ -134,3 +134,20 @@ pub fn read(p: impl AsRef<Path>) -> String {
 pub fn status(run: &Path) -> serde_json::Value {
     serde_json::from_str(&read(run.join("status.json"))).unwrap()
 }
+
+/// The ncu pass of a run whose ncu was stopped at its bound (the fake's workload held 60 s): it
+/// ended well before that, the pass is ok with `why` in its reason, and what ncu wrote was
+/// imported. Returns the pass's status.
+pub fn stopped_at_bound(run: &Path, started: std::time::Instant, why: &str) -> serde_json::Value {
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(40),
+        "{:?}",
+        started.elapsed()
+    );
+    let ncu = status(run)["passes"]["ncu"].clone();
+    assert_eq!(ncu["state"], "ok", "{ncu}");
+    let bounded = ncu["ncu"]["bounded"].as_str().unwrap();
+    assert!(bounded.contains(why), "{bounded}");
+    assert!(run.join("ncu/decode_raw.csv").is_file());
+    ncu
+}
