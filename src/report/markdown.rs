@@ -263,7 +263,7 @@ fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
     for x in f.made() {
         if let (Claim::RangeVerdict { verdict }, Some(range)) = (&x.claim, x.scope.range.as_deref())
         {
-            verdicts.entry(range).or_insert(verdict.to_string());
+            verdicts.entry(range).or_insert(*verdict);
         }
     }
     let (rows, left) = a
@@ -271,7 +271,10 @@ fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
         .split(&a.range_stats, |r| &r.name, |r| r.wall_ns.max(r.proj_ns));
     for r in rows {
         let w = &r.wall_spread;
-        let verdict = verdicts.get(r.name.as_str()).map_or("–", String::as_str);
+        // Worded only for the rows listed (a verdict's words are a new string).
+        let verdict = verdicts
+            .get(r.name.as_str())
+            .map_or_else(|| "–".to_string(), ToString::to_string);
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} / {} | {} | {} | {} |",
@@ -291,7 +294,7 @@ fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
             ms(w.max),
             ms(r.proj_spread.median),
             r.launches_spread.median,
-            md(verdict)
+            md(&verdict)
         );
     }
     if let Some(l) = left {
