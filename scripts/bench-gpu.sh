@@ -6,6 +6,9 @@
 # the nsys pass alone, with GPU-metrics sampling). Prints a Markdown table; each run's log
 # ($RUN_ROOT/<id>.log) has every line behind the seconds since that run started.
 #
+# The quick run has a metrics cache of its own, so it samples as a first run does; the warm
+# re-run reuses the first run's sampled figures (nsys.gpu_metrics.reuse).
+#
 #   scripts/bench-gpu.sh [VARIANT...]     variants: eager static large moe moeworker loop lead
 #                                         spec compile (default: eager static large; the
 #                                         whole table: all nine, about 20 minutes on an H100)
@@ -24,7 +27,7 @@ mkdir -p "$root"
 # One untimed run first: the first import of torch reads its files from disk, and every timed
 # run below should see the same warm file cache.
 "$py" $w --arch qwen2 --new-tokens 1 >/dev/null 2>&1
-echo "| variant | bare (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | beside the passes (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling | held copy busy (s from start; capture) | ncu time budget, first run |"
+echo "| variant | bare (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | beside the passes (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling (quick; warm) | held copy busy (s from start; capture) | ncu time budget, first run |"
 echo "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|"
 rows=()
 for v in "${@:-eager static large}"; do
@@ -39,9 +42,12 @@ for v in "${@:-eager static large}"; do
     for pass in first warm quick; do
       id="bench-$variant-$pass-$stamp"
       depth=(); [ "$pass" = quick ] && depth=(--quick)
+      # The shallow depth as a first run: a cache of its own, so it samples (a re-run of the
+      # same command would reuse the first run's sampled figures: the warm column).
+      run_cache=$cache; [ "$pass" = quick ] && run_cache="$cache-quick"
       # shellcheck disable=SC2086
       # Each log line behind the seconds since the run started: where stage2's own time goes.
-      "$bin" profile --run-root "$root" --run-id "$id" --cache-dir "$cache" "${depth[@]}" \
+      "$bin" profile --run-root "$root" --run-id "$id" --cache-dir "$run_cache" "${depth[@]}" \
         --nvtx-capture "$(capture_of "$variant")" ${STAGE2_EXTRA:-} -- "$py" $args 2>&1 \
         | stamp >"$root/$id.log" \
         || echo "bench: stage2 profile $variant ($pass) failed (see $root/$id.log)" >&2
@@ -62,7 +68,8 @@ def sampled(run):
     except (OSError, ValueError):
         return "-"
     a = gm.get("all_kernels") or {}
-    return f"{gm.get('frequency_hz', 0) / 1e3:.0f} kHz, {a.get('coverage_pct', 0):.0f}% covered" if a else (gm.get("note") or "none")
+    reused = f", reused from {gm['reused']['run']}" if gm.get("reused") else ""
+    return f"{gm.get('frequency_hz', 0) / 1e3:.0f} kHz, {a.get('coverage_pct', 0):.0f}% covered{reused}" if a else (gm.get("note") or "none")
 nsys, ncu = passes("first")
 rec = ncu.get("ncu") or {}
 plan, act = rec.get("cost") or {}, rec.get("actual") or {}
@@ -93,7 +100,7 @@ print(f"| {v} | {bare:.1f} | {f(nsys.get('duration_s'))} | {f(timing.get('captur
       f"{shape_col} | {act.get('kernels', '-')} | {act.get('passes_per_kernel', '-')} | {f(act.get('s_per_kernel'), 2)} | "
       f"{f(plan.get('predicted_s'))} | {f(act.get('prediction_error_pct'), 0)}% | "
       f"{first:.1f} | {f(beside)} | {first / bare:.2f}x | {warm:.1f} ({hits} cached, ncu {f(warm_ncu.get('duration_s'))} s, {f(warm_rest)} s beside nsys) | {warm / bare:.2f}x | "
-      f"{quick:.1f} | {quick / bare:.2f}x | {sampled(f'{root}/bench-{v}-quick-{stamp}')} | {held_col} | {budget_col} |")
+      f"{quick:.1f} | {quick / bare:.2f}x | {sampled(f'{root}/bench-{v}-quick-{stamp}')}; warm: {sampled(f'{root}/bench-{v}-warm-{stamp}')} | {held_col} | {budget_col} |")
 PY
 )")
     echo "${rows[-1]}"

@@ -73,6 +73,7 @@ pub(crate) const ALL: &[Rule] = &[
     RANGE_VERDICT,
     SAMPLED_BOUND,
     SAMPLED_DISAGREES,
+    SAMPLED_REUSE,
     GRAPHS_RERECORDED,
     BOUND,
     WARMUP.rule(),
@@ -126,6 +127,15 @@ pub(crate) const BOUND: Rule = Rule {
 /// A sampled bound class needs this share of the launches' time in sample windows that saw
 /// the GPU working; below it the class is not given.
 pub(crate) const SAMPLED_MIN_COVERAGE_PCT: f64 = 80.0;
+
+/// A launch configuration's sampled figures are reused from an earlier run of the same command
+/// only while its mean duration stays within this % of that run's: a kernel whose time moved
+/// (new code, other inputs) is sampled again.
+pub(crate) const SAMPLED_REUSE: Rule = Rule {
+    id: "sampled_reuse",
+    text: "a launch configuration takes the sampled figures of the last sampled run of the same command, GPU and settings when that run saw it and its mean duration differs from that run's by at most 15%; otherwise it has none and the next run samples again",
+    threshold: 15.0,
+};
 
 /// How many child ranges deep RANGE_VERDICT follows the part of the wall time that holds most.
 pub(crate) const RANGE_VERDICT_DEPTH: usize = 3;

@@ -274,3 +274,122 @@ fn instances_without_samples_are_counted_not_hidden() {
         "{line}"
     );
 }
+
+/// The one entry a sampled run left in the sandbox's metrics cache folder.
+fn sampled_entry(sb: &Sandbox) -> Option<std::path::PathBuf> {
+    let mut stack = vec![sb.path().join("cache")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.parent().is_some_and(|d| d.ends_with("sampled")) {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// A sampled profile of `decode` on the fake H100 (reuse needs the GPU named).
+fn sampled_profile(sb: &Sandbox, id: &str, extra: &[&str]) {
+    let mut args = extra.to_vec();
+    args.extend(["--nvtx-capture", "decode", "--no-ncu", "--", "true"]);
+    with_capture(&mut sb.profile(id, &args))
+        .env("FAKE_SMI", "1")
+        .assert()
+        .success();
+}
+
+fn profile_line(sb: &Sandbox, id: &str) -> String {
+    let cmd = read(sb.run(id).join("nsys/cmd.txt"));
+    cmd.lines()
+        .find(|l| l.contains(" profile "))
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_re_run_reuses_the_last_sampled_runs_figures_instead_of_sampling() {
+    let sb = sampled_sandbox();
+    for id in ["a", "b"] {
+        sampled_profile(&sb, id, &[]);
+    }
+    assert!(profile_line(&sb, "a").contains("--gpu-metrics-devices="));
+    assert!(
+        !profile_line(&sb, "b").contains("--gpu-metrics"),
+        "b sampled"
+    );
+    let st = common::status(&sb.run("b"));
+    assert_eq!(st["passes"]["nsys"]["nsys"]["sampling"]["reused_from"], "a");
+    assert!(sb.run("b").join("nsys/gpu_metrics_reused.json").is_file());
+    let summary = |id: &str| -> serde_json::Value {
+        serde_json::from_str(&read(sb.run(id).join("summary.json"))).unwrap()
+    };
+    let (a, b) = (summary("a"), summary("b"));
+    assert_eq!(b["gpu_metrics"]["reused"]["run"], "a");
+    assert_eq!(b["gpu_metrics"]["source"], "nsys/gpu_metrics_reused.json");
+    // The same capture replayed: every configuration takes a's figures, and the totals agree.
+    for key in [
+        "dram_pct",
+        "sm_issue_pct",
+        "tensor_pct",
+        "coverage_pct",
+        "launches",
+    ] {
+        let (x, y) = (
+            a["gpu_metrics"]["all_kernels"][key].as_f64().unwrap(),
+            b["gpu_metrics"]["all_kernels"][key].as_f64().unwrap(),
+        );
+        assert!((x - y).abs() < 1e-6 * x.abs().max(1.0), "{key}: {x} vs {y}");
+    }
+    // Per configuration exactly a's figures (a kernel's merge may differ in the last digit).
+    assert_eq!(
+        a["kernels"][0]["sampled"]["configs"],
+        b["kernels"][0]["sampled"]["configs"]
+    );
+    assert_eq!(b["gpu_metrics"]["reused"]["unseen"]["configs"], 0);
+    let md = read(sb.run("b").join("kernels.md"));
+    assert!(
+        md.contains("Sampled by nsys in run `a` at 50000 Hz and reused here: this run's nsys pass did not sample"),
+        "{md}"
+    );
+    assert!(!md.contains("Not reused"), "{md}");
+    let stakeholder = read(sb.run("b").join("stakeholder_summary.md"));
+    assert!(
+        stakeholder.contains("in run `a` and reused by this run"),
+        "{stakeholder}"
+    );
+    // Turned off, the run samples again.
+    sampled_profile(&sb, "c", &["nsys.gpu_metrics.reuse=false"]);
+    assert!(profile_line(&sb, "c").contains("--gpu-metrics-devices="));
+}
+
+#[test]
+fn a_configuration_whose_duration_moved_is_not_reused_and_the_next_run_samples_again() {
+    let sb = sampled_sandbox();
+    let run = |id: &str| sampled_profile(&sb, id, &[]);
+    run("a");
+    // The entry as if one configuration had run twice as long per launch in run a.
+    let entry = sampled_entry(&sb).expect("a sampled run leaves its figures");
+    let mut stored: serde_json::Value = serde_json::from_str(&read(&entry)).unwrap();
+    let first = &mut stored["configs"][0];
+    let t = first["time_ns"].as_f64().unwrap();
+    first["time_ns"] = serde_json::json!(2.0 * t);
+    std::fs::write(&entry, serde_json::to_vec(&stored).unwrap()).unwrap();
+    run("b");
+    assert!(!profile_line(&sb, "b").contains("--gpu-metrics"));
+    let md = read(sb.run("b").join("kernels.md"));
+    assert!(
+        md.contains("Not reused: 1 whose mean duration moved by more than 15% ("),
+        "{md}"
+    );
+    assert!(
+        md.contains("the next run of this command samples again"),
+        "{md}"
+    );
+    assert!(sampled_entry(&sb).is_none(), "the entry is removed");
+    run("c");
+    assert!(profile_line(&sb, "c").contains("--gpu-metrics-devices="));
+    assert!(sampled_entry(&sb).is_some(), "c left its own");
+}

@@ -481,7 +481,7 @@ impl Artifacts {
         );
         // Sampled figures are evidence beside the timeline: a broken table costs them alone.
         let mut sampled = match (&db, &timeline, stats.rank_data.is_empty()) {
-            (Some(db), Some(t), true) => sampled::read(db, &t.phases, capture.range())
+            (Some(db), Some(t), true) => sampled_figures(run, db, t, capture.range())
                 .unwrap_or_else(|e| {
                     tracing::warn!("sampled GPU metrics left out: {e}");
                     None
@@ -584,6 +584,38 @@ impl Artifacts {
 }
 
 /// The Python samples of the nsys pass (none when the run took none), placed in its ranges.
+/// This run's samples, or where its nsys pass did not sample, the figures it reused from an
+/// earlier run (`nsys/gpu_metrics_reused.json`).
+fn sampled_figures(
+    run: &RunDir,
+    db: &NsysDb,
+    t: &Timeline,
+    range: Option<&str>,
+) -> Result<Option<sampled::Sampled>, Error> {
+    if let Some(s) = sampled::read(db, &t.phases, range)? {
+        return Ok(Some(s));
+    }
+    let path = run.path.join(sampled::reuse::FILE);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = crate::files::read_capped(&path, crate::files::RUN_FILE_CAP)
+        .map_err(|e| Error::io("read", path.clone(), e))?;
+    let stored: sampled::reuse::Stored = serde_json::from_str(&text).map_err(|e| {
+        Error::parse(
+            &path,
+            Some(e.line() as u64),
+            format!("not the sampled figures of an earlier run ({e})"),
+        )
+    })?;
+    let launches = sampled::launches(db, &t.phases, range)?;
+    Ok(Some(sampled::reuse::attribute(
+        &launches,
+        &stored,
+        sampled::reuse::FILE,
+    )))
+}
+
 fn python_evidence(
     run: &RunDir,
     db: &NsysDb,

@@ -254,6 +254,15 @@ impl Artifacts {
         ncu.second_gpu.as_ref()
     }
 
+    /// The file the sampled figures come from: the export, or the earlier run's figures this
+    /// run reused.
+    pub(crate) fn sampled_source(&self) -> &str {
+        match self.sampled.as_ref().and_then(|s| s.reused.as_ref()) {
+            Some(r) => &r.source,
+            None => &self.sqlite_file,
+        }
+    }
+
     /// Total kernel time and launches on the ranking basis (nsys when present).
     pub(crate) fn kernel_totals(&self) -> (f64, u64) {
         self.records

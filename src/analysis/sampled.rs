@@ -172,6 +172,8 @@ pub(crate) struct Sampled {
     pub(crate) beside_ncu: Vec<Agreement>,
     /// Why the samples could not be attributed (several GPUs sampled, say).
     pub(crate) note: Option<String>,
+    /// Set when the figures are an earlier run's, reused (this run's nsys pass sampled none).
+    pub(crate) reused: Option<reuse::Reused>,
 }
 
 /// One launch: its kernel (demangled name), grid, block, GPU start and end, and the start of
@@ -228,6 +230,7 @@ pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Optio
             .collect(),
         beside_ncu: Vec::new(),
         note: None,
+        reused: None,
     })
 }
 
@@ -242,6 +245,36 @@ pub(crate) fn read(
     if !db.has_gpu_metrics()? {
         return Ok(None);
     }
+    let launches = launches(db, ranges, range)?;
+    let from = launches.iter().map(|l| l.start).min().unwrap_or(0);
+    let to = launches.iter().map(|l| l.end).max().unwrap_or(0);
+    let series = db.gpu_metric_samples(from.saturating_sub(1_000_000), to)?;
+    let series: Vec<Series> = series.unwrap_or_default();
+    let devices = db.kernel_devices()?;
+    let one = |why: String| Sampled {
+        note: Some(why),
+        ..Sampled::default()
+    };
+    Ok(Some(match (series.as_slice(), devices.len()) {
+        ([], _) => one("the export holds no GPU-metrics samples over the range's kernels".into()),
+        ([s], 0 | 1) => match attribute(&s.samples, &launches) {
+            Some(a) => a,
+            None => one("fewer than two GPU-metrics samples over the range's kernels".into()),
+        },
+        (s, d) => one(format!(
+            "{} GPUs sampled and kernels on {d} devices: which samples belong to which kernels is not known, so none are attributed",
+            s.len()
+        )),
+    }))
+}
+
+/// Every kernel launch made inside an instance of `range` (anywhere when None), with its
+/// name and configuration.
+pub(crate) fn launches(
+    db: &NsysDb,
+    ranges: &[NvtxRange],
+    range: Option<&str>,
+) -> Result<Vec<SampledLaunch>, Error> {
     let nest = Nesting::new(ranges);
     let mut cursor = Cursor::default();
     let mut launches: Vec<SampledLaunch> = Vec::new();
@@ -283,26 +316,7 @@ pub(crate) fn read(
             instance,
         });
     })?;
-    let from = launches.iter().map(|l| l.start).min().unwrap_or(0);
-    let to = launches.iter().map(|l| l.end).max().unwrap_or(0);
-    let series = db.gpu_metric_samples(from.saturating_sub(1_000_000), to)?;
-    let series: Vec<Series> = series.unwrap_or_default();
-    let devices = db.kernel_devices()?;
-    let one = |why: String| Sampled {
-        note: Some(why),
-        ..Sampled::default()
-    };
-    Ok(Some(match (series.as_slice(), devices.len()) {
-        ([], _) => one("the export holds no GPU-metrics samples over the range's kernels".into()),
-        ([s], 0 | 1) => match attribute(&s.samples, &launches) {
-            Some(a) => a,
-            None => one("fewer than two GPU-metrics samples over the range's kernels".into()),
-        },
-        (s, d) => one(format!(
-            "{} GPUs sampled and kernels on {d} devices: which samples belong to which kernels is not known, so none are attributed",
-            s.len()
-        )),
-    }))
+    Ok(launches)
 }
 
 impl Sampled {
@@ -453,6 +467,8 @@ pub(crate) fn agreement_stats(
         .sum::<f64>();
     Some((mean, worst, 100.0 * same / time, kept.len()))
 }
+
+pub(crate) mod reuse;
 
 #[cfg(test)]
 mod tests;

@@ -178,6 +178,9 @@ pub(crate) struct GpuMetrics {
     pub(crate) note: Option<String>,
     pub(crate) rule: &'static str,
     pub(crate) source: String,
+    /// Set when this run's nsys pass did not sample and the figures are an earlier run's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reused: Option<crate::analysis::sampled::reuse::Reused>,
     /// Each instance of the captured range: the sampled figures of the launches made in it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) instances: Vec<crate::analysis::sampled::InstanceFigures>,
@@ -230,7 +233,8 @@ pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
         all_kernels: s.whole,
         note: s.note.clone(),
         rule: Bound::SAMPLED_RULE,
-        source: a.sqlite_file.clone(),
+        source: a.sampled_source().to_string(),
+        reused: s.reused.clone(),
         instances: s.instances.clone(),
         beside_ncu: s.beside_ncu.clone(),
         agreement,

@@ -207,7 +207,11 @@ fn finish(driver: &mut Driver, env: &mut Env, cfg: &Config) -> i32 {
     // A signal before the reports: an earlier pass already says where it came.
     let earlier = crate::passes::signals::interrupted();
     let st = match report::render_all(run, cfg.clone()) {
-        Ok(_) => PassStatus::new(PassState::Ok, None),
+        Ok(summary) => {
+            let gpu = env.gpus.get(workload_gpu(cfg)).map(|g| g.name.as_str());
+            crate::passes::nsys::reuse::keep(cfg, gpu, &summary);
+            PassStatus::new(PassState::Ok, None)
+        }
         Err(e) => PassStatus::failed(Cause::of(&e), Some(e.to_string())),
     };
     // A signal while the reports were rendered: they are written, and the run still ends

@@ -352,6 +352,10 @@ pub struct GpuMetrics {
     /// nsys `--gpu-metrics-set`; null: nsys's default set for the GPU.
     #[serde(deserialize_with = "opt_string", default)]
     pub set: Option<String>,
+    /// Take the figures of the last sampled run of the same command instead of sampling
+    /// (see `passes::nsys::reuse`); runs made before the setting read as on.
+    #[serde(default = "yes")]
+    pub reuse: bool,
 }
 
 impl Default for GpuMetrics {
@@ -361,6 +365,7 @@ impl Default for GpuMetrics {
             frequency_hz: 50_000,
             devices: None,
             set: None,
+            reuse: true,
         }
     }
 }

@@ -16,7 +16,7 @@ pub(crate) use crate::analysis::instances::Group;
 pub(crate) use crate::analysis::ledger::{Parts, RangeLedger};
 pub(crate) use crate::analysis::repeats::Repeats;
 pub(crate) use crate::analysis::roofline::Peaks;
-pub(crate) use crate::analysis::sampled::Agreement;
+pub(crate) use crate::analysis::sampled::{reuse::Reused, Agreement};
 pub(crate) use crate::analysis::summary::{GpuMetrics, Summary};
 pub(crate) use crate::analysis::tokens::PhaseCost;
 pub(crate) use crate::analysis::Artifacts;

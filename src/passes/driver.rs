@@ -321,6 +321,7 @@ mod tests {
         let nsys = NsysPass {
             tool: Some("/no/such/nsys".into()),
             profiled: None,
+            reuse: None,
         };
         let plan = nsys.plan(&ctx).unwrap();
         let lines = nsys.commands(&plan);
@@ -374,6 +375,7 @@ mod tests {
         };
         driver
             .drive(&NsysPass {
+                reuse: None,
                 tool: None,
                 profiled: None,
             })
@@ -415,6 +417,7 @@ mod tests {
         let nsys = NsysPass {
             tool: Some("/no/such/nsys".into()),
             profiled: None,
+            reuse: None,
         };
         let ncu = NcuPass {
             tool: Some("/no/such/ncu".into()),

@@ -335,6 +335,8 @@ pub(crate) struct NsysPass {
     /// Told once `nsys profile` has ended (the GPU's counters are free again), before the
     /// export: the metric query waiting on it then runs beside the post steps.
     pub(crate) profiled: Option<std::sync::mpsc::Sender<()>>,
+    /// The last sampled run's figures, reused instead of sampling (see [`reuse`]).
+    pub(crate) reuse: Option<crate::analysis::sampled::reuse::Stored>,
 }
 
 /// What the nsys pass runs: `nsys profile` (under the launcher for several ranks), then per
@@ -387,7 +389,8 @@ impl Pass for NsysPass {
         crate::passes::hook::add_nsys_env(&mut argv, &sampling)?;
         let gm = &ctx.cfg.nsys.gpu_metrics;
         let devices = sampled_devices(ctx.cfg);
-        if let Some(d) = &devices {
+        let reused_from = self.reuse.as_ref().map(|r| r.run.clone());
+        if let (Some(d), None) = (&devices, &reused_from) {
             add_sampling(&mut argv, gm, d);
         }
         let mut capture = NsysRecord::from_config(&ctx.cfg.nsys);
@@ -395,6 +398,7 @@ impl Pass for NsysPass {
             frequency_hz: gm.frequency_hz,
             devices,
             refused: None,
+            reused_from,
         });
         // Under a launcher, nsys runs inside it, once per rank.
         let profile = launcher.wrap(&ctx.cfg.workload, argv, &ctx.workload.env);
@@ -427,6 +431,12 @@ impl Pass for NsysPass {
             Some(p) => p,
             None => self.program(),
         };
+        if let (Some(stored), Some(_)) = (&self.reuse, &plan.capture.sampling) {
+            // The reports read the figures from the run folder: a run re-rendered later, or
+            // elsewhere, needs no cache.
+            let path = ctx.run.path.join(crate::analysis::sampled::reuse::FILE);
+            reuse::copy_into_run(&ctx.run.path, stored).map_err(|e| Error::io("write", path, e))?;
+        }
         let log = ctx.run.nsys("nsys.log");
         let mut spec = ctx.spec(&program, plan.profile[1..].to_vec(), log.clone());
         spec.timeout = ctx.cfg.nsys_timeout();
@@ -434,7 +444,10 @@ impl Pass for NsysPass {
         let mut out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
         let dir = ctx.run.path.join("nsys");
         let mut refused = None;
-        if plan.capture.sampling.is_some() && !crate::passes::signals::interrupted() {
+        let sampled = plan.capture.sampling.as_ref();
+        if sampled.is_some_and(|s| s.reused_from.is_none())
+            && !crate::passes::signals::interrupted()
+        {
             if let Some(why) = sampling_refused(&out, !reports(&dir).is_empty()) {
                 // The GPU would not be sampled: the timeline is worth more than the samples.
                 tracing::warn!("nsys refused GPU-metrics sampling ({why}); running the nsys pass again without it");
@@ -637,6 +650,8 @@ fn capture_window(sqlite: &Path) -> Option<(f64, f64)> {
 pub(crate) fn post_step_timeout(limit_s: Option<u64>) -> Duration {
     Duration::from_secs(limit_s.unwrap_or(3600).max(60))
 }
+
+pub(crate) mod reuse;
 
 #[cfg(test)]
 mod tests;

@@ -84,9 +84,19 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
     let Some(gpus) = second_gpu(ctx.cfg, s.env, ctx.workload) else {
         let profiled = ask_once_profiled(&mut s.check);
         (s.early, s.warm) = hold_early(driver, s);
+        let gpu = s
+            .env
+            .gpus
+            .get(workload_gpu(ctx.cfg))
+            .map(|g| g.name.as_str());
+        let reuse = super::nsys::reuse::usable(ctx.cfg, gpu);
+        if let Some(r) = &reuse {
+            tracing::info!("nsys pass: not sampling GPU metrics: the sampled figures of this command's last sampled run ({}) are reused (nsys.gpu_metrics.reuse)", r.run);
+        }
         let ran = driver.drive(&NsysPass {
             tool: s.nsys.clone(),
             profiled,
+            reuse,
         });
         if let Some(held) = &s.early {
             early_notes(&mut driver.status, held.busy_until_s(), held.running());
@@ -109,6 +119,7 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
             &NsysPass {
                 tool: s.nsys.clone(),
                 profiled: None,
+                reuse: None,
             },
             &nsys_ctx,
         ),
@@ -341,6 +352,7 @@ fn repeat_nsys(driver: &mut Driver, nsys: &Option<PathBuf>) -> Result<(), Error>
         d.drive(&NsysPass {
             tool: nsys.clone(),
             profiled: None,
+            reuse: None,
         })?;
         d.status.finish(dry_run);
         d.save();

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::fmt::{md, opt1, pct, us};
-use crate::findings::document::{Agreement, Decided, GpuMetrics};
+use crate::findings::document::{Agreement, Decided, GpuMetrics, Reused};
 use crate::findings::Findings;
 use crate::model::{Bound, KernelRecord, SampledFigures};
 
@@ -25,6 +25,12 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
         return;
     }
     let Some(all) = gm.all_kernels else { return };
+    if let Some(r) = &gm.reused {
+        reused(r, gm, &all, s);
+        table(a, gm, s, width, all.time_ns);
+        agreement(gm, f, s);
+        return;
+    }
     let period_us = 1e6 / gm.frequency_hz;
     let _ = writeln!(
         s,
@@ -43,6 +49,49 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
     instances(a, gm, s);
     table(a, gm, s, width, all.time_ns);
     agreement(gm, f, s);
+}
+
+/// The words of figures reused from an earlier run: whose, over what, and what they left out.
+fn reused(r: &Reused, gm: &GpuMetrics, all: &SampledFigures, s: &mut String) {
+    let _ = writeln!(
+        s,
+        "Sampled by nsys in run `{}` at {:.0} Hz and reused here: this run's nsys pass did not sample (`nsys.gpu_metrics.reuse`; that run's figures per launch configuration are in `{}`). This run's {} launches, {} ms of kernel time, take them where that run saw the same kernel and launch configuration with a mean duration within {:.0}% of this run's ({}): {} of the time is inside that run's working sample windows; DRAM {}, SM issue {}, tensor {} of peak over them all.",
+        md(&r.run),
+        gm.frequency_hz,
+        md(&r.source),
+        all.launches,
+        super::fmt::ms(all.time_ns),
+        r.rule.threshold,
+        r.rule.id,
+        pct(all.coverage_pct),
+        opt_pct(all.dram_pct),
+        opt_pct(all.sm_issue_pct),
+        opt_pct(all.tensor_pct),
+    );
+    let mut left = Vec::new();
+    if r.unseen.configs > 0 {
+        left.push(format!(
+            "{} launch configurations ({} ms) that run did not see",
+            r.unseen.configs,
+            super::fmt::ms(r.unseen.time_ns)
+        ));
+    }
+    if r.moved.configs > 0 {
+        left.push(format!(
+            "{} whose mean duration moved by more than {:.0}% ({} ms)",
+            r.moved.configs,
+            r.rule.threshold,
+            super::fmt::ms(r.moved.time_ns)
+        ));
+    }
+    if !left.is_empty() {
+        let _ = write!(
+            s,
+            " Not reused: {}; they have no sampled figures here, and the next run of this command samples again.",
+            left.join(", and ")
+        );
+    }
+    let _ = writeln!(s, "\n");
 }
 
 /// The spread over the range's instances, when it has several: a warm-up or a longer

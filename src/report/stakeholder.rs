@@ -499,9 +499,16 @@ fn top_kernels(a: &Decided, s: &mut String) {
         .take(5)
         .any(|r| r.bound.is_none() && r.sampled.is_some())
     {
+        let reused = match a.sampled.as_ref().and_then(|s| s.reused.as_ref()) {
+            Some(r) => format!(
+                " in run `{}` and reused by this run, whose nsys pass did not sample",
+                md(&r.run)
+            ),
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            "Where ncu gave no class, the class sampled by nsys over every launch, marked \"sampled\" (kernels.md, \"Sampled GPU metrics\"; rule: {}).\n",
+            "Where ncu gave no class, the class sampled by nsys over every launch{reused}, marked \"sampled\" (kernels.md, \"Sampled GPU metrics\"; rule: {}).\n",
             Bound::SAMPLED_RULE
         );
     }

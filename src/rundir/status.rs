@@ -81,6 +81,9 @@ pub(crate) struct SamplingRecord {
     /// nsys's own words when it refused to sample (the pass then ran without sampling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) refused: Option<String>,
+    /// The run whose sampled figures this run reused: its nsys pass did not sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reused_from: Option<String>,
 }
 
 /// The ncu pass's NVTX include expression (None: not gated) and its files' base name

@@ -169,3 +169,73 @@ fn each_range_instance_has_its_own_figures() {
     assert!((got.instances[0].figures.dram_pct.unwrap() - 10.0).abs() < 1e-4);
     assert!((got.instances[1].figures.dram_pct.unwrap() - 80.0).abs() < 1e-4);
 }
+
+/// A sampled run's figures for `launches` under `samples`, as a later run finds them.
+fn stored_of(samples: &[Sample], launches: &[SampledLaunch]) -> reuse::Stored {
+    let mut records: Vec<KernelRecord> = Vec::new();
+    let a = attribute(samples, launches).unwrap();
+    for l in launches {
+        if records.iter().all(|r| r.name != l.name) {
+            records.push(record(&l.name));
+        }
+    }
+    a.attach(&mut records);
+    let kernels = records
+        .iter()
+        .filter_map(|r| Some((r.name.as_str(), r.sampled.as_ref()?)));
+    reuse::Stored::of("first", Some("H100"), a.frequency_hz, kernels)
+}
+
+#[test]
+fn reused_figures_keep_their_rates_over_this_runs_launches() {
+    let s = steady(50, [100.0, 70.0, 0.0, 10.0, 5.0]);
+    let then = [
+        launch("gemv", "(4,1,1)", 0.0, 10.0),
+        launch("gemv", "(4,1,1)", 20.0, 30.0),
+    ];
+    let stored = stored_of(&s, &then);
+    // This run: three launches of the same length, and a kernel the first run never saw.
+    let now = [
+        launch("gemv", "(4,1,1)", 100.0, 110.0),
+        launch("gemv", "(4,1,1)", 200.0, 210.0),
+        launch("gemv", "(4,1,1)", 300.0, 310.0),
+        launch("new", "(1,1,1)", 400.0, 430.0),
+    ];
+    let r = reuse::attribute(&now, &stored, reuse::FILE);
+    let mut records = vec![record("gemv")];
+    r.attach(&mut records);
+    let f = records[0].sampled.as_ref().unwrap().configs[0].figures;
+    assert_eq!(f.launches, 3);
+    assert!((f.time_ns - 30_000.0).abs() < 1e-6);
+    assert!((f.dram_pct.unwrap() - 70.0).abs() < 1e-4, "{f:?}");
+    assert!((f.coverage_pct - 100.0).abs() < 1e-9);
+    assert_eq!(f.bound, Some(Bound::Memory));
+    // The unseen kernel's 30 us are uncovered: half of the 60 us of kernel time.
+    let whole = r.whole.unwrap();
+    assert!((whole.coverage_pct - 50.0).abs() < 1e-9, "{whole:?}");
+    assert_eq!(whole.bound, None, "under the coverage the class needs");
+    let used = r.reused.unwrap();
+    assert_eq!((used.unseen.configs, used.moved.configs), (1, 0));
+    assert!((used.unseen.time_ns - 30_000.0).abs() < 1e-6);
+    assert!(!used.whole());
+    assert!(
+        r.instances.is_empty(),
+        "per instance needs this run's samples"
+    );
+}
+
+#[test]
+fn a_configuration_whose_mean_duration_moved_past_the_band_takes_no_figures() {
+    let s = steady(50, [100.0, 70.0, 0.0, 10.0, 5.0]);
+    let stored = stored_of(&s, &[launch("k", "(4,1,1)", 0.0, 10.0)]);
+    for (len_us, moved) in [(11.4, false), (8.6, false), (11.6, true), (5.0, true)] {
+        let r = reuse::attribute(
+            &[launch("k", "(4,1,1)", 100.0, 100.0 + len_us)],
+            &stored,
+            "f",
+        );
+        let used = r.reused.as_ref().unwrap();
+        assert_eq!(used.moved.configs == 1, moved, "{len_us} us against 10");
+        assert_eq!(r.whole.unwrap().dram_pct.is_some(), !moved);
+    }
+}

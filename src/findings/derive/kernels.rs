@@ -284,7 +284,7 @@ fn sampled_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut 
             (Quantity::SampledCoveragePct, Some(f.coverage_pct)),
         ] {
             if let Some(v) = v {
-                evidence.push(Figure::new(q, v, &a.sqlite_file, &at));
+                evidence.push(Figure::new(q, v, a.sampled_source(), &at));
             }
         }
     }
@@ -419,13 +419,13 @@ fn disagreements(a: &Artifacts, scope: Scope, out: &mut Findings) {
             Figure::new(
                 Quantity::SampledDramPct,
                 x.sampled_dram_pct,
-                &a.sqlite_file,
+                a.sampled_source(),
                 &at,
             ),
             Figure::new(
                 Quantity::SampledCoveragePct,
                 x.coverage_pct,
-                &a.sqlite_file,
+                a.sampled_source(),
                 &at,
             ),
             Figure::new(

@@ -1,0 +1,85 @@
+//! Whether this run's nsys pass samples GPU metrics or reuses the figures of the last sampled
+//! run of the same command (`nsys.gpu_metrics.reuse`), and what a finished run leaves for the
+//! next. Kept in the metrics cache folder, `sampled/<hash of the command>.json`: the command's
+//! argv, device, NVTX and nsys settings make the hash; the GPU is checked against the entry.
+//! docs/measured.md: at 50 kHz, sampling and its export were most of what a warm re-run cost
+//! over the traced run.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::analysis::sampled::reuse::Stored;
+use crate::analysis::summary::Summary;
+use crate::config::Config;
+
+/// Where the last sampled run of this command keeps its figures (None: reuse or the cache is
+/// off, or sampling is).
+pub(crate) fn path(cfg: &Config) -> Option<PathBuf> {
+    let gm = &cfg.nsys.gpu_metrics;
+    if !gm.enable || !gm.reuse || !cfg.ncu.cache.enable {
+        return None;
+    }
+    let dir = crate::passes::ncu::cache::default_dir(cfg.ncu.cache.dir.as_deref())?;
+    let identity = format!(
+        "{}|{}|{}|{}",
+        cfg.workload.argv.join("\u{1f}"),
+        cfg.workload.device.as_deref().unwrap_or("-"),
+        serde_json::to_string(&cfg.nvtx).unwrap_or_default(),
+        serde_json::to_string(&cfg.nsys).unwrap_or_default(),
+    );
+    let digest = Sha256::digest(identity.as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    Some(dir.join("sampled").join(format!("{hex}.json")))
+}
+
+/// The figures this run may reuse: the last sampled run's, on the same GPU model.
+pub(crate) fn usable(cfg: &Config, gpu: Option<&str>) -> Option<Stored> {
+    let path = path(cfg)?;
+    let text = crate::files::read_capped(&path, crate::files::RUN_FILE_CAP).ok()?;
+    let stored: Stored = serde_json::from_str(&text).ok()?;
+    let same_gpu = gpu.is_some() && stored.gpu.as_deref() == gpu;
+    (same_gpu && !stored.configs.is_empty()).then_some(stored)
+}
+
+/// After the reports: a run that sampled leaves its figures for the next; a run whose reuse
+/// left configurations without figures removes them, so the next run samples again. A failure
+/// to write only costs the next run its reuse.
+pub(crate) fn keep(cfg: &Config, gpu: Option<&str>, summary: &Summary) {
+    let (Some(path), Some(gm)) = (path(cfg), summary.gpu_metrics.as_ref()) else {
+        return;
+    };
+    match &gm.reused {
+        Some(r) if !r.whole() => {
+            let _ = std::fs::remove_file(&path);
+        }
+        Some(_) => {}
+        None if gm.note.is_none() && gm.all_kernels.is_some() => {
+            let kernels = summary
+                .kernels
+                .iter()
+                .filter_map(|k| Some((k.name.as_str(), k.sampled.as_ref()?)));
+            let stored = Stored::of(&summary.run_id, gpu, gm.frequency_hz, kernels);
+            if let Err(e) = write(&path, &stored) {
+                tracing::warn!(
+                    "the sampled figures could not be kept for the next run ({}): {e}",
+                    path.display()
+                );
+            }
+        }
+        None => {}
+    }
+}
+
+fn write(path: &Path, stored: &Stored) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let text = serde_json::to_vec(stored).map_err(std::io::Error::other)?;
+    crate::rundir::status::write_atomic(path, &text)
+}
+
+/// This run's copy of the figures it reuses, where the reports read them.
+pub(crate) fn copy_into_run(run: &Path, stored: &Stored) -> std::io::Result<()> {
+    write(&run.join(crate::analysis::sampled::reuse::FILE), stored)
+}
