@@ -68,7 +68,9 @@ def sampled(run):
     except (OSError, ValueError):
         return "-"
     a = gm.get("all_kernels") or {}
-    reused = f", reused from {gm['reused']['run']}" if gm.get("reused") else ""
+    r = gm.get("reused")
+    reused = (f", reused from {r['run']} ({r['unseen']['configs']} configurations unseen, {r['moved']['configs']} moved)"
+              if r else "")
     return f"{gm.get('frequency_hz', 0) / 1e3:.0f} kHz, {a.get('coverage_pct', 0):.0f}% covered{reused}" if a else (gm.get("note") or "none")
 nsys, ncu = passes("first")
 rec = ncu.get("ncu") or {}
