@@ -92,7 +92,7 @@ fn read_export(
         .as_ref()
         .ok()
         .zip(range)
-        .and_then(|(r, name)| first_start_s(r, name));
+        .and_then(|(r, name)| range_began_s(&db, r, name));
     match ranges.and_then(|r| crate::analysis::shapes::Shapes::read(&db, &r, range, None)) {
         Ok(s) => (Some(s), began),
         Err(e) => {
@@ -102,7 +102,20 @@ fn read_export(
     }
 }
 
-/// When the first instance of `name` began, in seconds on the export's clock.
+/// When the first instance of `name` began, in seconds from the launch of `nsys profile`.
+/// Event times in the export count from the trace's start (ANALYSIS_DETAILS.startTime, on that
+/// clock): a capture that began 20 s in has its first range a few ms after it.
+pub(super) fn range_began_s(
+    db: &crate::parse::sqlite::NsysDb,
+    ranges: &[crate::parse::sqlite::NvtxRange],
+    name: &str,
+) -> Option<f64> {
+    let (trace_start, _) = db.capture_window().ok()??;
+    Some(trace_start as f64 / 1e9 + first_start_s(ranges, name)?)
+}
+
+/// When the first instance of `name` began, in seconds on the export's clock (from the trace's
+/// start).
 pub(super) fn first_start_s(ranges: &[crate::parse::sqlite::NvtxRange], name: &str) -> Option<f64> {
     ranges
         .iter()

@@ -416,6 +416,20 @@ fn a_range_began_at_its_first_instance_on_the_exports_clock() {
     assert_eq!(launched.budget.map(|d| d.as_secs()), Some(24));
 }
 
+/// A real export (H100, a capture gated on `generate` that began 8.57 s into the nsys pass):
+/// its events count from the trace's start, so `decode` began at 8.59 s, not at 0.018 s.
+#[test]
+fn a_real_capture_reaches_its_range_at_the_traces_start_plus_the_ranges() {
+    let path = crate::testutil::data("hf/eager/nsys/run.sqlite");
+    let db = crate::parse::sqlite::NsysDb::open(&path).unwrap();
+    let ranges = db.ranges().unwrap();
+    let began = plan::range_began_s(&db, &ranges, "decode").unwrap();
+    assert!(
+        (began - (8.570_077_169 + 0.017_938_702)).abs() < 1e-6,
+        "{began}"
+    );
+}
+
 /// A pass stopped at its budget with a report is ok and says why; without one it is no-data
 /// naming the budget; a Ctrl-C is not the budget's stop; a pass that ended by itself keeps its
 /// budget on record, not reached.
