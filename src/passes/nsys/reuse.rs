@@ -1,7 +1,8 @@
 //! Whether this run's nsys pass samples GPU metrics or reuses the figures of the last sampled
 //! run of the same command (`nsys.gpu_metrics.reuse`), and what a finished run leaves for the
 //! next. Kept in the metrics cache folder, `sampled/<hash of the command>.json`: the command's
-//! argv, device, NVTX and nsys settings make the hash; the GPU is checked against the entry.
+//! argv, device, working directory, environment, NVTX and nsys settings make the hash; the GPU
+//! is checked against the entry.
 //! docs/measured.md: at 50 kHz, sampling and its export were most of what a warm re-run cost
 //! over the traced run.
 
@@ -21,10 +22,17 @@ pub(crate) fn path(cfg: &Config) -> Option<PathBuf> {
         return None;
     }
     let dir = crate::passes::ncu::cache::default_dir(cfg.ncu.cache.dir.as_deref())?;
+    // The environment and working directory can change what the same argv runs (a batch size
+    // in a variable, another checkout); hashed, so no value is kept.
     let identity = format!(
-        "{}|{}|{}|{}",
+        "{}|{}|{}|{}|{}|{}",
         cfg.workload.argv.join("\u{1f}"),
         cfg.workload.device.as_deref().unwrap_or("-"),
+        cfg.workload.cwd.clone().unwrap_or_else(|| {
+            let here = std::env::current_dir().unwrap_or_default();
+            here.display().to_string()
+        }),
+        serde_json::to_string(&cfg.workload.env).unwrap_or_default(),
         serde_json::to_string(&cfg.nvtx).unwrap_or_default(),
         serde_json::to_string(&cfg.nsys).unwrap_or_default(),
     );
