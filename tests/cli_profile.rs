@@ -315,7 +315,8 @@ fn a_workload_that_fails_before_its_range_is_reported_as_failing() {
     assert_eq!(st["passes"]["nsys"]["state"], "failed");
     assert_eq!(st["passes"]["ncu"]["state"], "skipped");
     let calls = read(&calls);
-    assert_eq!(calls.matches("nsys profile").count(), 1, "{calls}");
+    // (`nsys profile --gpu-metrics-devices=help` asks which GPUs it can sample; no pass.)
+    assert_eq!(calls.matches("nsys profile --trace").count(), 1, "{calls}");
     assert!(!calls.contains("--nvtx-include"), "{calls}");
 }
 
@@ -638,7 +639,13 @@ fn repeat_times_the_nsys_pass_n_times_and_keeps_the_spread() {
     }
     // Three timed nsys passes, one ncu pass.
     let calls = sb.calls();
-    assert_eq!(calls.matches("nsys profile").count(), 3, "{calls}");
+    assert_eq!(calls.matches("nsys profile --trace").count(), 3, "{calls}");
+    // The repeats sample the same set as the first pass.
+    assert_eq!(
+        calls.matches("--gpu-metrics-set=file:").count(),
+        3,
+        "{calls}"
+    );
     assert_eq!(
         calls
             .lines()

@@ -187,8 +187,13 @@ fn a_gpu_that_refuses_sampling_leaves_a_clear_line_and_the_run_goes_on_without_i
         assert!(refused.contains("--gpu-metrics-"), "{refused}");
         let cmd = read(run.join("nsys/cmd.txt"));
         let profiles: Vec<&str> = cmd.lines().filter(|l| l.contains(" profile ")).collect();
-        assert_eq!(profiles.len(), 2, "{cmd}");
-        assert!(!profiles[1].contains("--gpu-metrics"));
+        // A refusal naming the set is tried again with nsys's default set first.
+        let tries = match mode {
+            "no-metric-set" => 3,
+            _ => 2,
+        };
+        assert_eq!(profiles.len(), tries, "{cmd}");
+        assert!(!profiles[tries - 1].contains("--gpu-metrics"));
         assert!(run.join("nsys/nsys.sampling-refused.log").is_file());
         assert!(!read(run.join("kernels.md")).contains("Sampled GPU metrics"));
     }
@@ -392,4 +397,81 @@ fn a_configuration_whose_duration_moved_is_not_reused_and_the_next_run_samples_a
     run("c");
     assert!(profile_line(&sb, "c").contains("--gpu-metrics-devices="));
     assert!(sampled_entry(&sb).is_some(), "c left its own");
+}
+
+#[test]
+fn the_pass_samples_nsyss_set_for_the_chip_cut_to_the_metrics_read() {
+    let sb = sampled_sandbox();
+    sampled_profile(&sb, "s", &[]);
+    let line = profile_line(&sb, "s");
+    let file = sb.run("s").join("nsys/gpu_metrics.config");
+    assert!(
+        line.contains(&format!("--gpu-metrics-set=file:{} ", file.display())),
+        "{line}"
+    );
+    let set: serde_yaml::Value = serde_yaml::from_str(&read(&file)).unwrap();
+    let sets = set["metricSets"].as_sequence().unwrap();
+    assert_eq!(sets.len(), 1, "nsys takes one set per file");
+    assert_eq!(sets[0]["chips"][0], "GH100");
+    let names: Vec<&str> = sets[0]["metrics"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "GR Active",
+            "SM Issue",
+            "Tensor Active",
+            "DRAM Read Bandwidth",
+            "DRAM Write Bandwidth"
+        ]
+    );
+    let st = common::status(&sb.run("s"));
+    assert_eq!(
+        st["passes"]["nsys"]["nsys"]["sampling"]["set"],
+        "nsys/gpu_metrics.config: gh100 (GH100), 5 of 24 metrics"
+    );
+    // A set given in the config is nsys's to choose, and none is made.
+    sampled_profile(
+        &sb,
+        "g",
+        &["nsys.gpu_metrics.set=gh100", "nsys.gpu_metrics.reuse=false"],
+    );
+    assert!(profile_line(&sb, "g").contains("--gpu-metrics-set=gh100 "));
+    assert!(!sb.run("g").join("nsys/gpu_metrics.config").exists());
+}
+
+#[test]
+fn a_set_nsys_refuses_falls_back_to_its_default_set_and_still_samples() {
+    let sb = sampled_sandbox();
+    with_capture(&mut sb.profile("f", &["--nvtx-capture", "decode", "--no-ncu", "--", "true"]))
+        .env("FAKE_SMI", "1")
+        .env("FAKE_NSYS_MODE", "reject-set-file")
+        .assert()
+        .success();
+    let cmd = read(sb.run("f").join("nsys/cmd.txt"));
+    let profiles: Vec<&str> = cmd.lines().filter(|l| l.contains(" profile ")).collect();
+    assert_eq!(profiles.len(), 2, "{cmd}");
+    assert!(profiles[0].contains("--gpu-metrics-set=file:"));
+    assert!(
+        profiles[1].contains("--gpu-metrics-devices=")
+            && !profiles[1].contains("--gpu-metrics-set")
+    );
+    let st = common::status(&sb.run("f"));
+    let w = st["passes"]["nsys"]["warnings"].to_string();
+    assert!(w.contains("nsys refused the GPU-metrics set cut for this run (nsys/gpu_metrics.config), so the pass ran again with nsys's default set: Can't parse metric config. Use the '--gpu-metrics-set=help'"), "{w}");
+    assert_eq!(
+        st["passes"]["nsys"]["nsys"]["sampling"]["set"],
+        serde_json::Value::Null
+    );
+    assert_eq!(
+        st["passes"]["nsys"]["nsys"]["sampling"]["refused"],
+        serde_json::Value::Null
+    );
+    assert!(sb.run("f").join("nsys/nsys.set-refused.log").is_file());
+    assert!(read(sb.run("f").join("kernels.md"))
+        .contains("Sampled by nsys during its pass at 50000 Hz"));
 }

@@ -263,7 +263,7 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
     };
     let timeout = Duration::from_secs(cfg.run.probe_timeout_s.max(30));
     let sample = |argv: &mut Vec<String>| {
-        crate::passes::nsys::add_sampling(argv, &cfg.nsys.gpu_metrics, &devices)
+        crate::passes::nsys::add_sampling(argv, &cfg.nsys.gpu_metrics, &devices, None)
     };
     let t = match trial(nsys, &["sleep", "1"], timeout, sample) {
         Ok(t) => t,

@@ -72,6 +72,7 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         ncu_done: false,
         early: None,
         warm: None,
+        metric_set: None,
     };
     sequence::run(&mut driver, &mut setup)?;
 

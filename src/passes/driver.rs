@@ -322,6 +322,7 @@ mod tests {
             tool: Some("/no/such/nsys".into()),
             profiled: None,
             reuse: None,
+            metric_set: None,
         };
         let plan = nsys.plan(&ctx).unwrap();
         let lines = nsys.commands(&plan);
@@ -376,6 +377,7 @@ mod tests {
         driver
             .drive(&NsysPass {
                 reuse: None,
+                metric_set: None,
                 tool: None,
                 profiled: None,
             })
@@ -418,6 +420,7 @@ mod tests {
             tool: Some("/no/such/nsys".into()),
             profiled: None,
             reuse: None,
+            metric_set: None,
         };
         let ncu = NcuPass {
             tool: Some("/no/such/ncu".into()),

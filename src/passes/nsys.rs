@@ -82,17 +82,39 @@ pub(crate) fn sampled_devices(cfg: &crate::config::Config) -> Option<String> {
     Some(asked.unwrap_or("cuda-visible").to_string())
 }
 
-/// `--gpu-metrics-*` arguments for sampling `devices`, put before `-o` in `argv`.
-pub(crate) fn add_sampling(argv: &mut Vec<String>, gm: &crate::config::GpuMetrics, devices: &str) {
+/// `--gpu-metrics-*` arguments for sampling `devices`, put before `-o` in `argv`: the
+/// configured set, else `derived` (see [`metric_set`]), else nsys's default.
+pub(crate) fn add_sampling(
+    argv: &mut Vec<String>,
+    gm: &crate::config::GpuMetrics,
+    devices: &str,
+    derived: Option<&Path>,
+) {
     let at = argv.iter().position(|a| a == "-o").unwrap_or(argv.len());
     let mut flags = vec![
         format!("--gpu-metrics-devices={devices}"),
         format!("--gpu-metrics-frequency={}", gm.frequency_hz),
     ];
-    if let Some(set) = gm.set.as_deref().filter(|s| !s.trim().is_empty()) {
+    let derived = derived.map(|p| format!("file:{}", p.display()));
+    if let Some(set) = configured_set(gm).map(str::to_string).or(derived) {
         flags.push(format!("--gpu-metrics-set={set}"));
     }
     argv.splice(at..at, flags);
+}
+
+/// `nsys.gpu_metrics.set` when one is given.
+pub(crate) fn configured_set(gm: &crate::config::GpuMetrics) -> Option<&str> {
+    gm.set.as_deref().filter(|s| !s.trim().is_empty())
+}
+
+/// The argv without its `--gpu-metrics-set` (nsys's default set instead of a derived one).
+pub(crate) fn without_set(argv: &[String]) -> Vec<String> {
+    let at = argv.iter().position(|a| a == "-o").unwrap_or(argv.len());
+    argv.iter()
+        .enumerate()
+        .filter(|(i, a)| *i >= at || !a.starts_with("--gpu-metrics-set="))
+        .map(|(_, a)| a.clone())
+        .collect()
 }
 
 /// The argv without its `--gpu-metrics-*` flags (the pass run again when sampling is refused).
@@ -119,6 +141,7 @@ pub(crate) fn sampling_refused(out: &Outcome, report: bool) -> Option<String> {
             let l = l.to_ascii_lowercase();
             l.contains("gpu-metrics")
                 || l.contains("gpu metrics")
+                || l.contains("metric config")
                 || l.contains("already under profiling")
                 || l.contains("nvgpuctrperm")
                 || l.contains("performance counters")
@@ -337,6 +360,8 @@ pub(crate) struct NsysPass {
     pub(crate) profiled: Option<std::sync::mpsc::Sender<()>>,
     /// The last sampled run's figures, reused instead of sampling (see [`reuse`]).
     pub(crate) reuse: Option<crate::analysis::sampled::reuse::Stored>,
+    /// The metric set made for this run (see [`metric_set`]).
+    pub(crate) metric_set: Option<metric_set::Derived>,
 }
 
 /// What the nsys pass runs: `nsys profile` (under the launcher for several ranks), then per
@@ -352,7 +377,57 @@ pub(crate) struct NsysPlan {
     pub(crate) capture: NsysRecord,
 }
 
+/// What nsys refused: sampling at all, and the set cut for this run.
+type Refusals = (Outcome, Option<String>, Option<String>);
+
 impl NsysPass {
+    /// nsys refused to sample (another sampler, no counter access, a set it cannot use): the
+    /// pass runs again with nsys's default set when the set was cut for this run, then without
+    /// sampling, as the timeline is worth more than the samples. Each try's log is kept.
+    fn after_refusal(
+        &self,
+        ctx: &Ctx,
+        plan: &NsysPlan,
+        spec: &mut process::Spec,
+        mut out: Outcome,
+        log: &Path,
+    ) -> Result<Refusals, Error> {
+        let dir = ctx.run.path.join("nsys");
+        let Some(mut why) = sampling_refused(&out, !reports(&dir).is_empty()) else {
+            return Ok((out, None, None));
+        };
+        let program = spec.program.clone();
+        let mut again = |argv: &[String], kept: &str| -> Result<Outcome, Error> {
+            let _ = std::fs::rename(log, ctx.run.nsys(kept));
+            let _ = append_cmd_txt(&ctx.workload.env, &ctx.run.nsys("cmd.txt"), argv);
+            spec.args = argv[1..].to_vec();
+            process::run(spec).map_err(|e| Error::start(program.display(), e))
+        };
+        let mut argv = plan.profile.clone();
+        let mut set_refused = None;
+        let derived = argv
+            .iter()
+            .any(|a| a.starts_with("--gpu-metrics-set=file:"));
+        // Only a refusal of the set itself: one of the GPU (held by another sampler, say)
+        // would be the same with any set.
+        let of_set = why.contains("--gpu-metrics-set") || why.contains("metric config");
+        if derived && of_set && self.metric_set.is_some() {
+            tracing::warn!("nsys refused the metric set cut for this run ({why}); running the nsys pass again with nsys's default set");
+            argv = without_set(&argv);
+            out = again(&argv, "nsys.set-refused.log")?;
+            set_refused = Some(why);
+            match sampling_refused(&out, !reports(&dir).is_empty()) {
+                None => return Ok((out, None, set_refused)),
+                Some(w) => why = w,
+            }
+        }
+        tracing::warn!(
+            "nsys refused GPU-metrics sampling ({why}); running the nsys pass again without it"
+        );
+        out = again(&without_sampling(&argv), "nsys.sampling-refused.log")?;
+        Ok((out, Some(why), set_refused))
+    }
+
     fn program(&self) -> PathBuf {
         self.tool.clone().unwrap_or_else(|| PathBuf::from("nsys"))
     }
@@ -390,15 +465,25 @@ impl Pass for NsysPass {
         let gm = &ctx.cfg.nsys.gpu_metrics;
         let devices = sampled_devices(ctx.cfg);
         let reused_from = self.reuse.as_ref().map(|r| r.run.clone());
+        let derived = self
+            .metric_set
+            .as_ref()
+            .filter(|_| configured_set(gm).is_none());
         if let (Some(d), None) = (&devices, &reused_from) {
-            add_sampling(&mut argv, gm, d);
+            add_sampling(&mut argv, gm, d, derived.map(|d| d.path.as_path()));
         }
+        let set = match (configured_set(gm), derived) {
+            (Some(s), _) => Some(s.to_string()),
+            (None, Some(d)) => Some(format!("{}: {}", metric_set::FILE, d.from)),
+            (None, None) => None,
+        };
         let mut capture = NsysRecord::from_config(&ctx.cfg.nsys);
         capture.sampling = devices.map(|devices| SamplingRecord {
             frequency_hz: gm.frequency_hz,
             devices,
             refused: None,
-            reused_from,
+            reused_from: reused_from.clone(),
+            set: set.filter(|_| reused_from.is_none()),
         });
         // Under a launcher, nsys runs inside it, once per rank.
         let profile = launcher.wrap(&ctx.cfg.workload, argv, &ctx.workload.env);
@@ -443,21 +528,12 @@ impl Pass for NsysPass {
         spec.on_line = Some(stage_hook(progress));
         let mut out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
         let dir = ctx.run.path.join("nsys");
-        let mut refused = None;
         let sampled = plan.capture.sampling.as_ref();
+        let (mut refused, mut set_refused) = (None, None);
         if sampled.is_some_and(|s| s.reused_from.is_none())
             && !crate::passes::signals::interrupted()
         {
-            if let Some(why) = sampling_refused(&out, !reports(&dir).is_empty()) {
-                // The GPU would not be sampled: the timeline is worth more than the samples.
-                tracing::warn!("nsys refused GPU-metrics sampling ({why}); running the nsys pass again without it");
-                let _ = std::fs::rename(&log, ctx.run.nsys("nsys.sampling-refused.log"));
-                let argv = without_sampling(&plan.profile);
-                let _ = append_cmd_txt(&ctx.workload.env, &ctx.run.nsys("cmd.txt"), &argv);
-                spec.args = argv[1..].to_vec();
-                out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
-                refused = Some(why);
-            }
+            (out, refused, set_refused) = self.after_refusal(ctx, plan, &mut spec, out, &log)?;
         }
         if let Some(tx) = &self.profiled {
             // Nobody waiting is fine: the query may already have been answered.
@@ -472,15 +548,26 @@ impl Pass for NsysPass {
         let first = reports.first().map(|(_, p)| p.clone());
         let mut st = classify(&out, first.as_deref(), qdstrm, &ctx.cfg.nsys);
         st.duration_s = Some(out.duration.as_secs_f64());
+        if let Some(why) = &set_refused {
+            st.warnings.push(format!(
+                "nsys refused the GPU-metrics set cut for this run ({}), so the pass ran again with nsys's default set: {why}",
+                metric_set::FILE
+            ));
+        }
+        if refused.is_some() || set_refused.is_some() {
+            let mut rec = plan.capture.clone();
+            if let Some(s) = rec.sampling.as_mut() {
+                s.refused = refused.clone();
+                if set_refused.is_some() {
+                    s.set = None;
+                }
+            }
+            st.nsys = Some(rec);
+        }
         if let Some(why) = refused {
             st.warnings.push(format!(
                 "nsys refused GPU-metrics sampling, so the pass ran again without it and the reports have no sampled figures (`stage2 doctor` checks it; nsys.gpu_metrics.enable=false skips it): {why}"
             ));
-            let mut rec = plan.capture.clone();
-            if let Some(s) = rec.sampling.as_mut() {
-                s.refused = Some(why);
-            }
-            st.nsys = Some(rec);
         }
         if plan.multi && !reports.is_empty() {
             let w = &ctx.cfg.workload;
@@ -651,6 +738,7 @@ pub(crate) fn post_step_timeout(limit_s: Option<u64>) -> Duration {
     Duration::from_secs(limit_s.unwrap_or(3600).max(60))
 }
 
+pub(crate) mod metric_set;
 pub(crate) mod reuse;
 
 #[cfg(test)]

@@ -30,6 +30,8 @@ pub(crate) struct Setup<'a> {
     pub(crate) early: Option<super::ncu::early::Held>,
     /// The run whose kernels the metrics cache is expected to answer (no early start).
     pub(crate) warm: Option<String>,
+    /// The GPU-metrics set made for this run's nsys passes (see `nsys::metric_set`).
+    pub(crate) metric_set: Option<super::nsys::metric_set::Derived>,
 }
 
 /// A pass's step: its name in status.json, whether this run has it (it is `pending` until it
@@ -50,7 +52,7 @@ pub(crate) const SEQUENCE: &[Step] = &[
     Step {
         name: "nsys_repeat",
         wanted: |_| false,
-        run: |d, s| repeat_nsys(d, &s.nsys),
+        run: |d, s| repeat_nsys(d, &s.nsys, s.metric_set.clone()),
     },
     Step {
         name: "ncu",
@@ -93,10 +95,18 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
         if let Some(r) = &reuse {
             tracing::info!("nsys pass: not sampling GPU metrics: the sampled figures of this command's last sampled run ({}) are reused (nsys.gpu_metrics.reuse)", r.run);
         }
+        let metric_set = match (&reuse, &s.nsys, driver.dry_run) {
+            (None, Some(nsys), false) if wants_metric_set(ctx.cfg) => {
+                super::nsys::metric_set::for_run(nsys, &ctx.run.path)
+            }
+            _ => None,
+        };
+        s.metric_set = metric_set.clone();
         let ran = driver.drive(&NsysPass {
             tool: s.nsys.clone(),
             profiled,
             reuse,
+            metric_set,
         });
         if let Some(held) = &s.early {
             early_notes(&mut driver.status, held.busy_until_s(), held.running());
@@ -120,6 +130,7 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
                 tool: s.nsys.clone(),
                 profiled: None,
                 reuse: None,
+                metric_set: None,
             },
             &nsys_ctx,
         ),
@@ -156,6 +167,13 @@ fn ncu(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
         early: std::sync::Mutex::new(s.early.take()),
         warm: s.warm.clone(),
     })
+}
+
+/// Whether this run samples with nsys's default set, which [`super::nsys::metric_set`] cuts
+/// to the metrics read.
+fn wants_metric_set(cfg: &Config) -> bool {
+    super::nsys::sampled_devices(cfg).is_some()
+        && super::nsys::configured_set(&cfg.nsys.gpu_metrics).is_none()
 }
 
 /// Start the ncu pass's workload now, held by ncu at its first CUDA call, when this run can
@@ -328,7 +346,11 @@ fn workload_failed(status: &Status) -> Option<Error> {
 /// Timed nsys passes 2..=`run.repeat`, each in `repeats/<i>/` with its own status.json; the
 /// main status records how many succeeded as the `nsys_repeat` pass. They run only after a
 /// good first pass (a capture that found nothing once finds nothing again).
-fn repeat_nsys(driver: &mut Driver, nsys: &Option<PathBuf>) -> Result<(), Error> {
+fn repeat_nsys(
+    driver: &mut Driver,
+    nsys: &Option<PathBuf>,
+    metric_set: Option<super::nsys::metric_set::Derived>,
+) -> Result<(), Error> {
     let dry_run = driver.dry_run;
     let (ctx, n) = (driver.ctx, driver.ctx.cfg.run.repeat);
     let first_ok = driver
@@ -353,6 +375,7 @@ fn repeat_nsys(driver: &mut Driver, nsys: &Option<PathBuf>) -> Result<(), Error>
             tool: nsys.clone(),
             profiled: None,
             reuse: None,
+            metric_set: metric_set.clone(),
         })?;
         d.status.finish(dry_run);
         d.save();

@@ -84,6 +84,10 @@ pub(crate) struct SamplingRecord {
     /// The run whose sampled figures this run reused: its nsys pass did not sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) reused_from: Option<String>,
+    /// The metric set sampled, when not nsys's default: the configured one, or the run's own
+    /// file cut from nsys's set for the GPU and where it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) set: Option<String>,
 }
 
 /// The ncu pass's NVTX include expression (None: not gated) and its files' base name

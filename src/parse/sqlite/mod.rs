@@ -12,7 +12,7 @@ mod gpu_metrics;
 mod graphs;
 mod shapes;
 mod stream;
-pub use gpu_metrics::{Sample, Series};
+pub use gpu_metrics::{Sample, Series, METRICS};
 pub use graphs::GraphLaunch;
 pub use shapes::ShapedLaunch;
 pub use stream::{Ignore, Sink};

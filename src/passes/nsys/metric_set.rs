@@ -1,0 +1,247 @@
+//! The GPU-metrics set the nsys pass samples when `nsys.gpu_metrics.set` is null: nsys's own
+//! set for the GPU's chip (the one nsys would choose), cut to the five metrics the reports read,
+//! written into the run as `nsys/gpu_metrics.config` and given as `--gpu-metrics-set=file:...`.
+//! nsys writes one GPU_METRICS row per sample and metric, so the rows, the report's finalizing
+//! and its export shrink with the metrics: measured on an H100 at 50 kHz (docs/measured.md,
+//! scripts/metric-set-probe.sh), the CUDA-graph decode's export went from 361 MB, 11.3M rows and
+//! 9.9 s to 79 MB, 2.5M rows and 2.3 s, the eager decode's from 1.8 s to 0.7 s.
+//!
+//! Anything unexpected (no set folder beside nsys, no chip, GPUs of several chips, a file that
+//! does not parse) leaves nsys's default set, with a line saying why.
+
+use std::path::{Path, PathBuf};
+
+use serde_yaml::Value;
+
+use crate::parse::sqlite::METRICS;
+
+/// The run's copy of the set.
+pub(crate) const FILE: &str = "nsys/gpu_metrics.config";
+
+/// The set made for this run: its file and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Derived {
+    pub(crate) path: PathBuf,
+    /// "gh100 (GH100), 5 of 22 metrics".
+    pub(crate) from: String,
+}
+
+/// The chips of the GPUs `nsys profile --gpu-metrics-devices=help` lists, e.g.
+/// "\t0: Hopper GH100 | NVIDIA H100 80GB HBM3 PCI[0000:00:06.0]" gives GH100.
+pub(crate) fn chips(help: &str) -> Vec<String> {
+    help.lines()
+        .filter_map(|l| {
+            let (id, rest) = l.trim().split_once(':')?;
+            id.parse::<u32>().ok()?;
+            let arch_chip = rest.split('|').next()?.trim();
+            arch_chip.split_whitespace().last().map(str::to_string)
+        })
+        .collect()
+}
+
+/// The folder of nsys's metric sets, beside its binary (Nsight Systems' `target-linux-x64`, or
+/// the copy bundled with Nsight Compute).
+pub(crate) fn folder(nsys: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(nsys).ok()?;
+    let dir = real.parent()?;
+    [
+        dir.join("GpuMetrics"),
+        dir.join("../target-linux-x64/GpuMetrics"),
+    ]
+    .into_iter()
+    .find(|d| d.join("index.config").is_file())
+}
+
+/// nsys's general set for `chip` (the first in its index that names the chip; graphics and
+/// triage variants, whose aliases carry a suffix, are not general), cut to the metrics read:
+/// the YAML text and its words.
+pub(crate) fn reduced(folder: &Path, chip: &str) -> Result<(String, String), String> {
+    let index = std::fs::read_to_string(folder.join("index.config"))
+        .map_err(|e| format!("{}: {e}", folder.join("index.config").display()))?;
+    for alias in index.lines().map(str::trim).filter(|a| !a.is_empty()) {
+        if alias.contains('-') {
+            continue;
+        }
+        let path = folder.join(format!("{alias}.config"));
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let doc: Value =
+            serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let Some(set) = one_set(&doc) else { continue };
+        if !names_chip(set, chip) {
+            continue;
+        }
+        return cut(doc, alias, chip);
+    }
+    Err(format!(
+        "no metric set in {} names the chip {chip}",
+        folder.display()
+    ))
+}
+
+fn one_set(doc: &Value) -> Option<&Value> {
+    match doc.get("metricSets")?.as_sequence()?.as_slice() {
+        [one] => Some(one),
+        _ => None,
+    }
+}
+
+fn names_chip(set: &Value, chip: &str) -> bool {
+    let chips = set.get("chips").and_then(Value::as_sequence);
+    chips.is_some_and(|c| c.iter().any(|x| x.as_str() == Some(chip)))
+}
+
+/// The base names of the metrics read ("DRAM Read Bandwidth" of "DRAM Read Bandwidth [Throughput %]").
+fn read_names() -> Vec<&'static str> {
+    METRICS
+        .iter()
+        .map(|m| m.split(" [").next().unwrap_or(m))
+        .collect()
+}
+
+/// `doc` with only the metrics read, in its metrics and its display rows.
+fn cut(mut doc: Value, alias: &str, chip: &str) -> Result<(String, String), String> {
+    let keep = read_names();
+    let named = |v: &Value| {
+        v.get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| keep.contains(&n))
+    };
+    let kept_str = |v: &Value| v.as_str().is_some_and(|n| keep.contains(&n));
+    let set = doc
+        .get_mut("metricSets")
+        .and_then(|s| s.as_sequence_mut())
+        .and_then(|s| s.first_mut())
+        .ok_or("no metric set")?;
+    let metrics = set
+        .get_mut("metrics")
+        .and_then(Value::as_sequence_mut)
+        .ok_or("the set lists no metrics")?;
+    let all = metrics.len();
+    metrics.retain(named);
+    let kept = metrics.len();
+    if kept == 0 {
+        return Err(format!("the {alias} set has none of the metrics read"));
+    }
+    if let Some(rows) = set.get_mut("displayRows").and_then(Value::as_sequence_mut) {
+        for r in rows.iter_mut() {
+            if let Some(m) = r.get_mut("metrics").and_then(Value::as_sequence_mut) {
+                m.retain(kept_str);
+            }
+        }
+        rows.retain(|r| {
+            r.get("metrics")
+                .and_then(Value::as_sequence)
+                .is_some_and(|m| !m.is_empty())
+        });
+    }
+    if let Some(m) = set.as_mapping_mut() {
+        m.insert("alias".into(), format!("stage2-{alias}").into());
+        m.insert(
+            "name".into(),
+            format!("{alias} cut to the metrics stage2 reads").into(),
+        );
+    }
+    let text = serde_yaml::to_string(&doc).map_err(|e| e.to_string())?;
+    Ok((text, format!("{alias} ({chip}), {kept} of {all} metrics")))
+}
+
+/// The set for this run, written into `run`: from nsys's answer of which GPUs it can sample
+/// (`help`) and its set folder. Err says why nsys's default set is used instead.
+pub(crate) fn derive(nsys: &Path, help: &str, run: &Path) -> Result<Derived, String> {
+    let mut chips = chips(help);
+    chips.sort();
+    chips.dedup();
+    let chip = match chips.as_slice() {
+        [one] => one.clone(),
+        [] => return Err("nsys named no GPU it can sample".into()),
+        many => return Err(format!("GPUs of several chips ({})", many.join(", "))),
+    };
+    let folder = folder(nsys).ok_or("no GpuMetrics folder beside nsys")?;
+    let (text, from) = reduced(&folder, &chip)?;
+    let path = run.join(FILE);
+    crate::rundir::status::write_atomic(&path, text.as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Derived { path, from })
+}
+
+/// The set for this run when nsys's default would be used (`nsys.gpu_metrics.set` null): asks
+/// nsys which GPUs it can sample, then [`derive`]. None, with a line why, keeps nsys's default.
+pub(crate) fn for_run(nsys: &Path, run: &Path) -> Option<Derived> {
+    let timeout = std::time::Duration::from_secs(30);
+    let args = ["profile", "--gpu-metrics-devices=help"];
+    let asked = crate::passes::process::probe_or_why(nsys, &args, timeout);
+    match asked.and_then(|help| derive(nsys, &help, run)) {
+        Ok(d) => {
+            tracing::info!(
+                "nsys pass: samples {} (nsys's set cut to the metrics the reports read: a smaller export)",
+                d.from
+            );
+            Some(d)
+        }
+        Err(why) => {
+            tracing::info!("nsys pass: samples nsys's default GPU-metrics set ({why})");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// nsys 2025.3.1's own set folder (the H100 machine's, tests/fakes/GpuMetrics: its index and
+    /// the gh100 and ga100 sets).
+    fn sets() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fakes/GpuMetrics")
+    }
+
+    #[test]
+    fn the_chips_are_read_from_nsyss_list_of_devices() {
+        let help = std::fs::read_to_string(crate::testutil::data(
+            "logs/nsys_gpu_metrics_devices_help.log",
+        ))
+        .unwrap();
+        assert_eq!(chips(&help), ["GH100"]);
+        let two = "\t0: Hopper GH100 | NVIDIA H100 PCI[0]\n\t1: Ampere GA100 | NVIDIA A100 PCI[1]\n\tall: Select all supported GPUs\n";
+        assert_eq!(chips(two), ["GH100", "GA100"]);
+        let run = tempfile::tempdir().unwrap();
+        let err = derive(Path::new("/no/nsys"), two, run.path()).unwrap_err();
+        assert!(err.contains("several chips (GA100, GH100)"), "{err}");
+        assert!(derive(Path::new("/no/nsys"), "", run.path()).is_err());
+    }
+
+    #[test]
+    fn each_chips_general_set_is_cut_to_the_five_metrics_read() {
+        for (chip, from) in [
+            ("GH100", "gh100 (GH100), 5 of 24 metrics"),
+            ("GA100", "ga100 (GA100)"),
+        ] {
+            let (text, words) = reduced(&sets(), chip).unwrap();
+            assert!(words.starts_with(from), "{words}");
+            let doc: Value = serde_yaml::from_str(&text).unwrap();
+            let set = one_set(&doc).expect("one set, as nsys takes");
+            let metrics = set["metrics"].as_sequence().unwrap();
+            let names: Vec<&str> = metrics
+                .iter()
+                .map(|m| m["name"].as_str().unwrap())
+                .collect();
+            assert!(names.iter().all(|n| read_names().contains(n)), "{names:?}");
+            assert!(names.contains(&"DRAM Read Bandwidth"), "{names:?}");
+            // Every metric keeps its counter and sub-metric, so the export names it as before.
+            assert!(metrics
+                .iter()
+                .all(|m| m["id"].is_string() && m["subMetrics"].is_sequence()));
+            for row in set["displayRows"].as_sequence().unwrap() {
+                let shown = row["metrics"].as_sequence().unwrap();
+                assert!(!shown.is_empty());
+                assert!(shown
+                    .iter()
+                    .all(|m| read_names().contains(&m.as_str().unwrap())));
+            }
+        }
+        let err = reduced(&sets(), "GB100").unwrap_err();
+        assert!(err.contains("no metric set"), "{err}");
+    }
+}
