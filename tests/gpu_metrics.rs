@@ -475,3 +475,18 @@ fn a_set_nsys_refuses_falls_back_to_its_default_set_and_still_samples() {
     assert!(read(sb.run("f").join("kernels.md"))
         .contains("Sampled by nsys during its pass at 50000 Hz"));
 }
+
+#[test]
+fn nsys_is_asked_which_gpus_it_samples_once_per_machine() {
+    let sb = sampled_sandbox();
+    for id in ["a", "b"] {
+        sampled_profile(&sb, id, &["nsys.gpu_metrics.reuse=false"]);
+    }
+    let calls = sb.calls();
+    assert_eq!(
+        calls.matches("--gpu-metrics-devices=help").count(),
+        1,
+        "{calls}"
+    );
+    assert!(profile_line(&sb, "b").contains("--gpu-metrics-set=file:"));
+}

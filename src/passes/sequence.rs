@@ -97,7 +97,9 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
         }
         let metric_set = match (&reuse, &s.nsys, driver.dry_run) {
             (None, Some(nsys), false) if wants_metric_set(ctx.cfg) => {
-                super::nsys::metric_set::for_run(nsys, &ctx.run.path)
+                let gpus: Vec<String> = s.env.gpus.iter().map(|g| g.name.clone()).collect();
+                let cache = super::nsys::metric_set::answer_cache(ctx.cfg, nsys, &gpus);
+                super::nsys::metric_set::for_run(nsys, &ctx.run.path, cache.as_deref())
             }
             _ => None,
         };

@@ -39,6 +39,33 @@ pub(crate) fn chips(help: &str) -> Vec<String> {
         .collect()
 }
 
+/// Where nsys's answer of which GPUs it can sample is kept: by nsys (its path) and the GPUs
+/// this machine and the workload see (None: the cache is off).
+pub(crate) fn answer_cache(
+    cfg: &crate::config::Config,
+    nsys: &Path,
+    gpus: &[String],
+) -> Option<PathBuf> {
+    use sha2::{Digest, Sha256};
+    // Without the GPUs' names the answer could be another machine's: asked every time.
+    if !cfg.ncu.cache.enable || gpus.is_empty() {
+        return None;
+    }
+    let dir = crate::passes::ncu::cache::default_dir(cfg.ncu.cache.dir.as_deref())?;
+    let real = std::fs::canonicalize(nsys).unwrap_or_else(|_| nsys.to_path_buf());
+    let visible = cfg
+        .workload
+        .env
+        .get("CUDA_VISIBLE_DEVICES")
+        .cloned()
+        .or_else(|| std::env::var("CUDA_VISIBLE_DEVICES").ok())
+        .unwrap_or_default();
+    let key = format!("{}|{}|{visible}", real.display(), gpus.join("|"));
+    let digest = Sha256::digest(key.as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    Some(dir.join("nsys-devices").join(format!("{hex}.txt")))
+}
+
 /// The folder of nsys's metric sets, beside its binary (Nsight Systems' `target-linux-x64`, or
 /// the copy bundled with Nsight Compute).
 pub(crate) fn folder(nsys: &Path) -> Option<PathBuf> {
@@ -167,11 +194,23 @@ pub(crate) fn derive(nsys: &Path, help: &str, run: &Path) -> Result<Derived, Str
 }
 
 /// The set for this run when nsys's default would be used (`nsys.gpu_metrics.set` null): asks
-/// nsys which GPUs it can sample, then [`derive`]. None, with a line why, keeps nsys's default.
-pub(crate) fn for_run(nsys: &Path, run: &Path) -> Option<Derived> {
-    let timeout = std::time::Duration::from_secs(30);
-    let args = ["profile", "--gpu-metrics-devices=help"];
-    let asked = crate::passes::process::probe_or_why(nsys, &args, timeout);
+/// nsys which GPUs it can sample (0.8 s on the H100 machine; its answer is kept in `cache`, by
+/// nsys and the machine's GPUs), then [`derive`]. None, with a line why, keeps nsys's default.
+pub(crate) fn for_run(nsys: &Path, run: &Path, cache: Option<&Path>) -> Option<Derived> {
+    let asked = match cache.and_then(|c| std::fs::read_to_string(c).ok()) {
+        Some(help) if !chips(&help).is_empty() => Ok(help),
+        _ => {
+            let timeout = std::time::Duration::from_secs(30);
+            let args = ["profile", "--gpu-metrics-devices=help"];
+            let help = crate::passes::process::probe_or_why(nsys, &args, timeout);
+            if let (Ok(h), Some(c)) = (&help, cache) {
+                // A failure to keep it only costs the next run the question.
+                let _ = c.parent().map(std::fs::create_dir_all);
+                let _ = crate::rundir::status::write_atomic(c, h.as_bytes());
+            }
+            help
+        }
+    };
     match asked.and_then(|help| derive(nsys, &help, run)) {
         Ok(d) => {
             tracing::info!(
