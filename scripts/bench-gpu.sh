@@ -27,8 +27,8 @@ mkdir -p "$root"
 # One untimed run first: the first import of torch reads its files from disk, and every timed
 # run below should see the same warm file cache.
 "$py" $w --arch qwen2 --new-tokens 1 >/dev/null 2>&1
-echo "| variant | bare (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | beside the passes (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling (quick; warm) | held copy busy (s from start; capture) | ncu time budget, first run |"
-echo "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|"
+echo "| variant | bare (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | beside the passes (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling (quick; warm) | held copy busy (s from start; capture) | ncu time budget, first run | sampled DRAM vs ncu, first run (mean / worst) |"
+echo "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|---|"
 rows=()
 for v in "${@:-eager static large}"; do
   for variant in $v; do
@@ -72,6 +72,15 @@ def sampled(run):
     reused = (f", reused from {r['run']} ({r['unseen']['configs']} configurations unseen, {r['moved']['configs']} moved)"
               if r else "")
     return f"{gm.get('frequency_hz', 0) / 1e3:.0f} kHz, {a.get('coverage_pct', 0):.0f}% covered{reused}" if a else (gm.get("note") or "none")
+def agreement(run):
+    try:
+        ag = (json.load(open(f"{run}/summary.json")).get("gpu_metrics") or {}).get("agreement")
+    except (OSError, ValueError):
+        return "-"
+    if not ag:
+        return "none compared"
+    return (f"{ag['compared']} configurations: {ag['dram_mean_diff_points']:.1f} / {ag['dram_worst_diff_points']:.1f} points, "
+            f"{ag['same_class_pct']:.0f}% same class")
 nsys, ncu = passes("first")
 rec = ncu.get("ncu") or {}
 plan, act = rec.get("cost") or {}, rec.get("actual") or {}
@@ -102,7 +111,7 @@ print(f"| {v} | {bare:.1f} | {f(nsys.get('duration_s'))} | {f(timing.get('captur
       f"{shape_col} | {act.get('kernels', '-')} | {act.get('passes_per_kernel', '-')} | {f(act.get('s_per_kernel'), 2)} | "
       f"{f(plan.get('predicted_s'))} | {f(act.get('prediction_error_pct'), 0)}% | "
       f"{first:.1f} | {f(beside)} | {first / bare:.2f}x | {warm:.1f} ({hits} cached, ncu {f(warm_ncu.get('duration_s'))} s, {f(warm_rest)} s beside nsys) | {warm / bare:.2f}x | "
-      f"{quick:.1f} | {quick / bare:.2f}x | {sampled(f'{root}/bench-{v}-quick-{stamp}')}; warm: {sampled(f'{root}/bench-{v}-warm-{stamp}')} | {held_col} | {budget_col} |")
+      f"{quick:.1f} | {quick / bare:.2f}x | {sampled(f'{root}/bench-{v}-quick-{stamp}')}; warm: {sampled(f'{root}/bench-{v}-warm-{stamp}')} | {held_col} | {budget_col} | {agreement(f'{root}/bench-{v}-first-{stamp}')} |")
 PY
 )")
     echo "${rows[-1]}"
