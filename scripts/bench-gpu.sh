@@ -28,7 +28,7 @@ mkdir -p "$root"
 # run below should see the same warm file cache.
 "$py" $w --arch qwen2 --new-tokens 1 >/dev/null 2>&1
 echo "| variant | bare (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | beside the passes (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling (quick; warm) | held copy busy (s from start; capture) | ncu time budget, first run | sampled DRAM vs ncu, first run (mean / worst) |"
-echo "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|---|"
+echo "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|---|---|"
 rows=()
 for v in "${@:-eager static large}"; do
   for variant in $v; do
