@@ -15,8 +15,9 @@ use serde_yaml::Value;
 
 use crate::parse::sqlite::METRICS;
 
-/// The run's copy of the set.
+/// The run's copy of the set, and its alias: nsys takes a set file whose alias is its name.
 pub(crate) const FILE: &str = "nsys/gpu_metrics.config";
+const ALIAS: &str = "gpu_metrics";
 
 /// The set made for this run: its file and where it came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,7 +165,9 @@ fn cut(mut doc: Value, alias: &str, chip: &str) -> Result<(String, String), Stri
         });
     }
     if let Some(m) = set.as_mapping_mut() {
-        m.insert("alias".into(), format!("stage2-{alias}").into());
+        // nsys refuses a set file whose alias is not its file name ("Metric set alias doesn't
+        // match the config file name").
+        m.insert("alias".into(), ALIAS.into());
         m.insert(
             "name".into(),
             format!("{alias} cut to the metrics stage2 reads").into(),
@@ -261,6 +264,11 @@ mod tests {
             assert!(words.starts_with(from), "{words}");
             let doc: Value = serde_yaml::from_str(&text).unwrap();
             let set = one_set(&doc).expect("one set, as nsys takes");
+            // Its alias is the file's name, as nsys requires.
+            assert_eq!(
+                Path::new(FILE).file_stem().unwrap(),
+                set["alias"].as_str().unwrap()
+            );
             let metrics = set["metrics"].as_sequence().unwrap();
             let names: Vec<&str> = metrics
                 .iter()
