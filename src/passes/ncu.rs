@@ -401,7 +401,7 @@ impl Pass for NcuPass {
             let mut st = PassStatus::new(
                 PassState::Ok,
                 Some(format!(
-                    "ncu not run: all {} chosen kernels are in the metrics cache",
+                    "no kernel profiled: all {} chosen kernels are in the metrics cache",
                     plan.reuse.as_ref().map_or(0, |r| r.hits.len())
                 )),
             );
