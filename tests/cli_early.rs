@@ -69,6 +69,30 @@ fn an_attach_ncu_refuses_falls_back_to_the_usual_launch() {
 }
 
 #[test]
+fn an_attach_before_the_copy_is_attachable_is_tried_again_until_it_is() {
+    let sb = Sandbox::new();
+    sb.profile("r", ARGS)
+        .env("FAKE_NCU_ATTACH", "notyet:2")
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "the held workload is still starting",
+        ));
+    let st = status(&sb.run("r"));
+    let ncu = &st["passes"]["ncu"];
+    assert_eq!(ncu["state"], "ok", "{ncu}");
+    assert_eq!(ncu["ncu"]["early_start"]["attached"], true, "{ncu}");
+    assert_eq!(
+        lines_starting(&sb, "ncu --mode=attach"),
+        3,
+        "{}",
+        sb.calls()
+    );
+    assert_eq!(lines_starting(&sb, "ncu --target-processes"), 0);
+    assert!(read(sb.run("r").join("kernels.md")).contains("nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"));
+}
+
+#[test]
 fn early_start_off_or_impossible_runs_the_passes_one_after_the_other() {
     let sb = Sandbox::new();
     let mut off = vec!["ncu.early_start=false"];

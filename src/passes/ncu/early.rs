@@ -20,6 +20,8 @@ pub(crate) const LISTEN_LIMIT: Duration = Duration::from_secs(120);
 
 /// What ncu prints once the workload is held at its first CUDA call.
 const WAITING: &str = "Waiting for profiler to attach";
+/// What an attach says when no held process answers on its ports yet.
+const NOT_FOUND: &str = "No attachable process found";
 /// What ncu says of an option the attach cannot take (it belongs to the launch).
 pub(crate) const REFUSED_OPTION: &str = "specified for --mode attach";
 
@@ -381,7 +383,7 @@ impl Held {
         self,
         limit: Duration,
         attach: &[String],
-        run: impl FnOnce(&[String]) -> Result<Outcome, E>,
+        mut run: impl FnMut(&[String]) -> Result<Outcome, E>,
     ) -> Result<(Result<Outcome, NotAttached>, f64), E> {
         let ready = self.wait_held(Some(limit));
         // Read before the attach: from then on the workload works again.
@@ -393,7 +395,25 @@ impl Held {
             return Ok((Err(why), held_after_s));
         }
         self.attaching();
-        let out = run(attach)?;
+        let t0 = Instant::now();
+        let mut out = run(attach)?;
+        // ncu listens at once, but finds the copy only once it reaches its first CUDA call: a
+        // copy still in its imports is "No attachable process found" (seen on an H100 for the
+        // graph step's copy of a torch.compile loop, whose kernel pass took 13 s). Tried again
+        // while the copy runs, within the limit.
+        let mut said = false;
+        while out.code != Some(0)
+            && out.tail.contains(NOT_FOUND)
+            && self.running()
+            && t0.elapsed() < limit
+            && !crate::passes::signals::interrupted()
+        {
+            if !std::mem::replace(&mut said, true) {
+                tracing::info!("ncu: the held workload is still starting (not attachable yet); attaching again until it is");
+            }
+            std::thread::sleep(Duration::from_secs(1));
+            out = run(attach)?;
+        }
         if out.code == Some(0) || !out.tail.contains(REFUSED_OPTION) {
             return Ok((Ok(merged(out, self.finish(AFTER_ATTACH))), held_after_s));
         }
