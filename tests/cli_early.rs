@@ -110,6 +110,12 @@ fn early_start_off_or_impossible_runs_the_passes_one_after_the_other() {
     no_nsys.extend_from_slice(ARGS);
     sb.profile("no-nsys", &no_nsys).assert().success();
     assert_eq!(lines_starting(&sb, "ncu --mode="), 0, "{}", sb.calls());
+    // Nor is nsys asked which GPUs it samples, and no metric set is made.
+    let calls = sb.calls();
+    let asked = calls.matches("--gpu-metrics-devices=help").count();
+    let passes = calls.matches("nsys profile --trace").count();
+    assert_eq!((asked, passes), (2, 2), "the runs before it only; {calls}");
+    assert!(!sb.run("no-nsys").join("nsys/gpu_metrics.config").exists());
 }
 
 #[test]

@@ -174,7 +174,8 @@ fn ncu(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
 /// Whether this run samples with nsys's default set, which [`super::nsys::metric_set`] cuts
 /// to the metrics read.
 fn wants_metric_set(cfg: &Config) -> bool {
-    super::nsys::sampled_devices(cfg).is_some()
+    cfg.nsys.enable
+        && super::nsys::sampled_devices(cfg).is_some()
         && super::nsys::configured_set(&cfg.nsys.gpu_metrics).is_none()
 }
 
