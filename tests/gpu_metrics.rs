@@ -365,6 +365,34 @@ fn a_re_run_reuses_the_last_sampled_runs_figures_instead_of_sampling() {
         stakeholder.contains("in run `a` and reused by this run"),
         "{stakeholder}"
     );
+    // The run folder holds what it reused: re-rendered without the cache, the same words.
+    std::fs::rename(sb.path().join("cache"), sb.path().join("cache-aside")).unwrap();
+    sb.stage2()
+        .arg("report")
+        .arg(sb.run("b"))
+        .assert()
+        .success();
+    assert_eq!(read(sb.run("b").join("kernels.md")), md);
+    std::fs::rename(sb.path().join("cache-aside"), sb.path().join("cache")).unwrap();
+    // Hand-made broken input: a reused-figures file that is not JSON costs the sampled figures
+    // only, with a line naming the file.
+    std::fs::write(
+        sb.run("b").join("nsys/gpu_metrics_reused.json"),
+        "{not json",
+    )
+    .unwrap();
+    let out = sb
+        .stage2()
+        .arg("report")
+        .arg(sb.run("b"))
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        err.contains("sampled GPU metrics left out") && err.contains("gpu_metrics_reused.json"),
+        "{err}"
+    );
+    assert!(!read(sb.run("b").join("kernels.md")).contains("## Sampled GPU metrics"));
     // Turned off, the run samples again.
     sampled_profile(&sb, "c", &["nsys.gpu_metrics.reuse=false"]);
     assert!(profile_line(&sb, "c").contains("--gpu-metrics-devices="));
