@@ -62,7 +62,7 @@ pub(crate) fn keep(cfg: &Config, gpu: Option<&str>, summary: &Summary) {
             let _ = std::fs::remove_file(&path);
         }
         Some(_) => {}
-        None if gm.note.is_none() && gm.all_kernels.is_some() => {
+        None if worth_keeping(gm.note.as_deref(), gm.all_kernels.as_ref()) => {
             let kernels = summary
                 .kernels
                 .iter()
@@ -79,6 +79,12 @@ pub(crate) fn keep(cfg: &Config, gpu: Option<&str>, summary: &Summary) {
     }
 }
 
+/// Figures worth reusing: attributed, and covering as much of the range's kernel time as a
+/// sampled class needs (a run whose sampling stopped partway is not frozen into the next ones).
+fn worth_keeping(note: Option<&str>, all: Option<&crate::model::SampledFigures>) -> bool {
+    note.is_none() && all.is_some_and(|a| a.coverage_pct >= crate::rules::SAMPLED_MIN_COVERAGE_PCT)
+}
+
 fn write(path: &Path, stored: &Stored) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -90,4 +96,36 @@ fn write(path: &Path, stored: &Stored) -> std::io::Result<()> {
 /// This run's copy of the figures it reuses, where the reports read them.
 pub(crate) fn copy_into_run(run: &Path, stored: &Stored) -> std::io::Result<()> {
     write(&run.join(crate::analysis::sampled::reuse::FILE), stored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SampledFigures;
+
+    fn covering(pct: f64) -> SampledFigures {
+        SampledFigures {
+            launches: 10,
+            time_ns: 1e6,
+            coverage_pct: pct,
+            samples: 50,
+            dram_pct: Some(40.0),
+            sm_issue_pct: Some(10.0),
+            tensor_pct: Some(0.0),
+            bound: None,
+        }
+    }
+
+    #[test]
+    fn only_figures_that_cover_the_range_are_kept_for_the_next_run() {
+        assert!(worth_keeping(None, Some(&covering(100.0))));
+        assert!(worth_keeping(None, Some(&covering(80.0))));
+        // A capture whose samples stopped partway (seen on a compiled loop: 50%).
+        assert!(!worth_keeping(None, Some(&covering(50.0))));
+        assert!(!worth_keeping(
+            Some("2 GPUs sampled"),
+            Some(&covering(100.0))
+        ));
+        assert!(!worth_keeping(None, None));
+    }
 }
