@@ -55,6 +55,19 @@ fn rule(f: &Finding) -> String {
 }
 
 /// "(rule: ...; nsys/run.sqlite)" or "(nsys/run.sqlite)".
+/// Which launches a finding's sampled figures are over: this run's, or an earlier run's whose
+/// figures this run reused (their source says so).
+fn sampled_over(f: &Finding) -> &'static str {
+    match f
+        .sources()
+        .iter()
+        .any(|s| *s == crate::findings::document::REUSED_FIGURES)
+    {
+        true => "over every launch of an earlier run of the same command, reused here",
+        false => "over every launch",
+    }
+}
+
 pub(crate) fn cite(f: &Finding) -> String {
     let mut parts = Vec::new();
     let r = rule(f);
@@ -214,9 +227,10 @@ pub(crate) fn sentence(f: &Finding) -> String {
                 _ => "memory- or compute-bound",
             };
             format!(
-                "{} of the top kernels {w} that ncu did not measure {} {class} by the GPU metrics nsys sampled over every launch ({}){}.",
+                "{} of the top kernels {w} that ncu did not measure {} {class} by the GPU metrics nsys sampled {} ({}){}.",
                 memory.len() + compute.len(),
                 are(memory.len() + compute.len()),
+                sampled_over(f),
                 per_kernel(f, &figs),
                 cite(f)
             )
@@ -227,10 +241,11 @@ pub(crate) fn sentence(f: &Finding) -> String {
             cite(f)
         ),
         Claim::SampledDisagrees { kernel, grid } => format!(
-            "The two tools disagree on `{}` with grid {} {w}: DRAM {} sampled over every launch (coverage {}), {} in ncu's replay of one: the replayed launch is not how it ran in the workload, or the launches of this configuration differ among themselves{}.",
+            "The two tools disagree on `{}` with grid {} {w}: DRAM {} sampled {} (coverage {}), {} in ncu's replay of one: the replayed launch is not how it ran in the workload, or the launches of this configuration differ among themselves{}.",
             md(kernel),
             md(grid),
             f.text(Q::SampledDramPct),
+            sampled_over(f),
             f.text(Q::SampledCoveragePct),
             f.text(Q::DramThroughputPct),
             cite(f)

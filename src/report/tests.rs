@@ -316,6 +316,18 @@ fn a_configuration_the_two_tools_disagree_on_is_a_caveat() {
     let text = phrase::sentence(&got[0]);
     assert!(text.starts_with("The two tools disagree on `nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT` with grid (4,11,1) in `decode`: DRAM 48.0% sampled over every launch (coverage 100.0%), 26.6% in ncu's replay of one"), "{text}");
     assert_eq!(got[0].role, crate::findings::Role::Caveat);
+    // Figures an earlier run sampled say whose launches they are over, and cite their file.
+    let mut reused = got[0].clone();
+    for e in reused
+        .evidence
+        .iter_mut()
+        .filter(|e| e.source == "nsys/run.sqlite")
+    {
+        e.source = crate::findings::document::REUSED_FIGURES.to_string();
+    }
+    let text = phrase::sentence(&reused);
+    assert!(text.contains("DRAM 48.0% sampled over every launch of an earlier run of the same command, reused here (coverage 100.0%)"), "{text}");
+    assert!(text.contains("nsys/gpu_metrics_reused.json"), "{text}");
 }
 
 /// An idle-GPU verdict over two unlike instances (assisted generation's two `decode`
