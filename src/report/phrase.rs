@@ -54,20 +54,19 @@ fn rule(f: &Finding) -> String {
     }
 }
 
-/// "(rule: ...; nsys/run.sqlite)" or "(nsys/run.sqlite)".
 /// Which launches a finding's sampled figures are over: this run's, or an earlier run's whose
 /// figures this run reused (their source says so).
 fn sampled_over(f: &Finding) -> &'static str {
     match f
         .sources()
-        .iter()
-        .any(|s| *s == crate::findings::document::REUSED_FIGURES)
+        .contains(&crate::findings::document::REUSED_FIGURES)
     {
         true => "over every launch of an earlier run of the same command, reused here",
         false => "over every launch",
     }
 }
 
+/// "(rule: ...; nsys/run.sqlite)" or "(nsys/run.sqlite)".
 pub(crate) fn cite(f: &Finding) -> String {
     let mut parts = Vec::new();
     let r = rule(f);
