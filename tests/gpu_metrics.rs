@@ -226,7 +226,7 @@ fn doctor_says_whether_nsys_may_sample_and_why_not() {
     let text = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(
         text.contains(
-            "stage2: ok: GPU-metrics sampling: nsys samples devices `cuda-visible` at 50000 Hz"
+            "stage2: ok: GPU-metrics sampling: nsys samples devices `cuda-visible` at 50000 Hz, set gh100 (GH100), 5 of 24 metrics"
         ),
         "{text}"
     );

@@ -262,8 +262,17 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
         return check(Level::Ok, format!("GPU-metrics sampling: {why}"), None);
     };
     let timeout = Duration::from_secs(cfg.run.probe_timeout_s.max(30));
+    // The set a profile would sample: nsys's for the chip, cut to the metrics read.
+    let set_dir = tempfile::tempdir().ok();
+    let derived = cut_set(nsys, cfg, set_dir.as_ref().map(|d| d.path()), timeout);
+    let set_words = match &derived {
+        Ok(d) => d.from.clone(),
+        Err(why) => format!("nsys's default set ({why})"),
+    };
+    let set_path = derived.as_ref().ok().map(|d| d.path.clone());
     let sample = |argv: &mut Vec<String>| {
-        crate::passes::nsys::add_sampling(argv, &cfg.nsys.gpu_metrics, &devices, None)
+        let gm = &cfg.nsys.gpu_metrics;
+        crate::passes::nsys::add_sampling(argv, gm, &devices, set_path.as_deref())
     };
     let t = match trial(nsys, &["sleep", "1"], timeout, sample) {
         Ok(t) => t,
@@ -287,7 +296,7 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
         None if made => check(
             Level::Ok,
             format!(
-                "GPU-metrics sampling: nsys samples devices `{devices}` at {} Hz",
+                "GPU-metrics sampling: nsys samples devices `{devices}` at {} Hz, set {set_words}",
                 cfg.nsys.gpu_metrics.frequency_hz
             ),
             None,
@@ -303,6 +312,25 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
             None,
         ),
     }
+}
+
+/// The metric set a profile would cut for this GPU (see `passes::nsys::metric_set`), made in
+/// `dir`; Err says why nsys's own would be sampled.
+fn cut_set(
+    nsys: &Path,
+    cfg: &config::Config,
+    dir: Option<&Path>,
+    timeout: Duration,
+) -> std::result::Result<crate::passes::nsys::metric_set::Derived, String> {
+    use crate::passes::nsys::{configured_set, metric_set};
+    if let Some(set) = configured_set(&cfg.nsys.gpu_metrics) {
+        return Err(format!("nsys.gpu_metrics.set={set}"));
+    }
+    let dir = dir.ok_or("no temp dir")?;
+    std::fs::create_dir_all(dir.join("nsys")).map_err(|e| e.to_string())?;
+    let args = ["profile", "--gpu-metrics-devices=help"];
+    let help = process::probe_or_why(nsys, &args, timeout)?;
+    metric_set::derive(nsys, &help, dir)
 }
 
 /// What a trial `nsys profile` left.
