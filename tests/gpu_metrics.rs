@@ -518,3 +518,42 @@ fn nsys_is_asked_which_gpus_it_samples_once_per_machine() {
     );
     assert!(profile_line(&sb, "b").contains("--gpu-metrics-set=file:"));
 }
+
+#[test]
+fn a_small_share_left_without_figures_keeps_the_reuse() {
+    let sb = sampled_sandbox();
+    let run = |id: &str| sampled_profile(&sb, id, &[]);
+    run("a");
+    // The entry as if the configuration with the least time had run twice as long per launch.
+    let entry = sampled_entry(&sb).expect("a sampled run leaves its figures");
+    let mut stored: serde_json::Value = serde_json::from_str(&read(&entry)).unwrap();
+    let configs = stored["configs"].as_array_mut().unwrap();
+    let least = configs
+        .iter_mut()
+        .min_by(|x, y| {
+            x["time_ns"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&y["time_ns"].as_f64().unwrap())
+        })
+        .unwrap();
+    let t = least["time_ns"].as_f64().unwrap();
+    least["time_ns"] = serde_json::json!(2.0 * t);
+    std::fs::write(&entry, serde_json::to_vec(&stored).unwrap()).unwrap();
+    run("b");
+    let md = read(sb.run("b").join("kernels.md"));
+    assert!(
+        md.contains("Not reused: 1 whose mean duration moved by more than 15% ("),
+        "{md}"
+    );
+    assert!(
+        md.contains("of the kernel time, under 5%, so the next run of this command reuses these figures too"),
+        "{md}"
+    );
+    assert!(sampled_entry(&sb).is_some(), "the entry is kept");
+    run("c");
+    assert!(
+        !profile_line(&sb, "c").contains("--gpu-metrics"),
+        "c reuses"
+    );
+}

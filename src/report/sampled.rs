@@ -85,9 +85,17 @@ fn reused(r: &Reused, gm: &GpuMetrics, all: &SampledFigures, s: &mut String) {
         ));
     }
     if !left.is_empty() {
+        let next = match r.resample(all.time_ns) {
+            true => "the next run of this command samples again".to_string(),
+            false => format!(
+                "they hold {} of the kernel time, under {:.0}%, so the next run of this command reuses these figures too (`nsys.gpu_metrics.reuse=false` samples)",
+                pct(r.gap_pct(all.time_ns)),
+                crate::rules::SAMPLED_REUSE_GAP_PCT
+            ),
+        };
         let _ = write!(
             s,
-            " Not reused: {}; they have no sampled figures here, and the next run of this command samples again.",
+            " Not reused: {}; they have no sampled figures here, and {next}.",
             left.join(", and ")
         );
     }

@@ -84,9 +84,19 @@ pub(crate) struct Reused {
 }
 
 impl Reused {
-    /// Whether every configuration took figures (else the next run should sample).
-    pub(crate) fn whole(&self) -> bool {
-        self.unseen.configs == 0 && self.moved.configs == 0
+    /// The share of `total_ns` of kernel time left without figures, in %.
+    pub(crate) fn gap_pct(&self, total_ns: f64) -> f64 {
+        match total_ns > 0.0 {
+            true => 100.0 * (self.unseen.time_ns + self.moved.time_ns) / total_ns,
+            false => 0.0,
+        }
+    }
+
+    /// Whether the next run should sample again: what took no figures holds enough of the
+    /// kernel time (`rules::SAMPLED_REUSE_GAP_PCT`).
+    pub(crate) fn resample(&self, total_ns: f64) -> bool {
+        let gap = self.unseen.configs + self.moved.configs > 0;
+        gap && self.gap_pct(total_ns) >= crate::rules::SAMPLED_REUSE_GAP_PCT
     }
 }
 

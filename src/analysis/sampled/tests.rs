@@ -217,7 +217,9 @@ fn reused_figures_keep_their_rates_over_this_runs_launches() {
     let used = r.reused.unwrap();
     assert_eq!((used.unseen.configs, used.moved.configs), (1, 0));
     assert!((used.unseen.time_ns - 30_000.0).abs() < 1e-6);
-    assert!(!used.whole());
+    // Half the kernel time without figures: the next run samples again; 1% would not.
+    assert!(used.resample(60_000.0));
+    assert!(!used.resample(3_000_000.0));
     assert!(
         r.instances.is_empty(),
         "per instance needs this run's samples"

@@ -51,14 +51,14 @@ pub(crate) fn usable(cfg: &Config, gpu: Option<&str>) -> Option<Stored> {
 }
 
 /// After the reports: a run that sampled leaves its figures for the next; a run whose reuse
-/// left configurations without figures removes them, so the next run samples again. A failure
+/// left enough of the kernel time without figures removes them, so the next run samples again. A failure
 /// to write only costs the next run its reuse.
 pub(crate) fn keep(cfg: &Config, gpu: Option<&str>, summary: &Summary) {
     let (Some(path), Some(gm)) = (path(cfg), summary.gpu_metrics.as_ref()) else {
         return;
     };
     match &gm.reused {
-        Some(r) if !r.whole() => {
+        Some(r) if r.resample(gm.all_kernels.map_or(0.0, |a| a.time_ns)) => {
             let _ = std::fs::remove_file(&path);
         }
         Some(_) => {}
