@@ -43,6 +43,10 @@ pub(crate) struct Spec {
     /// Run it (and what it starts) only on CPU time nothing else wants (SCHED_IDLE), so it
     /// does not slow another pass running at the same time.
     pub(crate) idle_cpu: bool,
+    /// The signals already counted when the caller decided to start it (None: when `run`
+    /// starts). Any later one is forwarded, even one that came before the child's wait loop
+    /// (two nvidia-smi probes side by side lost a SIGTERM so and waited their 30 s out).
+    pub(crate) signals_seen: Option<usize>,
 }
 
 /// Ask a child to stop early as a Ctrl-C would (SIGINT to its group, SIGKILL after the grace),
@@ -91,6 +95,7 @@ impl Spec {
             soft_stop: None,
             pid: None,
             idle_cpu: false,
+            signals_seen: None,
         }
     }
 
@@ -176,6 +181,8 @@ impl Drop for Echo {
 
 /// Run the child to its end. Errors only when it cannot be started.
 pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
+    // Counted before the child starts: a signal while it starts is forwarded to it.
+    let seen_signals = spec.signals_seen.unwrap_or_else(signals::count);
     let log = Arc::new(Mutex::new(
         File::options().create(true).append(true).open(&spec.log)?,
     ));
@@ -255,7 +262,6 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
             .map(|r| drain(r, stderr_sink, true, tee(&spec.on_line, true))),
     ];
 
-    let seen_signals = signals::count();
     let mut forwarded_at: Option<Instant> = None;
     let mut killed = false;
     let mut interrupted = false;
@@ -365,8 +371,10 @@ pub(crate) fn probe_or_why(
     args: &[&str],
     timeout: Duration,
 ) -> Result<String, String> {
-    // After a Ctrl-C nothing more is asked: the run is stopping.
-    if signals::interrupted() {
+    // After a Ctrl-C nothing more is asked: the run is stopping. One from here on reaches
+    // the probe, however early.
+    let seen = signals::count();
+    if seen > 0 {
         return Err("not asked: interrupted".into());
     }
     let timeout = timeout.min(probe_limit());
@@ -377,6 +385,7 @@ pub(crate) fn probe_or_why(
     spec.timeout = Some(timeout);
     // A probe has no report to finalize: a signal or its time limit stops it at once.
     spec.grace = Duration::from_millis(200);
+    spec.signals_seen = Some(seen);
     let out = run(&spec).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
     if out.timed_out {
         return Err(format!("no answer in {} s", timeout.as_secs()));
