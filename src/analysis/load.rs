@@ -583,7 +583,6 @@ impl Artifacts {
     }
 }
 
-/// The Python samples of the nsys pass (none when the run took none), placed in its ranges.
 /// This run's samples, or where its nsys pass did not sample, the figures it reused from an
 /// earlier run (`nsys/gpu_metrics_reused.json`).
 fn sampled_figures(
@@ -616,6 +615,7 @@ fn sampled_figures(
     )))
 }
 
+/// The Python samples of the nsys pass (none when the run took none), placed in its ranges.
 fn python_evidence(
     run: &RunDir,
     db: &NsysDb,
