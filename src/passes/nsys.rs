@@ -107,22 +107,14 @@ pub(crate) fn configured_set(gm: &crate::config::GpuMetrics) -> Option<&str> {
     gm.set.as_deref().filter(|s| !s.trim().is_empty())
 }
 
-/// The argv without its `--gpu-metrics-set` (nsys's default set instead of a derived one).
-pub(crate) fn without_set(argv: &[String]) -> Vec<String> {
+/// The argv without nsys's own flags that start with `prefix` (those before `-o`; the
+/// workload's are after it): `--gpu-metrics-set=` for nsys's default set instead of a derived
+/// one, `--gpu-metrics-` for no sampling (the pass run again when sampling is refused).
+pub(crate) fn without_flags(argv: &[String], prefix: &str) -> Vec<String> {
     let at = argv.iter().position(|a| a == "-o").unwrap_or(argv.len());
     argv.iter()
         .enumerate()
-        .filter(|(i, a)| *i >= at || !a.starts_with("--gpu-metrics-set="))
-        .map(|(_, a)| a.clone())
-        .collect()
-}
-
-/// The argv without its `--gpu-metrics-*` flags (the pass run again when sampling is refused).
-pub(crate) fn without_sampling(argv: &[String]) -> Vec<String> {
-    let at = argv.iter().position(|a| a == "-o").unwrap_or(argv.len());
-    argv.iter()
-        .enumerate()
-        .filter(|(i, a)| *i >= at || !a.starts_with("--gpu-metrics-"))
+        .filter(|(i, a)| *i >= at || !a.starts_with(prefix))
         .map(|(_, a)| a.clone())
         .collect()
 }
@@ -413,7 +405,7 @@ impl NsysPass {
         let of_set = why.contains("--gpu-metrics-set") || why.contains("metric config");
         if derived && of_set && self.metric_set.is_some() {
             tracing::warn!("nsys refused the metric set cut for this run ({why}); running the nsys pass again with nsys's default set");
-            argv = without_set(&argv);
+            argv = without_flags(&argv, "--gpu-metrics-set=");
             out = again(&argv, "nsys.set-refused.log")?;
             set_refused = Some(why);
             match sampling_refused(&out, !reports(&dir).is_empty()) {
@@ -424,7 +416,8 @@ impl NsysPass {
         tracing::warn!(
             "nsys refused GPU-metrics sampling ({why}); running the nsys pass again without it"
         );
-        out = again(&without_sampling(&argv), "nsys.sampling-refused.log")?;
+        let argv = without_flags(&argv, "--gpu-metrics-");
+        out = again(&argv, "nsys.sampling-refused.log")?;
         Ok((out, Some(why), set_refused))
     }
 
