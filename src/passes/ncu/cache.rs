@@ -15,7 +15,7 @@
 //! are removed until the cache is under its size cap.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
@@ -84,6 +84,15 @@ struct Entry {
     key: Key,
     #[serde(flatten)]
     kernel: CachedKernel,
+}
+
+/// `<dir>/<folder>/<the first 16 bytes of the SHA-256 of identity, in hex>.<ext>`: where a
+/// cache file named by what it is about lives (a workload's cost model, its last run, its
+/// sampled figures, nsys's answer on a machine's GPUs).
+pub(crate) fn keyed(dir: &Path, folder: &str, identity: &str, ext: &str) -> PathBuf {
+    let digest = Sha256::digest(identity.as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    dir.join(folder).join(format!("{hex}.{ext}"))
 }
 
 /// The cache directory: `ncu.cache.dir`, else `$XDG_CACHE_HOME/stage2/ncu`, else

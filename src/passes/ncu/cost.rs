@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// Defaults before any run of this workload on this GPU was measured. From an H100 with ncu
 /// 2025.3.1 and the workloads of scripts/bench-gpu.sh (docs/measured.md, 2026-11-25): 5
@@ -302,9 +301,7 @@ pub(crate) fn measure(
 
 /// Where the model of one workload on one GPU with one ncu setting is kept.
 pub(crate) fn model_path(cache_dir: &Path, identity: &str) -> PathBuf {
-    let digest = Sha256::digest(identity.as_bytes());
-    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-    cache_dir.join("costs").join(format!("{hex}.json"))
+    super::cache::keyed(cache_dir, "costs", identity, "json")
 }
 
 pub(crate) fn load(path: &Path) -> Option<Model> {

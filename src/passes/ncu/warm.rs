@@ -10,7 +10,6 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::config::Config;
 
@@ -37,9 +36,7 @@ pub(crate) fn path(cfg: &Config) -> Option<PathBuf> {
         serde_json::to_string(&cfg.nsys).unwrap_or_default(),
         serde_json::to_string(&cfg.ncu).unwrap_or_default(),
     );
-    let digest = Sha256::digest(identity.as_bytes());
-    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-    Some(dir.join("runs").join(format!("{hex}.json")))
+    Some(super::cache::keyed(&dir, "runs", &identity, "json"))
 }
 
 /// The run whose kernels the cache answers, when the last run of this workload said so.

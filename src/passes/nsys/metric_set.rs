@@ -47,7 +47,6 @@ pub(crate) fn answer_cache(
     nsys: &Path,
     gpus: &[String],
 ) -> Option<PathBuf> {
-    use sha2::{Digest, Sha256};
     // Without the GPUs' names the answer could be another machine's: asked every time.
     if !cfg.ncu.cache.enable || gpus.is_empty() {
         return None;
@@ -62,9 +61,12 @@ pub(crate) fn answer_cache(
         .or_else(|| std::env::var("CUDA_VISIBLE_DEVICES").ok())
         .unwrap_or_default();
     let key = format!("{}|{}|{visible}", real.display(), gpus.join("|"));
-    let digest = Sha256::digest(key.as_bytes());
-    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-    Some(dir.join("nsys-devices").join(format!("{hex}.txt")))
+    Some(crate::passes::ncu::cache::keyed(
+        &dir,
+        "nsys-devices",
+        &key,
+        "txt",
+    ))
 }
 
 /// The folder of nsys's metric sets, beside its binary (Nsight Systems' `target-linux-x64`, or

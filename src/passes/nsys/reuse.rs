@@ -8,8 +8,6 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use crate::analysis::sampled::reuse::Stored;
 use crate::analysis::summary::Summary;
 use crate::config::Config;
@@ -36,9 +34,9 @@ pub(crate) fn path(cfg: &Config) -> Option<PathBuf> {
         serde_json::to_string(&cfg.nvtx).unwrap_or_default(),
         serde_json::to_string(&cfg.nsys).unwrap_or_default(),
     );
-    let digest = Sha256::digest(identity.as_bytes());
-    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-    Some(dir.join("sampled").join(format!("{hex}.json")))
+    Some(crate::passes::ncu::cache::keyed(
+        &dir, "sampled", &identity, "json",
+    ))
 }
 
 /// The figures this run may reuse: the last sampled run's, on the same GPU model.
