@@ -328,9 +328,7 @@ fn cut_set(
     }
     let dir = dir.ok_or("no temp dir")?;
     std::fs::create_dir_all(dir.join("nsys")).map_err(|e| e.to_string())?;
-    let args = ["profile", "--gpu-metrics-devices=help"];
-    let help = process::probe_or_why(nsys, &args, timeout)?;
-    metric_set::derive(nsys, &help, dir)
+    metric_set::ask(nsys, dir, None, timeout)
 }
 
 /// What a trial `nsys profile` left.

@@ -198,25 +198,34 @@ pub(crate) fn derive(nsys: &Path, help: &str, run: &Path) -> Result<Derived, Str
     Ok(Derived { path, from })
 }
 
-/// The set for this run when nsys's default would be used (`nsys.gpu_metrics.set` null): asks
-/// nsys which GPUs it can sample (0.8 s on the H100 machine; its answer is kept in `cache`, by
-/// nsys and the machine's GPUs), then [`derive`]. None, with a line why, keeps nsys's default.
-pub(crate) fn for_run(nsys: &Path, run: &Path, cache: Option<&Path>) -> Option<Derived> {
-    let asked = match cache.and_then(|c| std::fs::read_to_string(c).ok()) {
-        Some(help) if !chips(&help).is_empty() => Ok(help),
+/// The set for `run`: asks nsys which GPUs it can sample (0.8 s on the H100 machine; the
+/// answer is kept in `cache` where given, by nsys and the machine's GPUs), then [`derive`].
+pub(crate) fn ask(
+    nsys: &Path,
+    run: &Path,
+    cache: Option<&Path>,
+    timeout: std::time::Duration,
+) -> Result<Derived, String> {
+    let help = match cache.and_then(|c| std::fs::read_to_string(c).ok()) {
+        Some(help) if !chips(&help).is_empty() => help,
         _ => {
-            let timeout = std::time::Duration::from_secs(30);
             let args = ["profile", "--gpu-metrics-devices=help"];
-            let help = crate::passes::process::probe_or_why(nsys, &args, timeout);
-            if let (Ok(h), Some(c)) = (&help, cache) {
+            let help = crate::passes::process::probe_or_why(nsys, &args, timeout)?;
+            if let Some(c) = cache {
                 // A failure to keep it only costs the next run the question.
                 let _ = c.parent().map(std::fs::create_dir_all);
-                let _ = crate::rundir::status::write_atomic(c, h.as_bytes());
+                let _ = crate::rundir::status::write_atomic(c, help.as_bytes());
             }
             help
         }
     };
-    match asked.and_then(|help| derive(nsys, &help, run)) {
+    derive(nsys, &help, run)
+}
+
+/// The set for this run when nsys's default would be used (`nsys.gpu_metrics.set` null), by
+/// [`ask`]. None, with a line why, keeps nsys's default.
+pub(crate) fn for_run(nsys: &Path, run: &Path, cache: Option<&Path>) -> Option<Derived> {
+    match ask(nsys, run, cache, std::time::Duration::from_secs(30)) {
         Ok(d) => {
             tracing::info!(
                 "nsys pass: samples {} (nsys's set cut to the metrics the reports read: a smaller export)",
