@@ -209,7 +209,7 @@ fn finish(driver: &mut Driver, env: &mut Env, cfg: &Config) -> i32 {
     let earlier = crate::passes::signals::interrupted();
     let st = match report::render_all(run, cfg.clone()) {
         Ok(summary) => {
-            let gpu = env.gpus.get(workload_gpu(cfg)).map(|g| g.name.as_str());
+            let gpu = sequence::workload_gpu_name(env, cfg);
             crate::passes::nsys::reuse::keep(cfg, gpu, &summary);
             PassStatus::new(PassState::Ok, None)
         }

@@ -86,11 +86,7 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
     let Some(gpus) = second_gpu(ctx.cfg, s.env, ctx.workload) else {
         let profiled = ask_once_profiled(&mut s.check);
         (s.early, s.warm) = hold_early(driver, s);
-        let gpu = s
-            .env
-            .gpus
-            .get(workload_gpu(ctx.cfg))
-            .map(|g| g.name.as_str());
+        let gpu = workload_gpu_name(s.env, ctx.cfg);
         let reuse = super::nsys::reuse::usable(ctx.cfg, gpu);
         if let Some(r) = &reuse {
             tracing::info!("nsys pass: not sampling GPU metrics: the sampled figures of this command's last sampled run ({}) are reused (nsys.gpu_metrics.reuse)", r.run);
@@ -317,6 +313,11 @@ pub(crate) fn workload_gpu(cfg: &Config) -> usize {
         .as_deref()
         .and_then(|d| d.rsplit(':').next()?.parse::<usize>().ok())
         .unwrap_or(0)
+}
+
+/// The model of the GPU the workload sees, as nvidia-smi names it (None: not listed).
+pub(crate) fn workload_gpu_name<'a>(env: &'a Env, cfg: &Config) -> Option<&'a str> {
+    env.gpus.get(workload_gpu(cfg)).map(|g| g.name.as_str())
 }
 
 /// GPU `index`, its driver and ncu's version: what the metrics cache's keys need (None when
