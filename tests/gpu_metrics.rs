@@ -306,6 +306,20 @@ fn sampled_profile(sb: &Sandbox, id: &str, extra: &[&str]) {
         .success();
 }
 
+/// Hand-made from the real entry (error path): the configuration `pick` chooses, as if it had
+/// run twice as long per launch in the sampled run.
+fn twice_as_long(
+    sb: &Sandbox,
+    pick: impl FnOnce(&mut Vec<serde_json::Value>) -> &mut serde_json::Value,
+) {
+    let entry = sampled_entry(sb).expect("a sampled run leaves its figures");
+    let mut stored: serde_json::Value = serde_json::from_str(&read(&entry)).unwrap();
+    let config = pick(stored["configs"].as_array_mut().unwrap());
+    let t = config["time_ns"].as_f64().unwrap();
+    config["time_ns"] = serde_json::json!(2.0 * t);
+    std::fs::write(&entry, serde_json::to_vec(&stored).unwrap()).unwrap();
+}
+
 fn profile_line(sb: &Sandbox, id: &str) -> String {
     let cmd = read(sb.run(id).join("nsys/cmd.txt"));
     cmd.lines()
@@ -404,12 +418,7 @@ fn a_configuration_whose_duration_moved_is_not_reused_and_the_next_run_samples_a
     let run = |id: &str| sampled_profile(&sb, id, &[]);
     run("a");
     // The entry as if one configuration had run twice as long per launch in run a.
-    let entry = sampled_entry(&sb).expect("a sampled run leaves its figures");
-    let mut stored: serde_json::Value = serde_json::from_str(&read(&entry)).unwrap();
-    let first = &mut stored["configs"][0];
-    let t = first["time_ns"].as_f64().unwrap();
-    first["time_ns"] = serde_json::json!(2.0 * t);
-    std::fs::write(&entry, serde_json::to_vec(&stored).unwrap()).unwrap();
+    twice_as_long(&sb, |configs| &mut configs[0]);
     run("b");
     assert!(!profile_line(&sb, "b").contains("--gpu-metrics"));
     let md = read(sb.run("b").join("kernels.md"));
@@ -525,21 +534,13 @@ fn a_small_share_left_without_figures_keeps_the_reuse() {
     let run = |id: &str| sampled_profile(&sb, id, &[]);
     run("a");
     // The entry as if the configuration with the least time had run twice as long per launch.
-    let entry = sampled_entry(&sb).expect("a sampled run leaves its figures");
-    let mut stored: serde_json::Value = serde_json::from_str(&read(&entry)).unwrap();
-    let configs = stored["configs"].as_array_mut().unwrap();
-    let least = configs
-        .iter_mut()
-        .min_by(|x, y| {
-            x["time_ns"]
-                .as_f64()
-                .unwrap()
-                .total_cmp(&y["time_ns"].as_f64().unwrap())
-        })
-        .unwrap();
-    let t = least["time_ns"].as_f64().unwrap();
-    least["time_ns"] = serde_json::json!(2.0 * t);
-    std::fs::write(&entry, serde_json::to_vec(&stored).unwrap()).unwrap();
+    twice_as_long(&sb, |configs| {
+        let time = |c: &serde_json::Value| c["time_ns"].as_f64().unwrap();
+        configs
+            .iter_mut()
+            .min_by(|x, y| time(x).total_cmp(&time(y)))
+            .unwrap()
+    });
     run("b");
     let md = read(sb.run("b").join("kernels.md"));
     assert!(
