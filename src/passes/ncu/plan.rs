@@ -395,7 +395,15 @@ impl NcuPass {
                 None
             }
         };
-        let holds = lookup.as_ref().map(|l| move |m: &str| l.holds(m));
+        // The selection prefers what the split will serve. Under `ncu.shapes=auto` that is one
+        // launch per kernel unless the chosen kernels' first launches hold too little of their
+        // time (decided only once they are chosen): a kernel measured at its first launch only
+        // counts as cached, so a re-run whose margin reorders two kernels keeps the cached one
+        // (an H100 re-run started ncu for one such kernel: 18 s).
+        let every_shape = ctx.cfg.ncu.shapes == crate::config::Shapes::All;
+        let holds = lookup
+            .as_ref()
+            .map(|l| move |m: &str| l.holds(m, every_shape));
         let chosen = crate::analysis::select::kernel_filter(
             ctx.cfg,
             ctx.run,

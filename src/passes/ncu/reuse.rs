@@ -139,9 +139,10 @@ impl Lookup {
         }))
     }
 
-    /// Whether the cache holds this kernel's figures for every shape it has in the range.
-    pub(crate) fn holds(&self, mangled: &str) -> bool {
-        matches!(self.get(mangled, true), Found::Hit(_))
+    /// Whether the cache serves this kernel as the split would: one of its launch
+    /// configurations, or every one it has in the range (`every_shape`).
+    pub(crate) fn holds(&self, mangled: &str, every_shape: bool) -> bool {
+        matches!(self.get(mangled, every_shape), Found::Hit(_))
     }
 
     /// Split the chosen kernels into those the cache holds and those ncu must profile. Only
@@ -365,7 +366,9 @@ mod tests {
         }
         // Every shape wanted: the (8,1,1) one is missing.
         assert!(matches!(l.get("k", true), Found::Miss));
-        assert!(!l.holds("k"));
+        assert!(!l.holds("k", true));
+        // What the selection asks where ncu measures one launch per kernel: served.
+        assert!(l.holds("k", false));
     }
 
     #[test]
