@@ -68,6 +68,12 @@ fn the_schema_refuses_a_summary_without_findings() {
     let mut doc = json(&root().join("examples/sample-run/summary.json"));
     doc["totals"]["gpu_busy_pct"] = Value::from(74.0);
     assert!(!validator.is_valid(&doc));
+    // Kinds are an open set of snake_case names: a new one passes, a malformed one does not.
+    let mut doc = json(&root().join("examples/sample-run/summary.json"));
+    doc["findings"][0]["kind"] = Value::from("a_kind_of_a_later_version");
+    assert!(validator.is_valid(&doc));
+    doc["findings"][0]["kind"] = Value::from("Memory Bound");
+    assert!(!validator.is_valid(&doc));
 }
 
 /// One value per quantity: a quantity measured on one scope has one value in every finding,
