@@ -467,3 +467,41 @@ fn the_headline_is_printed_on_the_console() {
     // Footnote marks point into the file; the console line has none.
     assert!(!line.contains("[^"), "{line}");
 }
+
+/// ncu's replay against the workload: said only past the rule's band (50%), only where ncu
+/// measured the configurations that hold the kernel's time, and with both durations. On the
+/// shipped sample the two element-wise kernels replay at about 2x; its matrix products do not.
+#[test]
+fn a_replay_that_ran_unlike_the_workload_is_a_caveat_with_both_durations() {
+    for run in samples() {
+        for f in made(&findings(&run), "replay_differs") {
+            let ev = f["evidence"].as_array().unwrap();
+            let mean = |ncu: bool| {
+                ev.iter()
+                    .find(|e| {
+                        e["quantity"] == "mean_kernel_ns" && (e["scope"]["pass"] == "ncu") == ncu
+                    })
+                    .and_then(|e| e["value"].as_f64())
+                    .unwrap()
+            };
+            let ratio = mean(true) / mean(false);
+            assert!(!(0.5..=1.5).contains(&ratio), "{}: {ratio}", run.display());
+            let cover = ev
+                .iter()
+                .find(|e| e["quantity"] == "shape_measured_pct")
+                .unwrap();
+            assert!(cover["value"].as_f64().unwrap() >= 99.0, "{f}");
+            assert_eq!(f["role"], "caveat");
+        }
+    }
+    let f = findings(&root().join("examples/sample-run"));
+    let kernels: Vec<&str> = made(&f, "replay_differs")
+        .iter()
+        .map(|f| f["scope"]["kernel"].as_str().unwrap())
+        .collect();
+    assert_eq!(kernels.len(), 2, "{kernels:?}");
+    assert!(
+        kernels.iter().all(|k| k.contains("elementwise_kernel")),
+        "{kernels:?}"
+    );
+}

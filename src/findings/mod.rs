@@ -409,6 +409,10 @@ pub(crate) enum Claim {
         kernel: String,
         grid: String,
     },
+    /// A top kernel whose duration in ncu's replay differs from its launches in the workload.
+    ReplayDiffers {
+        kernel: String,
+    },
     /// CUDA graphs instantiated in the instances after a range's warm-up: recorded again.
     GraphsRerecorded,
     /// One range's verdict for kernels.md's table.
@@ -442,6 +446,7 @@ impl Claim {
             | KernelsExceedWall { .. }
             | PassIncomplete { .. }
             | SampledDisagrees { .. }
+            | ReplayDiffers { .. }
             | InstanceGroups { .. } => Role::Caveat,
             NoNcuMetrics | NothingStandsOut => Role::Advice,
             GpuIdle { .. }
@@ -479,6 +484,7 @@ impl Claim {
             | KernelsExceedWall { .. }
             | PassIncomplete { .. }
             | SampledDisagrees { .. }
+            | ReplayDiffers { .. }
             | NoNcuMetrics
             | NothingStandsOut
             | GpuIdle { .. }

@@ -4,7 +4,7 @@
 
 use super::fmt::md;
 use crate::findings::{
-    BytesOf, Claim, CpuVerdict, Finding, GpuUse, PastWall, Quantity as Q, Scope, TensorUse,
+    BytesOf, Claim, CpuVerdict, Finding, GpuUse, Pass, PastWall, Quantity as Q, Scope, TensorUse,
 };
 
 /// A range as the reports name it: "`decode`", or "the cudaProfilerStart/Stop windows" for
@@ -249,6 +249,23 @@ pub(crate) fn sentence(f: &Finding) -> String {
             f.text(Q::DramThroughputPct),
             cite(f)
         ),
+        Claim::ReplayDiffers { kernel } => {
+            let of = |pass| {
+                f.evidence
+                    .iter()
+                    .find(|e| e.quantity == Q::MeanKernelNs && e.scope.pass == pass)
+            };
+            let (replay, ran) = (of(Pass::Ncu), of(Pass::Nsys));
+            format!(
+                "ncu's replay of `{}` {w} took {} a launch against {} in the workload ({:.1}x, over the launch configurations that hold {} of its time): ncu's rates for it (% of peak, its bound class) are over the replayed duration, not over how it ran{}.",
+                md(kernel),
+                replay.map_or_else(String::new, |e| e.text.clone()),
+                ran.map_or_else(String::new, |e| e.text.clone()),
+                replay.zip(ran).map_or(0.0, |(r, n)| r.value / n.value),
+                f.text(Q::ShapeMeasuredPct),
+                cite(f)
+            )
+        }
         Claim::InstanceGroups {
             groups,
             differs_in,
@@ -641,6 +658,7 @@ pub(crate) fn fact(f: &Finding) -> String {
         | Claim::TensorCoresIdle
         | Claim::SampledBound { .. }
         | Claim::SampledDisagrees { .. }
+        | Claim::ReplayDiffers { .. }
         | Claim::GraphsRerecorded
         | Claim::NoNcuMetrics
         | Claim::PassIncomplete { .. }

@@ -249,6 +249,7 @@ pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
     }
     sampled_bounds(a, &joined, table_scope(a), out);
     disagreements(a, table_scope(a), out);
+    replays(a, &joined, table_scope(a), out);
     if a.ncu.is_none() {
         out.push(Claim::NoNcuMetrics, Scope::capture(), None, vec![]);
     }
@@ -442,6 +443,50 @@ fn disagreements(a: &Artifacts, scope: Scope, out: &mut Findings) {
             },
             at,
             Some(rules::SAMPLED_DISAGREES),
+            evidence,
+        );
+    }
+}
+
+/// Each top kernel whose mean duration in ncu's replay differs from its launches' in the range
+/// beyond the rule's band, where ncu measured the configurations that hold its time (a kernel
+/// measured at one of several configurations has no like-for-like duration).
+fn replays(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Findings) {
+    let Some(ncu) = &a.ncu else { return };
+    for r in top {
+        let Some(k) = ncu.kernels.iter().find(|k| {
+            (k.mangled.is_some() && k.mangled == r.mangled)
+                || r.ncu_name.as_deref() == Some(k.name.as_str())
+        }) else {
+            continue;
+        };
+        let (Some(replay), Some(cover)) = (k.time_ns, k.shape_cover_pct) else {
+            continue;
+        };
+        let ran = r.avg_time_ns;
+        if cover < rules::REPLAY_MEASURED_PCT || ran <= 0.0 {
+            continue;
+        }
+        if (100.0 * (replay / ran - 1.0)).abs() <= rules::REPLAY_DIFFERS.threshold {
+            continue;
+        }
+        let at = scope.clone().kernel(&r.name);
+        let evidence = vec![
+            Figure::new(Quantity::MeanKernelNs, ran, &a.kern_sum_file, &at),
+            Figure::new(
+                Quantity::MeanKernelNs,
+                replay,
+                &a.ncu_csv_file,
+                &at.clone().ncu(),
+            ),
+            Figure::new(Quantity::ShapeMeasuredPct, cover, &a.sqlite_file, &at),
+        ];
+        out.push(
+            Claim::ReplayDiffers {
+                kernel: display_name(&r.name),
+            },
+            at,
+            Some(rules::REPLAY_DIFFERS),
             evidence,
         );
     }
