@@ -104,6 +104,10 @@ pub struct Run {
     /// A pass with no profiler, timing the NVTX ranges (runs made before it read false).
     #[serde(default)]
     pub baseline: bool,
+    /// NVIDIA's own summaries of the run's captures, beside stage2's (runs before it read
+    /// false).
+    #[serde(default)]
+    pub crosscheck: bool,
     /// Run directories 0700 and their files 0600 (false: 0755/0644 when the run ends).
     #[serde(default = "yes")]
     pub private: bool,

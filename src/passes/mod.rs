@@ -5,6 +5,7 @@
 pub(crate) mod baseline;
 pub(crate) mod beside;
 pub(crate) mod child;
+pub(crate) mod crosscheck;
 pub(crate) mod diagnose;
 pub(crate) mod driver;
 pub(crate) mod guards;

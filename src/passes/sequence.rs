@@ -64,6 +64,17 @@ pub(crate) const SEQUENCE: &[Step] = &[
         wanted: |c| c.run.baseline,
         run: baseline,
     },
+    Step {
+        name: "nvidia",
+        wanted: |c| c.run.crosscheck,
+        run: |d, s| match d.ctx.cfg.run.crosscheck {
+            true => d.drive(&super::crosscheck::CrosscheckPass {
+                nsys: s.nsys.clone(),
+                ncu: s.ncu.as_ref().map(|t| t.path.clone()),
+            }),
+            false => Ok(()),
+        },
+    },
 ];
 
 /// Run every step; an error that stops the run is returned (the driver has recorded it).

@@ -1,0 +1,68 @@
+//! `run.crosscheck=true`: after the passes, NVIDIA's own summaries of the run's captures into
+//! `nvidia/`, each command line in cmd.txt, the workload not run again. The fakes replay a
+//! real H100 capture (tests/data/hf/eager) and NVIDIA's summaries of it.
+
+mod common;
+
+use common::{read, status, Sandbox, DECODE_RUN};
+
+fn with_crosscheck(sb: &Sandbox, id: &str, extra: &[&str]) -> assert_cmd::Command {
+    let mut args = vec!["run.crosscheck=true"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(DECODE_RUN);
+    let mut c = sb.profile(id, &args);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    c.env("FAKE_NSYS_DIR", root.join("tests/data/hf/eager/nsys"));
+    c
+}
+
+#[test]
+fn nvidia_summaries_of_both_captures_are_written_to_nvidia() {
+    let sb = Sandbox::new();
+    with_crosscheck(&sb, "x", &[]).assert().success();
+    let run = sb.run("x");
+    let st = status(&run);
+    let pass = &st["passes"]["nvidia"];
+    assert_eq!(pass["state"], "ok", "{pass}");
+    for f in [
+        "run_nvtx_kern_sum.csv",
+        "run_nvtx_gpu_proj_sum.csv",
+        "run_cuda_gpu_kern_sum.csv",
+        "run_nvtx_sum.csv",
+        "decode_print_summary.csv",
+    ] {
+        assert!(run.join("nvidia").join(f).is_file(), "{f}: {pass}");
+    }
+    let cmd = read(run.join("nvidia/cmd.txt"));
+    assert!(
+        cmd.contains("stats --report nvtx_kern_sum") && cmd.contains("nsys/run.sqlite"),
+        "{cmd}"
+    );
+    assert!(cmd.contains("--print-summary per-kernel"), "{cmd}");
+    // Not asked for: no pass, no folder.
+    with_crosscheck(&sb, "y", &["run.crosscheck=false"])
+        .assert()
+        .success();
+    assert!(status(&sb.run("y"))["passes"].get("nvidia").is_none());
+    assert!(!sb.run("y").join("nvidia").exists());
+}
+
+/// One summary that fails is a warning naming it and its log; the others are kept.
+#[test]
+fn a_summary_that_fails_costs_only_itself() {
+    let sb = Sandbox::new();
+    // The default replayed capture has no NVIDIA per-range reports recorded: the fake's
+    // `nsys stats` fails there (a hand-made failure, for this path).
+    let mut args = vec!["run.crosscheck=true"];
+    args.extend_from_slice(DECODE_RUN);
+    sb.profile("x", &args).assert().success();
+    let run = sb.run("x");
+    let pass = &status(&run)["passes"]["nvidia"];
+    assert_eq!(pass["state"], "ok", "{pass}");
+    let warnings = pass["warnings"].to_string();
+    assert!(
+        warnings.contains("nsys stats") && warnings.contains("nvidia/run.stats.log"),
+        "{warnings}"
+    );
+    assert!(run.join("nvidia/decode_print_summary.csv").is_file());
+}
