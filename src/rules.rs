@@ -75,6 +75,7 @@ pub(crate) const ALL: &[Rule] = &[
     SAMPLED_DISAGREES,
     SAMPLED_REUSE,
     REPLAY_DIFFERS,
+    NVIDIA_SUMMARIES,
     GRAPHS_RERECORDED,
     BOUND,
     WARMUP.rule(),
@@ -171,6 +172,13 @@ pub(crate) const REPLAY_DIFFERS: Rule = Rule {
     id: "replay_differs",
     text: "a top kernel's mean duration in ncu's replay (gpu__time_duration.sum) differs by more than 50% from the mean of its launches in the range (nsys), where the launch configurations ncu measured hold at least 99% of its time",
     threshold: 50.0,
+};
+
+/// stage2's range figures against NVIDIA's reading of the same export: equal, or said.
+pub(crate) const NVIDIA_SUMMARIES: Rule = Rule {
+    id: "nvidia_summaries",
+    text: "each range's instances, wall time, GPU projection and GPU operations equal nvtx_gpu_proj_sum's and its kernel time and launches nvtx_kern_sum's, both nsys stats of the same export in nvidia/; any that differs is listed; launches are not compared for a range nested in its own name, whose inner launches nvtx_kern_sum counts once",
+    threshold: 0.0,
 };
 
 /// REPLAY_DIFFERS compares durations only for kernels whose launch configurations ncu

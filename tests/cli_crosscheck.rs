@@ -39,6 +39,17 @@ fn nvidia_summaries_of_both_captures_are_written_to_nvidia() {
         "{cmd}"
     );
     assert!(cmd.contains("--print-summary per-kernel"), "{cmd}");
+    // The report holds its range figures against NVIDIA's: equal on this capture.
+    let summary: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    let f = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "nvidia_summaries")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(f["role"], "fact", "{f}");
+    assert!(read(run.join("stakeholder_summary.md")).contains("0 differ"));
     // Not asked for: no pass, no folder.
     with_crosscheck(&sb, "y", &["run.crosscheck=false"])
         .assert()

@@ -422,3 +422,109 @@ fn a_range_nested_in_its_own_name_counts_as_nvidia_does_and_says_where_it_differ
         "{md}"
     );
 }
+
+/// A run directory copied from `from` (its nsys export and provenance), with NVIDIA's two
+/// per-range summaries at `nvidia/run_<report>.csv`, reported by stage2; its summary.json.
+fn reported_with_nvidia(from: &Path, proj: &Path, kern: &Path) -> serde_json::Value {
+    let sb = tempfile::tempdir().unwrap();
+    let run = sb.path().join("run");
+    std::fs::create_dir_all(run.join("nsys")).unwrap();
+    std::fs::create_dir_all(run.join("nvidia")).unwrap();
+    for f in ["config.yaml", "env.json", "inputs.yaml", "status.json"] {
+        std::fs::copy(from.join(f), run.join(f)).unwrap();
+    }
+    std::fs::copy(from.join("nsys/run.sqlite"), run.join("nsys/run.sqlite")).unwrap();
+    std::fs::copy(proj, run.join("nvidia/run_nvtx_gpu_proj_sum.csv")).unwrap();
+    std::fs::copy(kern, run.join("nvidia/run_nvtx_kern_sum.csv")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stage2"))
+        .arg("report")
+        .arg(&run)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = std::fs::read_to_string(run.join("summary.json")).unwrap();
+    let stake = std::fs::read_to_string(run.join("stakeholder_summary.md")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&s).unwrap();
+    v["stakeholder"] = serde_json::Value::from(stake);
+    v
+}
+
+fn nvidia_finding(v: &serde_json::Value) -> &serde_json::Value {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "nvidia_summaries")
+        .expect("no nvidia_summaries finding")
+}
+
+/// Where the run holds NVIDIA's summaries of its export, the reports hold their figures against
+/// stage2's: every sample with them agrees (a fact), a range nested in its own name has its
+/// launches left out of the comparison, said with why.
+#[test]
+fn the_reports_compare_their_range_figures_with_nvidias_summaries() {
+    for variant in SAME.iter().filter(|v| v.starts_with("sample-run")) {
+        let s: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir(variant).join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        let f = nvidia_finding(&s);
+        assert_eq!(f["role"], "fact", "{variant}: {f}");
+        assert!(f["differ"].as_array().unwrap().is_empty(), "{variant}: {f}");
+    }
+    let d = dir("nested");
+    let v = reported_with_nvidia(
+        &d,
+        &d.join("nsys/nvidia_nvtx_gpu_proj_sum.csv"),
+        &d.join("nsys/nvidia_nvtx_kern_sum.csv"),
+    );
+    let f = nvidia_finding(&v);
+    assert_eq!(f["role"], "fact", "{f}");
+    assert_eq!(f["self_nested"][0], "work", "{f}");
+    assert!(
+        v["stakeholder"]
+            .as_str()
+            .unwrap()
+            .contains("the launches of `work` are not compared"),
+        "{}",
+        v["stakeholder"]
+    );
+}
+
+/// A figure NVIDIA reads otherwise is a caveat naming the range, NVIDIA's column and both
+/// values. The summary here is NVIDIA's real one with one value changed (hand-made, for the path).
+#[test]
+fn a_range_figure_unlike_nvidias_is_a_caveat_with_both_values() {
+    let d = dir("eager");
+    let tmp = tempfile::tempdir().unwrap();
+    let proj = tmp.path().join("proj.csv");
+    let real = std::fs::read_to_string(d.join("nvidia/run_nvtx_gpu_proj_sum.csv")).unwrap();
+    let mut lines: Vec<String> = real.lines().map(str::to_string).collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = header.iter().position(|h| *h == "Total GPU Ops").unwrap();
+    let mut cells: Vec<String> = lines[1].split(',').map(str::to_string).collect();
+    let theirs: u64 = cells[col].parse::<u64>().unwrap() + 1;
+    cells[col] = theirs.to_string();
+    lines[1] = cells.join(",");
+    std::fs::write(&proj, lines.join("\n") + "\n").unwrap();
+    let v = reported_with_nvidia(&d, &proj, &d.join("nvidia/run_nvtx_kern_sum.csv"));
+    let f = nvidia_finding(&v);
+    assert_eq!(f["role"], "caveat", "{f}");
+    let differ = f["differ"].as_array().unwrap();
+    assert_eq!(differ.len(), 1, "{f}");
+    assert_eq!(differ[0]["column"], "Total GPU Ops");
+    assert_eq!(differ[0]["theirs"].as_f64(), Some(theirs as f64));
+    let stake = v["stakeholder"].as_str().unwrap();
+    assert!(
+        stake.contains(&format!(
+            "Total GPU Ops {} here, {theirs} in NVIDIA's",
+            theirs - 1
+        )),
+        "{stake}"
+    );
+}

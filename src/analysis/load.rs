@@ -333,6 +333,23 @@ fn baseline(
     (super::observer::compare(stats, &timed, first_only), source)
 }
 
+/// The range figures beside NVIDIA's summaries of the same export, where the run has them: a
+/// broken summary costs the comparison alone.
+fn crosscheck(
+    run: &RunDir,
+    sqlite: &Path,
+    stats: &[super::ranges::RangeStats],
+) -> Option<super::nvidia::Crosscheck> {
+    let name = sqlite.file_name()?.to_string_lossy();
+    let base = name.strip_suffix(".sqlite").unwrap_or(&name);
+    super::nvidia::read(&run.path.join("nvidia"), base, stats, |p| run.relative(p)).unwrap_or_else(
+        |e| {
+            tracing::warn!("the comparison with NVIDIA's summaries is left out: {e}");
+            None
+        },
+    )
+}
+
 /// The ncu raw export with the mangled names of its twin import, when there is one.
 fn read_ncu(run: &RunDir, csv: &Path) -> Result<NcuReport, Error> {
     let mut report = ncu::read_raw(csv)?;
@@ -545,6 +562,7 @@ impl Artifacts {
             ledger: t.map(|t| t.ledger.clone()).unwrap_or_default(),
             python,
             sampled,
+            nvidia: None,
             operators: t.map(|t| t.operators.clone()).unwrap_or_default(),
             per_token: Vec::new(),
             observed: Vec::new(),
@@ -552,6 +570,7 @@ impl Artifacts {
         };
         a.classify_bounds();
         (a.observed, a.baseline_file) = baseline(run, &a.range_stats, a.capture.first_only());
+        a.nvidia = crosscheck(run, &sqlite, &a.range_stats);
         if let (Some(db), Some(t)) = (&db, &timeline) {
             a.per_token = a.phase_costs(&t.phases, &db.marks("stage2:tokens ")?);
         }

@@ -12,6 +12,7 @@ pub(crate) mod ledger;
 mod load;
 pub(crate) mod nesting;
 pub(crate) mod noise;
+pub(crate) mod nvidia;
 pub(crate) mod nvtx;
 pub(crate) mod observer;
 pub(crate) mod ops;
@@ -48,6 +49,8 @@ pub(crate) struct Artifacts {
     pub(crate) python: Option<pysamples::PyReport>,
     /// nsys's sampled GPU metrics of the captured range's kernels (None: the run sampled none).
     pub(crate) sampled: Option<sampled::Sampled>,
+    /// The range figures beside NVIDIA's reading of the same export (None: no `nvidia/`).
+    pub(crate) nvidia: Option<nvidia::Crosscheck>,
     /// PyTorch operators from their NVTX ranges (nsys `--pytorch=...`), when the run has them.
     pub(crate) operators: Vec<ops::OpRow>,
     /// Per phase: tokens, time per instance and per token, floors (see analysis::tokens).

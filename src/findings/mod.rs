@@ -293,6 +293,16 @@ pub(crate) struct BudgetStop {
     pub(crate) cached: bool,
 }
 
+/// One range figure that differs from NVIDIA's reading of the same export.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct NvidiaDiffer {
+    pub(crate) range: String,
+    /// NVIDIA's column.
+    pub(crate) column: &'static str,
+    pub(crate) ours: f64,
+    pub(crate) theirs: f64,
+}
+
 /// What a finding claims, with its parameters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -409,6 +419,13 @@ pub(crate) enum Claim {
         kernel: String,
         grid: String,
     },
+    /// stage2's range figures beside NVIDIA's `nsys stats` of the same export: a fact when
+    /// every one compared is equal, a caveat naming those that are not.
+    NvidiaSummaries {
+        differ: Vec<NvidiaDiffer>,
+        /// Ranges whose launches are not compared (nested in their own name).
+        self_nested: Vec<String>,
+    },
     /// A top kernel whose duration in ncu's replay differs from its launches in the workload.
     ReplayDiffers {
         kernel: String,
@@ -442,6 +459,8 @@ impl Claim {
             | MeasurementCost { .. }
             | NcclTime
             | Straggler { .. } => Role::Fact,
+            NvidiaSummaries { differ, .. } if differ.is_empty() => Role::Fact,
+            NvidiaSummaries { .. } => Role::Caveat,
             GraphLevelTrace
             | KernelsExceedWall { .. }
             | PassIncomplete { .. }
@@ -485,6 +504,7 @@ impl Claim {
             | PassIncomplete { .. }
             | SampledDisagrees { .. }
             | ReplayDiffers { .. }
+            | NvidiaSummaries { .. }
             | NoNcuMetrics
             | NothingStandsOut
             | GpuIdle { .. }

@@ -112,6 +112,11 @@ pub(crate) enum Quantity {
     StepInstance,
     StepGraphLaunches,
     StepKernelsOutsideGraphs,
+    /// NVIDIA's `nsys stats` of the same export beside stage2's range figures: the ranges it
+    /// holds, the figures compared and how many differ.
+    NvidiaRanges,
+    NvidiaFiguresCompared,
+    NvidiaFiguresDiffer,
 }
 
 impl Quantity {
@@ -133,7 +138,10 @@ impl Quantity {
             | StepGraphLaunches
             | StepKernelsOutsideGraphs
             | GroupGraphsInstantiated
-            | GroupModulesLoaded => Unit::Count,
+            | GroupModulesLoaded
+            | NvidiaRanges
+            | NvidiaFiguresCompared
+            | NvidiaFiguresDiffer => Unit::Count,
             StepDramMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance

@@ -286,6 +286,7 @@ pub(crate) fn sentence(f: &Finding) -> String {
         | Claim::MeasurementCost { .. }
         | Claim::ShapeCoverage
         | Claim::NcclTime
+        | Claim::NvidiaSummaries { .. }
         | Claim::Straggler { .. } => fact(f),
         // Laid out by the renderers' own headline and tables, never as a lone sentence.
         Claim::TopKernel { .. }
@@ -628,6 +629,38 @@ pub(crate) fn fact(f: &Finding) -> String {
                     rank_text(f, r, Q::KernelTimeNs),
                     rank_text(f, r, Q::NcclWaitNs),
                     rank_text(f, r, Q::NcclTransferNs)
+                ));
+            }
+            s + &cite(f)
+        }
+        Claim::NvidiaSummaries { differ, self_nested } => {
+            let mut s = format!(
+                "NVIDIA's `nsys stats` of the same export (nvtx_gpu_proj_sum, nvtx_kern_sum) beside these reports' range figures: {}, {} figures compared (per range its instances, wall time, GPU projection, GPU operations, kernel time and launches), {} differ",
+                count(
+                    f.text(Q::NvidiaRanges),
+                    f.get(Q::NvidiaRanges).unwrap_or(0.0),
+                    "range"
+                ),
+                f.text(Q::NvidiaFiguresCompared),
+                f.text(Q::NvidiaFiguresDiffer)
+            );
+            const LISTED: usize = 5;
+            let listed: Vec<String> = differ
+                .iter()
+                .take(LISTED)
+                .map(|d| format!("`{}` {} {} here, {} in NVIDIA's", md(&d.range), d.column, d.ours, d.theirs))
+                .collect();
+            if !listed.is_empty() {
+                s.push_str(&format!(": {}", listed.join("; ")));
+                if differ.len() > LISTED {
+                    s.push_str(&format!(" and {} more", differ.len() - LISTED));
+                }
+            }
+            if !self_nested.is_empty() {
+                let names: Vec<String> = self_nested.iter().map(|n| format!("`{}`", md(n))).collect();
+                s.push_str(&format!(
+                    "; the launches of {} are not compared: instances nested in their own name, whose launches these reports count in each instance that holds them and nvtx_kern_sum's Kern Inst once",
+                    names.join(", ")
                 ));
             }
             s + &cite(f)

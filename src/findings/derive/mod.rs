@@ -25,6 +25,7 @@ pub(super) fn all(a: &Artifacts) -> Findings {
     kernels::tiny(a, &mut out);
     kernels::bounds(a, &mut out);
     run::passes(a, &mut out);
+    run::nvidia(a, &mut out);
     let decided = out.made().any(|f| {
         matches!(f.role, Role::Verdict | Role::Advice | Role::Caveat)
             && !matches!(f.claim, Claim::RangeVerdict { .. })

@@ -109,3 +109,44 @@ pub(super) fn passes(a: &Artifacts, out: &mut Findings) {
         }
     }
 }
+
+/// The range figures beside NVIDIA's `nsys stats` of the same export, where the run has them
+/// (the nvidia pass, `run.crosscheck`).
+pub(super) fn nvidia(a: &Artifacts, out: &mut Findings) {
+    let Some(c) = &a.nvidia else { return };
+    let (proj, kern) = (&c.files[0], &c.files[1]);
+    let scope = Scope::capture();
+    let differ = c
+        .differ
+        .iter()
+        .map(|d| crate::findings::NvidiaDiffer {
+            range: d.range.clone(),
+            column: d.column,
+            ours: d.ours,
+            theirs: d.theirs,
+        })
+        .collect();
+    out.push(
+        Claim::NvidiaSummaries {
+            differ,
+            self_nested: c.self_nested.clone(),
+        },
+        scope.clone(),
+        Some(rules::NVIDIA_SUMMARIES),
+        vec![
+            Figure::new(Quantity::NvidiaRanges, c.ranges as f64, proj, &scope),
+            Figure::new(
+                Quantity::NvidiaFiguresCompared,
+                c.figures as f64,
+                kern,
+                &scope,
+            ),
+            Figure::new(
+                Quantity::NvidiaFiguresDiffer,
+                c.differ.len() as f64,
+                kern,
+                &scope,
+            ),
+        ],
+    );
+}

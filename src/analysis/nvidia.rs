@@ -1,0 +1,157 @@
+//! stage2's per-range figures beside NVIDIA's own reading of the same export: `nsys stats`'s
+//! nvtx_gpu_proj_sum (instances, wall time, GPU projection, GPU operations) and nvtx_kern_sum
+//! (kernel time and launches), as the nvidia pass (`run.crosscheck`) or
+//! scripts/nvidia-summaries.sh wrote them to `nvidia/<export>_<report>.csv`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::ranges::RangeStats;
+use crate::error::Error;
+
+/// The comparison of one export's ranges.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Crosscheck {
+    /// The two NVIDIA reports read, as the reports cite them.
+    pub(crate) files: Vec<String>,
+    /// Ranges NVIDIA's reports hold, and figures compared over them.
+    pub(crate) ranges: usize,
+    pub(crate) figures: usize,
+    /// Each figure that differs.
+    pub(crate) differ: Vec<Differ>,
+    /// Ranges whose launch count is not compared: instances nested in their own name, which
+    /// nvtx_kern_sum's Kern Inst counts once and stage2 in each instance that holds them.
+    pub(crate) self_nested: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Differ {
+    pub(crate) range: String,
+    /// NVIDIA's column.
+    pub(crate) column: &'static str,
+    pub(crate) ours: f64,
+    pub(crate) theirs: f64,
+}
+
+/// Per range (NVIDIA's `domain:name`, the default domain empty), the figures of one report.
+type Columns = BTreeMap<String, BTreeMap<&'static str, f64>>;
+
+/// The comparison, when `dir` holds both reports of the export named `base`.
+pub(crate) fn read(
+    dir: &Path,
+    base: &str,
+    stats: &[RangeStats],
+    cite: impl Fn(&Path) -> String,
+) -> Result<Option<Crosscheck>, Error> {
+    let proj = dir.join(format!("{base}_nvtx_gpu_proj_sum.csv"));
+    let kern = dir.join(format!("{base}_nvtx_kern_sum.csv"));
+    if !proj.is_file() || !kern.is_file() {
+        return Ok(None);
+    }
+    let mut theirs = columns(
+        &proj,
+        "Range",
+        &[
+            "Range Instances",
+            "Total Range Time (ns)",
+            "Total Proj Time (ns)",
+            "Total GPU Ops",
+        ],
+        false,
+    )?;
+    for (range, c) in columns(&kern, "NVTX Range", &["Total Time (ns)", "Kern Inst"], true)? {
+        theirs.entry(range).or_default().extend(c);
+    }
+    let mut out = Crosscheck {
+        files: vec![cite(&proj), cite(&kern)],
+        ranges: theirs.len(),
+        figures: 0,
+        differ: Vec::new(),
+        self_nested: Vec::new(),
+    };
+    for (range, cols) in &theirs {
+        let Some(s) = stats.iter().find(|s| same_range(range, &s.name)) else {
+            // A range NVIDIA reads and stage2 does not: every figure of it differs.
+            for (column, v) in cols {
+                out.differ.push(Differ {
+                    range: range.clone(),
+                    column,
+                    ours: 0.0,
+                    theirs: *v,
+                });
+            }
+            continue;
+        };
+        for (column, v) in cols {
+            let ours = match *column {
+                "Range Instances" => s.instances as f64,
+                "Total Range Time (ns)" => s.wall_ns as f64,
+                "Total Proj Time (ns)" => s.proj_ns as f64,
+                "Total GPU Ops" => s.gpu_ops as f64,
+                "Total Time (ns)" => s.kernel_ns as f64,
+                "Kern Inst" if s.nested_in_own_name > 0 => {
+                    out.self_nested.push(s.name.clone());
+                    continue;
+                }
+                _ => s.launches as f64,
+            };
+            out.figures += 1;
+            if ours != *v {
+                out.differ.push(Differ {
+                    range: s.name.clone(),
+                    column,
+                    ours,
+                    theirs: *v,
+                });
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// NVIDIA writes a range as `domain:name`; stage2 by its name.
+fn same_range(theirs: &str, ours: &str) -> bool {
+    theirs
+        .strip_suffix(ours)
+        .is_some_and(|domain| domain.ends_with(':') && !domain[..domain.len() - 1].contains(':'))
+}
+
+/// The named columns of a report's rows by range; `sum` adds rows of one range (nvtx_kern_sum
+/// has one per kernel), where rows without a range (kernels outside every range) are left out.
+fn columns(path: &Path, key: &str, wanted: &[&'static str], sum: bool) -> Result<Columns, Error> {
+    let bad = |what: String| Error::parse(path, None, what);
+    let mut r = csv::Reader::from_path(path).map_err(|e| bad(e.to_string()))?;
+    let headers = r.headers().map_err(|e| bad(e.to_string()))?.clone();
+    let at = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| bad(format!("no `{name}` column")))
+    };
+    let k = at(key)?;
+    let cols: Vec<(&'static str, usize)> = wanted
+        .iter()
+        .map(|w| at(w).map(|i| (*w, i)))
+        .collect::<Result<_, _>>()?;
+    let mut out = Columns::new();
+    for (line, rec) in r.records().enumerate() {
+        let rec = rec.map_err(|e| bad(e.to_string()))?;
+        let range = rec.get(k).unwrap_or_default();
+        if range.is_empty() {
+            continue;
+        }
+        let row = out.entry(range.to_string()).or_default();
+        for (name, i) in &cols {
+            let v: f64 = rec.get(*i).unwrap_or_default().parse().map_err(|_| {
+                Error::parse(
+                    path,
+                    Some(line as u64 + 2),
+                    format!("`{name}` is not a number"),
+                )
+            })?;
+            let e = row.entry(name).or_insert(0.0);
+            *e = if sum { *e + v } else { v };
+        }
+    }
+    Ok(out)
+}
