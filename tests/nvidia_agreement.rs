@@ -528,3 +528,41 @@ fn a_range_figure_unlike_nvidias_is_a_caveat_with_both_values() {
         "{stake}"
     );
 }
+
+/// A broken NVIDIA summary (hand-made, for the path) costs the comparison alone: the report is
+/// written, without the finding, and a warning names the file.
+#[test]
+fn a_broken_nvidia_summary_costs_the_comparison_alone() {
+    let d = dir("eager");
+    let tmp = tempfile::tempdir().unwrap();
+    let proj = tmp.path().join("proj.csv");
+    std::fs::write(&proj, "Range,Range Instances\n:decode,not a number\n").unwrap();
+    let sb = tempfile::tempdir().unwrap();
+    let run = sb.path().join("run");
+    std::fs::create_dir_all(run.join("nsys")).unwrap();
+    std::fs::create_dir_all(run.join("nvidia")).unwrap();
+    for f in ["config.yaml", "env.json", "inputs.yaml", "status.json"] {
+        std::fs::copy(d.join(f), run.join(f)).unwrap();
+    }
+    std::fs::copy(d.join("nsys/run.sqlite"), run.join("nsys/run.sqlite")).unwrap();
+    std::fs::copy(&proj, run.join("nvidia/run_nvtx_gpu_proj_sum.csv")).unwrap();
+    std::fs::copy(
+        d.join("nvidia/run_nvtx_kern_sum.csv"),
+        run.join("nvidia/run_nvtx_kern_sum.csv"),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stage2"))
+        .arg("report")
+        .arg(&run)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("NVIDIA's summaries") && err.contains("run_nvtx_gpu_proj_sum.csv"),
+        "{err}"
+    );
+    let s = std::fs::read_to_string(run.join("summary.json")).unwrap();
+    assert!(!s.contains("nvidia_summaries"));
+}
