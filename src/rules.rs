@@ -76,6 +76,7 @@ pub(crate) const ALL: &[Rule] = &[
     SAMPLED_REUSE,
     REPLAY_DIFFERS,
     NVIDIA_SUMMARIES,
+    NVIDIA_NCU_SUMMARY,
     GRAPHS_RERECORDED,
     BOUND,
     WARMUP.rule(),
@@ -179,6 +180,13 @@ pub(crate) const NVIDIA_SUMMARIES: Rule = Rule {
     id: "nvidia_summaries",
     text: "each range's instances, wall time, GPU projection and GPU operations equal nvtx_gpu_proj_sum's and its kernel time and launches nvtx_kern_sum's, both nsys stats of the same export in nvidia/; any that differs is listed; launches are not compared for a range nested in its own name, whose inner launches nvtx_kern_sum counts once",
     threshold: 0.0,
+};
+
+/// ncu's values against NVIDIA's summary of the same report: equal within its rounding, or said.
+pub(crate) const NVIDIA_NCU_SUMMARY: Rule = Rule {
+    id: "nvidia_ncu_summary",
+    text: "each metric value stage2 read from ncu's raw page equals the Average of ncu --print-summary per-kernel of the same report for that kernel, block and grid, in the raw page's unit, within 0.6% of the value or 0.006 below 1: the summary prints two decimals in its own unit; rows whose kernel name, block and grid stand for several kernels are not compared",
+    threshold: 0.6,
 };
 
 /// REPLAY_DIFFERS compares durations only for kernels whose launch configurations ncu

@@ -566,3 +566,83 @@ fn a_broken_nvidia_summary_costs_the_comparison_alone() {
     let s = std::fs::read_to_string(run.join("summary.json")).unwrap();
     assert!(!s.contains("nvidia_summaries"));
 }
+
+/// ncu's values against NVIDIA's `--print-summary per-kernel` of the same report: every
+/// committed sample with that summary agrees (a fact); one value changed (hand-made, for the
+/// path) is a caveat naming the kernel, the metric and both values.
+#[test]
+fn the_reports_compare_their_ncu_values_with_nvidias_summary() {
+    for variant in SAME.iter().filter(|v| v.starts_with("sample-run")) {
+        let s: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir(variant).join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        let f = s["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["kind"] == "nvidia_ncu_summary")
+            .unwrap_or_else(|| panic!("{variant}: no nvidia_ncu_summary"));
+        assert_eq!(f["role"], "fact", "{variant}: {f}");
+        let compared = f["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["quantity"] == "nvidia_figures_compared")
+            .unwrap();
+        assert!(
+            compared["value"].as_f64().unwrap() >= 39.0,
+            "{variant}: {f}"
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let from = dir("sample-run-hf-eager");
+    for sub in ["", "nsys", "ncu", "nvidia"] {
+        std::fs::create_dir_all(run.join(sub)).unwrap();
+        for e in std::fs::read_dir(from.join(sub)).unwrap().flatten() {
+            if e.path().is_file() {
+                std::fs::copy(e.path(), run.join(sub).join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let summary = run.join("nvidia/decode_print_summary.csv");
+    let text = std::fs::read_to_string(&summary).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let i = lines
+        .iter()
+        .position(|l| l.contains("\"gpu__time_duration.sum\""))
+        .unwrap();
+    // The Average column is the last: one more microsecond than NVIDIA printed.
+    let (head, avg) = lines[i].rsplit_once(',').unwrap();
+    let theirs: f64 = avg.trim_matches('"').parse::<f64>().unwrap() + 1.0;
+    lines[i] = format!("{head},\"{theirs:.2}\"");
+    std::fs::write(&summary, lines.join("\n") + "\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stage2"))
+        .arg("report")
+        .arg(&run)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "nvidia_ncu_summary")
+        .unwrap();
+    assert_eq!(f["role"], "caveat", "{f}");
+    assert_eq!(f["differ"].as_array().unwrap().len(), 1, "{f}");
+    assert_eq!(f["differ"][0]["metric"], "gpu__time_duration.sum");
+    let stake = std::fs::read_to_string(run.join("stakeholder_summary.md")).unwrap();
+    assert!(
+        stake.contains("gpu__time_duration.sum") && stake.contains("in NVIDIA's"),
+        "{stake}"
+    );
+}

@@ -350,6 +350,18 @@ fn crosscheck(
     )
 }
 
+/// ncu's figures beside NVIDIA's summary of the same report (`nvidia/<report>_print_summary.csv`).
+fn ncu_crosscheck(run: &RunDir, a: &Artifacts) -> Option<super::nvidia::NcuCrosscheck> {
+    let report = a.ncu.as_ref()?;
+    let name = Path::new(&a.ncu_csv_file).file_name()?.to_string_lossy();
+    let base = name.strip_suffix("_raw.csv")?;
+    super::nvidia::read_ncu(&run.path.join("nvidia"), base, report, |p| run.relative(p))
+        .unwrap_or_else(|e| {
+            tracing::warn!("the comparison with NVIDIA's ncu summary is left out: {e}");
+            None
+        })
+}
+
 /// The ncu raw export with the mangled names of its twin import, when there is one.
 fn read_ncu(run: &RunDir, csv: &Path) -> Result<NcuReport, Error> {
     let mut report = ncu::read_raw(csv)?;
@@ -563,6 +575,7 @@ impl Artifacts {
             python,
             sampled,
             nvidia: None,
+            nvidia_ncu: None,
             operators: t.map(|t| t.operators.clone()).unwrap_or_default(),
             per_token: Vec::new(),
             observed: Vec::new(),
@@ -571,6 +584,7 @@ impl Artifacts {
         a.classify_bounds();
         (a.observed, a.baseline_file) = baseline(run, &a.range_stats, a.capture.first_only());
         a.nvidia = crosscheck(run, &sqlite, &a.range_stats);
+        a.nvidia_ncu = ncu_crosscheck(run, &a);
         if let (Some(db), Some(t)) = (&db, &timeline) {
             a.per_token = a.phase_costs(&t.phases, &db.marks("stage2:tokens ")?);
         }

@@ -51,6 +51,8 @@ pub(crate) struct Artifacts {
     pub(crate) sampled: Option<sampled::Sampled>,
     /// The range figures beside NVIDIA's reading of the same export (None: no `nvidia/`).
     pub(crate) nvidia: Option<nvidia::Crosscheck>,
+    /// ncu's figures beside NVIDIA's summary of the same report (None: none in `nvidia/`).
+    pub(crate) nvidia_ncu: Option<nvidia::NcuCrosscheck>,
     /// PyTorch operators from their NVTX ranges (nsys `--pytorch=...`), when the run has them.
     pub(crate) operators: Vec<ops::OpRow>,
     /// Per phase: tokens, time per instance and per token, floors (see analysis::tokens).

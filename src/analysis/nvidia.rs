@@ -155,3 +155,124 @@ fn columns(path: &Path, key: &str, wanted: &[&'static str], sum: bool) -> Result
     }
     Ok(out)
 }
+
+/// ncu's figures beside NVIDIA's `ncu --import --print-summary per-kernel` of the same report.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NcuCrosscheck {
+    pub(crate) file: String,
+    /// Kernels (name, block, grid) matched, and metric values compared over them.
+    pub(crate) kernels: usize,
+    pub(crate) figures: usize,
+    /// Each value that differs beyond the summary's rounding: kernel, metric, ours, theirs.
+    pub(crate) differ: Vec<(String, String, f64, f64)>,
+    /// Summary rows whose kernel stands for several of the report's (one name, block and grid
+    /// for distinct functions): not compared.
+    pub(crate) ambiguous: usize,
+}
+
+/// The comparison, when `dir` holds NVIDIA's summary of the ncu report named `base`. Values are
+/// compared in the raw page's unit (the summary scales to its own: Gbyte/s for Tbyte/s) within
+/// the summary's rounding (two decimals in its unit).
+pub(crate) fn read_ncu(
+    dir: &Path,
+    base: &str,
+    report: &crate::parse::ncu::NcuReport,
+    cite: impl Fn(&Path) -> String,
+) -> Result<Option<NcuCrosscheck>, Error> {
+    let path = dir.join(format!("{base}_print_summary.csv"));
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let bad = |what: String| Error::parse(&path, None, what);
+    let mut r = csv::Reader::from_path(&path).map_err(|e| bad(e.to_string()))?;
+    let headers = r.headers().map_err(|e| bad(e.to_string()))?.clone();
+    let at = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| bad(format!("no `{name}` column")))
+    };
+    let (name, block, grid) = (at("Kernel Name")?, at("Block Size")?, at("Grid Size")?);
+    let (metric, unit, avg) = (at("Metric Name")?, at("Metric Unit")?, at("Average")?);
+    let dims = |s: &str| s.replace([' ', '(', ')'], "");
+    let mut out = NcuCrosscheck {
+        file: cite(&path),
+        kernels: 0,
+        figures: 0,
+        differ: Vec::new(),
+        ambiguous: 0,
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (line, rec) in r.records().enumerate() {
+        let rec = rec.map_err(|e| bad(e.to_string()))?;
+        let get = |i: usize| rec.get(i).unwrap_or_default();
+        let (b, g) = (dims(get(block)), dims(get(grid)));
+        // The report's launches of this kernel and configuration, one shape or a kernel's own.
+        let shapes: Vec<&BTreeMap<String, f64>> = report
+            .kernels
+            .iter()
+            .filter(|k| k.name == get(name) && k.cached_from.is_none())
+            .flat_map(|k| match k.shapes.is_empty() {
+                true => vec![(k.block.as_deref(), k.grid.as_deref(), &k.metrics)],
+                false => k
+                    .shapes
+                    .iter()
+                    .map(|s| (s.block.as_deref(), s.grid.as_deref(), &s.metrics))
+                    .collect(),
+            })
+            .filter(|(kb, kg, _)| {
+                kb.map(dims) == Some(b.clone()) && kg.map(dims) == Some(g.clone())
+            })
+            .map(|(_, _, m)| m)
+            .collect();
+        let [one] = shapes.as_slice() else {
+            out.ambiguous += usize::from(shapes.len() > 1);
+            continue;
+        };
+        let Some(ours) = one.get(get(metric)) else {
+            continue;
+        };
+        let theirs: f64 = get(avg)
+            .replace(',', "")
+            .parse()
+            .map_err(|_| Error::parse(&path, Some(line as u64 + 2), "`Average` is not a number"))?;
+        let raw_unit = report.units.get(get(metric)).map_or("", String::as_str);
+        let theirs = theirs * si_ratio(get(unit), raw_unit);
+        seen.insert((get(name).to_string(), b, g));
+        out.figures += 1;
+        if (ours - theirs).abs() > 0.006 * theirs.abs().max(1.0) {
+            out.differ.push((
+                get(name).to_string(),
+                get(metric).to_string(),
+                *ours,
+                theirs,
+            ));
+        }
+    }
+    out.kernels = seen.len();
+    Ok(Some(out))
+}
+
+/// How many `to` one `from` is, where the two units differ by an SI prefix only
+/// (`Gbyte/s` to `Tbyte/s`: 0.001); 1 otherwise.
+fn si_ratio(from: &str, to: &str) -> f64 {
+    let split = |u: &str| -> (f64, String) {
+        let mut c = u.chars();
+        let f = match c.next() {
+            Some('K') => 1e3,
+            Some('M') => 1e6,
+            Some('G') => 1e9,
+            Some('T') => 1e12,
+            Some('m') if u.len() > 1 => 1e-3,
+            Some('u') if u.len() > 1 => 1e-6,
+            Some('n') if u.len() > 1 => 1e-9,
+            _ => return (1.0, u.to_string()),
+        };
+        (f, c.as_str().to_string())
+    };
+    let ((fa, a), (fb, b)) = (split(from), split(to));
+    if from == to || a != b {
+        return 1.0;
+    }
+    fa / fb
+}

@@ -303,6 +303,15 @@ pub(crate) struct NvidiaDiffer {
     pub(crate) theirs: f64,
 }
 
+/// One ncu value that differs from NVIDIA's summary of the same report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct NcuDiffer {
+    pub(crate) kernel: String,
+    pub(crate) metric: String,
+    pub(crate) ours: f64,
+    pub(crate) theirs: f64,
+}
+
 /// What a finding claims, with its parameters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -426,6 +435,13 @@ pub(crate) enum Claim {
         /// Ranges whose launches are not compared (nested in their own name).
         self_nested: Vec<String>,
     },
+    /// ncu's figures beside NVIDIA's `ncu --print-summary per-kernel` of the same report: a
+    /// fact when every value compared is equal within its rounding, a caveat naming the others.
+    NvidiaNcuSummary {
+        differ: Vec<NcuDiffer>,
+        /// Summary rows whose name, block and grid stand for several kernels: not compared.
+        ambiguous: usize,
+    },
     /// A top kernel whose duration in ncu's replay differs from its launches in the workload.
     ReplayDiffers {
         kernel: String,
@@ -461,6 +477,8 @@ impl Claim {
             | Straggler { .. } => Role::Fact,
             NvidiaSummaries { differ, .. } if differ.is_empty() => Role::Fact,
             NvidiaSummaries { .. } => Role::Caveat,
+            NvidiaNcuSummary { differ, .. } if differ.is_empty() => Role::Fact,
+            NvidiaNcuSummary { .. } => Role::Caveat,
             GraphLevelTrace
             | KernelsExceedWall { .. }
             | PassIncomplete { .. }
@@ -505,6 +523,7 @@ impl Claim {
             | SampledDisagrees { .. }
             | ReplayDiffers { .. }
             | NvidiaSummaries { .. }
+            | NvidiaNcuSummary { .. }
             | NoNcuMetrics
             | NothingStandsOut
             | GpuIdle { .. }

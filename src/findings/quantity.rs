@@ -117,6 +117,8 @@ pub(crate) enum Quantity {
     NvidiaRanges,
     NvidiaFiguresCompared,
     NvidiaFiguresDiffer,
+    /// Kernels matched in NVIDIA's `ncu --print-summary per-kernel` of the same report.
+    NvidiaKernels,
 }
 
 impl Quantity {
@@ -141,7 +143,8 @@ impl Quantity {
             | GroupModulesLoaded
             | NvidiaRanges
             | NvidiaFiguresCompared
-            | NvidiaFiguresDiffer => Unit::Count,
+            | NvidiaFiguresDiffer
+            | NvidiaKernels => Unit::Count,
             StepDramMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance

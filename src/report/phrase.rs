@@ -287,6 +287,7 @@ pub(crate) fn sentence(f: &Finding) -> String {
         | Claim::ShapeCoverage
         | Claim::NcclTime
         | Claim::NvidiaSummaries { .. }
+        | Claim::NvidiaNcuSummary { .. }
         | Claim::Straggler { .. } => fact(f),
         // Laid out by the renderers' own headline and tables, never as a lone sentence.
         Claim::TopKernel { .. }
@@ -662,6 +663,34 @@ pub(crate) fn fact(f: &Finding) -> String {
                     "; the launches of {} are not compared: instances nested in their own name, whose launches these reports count in each instance that holds them and nvtx_kern_sum's Kern Inst once",
                     names.join(", ")
                 ));
+            }
+            s + &cite(f)
+        }
+        Claim::NvidiaNcuSummary { differ, ambiguous } => {
+            let mut s = format!(
+                "NVIDIA's `ncu --print-summary per-kernel` of the same report beside these reports' ncu figures {w}: {}, {} values compared (every metric the summary holds of each kernel and launch configuration), {} differ",
+                count(
+                    f.text(Q::NvidiaKernels),
+                    f.get(Q::NvidiaKernels).unwrap_or(0.0),
+                    "kernel"
+                ),
+                f.text(Q::NvidiaFiguresCompared),
+                f.text(Q::NvidiaFiguresDiffer)
+            );
+            const LISTED: usize = 5;
+            let listed: Vec<String> = differ
+                .iter()
+                .take(LISTED)
+                .map(|d| format!("`{}` {} {} here, {} in NVIDIA's", md(&d.kernel), d.metric, d.ours, d.theirs))
+                .collect();
+            if !listed.is_empty() {
+                s.push_str(&format!(": {}", listed.join("; ")));
+                if differ.len() > LISTED {
+                    s.push_str(&format!(" and {} more", differ.len() - LISTED));
+                }
+            }
+            if *ambiguous > 0 {
+                s.push_str(&format!("; {ambiguous} summary rows not compared: their kernel name, block and grid stand for several kernels of the report"));
             }
             s + &cite(f)
         }

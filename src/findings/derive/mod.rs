@@ -26,6 +26,7 @@ pub(super) fn all(a: &Artifacts) -> Findings {
     kernels::bounds(a, &mut out);
     run::passes(a, &mut out);
     run::nvidia(a, &mut out);
+    run::nvidia_ncu(a, &mut out);
     let decided = out.made().any(|f| {
         matches!(f.role, Role::Verdict | Role::Advice | Role::Caveat)
             && !matches!(f.claim, Claim::RangeVerdict { .. })

@@ -150,3 +150,41 @@ pub(super) fn nvidia(a: &Artifacts, out: &mut Findings) {
         ],
     );
 }
+
+/// ncu's figures beside NVIDIA's summary of the same report, where the run has it.
+pub(super) fn nvidia_ncu(a: &Artifacts, out: &mut Findings) {
+    let Some(c) = &a.nvidia_ncu else { return };
+    // The report's kernels are those of the range ncu was gated on.
+    let range = a
+        .ncu_include
+        .as_deref()
+        .map(crate::analysis::nvtx::base_name)
+        .or_else(|| a.ncu_records.first().and_then(|r| r.nvtx_range.clone()));
+    let scope = Scope::of(range.as_deref()).ncu();
+    let differ = c
+        .differ
+        .iter()
+        .map(
+            |(kernel, metric, ours, theirs)| crate::findings::NcuDiffer {
+                kernel: kernel.clone(),
+                metric: metric.clone(),
+                ours: *ours,
+                theirs: *theirs,
+            },
+        )
+        .collect();
+    let fig = |q, v: usize| Figure::new(q, v as f64, &c.file, &scope);
+    out.push(
+        Claim::NvidiaNcuSummary {
+            differ,
+            ambiguous: c.ambiguous,
+        },
+        scope.clone(),
+        Some(rules::NVIDIA_NCU_SUMMARY),
+        vec![
+            fig(Quantity::NvidiaKernels, c.kernels),
+            fig(Quantity::NvidiaFiguresCompared, c.figures),
+            fig(Quantity::NvidiaFiguresDiffer, c.differ.len()),
+        ],
+    );
+}
