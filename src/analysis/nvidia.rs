@@ -243,7 +243,8 @@ pub(crate) fn read_ncu(
         let theirs = theirs * si_ratio(get(unit), raw_unit);
         seen.insert((get(name).to_string(), b, g));
         out.figures += 1;
-        if (ours - theirs).abs() > 0.006 * theirs.abs().max(1.0) {
+        let band = crate::rules::NVIDIA_NCU_SUMMARY.threshold / 100.0;
+        if (ours - theirs).abs() > band * theirs.abs().max(1.0) {
             out.differ.push((
                 get(name).to_string(),
                 get(metric).to_string(),
