@@ -110,7 +110,7 @@ impl Pass for CrosscheckPass {
         let mut st = PassStatus::new(PassState::Ok, None);
         let t0 = std::time::Instant::now();
         for ask in plan {
-            progress.stage(&format!("NVIDIA's summary of {}", last(&ask.argv)));
+            progress.stage(&format!("NVIDIA's summary of {}", summarised(&ask.argv)));
             let (program, args) = (Path::new(&ask.argv[0]), ask.argv[1..].to_vec());
             let mut spec = ctx.spec(program, args, ask.log.clone());
             spec.timeout = ctx.cfg.nsys_timeout();
@@ -156,7 +156,8 @@ fn stem(path: &Path, suffix: &str) -> String {
     name.strip_suffix(suffix).unwrap_or(&name).to_string()
 }
 
-fn last(argv: &[String]) -> String {
+/// The capture a summary's command line reads (`run`, `decode`), for the progress line.
+fn summarised(argv: &[String]) -> String {
     argv.iter()
         .rev()
         .find(|a| a.contains(".sqlite") || a.contains(".ncu-rep"))
