@@ -12,8 +12,9 @@ use crate::error::Error;
 /// The comparison of one export's ranges.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Crosscheck {
-    /// The two NVIDIA reports read, as the reports cite them.
-    pub(crate) files: Vec<String>,
+    /// The two NVIDIA reports read (nvtx_gpu_proj_sum, nvtx_kern_sum), as the reports cite them.
+    pub(crate) proj_file: String,
+    pub(crate) kern_file: String,
     /// Ranges NVIDIA's reports hold, and figures compared over them.
     pub(crate) ranges: usize,
     pub(crate) figures: usize,
@@ -24,7 +25,8 @@ pub(crate) struct Crosscheck {
     pub(crate) self_nested: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// One range figure that differs from NVIDIA's reading of the same export.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub(crate) struct Differ {
     pub(crate) range: String,
     /// NVIDIA's column.
@@ -65,7 +67,8 @@ pub(crate) fn read(
         theirs.entry(range).or_default().extend(c);
     }
     let mut out = Crosscheck {
-        files: vec![cite(&proj), cite(&kern)],
+        proj_file: cite(&proj),
+        kern_file: cite(&kern),
         ranges: theirs.len(),
         figures: 0,
         differ: Vec::new(),
@@ -166,11 +169,20 @@ pub(crate) struct NcuCrosscheck {
     /// Kernels (name, block, grid) matched, and metric values compared over them.
     pub(crate) kernels: usize,
     pub(crate) figures: usize,
-    /// Each value that differs beyond the summary's rounding: kernel, metric, ours, theirs.
-    pub(crate) differ: Vec<(String, String, f64, f64)>,
+    /// Each value that differs beyond the summary's rounding.
+    pub(crate) differ: Vec<NcuDiffer>,
     /// Summary rows whose kernel stands for several of the report's (one name, block and grid
     /// for distinct functions): not compared.
     pub(crate) ambiguous: usize,
+}
+
+/// One ncu value that differs from NVIDIA's summary of the same report.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct NcuDiffer {
+    pub(crate) kernel: String,
+    pub(crate) metric: String,
+    pub(crate) ours: f64,
+    pub(crate) theirs: f64,
 }
 
 /// The comparison, when `dir` holds NVIDIA's summary of the ncu report named `base`. Values are
@@ -245,12 +257,12 @@ pub(crate) fn read_ncu(
         out.figures += 1;
         let band = crate::rules::NVIDIA_NCU_SUMMARY.threshold / 100.0;
         if (ours - theirs).abs() > band * theirs.abs().max(1.0) {
-            out.differ.push((
-                get(name).to_string(),
-                get(metric).to_string(),
-                *ours,
+            out.differ.push(NcuDiffer {
+                kernel: get(name).to_string(),
+                metric: get(metric).to_string(),
+                ours: *ours,
                 theirs,
-            ));
+            });
         }
     }
     out.kernels = seen.len();
@@ -318,7 +330,7 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(c.differ.len(), 1, "{:?}", c.differ);
-        assert_eq!(c.differ[0].1, "gpu__time_duration.sum");
+        assert_eq!(c.differ[0].metric, "gpu__time_duration.sum");
     }
 
     #[test]

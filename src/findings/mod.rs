@@ -293,25 +293,6 @@ pub(crate) struct BudgetStop {
     pub(crate) cached: bool,
 }
 
-/// One range figure that differs from NVIDIA's reading of the same export.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct NvidiaDiffer {
-    pub(crate) range: String,
-    /// NVIDIA's column.
-    pub(crate) column: &'static str,
-    pub(crate) ours: f64,
-    pub(crate) theirs: f64,
-}
-
-/// One ncu value that differs from NVIDIA's summary of the same report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct NcuDiffer {
-    pub(crate) kernel: String,
-    pub(crate) metric: String,
-    pub(crate) ours: f64,
-    pub(crate) theirs: f64,
-}
-
 /// What a finding claims, with its parameters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -431,14 +412,14 @@ pub(crate) enum Claim {
     /// stage2's range figures beside NVIDIA's `nsys stats` of the same export: a fact when
     /// every one compared is equal, a caveat naming those that are not.
     NvidiaSummaries {
-        differ: Vec<NvidiaDiffer>,
+        differ: Vec<crate::analysis::nvidia::Differ>,
         /// Ranges whose launches are not compared (nested in their own name).
         self_nested: Vec<String>,
     },
     /// ncu's figures beside NVIDIA's `ncu --print-summary per-kernel` of the same report: a
     /// fact when every value compared is equal within its rounding, a caveat naming the others.
     NvidiaNcuSummary {
-        differ: Vec<NcuDiffer>,
+        differ: Vec<crate::analysis::nvidia::NcuDiffer>,
         /// Summary rows whose name, block and grid stand for several kernels: not compared.
         ambiguous: usize,
     },

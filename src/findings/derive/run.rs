@@ -114,21 +114,11 @@ pub(super) fn passes(a: &Artifacts, out: &mut Findings) {
 /// (the nvidia pass, `run.crosscheck`).
 pub(super) fn nvidia(a: &Artifacts, out: &mut Findings) {
     let Some(c) = &a.nvidia else { return };
-    let (proj, kern) = (&c.files[0], &c.files[1]);
+    let (proj, kern) = (&c.proj_file, &c.kern_file);
     let scope = Scope::capture();
-    let differ = c
-        .differ
-        .iter()
-        .map(|d| crate::findings::NvidiaDiffer {
-            range: d.range.clone(),
-            column: d.column,
-            ours: d.ours,
-            theirs: d.theirs,
-        })
-        .collect();
     out.push(
         Claim::NvidiaSummaries {
-            differ,
+            differ: c.differ.clone(),
             self_nested: c.self_nested.clone(),
         },
         scope.clone(),
@@ -161,22 +151,10 @@ pub(super) fn nvidia_ncu(a: &Artifacts, out: &mut Findings) {
         .map(crate::analysis::nvtx::base_name)
         .or_else(|| a.ncu_records.first().and_then(|r| r.nvtx_range.clone()));
     let scope = Scope::of(range.as_deref()).ncu();
-    let differ = c
-        .differ
-        .iter()
-        .map(
-            |(kernel, metric, ours, theirs)| crate::findings::NcuDiffer {
-                kernel: kernel.clone(),
-                metric: metric.clone(),
-                ours: *ours,
-                theirs: *theirs,
-            },
-        )
-        .collect();
     let fig = |q, v: usize| Figure::new(q, v as f64, &c.file, &scope);
     out.push(
         Claim::NvidiaNcuSummary {
-            differ,
+            differ: c.differ.clone(),
             ambiguous: c.ambiguous,
         },
         scope.clone(),
