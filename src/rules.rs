@@ -166,9 +166,9 @@ pub(crate) const SAMPLED_DISAGREES: Rule = Rule {
 
 /// ncu replays a launch on its own (by its defaults caches flushed before each pass and clocks
 /// locked to base, `ncu.clock_control`), so its duration can differ from the same launches in
-/// the running workload, and every rate ncu gives (% of peak) with it. On the committed H100
-/// samples the top kernels' replays took 0.92x to 2.29x the workload's mean; 1.0x to 1.5x for
-/// the matrix multiplies, about 2x for element-wise kernels of 1-2 us (and one of 36 us).
+/// the running workload, and every rate ncu gives (% of peak) with it. On the committed samples
+/// (H100 and H200) the top kernels' replays took 0.92x to 2.29x the workload's mean; 1.0x to
+/// 1.5x for the matrix multiplies, about 2x for element-wise kernels of 1-2 us (and one of 36 us).
 pub(crate) const REPLAY_DIFFERS: Rule = Rule {
     id: "replay_differs",
     text: "a top kernel's mean duration in ncu's replay (gpu__time_duration.sum) differs by more than 50% from the mean of its launches in the range (nsys), where the launch configurations ncu measured hold at least 99% of its time",
