@@ -66,6 +66,15 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
     if let Some(c) = f.find(|x| matches!(x.claim, Claim::ShapeCoverage)) {
         let _ = writeln!(s, "{}.", phrase::fact(c));
     }
+    // These figures held against NVIDIA's own summaries of the same files, agreeing or not.
+    for c in f.made().filter(|x| {
+        matches!(
+            x.claim,
+            Claim::NvidiaSummaries { .. } | Claim::NvidiaNcuSummary { .. }
+        )
+    }) {
+        let _ = writeln!(s, "{}.", phrase::fact(c));
+    }
     cached_note(a, &mut s);
     if let Some(note) = second_gpu_note(a) {
         let _ = writeln!(s, "Note: {note}.");
