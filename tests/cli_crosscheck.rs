@@ -77,3 +77,34 @@ fn a_summary_that_fails_costs_only_itself() {
     );
     assert!(run.join("nvidia/decode_print_summary.csv").is_file());
 }
+
+/// Under a launcher each rank's export and each profiled rank's report get their own summaries,
+/// named by rank; the reports compare rank 0's.
+#[test]
+fn every_rank_gets_its_summaries() {
+    let sb = Sandbox::new();
+    with_crosscheck(
+        &sb,
+        "tp",
+        &["--launcher", "torchrun", "--nproc-per-node", "2"],
+    )
+    .assert()
+    .success();
+    let run = sb.run("tp");
+    let pass = &status(&run)["passes"]["nvidia"];
+    assert_eq!(pass["state"], "ok", "{pass}");
+    for rank in [0, 1] {
+        let f = run.join(format!("nvidia/run.rank{rank}_nvtx_kern_sum.csv"));
+        assert!(f.is_file(), "{}: {pass}", f.display());
+    }
+    let cmd = read(run.join("nvidia/cmd.txt"));
+    assert!(cmd.contains("nsys/run.rank1.sqlite"), "{cmd}");
+    let summary: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    let kinds: Vec<&str> = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"nvidia_summaries"), "{kinds:?}");
+}
