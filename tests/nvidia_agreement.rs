@@ -248,7 +248,7 @@ fn ncu_metrics_equal_ncu_print_summary() {
                 .get(&t["Metric Name"])
                 .map(String::as_str)
                 .unwrap_or("");
-            let theirs = theirs * si_ratio(&t["Metric Unit"], unit);
+            let theirs = theirs * stage2::parse::ncu::si_ratio(&t["Metric Unit"], unit);
             let tol = 0.006 * theirs.abs().max(1.0);
             assert!(
                 (ours - theirs).abs() <= tol,
@@ -260,30 +260,6 @@ fn ncu_metrics_equal_ncu_print_summary() {
         }
         assert!(checked > 20, "{variant}: {checked}");
     }
-}
-
-/// How many `to` one `from` is, where the two units differ by an SI prefix only
-/// (`Gbyte/s` to `Tbyte/s`: 0.001); 1 otherwise.
-fn si_ratio(from: &str, to: &str) -> f64 {
-    let split = |u: &str| -> (f64, String) {
-        let mut c = u.chars();
-        let f = match c.next() {
-            Some('K') => 1e3,
-            Some('M') => 1e6,
-            Some('G') => 1e9,
-            Some('T') => 1e12,
-            Some('m') if u.len() > 1 => 1e-3,
-            Some('u') if u.len() > 1 => 1e-6,
-            Some('n') if u.len() > 1 => 1e-9,
-            _ => return (1.0, u.to_string()),
-        };
-        (f, c.as_str().to_string())
-    };
-    let ((fa, a), (fb, b)) = (split(from), split(to));
-    if from == to || a != b {
-        return 1.0;
-    }
-    fa / fb
 }
 
 #[test]

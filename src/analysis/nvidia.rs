@@ -35,9 +35,6 @@ pub(crate) struct Differ {
     pub(crate) theirs: f64,
 }
 
-/// Per range (NVIDIA's `domain:name`, the default domain empty), the figures of one report.
-type Columns = BTreeMap<String, BTreeMap<&'static str, f64>>;
-
 /// The comparison, when `dir` holds both reports of the export named `base`.
 pub(crate) fn read(
     dir: &Path,
@@ -52,7 +49,8 @@ pub(crate) fn read(
     if !proj.is_file() || !kern.is_file() || stats.is_empty() {
         return Ok(None);
     }
-    let mut theirs = columns(
+    use crate::parse::nsys::read_range_columns;
+    let mut theirs = read_range_columns(
         &proj,
         "Range",
         &[
@@ -63,7 +61,9 @@ pub(crate) fn read(
         ],
         false,
     )?;
-    for (range, c) in columns(&kern, "NVTX Range", &["Total Time (ns)", "Kern Inst"], true)? {
+    for (range, c) in
+        read_range_columns(&kern, "NVTX Range", &["Total Time (ns)", "Kern Inst"], true)?
+    {
         theirs.entry(range).or_default().extend(c);
     }
     let mut out = Crosscheck {
@@ -122,46 +122,6 @@ fn same_range(theirs: &str, ours: &str) -> bool {
         .is_some_and(|domain| domain.ends_with(':') && !domain[..domain.len() - 1].contains(':'))
 }
 
-/// The named columns of a report's rows by range; `sum` adds rows of one range (nvtx_kern_sum
-/// has one per kernel), where rows without a range (kernels outside every range) are left out.
-fn columns(path: &Path, key: &str, wanted: &[&'static str], sum: bool) -> Result<Columns, Error> {
-    let bad = |what: String| Error::parse(path, None, what);
-    let mut r = csv::Reader::from_path(path).map_err(|e| bad(e.to_string()))?;
-    let headers = r.headers().map_err(|e| bad(e.to_string()))?.clone();
-    let at = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| bad(format!("no `{name}` column")))
-    };
-    let k = at(key)?;
-    let cols: Vec<(&'static str, usize)> = wanted
-        .iter()
-        .map(|w| at(w).map(|i| (*w, i)))
-        .collect::<Result<_, _>>()?;
-    let mut out = Columns::new();
-    for (line, rec) in r.records().enumerate() {
-        let rec = rec.map_err(|e| bad(e.to_string()))?;
-        let range = rec.get(k).unwrap_or_default();
-        if range.is_empty() {
-            continue;
-        }
-        let row = out.entry(range.to_string()).or_default();
-        for (name, i) in &cols {
-            let v: f64 = rec.get(*i).unwrap_or_default().parse().map_err(|_| {
-                Error::parse(
-                    path,
-                    Some(line as u64 + 2),
-                    format!("`{name}` is not a number"),
-                )
-            })?;
-            let e = row.entry(name).or_insert(0.0);
-            *e = if sum { *e + v } else { v };
-        }
-    }
-    Ok(out)
-}
-
 /// ncu's figures beside NVIDIA's `ncu --import --print-summary per-kernel` of the same report.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct NcuCrosscheck {
@@ -198,18 +158,7 @@ pub(crate) fn read_ncu(
     if !path.is_file() {
         return Ok(None);
     }
-    let bad = |what: String| Error::parse(&path, None, what);
-    let mut r = csv::Reader::from_path(&path).map_err(|e| bad(e.to_string()))?;
-    let headers = r.headers().map_err(|e| bad(e.to_string()))?.clone();
-    let at = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| bad(format!("no `{name}` column")))
-    };
-    let (name, block, grid) = (at("Kernel Name")?, at("Block Size")?, at("Grid Size")?);
-    let (metric, unit, avg) = (at("Metric Name")?, at("Metric Unit")?, at("Average")?);
-    let dims = |s: &str| s.replace([' ', '(', ')'], "");
+    use crate::analysis::shapes::dims;
     let mut out = NcuCrosscheck {
         file: cite(&path),
         kernels: 0,
@@ -218,15 +167,14 @@ pub(crate) fn read_ncu(
         ambiguous: 0,
     };
     let mut seen = std::collections::BTreeSet::new();
-    for (line, rec) in r.records().enumerate() {
-        let rec = rec.map_err(|e| bad(e.to_string()))?;
-        let get = |i: usize| rec.get(i).unwrap_or_default();
-        let (b, g) = (dims(get(block)), dims(get(grid)));
+    let band = crate::rules::NVIDIA_NCU_SUMMARY.threshold / 100.0;
+    for row in crate::parse::ncu::read_print_summary(&path)? {
+        let (b, g) = (dims(&row.block), dims(&row.grid));
         // The report's launches of this kernel and configuration, one shape or a kernel's own.
         let shapes: Vec<&BTreeMap<String, f64>> = report
             .kernels
             .iter()
-            .filter(|k| k.name == get(name) && k.cached_from.is_none())
+            .filter(|k| k.name == row.kernel && k.cached_from.is_none())
             .flat_map(|k| match k.shapes.is_empty() {
                 true => vec![(k.block.as_deref(), k.grid.as_deref(), &k.metrics)],
                 false => k
@@ -236,7 +184,7 @@ pub(crate) fn read_ncu(
                     .collect(),
             })
             .filter(|(kb, kg, _)| {
-                kb.map(dims) == Some(b.clone()) && kg.map(dims) == Some(g.clone())
+                kb.map(dims).as_ref() == Some(&b) && kg.map(dims).as_ref() == Some(&g)
             })
             .map(|(_, _, m)| m)
             .collect();
@@ -244,22 +192,17 @@ pub(crate) fn read_ncu(
             out.ambiguous += usize::from(shapes.len() > 1);
             continue;
         };
-        let Some(ours) = one.get(get(metric)) else {
+        let Some(ours) = one.get(&row.metric) else {
             continue;
         };
-        let theirs: f64 = get(avg)
-            .replace(',', "")
-            .parse()
-            .map_err(|_| Error::parse(&path, Some(line as u64 + 2), "`Average` is not a number"))?;
-        let raw_unit = report.units.get(get(metric)).map_or("", String::as_str);
-        let theirs = theirs * si_ratio(get(unit), raw_unit);
-        seen.insert((get(name).to_string(), b, g));
+        let raw_unit = report.units.get(&row.metric).map_or("", String::as_str);
+        let theirs = row.average * crate::parse::ncu::si_ratio(&row.unit, raw_unit);
+        seen.insert((row.kernel.clone(), b, g));
         out.figures += 1;
-        let band = crate::rules::NVIDIA_NCU_SUMMARY.threshold / 100.0;
         if (ours - theirs).abs() > band * theirs.abs().max(1.0) {
             out.differ.push(NcuDiffer {
-                kernel: get(name).to_string(),
-                metric: get(metric).to_string(),
+                kernel: row.kernel,
+                metric: row.metric,
                 ours: *ours,
                 theirs,
             });
@@ -267,30 +210,6 @@ pub(crate) fn read_ncu(
     }
     out.kernels = seen.len();
     Ok(Some(out))
-}
-
-/// How many `to` one `from` is, where the two units differ by an SI prefix only
-/// (`Gbyte/s` to `Tbyte/s`: 0.001); 1 otherwise.
-fn si_ratio(from: &str, to: &str) -> f64 {
-    let split = |u: &str| -> (f64, String) {
-        let mut c = u.chars();
-        let f = match c.next() {
-            Some('K') => 1e3,
-            Some('M') => 1e6,
-            Some('G') => 1e9,
-            Some('T') => 1e12,
-            Some('m') if u.len() > 1 => 1e-3,
-            Some('u') if u.len() > 1 => 1e-6,
-            Some('n') if u.len() > 1 => 1e-9,
-            _ => return (1.0, u.to_string()),
-        };
-        (f, c.as_str().to_string())
-    };
-    let ((fa, a), (fb, b)) = (split(from), split(to));
-    if from == to || a != b {
-        return 1.0;
-    }
-    fa / fb
 }
 
 #[cfg(test)]
@@ -331,13 +250,5 @@ mod tests {
         .unwrap();
         assert_eq!(c.differ.len(), 1, "{:?}", c.differ);
         assert_eq!(c.differ[0].metric, "gpu__time_duration.sum");
-    }
-
-    #[test]
-    fn units_differing_by_a_prefix_are_compared_in_the_raw_pages() {
-        assert_eq!(si_ratio("Gbyte/s", "Tbyte/s"), 1e-3);
-        assert!((si_ratio("us", "ns") - 1e3).abs() < 1e-9);
-        assert_eq!(si_ratio("%", "%"), 1.0);
-        assert_eq!(si_ratio("Mbyte", "cycle"), 1.0);
     }
 }

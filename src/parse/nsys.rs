@@ -1,5 +1,6 @@
 //! `nsys stats --format csv` reports: cuda_gpu_kern_sum, nvtx_sum, cuda_api_sum.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -199,6 +200,42 @@ pub fn read_api(path: &Path) -> Result<Vec<ApiSum>, Error> {
             avg_ns: c.req(avg)?,
         })
     })
+}
+
+/// Per range (as nsys prints it, `domain:name`), named figures.
+pub(crate) type RangeColumns = BTreeMap<String, BTreeMap<&'static str, f64>>;
+
+/// Per range (as nsys prints it, `domain:name`), the named columns of an NVTX report:
+/// nvtx_gpu_proj_sum (one row per range) or nvtx_kern_sum with `sum` (one row per range and
+/// kernel, added up; rows of kernels outside every range, with no range, left out).
+pub(crate) fn read_range_columns(
+    path: &Path,
+    key: &str,
+    wanted: &[&'static str],
+    sum: bool,
+) -> Result<RangeColumns, Error> {
+    let t = Table::open(path)?;
+    let k = t.require(key)?;
+    let cols: Vec<(&'static str, usize)> = wanted
+        .iter()
+        .map(|w| t.require(w).map(|i| (*w, i)))
+        .collect::<Result<_, _>>()?;
+    let rows = rows(t, |c| {
+        let values: Vec<(&'static str, f64)> = cols
+            .iter()
+            .map(|(name, i)| c.req(*i).map(|v| (*name, v)))
+            .collect::<Result<_, _>>()?;
+        Ok((c.text(k).to_string(), values))
+    })?;
+    let mut out = RangeColumns::new();
+    for (range, values) in rows.into_iter().filter(|(r, _)| !r.is_empty()) {
+        let row = out.entry(range).or_default();
+        for (name, v) in values {
+            let e = row.entry(name).or_insert(0.0);
+            *e = if sum { *e + v } else { v };
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -157,3 +157,11 @@ fn figures_no_ncu_writes_are_refused_by_name() {
         assert!(why.contains("metric dram__bytes.sum"), "{why}");
     }
 }
+
+#[test]
+fn units_differing_by_a_prefix_are_compared_in_the_raw_pages() {
+    assert_eq!(si_ratio("Gbyte/s", "Tbyte/s"), 1e-3);
+    assert!((si_ratio("us", "ns") - 1e3).abs() < 1e-9);
+    assert_eq!(si_ratio("%", "%"), 1.0);
+    assert_eq!(si_ratio("Mbyte", "cycle"), 1.0);
+}
