@@ -645,18 +645,11 @@ pub(crate) fn fact(f: &Finding) -> String {
                 f.text(Q::NvidiaFiguresCompared),
                 f.text(Q::NvidiaFiguresDiffer)
             );
-            const LISTED: usize = 5;
-            let listed: Vec<String> = differ
-                .iter()
-                .take(LISTED)
-                .map(|d| format!("`{}` {} {} here, {} in NVIDIA's", md(&d.range), d.column, d.ours, d.theirs))
-                .collect();
-            if !listed.is_empty() {
-                s.push_str(&format!(": {}", listed.join("; ")));
-                if differ.len() > LISTED {
-                    s.push_str(&format!(" and {} more", differ.len() - LISTED));
-                }
-            }
+            s.push_str(&differing(
+                differ
+                    .iter()
+                    .map(|d| (md(&d.range), d.column, d.ours, d.theirs)),
+            ));
             if !self_nested.is_empty() {
                 let names: Vec<String> = self_nested.iter().map(|n| format!("`{}`", md(n))).collect();
                 s.push_str(&format!(
@@ -677,18 +670,11 @@ pub(crate) fn fact(f: &Finding) -> String {
                 f.text(Q::NvidiaFiguresCompared),
                 f.text(Q::NvidiaFiguresDiffer)
             );
-            const LISTED: usize = 5;
-            let listed: Vec<String> = differ
-                .iter()
-                .take(LISTED)
-                .map(|d| format!("`{}` {} {} here, {} in NVIDIA's", md(&d.kernel), d.metric, d.ours, d.theirs))
-                .collect();
-            if !listed.is_empty() {
-                s.push_str(&format!(": {}", listed.join("; ")));
-                if differ.len() > LISTED {
-                    s.push_str(&format!(" and {} more", differ.len() - LISTED));
-                }
-            }
+            s.push_str(&differing(
+                differ
+                    .iter()
+                    .map(|d| (md(&d.kernel), d.metric.as_str(), d.ours, d.theirs)),
+            ));
             if *ambiguous > 0 {
                 s.push_str(&format!("; {ambiguous} summary rows not compared: their kernel name, block and grid stand for several kernels of the report"));
             }
@@ -725,6 +711,24 @@ pub(crate) fn fact(f: &Finding) -> String {
         | Claim::NoNcuMetrics
         | Claim::PassIncomplete { .. }
         | Claim::NothingStandsOut => String::new(),
+    }
+}
+
+/// ": `what` column 1 here, 2 in NVIDIA's; ..." for the figures that differ from NVIDIA's
+/// summary (the first 5, then how many more; summary.json holds them all); empty when none.
+fn differing<'a>(figures: impl ExactSizeIterator<Item = (String, &'a str, f64, f64)>) -> String {
+    const LISTED: usize = 5;
+    let n = figures.len();
+    let listed: Vec<String> = figures
+        .take(LISTED)
+        .map(|(what, column, ours, theirs)| {
+            format!("`{what}` {column} {ours} here, {theirs} in NVIDIA's")
+        })
+        .collect();
+    match (listed.is_empty(), n > LISTED) {
+        (true, _) => String::new(),
+        (false, false) => format!(": {}", listed.join("; ")),
+        (false, true) => format!(": {} and {} more", listed.join("; "), n - LISTED),
     }
 }
 
