@@ -381,12 +381,7 @@ fn a_range_nested_in_its_own_name_counts_as_nvidia_does_and_says_where_it_differ
         std::fs::copy(d.join(f), run.join(f)).unwrap();
     }
     std::fs::copy(d.join("nsys/run.sqlite"), run.join("nsys/run.sqlite")).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stage2"))
-        .arg("report")
-        .arg(&run)
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .unwrap();
+    let out = report(&run);
     assert!(
         out.status.success(),
         "{}",
@@ -399,11 +394,25 @@ fn a_range_nested_in_its_own_name_counts_as_nvidia_does_and_says_where_it_differ
     );
 }
 
-/// A run directory copied from `from` (its nsys export and provenance), with NVIDIA's two
-/// per-range summaries at `nvidia/run_<report>.csv`, reported by stage2; its summary.json.
-fn reported_with_nvidia(from: &Path, proj: &Path, kern: &Path) -> serde_json::Value {
-    let sb = tempfile::tempdir().unwrap();
-    let run = sb.path().join("run");
+/// `stage2 report RUN` with no profiler on PATH.
+fn report(run: &Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_stage2"))
+        .arg("report")
+        .arg(run)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap()
+}
+
+/// A run directory under `root` copied from `from` (its nsys export and provenance), with
+/// NVIDIA's two per-range summaries at `nvidia/run_<report>.csv`, and stage2's report of it.
+fn with_nvidia(
+    root: &Path,
+    from: &Path,
+    proj: &Path,
+    kern: &Path,
+) -> (PathBuf, std::process::Output) {
+    let run = root.join("run");
     std::fs::create_dir_all(run.join("nsys")).unwrap();
     std::fs::create_dir_all(run.join("nvidia")).unwrap();
     for f in ["config.yaml", "env.json", "inputs.yaml", "status.json"] {
@@ -412,12 +421,14 @@ fn reported_with_nvidia(from: &Path, proj: &Path, kern: &Path) -> serde_json::Va
     std::fs::copy(from.join("nsys/run.sqlite"), run.join("nsys/run.sqlite")).unwrap();
     std::fs::copy(proj, run.join("nvidia/run_nvtx_gpu_proj_sum.csv")).unwrap();
     std::fs::copy(kern, run.join("nvidia/run_nvtx_kern_sum.csv")).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stage2"))
-        .arg("report")
-        .arg(&run)
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .unwrap();
+    let out = report(&run);
+    (run, out)
+}
+
+/// [`with_nvidia`]'s summary.json, with its stakeholder summary under `stakeholder`.
+fn reported_with_nvidia(from: &Path, proj: &Path, kern: &Path) -> serde_json::Value {
+    let sb = tempfile::tempdir().unwrap();
+    let (run, out) = with_nvidia(sb.path(), from, proj, kern);
     assert!(
         out.status.success(),
         "{}",
@@ -514,25 +525,12 @@ fn a_broken_nvidia_summary_costs_the_comparison_alone() {
     let proj = tmp.path().join("proj.csv");
     std::fs::write(&proj, "Range,Range Instances\n:decode,not a number\n").unwrap();
     let sb = tempfile::tempdir().unwrap();
-    let run = sb.path().join("run");
-    std::fs::create_dir_all(run.join("nsys")).unwrap();
-    std::fs::create_dir_all(run.join("nvidia")).unwrap();
-    for f in ["config.yaml", "env.json", "inputs.yaml", "status.json"] {
-        std::fs::copy(d.join(f), run.join(f)).unwrap();
-    }
-    std::fs::copy(d.join("nsys/run.sqlite"), run.join("nsys/run.sqlite")).unwrap();
-    std::fs::copy(&proj, run.join("nvidia/run_nvtx_gpu_proj_sum.csv")).unwrap();
-    std::fs::copy(
-        d.join("nvidia/run_nvtx_kern_sum.csv"),
-        run.join("nvidia/run_nvtx_kern_sum.csv"),
-    )
-    .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stage2"))
-        .arg("report")
-        .arg(&run)
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .unwrap();
+    let (run, out) = with_nvidia(
+        sb.path(),
+        &d,
+        &proj,
+        &d.join("nvidia/run_nvtx_kern_sum.csv"),
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
@@ -594,12 +592,7 @@ fn the_reports_compare_their_ncu_values_with_nvidias_summary() {
     let theirs: f64 = avg.trim_matches('"').parse::<f64>().unwrap() + 1.0;
     lines[i] = format!("{head},\"{theirs:.2}\"");
     std::fs::write(&summary, lines.join("\n") + "\n").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stage2"))
-        .arg("report")
-        .arg(&run)
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .unwrap();
+    let out = report(&run);
     assert!(
         out.status.success(),
         "{}",
