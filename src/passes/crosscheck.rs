@@ -50,7 +50,7 @@ impl Pass for CrosscheckPass {
         let out = ctx.run.path.join("nvidia");
         let mut asks = Vec::new();
         if let Some(nsys) = &self.nsys {
-            for db in files(&ctx.run.path.join("nsys"), ".sqlite") {
+            for db in ctx.run.files_ending("nsys", ".sqlite") {
                 let base = stem(&db, ".sqlite");
                 let mut argv = vec![nsys.display().to_string(), "stats".to_string()];
                 for r in NSYS_REPORTS {
@@ -67,7 +67,7 @@ impl Pass for CrosscheckPass {
             }
         }
         if let Some(ncu) = &self.ncu {
-            for rep in files(&ctx.run.path.join("ncu"), ".ncu-rep") {
+            for rep in ctx.run.files_ending("ncu", ".ncu-rep") {
                 let base = stem(&rep, ".ncu-rep");
                 let argv = [
                     ncu.display().to_string(),
@@ -136,19 +136,6 @@ impl Pass for CrosscheckPass {
         ));
         Ok(st)
     }
-}
-
-/// The files in `dir` whose names end in `suffix`, by name.
-fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file() && p.to_string_lossy().ends_with(suffix))
-        .collect();
-    out.sort();
-    out
 }
 
 fn stem(path: &Path, suffix: &str) -> String {

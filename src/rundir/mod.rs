@@ -243,14 +243,20 @@ impl RunDir {
     }
     /// The raw import a run holds when its base is not recorded: the first `*_raw.csv`.
     pub(crate) fn find_ncu_raw(&self) -> Option<PathBuf> {
-        let mut found: Vec<PathBuf> = std::fs::read_dir(self.path.join("ncu"))
-            .ok()?
+        self.files_ending("ncu", "_raw.csv").into_iter().next()
+    }
+    /// The entries of the run's `folder` whose names end in `suffix`, by name. Not filtered to
+    /// regular files: a device or FIFO in a file's place is found, and its reader says what it is.
+    pub(crate) fn files_ending(&self, folder: &str, suffix: &str) -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(self.path.join(folder))
+            .into_iter()
+            .flatten()
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.to_string_lossy().ends_with("_raw.csv"))
+            .filter(|p| p.to_string_lossy().ends_with(suffix))
             .collect();
         found.sort();
-        found.into_iter().next()
+        found
     }
     /// The SQLite export of a single process, or rank 0's in a multi-rank run, whichever
     /// exists (the single-process name when neither does).
