@@ -6,8 +6,9 @@
 # the nsys pass alone, with GPU-metrics sampling). Prints a Markdown table; each run's log
 # ($RUN_ROOT/<id>.log) has every line behind the seconds since that run started.
 #
-# The quick run has a metrics cache of its own, so it samples as a first run does; the warm
-# re-run reuses the first run's sampled figures (nsys.gpu_metrics.reuse).
+# The quick run has a metrics cache of its own, so it samples as a first run does (only the
+# machine's answer of which GPUs nsys can sample is copied in, as any earlier run on the machine
+# leaves it); the warm re-run reuses the first run's sampled figures (nsys.gpu_metrics.reuse).
 #
 #   scripts/bench-gpu.sh [VARIANT...]     variants: eager static large moe moeworker loop lead
 #                                         spec compile (default: eager static large; the
@@ -44,7 +45,13 @@ for v in "${@:-eager static large}"; do
       depth=(); [ "$pass" = quick ] && depth=(--quick)
       # The shallow depth as a first run: a cache of its own, so it samples (a re-run of the
       # same command would reuse the first run's sampled figures: the warm column).
-      run_cache=$cache; [ "$pass" = quick ] && run_cache="$cache-quick"
+      # What the machine answered once (which GPUs nsys can sample) is kept, as in a user's
+      # cache after any earlier run on this machine: the column times a new command.
+      run_cache=$cache
+      if [ "$pass" = quick ]; then
+        run_cache="$cache-quick"
+        mkdir -p "$run_cache" && cp -r "$cache/nsys-devices" "$run_cache/" 2>/dev/null
+      fi
       # shellcheck disable=SC2086
       # Each log line behind the seconds since the run started: where stage2's own time goes.
       "$bin" profile --run-root "$root" --run-id "$id" --cache-dir "$run_cache" "${depth[@]}" \

@@ -27,7 +27,9 @@ import contextlib
 import sys
 import time
 
-import torch
+T_START = time.time()  # before torch's import: the probes split a run's time at these marks
+
+import torch  # noqa: E402
 
 
 def parse_args():
@@ -209,6 +211,7 @@ def main():
     args = parse_args()
     dtype = getattr(torch, args.dtype)
     model = build_model(args, dtype)
+    built = time.time() - T_START
     if args.assistant_layers:
         layers, args.layers = args.layers, args.assistant_layers
         assistant = build_model(args, dtype)
@@ -235,6 +238,7 @@ def main():
             generate()
         torch.cuda.synchronize()
         t1 = time.perf_counter()
+        measured = time.time() - T_START
         times = []
         for _ in range(args.repeat):
             if marks:
@@ -261,7 +265,9 @@ def main():
         f"dtype={args.dtype} static={args.static} compiled_decode={compiled} "
         f"extra_work={args.extra_work}: warm-up {t1 - t0:.1f} s, generate {1e3 * best:.1f} ms "
         f"({args.batch * new / best:.0f} tokens/s)"
-        + (f", nvtx prefill={marks.counts['prefill']} decode={marks.counts['decode']}" if marks else ""),
+        + (f", nvtx prefill={marks.counts['prefill']} decode={marks.counts['decode']}" if marks else "")
+        + f"; since start: model built {built:.2f} s, measured from {measured:.2f} s, "
+        f"done {time.time() - T_START:.2f} s",
         flush=True,
     )
     if new != args.new_tokens:
