@@ -514,9 +514,12 @@ const SCRUB_BLOCK: usize = 64 * 1024;
 impl<W: std::io::Write> std::io::Write for ScrubLines<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.line.extend_from_slice(buf);
+        // Only the bytes just written are searched: a line longer than a block (compact JSON)
+        // would otherwise be searched again on every write, quadratic in its length.
+        let end = self.line.len() - buf.len();
         if self.line.len() >= SCRUB_BLOCK {
-            if let Some(i) = self.line.iter().rposition(|&b| b == b'\n') {
-                let rest = self.line.split_off(i + 1);
+            if let Some(i) = buf.iter().rposition(|&b| b == b'\n') {
+                let rest = self.line.split_off(end + i + 1);
                 self.emit()?;
                 self.line = rest;
             }
@@ -634,6 +637,28 @@ mod tests {
         while let Some(i) = want.windows(secret.len()).position(|w| w == secret) {
             want.splice(i..i + secret.len(), crate::secrets::REDACTED.bytes());
         }
+        assert_eq!(got, want);
+    }
+
+    /// One line several blocks long (compact JSON), written in small pieces: kept whole for
+    /// the redaction step, every byte in order.
+    #[test]
+    fn a_line_longer_than_a_block_is_redacted_whole() {
+        crate::secrets::learn([("MY_API_TOKEN", "tok-long-line-secret-789")]);
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("compact.json");
+        let half = "y".repeat(SCRUB_BLOCK * 2);
+        let line = format!("{half}tok-long-line-secret-789{half}\n");
+        write_atomic_with(&path, |w| {
+            for piece in line.as_bytes().chunks(1000) {
+                w.write_all(piece)?;
+            }
+            w.write_all(b"tail\n")?;
+            Ok(true)
+        })
+        .unwrap();
+        let got = std::fs::read_to_string(&path).unwrap();
+        let want = format!("{half}{}{half}\ntail\n", crate::secrets::REDACTED);
         assert_eq!(got, want);
     }
 
