@@ -58,6 +58,39 @@ pub(crate) const COMPUTE_BOUND: Rule = Rule {
     threshold: 60.0,
 };
 
+/// A finding's rule in summary.json: its id (the words are in the document's `rules`).
+pub(crate) fn serialize_id<S: serde::Serializer>(
+    rule: &Option<Rule>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match rule {
+        Some(r) => s.serialize_str(r.id),
+        None => s.serialize_none(),
+    }
+}
+
+/// A rule's words and threshold, under its id in summary.json's `rules`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct Words {
+    pub(crate) text: &'static str,
+    pub(crate) threshold: f64,
+}
+
+/// The rules `cited`, each once by id, in id order.
+pub(crate) fn table<'a>(
+    cited: impl Iterator<Item = &'a Rule>,
+) -> std::collections::BTreeMap<&'static str, Words> {
+    cited
+        .map(|r| {
+            let words = Words {
+                text: r.text,
+                threshold: r.threshold,
+            };
+            (r.id, words)
+        })
+        .collect()
+}
+
 /// Every rule a finding cites, for `stage2 explain`.
 pub(crate) const ALL: &[Rule] = &[
     GPU_IDLE,
@@ -299,5 +332,19 @@ mod tests {
         assert!(is_model_code("Linear.forward"));
         assert!(!is_model_code("Sampler.sample (/srv/app/engine.py:12)"));
         assert!(!is_model_code("tokenize (/srv/app/tok.py:3)"));
+    }
+
+    /// summary.json names a finding's rule by id alone: no two rules share one.
+    #[test]
+    fn every_rule_has_an_id_of_its_own() {
+        use super::{table, ALL, RANGE_VERDICT};
+        let mut ids: Vec<&str> = ALL.iter().map(|r| r.id).collect();
+        ids.sort();
+        let n = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "{ids:?}");
+        let words = table(ALL.iter());
+        assert_eq!(words.len(), n);
+        assert_eq!(words["range_verdict"].text, RANGE_VERDICT.text);
     }
 }

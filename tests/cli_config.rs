@@ -474,7 +474,7 @@ fn explain_prints_the_rule_a_finding_cites() {
             .as_array()
             .unwrap()
             .iter()
-            .filter_map(|f| f["rule"]["id"].as_str().map(String::from))
+            .filter_map(|f| f["rule"].as_str().map(String::from))
             .collect();
         for id in &ids {
             assert!(all.lines().any(|l| l == id), "{id} not explained");

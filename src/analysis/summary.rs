@@ -30,7 +30,9 @@ use crate::rundir::status::PassStatus;
 /// (a verdict: the `range_verdict` findings); `nsys_capture` is the captured range as the
 /// export names it (`cudaProfilerApi window` for profiler-API windows). The JSON Schema is
 /// src/findings/summary.schema.json.
-pub(crate) const SCHEMA_VERSION: u32 = 7;
+/// 8: a finding's `rule` is the rule's id; `rules` holds each cited rule's words and
+/// threshold once (a run with 73k range names repeated one rule's words 73k times).
+pub(crate) const SCHEMA_VERSION: u32 = 8;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct Summary {

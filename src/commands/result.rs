@@ -17,6 +17,8 @@ struct Result<'a> {
     reports: Vec<&'static str>,
     /// summary.json's findings; null when it could not be read, with why beside it.
     findings: serde_json::Value,
+    /// summary.json's `rules`: the words and threshold of each rule a finding cites, by id.
+    rules: serde_json::Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     findings_error: Option<String>,
 }
@@ -43,9 +45,12 @@ pub(crate) fn announce(run: &RunDir, state: &str, code: i32, json: bool) {
         crate::outln!("{}", run.path.display());
         return;
     }
-    let (findings, findings_error) = match findings(&run.file("summary.json")) {
+    let ((findings, rules), findings_error) = match findings(&run.file("summary.json")) {
         Ok(f) => (f, None),
-        Err(why) => (serde_json::Value::Null, Some(why)),
+        Err(why) => (
+            (serde_json::Value::Null, serde_json::Value::Null),
+            Some(why),
+        ),
     };
     let r = Result {
         run_dir: run.path.display().to_string(),
@@ -53,6 +58,7 @@ pub(crate) fn announce(run: &RunDir, state: &str, code: i32, json: bool) {
         exit_code: code,
         reports,
         findings,
+        rules,
         findings_error,
     };
     crate::outln!("{}", serde_json::to_string(&r).unwrap_or_default());
@@ -95,19 +101,19 @@ fn headline(summary: &Path) -> Option<String> {
 
 pub(crate) use crate::out::json_refusal as refusal;
 
-/// summary.json's findings: none when the run wrote no summary; an error, never an empty list,
-/// when it is there and cannot be read (too large, not JSON).
-fn findings(path: &Path) -> std::result::Result<serde_json::Value, String> {
+/// summary.json's findings and the rules they cite: none when the run wrote no summary; an
+/// error, never an empty list, when it is there and cannot be read (too large, not JSON).
+fn findings(path: &Path) -> std::result::Result<(serde_json::Value, serde_json::Value), String> {
+    use serde_json::{json, Value};
     if !path.exists() {
-        return Ok(serde_json::Value::Array(Vec::new()));
+        return Ok((json!([]), json!({})));
     }
     let text = crate::files::read_capped(path, crate::files::RUN_FILE_CAP)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let v: serde_json::Value =
+    let mut v: Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
-    Ok(v.get("findings")
-        .cloned()
-        .unwrap_or(serde_json::Value::Array(Vec::new())))
+    let mut part = |key: &str, empty: Value| v.get_mut(key).map_or(empty, Value::take);
+    Ok((part("findings", json!([])), part("rules", json!({}))))
 }
 
 #[cfg(test)]
@@ -118,13 +124,16 @@ mod tests {
     fn a_summary_that_cannot_be_read_is_an_error_never_an_empty_list() {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("summary.json");
-        assert_eq!(
-            findings(&p),
-            Ok(serde_json::json!([])),
-            "no summary: no findings"
-        );
-        std::fs::write(&p, r#"{"findings": [{"kind": "x"}]}"#).unwrap();
-        assert_eq!(findings(&p), Ok(serde_json::json!([{"kind": "x"}])));
+        let none = (serde_json::json!([]), serde_json::json!({}));
+        assert_eq!(findings(&p), Ok(none), "no summary: no findings");
+        std::fs::write(
+            &p,
+            r#"{"findings": [{"kind": "x", "rule": "r"}], "rules": {"r": {"text": "t"}}}"#,
+        )
+        .unwrap();
+        let (f, rules) = findings(&p).unwrap();
+        assert_eq!(f, serde_json::json!([{"kind": "x", "rule": "r"}]));
+        assert_eq!(rules, serde_json::json!({"r": {"text": "t"}}));
         // Over the cap (a sparse file of 65 MiB of zeros): said, not [].
         let f = std::fs::File::create(&p).unwrap();
         f.set_len(65 << 20).unwrap();

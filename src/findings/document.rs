@@ -157,6 +157,8 @@ pub(crate) struct Document<'a> {
     /// Borrowed: a run with 73k range names has as many findings, and a copy of them is
     /// memory the report does not need.
     pub(crate) findings: &'a Findings,
+    /// The words and threshold of every rule the findings cite, by id.
+    pub(crate) rules: std::collections::BTreeMap<&'static str, crate::rules::Words>,
 }
 
 impl Decided<'_> {
@@ -166,6 +168,7 @@ impl Decided<'_> {
             summary: &self.summary,
             capture: &self.run.capture,
             findings: &self.findings,
+            rules: crate::rules::table(self.findings.0.iter().filter_map(|f| f.rule.as_ref())),
         }
     }
 }

@@ -529,7 +529,12 @@ pub(crate) struct Finding {
     pub(crate) role: Role,
     pub(crate) scope: Scope,
     pub(crate) evidence: Vec<Figure>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Written as the rule's id: its words and threshold are once in summary.json's `rules`
+    /// (a run with 73k range names has as many verdicts citing one rule).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "rules::serialize_id"
+    )]
     pub(crate) rule: Option<Rule>,
     /// Set when the data cannot carry the claim: the reason, and the claim is not made.
     #[serde(skip_serializing_if = "Option::is_none")]
