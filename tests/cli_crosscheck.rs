@@ -108,3 +108,27 @@ fn every_rank_gets_its_summaries() {
         .collect();
     assert!(kinds.contains(&"nvidia_summaries"), "{kinds:?}");
 }
+
+/// A dry run writes the summaries' command lines for the files the passes would write: the
+/// nsys export and the ncu report their own cmd.txt names.
+#[test]
+fn a_dry_run_names_the_files_the_passes_would_write() {
+    let sb = Sandbox::new();
+    with_crosscheck(&sb, "d", &["--dry-run"]).assert().success();
+    let run = sb.run("d");
+    let cmd = read(run.join("nvidia/cmd.txt"));
+    let nsys = read(run.join("nsys/cmd.txt"));
+    let ncu = read(run.join("ncu/cmd.txt"));
+    let export = run.join("nsys/run.sqlite").display().to_string();
+    assert!(
+        cmd.contains(&export) && nsys.contains(&export),
+        "{cmd}\n{nsys}"
+    );
+    let base = run.join("ncu/decode").display().to_string();
+    assert!(
+        cmd.contains(&format!("--import {base}.ncu-rep --print-summary")),
+        "{cmd}"
+    );
+    assert!(ncu.contains(&format!("-o {base} ")), "{ncu}");
+    assert!(!run.join("nvidia/run_nvtx_kern_sum.csv").exists());
+}

@@ -23,6 +23,34 @@ const NSYS_REPORTS: [&str; 4] = [
 pub(crate) struct CrosscheckPass {
     pub(crate) nsys: Option<PathBuf>,
     pub(crate) ncu: Option<PathBuf>,
+    /// A dry run: the earlier passes wrote nothing, so the lines name the files they would.
+    pub(crate) dry_run: bool,
+}
+
+impl CrosscheckPass {
+    /// The run's nsys exports and ncu reports; in a dry run, the export and the kernel report
+    /// the earlier passes would write (rank 0's under a launcher).
+    fn inputs(&self, ctx: &Ctx) -> (Vec<PathBuf>, Vec<PathBuf>) {
+        let found = (
+            ctx.run.files_ending("nsys", ".sqlite"),
+            ctx.run.files_ending("ncu", ".ncu-rep"),
+        );
+        if !self.dry_run {
+            return found;
+        }
+        let launcher = ctx.cfg.workload.launcher != crate::config::Launcher::None;
+        let nsys = ctx
+            .cfg
+            .nsys
+            .enable
+            .then(|| ctx.run.nsys_sqlite(launcher.then_some(0)));
+        let ncu = ctx.cfg.ncu.enable.then(|| {
+            let style = crate::analysis::nvtx::style_for(ctx.cfg, ctx.run);
+            let (_, base, _) = crate::analysis::nvtx::include_and_base(ctx.cfg, style);
+            super::ncu::kernel_report(ctx, &base)
+        });
+        (nsys.into_iter().collect(), ncu.into_iter().collect())
+    }
 }
 
 /// One summary to ask for: the tool's command line (program first) and its log.
@@ -49,8 +77,9 @@ impl Pass for CrosscheckPass {
     fn plan(&self, ctx: &Ctx) -> Result<Vec<Ask>, Error> {
         let out = ctx.run.path.join("nvidia");
         let mut asks = Vec::new();
+        let (exports, reports) = self.inputs(ctx);
         if let Some(nsys) = &self.nsys {
-            for db in ctx.run.files_ending("nsys", ".sqlite") {
+            for db in exports {
                 let base = stem(&db, ".sqlite");
                 let mut argv = vec![nsys.display().to_string(), "stats".to_string()];
                 for r in NSYS_REPORTS {
@@ -67,7 +96,7 @@ impl Pass for CrosscheckPass {
             }
         }
         if let Some(ncu) = &self.ncu {
-            for rep in ctx.run.files_ending("ncu", ".ncu-rep") {
+            for rep in reports {
                 let base = stem(&rep, ".ncu-rep");
                 let argv = [
                     ncu.display().to_string(),

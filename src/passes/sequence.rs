@@ -71,6 +71,7 @@ pub(crate) const SEQUENCE: &[Step] = &[
             true => d.drive(&super::crosscheck::CrosscheckPass {
                 nsys: s.nsys.clone(),
                 ncu: s.ncu.as_ref().map(|t| t.path.clone()),
+                dry_run: d.dry_run,
             }),
             false => Ok(()),
         },

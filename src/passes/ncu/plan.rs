@@ -225,6 +225,16 @@ fn which_launches(
     (launches, profiles, bound)
 }
 
+/// The report the kernel pass writes for `base` (the first profiled rank's where a launcher's
+/// ranks get one each).
+pub(crate) fn kernel_report(ctx: &Ctx, base: &str) -> std::path::PathBuf {
+    let ranks = profiled_ranks(ctx.cfg);
+    match ctx.cfg.workload.launcher != Launcher::None && ranks.len() > 1 {
+        true => ctx.run.ncu(&format!("{base}.rank{}.ncu-rep", ranks[0])),
+        false => ctx.run.ncu_report(base),
+    }
+}
+
 impl NcuPass {
     pub(super) fn make_plan(&self, ctx: &Ctx) -> Result<NcuPlan, Error> {
         use crate::analysis::nvtx::{include_and_base, style_for};
@@ -232,14 +242,8 @@ impl NcuPass {
         if let Some(w) = warning {
             tracing::warn!("{w}");
         }
-        let launcher = ctx.cfg.workload.launcher;
-        let multi = launcher != Launcher::None;
-        let ranks = profiled_ranks(ctx.cfg);
-        let report = if multi && ranks.len() > 1 {
-            ctx.run.ncu(&format!("{base}.rank{}.ncu-rep", ranks[0]))
-        } else {
-            ctx.run.ncu_report(&base)
-        };
+        let multi = ctx.cfg.workload.launcher != Launcher::None;
+        let report = kernel_report(ctx, &base);
         let collect = metrics_to_collect(&ctx.cfg.ncu, self.known_metrics.as_deref());
         // The range whose launches in the nsys export name ncu's kernels: nsys's own, or ncu's
         // when the capture ran on into it.
