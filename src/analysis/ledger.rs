@@ -158,14 +158,38 @@ pub(crate) fn cpu_story(
     ledger: &ByName,
     name: &str,
     python: Option<&super::pysamples::PyReport>,
-) -> Option<(&'static str, String)> {
+) -> Option<(CpuVerdict, String)> {
     cpu_story_with(ledger, name, python).map(|s| (s.label, s.story))
+}
+
+/// How the CPU thread spends a range that leaves the GPU idle (the wall-time ledger).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub(crate) enum CpuVerdict {
+    #[serde(rename = "sync-bound")]
+    Sync,
+    #[serde(rename = "launch-bound")]
+    Launch,
+    #[serde(rename = "CUDA-call-bound")]
+    CudaCall,
+    #[serde(rename = "CPU-bound")]
+    Cpu,
+}
+
+impl CpuVerdict {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            CpuVerdict::Sync => "sync-bound",
+            CpuVerdict::Launch => "launch-bound",
+            CpuVerdict::CudaCall => "CUDA-call-bound",
+            CpuVerdict::Cpu => "CPU-bound",
+        }
+    }
 }
 
 /// What [`cpu_story`] found, with the Python function behind the thread's own work when the
 /// samples name one.
 pub(crate) struct CpuStory {
-    pub(crate) label: &'static str,
+    pub(crate) label: CpuVerdict,
     pub(crate) story: String,
     /// The range the samples were counted in, the function, its share of them, and how many.
     pub(crate) python: Option<(String, String, f64, u64)>,
@@ -193,13 +217,13 @@ pub(crate) fn cpu_story_with(
             }
             _ => {
                 let label = if ns == t.sync_ns {
-                    "sync-bound"
+                    CpuVerdict::Sync
                 } else if ns == t.launch_ns {
-                    "launch-bound"
+                    CpuVerdict::Launch
                 } else if ns == t.other_api_ns {
-                    "CUDA-call-bound"
+                    CpuVerdict::CudaCall
                 } else {
-                    "CPU-bound"
+                    CpuVerdict::Cpu
                 };
                 let lead = if parts.is_empty() {
                     format!("{share:.1}% of {} is {what}", current.name)
@@ -210,7 +234,7 @@ pub(crate) fn cpu_story_with(
                 let mut story = parts.join(", ");
                 // The samples name the function behind the thread's own work, where there are some.
                 let top = python
-                    .filter(|_| label == "CPU-bound")
+                    .filter(|_| label == CpuVerdict::Cpu)
                     .and_then(|p| p.top_of(&current.name));
                 if let Some((f, share, n)) = top {
                     story.push_str(&format!(
@@ -536,7 +560,7 @@ mod tests {
         assert!(l.iter().all(|x| x.conserved));
         assert_eq!(step.dominant().0, "child range attn");
         let (label, story) = cpu_story(&ByName::new(&l), "step", None).unwrap();
-        assert_eq!(label, "CPU-bound");
+        assert_eq!(label, CpuVerdict::Cpu);
         assert!(
             story.starts_with(
                 "50.0% of step is inside attn, 50.0% of which is the thread's own work"

@@ -139,38 +139,9 @@ pub(crate) enum Role {
     Advice,
 }
 
-/// How the CPU thread spends a range that leaves the GPU idle (the wall-time ledger).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub(crate) enum CpuVerdict {
-    #[serde(rename = "sync-bound")]
-    Sync,
-    #[serde(rename = "launch-bound")]
-    Launch,
-    #[serde(rename = "CUDA-call-bound")]
-    CudaCall,
-    #[serde(rename = "CPU-bound")]
-    Cpu,
-}
-
-impl CpuVerdict {
-    pub(crate) fn of_label(label: &str) -> CpuVerdict {
-        match label {
-            "sync-bound" => CpuVerdict::Sync,
-            "launch-bound" => CpuVerdict::Launch,
-            "CUDA-call-bound" => CpuVerdict::CudaCall,
-            _ => CpuVerdict::Cpu,
-        }
-    }
-
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            CpuVerdict::Sync => "sync-bound",
-            CpuVerdict::Launch => "launch-bound",
-            CpuVerdict::CudaCall => "CUDA-call-bound",
-            CpuVerdict::Cpu => "CPU-bound",
-        }
-    }
-}
+/// How the CPU thread spends a range that leaves the GPU idle: decided by the wall-time
+/// ledger, typed from there on.
+pub(crate) use crate::analysis::ledger::CpuVerdict;
 
 /// A range's verdict by rules::RANGE_VERDICT, as summary.json and kernels.md's range table
 /// word it.

@@ -2,8 +2,7 @@
 //! kernels are not traced, kernel time past the wall time, phases and per-token costs.
 
 use super::super::{
-    Claim, CpuVerdict, Figure, Finding, Findings, PastWall, Quantity, RangeClass, RangeVerdict,
-    Scope,
+    Claim, Figure, Finding, Findings, PastWall, Quantity, RangeClass, RangeVerdict, Scope,
 };
 use crate::analysis::{Artifacts, Captured};
 use crate::rules;
@@ -152,7 +151,7 @@ fn busy_verdict(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) 
             ev.push(fig(Quantity::SlowestInstanceMs, w.max / 1e6));
         }
         let claim = Claim::GpuIdle {
-            verdict: story.as_ref().map(|s| CpuVerdict::of_label(s.label)),
+            verdict: story.as_ref().map(|s| s.label),
             story: story.as_ref().map(|s| s.story.clone()),
             python_in_model: python.as_ref().is_some_and(|p| rules::is_model_code(&p.1)),
             python_function: python.map(|p| p.1),
@@ -202,7 +201,7 @@ fn steady_verdict(
         crate::analysis::ledger::cpu_story_with(&a.ledger_by_name().with(l), &c.name, None)
     });
     let claim = Claim::GpuIdle {
-        verdict: story.as_ref().map(|s| CpuVerdict::of_label(s.label)),
+        verdict: story.as_ref().map(|s| s.label),
         story: story.map(|s| s.story),
         python_function: None,
         python_in_model: false,
@@ -363,7 +362,7 @@ pub(super) fn verdicts(a: &Artifacts, out: &mut Findings) {
         } else if r.busy_of_range_pct() < rules::RANGE_VERDICT.threshold {
             crate::analysis::ledger::cpu_story(&ledger, &r.name, a.python.as_ref())
                 .map_or(RangeClass::MostlyIdle, |(label, _)| {
-                    RangeClass::Waits(CpuVerdict::of_label(label))
+                    RangeClass::Waits(label)
                 })
         } else {
             RangeClass::GpuBound
