@@ -275,7 +275,8 @@ fn sampled_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut 
         let into = match f.bound {
             Some(Bound::Memory) => &mut memory,
             Some(Bound::Compute) => &mut compute,
-            _ => continue,
+            // The sampled rule classes memory and compute only; the others are ncu's words.
+            Some(Bound::Latency | Bound::Instruction) | None => continue,
         };
         into.push(display_name(&r.name));
         let at = scope.clone().kernel(&r.name);
