@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::Nsys;
 use crate::exit_codes;
 use std::time::Duration;
 
