@@ -183,9 +183,7 @@ pub(crate) fn fact(f: &Finding) -> String {
 
 /// ": `what` column 1 here, 2 in NVIDIA's; ..." for the figures that differ from NVIDIA's
 /// summary (the first 5, then how many more; summary.json holds them all); empty when none.
-fn differing<'a>(
-    figures: impl ExactSizeIterator<Item = (String, &'a str, f64, f64)>,
-) -> String {
+fn differing<'a>(figures: impl ExactSizeIterator<Item = (String, &'a str, f64, f64)>) -> String {
     const LISTED: usize = 5;
     let n = figures.len();
     let listed: Vec<String> = figures
