@@ -1,0 +1,371 @@
+//! What a finding claims: its kind and parameters (one variant per kind), its role, and the
+//! typed verdicts and words the claims carry (range classes, kinds of use, what bytes are of).
+
+use serde::Serialize;
+
+/// What a finding is for in a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Role {
+    /// A measured figure stated (headline clauses).
+    Fact,
+    /// A verdict on a range or kernel, from a rule.
+    Verdict,
+    /// Why a figure may mislead, or what it leaves out.
+    Caveat,
+    /// What to do next.
+    Advice,
+}
+
+/// How the CPU thread spends a range that leaves the GPU idle: decided by the wall-time
+/// ledger, typed from there on.
+pub(crate) use crate::analysis::ledger::CpuVerdict;
+
+/// A range's verdict by rules::RANGE_VERDICT, as summary.json and kernels.md's range table
+/// word it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RangeClass {
+    /// GPU busy at least the rule's threshold of the range time.
+    GpuBound,
+    /// Busy under it; the CPU thread's ledger says on what.
+    Waits(CpuVerdict),
+    /// Busy under it, with no ledger of the thread to say why.
+    MostlyIdle,
+    /// The range launches CUDA graphs whose kernels the export does not hold.
+    GraphsUntraced,
+}
+
+impl RangeClass {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            RangeClass::GpuBound => "GPU-bound",
+            RangeClass::Waits(v) => v.label(),
+            RangeClass::MostlyIdle => "GPU mostly idle",
+            RangeClass::GraphsUntraced => "no verdict: graph kernels not traced",
+        }
+    }
+}
+
+/// A range's verdict: its class, and over how many kinds of instance when they differ (the
+/// verdict is then of their sum). Serialized as kernels.md words it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RangeVerdict {
+    pub(crate) class: RangeClass,
+    pub(crate) over_kinds: Option<usize>,
+}
+
+impl std::fmt::Display for RangeVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.class.label())?;
+        match self.over_kinds {
+            Some(n) => write!(f, ", over {n} kinds of instance"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Serialize for RangeVerdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// One group of a range's instances by the gpu_idle rule on its own busy share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) enum GroupUse {
+    #[serde(rename = "GPU-bound")]
+    GpuBound,
+    #[serde(rename = "mostly idle")]
+    MostlyIdle,
+}
+
+impl GroupUse {
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            GroupUse::GpuBound => "GPU-bound",
+            GroupUse::MostlyIdle => "mostly idle",
+        }
+    }
+}
+
+/// Why a range's kernel time exceeds its CPU wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum PastWall {
+    /// Work launched in the range runs on after it closes (asynchronous launches, graphs).
+    RunsPastEnd,
+    /// Kernels overlap on concurrent streams: their sum is above the projection too.
+    Overlap,
+}
+
+/// Which kernels a memory-bound list holds: those that issue tensor-core operations (matrix
+/// products, whose bytes are mostly weights), those that issue none (element-wise kernels,
+/// reductions and copies, whose bytes are activations), or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum BytesOf {
+    MatrixProducts,
+    Elementwise,
+    Both,
+}
+
+/// How busy the GPU is over a range, against rules::RANGE_VERDICT's threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum GpuUse {
+    /// Busy at least the threshold of the range time.
+    Busy,
+    /// Idle most of it: it waits on the CPU (or on other ranks).
+    Waits,
+    /// Not known for this scope (the whole capture).
+    Unknown,
+}
+
+/// Compute-bound kernels' tensor-pipe use, from ncu (rules::TENSOR_BUSY).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum TensorUse {
+    /// Every one issues tensor-core operations with the pipe at least that busy.
+    Busy,
+    /// Some issue none, or keep the pipe under that.
+    Low,
+    /// ncu did not measure the tensor pipe.
+    Unmeasured,
+}
+
+/// The ncu pass stopped at its time budget (status.json): the budget, where it came from, and
+/// whether the metrics cache kept what ncu measured (a re-run then profiles only the rest).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct BudgetStop {
+    pub(crate) s: f64,
+    pub(crate) from: String,
+    pub(crate) cached: bool,
+}
+
+/// What a finding claims, with its parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum Claim {
+    /// The kernel table's totals.
+    KernelTotals,
+    /// The kernel that holds most of the kernel time.
+    TopKernel {
+        name: String,
+    },
+    /// The captured range's figures.
+    CapturedRange,
+    /// A phase's wall and kernel time (prefill, decode).
+    PhaseTime,
+    /// A phase's cost per instance and per token, and its floors.
+    PerToken,
+    /// Kernel-launch API calls over the whole capture.
+    LaunchCalls,
+    /// How much of the kernel time ncu measured, on one basis; and where ncu was stopped at
+    /// its time budget, that budget.
+    NcuCoverage {
+        nccl_left_out: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        budget_stop: Option<BudgetStop>,
+    },
+    /// The share of the measured kernels' time in launch configurations ncu measured.
+    ShapeCoverage,
+    /// A range's time per instance under nsys and without a profiler (the baseline pass).
+    MeasurementCost {
+        /// Baseline instances compared, of how many it timed.
+        compared: u64,
+        timed: u64,
+        /// The compared instances are the baseline's first (the capture held the first only).
+        from_start: bool,
+    },
+    /// NCCL's share of the ranks' GPU time, and its waiting.
+    NcclTime,
+    /// The slowest rank in a range.
+    Straggler {
+        slowest: u32,
+    },
+    /// A repeated range's instances fall into groups that differ (see analysis::instances):
+    /// each group's median, and the wall-time ledger's part that differs most between them.
+    InstanceGroups {
+        /// Which rule of analysis::instances split them.
+        grouped_by: String,
+        groups: Vec<crate::analysis::instances::Group>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        differs_in: Option<String>,
+        /// Each group's verdict by the gpu_idle rule on its own busy share ("GPU-bound",
+        /// "mostly idle"); empty when the busy shares are not known.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        verdicts: Vec<GroupUse>,
+        /// Each group's Python function most samples were in (None: too few samples); empty
+        /// without samples.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        python_functions: Vec<Option<String>>,
+    },
+    /// Graph launches whose kernels are not in the export: no kernel-time verdict for it.
+    GraphLevelTrace,
+    /// The GPU mostly waits; the CPU thread's ledger says on what.
+    GpuIdle {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        verdict: Option<CpuVerdict>,
+        /// The ledger's chain of ranges ("81.4% of step is inside attn, ...").
+        #[serde(skip_serializing_if = "Option::is_none")]
+        story: Option<String>,
+        /// The Python function most samples were in, when samples were taken.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        python_function: Option<String>,
+        /// That function is the model's own code (a module's forward, a model package): it
+        /// runs every step, so it cannot be moved out of the step (rules::MODEL_CODE).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        python_in_model: bool,
+        /// The range's kernels already run from CUDA graphs.
+        from_graphs: bool,
+    },
+    /// Busy in NCCL kernels that wait for the other ranks.
+    GpuWaitsInNccl,
+    /// NCCL waiting is a large part of the range's kernel time.
+    NcclWaiting,
+    /// A rank waits for its peers: they are out of step.
+    RanksOutOfStep {
+        waiter: u32,
+        late: u32,
+    },
+    /// Kernel time above CPU wall time, and why.
+    KernelsExceedWall {
+        cause: PastWall,
+    },
+    /// Mean kernel under the rule's threshold, and whether the GPU waits between them.
+    TinyKernels {
+        gpu: GpuUse,
+    },
+    MemoryBound {
+        kernels: Vec<String>,
+        /// What the bytes are: matrix products' (weights) or element-wise kernels'
+        /// (activations), which decides what cuts them.
+        bytes_of: BytesOf,
+    },
+    ComputeBound {
+        kernels: Vec<String>,
+        /// Whether they already keep the tensor cores busy.
+        tensor: TensorUse,
+    },
+    TensorCoresIdle,
+    /// Top kernels ncu did not classify, classed by nsys's sampled GPU metrics.
+    SampledBound {
+        memory: Vec<String>,
+        compute: Vec<String>,
+    },
+    /// A launch configuration whose sampled DRAM figure and ncu's differ beyond the band.
+    SampledDisagrees {
+        kernel: String,
+        grid: String,
+    },
+    /// stage2's range figures beside NVIDIA's `nsys stats` of the same export: a fact when
+    /// every one compared is equal, a caveat naming those that are not.
+    NvidiaSummaries {
+        differ: Vec<crate::analysis::nvidia::Differ>,
+        /// Ranges whose launches are not compared (nested in their own name).
+        self_nested: Vec<String>,
+    },
+    /// ncu's figures beside NVIDIA's `ncu --print-summary per-kernel` of the same report: a
+    /// fact when every value compared is equal within its rounding, a caveat naming the others.
+    NvidiaNcuSummary {
+        differ: Vec<crate::analysis::nvidia::NcuDiffer>,
+        /// Summary rows whose name, block and grid stand for several kernels: not compared.
+        ambiguous: usize,
+    },
+    /// A top kernel whose duration in ncu's replay differs from its launches in the workload.
+    ReplayDiffers {
+        kernel: String,
+    },
+    /// CUDA graphs instantiated in the instances after a range's warm-up: recorded again.
+    GraphsRerecorded,
+    /// One range's verdict for kernels.md's table.
+    RangeVerdict {
+        verdict: RangeVerdict,
+    },
+    NoNcuMetrics,
+    PassIncomplete {
+        pass: String,
+        reason: String,
+    },
+    NothingStandsOut,
+}
+
+impl Claim {
+    pub(crate) fn role(&self) -> Role {
+        use Claim::*;
+        match self {
+            KernelTotals
+            | TopKernel { .. }
+            | CapturedRange
+            | PhaseTime
+            | PerToken
+            | LaunchCalls
+            | NcuCoverage { .. }
+            | ShapeCoverage
+            | MeasurementCost { .. }
+            | NcclTime
+            | Straggler { .. } => Role::Fact,
+            NvidiaSummaries { differ, .. } if differ.is_empty() => Role::Fact,
+            NvidiaSummaries { .. } => Role::Caveat,
+            NvidiaNcuSummary { differ, .. } if differ.is_empty() => Role::Fact,
+            NvidiaNcuSummary { .. } => Role::Caveat,
+            GraphLevelTrace
+            | KernelsExceedWall { .. }
+            | PassIncomplete { .. }
+            | SampledDisagrees { .. }
+            | ReplayDiffers { .. }
+            | InstanceGroups { .. } => Role::Caveat,
+            NoNcuMetrics | NothingStandsOut => Role::Advice,
+            GpuIdle { .. }
+            | GpuWaitsInNccl
+            | NcclWaiting
+            | RanksOutOfStep { .. }
+            | TinyKernels { .. }
+            | MemoryBound { .. }
+            | ComputeBound { .. }
+            | TensorCoresIdle
+            | SampledBound { .. }
+            | GraphsRerecorded
+            | RangeVerdict { .. } => Role::Verdict,
+        }
+    }
+
+    /// Whether the claim speaks of a repeated range's instances, so kernels.md says it where
+    /// it describes the ranges.
+    pub(crate) fn of_instances(&self) -> bool {
+        use Claim::*;
+        match self {
+            InstanceGroups { .. } | GraphsRerecorded => true,
+            KernelTotals
+            | TopKernel { .. }
+            | CapturedRange
+            | PhaseTime
+            | PerToken
+            | LaunchCalls
+            | NcuCoverage { .. }
+            | ShapeCoverage
+            | MeasurementCost { .. }
+            | NcclTime
+            | Straggler { .. }
+            | GraphLevelTrace
+            | KernelsExceedWall { .. }
+            | PassIncomplete { .. }
+            | SampledDisagrees { .. }
+            | ReplayDiffers { .. }
+            | NvidiaSummaries { .. }
+            | NvidiaNcuSummary { .. }
+            | NoNcuMetrics
+            | NothingStandsOut
+            | GpuIdle { .. }
+            | GpuWaitsInNccl
+            | NcclWaiting
+            | RanksOutOfStep { .. }
+            | TinyKernels { .. }
+            | MemoryBound { .. }
+            | ComputeBound { .. }
+            | TensorCoresIdle
+            | SampledBound { .. }
+            | RangeVerdict { .. } => false,
+        }
+    }
+}
