@@ -10,6 +10,9 @@ use crate::findings::document::Decided;
 use crate::findings::{Claim, Finding, Findings, Quantity as Q, Role};
 use crate::model::Bound;
 
+mod tables;
+use tables::{operators, top_kernels};
+
 pub(crate) fn summary_md(a: &Decided, f: &Findings) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Where the GPU time goes: run {}\n", md(&a.run_id));
@@ -419,150 +422,6 @@ fn captured_line(a: &Decided, c: &Finding) -> String {
             .unwrap_or_default(),
         phrase::cite(c)
     )
-}
-
-fn operators(a: &Decided, s: &mut String) {
-    match a.operators.is_empty() {
-        true => s.push_str("## NVTX ranges\n\n"),
-        false => {
-            s.push_str("## Operators\n\n");
-            super::ops::table(a, s, 15);
-        }
-    }
-    match &a.ranges {
-        Some(ranges) if !ranges.is_empty() => {
-            let _ = writeln!(s, "As nsys summarised them ({}):\n", a.nvtx_sum_file);
-            let _ = writeln!(
-                s,
-                "| range | style | instances | total (ms) | avg (ms) |\n|---|---|--:|--:|--:|"
-            );
-            for r in ranges {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {} | {} |",
-                    md(r.name()),
-                    r.style.as_deref().unwrap_or("–"),
-                    r.instances,
-                    ms(r.total_ns),
-                    ms(r.avg_ns)
-                );
-            }
-        }
-        _ => {
-            let _ = writeln!(s, "No NVTX range summary ({} is missing).", a.nvtx_sum_file);
-        }
-    }
-    if let Some(p) = &a.stage1_ops {
-        let _ = writeln!(s, "\nStage-1 operator table (`{}`):\n", p.display());
-        s.push_str(&csv_as_table(p, 15));
-    }
-    s.push('\n');
-}
-
-/// The first rows of a CSV as a Markdown table; a broken file is mentioned, not fatal.
-fn csv_as_table(path: &std::path::Path, rows: usize) -> String {
-    let Ok(mut r) = csv::ReaderBuilder::new().flexible(true).from_path(path) else {
-        return "(unreadable)\n".into();
-    };
-    let Ok(h) = r.headers().cloned() else {
-        return "(unreadable)\n".into();
-    };
-    let mut out = format!(
-        "| {} |\n|{}\n",
-        h.iter().map(md).collect::<Vec<_>>().join(" | "),
-        "---|".repeat(h.len())
-    );
-    for rec in r.records().take(rows).flatten() {
-        out.push_str(&format!(
-            "| {} |\n",
-            rec.iter().map(md).collect::<Vec<_>>().join(" | ")
-        ));
-    }
-    out
-}
-
-fn top_kernels(a: &Decided, s: &mut String) {
-    let _ = writeln!(
-        s,
-        "## Top kernels\n\nShares of GPU time as nsys measured them ({}); bound classes from ncu's SM and DRAM throughput ({}).\n",
-        a.kern_sum_file,
-        if a.ncu_problem.is_some() {
-            "ncu export unreadable, see kernels.md"
-        } else if a.ncu_csv_file.is_empty() {
-            "no ncu data"
-        } else {
-            &a.ncu_csv_file
-        }
-    );
-    if a.records
-        .iter()
-        .take(5)
-        .any(|r| r.bound.is_none() && r.sampled.is_some())
-    {
-        let reused = match a.sampled.as_ref().and_then(|s| s.reused.as_ref()) {
-            Some(r) => format!(
-                " in run `{}` and reused by this run, whose nsys pass did not sample",
-                md(&r.run)
-            ),
-            None => String::new(),
-        };
-        let _ = writeln!(
-            s,
-            "Where ncu gave no class, the class sampled by nsys over every launch{reused}, marked \"sampled\" (kernels.md, \"Sampled GPU metrics\"; rule: {}).\n",
-            Bound::SAMPLED_RULE
-        );
-    }
-    if a.records.is_empty() {
-        let _ = writeln!(s, "No kernels.\n");
-        return;
-    }
-    top_table(s, a, &a.records);
-    if let Some(first) = a.ncu_records.first() {
-        let _ = writeln!(
-            s,
-            "\nIn `{}`, which ncu profiled (ranked by ncu's time of the launches it profiled, replayed one at a time: its durations differ from the running workload's above):\n",
-            md(&a
-                .ncu_range
-                .clone()
-                .or_else(|| first.nvtx_range.clone())
-                .unwrap_or_else(|| "the ncu range".into()))
-        );
-        top_table_with(s, a, &a.ncu_records, NCU_COLUMNS);
-    }
-    let _ = writeln!(
-        s,
-        "\nFull tables: kernels.md. Bound: memory-bound when the kernel keeps DRAM bandwidth near its peak, compute-bound when it keeps the SMs near theirs doing arithmetic, instruction-bound when the SMs are that busy moving data (loads, stores, copies), latency-bound when neither is near its peak (rules `memory_bound`, `compute_bound`: `stage2 explain` gives their thresholds).\n"
-    );
-}
-
-/// The columns of a table of nsys's times, and of one of ncu's replayed launches.
-const NSYS_COLUMNS: &str = "| # | kernel | share of GPU time | avg (us) | bound |";
-const NCU_COLUMNS: &str =
-    "| # | kernel | share of ncu's profiled time | avg under ncu replay (us) | bound |";
-
-fn top_table(s: &mut String, a: &Decided, records: &[crate::model::KernelRecord]) {
-    top_table_with(s, a, records, NSYS_COLUMNS)
-}
-
-fn top_table_with(
-    s: &mut String,
-    a: &Decided,
-    records: &[crate::model::KernelRecord],
-    columns: &str,
-) {
-    let _ = writeln!(s, "{columns}\n|--:|---|--:|--:|---|");
-    let labels = super::run_labels(a, records.iter().take(5).map(|r| r.name.as_str()), 60);
-    for (r, label) in records.iter().zip(labels).take(5) {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} |",
-            r.rank,
-            md(&label),
-            r.gpu_time_pct.map(pct).unwrap_or_else(|| "–".into()),
-            us(r.avg_time_ns),
-            super::fmt::bound_cell(r)
-        );
-    }
 }
 
 /// What to look at next: every verdict, caveat and piece of advice the findings make, the
