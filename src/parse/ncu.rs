@@ -13,6 +13,14 @@ use super::quoted::{QuotedRows, Row, Value};
 use super::table::{number_bytes, Table};
 use crate::error::Error;
 
+mod mangled;
+mod summary;
+pub use mangled::attach_mangled;
+#[cfg(test)]
+use mangled::{first_ids, mangled_general, mangled_quoted};
+pub(crate) use summary::read_print_summary;
+pub use summary::si_ratio;
+
 pub(crate) const COL_NAME: &str = "Kernel Name";
 pub(crate) const COL_PUSHPOP: &str =
     "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg";
@@ -515,81 +523,6 @@ fn read_general(path: &Path) -> Result<NcuReport, Error> {
     Ok(k.finish())
 }
 
-/// Give each kernel its mangled name from the `--print-kernel-base mangled` import of the same
-/// report: rows there carry the same `ID`s. The file is as large as the raw export, so it gets
-/// the same fast reader, with the general one for any other shape.
-pub fn attach_mangled(report: &mut NcuReport, mangled_csv: &Path) -> Result<(), Error> {
-    let wanted = first_ids(report);
-    let file = crate::files::open_regular(mangled_csv)
-        .map_err(|e| Error::parse(mangled_csv, None, format!("cannot open: {e}")))?;
-    let found = match mangled_quoted(file, &wanted) {
-        Ok(Some(found)) => found,
-        Ok(None) => mangled_general(mangled_csv, &wanted)?,
-        Err(e) => return Err(Error::parse(mangled_csv, None, format!("cannot read: {e}"))),
-    };
-    for (i, name) in found {
-        report.kernels[i].mangled = Some(name);
-    }
-    Ok(())
-}
-
-/// Each kernel's first profiled launch ID -> its index.
-fn first_ids(report: &NcuReport) -> HashMap<String, usize> {
-    report
-        .kernels
-        .iter()
-        .enumerate()
-        .filter_map(|(i, k)| Some((k.first_id.clone()?, i)))
-        .collect()
-}
-
-/// Kernel index -> mangled name, by the fast reader; None where it gives up.
-fn mangled_quoted(
-    file: File,
-    wanted: &HashMap<String, usize>,
-) -> std::io::Result<Option<Vec<(usize, String)>>> {
-    let Some(mut rows) = QuotedRows::open(file)? else {
-        return Ok(None);
-    };
-    let (Some(id_col), Some(name_col)) = (rows.column("ID"), rows.column(COL_NAME)) else {
-        return Ok(None);
-    };
-    let mut cells = Vec::new();
-    let mut found = Vec::new();
-    loop {
-        let line = match rows.next(&mut cells)? {
-            Row::Cells(l) => l,
-            Row::End => return Ok(Some(found)),
-            Row::GiveUp => return Ok(None),
-        };
-        let id = cells[id_col].text(line);
-        let Some(i) = std::str::from_utf8(&id).ok().and_then(|id| wanted.get(id)) else {
-            continue;
-        };
-        let Ok(name) = String::from_utf8(cells[name_col].text(line).into_owned()) else {
-            return Ok(None);
-        };
-        found.push((*i, name));
-    }
-}
-
-fn mangled_general(
-    path: &Path,
-    wanted: &HashMap<String, usize>,
-) -> Result<Vec<(usize, String)>, Error> {
-    let mut t = Table::open(path)?;
-    let id_col = t.require("ID")?;
-    let name_col = t.require(COL_NAME)?;
-    let mut found = Vec::new();
-    let mut rec = csv::StringRecord::new();
-    while t.next(&mut rec)?.is_some() {
-        if let Some(i) = wanted.get(rec.get(id_col).unwrap_or("")) {
-            found.push((*i, rec.get(name_col).unwrap_or("").to_string()));
-        }
-    }
-    Ok(found)
-}
-
 /// Nanoseconds per unit of a time metric.
 pub(crate) fn ns_per(unit: &str) -> Option<f64> {
     match unit.trim() {
@@ -620,71 +553,3 @@ fn stack_of(cell: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests;
-
-/// One row of `ncu --import --print-summary per-kernel --csv`: a metric's Average over the
-/// launches of one kernel name, block and grid, in the summary's own unit.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SummaryRow {
-    pub(crate) kernel: String,
-    pub(crate) block: String,
-    pub(crate) grid: String,
-    pub(crate) metric: String,
-    pub(crate) unit: String,
-    pub(crate) average: f64,
-}
-
-pub(crate) fn read_print_summary(path: &Path) -> Result<Vec<SummaryRow>, Error> {
-    let mut t = Table::open(path)?;
-    let (kernel, block, grid) = (
-        t.require("Kernel Name")?,
-        t.require("Block Size")?,
-        t.require("Grid Size")?,
-    );
-    let (metric, unit, average) = (
-        t.require("Metric Name")?,
-        t.require("Metric Unit")?,
-        t.require("Average")?,
-    );
-    let mut rec = csv::StringRecord::new();
-    let mut out = Vec::new();
-    while let Some(line) = t.next(&mut rec)? {
-        let get = |i: usize| rec.get(i).unwrap_or_default().to_string();
-        let Ok(Some(v)) = super::table::parse_number(&get(average)) else {
-            return Err(Error::parse(path, Some(line), "`Average` is not a number"));
-        };
-        out.push(SummaryRow {
-            kernel: get(kernel),
-            block: get(block),
-            grid: get(grid),
-            metric: get(metric),
-            unit: get(unit),
-            average: v,
-        });
-    }
-    Ok(out)
-}
-
-/// How many `to` one `from` is, where the two units differ by an SI prefix only
-/// (`Gbyte/s` to `Tbyte/s`: 0.001); 1 otherwise. The summary scales a value to its own unit,
-/// the raw page keeps one unit per metric.
-pub fn si_ratio(from: &str, to: &str) -> f64 {
-    let split = |u: &str| -> (f64, String) {
-        let mut c = u.chars();
-        let f = match c.next() {
-            Some('K') => 1e3,
-            Some('M') => 1e6,
-            Some('G') => 1e9,
-            Some('T') => 1e12,
-            Some('m') if u.len() > 1 => 1e-3,
-            Some('u') if u.len() > 1 => 1e-6,
-            Some('n') if u.len() > 1 => 1e-9,
-            _ => return (1.0, u.to_string()),
-        };
-        (f, c.as_str().to_string())
-    };
-    let ((fa, a), (fb, b)) = (split(from), split(to));
-    if from == to || a != b {
-        return 1.0;
-    }
-    fa / fb
-}
