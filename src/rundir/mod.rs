@@ -14,6 +14,7 @@
 //! ```
 
 pub(crate) mod status;
+mod write;
 
 use std::hash::{BuildHasher, Hasher};
 use std::io;

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::exit_codes;
 
+pub(crate) use super::write::{write_atomic, write_atomic_raw, write_atomic_with};
+
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -438,134 +440,6 @@ pub(crate) fn write_in_place(path: &Path, text: &str) -> std::io::Result<()> {
     f.sync_data()
 }
 
-/// Write `path` whole or not at all: a temp file of a unique name, created exclusively in the
-/// same directory (never following a planted link), then renamed over `path`. Concurrent
-/// writers of different files never share a temp file.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    // Text goes through the one redaction step on its way to disk (see crate::secrets).
-    match std::str::from_utf8(bytes) {
-        Ok(text) => write_atomic_raw(path, crate::secrets::scrub_cow(text).as_bytes()),
-        Err(_) => write_atomic_raw(path, bytes),
-    }
-}
-
-/// [`write_atomic`] of text written by `fill` as it goes (a large summary.json is never held
-/// whole in memory): each line through the redaction step on its way to disk, the file
-/// renamed into place once complete. `fill` returning false: there is nothing, no file.
-pub(crate) fn write_atomic_with(
-    path: &Path,
-    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<bool>,
-) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut tmp = temp_beside(path)?;
-    {
-        let mut lines = ScrubLines {
-            inner: std::io::BufWriter::new(tmp.as_file_mut()),
-            line: Vec::new(),
-        };
-        if !fill(&mut lines).map_err(plain)? {
-            return Ok(());
-        }
-        lines.emit().map_err(plain)?;
-        lines.inner.flush().map_err(plain)?;
-    }
-    tmp.persist(path).map_err(|e| plain(e.error))?;
-    Ok(())
-}
-
-/// A writer that passes whole lines through the redaction step (JSON and Markdown keep a
-/// value on one line, so a secret is never cut in two), a block of lines at a time.
-struct ScrubLines<W: std::io::Write> {
-    inner: W,
-    line: Vec<u8>,
-}
-
-impl<W: std::io::Write> ScrubLines<W> {
-    fn emit(&mut self) -> std::io::Result<()> {
-        if self.line.is_empty() {
-            return Ok(());
-        }
-        match std::str::from_utf8(&self.line) {
-            Ok(text) => self
-                .inner
-                .write_all(crate::secrets::scrub_cow(text).as_bytes())?,
-            // A block with bytes that are not UTF-8: its lines one by one, as they are where
-            // they are not text.
-            Err(_) => {
-                for line in self.line.split_inclusive(|&b| b == b'\n') {
-                    match std::str::from_utf8(line) {
-                        Ok(text) => self
-                            .inner
-                            .write_all(crate::secrets::scrub_cow(text).as_bytes())?,
-                        Err(_) => self.inner.write_all(line)?,
-                    }
-                }
-            }
-        }
-        self.line.clear();
-        Ok(())
-    }
-}
-
-/// Whole lines are scrubbed in blocks of about this many bytes: every redaction stays within
-/// a line, and one pass over a block costs what one pass over a line does.
-const SCRUB_BLOCK: usize = 64 * 1024;
-
-impl<W: std::io::Write> std::io::Write for ScrubLines<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.line.extend_from_slice(buf);
-        // Only the bytes just written are searched: a line longer than a block (compact JSON)
-        // would otherwise be searched again on every write, quadratic in its length.
-        let end = self.line.len() - buf.len();
-        if self.line.len() >= SCRUB_BLOCK {
-            if let Some(i) = buf.iter().rposition(|&b| b == b'\n') {
-                let rest = self.line.split_off(end + i + 1);
-                self.emit()?;
-                self.line = rest;
-            }
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// [`write_atomic`] of bytes as they are (stage2's own code, such as the Python hook).
-pub(crate) fn write_atomic_raw(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut tmp = temp_beside(path)?;
-    tmp.write_all(bytes).map_err(plain)?;
-    // Temp files are created 0600, and the run's files stay so: a run directory can hold
-    // workload output and paths the user may not want to share (the directory itself is 0700).
-    tmp.persist(path).map_err(|e| plain(e.error))?;
-    Ok(())
-}
-
-/// A hidden temp file in `path`'s folder, to be renamed over it once written whole.
-fn temp_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    tempfile::Builder::new()
-        .prefix(".stage2-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(plain)
-}
-
-/// The OS's error without the hidden temp file's name tempfile adds to it ("... at path
-/// \"/dir/.stage2-x.tmp\""): the caller names the path the user gave.
-fn plain(e: std::io::Error) -> std::io::Error {
-    if let Some(code) = e.raw_os_error() {
-        return std::io::Error::from_raw_os_error(code);
-    }
-    let text = e.to_string();
-    let cut = text.find(" at path ").map_or(text.as_str(), |i| &text[..i]);
-    std::io::Error::new(e.kind(), cut.to_string())
-}
-
 pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
@@ -573,94 +447,6 @@ pub(crate) fn now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A file written as it is made is redacted line by line, a secret split across writes
-    /// included, and its last line without a newline is kept.
-    #[test]
-    fn a_streamed_file_is_redacted_line_by_line() {
-        crate::secrets::learn([("MY_API_TOKEN", "tok-streamed-secret-123")]);
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("out.json");
-        write_atomic_with(&path, |w| {
-            w.write_all(b"{\n  \"a\": \"tok-streamed-")?;
-            w.write_all(b"secret-123\",\n  \"url\": \"https://bob:pw@example.com/x\"\n}")?;
-            Ok(true)
-        })
-        .unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(
-            !text.contains("tok-streamed-secret-123") && !text.contains("bob:pw"),
-            "{text}"
-        );
-        assert!(
-            text.starts_with("{\n  \"a\": ") && text.ends_with("\n}"),
-            "{text}"
-        );
-    }
-
-    /// Lines are scrubbed a block at a time: a secret on a line that straddles a block's
-    /// edge, written a few bytes at a time, is cut, and a block holding bytes that are not
-    /// UTF-8 still has its other lines scrubbed; every byte arrives, in order.
-    #[test]
-    fn a_streamed_file_is_redacted_across_blocks() {
-        crate::secrets::learn([("MY_API_TOKEN", "tok-block-secret-456")]);
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("big.json");
-        let filler = "x".repeat(99) + "\n";
-        let mut expected = Vec::new();
-        write_atomic_with(&path, |w| {
-            let mut put = |bytes: &[u8]| -> std::io::Result<()> {
-                expected.extend_from_slice(bytes);
-                for piece in bytes.chunks(7) {
-                    w.write_all(piece)?;
-                }
-                Ok(())
-            };
-            for _ in 0..(SCRUB_BLOCK / filler.len() - 1) {
-                put(filler.as_bytes())?;
-            }
-            put(b"\"k\": \"tok-block-secret-456\" padding padding padding padding\n")?;
-            put(b"bad \xff byte\n")?;
-            for _ in 0..(SCRUB_BLOCK / filler.len()) {
-                put(filler.as_bytes())?;
-            }
-            put(b"again tok-block-secret-456\n")?;
-            Ok(true)
-        })
-        .unwrap();
-        let got = std::fs::read(&path).unwrap();
-        let text = String::from_utf8_lossy(&got);
-        assert!(!text.contains("tok-block-secret-456"), "secret kept");
-        assert_eq!(text.matches(crate::secrets::REDACTED).count(), 2);
-        let secret = b"tok-block-secret-456".as_slice();
-        let mut want = expected.clone();
-        while let Some(i) = want.windows(secret.len()).position(|w| w == secret) {
-            want.splice(i..i + secret.len(), crate::secrets::REDACTED.bytes());
-        }
-        assert_eq!(got, want);
-    }
-
-    /// One line several blocks long (compact JSON), written in small pieces: kept whole for
-    /// the redaction step, every byte in order.
-    #[test]
-    fn a_line_longer_than_a_block_is_redacted_whole() {
-        crate::secrets::learn([("MY_API_TOKEN", "tok-long-line-secret-789")]);
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("compact.json");
-        let half = "y".repeat(SCRUB_BLOCK * 2);
-        let line = format!("{half}tok-long-line-secret-789{half}\n");
-        write_atomic_with(&path, |w| {
-            for piece in line.as_bytes().chunks(1000) {
-                w.write_all(piece)?;
-            }
-            w.write_all(b"tail\n")?;
-            Ok(true)
-        })
-        .unwrap();
-        let got = std::fs::read_to_string(&path).unwrap();
-        let want = format!("{half}{}{half}\ntail\n", crate::secrets::REDACTED);
-        assert_eq!(got, want);
-    }
 
     /// On a full disk the final state goes over the padded file in place, and stays JSON.
     #[test]
@@ -678,24 +464,6 @@ mod tests {
         let back = Status::read(tmp.path()).unwrap();
         assert_eq!(back.state, "ok");
         assert!(write_in_place(&path, &"x".repeat(5000)).is_err());
-    }
-
-    /// Hand-made hostile setup: a planted `summary.tmp` link to a file elsewhere is left alone.
-    #[cfg(unix)]
-    #[test]
-    fn atomic_writes_never_follow_a_planted_temp_link() {
-        let tmp = tempfile::tempdir().unwrap();
-        let outside = tmp.path().join("outside.txt");
-        std::fs::write(&outside, "keep").unwrap();
-        let run = tmp.path().join("run");
-        std::fs::create_dir(&run).unwrap();
-        std::os::unix::fs::symlink(&outside, run.join("summary.tmp")).unwrap();
-        write_atomic(&run.join("summary.json"), b"{}").unwrap();
-        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
-        assert_eq!(
-            std::fs::read_to_string(run.join("summary.json")).unwrap(),
-            "{}"
-        );
     }
 
     #[test]
