@@ -198,14 +198,16 @@ fn a_copy_that_goes_on_after_its_attach_is_stopped_and_torch_asks_nvml_whether_c
 #[test]
 fn an_attached_pass_past_its_time_budget_is_stopped_and_keeps_what_it_measured() {
     let sb = Sandbox::new();
-    let mut args = vec!["ncu.budget_s=1"];
+    // 4 s: the double profiles once its held workload runs, which on a loaded 2-core machine
+    // took over 1 s; the workload is held 60 s, far past it.
+    let mut args = vec!["ncu.budget_s=4"];
     args.extend_from_slice(ARGS);
     let t0 = std::time::Instant::now();
     sb.profile("r", &args)
         .env("FAKE_NCU_HOLD", "60")
         .assert()
         .success();
-    let ncu = common::stopped_at_bound(&sb.run("r"), t0, "time budget of 1 s (ncu.budget_s)");
+    let ncu = common::stopped_at_bound(&sb.run("r"), t0, "time budget of 4 s (ncu.budget_s)");
     assert_eq!(ncu["ncu"]["early_start"]["attached"], true, "{ncu}");
     let budget = &ncu["ncu"]["budget"];
     assert_eq!(budget["reached"], true, "{ncu}");
@@ -213,7 +215,7 @@ fn an_attached_pass_past_its_time_budget_is_stopped_and_keeps_what_it_measured()
     assert_eq!(held_left(&sb), 0);
     let md = read(sb.run("r").join("kernels.md"));
     assert!(
-        md.contains("ncu was stopped at its time budget of 1 s"),
+        md.contains("ncu was stopped at its time budget of 4 s"),
         "{md}"
     );
 }
