@@ -1,0 +1,142 @@
+//! Whether two runs can be compared: each complete with data, both measuring the same thing
+//! (capture range, kernel basis, GPU model), and what differs that may explain a change.
+
+use super::*;
+
+/// Why a run cannot be one side of a comparison: it did not finish well, or has no data.
+pub(crate) fn incomplete(s: &Summary) -> Option<String> {
+    let bad: Vec<String> = s
+        .passes
+        .iter()
+        .filter(|(_, p)| !matches!(p.state, PassState::Ok | PassState::Skipped))
+        .map(|(name, p)| {
+            let state = serde_json::to_value(p.state).unwrap_or_default();
+            format!("{name} pass {}", state.as_str().unwrap_or("?"))
+        })
+        .collect();
+    if !bad.is_empty() {
+        return Some(format!("the run is not complete: {}", bad.join(", ")));
+    }
+    if s.kernels.is_empty() || s.totals.kernel_time_ns <= 0.0 {
+        return Some("no kernel data (no nsys kernel summary or SQLite export)".into());
+    }
+    None
+}
+
+/// Why two complete runs measure different things: another capture range, another kernel
+/// basis (one range's kernels vs the whole capture's), another GPU model.
+pub(crate) fn different_basis(a: &Summary, b: &Summary) -> Vec<String> {
+    let mut out = Vec::new();
+    let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(none)".into());
+    if a.nsys_capture != b.nsys_capture {
+        out.push(format!(
+            "captured range differs: {} vs {}",
+            show(&a.nsys_capture),
+            show(&b.nsys_capture)
+        ));
+    }
+    let basis = |s: &Summary| {
+        s.sources.get("kernels").map(|f| {
+            if f.ends_with(".sqlite") {
+                "the captured range's kernels (SQLite export)"
+            } else {
+                "every kernel in the capture (cuda_gpu_kern_sum)"
+            }
+        })
+    };
+    if basis(a) != basis(b) {
+        out.push(format!(
+            "kernel times measure different things: {} vs {}",
+            basis(a).unwrap_or("?"),
+            basis(b).unwrap_or("?")
+        ));
+    }
+    if a.gpu.is_some() && b.gpu.is_some() && a.gpu != b.gpu {
+        out.push(format!("GPU differs: {} vs {}", show(&a.gpu), show(&b.gpu)));
+    }
+    out
+}
+
+/// Differences that do not stop a comparison but may explain it: driver, tool versions,
+/// capture and workload settings.
+pub(crate) fn comparability(
+    env_a: Option<&serde_json::Value>,
+    env_b: Option<&serde_json::Value>,
+    cfg_a: &serde_yaml::Value,
+    cfg_b: &serde_yaml::Value,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let env_keys: &[(&str, &[&str])] = &[
+        ("driver", &["gpus", "0", "driver"]),
+        ("nsys version", &["tools", "nsys", "version"]),
+        ("ncu version", &["tools", "ncu", "version"]),
+    ];
+    for (label, path) in env_keys {
+        let get = |e: Option<&serde_json::Value>| {
+            let mut v = e?;
+            for p in *path {
+                v = match p.parse::<usize>() {
+                    Ok(i) => v.get(i)?,
+                    Err(_) => v.get(*p)?,
+                };
+            }
+            v.as_str().map(str::to_string)
+        };
+        let (x, y) = (get(env_a), get(env_b));
+        if x != y {
+            out.push(format!(
+                "{label} differs: {} vs {}",
+                x.unwrap_or("?".into()),
+                y.unwrap_or("?".into())
+            ));
+        }
+    }
+    for key in [
+        "nsys.capture_range_end",
+        "nsys.trace",
+        "ncu.nvtx_include",
+        "ncu.set",
+        "ncu.clock_control",
+        "workload.argv",
+        "workload.module",
+        "workload.overrides",
+        "workload.env",
+    ] {
+        let get = |c: &serde_yaml::Value| key.split('.').try_fold(c, |v, k| v.get(k)).map(show);
+        let (x, y) = (get(cfg_a), get(cfg_b));
+        if x != y {
+            out.push(format!(
+                "{key} differs: {} vs {}",
+                x.unwrap_or("?".into()),
+                y.unwrap_or("?".into())
+            ));
+        }
+    }
+    out
+}
+
+/// A config value as a person writes it: a list as a shell line, a map as `k=v` pairs.
+fn show(v: &serde_yaml::Value) -> String {
+    use serde_yaml::Value;
+    let scalar = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "null".into(),
+        other => serde_yaml::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    };
+    match v {
+        Value::Sequence(items) if items.is_empty() => "[]".into(),
+        Value::Sequence(items) => {
+            crate::files::shell_line(&items.iter().map(scalar).collect::<Vec<_>>())
+        }
+        Value::Mapping(m) if m.is_empty() => "{}".into(),
+        Value::Mapping(m) => m
+            .iter()
+            .map(|(k, v)| format!("{}={}", scalar(k), scalar(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => scalar(other),
+    }
+}
