@@ -74,8 +74,13 @@ pub(crate) fn read(
         differ: Vec::new(),
         self_nested: Vec::new(),
     };
+    // By name once: a run can have tens of thousands of range names.
+    let mut by_name = std::collections::HashMap::new();
+    for s in stats {
+        by_name.entry(s.name.as_str()).or_insert(s);
+    }
     for (range, cols) in &theirs {
-        let Some(s) = stats.iter().find(|s| same_range(range, &s.name)) else {
+        let Some(s) = our_name(range).and_then(|name| by_name.get(name)) else {
             // A range NVIDIA reads and stage2 does not: every figure of it differs.
             out.figures += cols.len();
             for (column, v) in cols {
@@ -115,11 +120,10 @@ pub(crate) fn read(
     Ok(Some(out))
 }
 
-/// NVIDIA writes a range as `domain:name`; stage2 by its name.
-fn same_range(theirs: &str, ours: &str) -> bool {
-    theirs
-        .strip_suffix(ours)
-        .is_some_and(|domain| domain.ends_with(':') && !domain[..domain.len() - 1].contains(':'))
+/// NVIDIA writes a range as `domain:name` (an empty domain for the default one); stage2 by its
+/// name.
+fn our_name(theirs: &str) -> Option<&str> {
+    theirs.split_once(':').map(|(_, name)| name)
 }
 
 /// ncu's figures beside NVIDIA's `ncu --import --print-summary per-kernel` of the same report.
@@ -175,15 +179,8 @@ pub(crate) fn read_ncu(
             .kernels
             .iter()
             .filter(|k| k.name == row.kernel && k.cached_from.is_none())
-            .flat_map(|k| match k.shapes.is_empty() {
-                true => vec![(k.block.as_deref(), k.grid.as_deref(), &k.metrics)],
-                false => k
-                    .shapes
-                    .iter()
-                    .map(|s| (s.block.as_deref(), s.grid.as_deref(), &s.metrics))
-                    .collect(),
-            })
-            .filter(|(kb, kg, _)| {
+            .flat_map(|k| k.measured())
+            .filter(|(kg, kb, _)| {
                 kb.map(dims).as_ref() == Some(&b) && kg.map(dims).as_ref() == Some(&g)
             })
             .map(|(_, _, m)| m)
@@ -215,6 +212,10 @@ pub(crate) fn read_ncu(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn same_range(theirs: &str, ours: &str) -> bool {
+        our_name(theirs) == Some(ours)
+    }
 
     #[test]
     fn a_range_is_matched_by_its_name_in_any_one_domain() {
