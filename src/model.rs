@@ -148,6 +148,15 @@ impl KernelRecord {
     pub(crate) fn short_name(&self) -> String {
         short_name(&self.name)
     }
+
+    /// Its kernel in an ncu report: by mangled name where both have one, else by the name the
+    /// join matched it to.
+    pub(crate) fn in_report<'a>(&self, ncu: &'a NcuReport) -> Option<&'a NcuKernel> {
+        ncu.kernels.iter().find(|k| {
+            (k.mangled.is_some() && k.mangled == self.mangled)
+                || self.ncu_name.as_deref() == Some(k.name.as_str())
+        })
+    }
 }
 
 /// One launch's duration over a kernel's launches, in ns, as `nsys stats` reports it.

@@ -373,13 +373,6 @@ pub(crate) struct Agreement {
     pub(crate) ncu_bound: Bound,
 }
 
-/// One launch configuration ncu measured: grid, block, metrics.
-type MeasuredShape<'a> = (
-    Option<&'a String>,
-    Option<&'a String>,
-    &'a std::collections::BTreeMap<String, f64>,
-);
-
 /// Every configuration of `records` that ncu measured and the samples covered, largest first.
 pub(crate) fn agreement(records: &[KernelRecord], ncu: &NcuReport) -> Vec<Agreement> {
     use crate::analysis::shapes::dims;
@@ -387,21 +380,8 @@ pub(crate) fn agreement(records: &[KernelRecord], ncu: &NcuReport) -> Vec<Agreem
     let mut out = Vec::new();
     for r in records {
         let Some(sk) = &r.sampled else { continue };
-        let Some(k) = ncu.kernels.iter().find(|k| {
-            (k.mangled.is_some() && k.mangled == r.mangled)
-                || r.ncu_name.as_deref() == Some(k.name.as_str())
-        }) else {
-            continue;
-        };
-        let shapes: Vec<MeasuredShape> = match k.shapes.is_empty() {
-            true => vec![(k.grid.as_ref(), k.block.as_ref(), &k.metrics)],
-            false => k
-                .shapes
-                .iter()
-                .map(|s| (s.grid.as_ref(), s.block.as_ref(), &s.metrics))
-                .collect(),
-        };
-        for (grid, block, m) in shapes {
+        let Some(k) = r.in_report(ncu) else { continue };
+        for (grid, block, m) in k.measured() {
             let (Some(grid), Some(block)) = (grid, block) else {
                 continue;
             };

@@ -181,7 +181,23 @@ pub fn merge_cached(report: &mut NcuReport, cached: Vec<CachedKernel>) {
     }
 }
 
+/// One launch configuration ncu measured: grid, block and the metrics of its launches.
+pub type Measured<'a> = (Option<&'a str>, Option<&'a str>, &'a BTreeMap<String, f64>);
+
 impl NcuKernel {
+    /// Each launch configuration ncu measured: its shapes where it measured several, else the
+    /// kernel's own.
+    pub fn measured(&self) -> Vec<Measured<'_>> {
+        match self.shapes.is_empty() {
+            true => vec![(self.grid.as_deref(), self.block.as_deref(), &self.metrics)],
+            false => self
+                .shapes
+                .iter()
+                .map(|s| (s.grid.as_deref(), s.block.as_deref(), &s.metrics))
+                .collect(),
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn metric(&self, name: &str) -> Option<f64> {
         self.metrics.get(name).copied()

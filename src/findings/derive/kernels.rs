@@ -455,12 +455,7 @@ fn disagreements(a: &Artifacts, scope: Scope, out: &mut Findings) {
 fn replays(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Findings) {
     let Some(ncu) = &a.ncu else { return };
     for r in top {
-        let Some(k) = ncu.kernels.iter().find(|k| {
-            (k.mangled.is_some() && k.mangled == r.mangled)
-                || r.ncu_name.as_deref() == Some(k.name.as_str())
-        }) else {
-            continue;
-        };
+        let Some(k) = r.in_report(ncu) else { continue };
         let (Some(replay), Some(cover)) = (k.time_ns, k.shape_cover_pct) else {
             continue;
         };
