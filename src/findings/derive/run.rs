@@ -114,8 +114,8 @@ pub(super) fn passes(a: &Artifacts, out: &mut Findings) {
 /// (the nvidia pass, `run.crosscheck`).
 pub(super) fn nvidia(a: &Artifacts, out: &mut Findings) {
     let Some(c) = &a.nvidia else { return };
-    let (proj, kern) = (&c.proj_file, &c.kern_file);
     let scope = Scope::capture();
+    let fig = |q, v: usize, file: &str| Figure::new(q, v as f64, file, &scope);
     out.push(
         Claim::NvidiaSummaries {
             differ: c.differ.clone(),
@@ -124,19 +124,9 @@ pub(super) fn nvidia(a: &Artifacts, out: &mut Findings) {
         scope.clone(),
         Some(rules::NVIDIA_SUMMARIES),
         vec![
-            Figure::new(Quantity::NvidiaRanges, c.ranges as f64, proj, &scope),
-            Figure::new(
-                Quantity::NvidiaFiguresCompared,
-                c.figures as f64,
-                kern,
-                &scope,
-            ),
-            Figure::new(
-                Quantity::NvidiaFiguresDiffer,
-                c.differ.len() as f64,
-                kern,
-                &scope,
-            ),
+            fig(Quantity::NvidiaRanges, c.ranges, &c.proj_file),
+            fig(Quantity::NvidiaFiguresCompared, c.figures, &c.kern_file),
+            fig(Quantity::NvidiaFiguresDiffer, c.differ.len(), &c.kern_file),
         ],
     );
 }

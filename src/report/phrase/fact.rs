@@ -77,7 +77,7 @@ pub(crate) fn fact(f: &Finding) -> String {
                 match weighed > 0.0 {
                     true => format!(
                         "; {} measured in several {} their figures weighed by each one's time",
-                        count(f.text(Q::KernelsWeighedByShape), weighed, "kernel"),
+                        count(f, Q::KernelsWeighedByShape, "kernel"),
                         if weighed == 1.0 { "has" } else { "have" }
                     ),
                     false => String::new(),
@@ -104,11 +104,7 @@ pub(crate) fn fact(f: &Finding) -> String {
         Claim::NvidiaSummaries { differ, self_nested } => {
             let mut s = format!(
                 "NVIDIA's `nsys stats` of the same export (nvtx_gpu_proj_sum, nvtx_kern_sum) beside these reports' range figures: {}, {} figures compared (per range its instances, wall time, GPU projection, GPU operations, kernel time and launches), {} differ",
-                count(
-                    f.text(Q::NvidiaRanges),
-                    f.get(Q::NvidiaRanges).unwrap_or(0.0),
-                    "range"
-                ),
+                count(f, Q::NvidiaRanges, "range"),
                 f.text(Q::NvidiaFiguresCompared),
                 f.text(Q::NvidiaFiguresDiffer)
             );
@@ -129,11 +125,7 @@ pub(crate) fn fact(f: &Finding) -> String {
         Claim::NvidiaNcuSummary { differ, ambiguous } => {
             let mut s = format!(
                 "NVIDIA's `ncu --print-summary per-kernel` of the same report beside these reports' ncu figures {w}: {}, {} values compared (every metric the summary holds of each kernel and launch configuration), {} differ",
-                count(
-                    f.text(Q::NvidiaKernels),
-                    f.get(Q::NvidiaKernels).unwrap_or(0.0),
-                    "kernel"
-                ),
+                count(f, Q::NvidiaKernels, "kernel"),
                 f.text(Q::NvidiaFiguresCompared),
                 f.text(Q::NvidiaFiguresDiffer)
             );
@@ -199,10 +191,10 @@ fn differing<'a>(figures: impl ExactSizeIterator<Item = (String, &'a str, f64, f
     }
 }
 
-/// "1 kernel", "3 kernels": a count as printed, with its noun.
-fn count(text: String, n: f64, noun: &str) -> String {
-    match n == 1.0 {
-        true => format!("{text} {noun}"),
-        false => format!("{text} {noun}s"),
+/// "1 kernel", "3 kernels": the finding's count `q` as printed, with its noun.
+fn count(f: &Finding, q: Q, noun: &str) -> String {
+    match f.get(q) == Some(1.0) {
+        true => format!("{} {noun}", f.text(q)),
+        false => format!("{} {noun}s", f.text(q)),
     }
 }
