@@ -31,12 +31,11 @@ impl CrosscheckPass {
     /// The run's nsys exports and ncu reports; in a dry run, the export and the kernel report
     /// the earlier passes would write (rank 0's under a launcher).
     fn inputs(&self, ctx: &Ctx) -> (Vec<PathBuf>, Vec<PathBuf>) {
-        let found = (
-            ctx.run.files_ending("nsys", ".sqlite"),
-            ctx.run.files_ending("ncu", ".ncu-rep"),
-        );
         if !self.dry_run {
-            return found;
+            return (
+                ctx.run.files_ending("nsys", ".sqlite"),
+                ctx.run.files_ending("ncu", ".ncu-rep"),
+            );
         }
         let launcher = ctx.cfg.workload.launcher != crate::config::Launcher::None;
         let nsys = ctx
