@@ -39,16 +39,14 @@ impl Timeline {
         shapes_of: Option<&ShapeRequest>,
     ) -> Result<Timeline, Error> {
         let captured = capture.range();
-        let all = db.ranges()?;
-        let has_ops = all.iter().any(|r| ops::is_op(&r.name));
-        // One nesting index for every consumer.
-        let nest = nesting::Nesting::new(&all);
-        let graphs = graphs::per_range(&all, &nest, &db.graph_launches()?);
-        let mut groups = crate::analysis::instances::groups(&all, &nest, rule);
         // Operator ranges are not steps, nor are the ranges a library emits in its own NVTX
         // domain (CUB's `cub::DeviceRadixSort` inside a sampling step): their instances are not
         // grouped.
-        let library = db.library_range_names(capture.domain())?;
+        let (all, library) = db.ranges_and_library_names(capture.domain())?;
+        let has_ops = all.iter().any(|r| ops::is_op(&r.name));
+        // One nesting index for every consumer.
+        let nest = nesting::Nesting::new(&all);
+        let mut groups = crate::analysis::instances::groups(&all, &nest, rule);
         groups.retain(|g| !ops::is_op(&g.name) && !library.contains(&g.name));
         let group_of: pysamples::GroupOf = groups
             .iter()
@@ -69,7 +67,8 @@ impl Timeline {
             });
         }
         let mut ledger = ledger::Builder::new(&all, &nest);
-        db.stream(&mut scan, &mut ledger)?;
+        let graph_launches = db.stream(&mut scan, &mut ledger)?;
+        let graphs = graphs::per_range(&all, &nest, &graph_launches);
         // Each group's GPU busy share, from its own instances.
         for grp in groups.iter_mut().flat_map(|g| g.groups.iter_mut()) {
             for &i in &grp.ranges {

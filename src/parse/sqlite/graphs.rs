@@ -57,6 +57,48 @@ impl NsysDb {
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
+
+    /// The graph launch calls (start, tid, correlation id) with their whole-graph GPU spans
+    /// where the export has them (the same match as [`NsysDb::graph_launches`]).
+    pub(super) fn with_graph_spans(
+        &self,
+        calls: Vec<(i64, i64, i64, bool)>,
+    ) -> Result<Vec<GraphLaunch>, Error> {
+        let traced = !calls.is_empty()
+            && self.has_columns(GRAPH_TRACE, &["start", "end", "correlationId", "globalPid"])?;
+        let mut spans = rustc_hash::FxHashMap::default();
+        if traced {
+            let sql = format!(
+                "SELECT globalPid / 16777216, correlationId, start, end FROM {GRAPH_TRACE}"
+            );
+            let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+            let rows = stmt
+                .query_map([], |r| {
+                    let key: (Option<i64>, Option<i64>) = (r.get(0)?, r.get(1)?);
+                    let span: (Option<i64>, Option<i64>) = (r.get(2)?, r.get(3)?);
+                    Ok((key, span))
+                })
+                .map_err(|e| self.err(e))?;
+            for row in rows {
+                if let ((Some(pid), Some(corr)), (Some(s), Some(e))) =
+                    row.map_err(|e| self.err(e))?
+                {
+                    spans.insert((pid, corr), (s, e));
+                }
+            }
+        }
+        Ok(calls
+            .into_iter()
+            .map(|(api_start, tid, corr, _)| GraphLaunch {
+                api_start,
+                tid,
+                gpu: spans
+                    .get(&(tid / 16_777_216, corr))
+                    .copied()
+                    .filter(|(s, e)| e >= s),
+            })
+            .collect())
+    }
 }
 
 #[cfg(test)]

@@ -407,7 +407,10 @@ impl NsysDb {
              JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = o.correlationId \
              AND (r.globalTid / 16777216) = (o.globalPid / 16777216) ORDER BY r.start, o.start",
             ops.iter()
-                .map(|(_, q)| q.as_str())
+                .map(|(table, q)| format!(
+                    "SELECT {} AS kernel, q.* FROM ({q}) q",
+                    i32::from(*table == "CUPTI_ACTIVITY_KIND_KERNEL")
+                ))
                 .collect::<Vec<_>>()
                 .join(" UNION ALL ")
         );
@@ -433,7 +436,9 @@ impl NsysDb {
 
 impl NsysDb {
     /// One query per GPU work table (kernels, then memcpys and memsets where the export has
-    /// them), each row: start, end, correlation id, pid, kernel, graph node, kernel name id.
+    /// them), each row: start, end, correlation id, pid, graph node, kernel name id, rowid,
+    /// mangled name id, the seven launch configuration columns (named: the sorting join reads
+    /// them by name). Whether a row is a kernel is known from its table.
     fn op_queries(&self) -> Result<Vec<(&'static str, String)>, Error> {
         let cols = self.columns("CUPTI_ACTIVITY_KIND_KERNEL")?;
         let has = |c: &str| cols.iter().any(|x| x == c);
@@ -457,12 +462,12 @@ impl NsysDb {
                 false => format!("0 AS c{i}"),
             })
             .collect();
+        let config = config.join(", ");
         let mut ops = vec![(
             "CUPTI_ACTIVITY_KIND_KERNEL",
             format!(
-                "SELECT k.start, k.end, k.correlationId, k.globalPid, 1 AS kernel, {graph} AS graph, \
-                 {name} AS name, k.rowid, {mangled} AS mangled, {} FROM CUPTI_ACTIVITY_KIND_KERNEL k",
-                config.join(", ")
+                "SELECT k.start, k.end, k.correlationId, k.globalPid, {graph} AS graph, \
+                 {name} AS name, k.rowid, {mangled} AS mangled, {config} FROM CUPTI_ACTIVITY_KIND_KERNEL k"
             ),
         )];
         for table in ["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"] {
@@ -470,7 +475,7 @@ impl NsysDb {
                 ops.push((
                     table,
                     format!(
-                        "SELECT start, end, correlationId, globalPid, 0, 0, -1, rowid, -1, 0, 0, 0, 0, 0, 0, 0 FROM {table}"
+                        "SELECT start, end, correlationId, globalPid, 0, -1, rowid, -1, 0, 0, 0, 0, 0, 0, 0 FROM {table}"
                     ),
                 ));
             }
@@ -492,16 +497,21 @@ mod tests {
                 .join("examples/sample-run-2gpu/nsys/run.rank0.sqlite"),
         )
         .unwrap();
-        let lib = db.library_range_names(None).unwrap();
+        let (ranges, lib) = db.ranges_and_library_names(None).unwrap();
         assert_eq!(lib.into_iter().collect::<Vec<_>>(), ["ncclAllReduce"]);
-        assert!(db.library_range_names(Some("NCCL")).unwrap().is_empty());
+        assert_eq!(ranges, db.ranges().unwrap());
+        assert!(db
+            .ranges_and_library_names(Some("NCCL"))
+            .unwrap()
+            .1
+            .is_empty());
         // An export without domains has no library ranges.
         let plain = NsysDb::open(
             &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("tests/data/nsys/run.sqlite"),
         )
         .unwrap();
-        assert!(plain.library_range_names(None).unwrap().is_empty());
+        assert!(plain.ranges_and_library_names(None).unwrap().1.is_empty());
     }
 
     #[test]

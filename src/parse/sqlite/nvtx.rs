@@ -12,14 +12,43 @@ const NVTX_MARK: i64 = 34;
 impl NsysDb {
     /// Every closed NVTX range, in start order.
     pub fn ranges(&self) -> Result<Vec<NvtxRange>, Error> {
+        Ok(self.read_ranges(None)?.0)
+    }
+
+    /// Every closed NVTX range, in start order, and the names of those that live only in an
+    /// NVTX domain of their own (`CCCL` for CUB's `cub::DeviceRadixSort`, a library's), other
+    /// than `keep` (the domain the user captured in): ranges a library emits, not steps of the
+    /// workload. No names for an export without domains. One pass over the events for both.
+    pub fn ranges_and_library_names(
+        &self,
+        keep: Option<&str>,
+    ) -> Result<(Vec<NvtxRange>, std::collections::HashSet<String>), Error> {
+        self.read_ranges(Some(keep))
+    }
+
+    /// `library`: Some(the domain kept) to tell library ranges apart, None not to.
+    fn read_ranges(
+        &self,
+        library: Option<Option<&str>>,
+    ) -> Result<(Vec<NvtxRange>, std::collections::HashSet<String>), Error> {
         let cols = self.columns("NVTX_EVENTS")?;
         if cols.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Default::default());
         }
         self.check_intervals("NVTX_EVENTS")?;
         let name = self.nvtx_name_expr(&cols, "e")?;
+        let kept = match library {
+            Some(keep) if cols.iter().any(|c| c == "domainId") => {
+                Some(self.domains_named(&cols, keep)?)
+            }
+            _ => None,
+        };
+        let domain = match kept {
+            Some(_) => "COALESCE(e.domainId, 0)",
+            None => "0",
+        };
         let sql = format!(
-            "SELECT {name}, e.start, e.end, e.eventType, e.globalTid FROM NVTX_EVENTS e \
+            "SELECT {name}, e.start, e.end, e.eventType, e.globalTid, {domain} FROM NVTX_EVENTS e \
              WHERE e.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND e.end IS NOT NULL \
              ORDER BY e.start"
         );
@@ -37,7 +66,9 @@ impl NsysDb {
         let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
         // Sized once: a doubling vector would hold up to twice the ranges at its peak.
         let mut ranges = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
-        let mut names: rustc_hash::FxHashMap<String, std::sync::Arc<str>> = Default::default();
+        // Each name once, and whether every instance of it so far was in a foreign domain.
+        let mut names: rustc_hash::FxHashMap<String, (std::sync::Arc<str>, bool)> =
+            Default::default();
         while let Some(r) = rows.next().map_err(|e| self.err(e))? {
             let e = |e| self.err(e);
             let text: Option<&str> = match r.get_ref(0).map_err(e)? {
@@ -45,11 +76,18 @@ impl NsysDb {
                 _ => None,
             };
             let text = text.unwrap_or_default();
-            let name = match names.get(text) {
-                Some(n) => n.clone(),
+            let domain: i64 = r.get(5).map_err(e)?;
+            let foreign = kept
+                .as_ref()
+                .is_some_and(|k| domain != 0 && !k.contains(&domain));
+            let name = match names.get_mut(text) {
+                Some((n, all_foreign)) => {
+                    *all_foreign &= foreign;
+                    n.clone()
+                }
                 None => {
                     let n: std::sync::Arc<str> = text.into();
-                    names.insert(text.to_string(), n.clone());
+                    names.insert(text.to_string(), (n.clone(), foreign));
                     n
                 }
             };
@@ -67,7 +105,34 @@ impl NsysDb {
             ranges.extend(windows);
             ranges.sort_by_key(|r| r.start);
         }
-        Ok(ranges)
+        let library = names
+            .into_iter()
+            .filter(|(_, (_, all_foreign))| *all_foreign)
+            .map(|(n, _)| n)
+            .collect();
+        Ok((ranges, library))
+    }
+
+    /// The ids of the NVTX domains named `keep` (a domain is named by its create event, type
+    /// 75, whose text is the domain's name).
+    fn domains_named(
+        &self,
+        cols: &[String],
+        keep: Option<&str>,
+    ) -> Result<rustc_hash::FxHashSet<i64>, Error> {
+        let Some(keep) = keep else {
+            return Ok(Default::default());
+        };
+        let domain_name = self.nvtx_name_expr(cols, "d")?;
+        let sql = format!(
+            "SELECT d.domainId FROM NVTX_EVENTS d \
+             WHERE d.eventType = {NVTX_DOMAIN_CREATE} AND {domain_name} = ?1 AND d.domainId IS NOT NULL"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([keep], |r| r.get::<_, i64>(0))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
     /// The SQL for an NVTX event's name (`e` is NVTX_EVENTS, `cols` its columns): older
@@ -80,44 +145,6 @@ impl NsysDb {
             ),
             false => format!("{alias}.text"),
         })
-    }
-
-    /// The names of the ranges that live only in an NVTX domain of their own (`CCCL` for CUB's
-    /// `cub::DeviceRadixSort`, a library's), other than `keep` (the domain the user captured
-    /// in): ranges a library emits, not steps of the workload. Empty for an export without
-    /// domains.
-    pub fn library_range_names(
-        &self,
-        keep: Option<&str>,
-    ) -> Result<std::collections::HashSet<String>, Error> {
-        let cols = self.columns("NVTX_EVENTS")?;
-        if !cols.iter().any(|c| c == "domainId") {
-            return Ok(Default::default());
-        }
-        let name = self.nvtx_name_expr(&cols, "e")?;
-        // A domain is named by its create event (type 75): its text is the domain's name.
-        let domain_name = self.nvtx_name_expr(&cols, "d")?;
-        let sql = format!(
-            "WITH kept(id) AS (SELECT d.domainId FROM NVTX_EVENTS d \
-                               WHERE d.eventType = {NVTX_DOMAIN_CREATE} AND {domain_name} = ?1) \
-             SELECT {name} AS n, \
-                    min(COALESCE(e.domainId, 0) != 0 AND COALESCE(e.domainId, 0) NOT IN kept) \
-             FROM NVTX_EVENTS e WHERE e.eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) GROUP BY n"
-        );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([keep.unwrap_or("")], |r| {
-                Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)? != 0))
-            })
-            .map_err(|e| self.err(e))?;
-        let mut out = std::collections::HashSet::new();
-        for row in rows {
-            // Every instance of the name in a foreign domain: a library's range.
-            if let (Some(n), true) = row.map_err(|e| self.err(e))? {
-                out.insert(n);
-            }
-        }
-        Ok(out)
     }
 
     /// The distinct names of the closed NVTX ranges in the export (no profiler windows).

@@ -10,7 +10,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use super::{ApiCall, ApiKind, Launch, NsysDb};
+use super::{ApiCall, ApiKind, GraphLaunch, Launch, NsysDb};
 use crate::error::Error;
 
 mod ops;
@@ -215,14 +215,17 @@ impl Calls {
 impl NsysDb {
     /// Hand every kernel, memcpy and memset with its launch call to `launches` (in GPU start
     /// order: the pairs [`NsysDb::launches`] returns) and every CUDA API call to `calls` (in
-    /// start order), in one pass over the export where its rows are in start order.
+    /// start order), in one pass over the export where its rows are in start order. Returns
+    /// the CUDA graph launches ([`NsysDb::graph_launches`]), seen on the way: the runtime table
+    /// is the largest, and a query of its own for them read it a second time.
     pub fn stream(
         &self,
         launches: &mut impl Sink<Launch>,
         calls: &mut (impl Sink<ApiCall> + Send),
-    ) -> Result<(), Error> {
-        if self.stream_both(launches, calls)? {
-            return Ok(());
+    ) -> Result<Vec<GraphLaunch>, Error> {
+        let mut graph_calls = Vec::new();
+        if self.stream_both(launches, calls, &mut graph_calls)? {
+            return self.with_graph_spans(graph_calls);
         }
         tracing::debug!("export rows not in start order (or too many pending calls): sorting join");
         launches.reset();
@@ -230,12 +233,13 @@ impl NsysDb {
         let mut all = self.launches()?;
         all.sort_by_key(|l| (l.start, l.api_start));
         all.iter().for_each(|l| launches.take(l));
-        self.for_each_api_call(calls)
+        self.for_each_api_call(calls)?;
+        self.graph_launches()
     }
 
     /// [`NsysDb::stream`] of the launches alone.
     pub fn for_each_launch(&self, sink: &mut impl Sink<Launch>) -> Result<(), Error> {
-        self.stream(sink, &mut Ignore)
+        self.stream(sink, &mut Ignore).map(drop)
     }
 
     /// Every CUDA API call in start order, sorted by SQLite where the export is not (on
@@ -293,6 +297,7 @@ impl NsysDb {
         &self,
         launches: &mut impl Sink<Launch>,
         calls: &mut (impl Sink<ApiCall> + Send),
+        graph_calls: &mut Vec<LaunchCall>,
     ) -> Result<bool, Error> {
         self.require(
             "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -319,12 +324,13 @@ impl NsysDb {
                 rx,
                 batch: Vec::new().into_iter(),
             };
-            let joined = self.join(&mut ops, &mut rt, launches);
+            let joined = self.join(&mut ops, &mut rt, launches, graph_calls);
             // The reader owns the ledger's calls: let it read to the end (or stop it by
             // hanging up when the join falls back).
             if matches!(joined, Ok(true)) {
                 loop {
                     match rt.next(self) {
+                        Ok(Some(c)) if c.3 => graph_calls.push(c),
                         Ok(Some(_)) => {}
                         Ok(None) => break,
                         Err(None) => return Ok(false),
@@ -337,11 +343,13 @@ impl NsysDb {
     }
 
     /// The merge join of the GPU work (in start order) with the launch calls.
+    /// The graph launch calls it reads go to `graph_calls`.
     fn join(
         &self,
         ops: &mut ops::OpsRx,
         rt: &mut Calls,
         launches: &mut impl Sink<Launch>,
+        graph_calls: &mut Vec<LaunchCall>,
     ) -> Result<bool, Error> {
         let mut call_next: Option<LaunchCall> = None;
         let mut calls_done = false;
@@ -350,7 +358,11 @@ impl NsysDb {
         loop {
             let op = match ops.next() {
                 Ok(Some(op)) => op,
-                Ok(None) => return Ok(true),
+                Ok(None) => {
+                    // The call read ahead of the work is the caller's to drain after.
+                    graph_calls.extend(call_next.filter(|c| c.3));
+                    return Ok(true);
+                }
                 Err(ops::Stop::Failed(e)) => return Err(self.err(e)),
                 Err(ops::Stop::OutOfOrder) => return Ok(false),
             };
@@ -373,6 +385,9 @@ impl NsysDb {
                     break;
                 }
                 pending.insert((tid >> 24, corr), (start, tid, graph_call));
+                if graph_call {
+                    graph_calls.push((start, tid, corr, graph_call));
+                }
                 if pending.len() > MAX_PENDING {
                     return Ok(false);
                 }
@@ -469,16 +484,27 @@ mod tests {
             .collect();
         dbs.push(root.join("tests/data/nsys/run.sqlite"));
         dbs.push(root.join("examples/sample-run-2gpu/nsys/run.rank1.sqlite"));
+        // Traced as whole graphs: each launch with its graph's GPU span.
+        dbs.push(root.join("tests/data/hf/static-graphtrace/nsys/run.sqlite"));
         for p in dbs.iter().filter(|p| p.is_file()) {
             let db = NsysDb::open(p).unwrap();
             let mut want: Vec<_> = db.launches().unwrap().iter().map(key).collect();
             let mut sink = Got(Vec::new());
             let mut calls = Count(0);
+            let mut graph_calls = Vec::new();
             assert!(
-                db.stream_both(&mut sink, &mut calls).unwrap(),
+                db.stream_both(&mut sink, &mut calls, &mut graph_calls)
+                    .unwrap(),
                 "{}",
                 p.display()
             );
+            // The graph launches seen on the way are those the query of their own finds.
+            let order = |g: &GraphLaunch| (g.api_start, g.tid);
+            let mut streamed = db.with_graph_spans(graph_calls).unwrap();
+            let mut queried = db.graph_launches().unwrap();
+            streamed.sort_by_key(order);
+            queried.sort_by_key(order);
+            assert_eq!(streamed, queried, "{}", p.display());
             // Every runtime row with an end reached the call consumer.
             let mut all_calls = Count(0);
             db.for_each_api_call(&mut all_calls).unwrap();
