@@ -133,13 +133,17 @@ pub(crate) enum TensorUse {
     Unmeasured,
 }
 
-/// The ncu pass stopped at its time budget (status.json): the budget, where it came from, and
-/// whether the metrics cache kept what ncu measured (a re-run then profiles only the rest).
+/// The ncu pass stopped at its time budget (status.json): the budget, where it came from,
+/// whether the metrics cache kept what ncu measured (a re-run then profiles only the rest), and
+/// and the kernel with the most time that ncu did not measure, chosen or not (its share is the
+/// finding's `kernel_share_pct`): ncu reaches the chosen kernels in the order the workload
+/// launches them, so a budget need not leave out the smallest.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct BudgetStop {
     pub(crate) s: f64,
     pub(crate) from: String,
     pub(crate) cached: bool,
+    pub(crate) largest_left_out: Option<String>,
 }
 
 /// What a finding claims, with its parameters.

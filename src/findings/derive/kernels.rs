@@ -93,18 +93,38 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
     let scope = table_scope(a);
     let measured = a.records.iter().filter(|r| r.ncu_instances > 0).count();
     let fig = |q, v| Figure::new(q, v, &a.ncu_csv_file, &scope.clone().ncu());
+    let mut figures = vec![
+        fig(Quantity::NcuCoveragePct, cov),
+        fig(Quantity::NcuLeftOutPct, (100.0 - cov).max(0.0)),
+        fig(Quantity::NcuKernelsMeasured, measured as f64),
+    ];
+    let mut stop = budget_stop(a);
+    // Where the budget stopped ncu, the largest kernel without its figures, on the coverage's
+    // basis.
+    let nccl_out = a.ncu_skips_nccl();
+    let left_out = a
+        .records
+        .iter()
+        .filter(|r| r.ncu_instances == 0 && !(nccl_out && crate::model::is_nccl(&r.name)))
+        .find_map(|r| Some((r, r.gpu_time_pct?)));
+    if let (Some(stop), Some((r, share))) = (stop.as_mut(), left_out) {
+        stop.largest_left_out = Some(display_name(&r.name));
+        let k = scope.clone().kernel(&r.name);
+        figures.push(Figure::new(
+            Quantity::KernelSharePct,
+            share,
+            &a.kern_sum_file,
+            &k,
+        ));
+    }
     out.push(
         Claim::NcuCoverage {
-            nccl_left_out: a.ncu_skips_nccl(),
-            budget_stop: budget_stop(a),
+            nccl_left_out: nccl_out,
+            budget_stop: stop,
         },
         scope.clone(),
         None,
-        vec![
-            fig(Quantity::NcuCoveragePct, cov),
-            fig(Quantity::NcuLeftOutPct, (100.0 - cov).max(0.0)),
-            fig(Quantity::NcuKernelsMeasured, measured as f64),
-        ],
+        figures,
     );
 }
 
@@ -116,6 +136,7 @@ fn budget_stop(a: &Artifacts) -> Option<crate::findings::BudgetStop> {
         s: b.s,
         from: b.from.clone(),
         cached: rec.cache.as_ref().is_some_and(|c| c.stored > 0),
+        largest_left_out: None,
     })
 }
 

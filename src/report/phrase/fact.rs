@@ -3,12 +3,21 @@
 
 use super::*;
 
-/// Where ncu was stopped at its time budget: the budget, and what a re-run does about the rest.
-fn budget_words(b: &crate::findings::BudgetStop) -> String {
+/// Where ncu was stopped at its time budget: the budget, the largest kernel without ncu's
+/// figures, and what a re-run does about the rest.
+fn budget_words(b: &crate::findings::BudgetStop, f: &Finding) -> String {
     format!(
-        "; ncu was stopped at its time budget of {:.0} s ({}; status.json){}",
+        "; ncu was stopped at its time budget of {:.0} s ({}; status.json){}{}",
         b.s,
         md(&b.from),
+        match &b.largest_left_out {
+            Some(k) => format!(
+                ", the largest kernel left without its figures {} ({} of the kernel time)",
+                md(k),
+                f.text(Q::KernelSharePct)
+            ),
+            None => String::new(),
+        },
         match b.cached {
             true =>
                 ": the metrics cache keeps what it measured, so a re-run profiles only the rest",
@@ -46,7 +55,10 @@ pub(crate) fn fact(f: &Finding) -> String {
                 ""
             },
             f.text(Q::NcuLeftOutPct),
-            budget_stop.as_ref().map(budget_words).unwrap_or_default(),
+            budget_stop
+                .as_ref()
+                .map(|b| budget_words(b, f))
+                .unwrap_or_default(),
             cite(f)
         ),
         Claim::MeasurementCost {
