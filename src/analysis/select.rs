@@ -26,6 +26,12 @@ impl KernelFilter {
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Keep the first `n` (the largest: a filter is in rank order).
+    pub(crate) fn truncate(&mut self, n: usize) {
+        match self {
+            KernelFilter::Mangled(v) | KernelFilter::Function(v) => v.truncate(n),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -146,6 +146,17 @@ pub(crate) struct BudgetStop {
     pub(crate) largest_left_out: Option<String>,
 }
 
+/// The ncu pass planned within its time budget (status.json): at the pace an earlier run of
+/// the workload measured, the budget afforded ncu the `given` largest of the chosen kernels
+/// the metrics cache lacked, and `deferred` more are left for the next run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct BudgetPlan {
+    pub(crate) s: f64,
+    pub(crate) from: String,
+    pub(crate) given: usize,
+    pub(crate) deferred: usize,
+}
+
 /// What a finding claims, with its parameters.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -170,6 +181,8 @@ pub(crate) enum Claim {
         nccl_left_out: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         budget_stop: Option<BudgetStop>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        budget_plan: Option<BudgetPlan>,
     },
     /// The share of the measured kernels' time in launch configurations ncu measured.
     ShapeCoverage,

@@ -267,10 +267,9 @@ fn a_top_kernel_ncu_did_not_classify_takes_its_sampled_class_or_an_abstention() 
     );
 }
 
-/// The real GPU-metrics capture with ncu: no configuration disagrees beyond the band; one
-/// made to (mutated here, named so) becomes a caveat citing both tools' figures.
-#[test]
-fn a_configuration_the_two_tools_disagree_on_is_a_caveat() {
+/// The real GPU-metrics capture with ncu (tests/data/hf/gpu-metrics), copied where its
+/// report may be written.
+fn gpu_metrics_run() -> (tempfile::TempDir, RunDir) {
     let tmp = tempfile::tempdir().unwrap();
     let src =
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/hf/gpu-metrics");
@@ -285,6 +284,58 @@ fn a_configuration_the_two_tools_disagree_on_is_a_caveat() {
         }
     }
     let run = RunDir::open(&dir).unwrap();
+    (tmp, run)
+}
+
+/// A pass whose budget afforded ncu only the largest of its kernels, then stopped it (the
+/// real capture's status.json mutated here, named so): the coverage line says both, and names
+/// the largest kernel left without ncu's figures with its nsys share.
+#[test]
+fn a_budget_that_narrowed_and_stopped_the_pass_is_said_on_the_coverage_line() {
+    let (_tmp, run) = gpu_metrics_run();
+    let mut a = Artifacts::load(&run, cfg()).unwrap();
+    let ncu = a
+        .status
+        .as_mut()
+        .and_then(|s| s.passes.get_mut("ncu"))
+        .and_then(|p| p.ncu.as_mut())
+        .unwrap();
+    ncu.budget = Some(crate::rundir::status::NcuBudget {
+        s: 14.0,
+        from: "ncu.budget_s".into(),
+        reached: true,
+    });
+    let cost = ncu.cost.as_mut().unwrap();
+    cost.kernels = 4;
+    cost.deferred = 5;
+    a.records[0].ncu_instances = 0;
+    let top = crate::model::display_name(&a.records[0].name);
+    let share = a.records[0].gpu_time_pct.unwrap();
+    let f = crate::findings::derive(&a);
+    let c = f
+        .made()
+        .find(|x| matches!(x.claim, crate::findings::Claim::NcuCoverage { .. }))
+        .unwrap();
+    assert_eq!(
+        c.get(crate::findings::Quantity::KernelSharePct),
+        Some(share)
+    );
+    let text = phrase::fact(c);
+    assert!(text.contains("its time budget of 14 s (ncu.budget_s; status.json) afforded the 4 largest of the chosen kernels the metrics cache lacked at the pace an earlier run of this workload measured, and 5 more are left for a re-run"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "ncu was stopped at its time budget of 14 s (ncu.budget_s; status.json), the largest kernel left without its figures {}",
+            crate::report::fmt::md(&top)
+        )),
+        "{text}"
+    );
+}
+
+/// The real GPU-metrics capture with ncu: no configuration disagrees beyond the band; one
+/// made to (mutated here, named so) becomes a caveat citing both tools' figures.
+#[test]
+fn a_configuration_the_two_tools_disagree_on_is_a_caveat() {
+    let (_tmp, run) = gpu_metrics_run();
     let mut a = Artifacts::load(&run, cfg()).unwrap();
     let apart = |a: &Artifacts| {
         crate::findings::derive(a)

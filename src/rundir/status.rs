@@ -234,6 +234,10 @@ pub(crate) struct NcuCostPlan {
     pub(crate) predicted_s: f64,
     /// Where the figures come from: a named earlier run, or the built-in defaults.
     pub(crate) basis: String,
+    /// Chosen kernels the cache lacked that ncu was not given: its time budget affords only
+    /// the `kernels` largest at the pace an earlier run of the workload measured.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) deferred: usize,
 }
 
 /// What the pass cost, measured.

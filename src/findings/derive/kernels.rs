@@ -121,11 +121,26 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
         Claim::NcuCoverage {
             nccl_left_out: nccl_out,
             budget_stop: stop,
+            budget_plan: budget_plan(a),
         },
         scope.clone(),
         None,
         figures,
     );
+}
+
+/// The ncu pass's time budget, where it afforded ncu fewer kernels than were chosen
+/// (status.json).
+fn budget_plan(a: &Artifacts) -> Option<crate::findings::BudgetPlan> {
+    let rec = a.status.as_ref()?.passes.get("ncu")?.ncu.as_ref()?;
+    let cost = rec.cost.as_ref().filter(|c| c.deferred > 0)?;
+    let b = rec.budget.as_ref()?;
+    Some(crate::findings::BudgetPlan {
+        s: b.s,
+        from: b.from.clone(),
+        given: cost.kernels,
+        deferred: cost.deferred,
+    })
 }
 
 /// The ncu pass's time budget, where ncu was stopped at it (status.json).

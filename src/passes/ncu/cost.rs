@@ -171,7 +171,28 @@ pub(crate) fn plan(
         passes_per_kernel: model.passes,
         predicted_s,
         basis,
+        deferred: 0,
     }
+}
+
+/// How many of `kernels` a pass can profile within `budget` at the pace an earlier run of the
+/// workload measured (`learned`, started the same way: `held`); None where all of them fit or
+/// there is no measured pace or budget to go by. At least one: a pass that affords none is
+/// still run, and stopped at its budget.
+pub(crate) fn affordable(
+    learned: Option<&Model>,
+    held: bool,
+    kernels: usize,
+    budget: Option<Duration>,
+) -> Option<usize> {
+    let m = learned.filter(|m| m.held == held)?;
+    let per_kernel = f64::from(m.passes) * m.s_per_pass;
+    if per_kernel <= 0.0 {
+        return None;
+    }
+    let room = budget?.as_secs_f64() - m.before_s - m.after_s;
+    let n = ((room / per_kernel).floor().max(1.0)) as usize;
+    (n < kernels).then_some(n)
 }
 
 /// A prediction past the pass's time budget comes down to it: ncu is stopped there, then ends
@@ -319,6 +340,28 @@ pub(crate) fn save(path: &Path, model: &Model) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    /// A budget the learned pace says the kernels overrun affords the ones that fit, never
+    /// fewer than one; no narrowing without a learned pace of the same start, or a budget.
+    #[test]
+    fn a_budget_affords_the_kernels_the_learned_pace_fits() {
+        let m = Model {
+            before_s: 8.8,
+            s_per_pass: 0.23,
+            passes: 5,
+            after_s: 0.5,
+            run: "r".into(),
+            held: true,
+        };
+        let b = |s| Some(Duration::from_secs(s));
+        // 14 - 8.8 - 0.5 = 4.7 s at 1.15 s a kernel: 4 of 9.
+        assert_eq!(affordable(Some(&m), true, 9, b(14)), Some(4));
+        assert_eq!(affordable(Some(&m), true, 4, b(14)), None);
+        assert_eq!(affordable(Some(&m), true, 9, b(5)), Some(1));
+        assert_eq!(affordable(Some(&m), false, 9, b(14)), None);
+        assert_eq!(affordable(None, true, 9, b(14)), None);
+        assert_eq!(affordable(Some(&m), true, 9, None), None);
+    }
+
     use super::*;
 
     fn at(s: f64, p: u32) -> Done {
@@ -363,6 +406,7 @@ mod tests {
             passes_per_kernel: 5,
             predicted_s: s,
             basis: "defaults".into(),
+            deferred: 0,
         };
         let capped = within(plan(40.0), Some(Duration::from_secs(19)));
         assert_eq!(capped.predicted_s, 20.5);

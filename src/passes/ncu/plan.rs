@@ -265,7 +265,7 @@ impl NcuPass {
             &base,
             self.device.as_ref(),
         );
-        let (reuse, filter, shape_plan) = self.choose(ctx, &collect, shapes.as_ref());
+        let (reuse, mut filter, shape_plan) = self.choose(ctx, &collect, shapes.as_ref());
         let per_shape = shape_plan.as_ref().is_some_and(|p| p.every_shape);
         let hits = reuse.as_ref().map_or(0, |r| r.hits.len());
         let to_profile = filter.as_ref().map(KernelFilter::len);
@@ -273,7 +273,7 @@ impl NcuPass {
         if let Some(p) = &shape_plan {
             tracing::info!("{}", p.describe());
         }
-        let (launches, profiles, bound) =
+        let (launches, mut profiles, bound) =
             which_launches(ctx.cfg, multi, per_shape, filter.as_ref(), shapes.as_ref());
         let stop_early = launches == Launches::FirstThenStop;
         // A held workload is attached to unless the pass must launch ncu itself: a launcher's
@@ -301,6 +301,20 @@ impl NcuPass {
         let learned = reuse
             .as_ref()
             .and_then(|r| cost::load(&cost_model_path(ctx, r)));
+        // Where the pace an earlier run measured says the chosen kernels overrun the budget,
+        // ncu gets the largest that fit: it reaches kernels in the order the workload launches
+        // them, so a budget stop would leave out whichever come last, large or small.
+        let deferred = match (launches, filter.as_mut()) {
+            (Launches::First | Launches::FirstThenStop, Some(f)) => {
+                cost::affordable(learned.as_ref(), basis.held, f.len(), budget).map(|n| {
+                    let left = f.len() - n;
+                    f.truncate(n);
+                    profiles = Some(n);
+                    left
+                })
+            }
+            _ => None,
+        };
         let cost = profiles
             .map(|n| {
                 cost::plan(
@@ -312,7 +326,19 @@ impl NcuPass {
                     stop_early || bound.as_ref().is_some_and(|b| b.all_known),
                 )
             })
-            .map(|c| cost::within(c, budget));
+            .map(|c| cost::within(c, budget))
+            .map(|mut c| {
+                if let Some(left) = deferred {
+                    c.deferred = left;
+                    c.basis = format!(
+                        "{}; its time budget affords the {} largest of the {} kernels at that pace, {left} left for the next run",
+                        c.basis,
+                        c.kernels,
+                        c.kernels + left
+                    );
+                }
+                c
+            });
         let profile = self.argv(
             ctx,
             include.as_deref(),

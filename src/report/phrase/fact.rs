@@ -26,6 +26,18 @@ fn budget_words(b: &crate::findings::BudgetStop, f: &Finding) -> String {
     )
 }
 
+/// Where the budget afforded ncu fewer kernels than were chosen: how many, and why.
+fn plan_words(b: &crate::findings::BudgetPlan) -> String {
+    format!(
+        "; its time budget of {:.0} s ({}; status.json) afforded the {} largest of the chosen kernels the metrics cache lacked at the pace an earlier run of this workload measured, and {} more {} left for a re-run",
+        b.s,
+        md(&b.from),
+        b.given,
+        b.deferred,
+        are(b.deferred)
+    )
+}
+
 pub(crate) fn fact(f: &Finding) -> String {
     let w = scope(&f.scope);
     match &f.claim {
@@ -45,8 +57,9 @@ pub(crate) fn fact(f: &Finding) -> String {
         Claim::NcuCoverage {
             nccl_left_out,
             budget_stop,
+            budget_plan,
         } => format!(
-            "Hardware counters (ncu) measured for {} kernels {w}: {} of the kernel time{}, {} left out{}{}",
+            "Hardware counters (ncu) measured for {} kernels {w}: {} of the kernel time{}, {} left out{}{}{}",
             f.text(Q::NcuKernelsMeasured),
             f.text(Q::NcuCoveragePct),
             if *nccl_left_out {
@@ -55,6 +68,7 @@ pub(crate) fn fact(f: &Finding) -> String {
                 ""
             },
             f.text(Q::NcuLeftOutPct),
+            budget_plan.as_ref().map(plan_words).unwrap_or_default(),
             budget_stop
                 .as_ref()
                 .map(|b| budget_words(b, f))
