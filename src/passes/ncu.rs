@@ -369,7 +369,11 @@ impl Pass for NcuPass {
                 );
             }
         }
-        let stored_all = st.state == PassState::Ok && stop.bounded.is_none() && stored > 0;
+        // Kernels the budget left for the next run (deferred) mean that run needs ncu: it is
+        // not to expect the cache to answer, so it holds its copy early.
+        let deferred = plan.cost.as_ref().is_some_and(|c| c.deferred > 0);
+        let stored_all =
+            st.state == PassState::Ok && stop.bounded.is_none() && stored > 0 && !deferred;
         st.ncu = Some(self.outcome_record(plan, actual, stored));
         if let Some(r) = st.ncu.as_mut() {
             r.stopped_early = plan.stop_early && out.tail.contains(STOPPED_EARLY);
