@@ -352,3 +352,70 @@ fn kernels_from_two_processes_start_the_workload_as_usual() {
     let cmd = read(sb.run("r").join("ncu/cmd.txt"));
     assert!(!cmd.contains("--mode=attach"), "{cmd}");
 }
+
+/// A re-run whose learned pace says the kernels the cache lacks overrun its budget gives ncu
+/// only the largest that fit, and says so (the replays paced by the double: 1 s a kernel).
+#[test]
+fn a_budget_the_learned_pace_overruns_gives_ncu_the_largest_kernels_that_fit() {
+    let sb = Sandbox::new();
+    let run = |id: &str, extra: &[&str]| {
+        let mut args = vec!["ncu.early_start=false"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(ARGS);
+        sb.profile(id, &args)
+            .env("FAKE_SMI", "1")
+            .env("FAKE_NCU_PACE", "1")
+            .assert()
+            .success();
+        status(&sb.run(id))["passes"]["ncu"]["ncu"].clone()
+    };
+    // The top 2, unbounded: the cost model learns 1 s a kernel.
+    let one = run(
+        "one",
+        &["ncu.top_n=2", "ncu.coverage=0.01", "ncu.budget_s=null"],
+    );
+    assert_eq!(one["cache"]["stored"], 2, "{one}");
+    // The top 8 within a budget that affords fewer than the 6 the cache lacks at that pace.
+    let two = run(
+        "two",
+        &["ncu.top_n=8", "ncu.coverage=0.99", "ncu.budget_s=4"],
+    );
+    let cost = &two["cost"];
+    let (given, deferred) = (
+        cost["kernels"].as_u64().unwrap(),
+        cost["deferred"].as_u64().unwrap_or(0),
+    );
+    assert!(deferred > 0 && given >= 1, "{two}");
+    assert!(
+        cost["basis"].as_str().unwrap().contains(&format!(
+            "its time budget affords the {given} largest of the"
+        )),
+        "{two}"
+    );
+    let md = read(sb.run("two").join("kernels.md"));
+    assert!(
+        md.contains(&format!(
+            "afforded the {given} largest of the chosen kernels"
+        )),
+        "{md}"
+    );
+    assert_eq!(
+        sb.ncu_profiles().len(),
+        2,
+        "one ncu profile per run: {}",
+        sb.calls()
+    );
+    // ncu was given the largest the cache lacked: the kernels with ncu's figures are the top
+    // 2 (cached) and the next `given`, in the table's rank order.
+    let measured: Vec<bool> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("| # | kernel | instances"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.split('|').nth(7).is_some_and(|c| c.trim() != "–"))
+        .collect();
+    let top = 2 + given as usize;
+    assert!(measured.len() > top, "{md}");
+    assert!(measured[..top].iter().all(|&m| m), "{md}");
+    assert!(!measured[top..].iter().any(|&m| m), "{md}");
+}

@@ -7,8 +7,10 @@ H100) as a profile run would, honouring the kernel filter it is given (--kernel-
     ncu_replay.py DATA_DIR REPORT_BASE -- NCU_ARGS...
 """
 import csv
+import os
 import re
 import sys
+import time
 
 
 def short_name(demangled):
@@ -78,9 +80,15 @@ def main():
         with open(path, "w", newline="") as f:
             w = csv.writer(f, quoting=csv.QUOTE_ALL, lineterminator="\n")
             w.writerows(rows[:2] + [rows[i] for i in keep])
-    print("==PROF== Connected to process 641 (/usr/bin/python3.12)")
+    print("==PROF== Connected to process 641 (/usr/bin/python3.12)", flush=True)
+    # FAKE_NCU_PACE=S: each kernel takes S s to profile, as a slow replay does.
+    pace = float(os.environ.get("FAKE_NCU_PACE") or 0)
     for i in keep:
-        print(f'==PROF== Profiling "{raw[i][col]}" - {i - 2}: 0%....50%....100% - 16 passes')
+        time.sleep(pace)
+        print(
+            f'==PROF== Profiling "{raw[i][col]}" - {i - 2}: 0%....50%....100% - 16 passes',
+            flush=True,
+        )
     print("==PROF== Disconnected from process 641")
     if keep:
         print(f"==PROF== Report: {out}.ncu-rep")
