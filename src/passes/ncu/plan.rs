@@ -225,6 +225,24 @@ fn which_launches(
     (launches, profiles, bound)
 }
 
+/// Where the pace an earlier run measured (`learned`) says the chosen kernels overrun the
+/// budget, ncu gets the largest that fit (the filter is in rank order) and the rest wait for
+/// the next run: ncu reaches kernels in the order the workload launches them, so a budget stop
+/// would leave out whichever come last, large or small. Returns how many were deferred.
+fn defer_past_budget(
+    launches: Launches,
+    filter: Option<&mut KernelFilter>,
+    learned: Option<&cost::Model>,
+    held: bool,
+    budget: Option<std::time::Duration>,
+) -> Option<usize> {
+    let f = filter.filter(|_| matches!(launches, Launches::First | Launches::FirstThenStop))?;
+    let n = cost::affordable(learned, held, f.len(), budget)?;
+    let left = f.len() - n;
+    f.truncate(n);
+    Some(left)
+}
+
 /// The report the kernel pass writes for `base` (the first profiled rank's where a launcher's
 /// ranks get one each).
 pub(crate) fn kernel_report(ctx: &Ctx, base: &str) -> std::path::PathBuf {
@@ -301,20 +319,16 @@ impl NcuPass {
         let learned = reuse
             .as_ref()
             .and_then(|r| cost::load(&cost_model_path(ctx, r)));
-        // Where the pace an earlier run measured says the chosen kernels overrun the budget,
-        // ncu gets the largest that fit: it reaches kernels in the order the workload launches
-        // them, so a budget stop would leave out whichever come last, large or small.
-        let deferred = match (launches, filter.as_mut()) {
-            (Launches::First | Launches::FirstThenStop, Some(f)) => {
-                cost::affordable(learned.as_ref(), basis.held, f.len(), budget).map(|n| {
-                    let left = f.len() - n;
-                    f.truncate(n);
-                    profiles = Some(n);
-                    left
-                })
-            }
-            _ => None,
-        };
+        let deferred = defer_past_budget(
+            launches,
+            filter.as_mut(),
+            learned.as_ref(),
+            basis.held,
+            budget,
+        );
+        if let Some(f) = filter.as_ref().filter(|_| deferred.is_some()) {
+            profiles = Some(f.len());
+        }
         let cost = profiles
             .map(|n| {
                 cost::plan(
