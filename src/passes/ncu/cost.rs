@@ -187,10 +187,11 @@ pub(crate) fn affordable(
 ) -> Option<usize> {
     let m = learned.filter(|m| m.held == held)?;
     let per_kernel = f64::from(m.passes) * m.s_per_pass;
-    if per_kernel <= 0.0 {
+    let room = budget?.as_secs_f64() - m.before_s - m.after_s;
+    // A model read back from the cache that does not hold figures of a pass narrows nothing.
+    if !(per_kernel > 0.0 && per_kernel.is_finite() && room.is_finite()) {
         return None;
     }
-    let room = budget?.as_secs_f64() - m.before_s - m.after_s;
     let n = ((room / per_kernel).floor().max(1.0)) as usize;
     (n < kernels).then_some(n)
 }
@@ -360,6 +361,11 @@ mod tests {
         assert_eq!(affordable(Some(&m), false, 9, b(14)), None);
         assert_eq!(affordable(None, true, 9, b(14)), None);
         assert_eq!(affordable(Some(&m), true, 9, None), None);
+        let broken = Model {
+            s_per_pass: 0.0,
+            ..m.clone()
+        };
+        assert_eq!(affordable(Some(&broken), true, 9, b(14)), None);
     }
 
     use super::*;
