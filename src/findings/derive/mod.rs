@@ -1,6 +1,7 @@
 //! The rules applied to a run's figures: one function per subject, each adding the findings
 //! its figures support (and the ones it abstains from) in the order the reports read them.
 
+mod coverage;
 mod groups;
 mod kernels;
 mod ranges;
@@ -19,8 +20,8 @@ pub(super) fn all(a: &Artifacts) -> Findings {
     ranges::verdicts(a, &mut out);
     run::ranks(a, &mut out);
     kernels::launch_calls(a, &mut out);
-    kernels::coverage(a, &mut out);
-    kernels::shapes(a, &mut out);
+    coverage::coverage(a, &mut out);
+    coverage::shapes(a, &mut out);
     ranges::measurement_cost(a, &mut out);
     kernels::tiny(a, &mut out);
     kernels::bounds(a, &mut out);
