@@ -26,43 +26,30 @@ impl NsysDb {
         {
             return Ok(Vec::new());
         }
-        let traced =
-            self.has_columns(GRAPH_TRACE, &["start", "end", "correlationId", "globalPid"])?;
-        let gpu = match traced {
-            true => "g.start, g.end",
-            false => "NULL, NULL",
-        };
-        let join = match traced {
-            true => format!(
-                "LEFT JOIN {GRAPH_TRACE} g ON g.correlationId = r.correlationId \
-                 AND (r.globalTid / 16777216) = (g.globalPid / 16777216)"
-            ),
-            false => String::new(),
-        };
-        let sql = format!(
-            "SELECT r.start, r.globalTid, {gpu} FROM CUPTI_ACTIVITY_KIND_RUNTIME r {join} \
+        let sql =
+            "SELECT r.start, r.globalTid, r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r \
              WHERE r.nameId IN (SELECT id FROM StringIds WHERE value LIKE 'cudaGraphLaunch%' \
-             OR value LIKE 'cuGraphLaunch%') ORDER BY r.start"
-        );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt
+             OR value LIKE 'cuGraphLaunch%') ORDER BY r.start";
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let calls = stmt
             .query_map([], |r| {
-                let (s, e): (Option<i64>, Option<i64>) = (r.get(2)?, r.get(3)?);
-                Ok(GraphLaunch {
-                    api_start: r.get(0)?,
-                    tid: r.get::<_, Option<i64>>(1)?.unwrap_or(0),
-                    gpu: s.zip(e).filter(|(s, e)| e >= s),
-                })
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                    r.get::<_, Option<i64>>(2)?.unwrap_or(-1),
+                ))
             })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+        self.with_graph_spans(calls)
     }
 
     /// The graph launch calls (start, tid, correlation id) with their whole-graph GPU spans
-    /// where the export has them (the same match as [`NsysDb::graph_launches`]).
+    /// where the export has them: matched by correlation id within the process.
     pub(super) fn with_graph_spans(
         &self,
-        calls: Vec<(i64, i64, i64, bool)>,
+        calls: Vec<(i64, i64, i64)>,
     ) -> Result<Vec<GraphLaunch>, Error> {
         let traced = !calls.is_empty()
             && self.has_columns(GRAPH_TRACE, &["start", "end", "correlationId", "globalPid"])?;
@@ -89,7 +76,7 @@ impl NsysDb {
         }
         Ok(calls
             .into_iter()
-            .map(|(api_start, tid, corr, _)| GraphLaunch {
+            .map(|(api_start, tid, corr)| GraphLaunch {
                 api_start,
                 tid,
                 gpu: spans

@@ -297,7 +297,7 @@ impl NsysDb {
         &self,
         launches: &mut impl Sink<Launch>,
         calls: &mut (impl Sink<ApiCall> + Send),
-        graph_calls: &mut Vec<LaunchCall>,
+        graph_calls: &mut Vec<(i64, i64, i64)>,
     ) -> Result<bool, Error> {
         self.require(
             "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -330,7 +330,7 @@ impl NsysDb {
             if matches!(joined, Ok(true)) {
                 loop {
                     match rt.next(self) {
-                        Ok(Some(c)) if c.3 => graph_calls.push(c),
+                        Ok(Some((start, tid, corr, true))) => graph_calls.push((start, tid, corr)),
                         Ok(Some(_)) => {}
                         Ok(None) => break,
                         Err(None) => return Ok(false),
@@ -349,7 +349,7 @@ impl NsysDb {
         ops: &mut ops::OpsRx,
         rt: &mut Calls,
         launches: &mut impl Sink<Launch>,
-        graph_calls: &mut Vec<LaunchCall>,
+        graph_calls: &mut Vec<(i64, i64, i64)>,
     ) -> Result<bool, Error> {
         let mut call_next: Option<LaunchCall> = None;
         let mut calls_done = false;
@@ -360,7 +360,9 @@ impl NsysDb {
                 Ok(Some(op)) => op,
                 Ok(None) => {
                     // The call read ahead of the work is the caller's to drain after.
-                    graph_calls.extend(call_next.filter(|c| c.3));
+                    if let Some((start, tid, corr, true)) = call_next {
+                        graph_calls.push((start, tid, corr));
+                    }
                     return Ok(true);
                 }
                 Err(ops::Stop::Failed(e)) => return Err(self.err(e)),
@@ -386,7 +388,7 @@ impl NsysDb {
                 }
                 pending.insert((tid >> 24, corr), (start, tid, graph_call));
                 if graph_call {
-                    graph_calls.push((start, tid, corr, graph_call));
+                    graph_calls.push((start, tid, corr));
                 }
                 if pending.len() > MAX_PENDING {
                     return Ok(false);
