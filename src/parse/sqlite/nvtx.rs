@@ -12,7 +12,7 @@ const NVTX_MARK: i64 = 34;
 impl NsysDb {
     /// Every closed NVTX range, in start order.
     pub fn ranges(&self) -> Result<Vec<NvtxRange>, Error> {
-        Ok(self.read_ranges(None)?.0)
+        Ok(self.ranges_and_library_names(None)?.0)
     }
 
     /// Every closed NVTX range, in start order, and the names of those that live only in an
@@ -23,25 +23,15 @@ impl NsysDb {
         &self,
         keep: Option<&str>,
     ) -> Result<(Vec<NvtxRange>, std::collections::HashSet<String>), Error> {
-        self.read_ranges(Some(keep))
-    }
-
-    /// `library`: Some(the domain kept) to tell library ranges apart, None not to.
-    fn read_ranges(
-        &self,
-        library: Option<Option<&str>>,
-    ) -> Result<(Vec<NvtxRange>, std::collections::HashSet<String>), Error> {
         let cols = self.columns("NVTX_EVENTS")?;
         if cols.is_empty() {
             return Ok(Default::default());
         }
         self.check_intervals("NVTX_EVENTS")?;
         let name = self.nvtx_name_expr(&cols, "e")?;
-        let kept = match library {
-            Some(keep) if cols.iter().any(|c| c == "domainId") => {
-                Some(self.domains_named(&cols, keep)?)
-            }
-            _ => None,
+        let kept = match cols.iter().any(|c| c == "domainId") {
+            true => Some(self.domains_named(&cols, keep)?),
+            false => None,
         };
         let domain = match kept {
             Some(_) => "COALESCE(e.domainId, 0)",
