@@ -506,8 +506,9 @@ fn per_token_is_said_only_with_a_per_token_figure() {
     );
 }
 
-/// With more ranges than `report.max_ranges`, kernels.md's range tables list the ranges with
-/// the most range time and say how many are left out; summary.json keeps every range.
+/// With more ranges than `report.max_ranges`, kernels.md's range tables and summary.json list
+/// the ranges with the most range time and say how many are left out; ranges.csv has every
+/// range, with the same figures.
 #[test]
 fn range_tables_list_the_longest_ranges_and_say_what_is_left_out() {
     let sb = Sandbox::new();
@@ -520,46 +521,113 @@ fn range_tables_list_the_longest_ranges_and_say_what_is_left_out() {
         .arg(&copy)
         .assert()
         .success();
-    let summary: serde_json::Value =
-        serde_json::from_str(&read(copy.join("summary.json"))).unwrap();
-    let ranges = summary["ranges"].as_array().unwrap();
-    assert!(ranges.len() > 2, "{}", ranges.len());
+    let mut csv = csv::Reader::from_path(copy.join("ranges.csv")).unwrap();
+    let head = csv.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    assert!(rows.len() > 2, "{}", rows.len());
     // The two with the most range time (the longer of CPU wall and GPU projection).
-    let mut by_time: Vec<(f64, &str)> = ranges
+    let num = |r: &csv::StringRecord, c: &str| r[col(c)].parse::<f64>().unwrap();
+    let mut by_time: Vec<(f64, String)> = rows
         .iter()
         .map(|r| {
-            let t = r["total_ns"]
-                .as_f64()
-                .unwrap()
-                .max(r["gpu_projection_ns"].as_f64().unwrap());
-            (t, r["name"].as_str().unwrap())
+            let t = num(r, "wall_ns").max(num(r, "gpu_projection_ns"));
+            (t, r[col("name")].to_string())
         })
         .collect();
     by_time.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let listed: Vec<&str> = rows
+        .iter()
+        .filter(|r| &r[col("listed")] == "true")
+        .map(|r| &r[col("name")])
+        .collect();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(copy.join("summary.json"))).unwrap();
+    let ranges = summary["ranges"].as_array().unwrap();
+    let in_json: Vec<&str> = ranges.iter().map(|r| r["name"].as_str().unwrap()).collect();
     let md = read(copy.join("kernels.md"));
     let table = &md[md.find("## Per NVTX range").unwrap()..md.find("## Per instance").unwrap()];
-    let rows: Vec<&str> = table
+    let table_rows: Vec<&str> = table
         .lines()
         .filter(|l| l.starts_with("| ") && !l.starts_with("| range "))
         .collect();
-    assert_eq!(rows.len(), 2, "{table}");
+    assert_eq!(table_rows.len(), 2, "{table}");
     for (_, name) in &by_time[..2] {
         assert!(
-            rows.iter().any(|r| r.starts_with(&format!("| {name} |"))),
+            table_rows
+                .iter()
+                .any(|r| r.starts_with(&format!("| {name} |"))),
             "{name}: {table}"
         );
+        assert!(listed.contains(&name.as_str()) && in_json.contains(&name.as_str()));
     }
-    let left = ranges.len() - 2;
+    assert_eq!(in_json.len(), 2, "{in_json:?}");
+    // The listed ranges' figures in summary.json are ranges.csv's.
+    for r in ranges {
+        let row = rows
+            .iter()
+            .find(|x| x[col("name")] == *r["name"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(r["total_ns"].as_f64().unwrap(), num(row, "wall_ns"));
+        assert_eq!(r["kernel_ns"].as_f64().unwrap(), num(row, "kernel_ns"));
+    }
+    let left = rows.len() - 2;
+    assert_eq!(summary["ranges_left_out"]["ranges"], left);
+    assert_eq!(summary["ranges_left_out"]["file"], "ranges.csv");
+    assert!(summary["ledger"].as_array().unwrap().len() <= 2);
+    let verdicts = summary["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "range_verdict")
+        .count();
+    assert_eq!(verdicts, 2);
     let line = format!("{left} more range");
     assert!(table.contains(&line), "{table}");
     assert!(
-        table.contains(
-            "`report.max_ranges`, 0 lists every range); summary.json's `ranges` has every range."
-        ),
+        table.contains("`report.max_ranges`, 0 lists every range); ranges.csv has every range."),
         "{table}"
     );
     assert!(
-        md.contains("summary.json's `ledger` has every range."),
+        md.contains("left out of this table and of summary.json"),
         "{md}"
     );
+}
+
+/// Without the SQLite export, ranges.csv has nsys's `nvtx_sum` rows: each range's instances
+/// and total time as nsys printed them, the export's columns empty.
+#[test]
+fn ranges_csv_without_the_export_is_nvtx_sum() {
+    let sb = Sandbox::new();
+    let copy = sb.path().join("r");
+    copy_dir(&root().join("examples/sample-run"), &copy);
+    std::fs::remove_file(copy.join("nsys/run.sqlite")).unwrap();
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&copy)
+        .assert()
+        .success();
+    let mut nvtx = csv::Reader::from_path(copy.join("nsys/summary_nvtx_sum.csv")).unwrap();
+    let want: Vec<(String, String, String)> = nvtx
+        .records()
+        .map(Result::unwrap)
+        .map(|r| {
+            (
+                r[9].trim_start_matches(':').to_string(),
+                r[2].to_string(),
+                r[1].to_string(),
+            )
+        })
+        .collect();
+    let mut csv = csv::Reader::from_path(copy.join("ranges.csv")).unwrap();
+    let got: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    assert_eq!(got.len(), want.len());
+    for (r, (name, instances, total)) in got.iter().zip(&want) {
+        assert_eq!(
+            (&r[0], &r[2], &r[3]),
+            (name.as_str(), instances.as_str(), total.as_str())
+        );
+        assert_eq!(&r[5], "", "no kernel time without the export");
+    }
 }

@@ -312,7 +312,7 @@ fn enclosing_label(parents: &[Option<&String>]) -> String {
 /// Every repeated range's groups, from the export's ranges.
 pub(crate) fn groups(ranges: &[NvtxRange], nest: &Nesting, rule: Rule) -> Vec<RangeGroups> {
     // Ordinals of each name's instances, for the enclosing instance's label.
-    let mut by_name: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    let mut by_name: rustc_hash::FxHashMap<&str, Vec<usize>> = Default::default();
     for (i, r) in ranges.iter().enumerate() {
         if r.end >= r.start {
             by_name.entry(&r.name).or_default().push(i);
@@ -330,8 +330,15 @@ pub(crate) fn groups(ranges: &[NvtxRange], nest: &Nesting, rule: Rule) -> Vec<Ra
         let k = ordinals.get(&i).copied().unwrap_or(1);
         format!("`{}` #{k}", &*ranges[i].name)
     };
+    // By name; a name of one instance has no groups (73k of them cost a split each).
+    let mut repeated: Vec<(&str, &Vec<usize>)> = by_name
+        .iter()
+        .filter(|(_, idx)| idx.len() > 1)
+        .map(|(name, idx)| (*name, idx))
+        .collect();
+    repeated.sort_unstable_by_key(|(name, _)| *name);
     let mut out = Vec::new();
-    for (name, idx) in &by_name {
+    for (name, idx) in repeated {
         let mut idx = idx.clone();
         idx.sort_by_key(|&i| ranges[i].start);
         let all: Vec<Inst> = idx

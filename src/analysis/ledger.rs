@@ -9,7 +9,7 @@
 //! of an instance add up to its wall time by construction; an instance whose calls and children
 //! would exceed its wall time (overlapping data) is marked not conserved.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -133,7 +133,7 @@ impl RangeLedger {
 
 /// The ledgers by range name: a report looks one up per range, and a capture can hold tens of
 /// thousands of names.
-pub(crate) struct ByName<'a>(HashMap<&'a str, &'a RangeLedger>);
+pub(crate) struct ByName<'a>(rustc_hash::FxHashMap<&'a str, &'a RangeLedger>);
 
 impl<'a> ByName<'a> {
     pub(crate) fn new(ledger: &'a [RangeLedger]) -> ByName<'a> {
@@ -431,7 +431,7 @@ fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
         order.sort_by_key(|&n| start(n));
     }
     let mut out: Vec<RangeLedger> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut index: rustc_hash::FxHashMap<&str, usize> = Default::default();
     for n in order {
         let node = &nodes[n as usize];
         let name = &*ranges[node.range()].name;

@@ -94,8 +94,8 @@ fn is_zero(n: &u64) -> bool {
 pub(crate) fn nested_in_own_name(
     ranges: &[crate::parse::sqlite::NvtxRange],
     nest: &crate::analysis::nesting::Nesting,
-) -> std::collections::HashMap<std::sync::Arc<str>, u64> {
-    let mut out = std::collections::HashMap::new();
+) -> rustc_hash::FxHashMap<std::sync::Arc<str>, u64> {
+    let mut out = rustc_hash::FxHashMap::default();
     for (i, r) in ranges.iter().enumerate().filter(|(_, r)| r.push_pop) {
         let mut up = nest.parent(i);
         while let Some(p) = up {
@@ -207,7 +207,7 @@ impl Keys {
     pub(crate) const NONE: u32 = u32::MAX;
 
     pub(crate) fn new(ranges: &[NvtxRange]) -> Keys {
-        let mut index: std::collections::HashMap<(&str, bool), u32> = Default::default();
+        let mut index: rustc_hash::FxHashMap<(&str, bool), u32> = Default::default();
         let mut names = Vec::new();
         let of = ranges
             .iter()

@@ -32,7 +32,10 @@ use crate::rundir::status::PassStatus;
 /// src/findings/summary.schema.json.
 /// 8: a finding's `rule` is the rule's id; `rules` holds each cited rule's words and
 /// threshold once (a run with 73k range names repeated one rule's words 73k times).
-pub(crate) const SCHEMA_VERSION: u32 = 8;
+/// 9: `ranges`, `ledger` and the `range_verdict` findings hold the ranges kernels.md lists
+/// (`report.max_ranges`, the ranges with the most range time); `ranges_left_out` counts the
+/// rest, which ranges.csv lists with every range (a run with 73k range names wrote 156 MB).
+pub(crate) const SCHEMA_VERSION: u32 = 9;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct Summary {
@@ -47,6 +50,9 @@ pub(crate) struct Summary {
     pub(crate) timed_passes: usize,
     pub(crate) totals: Totals,
     pub(crate) ranges: Vec<Range>,
+    /// The ranges `ranges` and `ledger` leave out (absent: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ranges_left_out: Option<RangesLeftOut>,
     pub(crate) peaks: Option<crate::analysis::roofline::Peaks>,
     /// Per-rank figures of a multi-rank run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -70,6 +76,18 @@ pub(crate) struct Summary {
     pub(crate) per_token: Vec<super::tokens::PhaseCost>,
     /// Which file each group of figures came from, relative to the run directory.
     pub(crate) sources: BTreeMap<String, String>,
+}
+
+/// The ranges summary.json leaves out (`report.max_ranges`): every range is a row of
+/// `file`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RangesLeftOut {
+    pub(crate) ranges: usize,
+    /// How many ranges it lists.
+    pub(crate) listed: usize,
+    /// The most range time (the longer of CPU wall and GPU projection) of one left out.
+    pub(crate) longest_ns: i64,
+    pub(crate) file: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -243,7 +261,13 @@ pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
     })
 }
 
+/// Every range's figures (what `stage2 diff` compares).
 pub(crate) fn summary(a: &Artifacts) -> Summary {
+    summary_of(a, &|_| true)
+}
+
+/// The figures with only the ranges `keep` names in `ranges` and `ledger`.
+pub(crate) fn summary_of(a: &Artifacts, keep: &dyn Fn(&str) -> bool) -> Summary {
     let (total, launches) = a.kernel_totals();
     let captured = a.captured();
     let wall = captured.as_ref().map(|c| c.wall_ns);
@@ -304,6 +328,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
             a.ranges
                 .iter()
                 .flatten()
+                .filter(|r| keep(r.name()))
                 .map(|r| Range {
                     name: r.name().to_string(),
                     style: r.style.clone(),
@@ -325,6 +350,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
         } else {
             a.range_stats
                 .iter()
+                .filter(|r| keep(&r.name))
                 .map(|r| Range {
                     name: r.name.clone(),
                     style: Some(r.style.clone()),
@@ -353,6 +379,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
                 })
                 .collect()
         },
+        ranges_left_out: None,
         peaks: a.peaks,
         ranks: a.rank_data.clone(),
         kernels: a
@@ -386,7 +413,7 @@ pub(crate) fn summary(a: &Artifacts) -> Summary {
             })
             .collect(),
         gpu_metrics: gpu_metrics(a),
-        ledger: a.ledger.clone(),
+        ledger: a.ledger.iter().filter(|l| keep(&l.name)).cloned().collect(),
         python_samples: a.python.clone(),
         operators: a.operators.clone(),
         per_token: a.per_token.clone(),

@@ -18,10 +18,13 @@ pub(crate) use crate::analysis::repeats::Repeats;
 pub(crate) use crate::analysis::roofline::Peaks;
 pub(crate) use crate::analysis::sampled::reuse::{Reused, FILE as REUSED_FIGURES};
 pub(crate) use crate::analysis::sampled::Agreement;
-pub(crate) use crate::analysis::summary::{GpuMetrics, Summary};
+pub(crate) use crate::analysis::summary::{GpuMetrics, RangesLeftOut, Summary};
 pub(crate) use crate::analysis::tokens::PhaseCost;
 pub(crate) use crate::analysis::Artifacts;
 use crate::config::Capture;
+
+/// The file with every range's row, however many the tables and summary.json list.
+pub(crate) const RANGES_CSV: &str = "ranges.csv";
 
 /// What the renderers read: the run's data (through `Deref`), and what was decided from it.
 pub(crate) struct Decided<'a> {
@@ -48,7 +51,7 @@ pub(crate) struct Listed {
 }
 
 impl Listed {
-    fn of(ranges: &[crate::analysis::ranges::RangeStats], max: usize) -> Listed {
+    pub(crate) fn of(ranges: &[crate::analysis::ranges::RangeStats], max: usize) -> Listed {
         if max == 0 || ranges.len() <= max {
             return Listed { names: None, max };
         }
@@ -132,17 +135,27 @@ pub(crate) fn decide(a: &Artifacts) -> Decided<'_> {
         .collect();
     tensor_sources.sort_unstable();
     tensor_sources.dedup();
+    let listed = Listed::of(&a.range_stats, a.config.report.max_ranges);
+    // summary.json holds what the tables list; ranges.csv every range.
+    let mut summary = crate::analysis::summary::summary_of(a, &|name| listed.has(name));
+    let (_, left) = listed.split(&a.range_stats, |r| &r.name, |r| r.wall_ns.max(r.proj_ns));
+    summary.ranges_left_out = left.map(|l| RangesLeftOut {
+        ranges: l.rows,
+        listed: l.max,
+        longest_ns: l.longest_ns,
+        file: RANGES_CSV,
+    });
     Decided {
         run: a,
-        findings: super::derive(a),
-        summary: crate::analysis::summary::summary(a),
+        findings: super::derive::all(a, &listed),
+        summary,
         stragglers,
         tensor_sources,
         ncu_range: a
             .ncu_include
             .as_deref()
             .map(crate::analysis::nvtx::base_name),
-        listed: Listed::of(&a.range_stats, a.config.report.max_ranges),
+        listed,
     }
 }
 

@@ -13,7 +13,6 @@ pub(crate) use crate::rules;
 
 use serde::Serialize;
 
-use crate::analysis::Artifacts;
 pub(crate) use claim::*;
 pub(crate) use quantity::{Quantity, Unit};
 pub(crate) use rules::Rule;
@@ -265,8 +264,11 @@ impl Findings {
 }
 
 /// Every finding the run's figures support.
-pub(crate) fn derive(a: &Artifacts) -> Findings {
-    derive::all(a)
+/// Every finding the run's figures support, range verdicts for the ranges the tables list.
+#[cfg(test)]
+pub(crate) fn derive(a: &crate::analysis::Artifacts) -> Findings {
+    let listed = document::Listed::of(&a.range_stats, a.config.report.max_ranges);
+    derive::all(a, &listed)
 }
 
 #[cfg(test)]

@@ -59,11 +59,7 @@ pub(crate) fn section(a: &Decided, s: &mut String) {
         );
     }
     if let Some(l) = left {
-        let _ = writeln!(
-            s,
-            "\n{}",
-            super::phrase::ranges_left_out(&l, "wall time", "ledger")
-        );
+        let _ = writeln!(s, "\n{}", super::phrase::ranges_left_out(&l, "wall time"));
     }
     python(a, s);
     steps(a, s);
@@ -145,7 +141,7 @@ fn gpu(a: &Decided, s: &mut String) {
         let _ = writeln!(
             s,
             "\n{}",
-            super::phrase::ranges_left_out(&l, "GPU projection", "ranges")
+            super::phrase::ranges_left_out(&l, "GPU projection")
         );
     }
 }

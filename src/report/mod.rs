@@ -1,5 +1,5 @@
 //! Reports: the analysis of a run directory rendered as kernels.md, stakeholder_summary.md,
-//! kernels.csv, summary.json and roofline.svg. `stage2 report` calls the same code on a finished
+//! kernels.csv, ranges.csv, summary.json and roofline.svg. `stage2 report` calls the same code on a finished
 //! run, offline.
 
 mod csv;
@@ -10,6 +10,7 @@ mod ledger;
 mod markdown;
 mod ops;
 mod phrase;
+mod ranges_csv;
 mod sampled;
 mod stakeholder;
 mod svg;
@@ -43,6 +44,7 @@ const OUTPUTS: &[&dyn Output] = &[
     &markdown::KernelsMd,
     &stakeholder::StakeholderMd,
     &csv::KernelsCsv,
+    &ranges_csv::RangesCsv,
     &svg::RooflineSvg,
     &json::SummaryJson,
 ];

@@ -10,14 +10,16 @@ mod run;
 use super::{Claim, Findings, Role};
 use crate::analysis::Artifacts;
 
-pub(super) fn all(a: &Artifacts) -> Findings {
+/// Every finding; range verdicts for the ranges `listed` (the tables' rows: a run with 73k
+/// range names would otherwise carry 73k verdicts nobody reads).
+pub(super) fn all(a: &Artifacts, listed: &super::document::Listed) -> Findings {
     let mut out = Findings::default();
     kernels::totals(a, &mut out);
     ranges::captured(a, &mut out);
     ranges::phases(a, &mut out);
     ranges::per_token(a, &mut out);
     groups::instances(a, &mut out);
-    ranges::verdicts(a, &mut out);
+    ranges::verdicts(a, listed, &mut out);
     run::ranks(a, &mut out);
     kernels::launch_calls(a, &mut out);
     coverage::coverage(a, &mut out);

@@ -5,6 +5,7 @@ use super::super::{
     Claim, Figure, Finding, Findings, PastWall, Quantity, RangeClass, RangeVerdict, Scope,
 };
 use crate::analysis::{Artifacts, Captured};
+use crate::findings::document::Listed;
 use crate::rules;
 
 fn instances(a: &Artifacts, name: &str) -> Option<u64> {
@@ -341,9 +342,9 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
 }
 
 /// One verdict per range for kernels.md's table.
-pub(super) fn verdicts(a: &Artifacts, out: &mut Findings) {
+pub(super) fn verdicts(a: &Artifacts, listed: &Listed, out: &mut Findings) {
     let ledger = a.ledger_by_name();
-    for r in &a.range_stats {
+    for r in a.range_stats.iter().filter(|r| listed.has(&r.name)) {
         let scope = Scope::range(&r.name).instances(r.instances);
         let busy = Figure::new(
             Quantity::GpuBusyOfRangePct,

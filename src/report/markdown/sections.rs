@@ -59,11 +59,7 @@ pub(super) fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
         );
     }
     if let Some(l) = left {
-        let _ = writeln!(
-            s,
-            "\n{}",
-            phrase::ranges_left_out(&l, "range time", "ranges")
-        );
+        let _ = writeln!(s, "\n{}", phrase::ranges_left_out(&l, "range time"));
     }
     for r in a
         .range_stats

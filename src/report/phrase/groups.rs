@@ -183,19 +183,15 @@ pub(crate) fn group_wall(
     }
 }
 
-/// A fact as one sentence.
 /// The line under a range table that lists only the ranges with the most time: `time` names
-/// the table's time, `key` where summary.json has every range's row.
-pub(crate) fn ranges_left_out(
-    l: &crate::findings::document::LeftOut,
-    time: &str,
-    key: &str,
-) -> String {
+/// the table's time.
+pub(crate) fn ranges_left_out(l: &crate::findings::document::LeftOut, time: &str) -> String {
     let n = l.rows;
     format!(
-        "{n} more {} left out of this table, the longest with {} ms of {time} (it lists the {} ranges with the most range time: `report.max_ranges`, 0 lists every range); summary.json's `{key}` has every range.",
+        "{n} more {} left out of this table and of summary.json, the longest with {} ms of {time} (it lists the {} ranges with the most range time: `report.max_ranges`, 0 lists every range); {} has every range.",
         if n == 1 { "range is" } else { "ranges are" },
         crate::report::fmt::ms(l.longest_ns as f64),
         l.max,
+        crate::findings::document::RANGES_CSV,
     )
 }

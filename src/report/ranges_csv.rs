@@ -1,0 +1,124 @@
+//! ranges.csv: every NVTX range, one row each, however many kernels.md and summary.json list
+//! (`report.max_ranges`); an empty cell where the run has no such figure (no SQLite export,
+//! a start/end range without a thread's ledger).
+
+use std::io::Write;
+
+use crate::findings::document::{Decided, RANGES_CSV};
+
+const HEADER: &[&str] = &[
+    "name",
+    "style",
+    "instances",
+    "wall_ns",
+    "avg_wall_ns",
+    "kernel_ns",
+    "launches",
+    "graph_kernels",
+    "gpu_projection_ns",
+    "gpu_busy_ns",
+    "gpu_busy_of_projection_pct",
+    "gpu_busy_of_range_pct",
+    "memcpy_ns",
+    "idle_gaps",
+    "idle_ns",
+    "sync_ns",
+    "launch_ns",
+    "other_api_ns",
+    "children_ns",
+    "rest_ns",
+    "listed",
+];
+
+/// `ranges.csv`.
+pub(crate) struct RangesCsv;
+
+impl super::Output for RangesCsv {
+    fn file(&self) -> &'static str {
+        RANGES_CSV
+    }
+    fn stream(&self, d: &Decided, w: &mut dyn Write) -> std::io::Result<bool> {
+        if d.range_stats.is_empty() && d.ranges.as_ref().is_none_or(Vec::is_empty) {
+            return Ok(false);
+        }
+        let mut w = csv::Writer::from_writer(std::io::BufWriter::with_capacity(64 * 1024, w));
+        w.write_record(HEADER)?;
+        let ledger = d.ledger_by_name();
+        // Fields written one by one through one number buffer: 73k ranges are 73k rows.
+        let mut num = String::new();
+        for r in &d.range_stats {
+            w.write_field(crate::term::visible(&r.name).as_bytes())?;
+            w.write_field(&r.style)?;
+            let pct = [r.gpu_busy_pct, r.busy_of_range_pct()];
+            let ints = [
+                r.instances as i64,
+                r.wall_ns,
+                r.kernel_ns,
+                r.launches as i64,
+                r.graph_kernels as i64,
+                r.proj_ns,
+                r.busy_ns,
+            ];
+            let later = [r.memcpy_ns, r.idle_gaps as i64, r.idle_ns];
+            field(&mut w, &mut num, format_args!("{}", ints[0]))?;
+            field(&mut w, &mut num, format_args!("{}", ints[1]))?;
+            field(&mut w, &mut num, format_args!("{:.1}", r.avg_wall_ns))?;
+            for v in &ints[2..] {
+                field(&mut w, &mut num, format_args!("{v}"))?;
+            }
+            for p in pct {
+                field(&mut w, &mut num, format_args!("{p:.4}"))?;
+            }
+            for v in later {
+                field(&mut w, &mut num, format_args!("{v}"))?;
+            }
+            match ledger.get(&r.name).map(|l| &l.total) {
+                Some(p) => {
+                    for v in [
+                        p.sync_ns,
+                        p.launch_ns,
+                        p.other_api_ns,
+                        p.children_ns,
+                        p.rest_ns,
+                    ] {
+                        field(&mut w, &mut num, format_args!("{v}"))?;
+                    }
+                }
+                None => (0..5).try_for_each(|_| w.write_field(""))?,
+            }
+            w.write_field(if d.listed.has(&r.name) {
+                "true"
+            } else {
+                "false"
+            })?;
+            w.write_record(None::<&[u8]>)?;
+        }
+        if d.range_stats.is_empty() {
+            // Ranges from nsys's nvtx_sum only (no SQLite export): its own columns.
+            for r in d.ranges.iter().flatten() {
+                w.write_field(crate::term::visible(r.name()).as_bytes())?;
+                w.write_field(r.style.as_deref().unwrap_or_default())?;
+                field(&mut w, &mut num, format_args!("{}", r.instances))?;
+                field(&mut w, &mut num, format_args!("{:.0}", r.total_ns))?;
+                field(&mut w, &mut num, format_args!("{:.1}", r.avg_ns))?;
+                (5..HEADER.len() - 1).try_for_each(|_| w.write_field(""))?;
+                w.write_field("true")?;
+                w.write_record(None::<&[u8]>)?;
+            }
+        }
+        w.flush()?;
+        Ok(true)
+    }
+}
+
+/// One formatted field, through the reused buffer `num`.
+fn field<W: Write>(
+    w: &mut csv::Writer<W>,
+    num: &mut String,
+    v: std::fmt::Arguments,
+) -> csv::Result<()> {
+    use std::fmt::Write as _;
+    num.clear();
+    let _ = num.write_fmt(v);
+    w.write_field(num.as_bytes())
+}
