@@ -12,7 +12,7 @@ use crate::analysis::Artifacts;
 
 /// Every finding; range verdicts for the ranges `listed` (the tables' rows: a run with 73k
 /// range names would otherwise carry 73k verdicts nobody reads).
-pub(super) fn all(a: &Artifacts, listed: &super::document::Listed) -> Findings {
+pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
     let mut out = Findings::default();
     kernels::totals(a, &mut out);
     ranges::captured(a, &mut out);

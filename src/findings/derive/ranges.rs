@@ -5,7 +5,7 @@ use super::super::{
     Claim, Figure, Finding, Findings, PastWall, Quantity, RangeClass, RangeVerdict, Scope,
 };
 use crate::analysis::{Artifacts, Captured};
-use crate::findings::document::Listed;
+use crate::findings::listed::Listed;
 use crate::rules;
 
 fn instances(a: &Artifacts, name: &str) -> Option<u64> {
