@@ -631,3 +631,67 @@ fn ranges_csv_without_the_export_is_nvtx_sum() {
         assert_eq!(&r[5], "", "no kernel time without the export");
     }
 }
+
+/// Where ncu profiled another range than nsys captured (nsys `prefill`, ncu `decode`), its
+/// coverage is of that range's kernel time: the kernels it measured (by mangled name), their
+/// launches inside `decode` instances on the launching thread, over all of decode's kernel
+/// time, computed here straight from the export and ncu's mangled-name CSV.
+#[test]
+fn ncu_coverage_of_another_range_is_of_that_range() {
+    let run = root().join("examples/sample-run-hf-second-gpu");
+    let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
+    let ranges: Vec<(i64, i64, i64)> = db
+        .prepare(
+            "SELECT start, end, globalTid FROM NVTX_EVENTS WHERE eventType = 59 \
+             AND COALESCE(text, (SELECT value FROM StringIds WHERE id = textId)) = 'decode'",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let launches: Vec<(i64, i64, i64, String)> = db
+        .prepare(
+            "SELECT r.start, r.globalTid, k.end - k.start, s.value \
+             FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r \
+             ON r.correlationId = k.correlationId AND r.globalTid >> 24 = k.globalPid >> 24 \
+             JOIN StringIds s ON s.id = k.mangledName",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut ncu = csv::Reader::from_path(run.join("ncu/decode_raw_mangled.csv")).unwrap();
+    let col = ncu
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "Kernel Name")
+        .unwrap();
+    let measured: std::collections::HashSet<String> =
+        ncu.records().map(|r| r.unwrap()[col].to_string()).collect();
+    let (mut all, mut hit) = (0i64, 0i64);
+    for (start, tid, ns, mangled) in &launches {
+        if ranges
+            .iter()
+            .any(|(a, b, t)| a <= start && start <= b && t == tid)
+        {
+            all += ns;
+            hit += if measured.contains(mangled) { *ns } else { 0 };
+        }
+    }
+    let want = 100.0 * hit as f64 / all as f64;
+    let summary: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    let got = summary["totals"]["ncu_coverage_pct"].as_f64().unwrap();
+    assert!((got - want).abs() < 0.01, "{got} vs {want}");
+    let md = read(run.join("kernels.md"));
+    assert!(
+        md.contains(
+            "Hardware counters (ncu) measured for 31 kernels in `decode`: 97.5% of the kernel time"
+        ),
+        "{md}"
+    );
+    // The kernel table is prefill's: no list of its kernels as "left out" of decode's pass.
+    assert!(!md.contains("## Left out of the ncu pass"), "{md}");
+}

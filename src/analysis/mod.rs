@@ -276,12 +276,13 @@ impl Artifacts {
             .fold((0.0, 0), |(t, n), r| (t + r.total_time_ns, n + r.instances))
     }
 
-    /// Share of kernel time whose kernels have ncu metrics, in %; None when ncu profiled
-    /// another range than nsys captured (its share of that range is unknown).
+    /// Share of kernel time whose kernels have ncu metrics, in %. Where ncu profiled another
+    /// range than nsys captured, of that range's kernel time in the export (see
+    /// [`Artifacts::ncu_range_coverage_pct`]).
     pub(crate) fn ncu_coverage_pct(&self) -> Option<f64> {
         self.ncu.as_ref()?;
         if !self.ncu_records.is_empty() {
-            return None;
+            return self.ncu_range_coverage_pct();
         }
         let share = |keep: &dyn Fn(&KernelRecord) -> bool| -> f64 {
             self.records
@@ -301,6 +302,23 @@ impl Artifacts {
 
     /// The selection left NCCL kernels out of ncu (`ncu.include_nccl`, see `select`) and the
     /// run has some.
+    /// ncu's range, where it is another than nsys captured and the export holds it: the
+    /// measured kernels' time there (the scan's tally of their launches in that range) over
+    /// the range's kernel time. None where the range is nested in its own name (its kernel
+    /// time counts inner launches twice) or ncu left NCCL kernels out (the basis would be the
+    /// time outside NCCL, which the export's range figures do not split).
+    fn ncu_range_coverage_pct(&self) -> Option<f64> {
+        let name = nvtx::base_name(self.ncu_include.as_deref()?);
+        let r = self.range_stats.iter().find(|r| r.name == name)?;
+        let nccl = !self.config.ncu.include_nccl
+            && self.ncu_records.iter().any(|k| model::is_nccl(&k.name));
+        if r.nested_in_own_name > 0 || r.kernel_ns <= 0 || nccl {
+            return None;
+        }
+        let measured = self.shape_cover?.total_ns;
+        Some((100.0 * measured / r.kernel_ns as f64).min(100.0))
+    }
+
     pub(crate) fn ncu_skips_nccl(&self) -> bool {
         !self.config.ncu.include_nccl && self.records.iter().any(|r| model::is_nccl(&r.name))
     }

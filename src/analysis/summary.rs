@@ -310,7 +310,7 @@ pub(crate) fn summary_of(a: &Artifacts, keep: &dyn Fn(&str) -> bool) -> Summary 
                 .filter(|r| r.ncu_instances > 0)
                 .count(),
             ncu_coverage_pct: a.ncu_coverage_pct(),
-            ncu_left_out: if a.ncu_coverage_pct().is_some() {
+            ncu_left_out: if a.ncu_coverage_pct().is_some() && a.ncu_records.is_empty() {
                 a.records
                     .iter()
                     .filter(|r| r.ncu_instances == 0)

@@ -107,7 +107,8 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
         super::ops::table(a, &mut s, 30);
     }
     roofline_section(a, f, &mut s, width);
-    if let Some(c) = coverage {
+    // The kernels left out are listed where the coverage is of the kernel table's range.
+    if let Some(c) = coverage.filter(|_| a.ncu_records.is_empty()) {
         left_out(a, c, &mut s, width);
     }
     let ncu_only: Vec<_> = a

@@ -13,8 +13,19 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
     let Some(cov) = a.ncu_coverage_pct() else {
         return;
     };
-    let scope = table_scope(a);
-    let measured = a.records.iter().filter(|r| r.ncu_instances > 0).count();
+    // Of the kernel table's range, or of ncu's own where it profiled another.
+    let other = !a.ncu_records.is_empty();
+    let scope = match other {
+        false => table_scope(a),
+        true => Scope::of(
+            a.ncu_include
+                .as_deref()
+                .map(crate::analysis::nvtx::base_name)
+                .as_deref(),
+        ),
+    };
+    let rows = if other { &a.ncu_records } else { &a.records };
+    let measured = rows.iter().filter(|r| r.ncu_instances > 0).count();
     let fig = |q, v| Figure::new(q, v, &a.ncu_csv_file, &scope.clone().ncu());
     let mut figures = vec![
         fig(Quantity::NcuCoveragePct, cov),
@@ -25,9 +36,11 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
     // Where the budget stopped ncu, the largest kernel without its figures, on the coverage's
     // basis.
     let nccl_out = a.ncu_skips_nccl();
+    // (The kernel table's kernels: ncu's own table holds only kernels it measured.)
     let left_out = a
         .records
         .iter()
+        .filter(|_| !other)
         .filter(|r| r.ncu_instances == 0 && !(nccl_out && crate::model::is_nccl(&r.name)))
         .find_map(|r| Some((r, r.gpu_time_pct?)));
     if let (Some(stop), Some((r, share))) = (stop.as_mut(), left_out) {
