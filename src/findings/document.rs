@@ -70,7 +70,7 @@ pub(crate) fn decide(a: &Artifacts) -> Decided<'_> {
         .collect();
     tensor_sources.sort_unstable();
     tensor_sources.dedup();
-    let listed = Listed::of(&a.range_stats, a.config.report.max_ranges);
+    let listed = Listed::of_run(a);
     // summary.json holds what the tables list; ranges.csv every range.
     let mut summary = crate::analysis::summary::summary_of(a, &|name| listed.has(name));
     let (_, left) = listed.split(&a.range_stats, |r| &r.name, |r| r.wall_ns.max(r.proj_ns));

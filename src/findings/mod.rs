@@ -268,7 +268,7 @@ impl Findings {
 /// Every finding the run's figures support, range verdicts for the ranges the tables list.
 #[cfg(test)]
 pub(crate) fn derive(a: &crate::analysis::Artifacts) -> Findings {
-    let listed = listed::Listed::of(&a.range_stats, a.config.report.max_ranges);
+    let listed = listed::Listed::of_run(a);
     derive::all(a, &listed)
 }
 

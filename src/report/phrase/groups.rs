@@ -188,7 +188,7 @@ pub(crate) fn group_wall(
 pub(crate) fn ranges_left_out(l: &crate::findings::document::LeftOut, time: &str) -> String {
     let n = l.rows;
     format!(
-        "{n} more {} left out of this table and of summary.json, the longest with {} ms of {time} (it lists the {} ranges with the most range time: `report.max_ranges`, 0 lists every range); {} has every range.",
+        "{n} more {} left out of this table and of summary.json, the longest with {} ms of {time} (it lists the {} ranges with the most range time and those the passes captured: `report.max_ranges`, 0 lists every range); {} has every range.",
         if n == 1 { "range is" } else { "ranges are" },
         crate::report::fmt::ms(l.longest_ns as f64),
         l.max,
