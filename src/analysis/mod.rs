@@ -308,7 +308,7 @@ impl Artifacts {
     /// time counts inner launches twice) or ncu left NCCL kernels out (the basis would be the
     /// time outside NCCL, which the export's range figures do not split).
     fn ncu_range_coverage_pct(&self) -> Option<f64> {
-        let name = nvtx::base_name(self.ncu_include.as_deref()?);
+        let name = self.ncu_range()?;
         let r = self.range_stats.iter().find(|r| r.name == name)?;
         let nccl = !self.config.ncu.include_nccl
             && self.ncu_records.iter().any(|k| model::is_nccl(&k.name));
@@ -317,6 +317,11 @@ impl Artifacts {
         }
         let measured = self.shape_cover?.total_ns;
         Some((100.0 * measured / r.kernel_ns as f64).min(100.0))
+    }
+
+    /// The range ncu profiled, by name (its NVTX include expression's base name).
+    pub(crate) fn ncu_range(&self) -> Option<String> {
+        self.ncu_include.as_deref().map(nvtx::base_name)
     }
 
     pub(crate) fn ncu_skips_nccl(&self) -> bool {

@@ -34,8 +34,6 @@ pub(crate) struct Decided<'a> {
     pub(crate) stragglers: BTreeMap<String, (f64, u32, f64)>,
     /// The tensor-core source types ncu measured (BF16, FP16, ...), from its metric names.
     pub(crate) tensor_sources: Vec<String>,
-    /// The range ncu profiled, by name (its NVTX include expression's base name).
-    pub(crate) ncu_range: Option<String>,
     /// The ranges kernels.md's range tables list (`report.max_ranges`).
     pub(crate) listed: Listed,
 }
@@ -86,10 +84,6 @@ pub(crate) fn decide(a: &Artifacts) -> Decided<'_> {
         summary,
         stragglers,
         tensor_sources,
-        ncu_range: a
-            .ncu_include
-            .as_deref()
-            .map(crate::analysis::nvtx::base_name),
         listed,
     }
 }

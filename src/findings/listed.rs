@@ -17,10 +17,7 @@ pub(crate) struct Listed {
 impl Listed {
     /// The listed ranges of a run's figures.
     pub(crate) fn of_run(a: &crate::analysis::Artifacts) -> Listed {
-        let ncu = a
-            .ncu_include
-            .as_deref()
-            .map(crate::analysis::nvtx::base_name);
+        let ncu = a.ncu_range();
         let always: Vec<&str> = a
             .capture
             .range()

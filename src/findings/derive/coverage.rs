@@ -17,12 +17,7 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
     let other = !a.ncu_records.is_empty();
     let scope = match other {
         false => table_scope(a),
-        true => Scope::of(
-            a.ncu_include
-                .as_deref()
-                .map(crate::analysis::nvtx::base_name)
-                .as_deref(),
-        ),
+        true => Scope::of(a.ncu_range().as_deref()),
     };
     let rows = if other { &a.ncu_records } else { &a.records };
     let measured = rows.iter().filter(|r| r.ncu_instances > 0).count();
@@ -98,10 +93,7 @@ pub(super) fn shapes(a: &Artifacts, out: &mut Findings) {
     let Some((c, pct)) = a.shape_cover.and_then(|c| Some((c, c.pct()?))) else {
         return;
     };
-    let range = a
-        .ncu_include
-        .as_deref()
-        .map(crate::analysis::nvtx::base_name);
+    let range = a.ncu_range();
     let scope = Scope::of(range.as_deref()).ncu();
     out.push(
         Claim::ShapeCoverage,

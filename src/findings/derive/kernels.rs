@@ -161,9 +161,7 @@ pub(super) fn tiny(a: &Artifacts, out: &mut Findings) {
 pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
     let joined: Vec<&KernelRecord> = a.records.iter().take(rules::ADVICE_TOP_KERNELS).collect();
     let ncu_range = a
-        .ncu_include
-        .as_deref()
-        .map(crate::analysis::nvtx::base_name)
+        .ncu_range()
         .or_else(|| a.ncu_records.first().and_then(|r| r.nvtx_range.clone()));
     // The classes rest on ncu's figures, measured in ncu's range: when the table is the whole
     // capture (several ranks' summaries) and ncu was gated, they speak of that range.

@@ -136,9 +136,7 @@ pub(super) fn nvidia_ncu(a: &Artifacts, out: &mut Findings) {
     let Some(c) = &a.nvidia_ncu else { return };
     // The report's kernels are those of the range ncu was gated on.
     let range = a
-        .ncu_include
-        .as_deref()
-        .map(crate::analysis::nvtx::base_name)
+        .ncu_range()
         .or_else(|| a.ncu_records.first().and_then(|r| r.nvtx_range.clone()));
     let scope = Scope::of(range.as_deref()).ncu();
     let fig = |q, v: usize| Figure::new(q, v as f64, &c.file, &scope);

@@ -104,8 +104,7 @@ pub(super) fn top_kernels(a: &Decided, s: &mut String) {
             s,
             "\nIn `{}`, which ncu profiled (ranked by ncu's time of the launches it profiled, replayed one at a time: its durations differ from the running workload's above):\n",
             md(&a
-                .ncu_range
-                .clone()
+                .ncu_range()
                 .or_else(|| first.nvtx_range.clone())
                 .unwrap_or_else(|| "the ncu range".into()))
         );
