@@ -5,7 +5,6 @@
 mod fact;
 mod groups;
 
-pub(crate) use fact::fact;
 pub(crate) use groups::{group_wall, ranges_left_out};
 use groups::{groups_sentence, idle};
 
@@ -93,8 +92,15 @@ pub(crate) fn cite(f: &Finding) -> String {
 /// The fix for graph launches traced as whole graphs, for stage2's runs and hand-made ones.
 pub(crate) const GRAPH_FIX: &str = "profile with `nsys.cuda_graph_trace=node` (a capture made by hand: `nsys profile --cuda-graph-trace=node`) to see the kernels inside the graphs";
 
-/// A verdict, caveat or piece of advice as one sentence (facts are laid out by the
-/// renderers' own sentences and tables, see [`fact`]).
+/// A fact as the renderers print it on a line of its own (no closing full stop): the same
+/// words as [`sentence`], which phrases every kind in one match.
+pub(crate) fn fact(f: &Finding) -> String {
+    sentence(f)
+}
+
+/// A finding as one sentence: a verdict, caveat or piece of advice with its full stop, a
+/// fact without one. Kinds laid out by the renderers' own headline and tables give none. The
+/// match is exhaustive, so a new kind does not compile until it is phrased here.
 pub(crate) fn sentence(f: &Finding) -> String {
     let w = scope(&f.scope);
     match &f.claim {
@@ -287,15 +293,35 @@ pub(crate) fn sentence(f: &Finding) -> String {
         Claim::NothingStandsOut => {
             "No rule fired on this run's figures (the rules are listed in kernels.md); compare against a previous run with `stage2 diff`.".to_string()
         }
-        Claim::KernelTotals
-        | Claim::LaunchCalls
-        | Claim::NcuCoverage { .. }
-        | Claim::MeasurementCost { .. }
-        | Claim::ShapeCoverage
-        | Claim::NcclTime
-        | Claim::NvidiaSummaries { .. }
-        | Claim::NvidiaNcuSummary { .. }
-        | Claim::Straggler { .. } => fact(f),
+        // Facts: the figures a run measured, said as they are.
+        Claim::KernelTotals => fact::kernel_totals(f, &w),
+        Claim::LaunchCalls => fact::launch_calls(f, &w),
+        Claim::NcuCoverage {
+            nccl_left_out,
+            budget_stop,
+            budget_plan,
+        } => fact::ncu_coverage(
+            f,
+            &w,
+            *nccl_left_out,
+            budget_stop.as_ref(),
+            budget_plan.as_ref(),
+        ),
+        Claim::MeasurementCost {
+            compared,
+            timed,
+            from_start,
+        } => fact::measurement_cost(f, &w, *compared, *timed, *from_start),
+        Claim::ShapeCoverage => fact::shape_coverage(f, &w),
+        Claim::NcclTime => fact::nccl_time(f),
+        Claim::NvidiaSummaries {
+            differ,
+            self_nested,
+        } => fact::nvidia_summaries(f, differ, self_nested),
+        Claim::NvidiaNcuSummary { differ, ambiguous } => {
+            fact::nvidia_ncu_summary(f, &w, differ, *ambiguous)
+        }
+        Claim::Straggler { slowest } => fact::straggler(f, &w, *slowest),
         // Laid out by the renderers' own headline and tables, never as a lone sentence.
         Claim::TopKernel { .. }
         | Claim::CapturedRange

@@ -2,6 +2,7 @@
 //! comparisons with NVIDIA's own summaries).
 
 use super::*;
+use crate::findings::{BudgetPlan, BudgetStop};
 
 /// Where ncu was stopped at its time budget: the budget, the largest kernel without ncu's
 /// figures, and what a re-run does about the rest.
@@ -38,165 +39,164 @@ fn plan_words(b: &crate::findings::BudgetPlan) -> String {
     )
 }
 
-pub(crate) fn fact(f: &Finding) -> String {
-    let w = scope(&f.scope);
-    match &f.claim {
-        Claim::KernelTotals => format!(
-            "GPU kernel time {w}: {} in {} launches of {} kernels{}",
-            f.text(Q::KernelTimeNs),
-            f.text(Q::KernelLaunches),
-            f.text(Q::DistinctKernels),
-            cite(f)
-        ),
-        Claim::LaunchCalls => format!(
-            "Kernel launch API calls {w} (nsys's cuda_api_sum counts every call it recorded, not one range's, and graph kernels need none): {}, {} of CPU time{}",
-            f.text(Q::LaunchApiCalls),
-            f.text(Q::LaunchApiNs),
-            cite(f)
-        ),
-        Claim::NcuCoverage {
-            nccl_left_out,
-            budget_stop,
-            budget_plan,
-        } => format!(
-            "Hardware counters (ncu) measured for {} kernels {w}: {} of the kernel time{}, {} left out{}{}{}",
-            f.text(Q::NcuKernelsMeasured),
-            f.text(Q::NcuCoveragePct),
-            if *nccl_left_out {
-                " outside NCCL (ncu leaves NCCL kernels out)"
-            } else {
-                ""
+pub(super) fn kernel_totals(f: &Finding, w: &str) -> String {
+    format!(
+        "GPU kernel time {w}: {} in {} launches of {} kernels{}",
+        f.text(Q::KernelTimeNs),
+        f.text(Q::KernelLaunches),
+        f.text(Q::DistinctKernels),
+        cite(f)
+    )
+}
+
+pub(super) fn launch_calls(f: &Finding, w: &str) -> String {
+    format!(
+        "Kernel launch API calls {w} (nsys's cuda_api_sum counts every call it recorded, not one range's, and graph kernels need none): {}, {} of CPU time{}",
+        f.text(Q::LaunchApiCalls),
+        f.text(Q::LaunchApiNs),
+        cite(f)
+    )
+}
+
+pub(super) fn ncu_coverage(
+    f: &Finding,
+    w: &str,
+    nccl_left_out: bool,
+    budget_stop: Option<&BudgetStop>,
+    budget_plan: Option<&BudgetPlan>,
+) -> String {
+    format!(
+        "Hardware counters (ncu) measured for {} kernels {w}: {} of the kernel time{}, {} left out{}{}{}",
+        f.text(Q::NcuKernelsMeasured),
+        f.text(Q::NcuCoveragePct),
+        if nccl_left_out {
+            " outside NCCL (ncu leaves NCCL kernels out)"
+        } else {
+            ""
+        },
+        f.text(Q::NcuLeftOutPct),
+        budget_plan.map(plan_words).unwrap_or_default(),
+        budget_stop
+            .as_ref()
+            .map(|b| budget_words(b, f))
+            .unwrap_or_default(),
+        cite(f)
+    )
+}
+
+pub(super) fn measurement_cost(
+    f: &Finding,
+    w: &str,
+    compared: u64,
+    timed: u64,
+    from_start: bool,
+) -> String {
+    let added = f.figure(Q::MeasurementAddedPct).map_or(0.0, |e| e.value);
+    format!(
+            "Measurement cost {w}: under nsys {} per instance; without a profiler (the baseline pass, {}) {}; the measurement added {}{}{}",
+            f.text(Q::NsysMsPerInstance),
+            match (compared == timed, from_start) {
+                (true, _) => format!("{compared} instances"),
+                (false, true) => format!("the first {compared} of the {timed} instances it timed, as nsys held"),
+                (false, false) => format!("the last {compared} of the {timed} instances it timed, as many as nsys held"),
             },
-            f.text(Q::NcuLeftOutPct),
-            budget_plan.as_ref().map(plan_words).unwrap_or_default(),
-            budget_stop
-                .as_ref()
-                .map(|b| budget_words(b, f))
-                .unwrap_or_default(),
+            f.text(Q::BaselineMsPerInstance),
+            if added >= 0.0 { "+" } else { "" },
+            f.text(Q::MeasurementAddedPct),
             cite(f)
-        ),
-        Claim::MeasurementCost {
-            compared,
-            timed,
-            from_start,
-        } => {
-            let added = f.figure(Q::MeasurementAddedPct).map_or(0.0, |e| e.value);
-            format!(
-                "Measurement cost {w}: under nsys {} per instance; without a profiler (the baseline pass, {}) {}; the measurement added {}{}{}",
-                f.text(Q::NsysMsPerInstance),
-                match (compared == timed, from_start) {
-                    (true, _) => format!("{compared} instances"),
-                    (false, true) => format!("the first {compared} of the {timed} instances it timed, as nsys held"),
-                    (false, false) => format!("the last {compared} of the {timed} instances it timed, as many as nsys held"),
-                },
-                f.text(Q::BaselineMsPerInstance),
-                if added >= 0.0 { "+" } else { "" },
-                f.text(Q::MeasurementAddedPct),
-                cite(f)
-            )
-        }
-        Claim::ShapeCoverage => {
-            let weighed = f.figure(Q::KernelsWeighedByShape).map_or(0.0, |e| e.value);
-            format!(
-                "Launch configurations {w}: the grids and blocks ncu measured hold {} of the measured kernels' time (nsys, per launch configuration){}{}",
-                f.text(Q::ShapeMeasuredPct),
-                match weighed > 0.0 {
-                    true => format!(
-                        "; {} measured in several {} their figures weighed by each one's time",
-                        count(f, Q::KernelsWeighedByShape, "kernel"),
-                        if weighed == 1.0 { "has" } else { "have" }
-                    ),
-                    false => String::new(),
-                },
-                cite(f)
-            )
-        }
-        Claim::NcclTime => {
-            let mut s = format!(
-                "NCCL kernels take {} of the ranks' GPU time",
-                f.text(Q::NcclSharePct)
-            );
-            if let Some(r) = f.figure(Q::NcclWaitNs).and_then(|e| e.scope.rank) {
-                s.push_str(&format!(
-                    "; rank {r}, which waits longest, spends {} of its {} of kernel time in them, {} of it waiting for a late peer, so its transfers take about {} (fastest rank per collective)",
-                    rank_text(f, r, Q::NcclTimeNs),
-                    rank_text(f, r, Q::KernelTimeNs),
-                    rank_text(f, r, Q::NcclWaitNs),
-                    rank_text(f, r, Q::NcclTransferNs)
-                ));
-            }
-            s + &cite(f)
-        }
-        Claim::NvidiaSummaries { differ, self_nested } => {
-            let mut s = format!(
-                "NVIDIA's `nsys stats` of the same export (nvtx_gpu_proj_sum, nvtx_kern_sum) beside these reports' range figures: {}, {} figures compared (per range its instances, wall time, GPU projection, GPU operations, kernel time and launches), {} differ",
-                count(f, Q::NvidiaRanges, "range"),
-                f.text(Q::NvidiaFiguresCompared),
-                f.text(Q::NvidiaFiguresDiffer)
-            );
-            s.push_str(&differing(
-                differ
-                    .iter()
-                    .map(|d| (md(&d.range), d.column, d.ours, d.theirs)),
-            ));
-            if !self_nested.is_empty() {
-                let names: Vec<String> = self_nested.iter().map(|n| format!("`{}`", md(n))).collect();
-                s.push_str(&format!(
-                    "; the launches of {} are not compared: instances nested in their own name, whose launches these reports count in each instance that holds them and nvtx_kern_sum's Kern Inst once",
-                    names.join(", ")
-                ));
-            }
-            s + &cite(f)
-        }
-        Claim::NvidiaNcuSummary { differ, ambiguous } => {
-            let mut s = format!(
-                "NVIDIA's `ncu --print-summary per-kernel` of the same report beside these reports' ncu figures {w}: {}, {} values compared (every metric the summary holds of each kernel and launch configuration), {} differ",
-                count(f, Q::NvidiaKernels, "kernel"),
-                f.text(Q::NvidiaFiguresCompared),
-                f.text(Q::NvidiaFiguresDiffer)
-            );
-            s.push_str(&differing(
-                differ
-                    .iter()
-                    .map(|d| (md(&d.kernel), d.metric.as_str(), d.ours, d.theirs)),
-            ));
-            if *ambiguous > 0 {
-                s.push_str(&format!("; {ambiguous} summary rows not compared: their kernel name, block and grid stand for several kernels of the report"));
-            }
-            s + &cite(f)
-        }
-        Claim::Straggler { slowest } => format!(
-            "Slowest rank {w}: rank {slowest}, {} vs a median of {}; a range that holds collectives ends about together on every rank, so NCCL waiting is what shows who is late{}",
-            f.text(Q::SlowestRankWallNs),
-            f.text(Q::MedianRankWallNs),
-            cite(f)
-        ),
-        // Not facts: phrased by [`sentence`], or laid out by the renderers' own headline and
-        // tables.
-        Claim::TopKernel { .. }
-        | Claim::CapturedRange
-        | Claim::PhaseTime
-        | Claim::PerToken
-        | Claim::RangeVerdict { .. }
-        | Claim::InstanceGroups { .. }
-        | Claim::GraphLevelTrace
-        | Claim::GpuIdle { .. }
-        | Claim::GpuWaitsInNccl
-        | Claim::NcclWaiting
-        | Claim::RanksOutOfStep { .. }
-        | Claim::KernelsExceedWall { .. }
-        | Claim::TinyKernels { .. }
-        | Claim::MemoryBound { .. }
-        | Claim::ComputeBound { .. }
-        | Claim::TensorCoresIdle
-        | Claim::SampledBound { .. }
-        | Claim::SampledDisagrees { .. }
-        | Claim::ReplayDiffers { .. }
-        | Claim::GraphsRerecorded
-        | Claim::NoNcuMetrics
-        | Claim::PassIncomplete { .. }
-        | Claim::NothingStandsOut => String::new(),
+    )
+}
+
+pub(super) fn shape_coverage(f: &Finding, w: &str) -> String {
+    let weighed = f.figure(Q::KernelsWeighedByShape).map_or(0.0, |e| e.value);
+    format!(
+        "Launch configurations {w}: the grids and blocks ncu measured hold {} of the measured kernels' time (nsys, per launch configuration){}{}",
+        f.text(Q::ShapeMeasuredPct),
+        match weighed > 0.0 {
+            true => format!(
+                "; {} measured in several {} their figures weighed by each one's time",
+                count(f, Q::KernelsWeighedByShape, "kernel"),
+                if weighed == 1.0 { "has" } else { "have" }
+            ),
+            false => String::new(),
+        },
+        cite(f)
+    )
+}
+
+pub(super) fn nccl_time(f: &Finding) -> String {
+    let mut s = format!(
+        "NCCL kernels take {} of the ranks' GPU time",
+        f.text(Q::NcclSharePct)
+    );
+    if let Some(r) = f.figure(Q::NcclWaitNs).and_then(|e| e.scope.rank) {
+        s.push_str(&format!(
+            "; rank {r}, which waits longest, spends {} of its {} of kernel time in them, {} of it waiting for a late peer, so its transfers take about {} (fastest rank per collective)",
+            rank_text(f, r, Q::NcclTimeNs),
+            rank_text(f, r, Q::KernelTimeNs),
+            rank_text(f, r, Q::NcclWaitNs),
+            rank_text(f, r, Q::NcclTransferNs)
+        ));
     }
+    s + &cite(f)
+}
+
+pub(super) fn nvidia_summaries(
+    f: &Finding,
+    differ: &[crate::analysis::nvidia::Differ],
+    self_nested: &[String],
+) -> String {
+    let mut s = format!(
+        "NVIDIA's `nsys stats` of the same export (nvtx_gpu_proj_sum, nvtx_kern_sum) beside these reports' range figures: {}, {} figures compared (per range its instances, wall time, GPU projection, GPU operations, kernel time and launches), {} differ",
+        count(f, Q::NvidiaRanges, "range"),
+        f.text(Q::NvidiaFiguresCompared),
+        f.text(Q::NvidiaFiguresDiffer)
+    );
+    s.push_str(&differing(
+        differ
+            .iter()
+            .map(|d| (md(&d.range), d.column, d.ours, d.theirs)),
+    ));
+    if !self_nested.is_empty() {
+        let names: Vec<String> = self_nested.iter().map(|n| format!("`{}`", md(n))).collect();
+        s.push_str(&format!(
+            "; the launches of {} are not compared: instances nested in their own name, whose launches these reports count in each instance that holds them and nvtx_kern_sum's Kern Inst once",
+            names.join(", ")
+        ));
+    }
+    s + &cite(f)
+}
+
+pub(super) fn nvidia_ncu_summary(
+    f: &Finding,
+    w: &str,
+    differ: &[crate::analysis::nvidia::NcuDiffer],
+    ambiguous: usize,
+) -> String {
+    let mut s = format!(
+        "NVIDIA's `ncu --print-summary per-kernel` of the same report beside these reports' ncu figures {w}: {}, {} values compared (every metric the summary holds of each kernel and launch configuration), {} differ",
+        count(f, Q::NvidiaKernels, "kernel"),
+        f.text(Q::NvidiaFiguresCompared),
+        f.text(Q::NvidiaFiguresDiffer)
+    );
+    s.push_str(&differing(
+        differ
+            .iter()
+            .map(|d| (md(&d.kernel), d.metric.as_str(), d.ours, d.theirs)),
+    ));
+    if ambiguous > 0 {
+        s.push_str(&format!("; {ambiguous} summary rows not compared: their kernel name, block and grid stand for several kernels of the report"));
+    }
+    s + &cite(f)
+}
+
+pub(super) fn straggler(f: &Finding, w: &str, slowest: u32) -> String {
+    format!(
+        "Slowest rank {w}: rank {slowest}, {} vs a median of {}; a range that holds collectives ends about together on every rank, so NCCL waiting is what shows who is late{}",
+        f.text(Q::SlowestRankWallNs),
+        f.text(Q::MedianRankWallNs),
+        cite(f)
+    )
 }
 
 /// ": `what` column 1 here, 2 in NVIDIA's; ..." for the figures that differ from NVIDIA's
