@@ -1,6 +1,6 @@
 //! Findings about kernels: the kernel table's totals and top kernel, launch calls, ncu's
-//! coverage on one basis, tiny kernels, and bound classes from ncu's counters, each scoped to
-//! the range its counters were measured in.
+//! coverage on one basis, launch size (tiny kernels), and bound classes from ncu's counters,
+//! each scoped to the range its counters were measured in.
 
 use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
 use crate::analysis::Artifacts;
@@ -84,7 +84,13 @@ pub(super) fn launch_calls(a: &Artifacts, out: &mut Findings) {
     );
 }
 
-pub(super) fn tiny(a: &Artifacts, out: &mut Findings) {
+/// How much work each launch carries. A finding of launch size is added here, in the order
+/// the reports read them.
+pub(super) fn launch_size(a: &Artifacts, out: &mut Findings) {
+    tiny(a, out);
+}
+
+fn tiny(a: &Artifacts, out: &mut Findings) {
     let whole = table_scope(a);
     // Graph launches whose kernels the table does not hold: its mean is not the workload's.
     let hidden = match &whole.range {

@@ -25,7 +25,7 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
     coverage::coverage(a, &mut out);
     coverage::shapes(a, &mut out);
     ranges::measurement_cost(a, &mut out);
-    kernels::tiny(a, &mut out);
+    kernels::launch_size(a, &mut out);
     kernels::bounds(a, &mut out);
     run::passes(a, &mut out);
     run::nvidia(a, &mut out);
