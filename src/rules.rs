@@ -46,6 +46,17 @@ pub(crate) const TINY_KERNELS: Rule = Rule {
     threshold: 10_000.0,
 };
 
+/// Launches too small to fill the GPU: a thread block runs on one SM, so a launch of B blocks
+/// keeps at most B SMs working, however fast each block is.
+pub(crate) const SMALL_GRIDS: Rule = Rule {
+    id: "small_grids",
+    text: "launches of at most half as many thread blocks (grid x * y * z) as the GPU has SMs hold >= 25% of the range's kernel time: a block runs on one SM, so at most half the SMs work on each of them",
+    threshold: 25.0,
+};
+
+/// How many of a finding's kernels are named in its sentence.
+pub(crate) const SMALL_GRIDS_NAMED: usize = 3;
+
 pub(crate) const MEMORY_BOUND: Rule = Rule {
     id: "memory_bound",
     text: "a top kernel's DRAM throughput >= 60% of peak and above its SM throughput; one that issues tensor-core operations is a matrix product (its bytes mostly weights), one that issues none element-wise (its bytes activations)",
@@ -98,6 +109,7 @@ pub(crate) const ALL: &[Rule] = &[
     NCCL_WAIT_SHARE,
     RANKS_OUT_OF_STEP,
     TINY_KERNELS,
+    SMALL_GRIDS,
     MEMORY_BOUND,
     COMPUTE_BOUND,
     TENSOR_IDLE,

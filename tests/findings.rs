@@ -515,3 +515,99 @@ fn a_replay_that_ran_unlike_the_workload_is_a_caveat_with_both_durations() {
         "{kernels:?}"
     );
 }
+
+/// The launches too small to fill the GPU, derived straight from the export with SQL: a
+/// launch belongs to `decode` when its runtime call starts inside an instance on the same
+/// thread (as `nvtx_kern_sum` attributes it; its 12748422 ns of decode kernel time), and is
+/// small at grid x * y * z <= 66 on the GPU's 132 SMs (TARGET_INFO_GPU.smCount).
+#[test]
+fn launches_too_small_to_fill_the_gpu_are_counted_from_the_exports_grids() {
+    let sb = common::Sandbox::new();
+    let run = sb.copy_of("tests/data/hf/gpu-metrics", "gm");
+    sb.stage2().arg("report").arg(&run).assert().success();
+    let f = findings(&run);
+    let small = made(&f, "small_grids");
+    assert_eq!(small.len(), 1, "{small:?}");
+    let ev = small[0]["evidence"].as_array().unwrap();
+    let fig = |q: &str| ev.iter().find(|e| e["quantity"] == q).unwrap()["value"].clone();
+    let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
+    let sms: i64 = db
+        .query_row("SELECT smCount FROM TARGET_INFO_GPU", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(fig("gpu_sms").as_f64(), Some(sms as f64));
+    let (total, small_ns): (i64, i64) = db
+        .query_row(
+            "WITH d AS (SELECT n.start s, n.end e, n.globalTid t FROM NVTX_EVENTS n \
+               LEFT JOIN StringIds x ON x.id = n.textId WHERE coalesce(n.text, x.value) = 'decode'), \
+             l AS (SELECT DISTINCT k.rowid, k.end - k.start ns, k.gridX * k.gridY * k.gridZ b \
+               FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r \
+               ON r.correlationId = k.correlationId AND r.globalTid >> 24 = k.globalPid >> 24 \
+               JOIN d ON r.globalTid = d.t AND r.start BETWEEN d.s AND d.e) \
+             SELECT sum(ns), sum(CASE WHEN b <= ?1 / 2 THEN ns ELSE 0 END) FROM l",
+            [sms],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(total, 12_748_422);
+    let share = fig("small_grid_share_pct").as_f64().unwrap();
+    assert!(
+        (share - 100.0 * small_ns as f64 / total as f64).abs() < 1e-9,
+        "{share}"
+    );
+    // The kernel named first holds the most time in small launches, at its block count.
+    let first = ev
+        .iter()
+        .find(|e| e["quantity"] == "thread_blocks")
+        .unwrap();
+    let kernel = first["scope"]["kernel"].as_str().unwrap();
+    let (blocks, ns): (i64, i64) = db
+        .query_row(
+            "SELECT k.gridX * k.gridY * k.gridZ b, sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+             JOIN StringIds s ON s.id = k.demangledName WHERE s.value = ?1 AND b <= ?2 / 2 \
+             GROUP BY b ORDER BY 2 DESC LIMIT 1",
+            rusqlite::params![kernel, sms],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(first["value"].as_f64(), Some(blocks as f64));
+    assert_eq!(first["text"], format!("{blocks} blocks"));
+    let time = ev
+        .iter()
+        .find(|e| e["quantity"] == "kernel_time_ns" && e["scope"]["kernel"] == kernel)
+        .unwrap();
+    // Every launch of this kernel in the capture is in `decode` here.
+    let all_small: i64 = db
+        .query_row(
+            "SELECT sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s \
+             ON s.id = k.demangledName WHERE s.value = ?1 AND k.gridX * k.gridY * k.gridZ <= ?2 / 2",
+            rusqlite::params![kernel, sms],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(time["value"].as_f64(), Some(all_small as f64));
+    assert!(ns <= all_small);
+    let text = read(run.join("stakeholder_summary.md"));
+    assert!(
+        text.contains(&format!(
+            "Launches too small to fill the GPU hold {:.1}% of the kernel time in `decode`",
+            share
+        )),
+        "{text}"
+    );
+}
+
+/// Where the launches fill the GPU (prefill's matrix products), or the kernel table is not one
+/// range's launches from the export (two ranks' summaries), nothing is said of their grids.
+#[test]
+fn no_small_grid_verdict_where_launches_fill_the_gpu_or_the_grids_are_not_read() {
+    for s in [
+        "sample-run-hf-prefill",
+        "sample-run-2gpu",
+        "sample-run-2gpu-tp",
+    ] {
+        let f = findings(&root().join("examples").join(s));
+        assert!(made(&f, "small_grids").is_empty(), "{s}");
+    }
+    let f = findings(&root().join("examples/sample-run-hf-eager"));
+    assert_eq!(made(&f, "small_grids").len(), 1);
+}

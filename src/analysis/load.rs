@@ -136,12 +136,15 @@ impl Artifacts {
         let mut kernels_nsys = stats.kernels;
         let mut kern_sum_file = stats.kern_sum_file;
         let mut mangled = None;
+        let (mut kernel_blocks, mut sm_count) = (HashMap::new(), None);
         // One process with a captured range in the export: its kernels, not the whole capture's.
         if let (Some(t), Some(_), true) = (&timeline, capture.range(), stats.rank_data.is_empty()) {
             if !t.kernel_rows.is_empty() {
                 kernels_nsys = Some(t.kernel_rows.clone());
                 kern_sum_file = kernels::source(run);
                 mangled = Some(t.mangled.clone());
+                kernel_blocks = t.blocks.clone();
+                sm_count = db.as_ref().map(|d| d.sm_count()).transpose()?.flatten();
             }
         }
         // The kernel table from the stats CSV: every kernel's mangled names, a pass over the
@@ -202,6 +205,8 @@ impl Artifacts {
                 .unwrap_or_default(),
             ncu_include: ncu.include,
             shape_cover: ncu.shapes,
+            kernel_blocks,
+            sm_count,
             env,
             status,
             stage1_ops: find_stage1_ops(&run.stage1()),

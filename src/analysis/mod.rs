@@ -77,6 +77,10 @@ pub(crate) struct Artifacts {
     pub(crate) ncu_records: Vec<KernelRecord>,
     /// The share of the measured kernels' nsys time in launch configurations ncu measured.
     pub(crate) shape_cover: Option<shapes::Cover>,
+    /// The kernel table's launches by thread blocks, by kernel name, where the table is the
+    /// captured range's from the export (empty otherwise); and the GPU's SM count there.
+    pub(crate) kernel_blocks: std::collections::HashMap<String, Vec<scan::Blocks>>,
+    pub(crate) sm_count: Option<u32>,
     /// Per NVTX range figures from the nsys SQLite export (empty without one; rank 0's in a
     /// multi-rank run).
     pub(crate) range_stats: Vec<RangeStats>,

@@ -124,6 +124,23 @@ impl<'a> Scan<'a> {
             .collect()
     }
 
+    /// The captured range's kernels' launches by thread blocks, by demangled name (the kernel
+    /// table's), most blocks first.
+    pub(crate) fn kernel_blocks(
+        &self,
+        strings: &HashMap<i64, String>,
+    ) -> HashMap<String, Vec<Blocks>> {
+        self.durations
+            .iter()
+            .filter(|(_, k)| !k.blocks.is_empty())
+            .filter_map(|(id, k)| {
+                let mut b = k.blocks.clone();
+                b.sort_unstable_by_key(|b| std::cmp::Reverse(b.blocks));
+                Some((strings.get(id)?.clone(), b))
+            })
+            .collect()
+    }
+
     /// The captured range's kernels, largest total first, as `nvtx_kern_sum` lists them.
     pub(crate) fn kernel_rows(&self, strings: &HashMap<i64, String>) -> Vec<KernelSum> {
         let total: f64 = self
@@ -150,6 +167,37 @@ impl<'a> Scan<'a> {
 struct Captured {
     mangled: Vec<i64>,
     durations: BTreeMap<i64, u64>,
+    /// Its launches by thread blocks (a kernel runs with a few grids: a short list).
+    blocks: Vec<Blocks>,
+}
+
+impl Captured {
+    /// A launch of `blocks` thread blocks (0: the export has no grid) that ran `ns`.
+    fn add_blocks(&mut self, blocks: i64, ns: i64) {
+        if blocks <= 0 {
+            return;
+        }
+        match self.blocks.iter_mut().find(|b| b.blocks == blocks) {
+            Some(b) => {
+                b.launches += 1;
+                b.ns += ns;
+            }
+            None => self.blocks.push(Blocks {
+                blocks,
+                launches: 1,
+                ns,
+            }),
+        }
+    }
+}
+
+/// The launches of one kernel of the captured range with one number of thread blocks (its
+/// grid's x * y * z): how many of the GPU's SMs it could use.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Blocks {
+    pub(crate) blocks: i64,
+    pub(crate) launches: u64,
+    pub(crate) ns: i64,
 }
 
 /// Attribute launches (any order) to ranges and aggregate by range name, in order of first
@@ -190,6 +238,8 @@ impl Sink<Launch> for Scan<'_> {
                     k.mangled.push(l.mangled);
                 }
                 *k.durations.entry(l.end - l.start).or_default() += 1;
+                let blocks = l.config[..3].iter().map(|&d| i64::from(d)).product();
+                k.add_blocks(blocks, l.end - l.start);
             }
         }
         if let (Some(i), true) = (innermost_op, l.kernel) {

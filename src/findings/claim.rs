@@ -253,6 +253,8 @@ pub(crate) enum Claim {
     TinyKernels {
         gpu: GpuUse,
     },
+    /// Launches of the kernel table too small to fill the GPU hold much of its time.
+    SmallGrids,
     MemoryBound {
         kernels: Vec<String>,
         /// What the bytes are: matrix products' (weights) or element-wise kernels'
@@ -338,6 +340,7 @@ impl Claim {
             | NcclWaiting
             | RanksOutOfStep { .. }
             | TinyKernels { .. }
+            | SmallGrids
             | MemoryBound { .. }
             | ComputeBound { .. }
             | TensorCoresIdle
@@ -378,6 +381,7 @@ impl Claim {
             | NcclWaiting
             | RanksOutOfStep { .. }
             | TinyKernels { .. }
+            | SmallGrids
             | MemoryBound { .. }
             | ComputeBound { .. }
             | TensorCoresIdle

@@ -28,6 +28,12 @@ pub(crate) enum Quantity {
     KernelSharePct,
     /// Mean duration of one kernel execution.
     MeanKernelNs,
+    /// The share of the kernel time in launches of at most half as many thread blocks as
+    /// the GPU has SMs; the GPU's SMs; a kernel's thread blocks (grid x * y * z) in the
+    /// launches that hold most of its time among those.
+    SmallGridSharePct,
+    GpuSms,
+    ThreadBlocks,
     /// CPU wall time of a range, summed over its instances.
     WallNs,
     /// First start to last end of the GPU work launched in a range, summed over instances.
@@ -144,7 +150,9 @@ impl Quantity {
             | NvidiaRanges
             | NvidiaFiguresCompared
             | NvidiaFiguresDiffer
-            | NvidiaKernels => Unit::Count,
+            | NvidiaKernels
+            | GpuSms
+            | ThreadBlocks => Unit::Count,
             StepDramMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
@@ -172,10 +180,11 @@ fn z(x: f64) -> f64 {
 impl Quantity {
     /// The value as every report prints it, with its unit: "12.34 ms" ("4.17 us" for a mean
     /// kernel), "74.0%", "5280",
-    /// "0.03 FLOP/byte", "3.360 ms" (per token), "298 tokens/s".
+    /// "0.03 FLOP/byte", "3.360 ms" (per token), "298 tokens/s", "8 blocks".
     pub(crate) fn text(self, v: f64) -> String {
         match (self, self.unit()) {
             (Quantity::MeanKernelNs, _) => format!("{:.2} us", z(v / 1e3)),
+            (Quantity::ThreadBlocks, _) => format!("{} blocks", v.round() as i64),
             (_, Unit::Ns) => format!("{:.2} ms", z(v / 1e6)),
             (_, Unit::Pct) => format!("{:.1}%", z(v)),
             (_, Unit::Count) => format!("{}", v.round() as i64),

@@ -187,6 +187,13 @@ pub(crate) fn sentence(f: &Finding) -> String {
                 cite(f)
             )
         }
+        Claim::SmallGrids => format!(
+            "Launches too small to fill the GPU hold {} of the kernel time {w}: each has at most half as many thread blocks as the GPU's {} SMs, and a block runs on one SM, so at most half the SMs work on it; the most time in them: {}{}.",
+            f.text(Q::SmallGridSharePct),
+            f.text(Q::GpuSms),
+            per_kernel(f, &[(Q::KernelTimeNs, ""), (Q::ThreadBlocks, "most in launches of")]),
+            cite(f)
+        ),
         Claim::MemoryBound { kernels, bytes_of } => {
             let what = match bytes_of {
                 BytesOf::MatrixProducts => "batch more requests per step (each weight byte read serves more tokens) or quantise weights to cut bytes moved",

@@ -13,6 +13,8 @@ pub(super) struct Timeline {
     pub(super) kernel_rows: Vec<KernelSum>,
     /// Their mangled names by demangled name (read while streaming).
     pub(super) mangled: HashMap<String, Vec<String>>,
+    /// Their launches by thread blocks, by demangled name.
+    pub(super) blocks: HashMap<String, Vec<crate::analysis::scan::Blocks>>,
     pub(super) operators: Vec<ops::OpRow>,
     pub(super) ledger: Vec<ledger::RangeLedger>,
     /// CUDA graph launches per range name, and how nsys traced them.
@@ -97,10 +99,11 @@ impl Timeline {
             false => Vec::new(),
         };
         let nested = crate::analysis::ranges::nested_in_own_name(&all, &nest);
-        let (mut stats, kernel_rows, mangled) = (
+        let (mut stats, kernel_rows, mangled, blocks) = (
             scan.stats(),
             scan.kernel_rows(&strings),
             scan.mangled_names(&strings),
+            scan.kernel_blocks(&strings),
         );
         for st in &mut stats {
             st.nested_in_own_name = nested.get(st.name.as_str()).copied().unwrap_or(0);
@@ -118,6 +121,7 @@ impl Timeline {
             stats,
             kernel_rows,
             mangled,
+            blocks,
             operators,
             ledger,
             graphs,

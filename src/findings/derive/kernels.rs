@@ -1,6 +1,6 @@
 //! Findings about kernels: the kernel table's totals and top kernel, launch calls, ncu's
-//! coverage on one basis, launch size (tiny kernels), and bound classes from ncu's counters,
-//! each scoped to the range its counters were measured in.
+//! coverage on one basis, launch size (tiny kernels, grids too small for the GPU), and bound
+//! classes from ncu's counters, each scoped to the range its counters were measured in.
 
 use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
 use crate::analysis::Artifacts;
@@ -84,10 +84,11 @@ pub(super) fn launch_calls(a: &Artifacts, out: &mut Findings) {
     );
 }
 
-/// How much work each launch carries. A finding of launch size is added here, in the order
-/// the reports read them.
+/// How much work each launch carries: its duration, and its grid against the GPU's SMs. A
+/// finding of launch size is added here, in the order the reports read them.
 pub(super) fn launch_size(a: &Artifacts, out: &mut Findings) {
     tiny(a, out);
+    grids(a, out);
 }
 
 fn tiny(a: &Artifacts, out: &mut Findings) {
@@ -160,6 +161,50 @@ fn tiny(a: &Artifacts, out: &mut Findings) {
         Some(rules::TINY_KERNELS),
         ev,
     );
+}
+
+/// Launches too small to fill the GPU: the kernel table's launches of at most half as many
+/// thread blocks as the GPU has SMs, where they hold enough of its time. From the export's
+/// grids and its GPU's SM count, so every launch of the range counts, measured or not by ncu.
+fn grids(a: &Artifacts, out: &mut Findings) {
+    let (Some(sms), Some(range)) = (a.sm_count, a.capture.range()) else {
+        return;
+    };
+    // Graph kernels nsys traced as whole graphs are not in the table, nor their grids.
+    if a.kernel_blocks.is_empty() || a.graph_level(range).is_some() {
+        return;
+    }
+    let half = i64::from(sms / 2);
+    let (total, _) = a.kernel_totals();
+    // Per kernel: its time in small launches, and the block count holding most of it.
+    let mut small: Vec<(&str, i64, i64)> = a
+        .kernel_blocks
+        .iter()
+        .filter_map(|(name, by)| {
+            let few = by.iter().filter(|b| b.blocks <= half);
+            let ns: i64 = few.clone().map(|b| b.ns).sum();
+            let most = few.max_by_key(|b| (b.ns, std::cmp::Reverse(b.blocks)))?;
+            Some((name.as_str(), ns, most.blocks))
+        })
+        .collect();
+    let small_ns: i64 = small.iter().map(|k| k.1).sum();
+    let share = 100.0 * small_ns as f64 / total;
+    if !(total > 0.0 && share >= rules::SMALL_GRIDS.threshold) {
+        return;
+    }
+    small.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
+    let scope = table_scope(a);
+    let src = &a.sqlite_file;
+    let mut ev = vec![
+        Figure::new(Quantity::SmallGridSharePct, share, src, &scope),
+        Figure::new(Quantity::GpuSms, f64::from(sms), src, &scope),
+    ];
+    for (name, ns, blocks) in small.iter().take(rules::SMALL_GRIDS_NAMED) {
+        let k = scope.clone().kernel(name);
+        ev.push(Figure::new(Quantity::KernelTimeNs, *ns as f64, src, &k));
+        ev.push(Figure::new(Quantity::ThreadBlocks, *blocks as f64, src, &k));
+    }
+    out.push(Claim::SmallGrids, scope, Some(rules::SMALL_GRIDS), ev);
 }
 
 /// Bound classes and tensor-core use of the top kernels, per table: the joined table speaks

@@ -88,6 +88,28 @@ impl NsysDb {
         Ok(cols.iter().all(|c| have.iter().any(|h| h == c)))
     }
 
+    /// The streaming multiprocessors of the capture's GPUs (`TARGET_INFO_GPU.smCount`): None
+    /// without the table, or where the GPUs differ in size (a launch's share of a GPU would
+    /// then depend on which one ran it, which the reports do not read per launch).
+    pub fn sm_count(&self) -> Result<Option<u32>, Error> {
+        if !self.has_columns("TARGET_INFO_GPU", &["smCount"])? {
+            return Ok(None);
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT smCount FROM TARGET_INFO_GPU WHERE smCount > 0 LIMIT 2")
+            .map_err(|e| self.err(e))?;
+        let counts = stmt
+            .query_map([], |r| r.get::<_, i64>(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(match counts[..] {
+            [n] => u32::try_from(n).ok(),
+            _ => None,
+        })
+    }
+
     /// The processes whose kernels ran on the GPU (a global pid's pid is its bits from 24 up),
     /// at most `limit` of them; none without the kernel table.
     pub fn kernel_pids(&self, limit: usize) -> Result<Vec<i64>, Error> {
@@ -249,7 +271,9 @@ pub struct Launch {
     /// Its mangled name's id, -1 where unknown (memcpy, memset, an export without one).
     pub mangled: i64,
     /// A kernel's grid x, y, z, block x, y, z and dynamic shared memory (zeros for a memcpy or
-    /// memset, or where the export lacks them): its launch configuration.
+    /// memset, or where the export lacks them): its launch configuration. A streaming reader
+    /// asked for some kernels' configurations ([`Sink::configs_of`]) reads every kernel's grid
+    /// and the rest for those alone (zeros for the others).
     pub config: [i32; 7],
 }
 
@@ -487,6 +511,23 @@ impl NsysDb {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The SM count of the capture's GPUs: one size, or none to go by where they differ.
+    #[test]
+    fn sm_count_is_the_gpus_size_only_where_they_agree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("gpus_hand_made.sqlite");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE TARGET_INFO_GPU (id INTEGER, smCount INTEGER); INSERT INTO TARGET_INFO_GPU VALUES (0, 132), (1, 132);")
+            .unwrap();
+        let db = NsysDb::open(&path).unwrap();
+        assert_eq!(db.sm_count().unwrap(), Some(132));
+        conn.execute("INSERT INTO TARGET_INFO_GPU VALUES (2, 108)", [])
+            .unwrap();
+        assert_eq!(db.sm_count().unwrap(), None);
+        conn.execute_batch("DROP TABLE TARGET_INFO_GPU").unwrap();
+        assert_eq!(db.sm_count().unwrap(), None);
+    }
 
     /// NCCL's own `ncclAllReduce` ranges live in its `NCCL` domain (a real 2-GPU export): a
     /// library's ranges, unless the capture names that domain; the workload's own are not.

@@ -58,8 +58,17 @@ impl Table<'_> {
                     ));
                 };
                 let mangled = int(7)?.unwrap_or(-1);
+                // Every kernel's grid (its thread blocks: how many SMs it can use), the rest
+                // of the configuration only for the kernels whose shapes are tallied.
                 let config = match self.wanted {
-                    Some(w) if !w.contains(&mangled) => [0; 7],
+                    Some(w) if self.kernel && !w.contains(&mangled) => {
+                        let mut c = [0; 7];
+                        for (i, v) in c.iter_mut().take(3).enumerate() {
+                            *v = int(8 + i)?.unwrap_or(0).clamp(0, i64::from(i32::MAX)) as i32;
+                        }
+                        c
+                    }
+                    Some(_) if !self.kernel => [0; 7],
                     _ => super::super::config_at(r, 8).map_err(e)?,
                 };
                 let op: Op = (
