@@ -611,3 +611,49 @@ fn no_small_grid_verdict_where_launches_fill_the_gpu_or_the_grids_are_not_read()
     let f = findings(&root().join("examples/sample-run-hf-eager"));
     assert_eq!(made(&f, "small_grids").len(), 1);
 }
+
+/// What small_grids says ("at most half the SMs work on it") held against NVIDIA's own
+/// sampling of the same run: in every 20 us window of the capture's GPU metrics, the sampled
+/// SMs Active share stays within a point of the bound the launches' grids set (each launch's
+/// overlap with the window times min(1, blocks / SMs)).
+#[test]
+fn sampled_sms_active_never_exceeds_what_the_grids_allow() {
+    let db = rusqlite::Connection::open(root().join("tests/data/hf/gpu-metrics/nsys/run.sqlite"))
+        .unwrap();
+    let sms: f64 = db
+        .query_row("SELECT smCount FROM TARGET_INFO_GPU", [], |r| r.get(0))
+        .unwrap();
+    let rows = |sql: &str| -> Vec<(i64, i64, f64)> {
+        let mut st = db.prepare(sql).unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let samples = rows(
+        "SELECT g.timestamp, 0, g.value FROM GPU_METRICS g JOIN TARGET_INFO_GPU_METRICS m \
+         ON m.metricId = g.metricId AND m.typeId = g.typeId \
+         WHERE m.metricName = 'SMs Active [Throughput %]' ORDER BY g.timestamp",
+    );
+    let launches = rows(
+        "SELECT start, end, gridX * gridY * gridZ FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start",
+    );
+    let (mut windows, mut worst) = (0, f64::MIN);
+    for w in samples.windows(2) {
+        let (t, end) = (w[0].0, w[1].0.min(w[0].0 + 20_000));
+        let mut bound = 0.0;
+        for &(s, e, blocks) in launches.iter().filter(|l| l.0 < end && l.1 > t) {
+            let overlap = (e.min(end) - s.max(t)) as f64;
+            bound += overlap * (blocks / sms).min(1.0);
+        }
+        if bound > 0.0 {
+            windows += 1;
+            worst = worst.max(w[0].2 - 100.0 * bound / (end - t) as f64);
+        }
+    }
+    assert!(windows > 6000, "{windows} windows with kernels");
+    assert!(
+        worst <= 1.5,
+        "sampled SMs Active {worst} points above the grids' bound"
+    );
+}
