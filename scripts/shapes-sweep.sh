@@ -5,7 +5,9 @@
 # steps, CUB's own NVTX ranges inside steps, nested ranges of one name. Prints one table:
 # stage2's exit code, whole / bare, the kernels with ncu figures, the headline's verdict, and
 # whether every per-range figure stage2 checked equals NVIDIA's own summaries
-# (run.crosscheck=true). Keeps each run directory's small files under $OUT/sweep.
+# (run.crosscheck=true), and the small_grids share beside NVIDIA's cuda_gpu_kern_gb_sum of the
+# same export (scripts/small-grids-check.py). Keeps each run directory's small files under
+# $OUT/sweep.
 #
 #   scripts/shapes-sweep.sh [SHAPE...]   env: STAGE2_BIN, PYTHON, RUN_ROOT (tmp/sweep), STAGE2_EXTRA
 set -uo pipefail
@@ -30,8 +32,8 @@ shape() {
     *) echo "unknown shape $1" >&2; return 1 ;;
   esac
 }
-echo "| shape | rc | bare (s) | stage2 (s) | / bare | kernels with ncu figures | ncu share of kernel time | verdict | NVIDIA cross-check | ranges.csv rows | warnings |"
-echo "|---|--:|--:|--:|--:|--:|--:|---|---|--:|--:|"
+echo "| shape | rc | bare (s) | stage2 (s) | / bare | kernels with ncu figures | ncu share of kernel time | verdict | NVIDIA cross-check | ranges.csv rows | warnings | small grids: ours, NVIDIA's cuda_gpu_kern_gb_sum, its range kernel time |"
+echo "|---|--:|--:|--:|--:|--:|--:|---|---|--:|--:|---|"
 shapes=("$@")
 [ ${#shapes[@]} -eq 0 ] && shapes=(auto startend chunked profapi graphs topp nested neox)
 for s in "${shapes[@]}"; do
@@ -75,9 +77,10 @@ cov = f"{cov:.1f}%" if cov is not None else "-"
 print(f"{t.get('ncu_kernels_measured', '-')} of {t.get('distinct_kernels', '-')} | {cov} | {verdict} | {agree} | {rows} | {warns}")
 PY
 )
+  grids=$(python3 scripts/small-grids-check.py "$run" 2>&1 | tail -1)
   bare=$(secs "$t0" "$t1"); whole=$(secs "$t1" "$t2")
   ratio=$(awk -v a="$bare" -v b="$whole" 'BEGIN { if (a > 0) printf "%.2fx", b / a; else print "-" }')
-  echo "| $s | $rc | $bare | $whole | $ratio | $row |"
+  echo "| $s | $rc | $bare | $whole | $ratio | $row | $grids |"
   if [ -n "${OUT:-}" ]; then
     mkdir -p "$OUT/sweep/$s"
     cp "$root/$s.log" "$OUT/sweep/$s/stage2.log" 2>/dev/null
