@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # NVIDIA's own summaries of a run's reports, to check stage2's figures against: `nsys stats`
-# (nvtx_kern_sum, nvtx_gpu_proj_sum, cuda_gpu_kern_sum, nvtx_sum) of every nsys report and
+# (nvtx_kern_sum, nvtx_gpu_proj_sum, cuda_gpu_kern_sum, nvtx_sum, cuda_gpu_kern_gb_sum:nvtx-name)
+# of every nsys report and
 # `ncu --print-summary per-kernel` of every ncu report, written to RUN/nvidia/.
 #
 #   scripts/nvidia-summaries.sh RUN_DIR
@@ -17,7 +18,7 @@ for rep in "$run"/nsys/*.nsys-rep; do
   # A copy, so that nsys stats' own SQLite export does not touch the run's.
   cp "$rep" "$out/$b.nsys-rep"
   nsys stats --report nvtx_kern_sum --report nvtx_gpu_proj_sum --report cuda_gpu_kern_sum \
-    --report nvtx_sum --format csv --force-export=true -o "$out/$b" "$out/$b.nsys-rep" \
+    --report nvtx_sum --report cuda_gpu_kern_gb_sum:nvtx-name --format csv --force-export=true -o "$out/$b" "$out/$b.nsys-rep" \
     >"$out/$b.stats.log" 2>&1 || rc=1
   rm -f "$out/$b.nsys-rep" "$out/$b.sqlite"
 done

@@ -57,6 +57,11 @@ pub(crate) const SMALL_GRIDS: Rule = Rule {
 /// How many of a finding's kernels are named in its sentence.
 pub(crate) const SMALL_GRIDS_NAMED: usize = 3;
 
+/// The most thread blocks a launch of [`SMALL_GRIDS`] has on a GPU of `sms` SMs: half of them.
+pub(crate) fn small_grid_blocks(sms: u32) -> i64 {
+    i64::from(sms / 2)
+}
+
 pub(crate) const MEMORY_BOUND: Rule = Rule {
     id: "memory_bound",
     text: "a top kernel's DRAM throughput >= 60% of peak and above its SM throughput; one that issues tensor-core operations is a matrix product (its bytes mostly weights), one that issues none element-wise (its bytes activations)",
@@ -223,7 +228,7 @@ pub(crate) const REPLAY_DIFFERS: Rule = Rule {
 /// stage2's range figures against NVIDIA's reading of the same export: equal, or said.
 pub(crate) const NVIDIA_SUMMARIES: Rule = Rule {
     id: "nvidia_summaries",
-    text: "each range's instances, wall time, GPU projection and GPU operations equal nvtx_gpu_proj_sum's and its kernel time and launches nvtx_kern_sum's, both nsys stats of the same export in nvidia/; any that differs is listed; launches are not compared for a range nested in its own name, whose inner launches nvtx_kern_sum counts once",
+    text: "each range's instances, wall time, GPU projection and GPU operations equal nvtx_gpu_proj_sum's and its kernel time and launches nvtx_kern_sum's, both nsys stats of the same export in nvidia/; any that differs is listed; launches are not compared for a range nested in its own name, whose inner launches nvtx_kern_sum counts once; the captured range's kernel time in launches of at most half as many thread blocks as the GPU has SMs equals that of cuda_gpu_kern_gb_sum:nvtx-name's rows named by the range, compared where those rows hold all of its kernel time, as nsys names a launch by its innermost range",
     threshold: 0.0,
 };
 

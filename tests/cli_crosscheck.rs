@@ -29,6 +29,7 @@ fn nvidia_summaries_of_both_captures_are_written_to_nvidia() {
         "run_nvtx_gpu_proj_sum.csv",
         "run_cuda_gpu_kern_sum.csv",
         "run_nvtx_sum.csv",
+        "run_cuda_gpu_kern_gb_sum_nvtx-name.csv",
         "decode_print_summary.csv",
     ] {
         assert!(run.join("nvidia").join(f).is_file(), "{f}: {pass}");
@@ -49,6 +50,13 @@ fn nvidia_summaries_of_both_captures_are_written_to_nvidia() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(f["role"], "fact", "{f}");
+    // decode's time in launches of at most 66 blocks, beside NVIDIA's per-grid summary.
+    assert_eq!(f["grids"]["range"], "decode", "{f}");
+    assert_eq!(f["grids"]["named_ns"], f["grids"]["kernel_ns"], "{f}");
+    assert!(
+        cmd.contains("--report cuda_gpu_kern_gb_sum:nvtx-name"),
+        "{cmd}"
+    );
     assert!(read(run.join("stakeholder_summary.md")).contains("0 differ"));
     // Not asked for: no pass, no folder.
     with_crosscheck(&sb, "y", &["run.crosscheck=false"])

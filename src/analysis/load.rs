@@ -59,14 +59,19 @@ fn baseline(
 
 /// The range figures beside NVIDIA's summaries of the same export, where the run has them: a
 /// broken summary costs the comparison alone.
-fn crosscheck(
-    run: &RunDir,
-    sqlite: &Path,
-    stats: &[super::ranges::RangeStats],
-) -> Option<super::nvidia::Crosscheck> {
+fn crosscheck(run: &RunDir, sqlite: &Path, a: &Artifacts) -> Option<super::nvidia::Crosscheck> {
     let name = sqlite.file_name()?.to_string_lossy();
     let base = name.strip_suffix(".sqlite").unwrap_or(&name);
-    super::nvidia::read(&run.path.join("nvidia"), base, stats, |p| run.relative(p)).unwrap_or_else(
+    let grids = a
+        .small_grids()
+        .zip(a.capture.range())
+        .map(|((blocks, small_ns), range)| super::nvidia::OurGrids {
+            range,
+            blocks,
+            small_ns,
+        });
+    let dir = run.path.join("nvidia");
+    super::nvidia::read(&dir, base, &a.range_stats, grids, |p| run.relative(p)).unwrap_or_else(
         |e| {
             tracing::warn!("the comparison with NVIDIA's summaries is left out: {e}");
             None
@@ -238,7 +243,7 @@ impl Artifacts {
         };
         a.classify_bounds();
         (a.observed, a.baseline_file) = baseline(run, &a.range_stats, a.capture.first_only());
-        a.nvidia = crosscheck(run, &sqlite, &a.range_stats);
+        a.nvidia = crosscheck(run, &sqlite, &a);
         a.nvidia_ncu = ncu_crosscheck(run, &a);
         if let (Some(db), Some(t)) = (&db, &timeline) {
             a.per_token = a.phase_costs(&t.phases, &db.marks("stage2:tokens ")?);

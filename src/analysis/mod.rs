@@ -272,6 +272,23 @@ impl Artifacts {
         }
     }
 
+    /// The kernel table's time in launches of at most [`crate::rules::small_grid_blocks`]
+    /// thread blocks, with that bound; None without the export's grids or one SM count.
+    pub(crate) fn small_grids(&self) -> Option<(i64, i64)> {
+        let most = crate::rules::small_grid_blocks(self.sm_count?);
+        if self.kernel_blocks.is_empty() {
+            return None;
+        }
+        let ns = self
+            .kernel_blocks
+            .values()
+            .flatten()
+            .filter(|b| b.blocks <= most)
+            .map(|b| b.ns)
+            .sum();
+        Some((most, ns))
+    }
+
     /// Total kernel time and launches on the ranking basis (nsys when present).
     pub(crate) fn kernel_totals(&self) -> (f64, u64) {
         self.records

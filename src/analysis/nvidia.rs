@@ -1,7 +1,8 @@
 //! stage2's per-range figures beside NVIDIA's own reading of the same export: `nsys stats`'s
-//! nvtx_gpu_proj_sum (instances, wall time, GPU projection, GPU operations) and nvtx_kern_sum
-//! (kernel time and launches), as the nvidia pass (`run.crosscheck`) or
-//! scripts/nvidia-summaries.sh wrote them to `nvidia/<export>_<report>.csv`.
+//! nvtx_gpu_proj_sum (instances, wall time, GPU projection, GPU operations), nvtx_kern_sum
+//! (kernel time and launches) and cuda_gpu_kern_gb_sum:nvtx-name (the captured range's time in
+//! small grids), as the nvidia pass (`run.crosscheck`) or scripts/nvidia-summaries.sh wrote
+//! them to `nvidia/<export>_<report>.csv`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -23,7 +24,41 @@ pub(crate) struct Crosscheck {
     /// Ranges whose launch count is not compared: instances nested in their own name, which
     /// nvtx_kern_sum's Kern Inst counts once and stage2 in each instance that holds them.
     pub(crate) self_nested: Vec<String>,
+    /// The captured range's kernel time in small grids beside cuda_gpu_kern_gb_sum's.
+    pub(crate) grids: Option<Grids>,
 }
+
+/// A range's kernel time in launches of at most `blocks` thread blocks (the small_grids
+/// figure) beside NVIDIA's `cuda_gpu_kern_gb_sum:nvtx-name` of the same export, which names
+/// each launch by its innermost range: compared where NVIDIA names all of the range's kernel
+/// time by it, that is where no range with launches nests inside it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct Grids {
+    pub(crate) file: String,
+    pub(crate) range: String,
+    pub(crate) blocks: i64,
+    /// The kernel time NVIDIA's rows name by the range, and the range's kernel time in these
+    /// reports (ns): compared where they are equal.
+    pub(crate) named_ns: f64,
+    pub(crate) kernel_ns: f64,
+}
+
+impl Grids {
+    pub(crate) fn compared(&self) -> bool {
+        self.named_ns == self.kernel_ns
+    }
+}
+
+/// What stage2 holds of the captured range's grids: its name, the bound, its kernel time in
+/// launches within the bound.
+pub(crate) struct OurGrids<'a> {
+    pub(crate) range: &'a str,
+    pub(crate) blocks: i64,
+    pub(crate) small_ns: i64,
+}
+
+/// The column a differing small-grid figure is reported under.
+const GRID_COLUMN: &str = "Total Time (ns) of grids within the bound";
 
 /// One range figure that differs from NVIDIA's reading of the same export.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -40,6 +75,7 @@ pub(crate) fn read(
     dir: &Path,
     base: &str,
     stats: &[RangeStats],
+    grids: Option<OurGrids>,
     cite: impl Fn(&Path) -> String,
 ) -> Result<Option<Crosscheck>, Error> {
     let proj = dir.join(format!("{base}_nvtx_gpu_proj_sum.csv"));
@@ -73,6 +109,7 @@ pub(crate) fn read(
         figures: 0,
         differ: Vec::new(),
         self_nested: Vec::new(),
+        grids: None,
     };
     // By name once: a run can have tens of thousands of range names.
     let mut by_name = std::collections::HashMap::new();
@@ -117,7 +154,51 @@ pub(crate) fn read(
             }
         }
     }
+    let gb = dir.join(format!("{base}_cuda_gpu_kern_gb_sum_nvtx-name.csv"));
+    if let (Some(g), true) = (grids, gb.is_file()) {
+        let kernel_ns = by_name.get(g.range).map_or(0.0, |s| s.kernel_ns as f64);
+        out.grids = Some(compare_grids(&gb, &g, kernel_ns, &mut out, cite(&gb))?);
+    }
     Ok(Some(out))
+}
+
+/// The range's small-grid kernel time against NVIDIA's rows named `range/kernel`.
+fn compare_grids(
+    path: &Path,
+    g: &OurGrids,
+    kernel_ns: f64,
+    out: &mut Crosscheck,
+    file: String,
+) -> Result<Grids, Error> {
+    let prefix = format!("{}/", g.range);
+    let (mut named, mut small) = (0.0, 0.0);
+    for (name, blocks, ns) in crate::parse::nsys::read_grid_rows(path)? {
+        if name.starts_with(&prefix) {
+            named += ns;
+            if blocks <= g.blocks {
+                small += ns;
+            }
+        }
+    }
+    let grids = Grids {
+        file,
+        range: g.range.to_string(),
+        blocks: g.blocks,
+        named_ns: named,
+        kernel_ns,
+    };
+    if grids.compared() {
+        out.figures += 1;
+        if g.small_ns as f64 != small {
+            out.differ.push(Differ {
+                range: g.range.to_string(),
+                column: GRID_COLUMN,
+                ours: g.small_ns as f64,
+                theirs: small,
+            });
+        }
+    }
+    Ok(grids)
 }
 
 /// NVIDIA writes a range as `domain:name` (an empty domain for the default one); stage2 by its
@@ -224,6 +305,67 @@ mod tests {
         assert!(!same_range(":predecode", "decode"));
         assert!(!same_range("a:b:decode", "decode"));
         assert!(!same_range("decode", "decode"));
+    }
+
+    /// NVIDIA's cuda_gpu_kern_gb_sum:nvtx-name of the GPU-metrics capture (nsys 2025.3.1 on an
+    /// H100, the report's rows named `decode/<kernel>`): the time of decode's launches of at most
+    /// 66 blocks equals stage2's; one nanosecond off is named; with a range nested inside
+    /// `decode` (its rows then hold less than decode's kernel time) it is not compared.
+    #[test]
+    fn small_grid_time_agrees_with_cuda_gpu_kern_gb_sum() {
+        let run = crate::testutil::data("hf/gpu-metrics");
+        let dir = crate::rundir::RunDir::open(&run).unwrap();
+        let cfg = crate::testutil::config(&["nsys.nvtx_capture=decode"]);
+        let a = crate::analysis::Artifacts::load(&dir, cfg).unwrap();
+        let c = a.nvidia.as_ref().unwrap();
+        let g = c.grids.as_ref().unwrap();
+        assert_eq!((g.range.as_str(), g.blocks), ("decode", 66));
+        assert!(g.compared(), "{g:?}");
+        assert_eq!(g.named_ns, 12_748_422.0);
+        assert!(c.differ.is_empty(), "{:?}", c.differ);
+        let (blocks, small_ns) = a.small_grids().unwrap();
+        let compare = |small_ns: i64, stats: &[RangeStats]| {
+            let ours = OurGrids {
+                range: "decode",
+                blocks,
+                small_ns,
+            };
+            read(&run.join("nvidia"), "run", stats, Some(ours), |p| {
+                p.display().to_string()
+            })
+            .unwrap()
+            .unwrap()
+        };
+        let off = compare(small_ns + 1, &a.range_stats);
+        assert_eq!(off.figures, c.figures);
+        assert_eq!(off.differ.len(), 1, "{:?}", off.differ);
+        assert_eq!(off.differ[0].column, GRID_COLUMN);
+        assert_eq!(off.differ[0].theirs, small_ns as f64);
+        let mut nested = a.range_stats.clone();
+        nested.iter_mut().for_each(|s| s.kernel_ns += 1000);
+        let n = compare(small_ns, &nested);
+        assert!(!n.grids.as_ref().unwrap().compared());
+        assert!(!n.differ.iter().any(|d| d.column == GRID_COLUMN));
+    }
+
+    /// A grid NVIDIA's report would never write (hand-made, for the error path) is a parse
+    /// error naming the file, line and column.
+    #[test]
+    fn a_grid_that_is_not_three_numbers_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("gb_hand_made.csv");
+        std::fs::write(
+            &p,
+            "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),GridXYZ,BlockXYZ,Name\n1.0,10,1,10,10,10,10,0,   8    x    1, 128    1    1,decode/k\n",
+        )
+        .unwrap();
+        let e = crate::parse::nsys::read_grid_rows(&p)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("gb_hand_made.csv") && e.contains("GridXYZ"),
+            "{e}"
+        );
     }
 
     /// The nvidia pass's own output on an H100 (tests/data/crosscheck/eager: `ncu --import

@@ -283,6 +283,9 @@ pub(crate) enum Claim {
         differ: Vec<crate::analysis::nvidia::Differ>,
         /// Ranges whose launches are not compared (nested in their own name).
         self_nested: Vec<String>,
+        /// The captured range's small-grid time beside cuda_gpu_kern_gb_sum's, where read.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        grids: Option<crate::analysis::nvidia::Grids>,
     },
     /// ncu's figures beside NVIDIA's `ncu --print-summary per-kernel` of the same report: a
     /// fact when every value compared is equal within its rounding, a caveat naming the others.

@@ -205,6 +205,36 @@ pub fn read_api(path: &Path) -> Result<Vec<ApiSum>, Error> {
 /// Per range (as nsys prints it, `domain:name`), named figures.
 pub(crate) type RangeColumns = BTreeMap<String, BTreeMap<&'static str, f64>>;
 
+/// The rows of NVIDIA's `cuda_gpu_kern_gb_sum` (one per kernel name, grid and block): the
+/// name as the report writes it (`range/kernel` with `:nvtx-name`), the grid's thread blocks
+/// (x * y * z of `GridXYZ`, written as `   8    1    1`) and the total time (ns).
+pub(crate) fn read_grid_rows(path: &Path) -> Result<Vec<(String, i64, f64)>, Error> {
+    let t = Table::open(path)?;
+    let (name, grid, total) = (
+        t.require("Name")?,
+        t.require("GridXYZ")?,
+        t.require("Total Time (ns)")?,
+    );
+    rows(t, |c| {
+        let dims: Vec<i64> = c
+            .text(grid)
+            .split_whitespace()
+            .filter_map(|d| d.parse().ok())
+            .collect();
+        let [x, y, z] = dims[..] else {
+            return Err(Error::parse(
+                &c.table.path,
+                Some(c.line),
+                format!(
+                    "column `GridXYZ`: `{}` is not three whole numbers",
+                    super::table::shown(c.text(grid))
+                ),
+            ));
+        };
+        Ok((c.text(name).to_string(), x * y * z, c.req(total)?))
+    })
+}
+
 /// Per range (as nsys prints it, `domain:name`), the named columns of an NVTX report:
 /// nvtx_gpu_proj_sum (one row per range) or nvtx_kern_sum with `sum` (one row per range and
 /// kernel, added up; rows of kernels outside every range, with no range, left out).

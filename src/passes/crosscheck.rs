@@ -1,7 +1,8 @@
 //! The cross-check pass (`run.crosscheck`, opt-in): NVIDIA's own summaries of this run's
 //! captures into `nvidia/`, read beside stage2's figures of the same files. `nsys stats` of each
-//! nsys export (nvtx_kern_sum, nvtx_gpu_proj_sum, cuda_gpu_kern_sum, nvtx_sum) and
-//! `ncu --import --print-summary per-kernel` of each ncu report. The workload does not run.
+//! nsys export (nvtx_kern_sum, nvtx_gpu_proj_sum, cuda_gpu_kern_sum, nvtx_sum,
+//! cuda_gpu_kern_gb_sum:nvtx-name) and `ncu --import --print-summary per-kernel` of each ncu
+//! report. The workload does not run.
 
 use std::path::{Path, PathBuf};
 
@@ -12,12 +13,14 @@ use crate::error::Error;
 use crate::rundir::status::{PassState, PassStatus};
 
 /// NVIDIA's reports asked of each nsys export: per range (kernels, GPU projection), per
-/// kernel and the ranges themselves.
-const NSYS_REPORTS: [&str; 4] = [
+/// kernel, the ranges themselves, and per kernel and grid with each launch named by its
+/// innermost range (the small grids' time).
+const NSYS_REPORTS: [&str; 5] = [
     "nvtx_kern_sum",
     "nvtx_gpu_proj_sum",
     "cuda_gpu_kern_sum",
     "nvtx_sum",
+    "cuda_gpu_kern_gb_sum:nvtx-name",
 ];
 
 pub(crate) struct CrosscheckPass {

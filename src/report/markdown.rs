@@ -49,6 +49,15 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
         launches,
         ms(total)
     );
+    if let (Some((most, small)), Some(sms)) = (a.small_grids(), a.sm_count) {
+        let _ = writeln!(
+            s,
+            "Launches of at most {most} thread blocks (half the GPU's {sms} SMs; a block runs on one SM): {} ms, {} of this kernel time (`{}`, grid x * y * z).",
+            ms(small as f64),
+            pct(100.0 * small as f64 / total),
+        a.sqlite_file
+        );
+    }
     for g in f
         .made()
         .filter(|x| matches!(x.claim, Claim::GraphLevelTrace))

@@ -324,7 +324,8 @@ pub(crate) fn sentence(f: &Finding) -> String {
         Claim::NvidiaSummaries {
             differ,
             self_nested,
-        } => fact::nvidia_summaries(f, differ, self_nested),
+            grids,
+        } => fact::nvidia_summaries(f, differ, self_nested, grids.as_ref()),
         Claim::NvidiaNcuSummary { differ, ambiguous } => {
             fact::nvidia_ncu_summary(f, &w, differ, *ambiguous)
         }

@@ -167,27 +167,27 @@ fn tiny(a: &Artifacts, out: &mut Findings) {
 /// thread blocks as the GPU has SMs, where they hold enough of its time. From the export's
 /// grids and its GPU's SM count, so every launch of the range counts, measured or not by ncu.
 fn grids(a: &Artifacts, out: &mut Findings) {
-    let (Some(sms), Some(range)) = (a.sm_count, a.capture.range()) else {
+    let (Some((most, small_ns)), Some(sms), Some(range)) =
+        (a.small_grids(), a.sm_count, a.capture.range())
+    else {
         return;
     };
     // Graph kernels nsys traced as whole graphs are not in the table, nor their grids.
-    if a.kernel_blocks.is_empty() || a.graph_level(range).is_some() {
+    if a.graph_level(range).is_some() {
         return;
     }
-    let half = i64::from(sms / 2);
     let (total, _) = a.kernel_totals();
     // Per kernel: its time in small launches, and the block count holding most of it.
     let mut small: Vec<(&str, i64, i64)> = a
         .kernel_blocks
         .iter()
         .filter_map(|(name, by)| {
-            let few = by.iter().filter(|b| b.blocks <= half);
+            let few = by.iter().filter(|b| b.blocks <= most);
             let ns: i64 = few.clone().map(|b| b.ns).sum();
             let most = few.max_by_key(|b| (b.ns, std::cmp::Reverse(b.blocks)))?;
             Some((name.as_str(), ns, most.blocks))
         })
         .collect();
-    let small_ns: i64 = small.iter().map(|k| k.1).sum();
     let share = 100.0 * small_ns as f64 / total;
     if !(total > 0.0 && share >= rules::SMALL_GRIDS.threshold) {
         return;

@@ -120,6 +120,7 @@ pub(super) fn nvidia(a: &Artifacts, out: &mut Findings) {
         Claim::NvidiaSummaries {
             differ: c.differ.clone(),
             self_nested: c.self_nested.clone(),
+            grids: c.grids.clone(),
         },
         scope.clone(),
         Some(rules::NVIDIA_SUMMARIES),

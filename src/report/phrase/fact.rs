@@ -145,9 +145,25 @@ pub(super) fn nvidia_summaries(
     f: &Finding,
     differ: &[crate::analysis::nvidia::Differ],
     self_nested: &[String],
+    grids: Option<&crate::analysis::nvidia::Grids>,
 ) -> String {
+    let small = |g: &crate::analysis::nvidia::Grids| {
+        format!(
+            "the kernel time of {} in launches of at most {} thread blocks",
+            range_name(&g.range),
+            g.blocks
+        )
+    };
+    let also = match grids.filter(|g| g.compared()) {
+        Some(g) => format!(
+            "; and {}, beside cuda_gpu_kern_gb_sum's rows named by it ({})",
+            small(g),
+            md(&g.file)
+        ),
+        None => String::new(),
+    };
     let mut s = format!(
-        "NVIDIA's `nsys stats` of the same export (nvtx_gpu_proj_sum, nvtx_kern_sum) beside these reports' range figures: {}, {} figures compared (per range its instances, wall time, GPU projection, GPU operations, kernel time and launches), {} differ",
+        "NVIDIA's `nsys stats` of the same export (nvtx_gpu_proj_sum, nvtx_kern_sum) beside these reports' range figures: {}, {} figures compared (per range its instances, wall time, GPU projection, GPU operations, kernel time and launches{also}), {} differ",
         count(f, Q::NvidiaRanges, "range"),
         f.text(Q::NvidiaFiguresCompared),
         f.text(Q::NvidiaFiguresDiffer)
@@ -162,6 +178,24 @@ pub(super) fn nvidia_summaries(
         s.push_str(&format!(
             "; the launches of {} are not compared: instances nested in their own name, whose launches these reports count in each instance that holds them and nvtx_kern_sum's Kern Inst once",
             names.join(", ")
+        ));
+    }
+    if let Some(g) = grids.filter(|g| !g.compared()) {
+        let why = match g.named_ns {
+            0.0 => format!(
+                "its rows name none of the launches by {}",
+                range_name(&g.range)
+            ),
+            n => format!(
+                "its rows name {:.2} ms of the range's {:.2} ms of kernel time by it (nsys names a launch by its innermost range, so ranges nested inside it hold the rest)",
+                n / 1e6,
+                g.kernel_ns / 1e6
+            ),
+        };
+        s.push_str(&format!(
+            "; {} is not compared with cuda_gpu_kern_gb_sum ({}): {why}",
+            small(g),
+            md(&g.file)
         ));
     }
     s + &cite(f)
