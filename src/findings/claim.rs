@@ -1,6 +1,8 @@
 //! What a finding claims: its kind and parameters (one variant per kind), its role, and the
 //! typed verdicts and words the claims carry (range classes, kinds of use, what bytes are of).
 
+/// The comparisons with NVIDIA's summaries a claim carries, for the renderers to phrase.
+pub(crate) use crate::analysis::nvidia::{Differ, Grids, NcuDiffer};
 use serde::Serialize;
 
 /// What a finding is for in a report.
@@ -280,17 +282,17 @@ pub(crate) enum Claim {
     /// stage2's range figures beside NVIDIA's `nsys stats` of the same export: a fact when
     /// every one compared is equal, a caveat naming those that are not.
     NvidiaSummaries {
-        differ: Vec<crate::analysis::nvidia::Differ>,
+        differ: Vec<Differ>,
         /// Ranges whose launches are not compared (nested in their own name).
         self_nested: Vec<String>,
         /// The captured range's small-grid time beside cuda_gpu_kern_gb_sum's, where read.
         #[serde(skip_serializing_if = "Option::is_none")]
-        grids: Option<crate::analysis::nvidia::Grids>,
+        grids: Option<Grids>,
     },
     /// ncu's figures beside NVIDIA's `ncu --print-summary per-kernel` of the same report: a
     /// fact when every value compared is equal within its rounding, a caveat naming the others.
     NvidiaNcuSummary {
-        differ: Vec<crate::analysis::nvidia::NcuDiffer>,
+        differ: Vec<NcuDiffer>,
         /// Summary rows whose name, block and grid stand for several kernels: not compared.
         ambiguous: usize,
     },

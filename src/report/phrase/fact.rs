@@ -143,11 +143,11 @@ pub(super) fn nccl_time(f: &Finding) -> String {
 
 pub(super) fn nvidia_summaries(
     f: &Finding,
-    differ: &[crate::analysis::nvidia::Differ],
+    differ: &[crate::findings::Differ],
     self_nested: &[String],
-    grids: Option<&crate::analysis::nvidia::Grids>,
+    grids: Option<&crate::findings::Grids>,
 ) -> String {
-    let small = |g: &crate::analysis::nvidia::Grids| {
+    let small = |g: &crate::findings::Grids| {
         format!(
             "the kernel time of {} in launches of at most {} thread blocks",
             range_name(&g.range),
@@ -204,7 +204,7 @@ pub(super) fn nvidia_summaries(
 pub(super) fn nvidia_ncu_summary(
     f: &Finding,
     w: &str,
-    differ: &[crate::analysis::nvidia::NcuDiffer],
+    differ: &[crate::findings::NcuDiffer],
     ambiguous: usize,
 ) -> String {
     let mut s = format!(
