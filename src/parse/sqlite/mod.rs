@@ -272,8 +272,8 @@ pub struct Launch {
     pub mangled: i64,
     /// A kernel's grid x, y, z, block x, y, z and dynamic shared memory (zeros for a memcpy or
     /// memset, or where the export lacks them): its launch configuration. A streaming reader
-    /// asked for some kernels' configurations ([`Sink::configs_of`]) reads every kernel's grid
-    /// and the rest for those alone (zeros for the others).
+    /// asked for some kernels' configurations ([`Sink::configs_of`]) reads them for those
+    /// alone; the others carry their thread blocks as a grid of (blocks, 1, 1) and zeros.
     pub config: [i32; 7],
 }
 
@@ -487,11 +487,16 @@ impl NsysDb {
             })
             .collect();
         let config = config.join(", ");
+        let blocks = match ["gridX", "gridY", "gridZ"].iter().all(|c| has(c)) {
+            true => "k.gridX * k.gridY * k.gridZ",
+            false => "0",
+        };
         let mut ops = vec![(
             "CUPTI_ACTIVITY_KIND_KERNEL",
             format!(
                 "SELECT k.start, k.end, k.correlationId, k.globalPid, {graph} AS graph, \
-                 {name} AS name, k.rowid, {mangled} AS mangled, {config} FROM CUPTI_ACTIVITY_KIND_KERNEL k"
+                 {name} AS name, k.rowid, {mangled} AS mangled, {config}, {blocks} AS blocks \
+                 FROM CUPTI_ACTIVITY_KIND_KERNEL k"
             ),
         )];
         for table in ["CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"] {
@@ -499,7 +504,7 @@ impl NsysDb {
                 ops.push((
                     table,
                     format!(
-                        "SELECT start, end, correlationId, globalPid, 0, -1, rowid, -1, 0, 0, 0, 0, 0, 0, 0 FROM {table}"
+                        "SELECT start, end, correlationId, globalPid, 0, -1, rowid, -1, 0, 0, 0, 0, 0, 0, 0, 0 FROM {table}"
                     ),
                 ));
             }

@@ -29,8 +29,8 @@ pub trait Sink<T> {
     fn take(&mut self, item: &T);
     fn reset(&mut self);
     /// Of launches: the kernels (mangled name ids) whose launch configuration this consumer
-    /// reads; the others' come with their grid alone from the one-pass stream (four columns
-    /// fewer to read per launch), the rest zeros. None: every launch's.
+    /// reads; the others' come with their thread blocks alone from the one-pass stream (six
+    /// columns fewer to read per launch), as a grid of (blocks, 1, 1). None: every launch's.
     fn configs_of(&self) -> Option<&HashSet<i64>> {
         None
     }

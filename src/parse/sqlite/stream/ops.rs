@@ -58,15 +58,13 @@ impl Table<'_> {
                     ));
                 };
                 let mangled = int(7)?.unwrap_or(-1);
-                // Every kernel's grid (its thread blocks: how many SMs it can use), the rest
-                // of the configuration only for the kernels whose shapes are tallied.
+                // Every kernel's thread blocks (how many SMs it can use: one column, the grid's
+                // product), the whole configuration only for the kernels whose shapes are
+                // tallied.
                 let config = match self.wanted {
                     Some(w) if self.kernel && !w.contains(&mangled) => {
-                        let mut c = [0; 7];
-                        for (i, v) in c.iter_mut().take(3).enumerate() {
-                            *v = int(8 + i)?.unwrap_or(0).clamp(0, i64::from(i32::MAX)) as i32;
-                        }
-                        c
+                        let blocks = int(15)?.unwrap_or(0).clamp(0, i64::from(i32::MAX));
+                        [blocks as i32, 1, 1, 0, 0, 0, 0]
                     }
                     Some(_) if !self.kernel => [0; 7],
                     _ => super::super::config_at(r, 8).map_err(e)?,
