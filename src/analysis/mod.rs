@@ -160,7 +160,8 @@ pub(crate) fn same_range(config: &Config) -> bool {
         .filter(|_| config.ncu.gating_nvtx);
     match (nsys.range(), ncu) {
         (Some(a), Some(b)) => {
-            crate::analysis::nvtx::base_name(a) == crate::analysis::nvtx::base_name(b)
+            let (a, b) = (nvtx::range_of(a), nvtx::range_of(b));
+            a.is_some() && a == b
         }
         _ => true,
     }
@@ -340,9 +341,10 @@ impl Artifacts {
         Some((100.0 * measured / r.kernel_ns as f64).min(100.0))
     }
 
-    /// The range ncu profiled, by name (its NVTX include expression's base name).
+    /// The range ncu profiled, by name (the innermost range its NVTX include expression
+    /// names; None for an expression that names no one range).
     pub(crate) fn ncu_range(&self) -> Option<String> {
-        self.ncu_include.as_deref().map(nvtx::base_name)
+        self.ncu_include.as_deref().and_then(nvtx::range_of)
     }
 
     pub(crate) fn ncu_skips_nccl(&self) -> bool {

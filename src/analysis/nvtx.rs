@@ -97,6 +97,23 @@ pub(crate) fn base_name(expr: &str) -> String {
     }
 }
 
+/// The range an ncu include expression names, as the export names it: its innermost push/pop
+/// range (`decode/` -> `decode`, `prefill/*/attn/` -> `attn`, `dom@prefill/attn/` -> `attn`,
+/// `[step/` -> `step`) or its start/end range. None for a regular expression or a wildcard
+/// name, which name no one range.
+pub(crate) fn range_of(expr: &str) -> Option<String> {
+    let e = expr.trim();
+    if e.starts_with("regex:") {
+        return None;
+    }
+    let e = e.rsplit_once('@').map_or(e, |(_, r)| r);
+    let last = e
+        .split('/')
+        .map(|p| p.trim_matches(|c| c == '[' || c == ']').trim())
+        .rfind(|p| !p.is_empty())?;
+    (!last.contains('*')).then(|| last.to_string())
+}
+
 /// The NVTX style ncu's include expression is written for: configured, or (auto) the style
 /// the nsys pass of this run saw, else push/pop (what `torch.cuda.nvtx.range` emits).
 pub(crate) fn style_for(cfg: &Config, run: &RunDir) -> Style {
@@ -240,6 +257,20 @@ mod tests {
     #[test]
     fn base_names_are_safe() {
         assert_eq!(base_name("decode/"), "decode");
+        for (expr, range) in [
+            ("decode/", Some("decode")),
+            ("decode", Some("decode")),
+            ("prefill/*/attn/", Some("attn")),
+            ("prefill/attn/", Some("attn")),
+            ("dom@prefill/attn/", Some("attn")),
+            ("[step/", Some("step")),
+            ("step/]", Some("step")),
+            ("layer*", None),
+            ("prefill/*/", None),
+            ("regex:dec.*/", None),
+        ] {
+            assert_eq!(range_of(expr).as_deref(), range, "{expr}");
+        }
         assert_eq!(base_name("decode"), "decode");
         assert_eq!(base_name("dom@prefill/*/attn/"), "prefill_attn");
         assert_eq!(base_name("../../etc"), "etc");

@@ -188,9 +188,9 @@ pub(crate) fn kernel_filter(
     }
 }
 
-/// ncu's range (its base name) when the nsys export holds instances of it.
+/// ncu's range (the one its include names) when the nsys export holds instances of it.
 pub(crate) fn range_in_export(cfg: &Config, run: &RunDir) -> Option<String> {
-    let range = crate::analysis::nvtx::base_name(cfg.ncu.nvtx_include.as_deref()?);
+    let range = crate::analysis::nvtx::range_of(cfg.ncu.nvtx_include.as_deref()?)?;
     let db = crate::parse::sqlite::NsysDb::open(&run.nsys_sqlite(None)).ok()?;
     let ranges = db.ranges().ok()?;
     ranges.iter().any(|r| *r.name == *range).then_some(range)
@@ -213,7 +213,7 @@ pub(crate) fn range_never_ran(cfg: &Config, run: &RunDir) -> Option<String> {
     if capture != crate::config::Capture::WholeRun {
         return None;
     }
-    let range = crate::analysis::nvtx::base_name(n.nvtx_include.as_deref()?.trim());
+    let range = crate::analysis::nvtx::range_of(n.nvtx_include.as_deref()?)?;
     let db = run.single_or_rank0_sqlite();
     if !crate::files::present(&db).unwrap_or(false) {
         return None;
@@ -241,7 +241,8 @@ fn other_range(
     run: &RunDir,
 ) -> Option<(Vec<KernelSum>, Option<crate::model::MangledNames>)> {
     let include = cfg.ncu.nvtx_include.as_deref().unwrap_or("");
-    let range = crate::analysis::nvtx::base_name(include);
+    let range = crate::analysis::nvtx::range_of(include)
+        .unwrap_or_else(|| crate::analysis::nvtx::base_name(include));
     let db = run.nsys_sqlite(None);
     let exported = crate::files::present(&db).unwrap_or(false);
     if !exported {

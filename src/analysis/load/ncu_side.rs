@@ -94,7 +94,8 @@ impl NcuSide {
     /// The range ncu was told to profile names its kernels; without one, their innermost.
     pub(super) fn range(&self) -> Option<String> {
         match (&self.report, &self.include) {
-            (Some(_), Some(inc)) => Some(crate::analysis::nvtx::base_name(inc)),
+            (Some(r), Some(inc)) => crate::analysis::nvtx::range_of(inc)
+                .or_else(|| r.kernels.iter().find_map(|k| k.nvtx_range.clone())),
             (Some(r), None) => r.kernels.iter().find_map(|k| k.nvtx_range.clone()),
             _ => None,
         }
