@@ -1,7 +1,7 @@
 """Probe helper (not a test): a run's small_grids finding beside NVIDIA's own per-grid reading
 of the same export. Runs `nsys stats --report cuda_gpu_kern_gb_sum:nvtx-name` on the run's
 SQLite export (kept as RUN/nvidia/gb_cuda_gpu_kern_gb_sum.csv), whose kernel names carry the
-innermost NVTX range around each launch, and sums the captured range's launches of at most
+innermost NVTX range around each launch (`range/kernel`), and sums the captured range's launches of at most
 half as many thread blocks as the GPU has SMs. Equal to the finding's share where no range
 nests inside the captured one (nsys then names the inner range instead).
 
@@ -50,7 +50,7 @@ half = next(iter(sms)) // 2
 total = small = 0
 for r in rows:
     name = r.get("Name", "")
-    if not name.startswith(cap + ":"):
+    if not name.startswith(cap + "/"):
         continue
     g = 1
     for d in r["GridXYZ"].split():
