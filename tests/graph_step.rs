@@ -159,8 +159,10 @@ fn a_graph_step_that_measures_nothing_leaves_the_run_ok() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
+    // The fake, as the real ncu, says it profiled nothing: the words say which workloads it
+    // skipped before the instance.
     assert!(
-        err.contains("the graph step was not measured: ncu wrote no report"),
+        err.contains("the graph step was not measured: ncu profiled nothing: it skips the"),
         "{err}"
     );
     let st = status(&sb.run("n"));
@@ -184,4 +186,40 @@ fn a_graph_step_that_measures_nothing_leaves_the_run_ok() {
         "{err}"
     );
     assert!(!read(run.join("kernels.md")).contains("measured whole"));
+}
+
+/// A step whose workload never reaches its instance (seen on an H100: a torch.compile loop's
+/// step ran the whole workload under ncu, 310 s, and profiled nothing) is stopped at the ncu
+/// budget, as the kernel pass is; the run goes on and says why. The fake keeps the workload
+/// running 60 s more under ncu (FAKE_NCU_HOLD), for this path.
+#[test]
+fn a_graph_step_is_stopped_at_the_ncu_budget() {
+    let sb = Sandbox::new();
+    let t0 = std::time::Instant::now();
+    let out = sb
+        .profile("b", &{
+            let mut a = vec!["ncu.budget_s=3"];
+            a.extend_from_slice(common::DECODE_RUN);
+            a
+        })
+        .env(
+            "FAKE_NSYS_DIR",
+            root().join("examples/sample-run-hf-static/nsys"),
+        )
+        .env("FAKE_NCU_HOLD", "60")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(t0.elapsed().as_secs() < 40, "{:?}: {err}", t0.elapsed());
+    let st = status(&sb.run("b"));
+    let g = graph_step(&st);
+    assert_eq!(g["state"], "not_measured", "{g}");
+    let note = g["note"].as_str().unwrap();
+    assert!(
+        note.contains("stopped at its time budget of 3 s (ncu.budget_s)"),
+        "{note}"
+    );
+    assert!(g["duration_s"].as_f64().unwrap() < 15.0, "{g}");
+    assert_eq!(st["passes"]["ncu"]["state"], "ok");
 }

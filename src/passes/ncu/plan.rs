@@ -382,6 +382,12 @@ impl NcuPass {
                 s.choice.work.workloads(),
                 s.early.is_some(),
             ));
+            // The step is bounded as the kernel pass is (seen on an H100: a torch.compile
+            // loop's step never reached its instance and ran the workload to its end under
+            // ncu, 310 s); launched, it gets its time to ncu's range on top.
+            let restart = s.early.is_none().then(|| basis.range_reached_s()).flatten();
+            s.budget = Bound::time(&ctx.cfg.ncu, basis.pass_s, restart, multi)
+                .and_then(|b| Some((b.budget?, b.budget_from)));
         }
         Ok(NcuPlan {
             profile,

@@ -28,6 +28,10 @@ pub(crate) struct StepPlan {
     pub(crate) hit: Option<Entry>,
     /// Predicted seconds of the ncu run (set with the pass's cost plan).
     pub(crate) eta_s: Option<f64>,
+    /// How long its ncu may run, and where that comes from (`ncu.budget_s`, as the kernel
+    /// pass's): a workload that never reaches the instance is stopped there, not run to its
+    /// end under ncu.
+    pub(crate) budget: Option<(std::time::Duration, String)>,
     /// Its own copy of the workload, held from the kernel pass's start (set where the kernel
     /// pass attaches to one).
     pub(crate) early: Option<StepEarly>,
@@ -128,6 +132,7 @@ pub(crate) fn plan(
         entry,
         hit,
         eta_s: None,
+        budget: None,
         early: None,
     })
 }
@@ -235,9 +240,22 @@ pub(crate) fn run(
         Err(e) => return not_measured(rec, format!("cannot start ncu: {e}")),
     };
     if out.interrupted || !process::nonempty(&p.report) {
-        let why = match out.interrupted {
-            true => "interrupted".to_string(),
-            false => format!("ncu wrote no report ({})", out.describe()),
+        let why = match (out.interrupted, &p.budget) {
+            (true, _) => "interrupted".to_string(),
+            (false, Some((b, from))) if out.timed_out && out.duration >= *b => format!(
+                "stopped at its time budget of {:.0} s ({from}) before ncu wrote the instance's report",
+                b.as_secs_f64()
+            ),
+            // The workload ended before the instance: fewer workloads came before it than in
+            // the nsys pass (a compile or autotune cache filled between the runs changes that).
+            (false, _) if out.tail.contains("were profiled") => format!(
+                "ncu profiled nothing: it skips the {} workloads the nsys pass saw in `{}` before instance {}, and this run of the workload ended first ({})",
+                c.skip,
+                p.range,
+                c.instance,
+                out.describe()
+            ),
+            (false, _) => format!("ncu wrote no report ({})", out.describe()),
         };
         return not_measured(rec, format!("{why}; see {}", ctx.run.relative(&log)));
     }
@@ -269,9 +287,13 @@ fn measure(
     held: Option<super::early::Held>,
     log: &Path,
 ) -> std::io::Result<process::Outcome> {
+    let budget = p.budget.as_ref().map(|b| b.0);
     let run = |argv: &[String]| {
         let mut spec = ctx.spec(Path::new(&argv[0]), argv[1..].to_vec(), log.to_path_buf());
-        spec.timeout = ctx.cfg.ncu_timeout();
+        spec.timeout = match (ctx.cfg.ncu_timeout(), budget) {
+            (Some(t), Some(b)) => Some(t.min(b)),
+            (t, b) => t.or(b),
+        };
         process::run(&spec)
     };
     let attach = p.early.as_ref().map(|e| &e.attach);
