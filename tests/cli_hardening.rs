@@ -641,3 +641,25 @@ fn a_log_that_a_full_disk_keeps_from_redaction_is_emptied() {
         "{err}\n{files:?}"
     );
 }
+
+/// A kernel whose grid multiplies past 64 bits (hand-made, beyond what CUDA allows: 2^31 - 1
+/// in x, y and z, on one row of a real export) is counted as the largest block count there
+/// is, never an overflow or an unreadable column.
+#[test]
+fn a_grid_too_large_to_multiply_is_no_panic() {
+    let sb = common::Sandbox::new();
+    let run = sb.copy_of("examples/sample-run-hf-eager", "big");
+    let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
+    db.execute(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 2147483647, gridY = 2147483647, gridZ = 2147483647 \
+         WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    let out = sb.stage2().arg("report").arg(&run).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(common::read(run.join("kernels.md")).contains("Launches of at most 66 thread blocks"));
+}

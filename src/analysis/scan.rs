@@ -238,7 +238,9 @@ impl Sink<Launch> for Scan<'_> {
                     k.mangled.push(l.mangled);
                 }
                 *k.durations.entry(l.end - l.start).or_default() += 1;
-                let blocks = l.config[..3].iter().map(|&d| i64::from(d)).product();
+                let blocks = l.config[..3]
+                    .iter()
+                    .fold(1i64, |p, &d| p.saturating_mul(i64::from(d)));
                 k.add_blocks(blocks, l.end - l.start);
             }
         }

@@ -231,7 +231,8 @@ pub(crate) fn read_grid_rows(path: &Path) -> Result<Vec<(String, i64, f64)>, Err
                 ),
             ));
         };
-        Ok((c.text(name).to_string(), x * y * z, c.req(total)?))
+        let blocks = x.saturating_mul(y).saturating_mul(z);
+        Ok((c.text(name).to_string(), blocks, c.req(total)?))
     })
 }
 

@@ -184,8 +184,8 @@ fn grids(a: &Artifacts, out: &mut Findings) {
         .filter_map(|(name, by)| {
             let few = by.iter().filter(|b| b.blocks <= most);
             let ns: i64 = few.clone().map(|b| b.ns).sum();
-            let most = few.max_by_key(|b| (b.ns, std::cmp::Reverse(b.blocks)))?;
-            Some((name.as_str(), ns, most.blocks))
+            let held = few.max_by_key(|b| (b.ns, std::cmp::Reverse(b.blocks)))?;
+            Some((name.as_str(), ns, held.blocks))
         })
         .collect();
     let share = 100.0 * small_ns as f64 / total;

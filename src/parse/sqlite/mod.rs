@@ -488,7 +488,8 @@ impl NsysDb {
             .collect();
         let config = config.join(", ");
         let blocks = match ["gridX", "gridY", "gridZ"].iter().all(|c| has(c)) {
-            true => "k.gridX * k.gridY * k.gridZ",
+            // An overflowing product would be a real number: cast back, clamped.
+            true => "CAST(k.gridX * k.gridY * k.gridZ AS INTEGER)",
             false => "0",
         };
         let mut ops = vec![(
