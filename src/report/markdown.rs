@@ -49,7 +49,7 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
         launches,
         ms(total)
     );
-    if let (Some((most, small)), Some(sms)) = (a.small_grids(), a.sm_count) {
+    if let (Some((most, small)), Some(sms), true) = (a.small_grids(), a.sm_count, total > 0.0) {
         let _ = writeln!(
             s,
             "Launches of at most {most} thread blocks (half the GPU's {sms} SMs; a block runs on one SM): {} ms, {} of this kernel time (`{}`, grid x * y * z).",
