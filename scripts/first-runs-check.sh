@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Probe (not a test): first runs of the bench variants (scripts/hf-workloads.sh) with defaults plus
-# run.crosscheck=true, each with a fresh metrics cache and no bare run: exit code, time, kernels.md's
+# run.crosscheck=true and ncu.clock_control=none (the GPU machine asks it), each with a fresh
+# metrics cache and no bare run: exit code, time, kernels.md's
 # small-grid line, NVIDIA's agreement, the ncu prediction and every pass's state.
 #
 #   scripts/first-runs-check.sh VARIANT...   (on the GPU machine; STAGE2_BIN, RUN_ROOT)
