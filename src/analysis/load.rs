@@ -65,10 +65,10 @@ fn crosscheck(run: &RunDir, sqlite: &Path, a: &Artifacts) -> Option<super::nvidi
     let grids = a
         .small_grids()
         .zip(a.capture.range())
-        .map(|((blocks, small_ns), range)| super::nvidia::OurGrids {
+        .map(|(g, range)| super::nvidia::OurGrids {
             range,
-            blocks,
-            small_ns,
+            blocks: g.blocks,
+            small_ns: g.ns,
         });
     let dir = run.path.join("nvidia");
     super::nvidia::read(&dir, base, &a.range_stats, grids, |p| run.relative(p)).unwrap_or_else(

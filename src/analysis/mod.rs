@@ -167,6 +167,16 @@ pub(crate) fn same_range(config: &Config) -> bool {
     }
 }
 
+/// The kernel table's launches too small to fill the GPU: at most `blocks` thread blocks
+/// (half of `sms`), `ns` of kernel time, its share of the table's (None: no kernel time).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct SmallGrids {
+    pub(crate) sms: u32,
+    pub(crate) blocks: i64,
+    pub(crate) ns: i64,
+    pub(crate) share_pct: Option<f64>,
+}
+
 impl Artifacts {
     /// Nothing to report: no kernels from either tool, no NVTX ranges.
     pub(crate) fn is_empty(&self) -> bool {
@@ -274,20 +284,27 @@ impl Artifacts {
     }
 
     /// The kernel table's time in launches of at most [`crate::rules::small_grid_blocks`]
-    /// thread blocks, with that bound; None without the export's grids or one SM count.
-    pub(crate) fn small_grids(&self) -> Option<(i64, i64)> {
-        let most = crate::rules::small_grid_blocks(self.sm_count?);
+    /// thread blocks; None without the export's grids or one SM count.
+    pub(crate) fn small_grids(&self) -> Option<SmallGrids> {
+        let sms = self.sm_count?;
+        let blocks = crate::rules::small_grid_blocks(sms);
         if self.kernel_blocks.is_empty() {
             return None;
         }
-        let ns = self
+        let ns: i64 = self
             .kernel_blocks
             .values()
             .flatten()
-            .filter(|b| b.blocks <= most)
+            .filter(|b| b.blocks <= blocks)
             .map(|b| b.ns)
             .sum();
-        Some((most, ns))
+        let (total, _) = self.kernel_totals();
+        Some(SmallGrids {
+            sms,
+            blocks,
+            ns,
+            share_pct: (total > 0.0).then(|| 100.0 * ns as f64 / total),
+        })
     }
 
     /// Total kernel time and launches on the ranking basis (nsys when present).

@@ -327,7 +327,11 @@ mod tests {
         assert!(g.compared(), "{g:?}");
         assert_eq!(g.named_ns, 12_748_422.0);
         assert!(c.differ.is_empty(), "{:?}", c.differ);
-        let (blocks, small_ns) = a.small_grids().unwrap();
+        let crate::analysis::SmallGrids {
+            blocks,
+            ns: small_ns,
+            ..
+        } = a.small_grids().unwrap();
         let compare = |small_ns: i64, stats: &[RangeStats]| {
             let ours = OurGrids {
                 range: "decode",
@@ -368,7 +372,11 @@ mod tests {
         }
         let gb = tmp.path().join("run_cuda_gpu_kern_gb_sum_nvtx-name.csv");
         std::fs::write(&gb, "Name,GridXYZ\ndecode/k,not a grid\n").unwrap();
-        let (blocks, small_ns) = a.small_grids().unwrap();
+        let crate::analysis::SmallGrids {
+            blocks,
+            ns: small_ns,
+            ..
+        } = a.small_grids().unwrap();
         let ours = OurGrids {
             range: "decode",
             blocks,

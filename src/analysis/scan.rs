@@ -125,7 +125,7 @@ impl<'a> Scan<'a> {
     }
 
     /// The captured range's kernels' launches by thread blocks, by demangled name (the kernel
-    /// table's), most blocks first.
+    /// table's).
     pub(crate) fn kernel_blocks(
         &self,
         strings: &HashMap<i64, String>,
@@ -133,11 +133,7 @@ impl<'a> Scan<'a> {
         self.durations
             .iter()
             .filter(|(_, k)| !k.blocks.is_empty())
-            .filter_map(|(id, k)| {
-                let mut b = k.blocks.clone();
-                b.sort_unstable_by_key(|b| std::cmp::Reverse(b.blocks));
-                Some((strings.get(id)?.clone(), b))
-            })
+            .filter_map(|(id, k)| Some((strings.get(id)?.clone(), k.blocks.clone())))
             .collect()
     }
 

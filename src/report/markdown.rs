@@ -49,13 +49,15 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
         launches,
         ms(total)
     );
-    if let (Some((most, small)), Some(sms), true) = (a.small_grids(), a.sm_count, total > 0.0) {
+    if let Some((g, share)) = a.small_grids().and_then(|g| Some((g, g.share_pct?))) {
         let _ = writeln!(
             s,
-            "Launches of at most {most} thread blocks (half the GPU's {sms} SMs; a block runs on one SM): {} ms, {} of this kernel time (`{}`, grid x * y * z).",
-            ms(small as f64),
-            pct(100.0 * small as f64 / total),
-        a.sqlite_file
+            "Launches of at most {} thread blocks (half the GPU's {} SMs; a block runs on one SM): {} ms, {} of this kernel time (`{}`, grid x * y * z).",
+            g.blocks,
+            g.sms,
+            ms(g.ns as f64),
+            pct(share),
+            a.sqlite_file
         );
     }
     for g in f

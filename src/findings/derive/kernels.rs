@@ -167,37 +167,33 @@ fn tiny(a: &Artifacts, out: &mut Findings) {
 /// thread blocks as the GPU has SMs, where they hold enough of its time. From the export's
 /// grids and its GPU's SM count, so every launch of the range counts, measured or not by ncu.
 fn grids(a: &Artifacts, out: &mut Findings) {
-    let (Some((most, small_ns)), Some(sms), Some(range)) =
-        (a.small_grids(), a.sm_count, a.capture.range())
-    else {
+    let (Some(g), Some(range)) = (a.small_grids(), a.capture.range()) else {
         return;
     };
     // Graph kernels nsys traced as whole graphs are not in the table, nor their grids.
-    if a.graph_level(range).is_some() {
+    let Some(share) = g
+        .share_pct
+        .filter(|s| *s >= rules::SMALL_GRIDS.threshold && a.graph_level(range).is_none())
+    else {
         return;
-    }
-    let (total, _) = a.kernel_totals();
+    };
     // Per kernel: its time in small launches, and the block count holding most of it.
     let mut small: Vec<(&str, i64, i64)> = a
         .kernel_blocks
         .iter()
         .filter_map(|(name, by)| {
-            let few = by.iter().filter(|b| b.blocks <= most);
+            let few = by.iter().filter(|b| b.blocks <= g.blocks);
             let ns: i64 = few.clone().map(|b| b.ns).sum();
             let held = few.max_by_key(|b| (b.ns, std::cmp::Reverse(b.blocks)))?;
             Some((name.as_str(), ns, held.blocks))
         })
         .collect();
-    let share = 100.0 * small_ns as f64 / total;
-    if !(total > 0.0 && share >= rules::SMALL_GRIDS.threshold) {
-        return;
-    }
     small.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
     let scope = table_scope(a);
     let src = &a.sqlite_file;
     let mut ev = vec![
         Figure::new(Quantity::SmallGridSharePct, share, src, &scope),
-        Figure::new(Quantity::GpuSms, f64::from(sms), src, &scope),
+        Figure::new(Quantity::GpuSms, f64::from(g.sms), src, &scope),
     ];
     for (name, ns, blocks) in small.iter().take(rules::SMALL_GRIDS_NAMED) {
         let k = scope.clone().kernel(name);
