@@ -228,7 +228,7 @@ pub(crate) const REPLAY_DIFFERS: Rule = Rule {
 /// stage2's range figures against NVIDIA's reading of the same export: equal, or said.
 pub(crate) const NVIDIA_SUMMARIES: Rule = Rule {
     id: "nvidia_summaries",
-    text: "each range's instances, wall time, GPU projection and GPU operations equal nvtx_gpu_proj_sum's and its kernel time and launches nvtx_kern_sum's, both nsys stats of the same export in nvidia/; any that differs is listed; launches are not compared for a range nested in its own name, whose inner launches nvtx_kern_sum counts once; the captured range's kernel time in launches of at most half as many thread blocks as the GPU has SMs equals that of cuda_gpu_kern_gb_sum:nvtx-name's rows named by the range, compared where those rows hold all of its kernel time, as nsys names a launch by its innermost range",
+    text: "each range's instances, wall time, GPU projection and GPU operations equal nvtx_gpu_proj_sum's and its kernel time and launches nvtx_kern_sum's, both nsys stats of the same export in nvidia/; any that differs is listed; launches are not compared for a range nested in its own name, whose inner launches nvtx_kern_sum counts once; the captured range's kernel time in launches of at most half as many thread blocks as the GPU has SMs, in all and per kernel, equals that of cuda_gpu_kern_gb_sum:nvtx-name's rows named by the range, compared where those rows hold all of its kernel time, as nsys names a launch by its innermost range",
     threshold: 0.0,
 };
 

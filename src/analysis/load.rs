@@ -69,6 +69,7 @@ fn crosscheck(run: &RunDir, sqlite: &Path, a: &Artifacts) -> Option<super::nvidi
             range,
             blocks: g.blocks,
             small_ns: g.ns,
+            kernels: &a.kernel_blocks,
         });
     let dir = run.path.join("nvidia");
     super::nvidia::read(&dir, base, &a.range_stats, grids, |p| run.relative(p)).unwrap_or_else(

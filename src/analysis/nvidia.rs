@@ -50,11 +50,12 @@ impl Grids {
 }
 
 /// What stage2 holds of the captured range's grids: its name, the bound, its kernel time in
-/// launches within the bound.
+/// launches within the bound, and each kernel's launches by thread blocks.
 pub(crate) struct OurGrids<'a> {
     pub(crate) range: &'a str,
     pub(crate) blocks: i64,
     pub(crate) small_ns: i64,
+    pub(crate) kernels: &'a std::collections::HashMap<String, Vec<super::scan::Blocks>>,
 }
 
 /// The column a differing small-grid figure is reported under.
@@ -166,7 +167,8 @@ pub(crate) fn read(
     Ok(Some(out))
 }
 
-/// The range's small-grid kernel time against NVIDIA's rows named `range/kernel`.
+/// The range's small-grid kernel time, in all and per kernel (the figures the small_grids
+/// finding names), against NVIDIA's rows named `range/kernel`.
 fn compare_grids(
     path: &Path,
     g: &OurGrids,
@@ -176,12 +178,26 @@ fn compare_grids(
 ) -> Result<Grids, Error> {
     let prefix = format!("{}/", g.range);
     let (mut named, mut small) = (0.0, 0.0);
+    // Kernel name -> (NVIDIA's small-grid time, these reports').
+    let mut per_kernel: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for (name, blocks, ns) in crate::parse::nsys::read_grid_rows(path)? {
-        if name.starts_with(&prefix) {
-            named += ns;
-            if blocks <= g.blocks {
-                small += ns;
-            }
+        let Some(kernel) = name.strip_prefix(&prefix) else {
+            continue;
+        };
+        named += ns;
+        if blocks <= g.blocks {
+            small += ns;
+            per_kernel.entry(kernel.to_string()).or_default().0 += ns;
+        }
+    }
+    for (kernel, by) in g.kernels {
+        let ns: i64 = by
+            .iter()
+            .filter(|b| b.blocks <= g.blocks)
+            .map(|b| b.ns)
+            .sum();
+        if ns > 0 {
+            per_kernel.entry(kernel.clone()).or_default().1 += ns as f64;
         }
     }
     let grids = Grids {
@@ -192,14 +208,20 @@ fn compare_grids(
         kernel_ns,
     };
     if grids.compared() {
-        out.figures += 1;
-        if g.small_ns as f64 != small {
-            out.differ.push(Differ {
-                range: g.range.to_string(),
-                column: GRID_COLUMN,
-                ours: g.small_ns as f64,
-                theirs: small,
-            });
+        let all = (String::new(), (small, g.small_ns as f64));
+        for (kernel, (theirs, ours)) in std::iter::once(all).chain(per_kernel) {
+            out.figures += 1;
+            if ours != theirs {
+                out.differ.push(Differ {
+                    range: match kernel.is_empty() {
+                        true => g.range.to_string(),
+                        false => format!("{prefix}{kernel}"),
+                    },
+                    column: GRID_COLUMN,
+                    ours,
+                    theirs,
+                });
+            }
         }
     }
     Ok(grids)
@@ -313,7 +335,7 @@ mod tests {
 
     /// NVIDIA's cuda_gpu_kern_gb_sum:nvtx-name of the GPU-metrics capture (nsys 2025.3.1 on an
     /// H100, the report's rows named `decode/<kernel>`): the time of decode's launches of at most
-    /// 66 blocks equals stage2's; one nanosecond off is named; with a range nested inside
+    /// 66 blocks equals stage2's, in all and per kernel; one nanosecond off is named; with a range nested inside
     /// `decode` (its rows then hold less than decode's kernel time) it is not compared.
     #[test]
     fn small_grid_time_agrees_with_cuda_gpu_kern_gb_sum() {
@@ -332,11 +354,20 @@ mod tests {
             ns: small_ns,
             ..
         } = a.small_grids().unwrap();
+        // Per kernel too: the total and each of the 28 kernels with launches of at most 66
+        // blocks in decode.
+        let kernels = a
+            .kernel_blocks
+            .values()
+            .filter(|by| by.iter().any(|b| b.blocks <= blocks))
+            .count();
+        assert_eq!(kernels, 28);
         let compare = |small_ns: i64, stats: &[RangeStats]| {
             let ours = OurGrids {
                 range: "decode",
                 blocks,
                 small_ns,
+                kernels: &a.kernel_blocks,
             };
             read(&run.join("nvidia"), "run", stats, Some(ours), |p| {
                 p.display().to_string()
@@ -349,6 +380,31 @@ mod tests {
         assert_eq!(off.differ.len(), 1, "{:?}", off.differ);
         assert_eq!(off.differ[0].column, GRID_COLUMN);
         assert_eq!(off.differ[0].theirs, small_ns as f64);
+        // One kernel's small-grid time off by a nanosecond is named by its kernel.
+        let mut kernels = a.kernel_blocks.clone();
+        let (name, by) = kernels
+            .iter_mut()
+            .find(|(_, by)| by.iter().any(|b| b.blocks <= blocks))
+            .unwrap();
+        let name = name.clone();
+        by.iter_mut().find(|b| b.blocks <= blocks).unwrap().ns += 1;
+        let ours = OurGrids {
+            range: "decode",
+            blocks,
+            small_ns,
+            kernels: &kernels,
+        };
+        let one = read(
+            &run.join("nvidia"),
+            "run",
+            &a.range_stats,
+            Some(ours),
+            |p| p.display().to_string(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(one.differ.len(), 1, "{:?}", one.differ);
+        assert_eq!(one.differ[0].range, format!("decode/{name}"));
         let mut nested = a.range_stats.clone();
         nested.iter_mut().for_each(|s| s.kernel_ns += 1000);
         let n = compare(small_ns, &nested);
@@ -381,6 +437,7 @@ mod tests {
             range: "decode",
             blocks,
             small_ns,
+            kernels: &a.kernel_blocks,
         };
         let c = read(tmp.path(), "run", &a.range_stats, Some(ours), |p| {
             p.display().to_string()
@@ -388,7 +445,8 @@ mod tests {
         .unwrap()
         .unwrap();
         assert!(c.grids.is_none());
-        assert_eq!(c.figures + 1, whole.figures);
+        // The grid comparison: decode's total, and each of the 28 kernels with time in small grids.
+        assert_eq!(c.figures + 1 + 28, whole.figures);
         assert!(c.differ.is_empty(), "{:?}", c.differ);
     }
 
