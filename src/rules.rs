@@ -120,6 +120,7 @@ pub(crate) const ALL: &[Rule] = &[
     TENSOR_IDLE,
     KERNELS_EXCEED_WALL,
     GRAPH_LEVEL,
+    KERNELS_BESIDE_GRAPHS,
     RANGE_VERDICT,
     SAMPLED_BOUND,
     SAMPLED_DISAGREES,
@@ -157,6 +158,14 @@ pub(crate) const GRAPH_LEVEL: Rule = Rule {
     id: "graph_level_trace",
     text: "CUDA graph launches in the range with none of their kernels in the export (nsys traced whole graphs)",
     threshold: 0.0,
+};
+
+/// Kernels launched one by one in a range that runs CUDA graphs: each is a launch call of its
+/// own on the CPU, the cost a graph replaces with one call.
+pub(crate) const KERNELS_BESIDE_GRAPHS: Rule = Rule {
+    id: "kernels_beside_graphs",
+    text: "a range that launches CUDA graphs runs >= 10% of its kernel launches outside them (nsys traced the graphs' kernels per node): each of those is a launch call of its own on the CPU",
+    threshold: 10.0,
 };
 
 /// One verdict per range (kernels.md's table): GPU-bound unless the GPU is mostly idle.

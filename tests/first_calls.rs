@@ -156,3 +156,49 @@ fn the_tiny_kernels_verdict_leaves_the_warm_up_out() {
     assert_eq!(busy(tiny), busy(groups));
     assert!(busy(tiny).unwrap() > 20.0, "{tiny}");
 }
+
+/// A step loop that replays two CUDA graphs and launches kernels between them: the finding
+/// counts the graph launches as NVIDIA's cuda_api_sum of the same report does, and the kernels
+/// outside the graphs are the report's launch calls less those recorded into the graphs (the
+/// warm-up's stream capture records a launch into a graph instead of running it).
+#[test]
+fn kernels_launched_beside_cuda_graphs_are_counted_as_nvidia_counts_their_calls() {
+    let (s, _) = rendered("graph-record");
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "kernels_beside_graphs")
+        .expect("the finding");
+    assert_eq!(f["scope"]["range"], "step");
+    let fig = |q: &str| -> f64 {
+        f["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["quantity"] == q)
+            .map(|e| e["value"].as_f64().unwrap())
+            .unwrap()
+    };
+    let api = read(root().join("tests/data/hf/graph-record/nsys/summary_cuda_api_sum.csv"));
+    let calls = |name: &str| -> f64 {
+        api.lines()
+            .filter(|l| l.split(',').nth(8) == Some(name))
+            .map(|l| l.split(',').nth(2).unwrap().parse::<f64>().unwrap())
+            .sum()
+    };
+    assert_eq!(fig("graph_launches"), calls("cudaGraphLaunch_v10000"));
+    let (launches, in_graphs) = (fig("kernel_launches"), fig("graph_kernels"));
+    assert_eq!((launches, in_graphs), (248.0, 160.0));
+    let recorded =
+        calls("cudaGraphInstantiateWithFlags_v11040") * in_graphs / fig("graph_launches");
+    assert_eq!(
+        launches - in_graphs,
+        calls("cudaLaunchKernel") + calls("cuLaunchKernelEx") - recorded
+    );
+    // Where every kernel of the range runs from the graphs, nothing is said.
+    let sb = Sandbox::new();
+    let run = sb.copy_of("examples/sample-run-hf-static", "static");
+    sb.stage2().arg("report").arg(&run).assert().success();
+    assert!(!read(run.join("summary.json")).contains("kernels_beside_graphs"));
+}

@@ -221,6 +221,8 @@ pub(crate) enum Claim {
     },
     /// Graph launches whose kernels are not in the export: no kernel-time verdict for it.
     GraphLevelTrace,
+    /// A range that runs CUDA graphs launches many of its kernels outside them.
+    KernelsBesideGraphs,
     /// The GPU mostly waits; the CPU thread's ledger says on what.
     GpuIdle {
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -346,6 +348,7 @@ impl Claim {
             | RanksOutOfStep { .. }
             | TinyKernels { .. }
             | SmallGrids
+            | KernelsBesideGraphs
             | MemoryBound { .. }
             | ComputeBound { .. }
             | TensorCoresIdle
@@ -387,6 +390,7 @@ impl Claim {
             | RanksOutOfStep { .. }
             | TinyKernels { .. }
             | SmallGrids
+            | KernelsBesideGraphs
             | MemoryBound { .. }
             | ComputeBound { .. }
             | TensorCoresIdle

@@ -115,6 +115,13 @@ pub(crate) fn sentence(f: &Finding) -> String {
                 cite(f)
             )
         }
+        Claim::KernelsBesideGraphs => format!(
+            "Kernels are launched one by one beside the CUDA graphs {w}: of its {} kernel launches, {} ran from its {} graph launches, and each of the others is a launch call of its own on the CPU, the cost a graph replaces with one call; what runs between the graph launches is what a graph could hold too{}.",
+            f.text(Q::KernelLaunches),
+            f.text(Q::GraphKernels),
+            f.text(Q::GraphLaunches),
+            cite(f)
+        ),
         Claim::GpuIdle {
             verdict,
             story,

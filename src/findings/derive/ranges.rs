@@ -49,6 +49,35 @@ pub(super) fn captured(a: &Artifacts, out: &mut Findings) {
     }
     busy_verdict(a, &c, &scope, out);
     past_wall(&c, &scope, out);
+    beside_graphs(a, &c, &scope, out);
+}
+
+/// A range that runs CUDA graphs yet launches many kernels one by one: the graph launches,
+/// the kernel launches and how many of them ran from the graphs. Only where nsys traced the
+/// graphs per node (a graph-level trace holds none of their kernels, said above).
+fn beside_graphs(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) {
+    let Some(g) = a.graphs.get(&c.name).filter(|g| g.launches > 0) else {
+        return;
+    };
+    if g.graph_level > 0 || c.graph_kernels == 0 || c.launches == 0 {
+        return;
+    }
+    let outside = c.launches.saturating_sub(c.graph_kernels);
+    let pct = 100.0 * outside as f64 / c.launches as f64;
+    if pct < rules::KERNELS_BESIDE_GRAPHS.threshold {
+        return;
+    }
+    let fig = |q, v: u64| Figure::new(q, v as f64, &a.sqlite_file, scope);
+    out.push(
+        Claim::KernelsBesideGraphs,
+        scope.clone(),
+        Some(rules::KERNELS_BESIDE_GRAPHS),
+        vec![
+            fig(Quantity::GraphLaunches, g.launches),
+            fig(Quantity::KernelLaunches, c.launches),
+            fig(Quantity::GraphKernels, c.graph_kernels),
+        ],
+    );
 }
 
 /// A range of graph launches whose kernels nsys did not trace: said with the launch count, and
