@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::ranges::RangeStats;
+use super::scan::most_time_within;
 use crate::error::Error;
 
 /// The comparison of one export's ranges.
@@ -58,8 +59,10 @@ pub(crate) struct OurGrids<'a> {
     pub(crate) kernels: &'a std::collections::HashMap<String, Vec<super::scan::Blocks>>,
 }
 
-/// The column a differing small-grid figure is reported under.
+/// The columns a differing small-grid figure is reported under: the time, and (per kernel) the
+/// thread blocks of the grid holding most of it.
 const GRID_COLUMN: &str = "Total Time (ns) of grids within the bound";
+const GRID_BLOCKS_COLUMN: &str = "GridXYZ (x * y * z) holding most of that time";
 
 /// One range figure that differs from NVIDIA's reading of the same export.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -180,6 +183,9 @@ fn compare_grids(
     let (mut named, mut small) = (0.0, 0.0);
     // Kernel name -> (NVIDIA's small-grid time, these reports').
     let mut per_kernel: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    // Kernel name -> NVIDIA's time by thread blocks (rows of other grid or block shapes with
+    // the same product added up).
+    let mut by_blocks: BTreeMap<String, BTreeMap<i64, f64>> = BTreeMap::new();
     for (name, blocks, ns) in crate::parse::nsys::read_grid_rows(path)? {
         let Some(kernel) = name.strip_prefix(&prefix) else {
             continue;
@@ -188,6 +194,11 @@ fn compare_grids(
         if blocks <= g.blocks {
             small += ns;
             per_kernel.entry(kernel.to_string()).or_default().0 += ns;
+            *by_blocks
+                .entry(kernel.to_string())
+                .or_default()
+                .entry(blocks)
+                .or_default() += ns;
         }
     }
     for (kernel, by) in g.kernels {
@@ -210,18 +221,37 @@ fn compare_grids(
     if grids.compared() {
         let all = (String::new(), (small, g.small_ns as f64));
         for (kernel, (theirs, ours)) in std::iter::once(all).chain(per_kernel) {
-            out.figures += 1;
-            if ours != theirs {
-                out.differ.push(Differ {
-                    range: match kernel.is_empty() {
-                        true => g.range.to_string(),
-                        false => format!("{prefix}{kernel}"),
-                    },
-                    column: GRID_COLUMN,
-                    ours,
-                    theirs,
-                });
+            let range = match kernel.is_empty() {
+                true => g.range.to_string(),
+                false => format!("{prefix}{kernel}"),
+            };
+            let mut figure = |column, ours: f64, theirs: f64| {
+                out.figures += 1;
+                if ours != theirs {
+                    out.differ.push(Differ {
+                        range: range.clone(),
+                        column,
+                        ours,
+                        theirs,
+                    });
+                }
+            };
+            figure(GRID_COLUMN, ours, theirs);
+            if kernel.is_empty() {
+                continue;
             }
+            let held = |by: Option<Vec<(i64, i64)>>| {
+                by.and_then(|by| most_time_within(by.into_iter(), g.blocks))
+                    .map_or(0.0, |b| b as f64)
+            };
+            let theirs = by_blocks
+                .get(&kernel)
+                .map(|by| by.iter().map(|(&b, &ns)| (b, ns as i64)).collect());
+            let ours = g
+                .kernels
+                .get(&kernel)
+                .map(|by| by.iter().map(|b| (b.blocks, b.ns)).collect());
+            figure(GRID_BLOCKS_COLUMN, held(ours), held(theirs));
         }
     }
     Ok(grids)
@@ -405,6 +435,40 @@ mod tests {
         .unwrap();
         assert_eq!(one.differ.len(), 1, "{:?}", one.differ);
         assert_eq!(one.differ[0].range, format!("decode/{name}"));
+        // One kernel's time moved to a grid of other blocks within the bound: its time agrees,
+        // the blocks holding most of it are named.
+        let mut kernels = a.kernel_blocks.clone();
+        let (name, by) = kernels
+            .iter_mut()
+            .find(|(_, by)| by.iter().any(|b| b.blocks <= blocks))
+            .unwrap();
+        let name = name.clone();
+        let held = most_time_within(by.iter().map(|b| (b.blocks, b.ns)), blocks).unwrap();
+        let other = (1..=blocks)
+            .find(|n| !by.iter().any(|b| b.blocks == *n))
+            .unwrap();
+        by.iter_mut().find(|b| b.blocks == held).unwrap().blocks = other;
+        let moved = read(
+            &run.join("nvidia"),
+            "run",
+            &a.range_stats,
+            Some(OurGrids {
+                range: "decode",
+                blocks,
+                small_ns,
+                kernels: &kernels,
+            }),
+            |p| p.display().to_string(),
+        )
+        .unwrap()
+        .unwrap();
+        let differ: Vec<_> = moved
+            .differ
+            .iter()
+            .map(|d| (d.range.as_str(), d.column))
+            .collect();
+        let at = format!("decode/{name}");
+        assert_eq!(differ, [(at.as_str(), GRID_BLOCKS_COLUMN)]);
         let mut nested = a.range_stats.clone();
         nested.iter_mut().for_each(|s| s.kernel_ns += 1000);
         let n = compare(small_ns, &nested);
@@ -445,8 +509,9 @@ mod tests {
         .unwrap()
         .unwrap();
         assert!(c.grids.is_none());
-        // The grid comparison: decode's total, and each of the 28 kernels with time in small grids.
-        assert_eq!(c.figures + 1 + 28, whole.figures);
+        // The grid comparison: decode's total, and each of the 28 kernels with time in small
+        // grids, its time and the blocks holding most of it.
+        assert_eq!(c.figures + 1 + 2 * 28, whole.figures);
         assert!(c.differ.is_empty(), "{:?}", c.differ);
     }
 

@@ -196,6 +196,15 @@ pub(crate) struct Blocks {
     pub(crate) ns: i64,
 }
 
+/// Of one kernel's launches by thread blocks, `(blocks, ns)`: the number of blocks at most
+/// `bound` that holds most of its time (ties: the fewer blocks), as the small_grids finding
+/// names it and its comparison with NVIDIA's grid summary reads it.
+pub(crate) fn most_time_within(by: impl Iterator<Item = (i64, i64)>, bound: i64) -> Option<i64> {
+    by.filter(|&(blocks, _)| blocks <= bound)
+        .max_by_key(|&(blocks, ns)| (ns, std::cmp::Reverse(blocks)))
+        .map(|(blocks, _)| blocks)
+}
+
 /// Attribute launches (any order) to ranges and aggregate by range name, in order of first
 /// appearance (what [`Scan`] does while streaming the export).
 pub fn attribute(ranges: &[NvtxRange], launches: &[Launch]) -> Vec<RangeStats> {

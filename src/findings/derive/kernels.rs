@@ -3,6 +3,7 @@
 //! classes from ncu's counters, each scoped to the range its counters were measured in.
 
 use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
+use crate::analysis::scan::most_time_within;
 use crate::analysis::Artifacts;
 use crate::model::{display_name, Bound, KernelRecord};
 use crate::rules;
@@ -182,10 +183,13 @@ fn grids(a: &Artifacts, out: &mut Findings) {
         .kernel_blocks
         .iter()
         .filter_map(|(name, by)| {
-            let few = by.iter().filter(|b| b.blocks <= g.blocks);
-            let ns: i64 = few.clone().map(|b| b.ns).sum();
-            let held = few.max_by_key(|b| (b.ns, std::cmp::Reverse(b.blocks)))?;
-            Some((name.as_str(), ns, held.blocks))
+            let ns: i64 = by
+                .iter()
+                .filter(|b| b.blocks <= g.blocks)
+                .map(|b| b.ns)
+                .sum();
+            let held = most_time_within(by.iter().map(|b| (b.blocks, b.ns)), g.blocks)?;
+            Some((name.as_str(), ns, held))
         })
         .collect();
     small.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));

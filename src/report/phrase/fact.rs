@@ -156,7 +156,7 @@ pub(super) fn nvidia_summaries(
     };
     let also = match grids.filter(|g| g.compared()) {
         Some(g) => format!(
-            "; and {}, in all and per kernel, beside cuda_gpu_kern_gb_sum's rows named by it ({})",
+            "; and {}, in all and per kernel, with each kernel's thread blocks holding most of that time, beside cuda_gpu_kern_gb_sum's rows named by it ({})",
             small(g),
             md(&g.file)
         ),
