@@ -164,7 +164,7 @@ pub(crate) const GRAPH_LEVEL: Rule = Rule {
 /// own on the CPU, the cost a graph replaces with one call.
 pub(crate) const KERNELS_BESIDE_GRAPHS: Rule = Rule {
     id: "kernels_beside_graphs",
-    text: "a range that launches CUDA graphs runs >= 10% of its kernel launches outside them (nsys traced the graphs' kernels per node): each of those is a launch call of its own on the CPU",
+    text: "a range that launches CUDA graphs runs >= 10% of its kernel launches outside them (its instances after the warm-up, where the instance groups split one off; nsys traced the graphs' kernels per node): each of those is a launch call of its own on the CPU",
     threshold: 10.0,
 };
 

@@ -157,20 +157,52 @@ fn the_tiny_kernels_verdict_leaves_the_warm_up_out() {
     assert!(busy(tiny).unwrap() > 20.0, "{tiny}");
 }
 
-/// A step loop that replays two CUDA graphs and launches kernels between them: the finding
-/// counts the graph launches as NVIDIA's cuda_api_sum of the same report does, and the kernels
-/// outside the graphs are the report's launch calls less those recorded into the graphs (the
-/// warm-up's stream capture records a launch into a graph instead of running it).
+/// A step loop that replays two CUDA graphs and launches kernels between them: the range's
+/// graph launches are NVIDIA's count of cudaGraphLaunch calls (cuda_api_sum of the same report),
+/// and its kernels outside the graphs the report's launch calls less those recorded into the
+/// graphs (the warm-up's stream capture records a launch instead of running it). The finding
+/// speaks of the steps after the warm-up, which runs eagerly what later steps replay.
 #[test]
 fn kernels_launched_beside_cuda_graphs_are_counted_as_nvidia_counts_their_calls() {
     let (s, _) = rendered("graph-record");
+    let api = read(root().join("tests/data/hf/graph-record/nsys/summary_cuda_api_sum.csv"));
+    let calls = |name: &str| -> f64 {
+        api.lines()
+            .filter(|l| l.split(',').nth(8) == Some(name))
+            .map(|l| l.split(',').nth(2).unwrap().parse::<f64>().unwrap())
+            .sum()
+    };
+    let step = s["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "step")
+        .unwrap();
+    let whole = |k: &str| step[k].as_f64().unwrap();
+    let (launches, in_graphs, instances) = (
+        whole("launches"),
+        whole("graph_kernels"),
+        whole("instances"),
+    );
+    let graph_launches = calls("cudaGraphLaunch_v10000");
+    let recorded = calls("cudaGraphInstantiateWithFlags_v11040") * in_graphs / graph_launches;
+    assert_eq!(
+        launches - in_graphs,
+        calls("cudaLaunchKernel") + calls("cuLaunchKernelEx") - recorded
+    );
     let f = s["findings"]
         .as_array()
         .unwrap()
         .iter()
         .find(|f| f["kind"] == "kernels_beside_graphs")
         .expect("the finding");
-    assert_eq!(f["scope"]["range"], "step");
+    assert_eq!(
+        (&f["scope"]["range"], &f["scope"]["group"]),
+        (
+            &serde_json::json!("step"),
+            &serde_json::json!("the other 18")
+        )
+    );
     let fig = |q: &str| -> f64 {
         f["evidence"]
             .as_array()
@@ -180,21 +212,11 @@ fn kernels_launched_beside_cuda_graphs_are_counted_as_nvidia_counts_their_calls(
             .map(|e| e["value"].as_f64().unwrap())
             .unwrap()
     };
-    let api = read(root().join("tests/data/hf/graph-record/nsys/summary_cuda_api_sum.csv"));
-    let calls = |name: &str| -> f64 {
-        api.lines()
-            .filter(|l| l.split(',').nth(8) == Some(name))
-            .map(|l| l.split(',').nth(2).unwrap().parse::<f64>().unwrap())
-            .sum()
-    };
-    assert_eq!(fig("graph_launches"), calls("cudaGraphLaunch_v10000"));
-    let (launches, in_graphs) = (fig("kernel_launches"), fig("graph_kernels"));
-    assert_eq!((launches, in_graphs), (248.0, 160.0));
-    let recorded =
-        calls("cudaGraphInstantiateWithFlags_v11040") * in_graphs / fig("graph_launches");
+    // Every step replays both graphs: 18 steps of the per-step graph kernels.
+    assert_eq!(fig("graph_kernels"), 18.0 * in_graphs / instances);
     assert_eq!(
-        launches - in_graphs,
-        calls("cudaLaunchKernel") + calls("cuLaunchKernelEx") - recorded
+        (fig("kernel_launches"), fig("graph_kernels")),
+        (198.0, 144.0)
     );
     // Where every kernel of the range runs from the graphs, nothing is said.
     let sb = Sandbox::new();

@@ -70,6 +70,9 @@ pub(crate) struct Group {
     pub(crate) kernel_ns: i64,
     #[serde(skip)]
     pub(crate) launches: u64,
+    /// Of those, kernels of CUDA graph launches (traced per node).
+    #[serde(skip)]
+    pub(crate) graph_kernels: u64,
 }
 
 impl Group {
@@ -122,6 +125,7 @@ fn group(label: String, members: Vec<usize>, all: &[Inst]) -> Group {
         walls_of_two,
         kernel_ns: 0,
         launches: 0,
+        graph_kernels: 0,
     }
 }
 

@@ -140,6 +140,8 @@ pub(crate) struct Instance {
     /// Its kernels' summed durations (the mean kernel of a group of instances).
     kernel_ns: i64,
     launches: u32,
+    /// Of `launches`, kernels of CUDA graph launches (traced per node).
+    graph_kernels: u32,
 }
 
 impl Default for Instance {
@@ -150,6 +152,7 @@ impl Default for Instance {
             busy: Union::default(),
             kernel_ns: 0,
             launches: 0,
+            graph_kernels: 0,
         }
     }
 }
@@ -244,6 +247,7 @@ impl Instance {
             sums.launches += 1;
             sums.graph_kernels += u64::from(l.graph);
             self.launches += 1;
+            self.graph_kernels += u32::from(l.graph);
             self.kernel_ns = self.kernel_ns.saturating_add(l.kernel_ns());
             self.busy.add(l.start, l.end);
         } else {
@@ -255,6 +259,10 @@ impl Instance {
     /// Its kernels' summed durations and how many there were.
     pub(crate) fn kernels(&self) -> (i64, u32) {
         (self.kernel_ns, self.launches)
+    }
+    /// Of its kernels, those CUDA graph launches ran (traced per node).
+    pub(crate) fn graph_kernels(&self) -> u32 {
+        self.graph_kernels
     }
     /// The union of its kernels' intervals.
     pub(crate) fn busy_ns(&self) -> i64 {

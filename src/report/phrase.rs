@@ -116,10 +116,11 @@ pub(crate) fn sentence(f: &Finding) -> String {
             )
         }
         Claim::KernelsBesideGraphs => format!(
-            "Kernels are launched one by one beside the CUDA graphs {w}: of its {} kernel launches, {} ran from its {} graph launches, and each of the others is a launch call of its own on the CPU, the cost a graph replaces with one call; what runs between the graph launches is what a graph could hold too{}.",
+            "Kernels are launched one by one beside the CUDA graphs {w}: of the {} kernel launches, {} ran from {}, and each of the others is a launch call of its own on the CPU, the cost a graph replaces with one call; what runs between the graph launches is what a graph could hold too{}.",
             f.text(Q::KernelLaunches),
             f.text(Q::GraphKernels),
-            f.text(Q::GraphLaunches),
+            f.figure(Q::GraphLaunches)
+                .map_or("CUDA graph launches".to_string(), |g| format!("{} graph launches", g.text)),
             cite(f)
         ),
         Claim::GpuIdle {

@@ -74,9 +74,11 @@ impl Timeline {
         // Each group's GPU busy share, from its own instances.
         for grp in groups.iter_mut().flat_map(|g| g.groups.iter_mut()) {
             for &i in &grp.ranges {
-                let (ns, n) = scan.instance(i).kernels();
+                let inst = scan.instance(i);
+                let (ns, n) = inst.kernels();
                 grp.kernel_ns = grp.kernel_ns.saturating_add(ns);
                 grp.launches += u64::from(n);
+                grp.graph_kernels += u64::from(inst.graph_kernels());
             }
             let figures: Vec<(i64, i64, i64)> = grp
                 .ranges

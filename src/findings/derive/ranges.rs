@@ -53,30 +53,40 @@ pub(super) fn captured(a: &Artifacts, out: &mut Findings) {
 }
 
 /// A range that runs CUDA graphs yet launches many kernels one by one: the graph launches,
-/// the kernel launches and how many of them ran from the graphs. Only where nsys traced the
-/// graphs per node (a graph-level trace holds none of their kernels, said above).
+/// the kernel launches and how many of them ran from the graphs; of the instances after a
+/// warm-up where the instance groups split one off (a warm-up runs eagerly what later steps
+/// replay). Only where nsys traced the graphs per node (a graph-level trace holds none of their
+/// kernels, said above).
 fn beside_graphs(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) {
     let Some(g) = a.graphs.get(&c.name).filter(|g| g.launches > 0) else {
         return;
     };
-    if g.graph_level > 0 || c.graph_kernels == 0 || c.launches == 0 {
+    if g.graph_level > 0 || c.graph_kernels == 0 {
         return;
     }
-    let outside = c.launches.saturating_sub(c.graph_kernels);
-    let pct = 100.0 * outside as f64 / c.launches as f64;
-    if pct < rules::KERNELS_BESIDE_GRAPHS.threshold {
+    let (launches, in_graphs, scope) = match a.steady_group(&c.name) {
+        Some(s) => (s.launches, s.graph_kernels, scope.clone().group(&s.label)),
+        None => (c.launches, c.graph_kernels, scope.clone()),
+    };
+    let outside = launches.saturating_sub(in_graphs);
+    let pct = 100.0 * outside as f64 / launches.max(1) as f64;
+    if in_graphs == 0 || pct < rules::KERNELS_BESIDE_GRAPHS.threshold {
         return;
     }
-    let fig = |q, v: u64| Figure::new(q, v as f64, &a.sqlite_file, scope);
+    let fig = |q, v: u64| Figure::new(q, v as f64, &a.sqlite_file, &scope);
+    let mut ev = vec![
+        fig(Quantity::KernelLaunches, launches),
+        fig(Quantity::GraphKernels, in_graphs),
+    ];
+    // Graph launches are counted per range name, not per group.
+    if scope.group.is_none() {
+        ev.insert(0, fig(Quantity::GraphLaunches, g.launches));
+    }
     out.push(
         Claim::KernelsBesideGraphs,
         scope.clone(),
         Some(rules::KERNELS_BESIDE_GRAPHS),
-        vec![
-            fig(Quantity::GraphLaunches, g.launches),
-            fig(Quantity::KernelLaunches, c.launches),
-            fig(Quantity::GraphKernels, c.graph_kernels),
-        ],
+        ev,
     );
 }
 
