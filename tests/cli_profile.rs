@@ -891,3 +891,73 @@ fn a_workload_failing_before_its_range_gets_no_replayed_capture() {
         .contains("exited with status 3 under ncu before any kernel was profiled"));
     assert!(!sb.run("c").join("ncu/decode_raw.csv").exists());
 }
+
+/// A Python workload's interpreter and package versions are read by the workload's own
+/// interpreter in its environment (a hand-made `torch` distribution on PYTHONPATH stands for
+/// an installed one), kept in packages/ with the command line, and named in the run facts; a
+/// workload that is not a Python interpreter has no such pass, and a query that fails costs
+/// only its file.
+#[test]
+fn the_python_stack_is_recorded_and_its_absence_costs_nothing() {
+    let sb = Sandbox::new();
+    let site = sb.path().join("site_hand_made");
+    let dist = site.join("torch-2.11.0.dist-info");
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(
+        dist.join("METADATA"),
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n",
+    )
+    .unwrap();
+    sb.profile("py", common::DECODE_RUN)
+        .env("PYTHONPATH", &site)
+        .assert()
+        .success();
+    let run = sb.run("py");
+    let v: serde_json::Value =
+        serde_json::from_str(&read(run.join("packages/versions.json"))).unwrap();
+    assert_eq!(v["packages"]["torch"], "2.11.0");
+    assert!(v["python"].as_str().unwrap().starts_with('3'));
+    assert_eq!(read(run.join("packages/cmd.txt")).lines().count(), 1);
+    assert_eq!(status(&run)["passes"]["packages"]["state"], "ok");
+    let facts = read(run.join("stakeholder_summary.md"));
+    assert!(
+        facts.contains(": torch 2.11.0 (packages/versions.json) |"),
+        "{facts}"
+    );
+    // An interpreter whose query fails (hand-made: a `python3` that refuses the query and
+    // runs the workload): the run is ok, the pass says why in a warning, no row.
+    let bin = sb.path().join("bin_hand_made");
+    std::fs::create_dir_all(&bin).unwrap();
+    let shim = bin.join("python3");
+    std::fs::write(
+        &shim,
+        "#!/bin/sh\ncase \"$2\" in *importlib*) echo 'no metadata here' >&2; exit 3;; esac\nexec python3 \"$@\"\n",
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&shim).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&shim, perms).unwrap();
+    let mut args = vec!["--nvtx-capture", "decode", "--"];
+    let shim_s = shim.display().to_string();
+    args.extend([shim_s.as_str(), "-c", "print(1)"]);
+    sb.profile("broken", &args).assert().success();
+    let run = sb.run("broken");
+    let st = status(&run);
+    assert_eq!(st["passes"]["packages"]["state"], "ok");
+    let warned = st["passes"]["packages"]["warnings"][0].as_str().unwrap();
+    assert!(
+        warned.contains("no metadata here") && warned.contains("packages/query.log"),
+        "{warned}"
+    );
+    assert!(!read(run.join("stakeholder_summary.md")).contains("| Python |"));
+    // Not a Python interpreter: skipped, and no row.
+    sb.profile(
+        "sh",
+        &["--nvtx-capture", "decode", "--", "sh", "-c", "exit 0"],
+    )
+    .assert()
+    .success();
+    let run = sb.run("sh");
+    assert_eq!(status(&run)["passes"]["packages"]["state"], "skipped");
+    assert!(!read(run.join("stakeholder_summary.md")).contains("| Python |"));
+}

@@ -188,9 +188,17 @@ impl Artifacts {
             }),
             _ => None,
         };
-        let env = crate::files::read_capped(&run.file("env.json"), crate::files::RUN_FILE_CAP)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
+        let json = |f: &str| -> Option<serde_json::Value> {
+            let text = crate::files::read_capped(&run.file(f), crate::files::RUN_FILE_CAP).ok()?;
+            serde_json::from_str(&text).ok()
+        };
+        // The packages pass's versions read as env.json's `python` (provenance, one place).
+        let mut env = json("env.json");
+        if let (Some(serde_json::Value::Object(e)), Some(p)) =
+            (env.as_mut(), json(crate::rundir::PACKAGES))
+        {
+            e.insert("python".to_string(), p);
+        }
         let peaks = ncu.peaks();
         let t = timeline.as_ref();
         let mut a = Artifacts {

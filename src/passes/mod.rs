@@ -11,6 +11,7 @@ pub(crate) mod driver;
 pub(crate) mod guards;
 pub(crate) mod ncu;
 pub(crate) mod nsys;
+pub(crate) mod packages;
 pub(crate) mod provenance;
 pub(crate) mod sequence;
 pub(crate) mod tools;

@@ -60,6 +60,11 @@ pub(crate) const SEQUENCE: &[Step] = &[
         run: ncu,
     },
     Step {
+        name: "packages",
+        wanted: |_| true,
+        run: |d, _| d.drive(&super::packages::PackagesPass),
+    },
+    Step {
         name: "baseline",
         wanted: |c| c.run.baseline,
         run: baseline,

@@ -286,6 +286,25 @@ fn run_facts(a: &Decided, s: &mut String) {
             .unwrap_or_else(|| format!("{t} –"))
     };
     let _ = writeln!(s, "| Tools | {}, {} |", tool("nsys"), tool("ncu"));
+    if let Some(python) = a.env_str(&["python", "python"]) {
+        let packages: Vec<String> = a
+            .env
+            .as_ref()
+            .and_then(|e| e["python"]["packages"].as_object())
+            .into_iter()
+            .flatten()
+            .filter_map(|(name, v)| Some(format!("{name} {}", v.as_str()?)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "| Python | {}{} (packages/versions.json) |",
+            md(&python),
+            md(&match packages.is_empty() {
+                true => String::new(),
+                false => format!(": {}", packages.join(", ")),
+            })
+        );
+    }
     let workload = crate::secrets::redact_url(&crate::files::shell_line(&a.config.workload.argv));
     let workload = if workload.is_empty() {
         a.config

@@ -11,6 +11,7 @@
 //! ncu/<base>[.rank<N>].ncu-rep ncu/<base>_raw[_mangled].csv   report and its raw imports
 //! kernels.md stakeholder_summary.md kernels.csv summary.json roofline.svg   the reports
 //! repeats/<i>/{status.json,nsys/...}                   timed nsys passes 2..N (`run.repeat`)
+//! packages/{cmd.txt,query.log,versions.json}           a Python workload's interpreter and packages
 //! ```
 
 pub(crate) mod status;
@@ -25,6 +26,8 @@ use crate::error::Error;
 /// Files relative to the run directory, as the reports cite them.
 pub(crate) const KERN_SUM: &str = "nsys/summary_cuda_gpu_kern_sum.csv";
 pub(crate) const NVTX_SUM: &str = "nsys/summary_nvtx_sum.csv";
+/// A Python workload's interpreter and package versions (the packages pass).
+pub(crate) const PACKAGES: &str = "packages/versions.json";
 
 #[cfg(test)]
 pub(crate) const SQLITE: &str = "nsys/run.sqlite";
