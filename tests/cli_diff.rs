@@ -290,6 +290,47 @@ fn runs_with_different_settings_warn_and_list_values_as_typed() {
         .stderr(predicate::str::contains("- python3").not());
 }
 
+/// Two runs whose packages pass recorded different Python stacks (hand-made versions files,
+/// as the pass writes them): each version that differs, and a package one side lacks, are said
+/// beside the comparison; a run without the file (an older run) says nothing of them.
+#[test]
+fn runs_on_different_python_stacks_say_which_versions_differ() {
+    let sb = Sandbox::new();
+    let (a, b, c) = (
+        copy_sample(&sb, "a"),
+        copy_sample(&sb, "b"),
+        copy_sample(&sb, "c"),
+    );
+    let stack = |run: &Path, torch: &str, extra: &str| {
+        std::fs::create_dir_all(run.join("packages")).unwrap();
+        std::fs::write(
+            run.join("packages/versions.json"),
+            format!(r#"{{"python": "3.12.3", "executable": "/venv/bin/python3", "packages": {{"torch": "{torch}", "transformers": "5.17.0"{extra}}}}}"#),
+        )
+        .unwrap();
+    };
+    stack(&a, "2.10.0", "");
+    stack(&b, "2.11.0", r#", "triton": "3.6.0""#);
+    sb.stage2()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("torch differs: 2.10.0 vs 2.11.0"))
+        .stderr(predicate::str::contains(
+            "triton differs: (not installed) vs 3.6.0",
+        ))
+        .stderr(predicate::str::contains("transformers differs").not());
+    sb.stage2()
+        .arg("diff")
+        .arg(&a)
+        .arg(&c)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("differs").not());
+}
+
 #[test]
 fn incomplete_or_empty_runs_are_refused_naming_the_side() {
     let sb = Sandbox::new();

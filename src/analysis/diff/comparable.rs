@@ -91,6 +91,7 @@ pub(crate) fn comparability(
             ));
         }
     }
+    out.extend(packages(env_a, env_b));
     for key in [
         "nsys.capture_range_end",
         "nsys.trace",
@@ -113,6 +114,38 @@ pub(crate) fn comparability(
         }
     }
     out
+}
+
+/// The Python stacks of two runs that both recorded theirs (the packages pass): the
+/// interpreter and each package whose version differs or that one side lacks.
+fn packages(a: Option<&serde_json::Value>, b: Option<&serde_json::Value>) -> Vec<String> {
+    let stack = |e: Option<&serde_json::Value>| e?.get("python").cloned();
+    let (Some(a), Some(b)) = (stack(a), stack(b)) else {
+        return Vec::new();
+    };
+    let version = |v: &serde_json::Value, path: &[&str]| {
+        path.iter()
+            .try_fold(v, |v, k| v.get(*k))
+            .and_then(|v| v.as_str())
+            .unwrap_or("(not installed)")
+            .to_string()
+    };
+    let names: std::collections::BTreeSet<&String> = [&a, &b]
+        .into_iter()
+        .filter_map(|s| s["packages"].as_object())
+        .flat_map(|m| m.keys())
+        .collect();
+    std::iter::once(("Python".to_string(), vec!["python"]))
+        .chain(
+            names
+                .into_iter()
+                .map(|n| (n.clone(), vec!["packages", n.as_str()])),
+        )
+        .filter_map(|(label, path)| {
+            let (x, y) = (version(&a, &path), version(&b, &path));
+            (x != y).then(|| format!("{label} differs: {x} vs {y}"))
+        })
+        .collect()
 }
 
 /// A config value as a person writes it: a list as a shell line, a map as `k=v` pairs.
