@@ -1,9 +1,10 @@
 //! The packages pass: for a Python workload, the interpreter's version and the installed
 //! versions of the packages that decide what runs on the GPU (torch, transformers, vLLM,
-//! Triton, ...) into `packages/versions.json`, so a run says which stack it profiled and two runs can be
-//! told apart by it. The workload's own interpreter and environment, reading package metadata
-//! only (nothing is imported, no GPU is touched); stage2's hook variables are left out, so the
-//! hook does nothing there. A query that fails costs only this file.
+//! Triton, ...) into `packages/versions.json`, so a run says which stack it profiled and two
+//! runs can be told apart by it (`stage2 diff`). The workload's own interpreter and
+//! environment, reading package metadata only (nothing is imported, no GPU is touched); stage2's
+//! hook variables are left out, so the hook does nothing there. A query that fails costs only
+//! this file.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -13,7 +14,6 @@ use super::progress::Progress;
 use super::{process, Ctx};
 use crate::error::Error;
 use crate::rundir::status::{PassState, PassStatus};
-
 use crate::rundir::PACKAGES as FILE;
 
 /// Long enough for an interpreter to start on a busy machine; it only reads metadata.
