@@ -440,7 +440,9 @@ fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
                 name: name.to_string(),
                 instances: 0,
                 total: Parts::default(),
-                per_instance: Vec::new(),
+                // One instance's room: most of a run's many names have one (a first push
+                // would take room for four).
+                per_instance: Vec::with_capacity(1),
                 children: BTreeMap::new(),
                 conserved: true,
             });
