@@ -903,6 +903,8 @@ fn the_python_stack_is_recorded_and_its_absence_costs_nothing() {
     let site = sb.path().join("site_hand_made");
     let dist = site.join("torch-2.11.0.dist-info");
     std::fs::create_dir_all(&dist).unwrap();
+    // A broken install beside it (no METADATA) is passed over, not the query's end.
+    std::fs::create_dir_all(site.join("deepspeed-0.1.dist-info")).unwrap();
     std::fs::write(
         dist.join("METADATA"),
         "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n",

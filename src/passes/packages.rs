@@ -43,8 +43,9 @@ const NAMES: &[&str] = &[
 ];
 
 /// One scan of the installed distributions, on one line (cmd.txt holds one line per command);
-/// the file is written whole or not at all.
-const SCRIPT: &str = r#"import json,os,platform,sys; from importlib import metadata as m; want={n.lower().replace("-","_") for n in sys.argv[2].split(",")}; found={}; [found.setdefault(k,d.version) for d in m.distributions() for k in [(d.metadata["Name"] or "").lower().replace("-","_")] if k in want]; tmp=sys.argv[1]+".tmp"; open(tmp,"w").write(json.dumps({"python":platform.python_version(),"executable":sys.executable,"packages":found},indent=1,sort_keys=True)); os.replace(tmp,sys.argv[1])"#;
+/// a distribution without metadata (a broken install) is passed over, and the file is written
+/// whole or not at all.
+const SCRIPT: &str = r#"import json,os,platform,sys; from importlib import metadata as m; want={n.lower().replace("-","_") for n in sys.argv[2].split(",")}; found={}; meta=lambda d: d.metadata or {}; [found.setdefault(k,meta(d).get("Version")) for d in m.distributions() for k in [(meta(d).get("Name") or "").lower().replace("-","_")] if k in want]; tmp=sys.argv[1]+".tmp"; open(tmp,"w").write(json.dumps({"python":platform.python_version(),"executable":sys.executable,"packages":found},indent=1,sort_keys=True)); os.replace(tmp,sys.argv[1])"#;
 
 pub(crate) struct PackagesPass;
 
