@@ -44,8 +44,12 @@ impl super::Output for RangesCsv {
         let mut w = csv::Writer::from_writer(std::io::BufWriter::with_capacity(64 * 1024, w));
         w.write_record(HEADER)?;
         let ledger = d.ledger_by_name();
-        // Fields written one by one through one number buffer: 73k ranges are 73k rows.
+        // Fields written one by one through one number buffer: 73k ranges are 73k rows, and
+        // the whole numbers (most fields) through itoa rather than the formatter.
         let mut num = String::new();
+        let mut int = itoa::Buffer::new();
+        let mut whole =
+            |w: &mut csv::Writer<_>, v: i64| w.write_field(int.format(v).as_bytes());
         for r in &d.range_stats {
             w.write_field(crate::term::visible(&r.name).as_bytes())?;
             w.write_field(&r.style)?;
@@ -60,17 +64,17 @@ impl super::Output for RangesCsv {
                 r.busy_ns,
             ];
             let later = [r.memcpy_ns, r.idle_gaps as i64, r.idle_ns];
-            field(&mut w, &mut num, format_args!("{}", ints[0]))?;
-            field(&mut w, &mut num, format_args!("{}", ints[1]))?;
+            whole(&mut w, ints[0])?;
+            whole(&mut w, ints[1])?;
             field(&mut w, &mut num, format_args!("{:.1}", r.avg_wall_ns))?;
             for v in &ints[2..] {
-                field(&mut w, &mut num, format_args!("{v}"))?;
+                whole(&mut w, *v)?;
             }
             for p in pct {
                 field(&mut w, &mut num, format_args!("{p:.4}"))?;
             }
             for v in later {
-                field(&mut w, &mut num, format_args!("{v}"))?;
+                whole(&mut w, v)?;
             }
             match ledger.get(&r.name).map(|l| &l.total) {
                 Some(p) => {
@@ -81,7 +85,7 @@ impl super::Output for RangesCsv {
                         p.children_ns,
                         p.rest_ns,
                     ] {
-                        field(&mut w, &mut num, format_args!("{v}"))?;
+                        whole(&mut w, v)?;
                     }
                 }
                 None => (0..5).try_for_each(|_| w.write_field(""))?,
