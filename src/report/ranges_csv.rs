@@ -48,8 +48,7 @@ impl super::Output for RangesCsv {
         // the whole numbers (most fields) through itoa rather than the formatter.
         let mut num = String::new();
         let mut int = itoa::Buffer::new();
-        let mut whole =
-            |w: &mut csv::Writer<_>, v: i64| w.write_field(int.format(v).as_bytes());
+        let mut whole = |w: &mut csv::Writer<_>, v: i64| w.write_field(int.format(v).as_bytes());
         for r in &d.range_stats {
             w.write_field(crate::term::visible(&r.name).as_bytes())?;
             w.write_field(&r.style)?;
