@@ -56,8 +56,9 @@ impl NsysDb {
         let mut rows = stmt.query([]).map_err(|e| self.err(e))?;
         // Sized once: a doubling vector would hold up to twice the ranges at its peak.
         let mut ranges = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
-        // Each name once, and whether every instance of it so far was in a foreign domain.
-        let mut names: rustc_hash::FxHashMap<String, (std::sync::Arc<str>, bool)> =
+        // Each name once (the shared string is its own key), and whether every instance of it
+        // so far was in a foreign domain.
+        let mut names: rustc_hash::FxHashMap<std::sync::Arc<str>, std::cell::Cell<bool>> =
             Default::default();
         while let Some(r) = rows.next().map_err(|e| self.err(e))? {
             let e = |e| self.err(e);
@@ -70,14 +71,14 @@ impl NsysDb {
             let foreign = kept
                 .as_ref()
                 .is_some_and(|k| domain != 0 && !k.contains(&domain));
-            let name = match names.get_mut(text) {
+            let name = match names.get_key_value(text) {
                 Some((n, all_foreign)) => {
-                    *all_foreign &= foreign;
+                    all_foreign.set(all_foreign.get() & foreign);
                     n.clone()
                 }
                 None => {
                     let n: std::sync::Arc<str> = text.into();
-                    names.insert(text.to_string(), (n.clone(), foreign));
+                    names.insert(n.clone(), foreign.into());
                     n
                 }
             };
@@ -97,8 +98,8 @@ impl NsysDb {
         }
         let library = names
             .into_iter()
-            .filter(|(_, (_, all_foreign))| *all_foreign)
-            .map(|(n, _)| n)
+            .filter(|(_, all_foreign)| all_foreign.get())
+            .map(|(n, _)| n.to_string())
             .collect();
         Ok((ranges, library))
     }
