@@ -181,11 +181,9 @@ fn compare_grids(
 ) -> Result<Grids, Error> {
     let prefix = format!("{}/", g.range);
     let (mut named, mut small) = (0.0, 0.0);
-    // Kernel name -> (NVIDIA's small-grid time, these reports').
-    let mut per_kernel: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-    // Kernel name -> NVIDIA's time by thread blocks (rows of other grid or block shapes with
-    // the same product added up).
-    let mut by_blocks: BTreeMap<String, BTreeMap<i64, f64>> = BTreeMap::new();
+    // Kernel name -> NVIDIA's time in launches within the bound, by thread blocks (rows of
+    // other grid or block shapes with the same product added up).
+    let mut theirs: BTreeMap<String, BTreeMap<i64, f64>> = BTreeMap::new();
     for (name, blocks, ns) in crate::parse::nsys::read_grid_rows(path)? {
         let Some(kernel) = name.strip_prefix(&prefix) else {
             continue;
@@ -193,24 +191,21 @@ fn compare_grids(
         named += ns;
         if blocks <= g.blocks {
             small += ns;
-            per_kernel.entry(kernel.to_string()).or_default().0 += ns;
-            *by_blocks
+            *theirs
                 .entry(kernel.to_string())
                 .or_default()
                 .entry(blocks)
                 .or_default() += ns;
         }
     }
-    for (kernel, by) in g.kernels {
-        let ns: i64 = by
-            .iter()
-            .filter(|b| b.blocks <= g.blocks)
-            .map(|b| b.ns)
-            .sum();
-        if ns > 0 {
-            per_kernel.entry(kernel.clone()).or_default().1 += ns as f64;
-        }
-    }
+    let ours_ns = |kernel: &str| -> i64 {
+        g.kernels.get(kernel).map_or(0, |by| {
+            by.iter()
+                .filter(|b| b.blocks <= g.blocks)
+                .map(|b| b.ns)
+                .sum()
+        })
+    };
     let grids = Grids {
         file,
         range: g.range.to_string(),
@@ -218,41 +213,45 @@ fn compare_grids(
         named_ns: named,
         kernel_ns,
     };
-    if grids.compared() {
-        let all = (String::new(), (small, g.small_ns as f64));
-        for (kernel, (theirs, ours)) in std::iter::once(all).chain(per_kernel) {
-            let range = match kernel.is_empty() {
-                true => g.range.to_string(),
-                false => format!("{prefix}{kernel}"),
-            };
-            let mut figure = |column, ours: f64, theirs: f64| {
-                out.figures += 1;
-                if ours != theirs {
-                    out.differ.push(Differ {
-                        range: range.clone(),
-                        column,
-                        ours,
-                        theirs,
-                    });
-                }
-            };
-            figure(GRID_COLUMN, ours, theirs);
-            if kernel.is_empty() {
-                continue;
-            }
-            let held = |by: Option<Vec<(i64, i64)>>| {
-                by.and_then(|by| most_time_within(by.into_iter(), g.blocks))
-                    .map_or(0.0, |b| b as f64)
-            };
-            let theirs = by_blocks
-                .get(&kernel)
-                .map(|by| by.iter().map(|(&b, &ns)| (b, ns as i64)).collect());
-            let ours = g
-                .kernels
-                .get(&kernel)
-                .map(|by| by.iter().map(|b| (b.blocks, b.ns)).collect());
-            figure(GRID_BLOCKS_COLUMN, held(ours), held(theirs));
+    if !grids.compared() {
+        return Ok(grids);
+    }
+    let mut figure = |range: String, column, ours: f64, theirs: f64| {
+        out.figures += 1;
+        if ours != theirs {
+            out.differ.push(Differ {
+                range,
+                column,
+                ours,
+                theirs,
+            });
         }
+    };
+    figure(g.range.to_string(), GRID_COLUMN, g.small_ns as f64, small);
+    // Every kernel with small-grid time on either side, by name.
+    let kernels: std::collections::BTreeSet<&str> = theirs
+        .keys()
+        .map(String::as_str)
+        .chain(
+            g.kernels
+                .keys()
+                .map(String::as_str)
+                .filter(|k| ours_ns(k) > 0),
+        )
+        .collect();
+    for kernel in kernels {
+        let by = theirs.get(kernel);
+        let their_ns = by.map_or(0.0, |by| by.values().sum());
+        let their_held =
+            by.and_then(|by| most_time_within(by.iter().map(|(&b, &ns)| (b, ns as i64)), g.blocks));
+        let our_held = g
+            .kernels
+            .get(kernel)
+            .and_then(|by| most_time_within(by.iter().map(|b| (b.blocks, b.ns)), g.blocks));
+        let blocks = |held: Option<i64>| held.map_or(0.0, |b| b as f64);
+        let at = format!("{prefix}{kernel}");
+        figure(at.clone(), GRID_COLUMN, ours_ns(kernel) as f64, their_ns);
+        figure(at, GRID_BLOCKS_COLUMN, blocks(our_held), blocks(their_held));
     }
     Ok(grids)
 }
