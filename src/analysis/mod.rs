@@ -294,9 +294,7 @@ impl Artifacts {
         let ns: i64 = self
             .kernel_blocks
             .values()
-            .flatten()
-            .filter(|b| b.blocks <= blocks)
-            .map(|b| b.ns)
+            .map(|by| scan::time_within(by, blocks))
             .sum();
         let (total, _) = self.kernel_totals();
         Some(SmallGrids {

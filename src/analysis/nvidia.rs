@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::ranges::RangeStats;
-use super::scan::most_time_within;
+use super::scan::{most_time_within, time_within};
 use crate::error::Error;
 
 /// The comparison of one export's ranges.
@@ -198,13 +198,10 @@ fn compare_grids(
                 .or_default() += ns;
         }
     }
-    let ours_ns = |kernel: &str| -> i64 {
-        g.kernels.get(kernel).map_or(0, |by| {
-            by.iter()
-                .filter(|b| b.blocks <= g.blocks)
-                .map(|b| b.ns)
-                .sum()
-        })
+    let ours_ns = |kernel: &str| {
+        g.kernels
+            .get(kernel)
+            .map_or(0, |by| time_within(by, g.blocks))
     };
     let grids = Grids {
         file,

@@ -196,6 +196,11 @@ pub(crate) struct Blocks {
     pub(crate) ns: i64,
 }
 
+/// One kernel's time in launches of at most `bound` thread blocks.
+pub(crate) fn time_within(by: &[Blocks], bound: i64) -> i64 {
+    by.iter().filter(|b| b.blocks <= bound).map(|b| b.ns).sum()
+}
+
 /// Of one kernel's launches by thread blocks, `(blocks, ns)`: the number of blocks at most
 /// `bound` that holds most of its time (ties: the fewer blocks), as the small_grids finding
 /// names it and its comparison with NVIDIA's grid summary reads it.

@@ -3,7 +3,7 @@
 //! classes from ncu's counters, each scoped to the range its counters were measured in.
 
 use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
-use crate::analysis::scan::most_time_within;
+use crate::analysis::scan::{most_time_within, time_within};
 use crate::analysis::Artifacts;
 use crate::model::{display_name, Bound, KernelRecord};
 use crate::rules;
@@ -183,11 +183,7 @@ fn grids(a: &Artifacts, out: &mut Findings) {
         .kernel_blocks
         .iter()
         .filter_map(|(name, by)| {
-            let ns: i64 = by
-                .iter()
-                .filter(|b| b.blocks <= g.blocks)
-                .map(|b| b.ns)
-                .sum();
+            let ns = time_within(by, g.blocks);
             let held = most_time_within(by.iter().map(|b| (b.blocks, b.ns)), g.blocks)?;
             Some((name.as_str(), ns, held))
         })
