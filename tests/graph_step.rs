@@ -56,7 +56,7 @@ fn a_range_of_graph_launches_gets_one_instance_measured_whole() {
         .find(|l| l.contains("--graph-profiling graph"))
         .expect("a graph-level ncu run");
     assert!(
-        step.contains("--nvtx-include decode/ --graph-profiling graph --launch-skip 1 --launch-count 1 --kill on"),
+        step.contains("--nvtx-include decode/ --graph-profiling graph --range-filter ::2 --launch-count 1 --kill on"),
         "{step}"
     );
     // The step's own copy was held from the kernel pass's start, on ports of its own, and
@@ -159,10 +159,10 @@ fn a_graph_step_that_measures_nothing_leaves_the_run_ok() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    // The fake, as the real ncu, says it profiled nothing: the words say which workloads it
-    // skipped before the instance.
+    // The fake, as the real ncu, says it profiled nothing: the words say which instance it
+    // waited for.
     assert!(
-        err.contains("the graph step was not measured: ncu profiled nothing: it skips the"),
+        err.contains("the graph step was not measured: ncu profiled nothing: this run of the workload ended before instance 2 of `decode`"),
         "{err}"
     );
     let st = status(&sb.run("n"));

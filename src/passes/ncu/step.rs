@@ -151,8 +151,15 @@ pub(crate) fn step_args(
         .to_vec();
     a.push(include.to_string());
     a.extend(["--graph-profiling".into(), "graph".into()]);
-    if c.skip > 0 {
-        a.extend(["--launch-skip".into(), c.skip.to_string()]);
+    // The instance by its number among the range's instances (ncu counts those its include
+    // matches), not by the workloads before it: a warm-up that compiles or autotunes launches
+    // other counts from one run to the next, the number of instances it spans stays. An
+    // include of nested ranges numbers the innermost inside its parents, which the export's
+    // count does not follow: the skip then.
+    match single_range(include) {
+        true => a.extend(["--range-filter".into(), format!("::{}", c.instance)]),
+        false if c.skip > 0 => a.extend(["--launch-skip".into(), c.skip.to_string()]),
+        false => {}
     }
     a.extend([
         "--launch-count".into(),
@@ -169,6 +176,18 @@ pub(crate) fn step_args(
     a.extend(["-o".into(), out_base.display().to_string()]);
     a.extend(workload.iter().cloned());
     a
+}
+
+/// An include expression that names one range with no parents (`decode/`, `dom@decode/`, a
+/// start/end `decode`): the instances ncu numbers are the export's instances of that name.
+fn single_range(include: &str) -> bool {
+    let e = include.trim();
+    let e = e.rsplit_once('@').map_or(e, |(_, r)| r);
+    let name = e.strip_suffix('/').unwrap_or(e);
+    !e.starts_with("regex:")
+        && !name.is_empty()
+        && !name.contains(['/', '*', '[', ']'])
+        && crate::analysis::nvtx::range_of(include).as_deref() == Some(name)
 }
 
 /// Measure the planned step, or take it from the cache; the record says which, or why not.
@@ -246,13 +265,13 @@ pub(crate) fn run(
                 "stopped at its time budget of {:.0} s ({from}) before ncu wrote the instance's report",
                 b.as_secs_f64()
             ),
-            // The workload ended before the instance: fewer workloads came before it than in
-            // the nsys pass (a compile or autotune cache filled between the runs changes that).
+            // The workload ended before the instance: fewer instances (or, under a skip,
+            // fewer workloads before it) than in the nsys pass.
             (false, _) if out.tail.contains("were profiled") => format!(
-                "ncu profiled nothing: it skips the {} workloads the nsys pass saw in `{}` before instance {}, and this run of the workload ended first ({})",
-                c.skip,
-                p.range,
+                "ncu profiled nothing: this run of the workload ended before instance {} of `{}` ({} workloads before it in the nsys pass) ({})",
                 c.instance,
+                p.range,
+                c.skip,
                 out.describe()
             ),
             (false, _) => format!("ncu wrote no report ({})", out.describe()),
@@ -333,7 +352,8 @@ pub(crate) struct Entry {
 }
 
 /// `<cache>/graph-step/<sha256>.json`, keyed by the GPU, the settings that change a result,
-/// the range, the instance's workloads and the command.
+/// the range, which instance (its number: a warm-up that launches other counts from one run to
+/// the next keeps it) and its graph launches, and the command.
 fn entry_path(
     dir: &Path,
     device: &cache::Device,
@@ -347,7 +367,7 @@ fn entry_path(
         "{device:?}|{:?}|{:?}|{range}|{}|{}|{}",
         cfg.clock_control,
         cfg.extra_args,
-        c.skip,
+        c.instance,
         c.work.graphs,
         argv.join("\u{1f}")
     );
@@ -381,4 +401,45 @@ fn store(path: &Path, csv: &Path, run: &str, kernel_ns: i64) -> std::io::Result<
     }
     let text = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
     crate::rundir::status::write_atomic(path, &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::graphs::StepWork;
+
+    /// The instance is picked by its number where the include names one range (what ncu's
+    /// `--range-filter` counts), by the workloads before it where the include nests ranges.
+    #[test]
+    fn the_instance_is_numbered_where_the_include_names_one_range() {
+        for (include, single) in [
+            ("decode/", true),
+            ("llm@decode/", true),
+            ("decode", true),
+            ("generate/decode/", false),
+            ("regex:dec.*/", false),
+            ("dec*/", false),
+            ("[decode/", false),
+        ] {
+            assert_eq!(single_range(include), single, "{include}");
+        }
+        let cfg = crate::testutil::config(&[]).ncu;
+        let c = StepChoice {
+            instance: 3,
+            skip: 3301,
+            work: StepWork {
+                graphs: 1,
+                kernels: 2,
+                kernel_ns: 0,
+            },
+        };
+        let args = |include| step_args(&cfg, include, &c, Path::new("o"), &[]).join(" ");
+        assert!(
+            args("decode/").contains("--range-filter ::3 --launch-count 3 "),
+            "{}",
+            args("decode/")
+        );
+        assert!(!args("decode/").contains("--launch-skip"));
+        assert!(args("generate/decode/").contains("--launch-skip 3301 --launch-count 3 "));
+    }
 }
