@@ -11,6 +11,7 @@ use crate::error::Error;
 mod gpu_metrics;
 mod graphs;
 mod nvtx;
+mod raw;
 mod shapes;
 mod stream;
 pub use gpu_metrics::{Sample, Series, METRICS};
@@ -487,16 +488,11 @@ impl NsysDb {
             })
             .collect();
         let config = config.join(", ");
-        let blocks = match ["gridX", "gridY", "gridZ"].iter().all(|c| has(c)) {
-            // An overflowing product would be a real number: cast back, clamped.
-            true => "CAST(k.gridX * k.gridY * k.gridZ AS INTEGER)",
-            false => "0",
-        };
         let mut ops = vec![(
             "CUPTI_ACTIVITY_KIND_KERNEL",
             format!(
                 "SELECT k.start, k.end, k.correlationId, k.globalPid, {graph} AS graph, \
-                 {name} AS name, k.rowid, {mangled} AS mangled, {config}, {blocks} AS blocks \
+                 {name} AS name, k.rowid, {mangled} AS mangled, {config} \
                  FROM CUPTI_ACTIVITY_KIND_KERNEL k"
             ),
         )];
@@ -505,7 +501,7 @@ impl NsysDb {
                 ops.push((
                     table,
                     format!(
-                        "SELECT start, end, correlationId, globalPid, 0, -1, rowid, -1, 0, 0, 0, 0, 0, 0, 0, 0 FROM {table}"
+                        "SELECT start, end, correlationId, globalPid, 0, -1, rowid, -1, 0, 0, 0, 0, 0, 0, 0 FROM {table}"
                     ),
                 ));
             }

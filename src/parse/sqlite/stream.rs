@@ -130,22 +130,25 @@ fn read_runtime(
     calls: &mut impl Sink<ApiCall>,
     tx: std::sync::mpsc::SyncSender<FromReader>,
 ) {
-    let mut read = || -> rusqlite::Result<Option<FromReader>> {
+    let mut read = || -> Result<Option<FromReader>, String> {
         let conn = rusqlite::Connection::open_with_flags(
             path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        let mut stmt = conn.prepare(
+        )
+        .map_err(|e| e.to_string())?;
+
+        let mut rows = super::raw::RawRows::prepare(
+            &conn,
             "SELECT rowid, start, end, globalTid, correlationId, nameId \
              FROM CUPTI_ACTIVITY_KIND_RUNTIME",
         )?;
-        let mut rows = stmt.query([])?;
         let mut batch = Vec::with_capacity(BATCH);
         let mut last = i64::MIN;
-        while let Some(r) = rows.next()? {
-            let (start, end) = (super::int_at(r, 1)?, super::int_at(r, 2)?);
+        while rows.step()? {
+            let r = &rows;
+            let (start, end) = (r.int(1)?, r.int(2)?);
             let Some(start) = start.filter(|&s| end.is_none_or(|e| e >= s)) else {
-                let rowid: i64 = r.get(0)?;
+                let rowid = r.int(0)?.unwrap_or(-1);
                 return Ok(Some(FromReader::Failed(format!(
                     "table CUPTI_ACTIVITY_KIND_RUNTIME, rowid {rowid}: start {} and end {} are not a time span (end before start, or no start)",
                     start.map_or("NULL".into(), |v| v.to_string()),
@@ -156,8 +159,8 @@ fn read_runtime(
                 return Ok(Some(FromReader::OutOfOrder));
             }
             last = start;
-            let tid = super::int_at(r, 3)?.unwrap_or(0);
-            let name = names.of(super::int_at(r, 5)?.unwrap_or(-1));
+            let tid = r.int(3)?.unwrap_or(0);
+            let name = names.of(r.int(5)?.unwrap_or(-1));
             if let Some(end) = end {
                 calls.take(&ApiCall {
                     start,
@@ -167,7 +170,7 @@ fn read_runtime(
                 });
             }
             if name.launching {
-                let corr = super::int_at(r, 4)?.unwrap_or(-1);
+                let corr = r.int(4)?.unwrap_or(-1);
                 batch.push((start, tid, corr, name.graph));
                 if batch.len() == BATCH {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
@@ -179,10 +182,7 @@ fn read_runtime(
         }
         Ok(Some(FromReader::Calls(batch)))
     };
-    let last = match read() {
-        Ok(m) => m,
-        Err(e) => Some(FromReader::Failed(e.to_string())),
-    };
+    let last = read().unwrap_or_else(|e| Some(FromReader::Failed(e)));
     if let Some(m) = last {
         let _ = tx.send(m);
     }

@@ -5,9 +5,9 @@
 
 use std::sync::mpsc::{Receiver, SyncSender};
 
-use rusqlite::Rows;
 use rustc_hash::FxHashSet as HashSet;
 
+use super::super::raw::RawRows;
 use super::{BATCH, IN_FLIGHT};
 
 /// One GPU op row: start, end, correlation id, pid, kernel, graph, name, mangled name, launch
@@ -25,7 +25,7 @@ struct Table<'s> {
     table: &'static str,
     /// Its rows are kernels (not memcpys or memsets): known from the table, not read per row.
     kernel: bool,
-    rows: Rows<'s>,
+    rows: RawRows<'s>,
     next: Option<Op>,
     last_start: i64,
     /// The kernels whose launch configuration is read (None: every one's).
@@ -35,18 +35,16 @@ struct Table<'s> {
 impl Table<'_> {
     /// The next row; false when it starts before the previous one (not in start order).
     fn advance(&mut self) -> Result<bool, String> {
-        let e = |e: rusqlite::Error| e.to_string();
-        self.next = match self.rows.next().map_err(e)? {
-            None => None,
-            Some(r) => {
-                // Every column through int_at: Row::get's conversion layer costs a third of
-                // the column time on a 1.5M-launch export.
-                let int = |i| super::super::int_at(r, i).map_err(e);
+        self.next = match self.rows.step()? {
+            false => None,
+            true => {
+                let r = &self.rows;
+                let int = |i| r.int(i);
                 let (start, end) = (int(0)?, int(1)?.unwrap_or(i64::MIN));
                 let plausible = |t: i64| t.abs() <= super::super::MAX_T;
                 let Some(start) = start.filter(|&s| end >= s && plausible(s) && plausible(end))
                 else {
-                    let rowid: i64 = r.get(6).map_err(e)?;
+                    let rowid = int(6)?.unwrap_or(-1);
                     let end = match end {
                         i64::MIN => "NULL".to_string(),
                         v => v.to_string(),
@@ -58,16 +56,20 @@ impl Table<'_> {
                     ));
                 };
                 let mangled = int(7)?.unwrap_or(-1);
-                // Every kernel's thread blocks (how many SMs it can use: one column, the grid's
-                // product), the whole configuration only for the kernels whose shapes are
-                // tallied.
+                // Every kernel's thread blocks (how many SMs it can use: the grid's product,
+                // taken here, not by SQLite, which would compute it for every row), the whole
+                // configuration only for the kernels whose shapes are tallied.
                 let config = match self.wanted {
                     Some(w) if self.kernel && !w.contains(&mangled) => {
-                        let blocks = int(15)?.unwrap_or(0).clamp(0, i64::from(i32::MAX));
+                        let mut blocks = 1i64;
+                        for i in 8..11 {
+                            blocks = blocks.saturating_mul(int(i)?.unwrap_or(0));
+                        }
+                        let blocks = blocks.clamp(0, i64::from(i32::MAX));
                         [blocks as i32, 1, 1, 0, 0, 0, 0]
                     }
                     Some(_) if !self.kernel => [0; 7],
-                    _ => super::super::config_at(r, 8).map_err(e)?,
+                    _ => r.config(8)?,
                 };
                 let op: Op = (
                     start,
@@ -105,16 +107,13 @@ fn read(
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| e.to_string())?;
-        let mut stmts = Vec::new();
-        for (table, sql) in queries {
-            stmts.push((*table, conn.prepare(sql).map_err(|e| e.to_string())?));
-        }
+
         let mut tables = Vec::new();
-        for (table, s) in &mut stmts {
+        for (table, sql) in queries {
             let mut t = Table {
                 table,
                 kernel: *table == "CUPTI_ACTIVITY_KIND_KERNEL",
-                rows: s.query([]).map_err(|e| e.to_string())?,
+                rows: RawRows::prepare(&conn, sql)?,
                 next: None,
                 last_start: i64::MIN,
                 wanted,
