@@ -62,8 +62,11 @@ struct Shared {
 
 /// Whether this run starts the ncu pass's workload early: asked for, both passes on, one
 /// process (a launcher's ranks are launched by it), no second GPU (the passes already run at
-/// once there), no profiler-API windows (ncu's `--profile-from-start` belongs to the launch),
-/// no `ncu.extra_args` (which of them belong to the launch is not known here).
+/// once there), no `ncu.extra_args` (which of them belong to the launch is not known here).
+/// Profiler-API windows are no bar: ncu refuses `--profile-from-start` on a launch ("Invalid
+/// option ... for --mode launch") and honours it on the attach, which then profiles inside
+/// the windows only (measured on an H100, ncu 2025.3.1: the attach's first kernel was the
+/// window's `add`, not the `fill` before it that an attach without the option profiles).
 pub(crate) fn wanted(cfg: &crate::config::Config) -> bool {
     cfg.ncu.early_start
         && cfg.ncu.extra_args.is_empty()
@@ -71,7 +74,6 @@ pub(crate) fn wanted(cfg: &crate::config::Config) -> bool {
         && cfg.nsys.enable
         && cfg.workload.launcher == crate::config::Launcher::None
         && !cfg.ncu.second_gpu
-        && super::args::window_args(cfg).is_empty()
 }
 
 /// How many ports a held launch may listen on (one per held process of the workload).
@@ -516,6 +518,24 @@ mod tests {
         );
         assert_eq!(attach_argv(&v(&["/cuda/ncu", "python3"]), None), None);
         assert_eq!(attach_argv(&v(&["/cuda/ncu", "-o"]), None), None);
+    }
+
+    /// Profiler-API windows: the workload is held as any other, and the window option goes
+    /// to the attach, the one mode of ncu that takes it.
+    #[test]
+    fn windows_hold_the_workload_and_gate_the_attach() {
+        let c = crate::testutil::config(&["nsys.capture_range=cudaProfilerApi"]);
+        assert!(wanted(&c));
+        let mut line = v(&["/cuda/ncu", "--target-processes", "all", "--nvtx"]);
+        line.splice(1..1, crate::passes::ncu::window_args(&c));
+        line.extend(v(&["-o", "/run/ncu/decode", "python3", "w.py"]));
+        let attach = attach_argv(&line, None).unwrap().join(" ");
+        assert!(
+            attach.contains("127.0.0.1 --profile-from-start off -o /run/ncu/decode"),
+            "{attach}"
+        );
+        let launch = launch_args(&v(&["python3", "w.py"]), None).join(" ");
+        assert!(!launch.contains("--profile-from-start"), "{launch}");
     }
 
     #[test]
