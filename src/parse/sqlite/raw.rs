@@ -63,12 +63,14 @@ impl<'c> RawRows<'c> {
         if i >= self.columns {
             return Err(format!("no column {i} in a query of {}", self.columns));
         }
-        let (stmt, col) = (self.stmt.as_ptr(), i as c_int);
         // SAFETY: a live statement on a row (the caller's contract; SQLite answers NULL
-        // otherwise), `col` within its column count.
+        // otherwise), the column within its column count. The value is read once: its type
+        // and its integer from the one pointer (a column read per call costs SQLite's
+        // statement checks each time), before the next step.
         unsafe {
-            match ffi::sqlite3_column_type(stmt, col) {
-                ffi::SQLITE_INTEGER => Ok(Some(ffi::sqlite3_column_int64(stmt, col))),
+            let v = ffi::sqlite3_column_value(self.stmt.as_ptr(), i as c_int);
+            match ffi::sqlite3_value_type(v) {
+                ffi::SQLITE_INTEGER => Ok(Some(ffi::sqlite3_value_int64(v))),
                 ffi::SQLITE_NULL => Ok(None),
                 t => Err(format!(
                     "column {i}: {} where an integer belongs",
