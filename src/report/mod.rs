@@ -109,6 +109,13 @@ pub(crate) mod fmt {
     pub(crate) fn ms(ns: f64) -> String {
         format!("{:.2}", z(ns / 1e6))
     }
+    /// A duration in the unit that keeps it short: us under a millisecond, ms from one.
+    pub(crate) fn dur(ns: f64) -> String {
+        match ns.abs() < 1e6 {
+            true => format!("{} us", us(ns)),
+            false => format!("{} ms", ms(ns)),
+        }
+    }
     pub(crate) fn pct(p: f64) -> String {
         format!("{:.1}%", z(p))
     }

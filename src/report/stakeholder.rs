@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::fmt::{capitalise, cut, md, ms, pct, us};
+use super::fmt::{capitalise, cut, dur, md, ms, pct, us};
 use super::phrase;
 use super::second_gpu_note;
 use crate::config::Capture;
@@ -407,11 +407,11 @@ fn numbers(a: &Decided, f: &Findings, s: &mut String) {
     if let Some(st) = a.range_stats.iter().find(|r| &r.name == step) {
         let _ = writeln!(
             s,
-            "- Per `{}` instance ({} of them): {} ms wall, {} us of kernels, {:.0} launches ({})",
+            "- Per `{}` instance ({} of them): {} ms wall, {} of kernels, {:.0} launches ({})",
             md(step),
             st.instances,
             ms(st.avg_wall_ns),
-            us(st.avg_kernel_ns),
+            dur(st.avg_kernel_ns),
             st.avg_launches,
             a.sqlite_file
         );
