@@ -663,3 +663,48 @@ fn a_grid_too_large_to_multiply_is_no_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(common::read(run.join("kernels.md")).contains("Launches of at most 66 thread blocks"));
 }
+
+/// A value of the wrong type in a launch or runtime row (hand-made: text and a real number
+/// written into one row each of a real export) fails the report with exit 6, naming the
+/// table, the row and the column, and the reports already there stay.
+#[test]
+fn a_wrongly_typed_value_names_its_table_row_and_column() {
+    for (table, column, value, words) in [
+        (
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            "correlationId",
+            "'abc'",
+            "text",
+        ),
+        (
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+            "globalTid",
+            "2.5",
+            "a real number",
+        ),
+    ] {
+        let sb = common::Sandbox::new();
+        let run = sb.copy_of("examples/sample-run", "typed");
+        let before = common::read(run.join("kernels.md"));
+        let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
+        let rowid: i64 = db
+            .query_row(&format!("SELECT min(rowid) + 5 FROM {table}"), [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        db.execute(
+            &format!("UPDATE {table} SET {column} = {value} WHERE rowid = {rowid}"),
+            [],
+        )
+        .unwrap();
+        drop(db);
+        let out = sb.stage2().arg("report").arg(&run).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(6), "{err}");
+        let said = format!(
+            "table {table}, rowid {rowid}: column {column}: {words} where an integer belongs"
+        );
+        assert!(err.contains(&said), "{err}");
+        assert_eq!(common::read(run.join("kernels.md")), before);
+    }
+}

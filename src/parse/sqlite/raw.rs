@@ -73,13 +73,27 @@ impl<'c> RawRows<'c> {
                 ffi::SQLITE_INTEGER => Ok(Some(ffi::sqlite3_value_int64(v))),
                 ffi::SQLITE_NULL => Ok(None),
                 t => Err(format!(
-                    "column {i}: {} where an integer belongs",
+                    "column {}: {} where an integer belongs",
+                    self.name(i),
                     match t {
                         ffi::SQLITE_FLOAT => "a real number",
                         ffi::SQLITE_TEXT => "text",
                         _ => "a blob",
                     }
                 )),
+            }
+        }
+    }
+
+    /// Column `i`'s name in the query (its alias where it has one), for a message.
+    fn name(&self, i: usize) -> String {
+        // SAFETY: a live statement, `i` within its column count; SQLite owns the string
+        // until the statement is finalized, and it is copied here.
+        unsafe {
+            let n = ffi::sqlite3_column_name(self.stmt.as_ptr(), i as c_int);
+            match n.is_null() {
+                true => i.to_string(),
+                false => CStr::from_ptr(n).to_string_lossy().into_owned(),
             }
         }
     }
@@ -138,7 +152,7 @@ mod tests {
         assert!(rows.int(2).unwrap_err().contains("no column 2"));
         assert!(rows.step().unwrap());
         assert_eq!(rows.int(0).unwrap(), Some(5_000_000_000));
-        assert!(rows.int(1).unwrap_err().contains("text"));
+        assert!(rows.int(1).unwrap_err().contains("column b: text"));
         assert!(rows.step().unwrap());
         assert!(rows.int(1).unwrap_err().contains("a real number"));
         assert!(!rows.step().unwrap());

@@ -146,9 +146,15 @@ fn read_runtime(
         let mut last = i64::MIN;
         while rows.step()? {
             let r = &rows;
-            let (start, end) = (r.int(1)?, r.int(2)?);
+            // A value of the wrong type, named with its row.
+            let at = |e: String| match r.int(0) {
+                Ok(Some(rowid)) => format!("table CUPTI_ACTIVITY_KIND_RUNTIME, rowid {rowid}: {e}"),
+                _ => format!("table CUPTI_ACTIVITY_KIND_RUNTIME: {e}"),
+            };
+            let int = |i| r.int(i).map_err(at);
+            let (start, end) = (int(1)?, int(2)?);
             let Some(start) = start.filter(|&s| end.is_none_or(|e| e >= s)) else {
-                let rowid = r.int(0)?.unwrap_or(-1);
+                let rowid = int(0)?.unwrap_or(-1);
                 return Ok(Some(FromReader::Failed(format!(
                     "table CUPTI_ACTIVITY_KIND_RUNTIME, rowid {rowid}: start {} and end {} are not a time span (end before start, or no start)",
                     start.map_or("NULL".into(), |v| v.to_string()),
@@ -159,8 +165,8 @@ fn read_runtime(
                 return Ok(Some(FromReader::OutOfOrder));
             }
             last = start;
-            let tid = r.int(3)?.unwrap_or(0);
-            let name = names.of(r.int(5)?.unwrap_or(-1));
+            let tid = int(3)?.unwrap_or(0);
+            let name = names.of(int(5)?.unwrap_or(-1));
             if let Some(end) = end {
                 calls.take(&ApiCall {
                     start,
@@ -170,7 +176,7 @@ fn read_runtime(
                 });
             }
             if name.launching {
-                let corr = r.int(4)?.unwrap_or(-1);
+                let corr = int(4)?.unwrap_or(-1);
                 batch.push((start, tid, corr, name.graph));
                 if batch.len() == BATCH {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));

@@ -38,8 +38,13 @@ impl Table<'_> {
         self.next = match self.rows.step()? {
             false => None,
             true => {
-                let r = &self.rows;
-                let int = |i| r.int(i);
+                let (r, table) = (&self.rows, self.table);
+                // A value of the wrong type, named with its table and row.
+                let at = |e: String| match r.int(6) {
+                    Ok(Some(rowid)) => format!("table {table}, rowid {rowid}: {e}"),
+                    _ => format!("table {table}: {e}"),
+                };
+                let int = |i| r.int(i).map_err(at);
                 let (start, end) = (int(0)?, int(1)?.unwrap_or(i64::MIN));
                 let plausible = |t: i64| t.abs() <= super::super::MAX_T;
                 let Some(start) = start.filter(|&s| end >= s && plausible(s) && plausible(end))
@@ -69,7 +74,7 @@ impl Table<'_> {
                         [blocks as i32, 1, 1, 0, 0, 0, 0]
                     }
                     Some(_) if !self.kernel => [0; 7],
-                    _ => r.config(8)?,
+                    _ => r.config(8).map_err(at)?,
                 };
                 let op: Op = (
                     start,
