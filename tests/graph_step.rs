@@ -223,3 +223,78 @@ fn a_graph_step_is_stopped_at_the_ncu_budget() {
     assert!(g["duration_s"].as_f64().unwrap() < 15.0, "{g}");
     assert_eq!(st["passes"]["ncu"]["state"], "ok");
 }
+
+/// The H100 capture of graph_loop.py (tests/data/hf/graph-step): a warm-up of 2 steps (the
+/// first records the graphs, 184.9 ms) and 38 steady ones of 0.16 ms. Its graph step measured
+/// instance 2, of the warm-up: the floor is set against the mean alone, never the warm-up
+/// group's median. With the record moved to instance 3, the steady group's first (hand-made:
+/// the bytes stay instance 2's, a step of the same two graphs), the floor is also set against
+/// the steady steps' median, in kernels.md's sentence and table and the summary's headline.
+#[test]
+fn the_floor_of_a_measured_steady_step_is_set_against_its_group() {
+    let sb = Sandbox::new();
+    let run = sb.copy_of("tests/data/hf/graph-step", "gs");
+    let out = sb.stage2().arg("report").arg(&run).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = read(run.join("kernels.md"));
+    assert!(md.contains("instance 2 measured whole"), "{md}");
+    assert!(
+        !md.contains("the kind of instance ncu measured whole"),
+        "{md}"
+    );
+    let path = run.join("status.json");
+    let text = read(&path).replace("\"instance\": 2,", "\"instance\": 3,");
+    std::fs::write(&path, text).unwrap();
+    let out = sb.stage2().arg("report").arg(&run).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = read(run.join("kernels.md"));
+    let summary = read(run.join("summary.json"));
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let per_token = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "per_token")
+        .unwrap();
+    let figure = |group: Option<&str>| {
+        per_token["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| {
+                e["quantity"] == "memory_floor_of_measured_pct"
+                    && e["scope"]["group"].as_str() == group
+            })
+            .map(|e| e["value"].as_f64().unwrap())
+    };
+    let (all, steady) = (figure(None).unwrap(), figure(Some("the other 38")).unwrap());
+    // The same floor over a 0.16 ms median instead of the mean with the 184.9 ms recording.
+    assert!(steady > 5.0 * all, "{all} {steady}");
+    let line = md
+        .lines()
+        .find(|l| l.starts_with("Per instance, its memory-bandwidth floor"))
+        .unwrap();
+    assert!(
+        line.contains(
+            "of the median wall time of the other 38 (the kind of instance ncu measured whole)"
+        ),
+        "{line}"
+    );
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| step — the other 38 (median)"))
+        .unwrap();
+    assert!(row.contains(&format!("| {steady:.1} |")), "{row}");
+    let head = read(run.join("stakeholder_summary.md"));
+    assert!(head.contains("its memory-bandwidth floor (the"), "{head}");
+}

@@ -144,13 +144,18 @@ pub(crate) struct StepChoice {
     pub(crate) work: StepWork,
 }
 
-/// The second instance with graph launches (the first often records or warms the graphs up),
-/// or the only one; None when no instance launches a graph.
-pub(crate) fn choose_step(per_instance: &[StepWork]) -> Option<StepChoice> {
-    let with: Vec<usize> = (0..per_instance.len())
-        .filter(|&i| per_instance[i].graphs > 0)
-        .collect();
-    let pick = *with.get(1).or(with.first())?;
+/// The instance a graph-level profile measures: where the range's instances are of several
+/// kinds, the first with graph launches among `typical` (the 0-based ordinals of its most
+/// numerous group: a steady step, not the warm-up that recorded the graphs, which the floor
+/// would be set against); otherwise the second instance with graph launches (the first often
+/// records or warms the graphs up), or the only one. None when no instance launches a graph.
+pub(crate) fn choose_step(per_instance: &[StepWork], typical: &[usize]) -> Option<StepChoice> {
+    let graphs = |i: usize| per_instance.get(i).is_some_and(|w| w.graphs > 0);
+    let with: Vec<usize> = (0..per_instance.len()).filter(|&i| graphs(i)).collect();
+    let pick = match typical.iter().copied().find(|&i| graphs(i)) {
+        Some(i) => i,
+        None => *with.get(1).or(with.first())?,
+    };
     Some(StepChoice {
         instance: pick + 1,
         skip: per_instance[..pick].iter().map(StepWork::workloads).sum(),
@@ -234,13 +239,13 @@ mod tests {
         .unwrap();
         let ranges = db.ranges().unwrap();
         let work = step_work(&db, &ranges, "decode").unwrap();
-        let c = choose_step(&work).unwrap();
+        let c = choose_step(&work, &[]).unwrap();
         let first = work.iter().position(|w| w.graphs > 0).unwrap();
         assert!(c.instance > first + 1);
         let before: u64 = work[..c.instance - 1].iter().map(StepWork::workloads).sum();
         assert_eq!(c.skip, before);
         assert!(c.work.graphs > 0);
-        assert_eq!(choose_step(&[StepWork::default(); 3]), None);
+        assert_eq!(choose_step(&[StepWork::default(); 3], &[]), None);
         let one = [
             StepWork::default(),
             StepWork {
@@ -250,9 +255,35 @@ mod tests {
             },
         ];
         assert_eq!(
-            choose_step(&one).map(|c| (c.instance, c.skip)),
+            choose_step(&one, &[]).map(|c| (c.instance, c.skip)),
             Some((2, 0))
         );
+        // A steady group named: its first instance with graphs, after every workload before.
+        let steady = [
+            StepWork {
+                graphs: 1,
+                kernels: 4,
+                kernel_ns: 9,
+            },
+            StepWork {
+                graphs: 1,
+                kernels: 0,
+                kernel_ns: 9,
+            },
+            StepWork {
+                graphs: 1,
+                kernels: 2,
+                kernel_ns: 9,
+            },
+            StepWork {
+                graphs: 1,
+                kernels: 2,
+                kernel_ns: 9,
+            },
+        ];
+        let c = choose_step(&steady, &[2, 3]).unwrap();
+        assert_eq!((c.instance, c.skip), (3, 6));
+        assert_eq!(choose_step(&steady, &[7]).map(|c| c.instance), Some(2));
     }
 
     /// NVIDIA's `--print-summary per-kernel` of a graph-level report: the DRAM bytes of every

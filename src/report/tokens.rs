@@ -118,14 +118,20 @@ fn group_rows(f: &Findings, phase: &str, s: &mut String) {
     let Claim::InstanceGroups { groups, .. } = &g.claim else {
         return;
     };
+    // The group of the instance ncu measured whole: its floor over the group's median.
+    let per_token =
+        f.find(|x| matches!(x.claim, Claim::PerToken) && x.scope.range.as_deref() == Some(phase));
     for grp in groups {
         let of = |q: Q| {
             g.in_group(q, &grp.label)
                 .map_or("–".to_string(), |e| e.text.clone())
         };
+        let floor = per_token
+            .and_then(|p| p.in_group(Q::MemoryFloorOfMeasuredPct, &grp.label))
+            .map_or(String::new(), |e| format!("{:.1}", e.value));
         let _ = writeln!(
             s,
-            "| {} — {} (median) | {} | | | {} | | {} | | | | | | | |",
+            "| {} — {} (median) | {} | | | {} | | {} | | | {floor} | | | | |",
             md(phase),
             md(&grp.label),
             grp.instances,
@@ -224,8 +230,19 @@ fn grouped(p: &Finding, g: &Finding) -> String {
             let tps = of(Q::TokensPerS)
                 .map(|t| format!(", {t}"))
                 .unwrap_or_default();
+            let floor = p
+                .in_group(Q::MemoryFloorOfMeasuredPct, &grp.label)
+                .map(|m| {
+                    format!(
+                        ", its memory-bandwidth floor (the {} of DRAM traffic ncu measured running instance {} whole at peak bandwidth) {} of that",
+                        p.text(Q::StepDramMb),
+                        p.text(Q::StepInstance),
+                        m.text
+                    )
+                })
+                .unwrap_or_default();
             format!(
-                "{} ({}{tps})",
+                "{} ({}{tps}{floor})",
                 super::phrase::group_wall(g, grp, "a median of "),
                 md(&grp.label)
             )

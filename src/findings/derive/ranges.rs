@@ -366,6 +366,19 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
                     Quantity::StepKernelsOutsideGraphs,
                     w.choice.work.kernels as f64,
                 ));
+                // Where the instances are of several kinds (a compiling warm-up beside steady
+                // steps), the mean the floor is over describes none: the instance ncu measured
+                // is one of its group, whose median wall its floor is also set against.
+                if let Some(g) = group_of(a, &p.phase, w.choice.instance) {
+                    let pct = 100.0 * f.memory_floor_ms / (g.median_wall_ns / 1e6);
+                    let in_group = scope.clone().group(&g.label).ncu();
+                    ev.push(Figure::new(
+                        Quantity::MemoryFloorOfMeasuredPct,
+                        pct,
+                        file,
+                        &in_group,
+                    ));
+                }
             }
             if let Some(c) = f.pct_of_compute_floor {
                 ev.push(Figure::new(
@@ -378,6 +391,23 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
         }
         out.push(Claim::PerToken, scope.clone(), None, ev);
     }
+}
+
+/// The most numerous group of `range`'s instances (the kind the graph step measures one of,
+/// see analysis::graphs::choose_step), where its instances fall into several and instance
+/// `instance` (from 1) is one of it; None for a measured warm-up, whose group's median (a
+/// recording call beside a quick one) no floor is set against.
+fn group_of<'a>(
+    a: &'a Artifacts,
+    range: &str,
+    instance: usize,
+) -> Option<&'a crate::analysis::instances::Group> {
+    let ordinal = instance.checked_sub(1)?;
+    let groups = &a.instance_groups.iter().find(|g| g.name == range)?.groups;
+    groups
+        .iter()
+        .max_by_key(|g| g.instances)
+        .filter(|g| g.median_wall_ns > 0.0 && g.members.contains(&ordinal))
 }
 
 /// One verdict per range for kernels.md's table.

@@ -98,10 +98,13 @@ pub(crate) fn plan(
     }
     let per_instance = crate::parse::sqlite::NsysDb::open(&sqlite).and_then(|db| {
         let ranges = db.ranges()?;
-        step_work(&db, &ranges, range)
+        Ok((
+            step_work(&db, &ranges, range)?,
+            typical(cfg, &ranges, range),
+        ))
     });
     let choice = match per_instance {
-        Ok(w) => choose_step(&w)?,
+        Ok((w, typical)) => choose_step(&w, &typical)?,
         Err(e) => {
             tracing::warn!("cannot read the CUDA graph launches of `{range}`: {e}");
             return None;
@@ -176,6 +179,24 @@ pub(crate) fn step_args(
     a.extend(["-o".into(), out_base.display().to_string()]);
     a.extend(workload.iter().cloned());
     a
+}
+
+/// The 0-based ordinals of `range`'s most numerous group of instances (the report's grouping,
+/// `report.instances`), where they fall into several; empty otherwise.
+fn typical(
+    cfg: &crate::config::Config,
+    ranges: &[crate::parse::sqlite::NvtxRange],
+    range: &str,
+) -> Vec<usize> {
+    use crate::analysis::instances::{groups, Rule};
+    let rule = Rule::parse(&cfg.report.instances).unwrap_or(Rule::Auto);
+    let nest = crate::analysis::nesting::Nesting::new(ranges);
+    groups(ranges, &nest, rule)
+        .into_iter()
+        .find(|g| g.name == range)
+        .and_then(|g| g.groups.into_iter().max_by_key(|g| g.instances))
+        .map(|g| g.members)
+        .unwrap_or_default()
 }
 
 /// An include expression that names one range with no parents (`decode/`, `dom@decode/`, a
@@ -441,5 +462,32 @@ mod tests {
         );
         assert!(!args("decode/").contains("--launch-skip"));
         assert!(args("generate/decode/").contains("--launch-skip 3301 --launch-count 3 "));
+    }
+}
+
+#[cfg(test)]
+mod typical_tests {
+    use super::*;
+
+    /// The H100 capture of graph_loop.py (tests/data/hf/graph-step): its 40 steps group as a
+    /// warm-up of 2 and 38 steady ones; the step measured is the steady group's first (instance
+    /// 3), after the 10 workloads of the two before it, where the build that made the capture
+    /// measured instance 2, a warm-up.
+    #[test]
+    fn the_graph_step_measures_a_steady_instance() {
+        let sqlite =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hf/graph-step/nsys/run.sqlite");
+        let db = crate::parse::sqlite::NsysDb::open(&sqlite).unwrap();
+        let ranges = db.ranges().unwrap();
+        let work = step_work(&db, &ranges, "step").unwrap();
+        assert_eq!(work.len(), 40);
+        let cfg = crate::testutil::config(&[]);
+        let steady = typical(&cfg, &ranges, "step");
+        assert_eq!(steady, (2..40).collect::<Vec<_>>());
+        let c = choose_step(&work, &steady).unwrap();
+        assert_eq!((c.instance, c.skip), (3, 10));
+        assert_eq!((c.work.graphs, c.work.kernels), (2, 3));
+        // Without groups: the second instance with graphs, as that build chose.
+        assert_eq!(choose_step(&work, &[]).map(|c| c.instance), Some(2));
     }
 }

@@ -169,9 +169,18 @@ fn roofline_context(a: &Decided, f: &Findings, s: &mut String) {
             }
             Claim::PerToken => {
                 if let Some(m) = x.figure(Q::MemoryFloorOfMeasuredPct) {
+                    // The instances' kind ncu measured one of whole, where they are of several.
+                    let kind = x
+                        .evidence
+                        .iter()
+                        .filter(|e| e.quantity == Q::MemoryFloorOfMeasuredPct)
+                        .find_map(|e| Some((e.scope.group.as_deref()?, &e.text)))
+                        .map_or(String::new(), |(g, t)| {
+                            format!(", {t} of the median wall time of {} (the kind of instance ncu measured whole)", md(g))
+                        });
                     let _ = writeln!(
                         s,
-                        "Per instance, its memory-bandwidth floor is {} of the measured time ({}).",
+                        "Per instance, its memory-bandwidth floor is {} of the measured time{kind} ({}).",
                         m.text,
                         crate::report::tokens::heading(a)
                     );
