@@ -66,7 +66,10 @@ impl<'c> RawRows<'c> {
         // SAFETY: a live statement on a row (the caller's contract; SQLite answers NULL
         // otherwise), the column within its column count. The value is read once: its type
         // and its integer from the one pointer (a column read per call costs SQLite's
-        // statement checks each time), before the next step.
+        // statement checks each time), before the next step. SQLite calls such a value
+        // unprotected: read without the connection's mutex, safe only where no other thread
+        // uses the connection, as here (each reader opens its own, and the raw pointers keep
+        // this type on its thread).
         unsafe {
             let v = ffi::sqlite3_column_value(self.stmt.as_ptr(), i as c_int);
             match ffi::sqlite3_value_type(v) {
