@@ -48,6 +48,7 @@ impl super::Output for RangesCsv {
         // the whole numbers (most fields) through itoa rather than the formatter.
         let mut num = String::new();
         let mut int = itoa::Buffer::new();
+        let mut whole_ns = itoa::Buffer::new();
         let mut whole = |w: &mut csv::Writer<_>, v: i64| w.write_field(int.format(v).as_bytes());
         for r in &d.range_stats {
             w.write_field(crate::term::visible(&r.name).as_bytes())?;
@@ -65,7 +66,18 @@ impl super::Output for RangesCsv {
             let later = [r.memcpy_ns, r.idle_gaps as i64, r.idle_ns];
             whole(&mut w, ints[0])?;
             whole(&mut w, ints[1])?;
-            field(&mut w, &mut num, format_args!("{:.1}", r.avg_wall_ns))?;
+            // A whole number of ns (every range of one instance) through itoa: the formatter's
+            // exact mode falls back to its slow bignum path for whole numbers (perf on 73,000
+            // names: 4% of the report). The same bytes as `{:.1}`.
+            match whole_f64(r.avg_wall_ns) {
+                Some(v) => {
+                    num.clear();
+                    num.push_str(whole_ns.format(v));
+                    num.push_str(".0");
+                    w.write_field(num.as_bytes())?;
+                }
+                None => field(&mut w, &mut num, format_args!("{:.1}", r.avg_wall_ns))?,
+            }
             for v in &ints[2..] {
                 whole(&mut w, *v)?;
             }
@@ -114,6 +126,11 @@ impl super::Output for RangesCsv {
     }
 }
 
+/// `v` as an integer where it is a non-negative whole number an i64 holds exactly.
+fn whole_f64(v: f64) -> Option<i64> {
+    (v.is_sign_positive() && v.fract() == 0.0 && v < 9.0e15).then_some(v as i64)
+}
+
 /// One formatted field, through the reused buffer `num`.
 fn field<W: Write>(
     w: &mut csv::Writer<W>,
@@ -124,4 +141,19 @@ fn field<W: Write>(
     num.clear();
     let _ = num.write_fmt(v);
     w.write_field(num.as_bytes())
+}
+
+#[cfg(test)]
+mod whole_tests {
+    /// Where the integer path is taken, it writes what `{:.1}` writes; elsewhere it is not.
+    #[test]
+    fn a_whole_number_reads_as_the_formatter_writes_it() {
+        for v in [0.0, 1.0, 715_174_939.0, 8.9e15, 123.0] {
+            let i = super::whole_f64(v).unwrap();
+            assert_eq!(format!("{i}.0"), format!("{v:.1}"));
+        }
+        for v in [-0.0, -1.0, 0.5, 9.1e15, f64::NAN, f64::INFINITY] {
+            assert_eq!(super::whole_f64(v), None, "{v}");
+        }
+    }
 }
