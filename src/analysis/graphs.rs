@@ -147,12 +147,18 @@ pub(crate) struct StepChoice {
 /// The instance a graph-level profile measures: where the range's instances are of several
 /// kinds, the first with graph launches among `typical` (the 0-based ordinals of its most
 /// numerous group: a steady step, not the warm-up that recorded the graphs, which the floor
-/// would be set against); otherwise the second instance with graph launches (the first often
-/// records or warms the graphs up), or the only one. None when no instance launches a graph.
+/// would be set against), the range's first with graph launches left out; otherwise the second
+/// instance with graph launches (the first often records or warms the graphs up), or the only
+/// one. None when no instance launches a graph.
 pub(crate) fn choose_step(per_instance: &[StepWork], typical: &[usize]) -> Option<StepChoice> {
     let graphs = |i: usize| per_instance.get(i).is_some_and(|w| w.graphs > 0);
     let with: Vec<usize> = (0..per_instance.len()).filter(|&i| graphs(i)).collect();
-    let pick = match typical.iter().copied().find(|&i| graphs(i)) {
+    // Never the range's first instance with graphs where another will do, group or not.
+    let pick = match typical
+        .iter()
+        .copied()
+        .find(|&i| graphs(i) && Some(&i) != with.first())
+    {
         Some(i) => i,
         None => *with.get(1).or(with.first())?,
     };
@@ -284,6 +290,11 @@ mod tests {
         let c = choose_step(&steady, &[2, 3]).unwrap();
         assert_eq!((c.instance, c.skip), (3, 6));
         assert_eq!(choose_step(&steady, &[7]).map(|c| c.instance), Some(2));
+        // A group holding the recording instance (grouped by their parent, say): the next.
+        assert_eq!(
+            choose_step(&steady, &[0, 1, 2]).map(|c| c.instance),
+            Some(2)
+        );
     }
 
     /// NVIDIA's `--print-summary per-kernel` of a graph-level report: the DRAM bytes of every
