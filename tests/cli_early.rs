@@ -419,3 +419,41 @@ fn a_budget_the_learned_pace_overruns_gives_ncu_the_largest_kernels_that_fit() {
     assert!(measured[..top].iter().all(|&m| m), "{md}");
     assert!(!measured[top..].iter().any(|&m| m), "{md}");
 }
+
+/// cudaProfilerStart/Stop windows (the real windows capture of examples/sample-run-hf-window):
+/// the workload is held as for a range, and `--profile-from-start off` goes on the attach, which
+/// takes it; the launch, which refuses it (the fake answers as the real ncu does), never gets it.
+#[test]
+fn profiler_api_windows_hold_the_workload_and_gate_the_attach() {
+    let sb = Sandbox::new();
+    sb.profile(
+        "w",
+        &[
+            "nsys.capture_range=cudaProfilerApi",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ],
+    )
+    .env(
+        "FAKE_NSYS_DIR",
+        common::root().join("examples/sample-run-hf-window/nsys"),
+    )
+    .assert()
+    .success();
+    let launch = sb.calls_starting("ncu --mode=launch");
+    let attach = sb.calls_starting("ncu --mode=attach");
+    assert_eq!((launch.len(), attach.len()), (1, 1), "{}", sb.calls());
+    assert!(!launch[0].contains("--profile-from-start"), "{}", launch[0]);
+    assert!(
+        attach[0].contains("--profile-from-start off"),
+        "{}",
+        attach[0]
+    );
+    let st = status(&sb.run("w"));
+    assert_eq!(
+        st["passes"]["ncu"]["ncu"]["early_start"]["attached"], true,
+        "{st}"
+    );
+}
