@@ -234,7 +234,7 @@ fn grouped(p: &Finding, g: &Finding) -> String {
                 .in_group(Q::MemoryFloorOfMeasuredPct, &grp.label)
                 .map(|m| {
                     format!(
-                        ", its memory-bandwidth floor (the {} of DRAM traffic ncu measured running instance {} whole at peak bandwidth) {} of that",
+                        "; its memory-bandwidth floor, the {} of DRAM traffic ncu measured running instance {} whole at peak bandwidth, is {} of that",
                         p.text(Q::StepDramMb),
                         p.text(Q::StepInstance),
                         m.text
