@@ -93,7 +93,7 @@ fn read_export(
         .ok()
         .zip(range)
         .and_then(|(r, name)| range_began_s(&db, r, name));
-    match ranges.and_then(|r| crate::analysis::shapes::Shapes::read(&db, &r, range, None)) {
+    match ranges.and_then(|r| crate::analysis::shapes::Shapes::read(&db, &r, range)) {
         Ok(s) => (Some(s), began),
         Err(e) => {
             tracing::info!("kernel launch configurations not read from the nsys export: {e}");
