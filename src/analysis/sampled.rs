@@ -282,7 +282,7 @@ pub(crate) fn launches(
     let names = db.strings()?;
     let text = |id: i64| names.get(&id).cloned().unwrap_or_default();
     let mut configs: rustc_hash::FxHashMap<[i32; 7], (String, String)> = Default::default();
-    db.shaped_launches(None, |l| {
+    db.shaped_launches(|l| {
         let instance = match range {
             Some(name) => {
                 let held = nest

@@ -289,34 +289,6 @@ const CONFIG_COLUMNS: [&str; 7] = [
     "dynamicSharedMemory",
 ];
 
-/// Read a launch configuration from the seven columns starting at `at`, in
-/// [`CONFIG_COLUMNS`]' order.
-pub(crate) fn config_at(r: &rusqlite::Row, at: usize) -> rusqlite::Result<[i32; 7]> {
-    let mut c = [0i32; 7];
-    for (i, v) in c.iter_mut().enumerate() {
-        *v = int_at(r, at + i)?
-            .unwrap_or(0)
-            .clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
-    }
-    Ok(c)
-}
-
-/// An integer column (None: NULL). The hot loops read millions of rows: this reads the value
-/// once, without `Row::get`'s conversion layer (a third of the column time measured with perf
-/// on a 1.5M-launch export); any other type is the same error `get` gives.
-pub(crate) fn int_at(r: &rusqlite::Row, i: usize) -> rusqlite::Result<Option<i64>> {
-    use rusqlite::types::{FromSqlError, ValueRef};
-    match r.get_ref(i)? {
-        ValueRef::Integer(v) => Ok(Some(v)),
-        ValueRef::Null => Ok(None),
-        other => Err(rusqlite::Error::FromSqlConversionFailure(
-            i,
-            other.data_type(),
-            Box::new(FromSqlError::InvalidType),
-        )),
-    }
-}
-
 impl Launch {
     /// GPU time of a kernel; 0 for a memcpy or memset.
     pub(crate) fn kernel_ns(&self) -> i64 {
@@ -439,23 +411,25 @@ impl NsysDb {
                 .collect::<Vec<_>>()
                 .join(" UNION ALL ")
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
+        let mut rows = raw::RawRows::prepare(&self.conn, &sql).map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        while rows.step().map_err(|e| self.err(e))? {
+            let launch = || -> Result<Launch, String> {
                 Ok(Launch {
-                    api_start: r.get(0)?,
-                    tid: r.get(1)?,
-                    start: r.get(2)?,
-                    end: r.get(3)?,
-                    kernel: r.get::<_, i64>(4)? != 0,
-                    graph: r.get::<_, i64>(5)? != 0,
-                    name: r.get::<_, Option<i64>>(6)?.unwrap_or(-1),
-                    mangled: r.get::<_, Option<i64>>(7)?.unwrap_or(-1),
-                    config: config_at(r, 8)?,
+                    api_start: rows.need(0)?,
+                    tid: rows.need(1)?,
+                    start: rows.need(2)?,
+                    end: rows.need(3)?,
+                    kernel: rows.need(4)? != 0,
+                    graph: rows.need(5)? != 0,
+                    name: rows.int(6)?.unwrap_or(-1),
+                    mangled: rows.int(7)?.unwrap_or(-1),
+                    config: rows.config(8)?,
                 })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+            };
+            out.push(launch().map_err(|e| self.err(e))?);
+        }
+        Ok(out)
     }
 }
 

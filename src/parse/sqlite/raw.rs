@@ -1,4 +1,4 @@
-//! A query's integer columns read through SQLite's C API, for the two loops that read every
+//! A query's integer columns read through SQLite's C API, for the loops that read every
 //! launch and every runtime call. rusqlite's row accessors check the column index and build
 //! a typed value for each read: measured with perf on a 1.5M-launch export that was 28% of the
 //! report's CPU time, more than SQLite's own decoding (25%). Here a read is the type and the
@@ -88,6 +88,12 @@ impl<'c> RawRows<'c> {
         }
     }
 
+    /// Column `i` as an integer that must be there: NULL is an error naming the column.
+    pub(crate) fn need(&self, i: usize) -> Result<i64, String> {
+        self.int(i)?
+            .ok_or_else(|| format!("column {}: NULL where an integer belongs", self.name(i)))
+    }
+
     /// Column `i`'s name in the query (its alias where it has one), for a message.
     fn name(&self, i: usize) -> String {
         // SAFETY: a live statement, `i` within its column count; SQLite owns the string
@@ -152,10 +158,12 @@ mod tests {
         assert!(rows.step().unwrap());
         assert_eq!(rows.int(0).unwrap(), Some(1));
         assert_eq!(rows.int(1).unwrap(), None);
+        assert!(rows.need(1).unwrap_err().contains("column b: NULL"));
         assert!(rows.int(2).unwrap_err().contains("no column 2"));
         assert!(rows.step().unwrap());
         assert_eq!(rows.int(0).unwrap(), Some(5_000_000_000));
         assert!(rows.int(1).unwrap_err().contains("column b: text"));
+        assert_eq!(rows.need(0).unwrap(), 5_000_000_000);
         assert!(rows.step().unwrap());
         assert!(rows.int(1).unwrap_err().contains("a real number"));
         assert!(!rows.step().unwrap());

@@ -30,13 +30,9 @@ impl ShapedLaunch {
 }
 
 impl NsysDb {
-    /// Every launch of the kernels named in `mangled` (all kernels when None), with its call.
-    /// Calls and kernels pair up by correlation id within one process, as nsys pairs them.
-    pub fn shaped_launches(
-        &self,
-        mangled: Option<&[String]>,
-        mut each: impl FnMut(ShapedLaunch),
-    ) -> Result<(), Error> {
+    /// Every kernel launch with its call. Calls and kernels pair up by correlation id within
+    /// one process, as nsys pairs them.
+    pub fn shaped_launches(&self, mut each: impl FnMut(ShapedLaunch)) -> Result<(), Error> {
         let mut columns = vec![
             "mangledName",
             "demangledName",
@@ -51,19 +47,7 @@ impl NsysDb {
             "CUPTI_ACTIVITY_KIND_RUNTIME",
             &["start", "correlationId", "globalTid"],
         )?;
-        // Names become their ids first: the kernels are then filtered on an integer, not a
-        // string compared per launch.
-        let ids = match mangled {
-            Some(names) => {
-                let ids = self.string_ids(names)?;
-                if ids.is_empty() {
-                    return Ok(());
-                }
-                Some(ids)
-            }
-            None => None,
-        };
-        let kernels = self.kernel_rows(ids.as_deref())?;
+        let kernels = self.kernel_rows()?;
         // Calls and kernels pair up by (process, correlation id): joined here rather than by
         // SQLite, which would build an index over the whole runtime table for every query.
         let wanted: rustc_hash::FxHashSet<(i64, i64)> =
@@ -118,22 +102,14 @@ impl NsysDb {
         Ok(ids)
     }
 
-    /// Every kernel launch whose mangled name is one of `ids` (all when None).
-    fn kernel_rows(&self, ids: Option<&[i64]>) -> Result<Vec<KernelRow>, Error> {
-        let filter = match ids {
-            Some(ids) => format!(
-                " WHERE mangledName IN ({})",
-                ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
-            ),
-            None => " WHERE mangledName IS NOT NULL".to_string(),
-        };
+    /// Every kernel launch with a mangled name.
+    fn kernel_rows(&self) -> Result<Vec<KernelRow>, Error> {
         let sql = format!(
             "SELECT mangledName, demangledName, {}, end - start, start, correlationId, globalPid \
-             FROM CUPTI_ACTIVITY_KIND_KERNEL{filter}",
+             FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE mangledName IS NOT NULL",
             super::CONFIG_COLUMNS.join(", ")
         );
-        // Every launch of the chosen kernels: through SQLite's C API (see raw.rs), the read the
-        // ncu plan waits on (1.5M launches: 1.1 s through rusqlite's accessors).
+        // Through SQLite's C API (see raw.rs): every launch of the export.
         let mut rows = super::raw::RawRows::prepare(&self.conn, &sql).map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         let at = |e: String| self.err(format!("table CUPTI_ACTIVITY_KIND_KERNEL: {e}"));
