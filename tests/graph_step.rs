@@ -234,13 +234,12 @@ fn a_graph_step_is_stopped_at_the_ncu_budget() {
 fn the_floor_of_a_measured_steady_step_is_set_against_its_group() {
     let sb = Sandbox::new();
     let run = sb.copy_of("tests/data/hf/graph-step", "gs");
-    let out = sb.stage2().arg("report").arg(&run).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = || {
+        let out = sb.stage2().arg("report").arg(&run).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+    };
+    report();
     let md = read(run.join("kernels.md"));
     assert!(md.contains("instance 2 measured whole"), "{md}");
     assert!(
@@ -250,13 +249,7 @@ fn the_floor_of_a_measured_steady_step_is_set_against_its_group() {
     let path = run.join("status.json");
     let text = read(&path).replace("\"instance\": 2,", "\"instance\": 3,");
     std::fs::write(&path, text).unwrap();
-    let out = sb.stage2().arg("report").arg(&run).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    report();
     let md = read(run.join("kernels.md"));
     let summary = read(run.join("summary.json"));
     let v: serde_json::Value = serde_json::from_str(&summary).unwrap();

@@ -388,12 +388,12 @@ mod tests {
             .filter(|by| by.iter().any(|b| b.blocks <= blocks))
             .count();
         assert_eq!(kernels, 28);
-        let compare = |small_ns: i64, stats: &[RangeStats]| {
+        let compare = |small_ns: i64, stats: &[RangeStats], kernels| {
             let ours = OurGrids {
                 range: "decode",
                 blocks,
                 small_ns,
-                kernels: &a.kernel_blocks,
+                kernels,
             };
             read(&run.join("nvidia"), "run", stats, Some(ours), |p| {
                 p.display().to_string()
@@ -401,63 +401,39 @@ mod tests {
             .unwrap()
             .unwrap()
         };
-        let off = compare(small_ns + 1, &a.range_stats);
+        let off = compare(small_ns + 1, &a.range_stats, &a.kernel_blocks);
         assert_eq!(off.figures, c.figures);
         assert_eq!(off.differ.len(), 1, "{:?}", off.differ);
         assert_eq!(off.differ[0].column, GRID_COLUMN);
         assert_eq!(off.differ[0].theirs, small_ns as f64);
-        // One kernel's small-grid time off by a nanosecond is named by its kernel.
-        let mut kernels = a.kernel_blocks.clone();
-        let (name, by) = kernels
-            .iter_mut()
-            .find(|(_, by)| by.iter().any(|b| b.blocks <= blocks))
-            .unwrap();
-        let name = name.clone();
-        by.iter_mut().find(|b| b.blocks <= blocks).unwrap().ns += 1;
-        let ours = OurGrids {
-            range: "decode",
-            blocks,
-            small_ns,
-            kernels: &kernels,
+        // A copy of the kernels to edit, and the name of one with launches within the bound.
+        let small_kernel = || {
+            let kernels = a.kernel_blocks.clone();
+            let name = kernels
+                .iter()
+                .find(|(_, by)| by.iter().any(|b| b.blocks <= blocks))
+                .unwrap()
+                .0
+                .clone();
+            (kernels, name)
         };
-        let one = read(
-            &run.join("nvidia"),
-            "run",
-            &a.range_stats,
-            Some(ours),
-            |p| p.display().to_string(),
-        )
-        .unwrap()
-        .unwrap();
+        // One kernel's small-grid time off by a nanosecond is named by its kernel.
+        let (mut kernels, name) = small_kernel();
+        let by = kernels.get_mut(&name).unwrap();
+        by.iter_mut().find(|b| b.blocks <= blocks).unwrap().ns += 1;
+        let one = compare(small_ns, &a.range_stats, &kernels);
         assert_eq!(one.differ.len(), 1, "{:?}", one.differ);
         assert_eq!(one.differ[0].range, format!("decode/{name}"));
         // One kernel's time moved to a grid of other blocks within the bound: its time agrees,
         // the blocks holding most of it are named.
-        let mut kernels = a.kernel_blocks.clone();
-        let (name, by) = kernels
-            .iter_mut()
-            .find(|(_, by)| by.iter().any(|b| b.blocks <= blocks))
-            .unwrap();
-        let name = name.clone();
+        let (mut kernels, name) = small_kernel();
+        let by = kernels.get_mut(&name).unwrap();
         let held = most_time_within(by.iter().map(|b| (b.blocks, b.ns)), blocks).unwrap();
         let other = (1..=blocks)
             .find(|n| !by.iter().any(|b| b.blocks == *n))
             .unwrap();
         by.iter_mut().find(|b| b.blocks == held).unwrap().blocks = other;
-        let moved = read(
-            &run.join("nvidia"),
-            "run",
-            &a.range_stats,
-            Some(OurGrids {
-                range: "decode",
-                blocks,
-                small_ns,
-                kernels: &kernels,
-            }),
-            |p| p.display().to_string(),
-        )
-        .unwrap()
-        .unwrap();
+        let moved = compare(small_ns, &a.range_stats, &kernels);
         let differ: Vec<_> = moved
             .differ
             .iter()
@@ -467,7 +443,7 @@ mod tests {
         assert_eq!(differ, [(at.as_str(), GRID_BLOCKS_COLUMN)]);
         let mut nested = a.range_stats.clone();
         nested.iter_mut().for_each(|s| s.kernel_ns += 1000);
-        let n = compare(small_ns, &nested);
+        let n = compare(small_ns, &nested, &a.kernel_blocks);
         assert!(!n.grids.as_ref().unwrap().compared());
         assert!(!n.differ.iter().any(|d| d.column == GRID_COLUMN));
     }
