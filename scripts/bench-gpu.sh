@@ -6,13 +6,17 @@
 # the nsys pass alone, with GPU-metrics sampling). Prints a Markdown table; each run's log
 # ($RUN_ROOT/<id>.log) has every line behind the seconds since that run started.
 #
+# The bare workload runs twice, before the three profiles and after them, and every ratio is
+# taken against the mean of the two: a bare run of one workload varies 12-20 s between runs on
+# these machines, and bracketing the profiles reads them against the machine of their minutes.
+#
 # The quick run has a metrics cache of its own, so it samples as a first run does (only the
 # machine's answer of which GPUs nsys can sample is copied in, as any earlier run on the machine
 # leaves it); the warm re-run reuses the first run's sampled figures (nsys.gpu_metrics.reuse).
 #
 #   scripts/bench-gpu.sh [VARIANT...]     variants: eager static large moe moeworker loop lead
 #                                         spec compile (default: eager static large; the
-#                                         whole table: all nine, about 20 minutes on an H100)
+#                                         whole table: all nine, about 24 minutes on an H100)
 #   env: STAGE2_BIN, PYTHON, RUN_ROOT (tmp/bench), STAGE2_EXTRA (e.g. ncu.clock_control=none),
 #        CAPTURE (the range nsys is gated on: decode; prefill is the README's lead command)
 set -uo pipefail
@@ -28,7 +32,7 @@ mkdir -p "$root"
 # One untimed run first: the first import of torch reads its files from disk, and every timed
 # run below should see the same warm file cache.
 "$py" $w --arch qwen2 --new-tokens 1 >/dev/null 2>&1
-echo "| variant | bare (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | beside the passes (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling (quick; warm) | held copy busy (s from start; capture) | ncu time budget, first run | sampled DRAM vs ncu, first run (mean / worst) |"
+echo "| variant | bare, before and after (s) | nsys pass (s) | capture start (s) | export + stats (s) | ncu pass (s) | ncu before first kernel (s) | launch configurations | launches profiled | passes per kernel | s per kernel | predicted ncu (s) | prediction error | whole, first run (s) | beside the passes (s) | first / bare | whole, warm cache (s) | warm / bare | quick (s) | quick / bare | sampling (quick; warm) | held copy busy (s from start; capture) | ncu time budget, first run | sampled DRAM vs ncu, first run (mean / worst) |"
 echo "|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|---|---|"
 rows=()
 for v in "${@:-eager static large}"; do
@@ -60,12 +64,16 @@ for v in "${@:-eager static large}"; do
         || echo "bench: stage2 profile $variant ($pass) failed (see $root/$id.log)" >&2
       eval "t_$pass=$(now)"
     done
+    # shellcheck disable=SC2086
+    "$py" $args >/dev/null 2>&1 || echo "bench: bare $variant (after) failed" >&2
+    t_after=$(now)
     # shellcheck disable=SC2154
-    rows+=("$("$py" - "$root" "$variant" "$stamp" "$t0" "$t1" "$t_first" "$t_warm" "$t_quick" <<'PY'
+    rows+=("$("$py" - "$root" "$variant" "$stamp" "$t0" "$t1" "$t_first" "$t_warm" "$t_quick" "$t_after" <<'PY'
 import json, sys
-root, v, stamp, t0, t1, tf, tw, tq = sys.argv[1:]
-t0, t1, tf, tw, tq = map(float, (t0, t1, tf, tw, tq))
-bare, first, warm, quick = t1 - t0, tf - t1, tw - tf, tq - tw
+root, v, stamp, t0, t1, tf, tw, tq, ta = sys.argv[1:]
+t0, t1, tf, tw, tq, ta = map(float, (t0, t1, tf, tw, tq, ta))
+before, after = t1 - t0, ta - tq
+bare, first, warm, quick = (before + after) / 2, tf - t1, tw - tf, tq - tw
 def passes(pass_):
     st = json.load(open(f"{root}/bench-{v}-{pass_}-{stamp}/status.json"))["passes"]
     return st["nsys"], st["ncu"]
@@ -113,7 +121,7 @@ timing = (nsys.get("nsys") or {}).get("timing") or {}
 held = (rec.get("early_start") or {})
 held_col = (f"{f(held.get('held_after_s'))} ({f(timing.get('capture_start_s'))}-{f(timing.get('capture_end_s'))}), "
             f"{'attached' if held.get('attached') else 'not attached'}") if held else "not started"
-print(f"| {v} | {bare:.1f} | {f(nsys.get('duration_s'))} | {f(timing.get('capture_start_s'))} | {f(timing.get('post_steps_s'))} | "
+print(f"| {v} | {before:.1f}, {after:.1f} | {f(nsys.get('duration_s'))} | {f(timing.get('capture_start_s'))} | {f(timing.get('post_steps_s'))} | "
       f"{f(ncu.get('duration_s'))} | {f(act.get('before_first_s'))} | "
       f"{shape_col} | {act.get('kernels', '-')} | {act.get('passes_per_kernel', '-')} | {f(act.get('s_per_kernel'), 2)} | "
       f"{f(plan.get('predicted_s'))} | {f(act.get('prediction_error_pct'), 0)}% | "
