@@ -253,6 +253,11 @@ pub(crate) const NVIDIA_NCU_SUMMARY: Rule = Rule {
 /// alone has no like-for-like mean.
 pub(crate) const REPLAY_MEASURED_PCT: f64 = 99.0;
 
+/// A phase's floors (bytes and FLOPs of the kernels ncu measured) name the share of its kernel
+/// time ncu measured where that is under this (%): below it the floor is that part's, a
+/// lower bound, not the phase's.
+pub(crate) const FLOOR_WHOLE_PCT: f64 = 99.0;
+
 /// CUDA graphs made again after a range's warm-up: a graph is recorded and instantiated once
 /// and replayed; one instantiated in the steady instances was recorded again (a shape that
 /// changed, a graph cache that missed), and costs a capture each time.

@@ -168,6 +168,12 @@ impl Quantity {
     }
 }
 
+/// A positive percentage under 0.05 with two significant digits ("0.036%").
+fn small_pct(v: f64) -> String {
+    let decimals = (-v.log10()).ceil() as usize + 1;
+    format!("{v:.decimals$}%")
+}
+
 /// Sums of no floats are -0.0 in Rust; a report never shows "-0.0".
 fn z(x: f64) -> f64 {
     if x == 0.0 {
@@ -186,6 +192,13 @@ impl Quantity {
             (Quantity::MeanKernelNs, _) => format!("{:.2} us", z(v / 1e3)),
             (Quantity::ThreadBlocks, _) => format!("{} blocks", v.round() as i64),
             (_, Unit::Ns) => format!("{:.2} ms", z(v / 1e6)),
+            // A floor far below its measured time is still a fact: two significant digits,
+            // never a "0.0%" that reads as none.
+            (Quantity::MemoryFloorOfMeasuredPct | Quantity::ComputeFloorOfMeasuredPct, _)
+                if v > 0.0 && v < 0.05 =>
+            {
+                small_pct(v)
+            }
             (_, Unit::Pct) => format!("{:.1}%", z(v)),
             (_, Unit::Count) => format!("{}", v.round() as i64),
             (_, Unit::FlopPerByte) => format!("{:.2} FLOP/byte", z(v)),
@@ -194,5 +207,20 @@ impl Quantity {
             (_, Unit::TokensPerS) => format!("{:.0} tokens/s", z(v)),
             (_, Unit::Mb) => format!("{:.1} MB", z(v)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Quantity::*;
+
+    #[test]
+    fn a_floor_far_under_its_time_keeps_two_significant_digits() {
+        assert_eq!(MemoryFloorOfMeasuredPct.text(0.0364), "0.036%");
+        assert_eq!(ComputeFloorOfMeasuredPct.text(0.00091), "0.00091%");
+        assert_eq!(MemoryFloorOfMeasuredPct.text(0.0), "0.0%");
+        assert_eq!(MemoryFloorOfMeasuredPct.text(51.04), "51.0%");
+        // Other shares keep one decimal.
+        assert_eq!(KernelSharePct.text(0.0364), "0.0%");
     }
 }

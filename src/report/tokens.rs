@@ -283,15 +283,28 @@ fn sentence(p: &Finding) -> String {
                 p.text(Q::StepInstance),
                 step_parts(p)
             ),
-            None => "its kernels' DRAM bytes at peak bandwidth".to_string(),
+            None => match p.figure(Q::NcuCoveragePct) {
+                Some(c) => format!(
+                    "the DRAM bytes of the kernels ncu measured, {} of its kernel time, at peak bandwidth",
+                    c.text
+                ),
+                None => "its kernels' DRAM bytes at peak bandwidth".to_string(),
+            },
         };
+        let compute = p.figure(Q::ComputeFloorOfMeasuredPct);
         let _ = write!(
             t,
             "; its memory-bandwidth floor ({bytes}) is {} {of}{}",
             m.text,
-            p.figure(Q::ComputeFloorOfMeasuredPct)
-                .map_or(String::new(), |c| format!(", its compute floor {}", c.text))
+            compute.map_or(String::new(), |c| format!(", its compute floor {}", c.text))
         );
+        // Floors over part of the kernel time are that part's: lower bounds of the phase's.
+        if p.figure(Q::NcuCoveragePct).is_some() && p.figure(Q::StepDramMb).is_none() {
+            t.push_str(match compute {
+                Some(_) => ", both lower bounds",
+                None => ", a lower bound",
+            });
+        }
     }
     t
 }
@@ -391,6 +404,31 @@ mod tests {
         assert_eq!(
             sentence(p),
             "takes 224.39 ms per instance on average over 2 instances from 9.71 ms to 439.07 ms, too few to group and too unlike for that mean to describe one, 224.390 ms per token (4 tokens/s)"
+        );
+    }
+    /// Floors over the kernels ncu measured, where those hold part of the phase's kernel time
+    /// (the two-GPU sample: 1.8%, NCCL left out), name that part and are lower bounds.
+    #[test]
+    fn floors_over_part_of_the_kernel_time_say_so() {
+        let scope = Scope::range("decode").instances(1);
+        let ncu = scope.clone().ncu();
+        let fig = |q, v, s: &Scope| Figure::new(q, v, "ncu/x_raw.csv", s);
+        let mut f = Findings::default();
+        f.push(
+            Claim::PerToken,
+            scope.clone(),
+            None,
+            vec![
+                fig(Q::MsPerInstance, 375.99, &scope),
+                fig(Q::MemoryFloorOfMeasuredPct, 0.0172, &ncu),
+                fig(Q::NcuCoveragePct, 1.8, &ncu),
+                fig(Q::ComputeFloorOfMeasuredPct, 0.0043, &ncu),
+            ],
+        );
+        let p = f.made().next().unwrap();
+        assert_eq!(
+            sentence(p),
+            "takes 375.99 ms per instance; its memory-bandwidth floor (the DRAM bytes of the kernels ncu measured, 1.8% of its kernel time, at peak bandwidth) is 0.017% of that time, its compute floor 0.0043%, both lower bounds"
         );
     }
 }

@@ -350,6 +350,16 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
                 &scope.clone().ncu(),
             );
             ev.push(ncu);
+            // The floors count the bytes and FLOPs of the kernels ncu measured: where those
+            // hold less than the phase's kernel time, the floor is that part's (a lower bound).
+            if f.whole.is_none() && f.measured_pct < rules::FLOOR_WHOLE_PCT {
+                ev.push(Figure::new(
+                    Quantity::NcuCoveragePct,
+                    f.measured_pct,
+                    &a.ncu_csv_file,
+                    &scope.clone().ncu(),
+                ));
+            }
             // Stated only where it is not the wall time the finding already gives.
             if f.over_projection {
                 ev.push(fig(Quantity::FloorBasisMsPerInstance, f.measured_ms));

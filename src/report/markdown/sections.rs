@@ -178,9 +178,16 @@ fn roofline_context(a: &Decided, f: &Findings, s: &mut String) {
                         .map_or(String::new(), |(g, t)| {
                             format!(", {t} of the median wall time of {} (the kind of instance ncu measured whole)", md(g))
                         });
+                    // Over the kernels ncu measured, where those hold part of the time.
+                    let part = x.figure(Q::NcuCoveragePct).map_or(String::new(), |c| {
+                        format!(
+                            " (a lower bound: its kernels ncu measured hold {} of the kernel time)",
+                            c.text
+                        )
+                    });
                     let _ = writeln!(
                         s,
-                        "Per instance, its memory-bandwidth floor is {} of the measured time{kind} ({}).",
+                        "Per instance, its memory-bandwidth floor is {} of the measured time{part}{kind} ({}).",
                         m.text,
                         crate::report::tokens::heading(a)
                     );
