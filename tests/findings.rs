@@ -444,9 +444,7 @@ fn the_idle_verdict_leaves_the_warm_up_out() {
     assert_eq!(idle[0]["scope"]["instances"], 29);
     let stake = read(dir.join("stakeholder_summary.md"));
     assert!(
-        stake.contains(
-            "; in `decode`, the other 29 instances (the warm-up left out), the GPU is busy "
-        ),
+        stake.contains("; in `decode`, the other 29 instances after the warm-up, the GPU is busy "),
         "{stake}"
     );
 }

@@ -58,14 +58,14 @@ fn a_first_step_that_records_cuda_graphs_says_so_with_nvidias_count() {
         nvidia("LibraryLoad") + nvidia("ModuleLoad")
     );
     let warm = &g["groups"][0];
-    assert_eq!(warm["label"], "the first 2 (warm-up)", "{g}");
+    assert_eq!(warm["label"], "the first 2, a warm-up", "{g}");
     assert!(
-        md.contains("(the first 2 (warm-up), #1-#2; their CUDA calls: 2 CUDA graphs instantiated (recorded), 16 modules of GPU code loaded"),
+        md.contains("(the first 2, a warm-up, #1-#2; their CUDA calls: 2 CUDA graphs instantiated (recorded), 16 modules of GPU code loaded"),
         "{md}"
     );
     // Two instances: both walls in start order (the recording first), not their median.
     assert!(
-        md.contains("2 at 172.85 ms and 0.33 ms (the first 2 (warm-up)"),
+        md.contains("2 at 172.85 ms and 0.33 ms (the first 2, a warm-up"),
         "{md}"
     );
     // The recording step is the range's slowest: NVIDIA's nvtx_sum Max of the same report.

@@ -147,7 +147,7 @@ fn split(name: &str, all: &[Inst], rule: Rule) -> Option<RangeGroups> {
                 SKIP,
                 vec![
                     group(
-                        format!("the first {k} (skipped as warm-up)"),
+                        format!("the first {k}, skipped as a warm-up"),
                         (0..k).collect(),
                         all,
                     ),
@@ -163,8 +163,8 @@ fn split(name: &str, all: &[Inst], rule: Rule) -> Option<RangeGroups> {
         return steady(name, all, 0);
     }
     let label = match k {
-        1 => "the first (warm-up)".to_string(),
-        k => format!("the first {k} (warm-up)"),
+        1 => "the first, a warm-up".to_string(),
+        k => format!("the first {k}, a warm-up"),
     };
     let mut groups = vec![group(label, (0..k).collect(), all)];
     groups.extend(steady(name, &all[k..], k).map_or_else(
@@ -462,7 +462,7 @@ mod tests {
             Rule::Auto,
         )
         .unwrap();
-        assert_eq!(g.groups[0].label, "the first 2 (warm-up)");
+        assert_eq!(g.groups[0].label, "the first 2, a warm-up");
         assert_eq!((g.groups[0].instances, g.groups[1].instances), (2, 5));
         // Never more than the cap, and never all but one.
         let falling = insts(&[1e6, 1e5, 1e4, 1e3, 100.0, 10.0, 1.0, 1.0, 1.0], &[]);

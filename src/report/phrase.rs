@@ -40,7 +40,7 @@ pub(crate) fn scope(s: &Scope) -> String {
 /// A group label as a scope: "the other 61" reads "the other 61 instances".
 pub(crate) fn md_group(label: &str) -> String {
     match label.starts_with("the other ") {
-        true => format!("{label} instances (the warm-up left out)"),
+        true => format!("{label} instances after the warm-up"),
         false => format!("its instances {label}"),
     }
 }

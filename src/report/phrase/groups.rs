@@ -55,7 +55,7 @@ pub(super) fn idle(
 }
 
 /// "`decode` (30 instances) is not one kind of step (...): 1 at a median of 573.57 ms (the
-/// first (warm-up), #1), 15 at 13.72 ms (inside `generate` #1, #16-#30); ..."
+/// first, a warm-up, #1), 15 at 13.72 ms (inside `generate` #1, #16-#30); ..."
 pub(super) fn groups_sentence(
     f: &Finding,
     w: &str,
