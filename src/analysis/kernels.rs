@@ -68,6 +68,23 @@ fn streamed(db: &NsysDb, name: &str) -> Result<Loaded, Error> {
     })
 }
 
+/// The captured range's kernels and every kernel's launch configurations in it, from one read
+/// of an open export (the ncu plan reads both); the rows empty where the range is not in it.
+pub(crate) fn with_shapes(
+    db: &NsysDb,
+    ranges: &[NvtxRange],
+    name: &str,
+) -> Result<(Loaded, crate::analysis::shapes::Shapes), Error> {
+    let mut scan = crate::analysis::scan::Scan::new(ranges, Some(name));
+    let shapes = crate::analysis::shapes::Shapes::read_beside(db, ranges, Some(name), &mut scan)?;
+    let strings = db.strings()?;
+    let loaded = Loaded {
+        rows: scan.kernel_rows(&strings),
+        mangled: Some(scan.mangled_names(&strings)),
+    };
+    Ok((loaded, shapes))
+}
+
 /// How the reports name the rows' source.
 pub(crate) fn source(run: &RunDir) -> String {
     run.relative(&run.nsys_sqlite(None))

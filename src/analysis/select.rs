@@ -97,11 +97,13 @@ pub(crate) fn select(
 /// The kernels of the nsys pass that ncu profiles (see [`crate::analysis::select`]), as mangled names
 /// when the SQLite export has them (identical in both tools), else as function names. None:
 /// no nsys data of ncu's range, so no filter. `cached(mangled)`: that kernel's figures are in
-/// the metrics cache (None: no cache).
+/// the metrics cache (None: no cache). `read`: the kernel table's rows where the caller read
+/// them with its own pass over the export (else they are read here).
 pub(crate) fn kernel_filter(
     cfg: &Config,
     run: &RunDir,
     cached: Option<&dyn Fn(&str) -> bool>,
+    read: Option<crate::analysis::kernels::Loaded>,
 ) -> Option<KernelFilter> {
     if cfg.ncu.top_n == 0 && cfg.ncu.coverage <= 0.0 {
         return None;
@@ -109,7 +111,10 @@ pub(crate) fn kernel_filter(
     let (all, streamed) = if crate::analysis::same_range(cfg) {
         // The kernel table's rows (the captured range's kernels), or rank 0's under a launcher.
         let range = crate::rundir::status::NsysRecord::from_config(&cfg.nsys).range;
-        match crate::analysis::kernels::load(run, range.as_deref()) {
+        match read.map_or_else(
+            || crate::analysis::kernels::load(run, range.as_deref()),
+            |l| Ok(Some(l)),
+        ) {
             Ok(Some(l)) => (l.rows, l.mangled),
             _ => match read_kernels(&run.kern_sum(Some(0))) {
                 Ok(rows) => (rows, None),
@@ -325,13 +330,13 @@ mod tests {
             .unwrap()
             .config
         };
-        let Some(KernelFilter::Mangled(names)) = kernel_filter(&cfg(&[]), &run, None) else {
+        let Some(KernelFilter::Mangled(names)) = kernel_filter(&cfg(&[]), &run, None, None) else {
             panic!("no mangled filter")
         };
         assert!(!names.iter().any(|n| n.contains("nccl")), "{names:?}");
         assert!(names.len() >= 10, "{}", names.len());
         let Some(KernelFilter::Mangled(with)) =
-            kernel_filter(&cfg(&["ncu.include_nccl=true"]), &run, None)
+            kernel_filter(&cfg(&["ncu.include_nccl=true"]), &run, None, None)
         else {
             panic!("no mangled filter")
         };

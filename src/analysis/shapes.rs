@@ -134,6 +134,17 @@ impl Shapes {
         ranges: &[NvtxRange],
         range: Option<&str>,
     ) -> Result<Shapes, Error> {
+        Self::read_beside(db, ranges, range, &mut crate::parse::sqlite::Ignore)
+    }
+
+    /// [`Shapes::read`], with `beside` fed the same launches from the same read of the
+    /// export (the ncu plan's kernel choice: one stream instead of two).
+    pub(crate) fn read_beside(
+        db: &NsysDb,
+        ranges: &[NvtxRange],
+        range: Option<&str>,
+        beside: &mut impl Sink<Launch>,
+    ) -> Result<Shapes, Error> {
         let nest = Nesting::new(ranges);
         let mut sink = InRange {
             nest: &nest,
@@ -142,7 +153,7 @@ impl Shapes {
             cursor: Cursor::default(),
             tally: ShapeTally::default(),
         };
-        db.for_each_launch(&mut sink)?;
+        db.for_each_launch(&mut crate::parse::sqlite::Tee(&mut sink, beside))?;
         Ok(sink.tally.shapes(&db.strings()?))
     }
 

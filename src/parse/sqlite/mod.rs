@@ -17,7 +17,7 @@ mod stream;
 pub use gpu_metrics::{Sample, Series, METRICS};
 pub use graphs::GraphLaunch;
 pub use shapes::ShapedLaunch;
-pub use stream::{Ignore, Sink};
+pub use stream::{Ignore, Sink, Tee};
 
 pub struct NsysDb {
     conn: Connection,

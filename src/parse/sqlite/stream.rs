@@ -44,6 +44,27 @@ impl<T> Sink<T> for Ignore {
     fn reset(&mut self) {}
 }
 
+/// Two consumers of one stream (each reads every launch once, the export is read once);
+/// configurations are read for every launch unless both name theirs alike.
+pub struct Tee<'a, A, B>(pub &'a mut A, pub &'a mut B);
+
+impl<T, A: Sink<T>, B: Sink<T>> Sink<T> for Tee<'_, A, B> {
+    fn take(&mut self, item: &T) {
+        self.0.take(item);
+        self.1.take(item);
+    }
+    fn reset(&mut self) {
+        self.0.reset();
+        self.1.reset();
+    }
+    fn configs_of(&self) -> Option<&HashSet<i64>> {
+        match (self.0.configs_of(), self.1.configs_of()) {
+            (Some(a), Some(b)) if a == b => Some(a),
+            _ => None,
+        }
+    }
+}
+
 /// What the runtime reader thread sends: the launch calls (start, tid, correlation id, graph
 /// launch) in export order, or why it stopped.
 enum FromReader {

@@ -70,18 +70,18 @@ impl ShapePlan {
 }
 
 /// What the nsys export says of ncu's range: each kernel's launch configurations in it (None:
-/// the export cannot be read for them), and when its first instance began, in seconds on the
-/// nsys pass's clock (what a launched ncu must reach again before its first kernel).
-fn read_export(
-    ctx: &Ctx,
-    range: Option<&str>,
-) -> (Option<crate::analysis::shapes::Shapes>, Option<f64>) {
+/// the export cannot be read for them), when its first instance began, in seconds on the
+/// nsys pass's clock (what a launched ncu must reach again before its first kernel), and,
+/// where it is also the range the kernel table lists (`kernels`), that table's rows from the
+/// same read of the export.
+fn read_export(ctx: &Ctx, range: Option<&str>, kernels: bool) -> FromExport {
+    let none = (None, None, None);
     let path = ctx.run.single_or_rank0_sqlite();
     if !crate::files::present(&path).unwrap_or(false) {
-        return (None, None);
+        return none;
     }
     let Ok(db) = crate::parse::sqlite::NsysDb::open(&path) else {
-        return (None, None);
+        return none;
     };
     // The ranges are read only to find the launches made inside one.
     let ranges = match range {
@@ -93,14 +93,26 @@ fn read_export(
         .ok()
         .zip(range)
         .and_then(|(r, name)| range_began_s(&db, r, name));
-    match ranges.and_then(|r| crate::analysis::shapes::Shapes::read(&db, &r, range)) {
-        Ok(s) => (Some(s), began),
+    let read = ranges.and_then(|r| match (range, kernels) {
+        (Some(name), true) => crate::analysis::kernels::with_shapes(&db, &r, name)
+            .map(|(rows, shapes)| (shapes, Some(rows).filter(|l| !l.rows.is_empty()))),
+        _ => crate::analysis::shapes::Shapes::read(&db, &r, range).map(|s| (s, None)),
+    });
+    match read {
+        Ok((shapes, rows)) => (Some(shapes), began, rows),
         Err(e) => {
             tracing::info!("kernel launch configurations not read from the nsys export: {e}");
-            (None, began)
+            (None, began, None)
         }
     }
 }
+
+/// [`read_export`]'s answer: shapes, the range's start, the kernel table's rows.
+type FromExport = (
+    Option<crate::analysis::shapes::Shapes>,
+    Option<f64>,
+    Option<crate::analysis::kernels::Loaded>,
+);
 
 /// When the first instance of `name` began, in seconds from the launch of `nsys profile`.
 /// Event times in the export count from the trace's start (ANALYSIS_DETAILS.startTime, on that
@@ -271,10 +283,12 @@ impl NcuPass {
         };
         // Each kernel's launch configurations in that range (the whole capture when nsys's
         // range is ncu's and no range is named), for the shapes ncu measures and the cache.
-        let (shapes, range_began_s) = match crate::analysis::same_range(ctx.cfg) || range.is_some()
-        {
-            true => read_export(ctx, range.as_deref()),
-            false => (None, None),
+        let same = crate::analysis::same_range(ctx.cfg);
+        // The kernel table's rows come from the single export (rank 0's CSV under a launcher).
+        let table = same && ctx.run.nsys_sqlite(None).is_file();
+        let (shapes, range_began_s, rows) = match same || range.is_some() {
+            true => read_export(ctx, range.as_deref(), table),
+            false => (None, None, None),
         };
         let step = step::plan(
             ctx,
@@ -283,7 +297,7 @@ impl NcuPass {
             &base,
             self.device.as_ref(),
         );
-        let (reuse, mut filter, shape_plan) = self.choose(ctx, &collect, shapes.as_ref());
+        let (reuse, mut filter, shape_plan) = self.choose(ctx, &collect, shapes.as_ref(), rows);
         let per_shape = shape_plan.as_ref().is_some_and(|p| p.every_shape);
         let hits = reuse.as_ref().map_or(0, |r| r.hits.len());
         let to_profile = filter.as_ref().map(KernelFilter::len);
@@ -426,6 +440,7 @@ impl NcuPass {
         ctx: &Ctx,
         collect: &Collect,
         shapes: Option<&crate::analysis::shapes::Shapes>,
+        rows: Option<crate::analysis::kernels::Loaded>,
     ) -> (
         Option<reuse::Reuse>,
         Option<KernelFilter>,
@@ -458,6 +473,7 @@ impl NcuPass {
             ctx.cfg,
             ctx.run,
             holds.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
+            rows,
         );
         let shape_plan = shape_plan(ctx.cfg, shapes, chosen.as_ref());
         let per_shape = shape_plan.as_ref().is_some_and(|p| p.every_shape);
