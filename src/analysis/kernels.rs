@@ -89,3 +89,30 @@ pub(crate) fn with_shapes(
 pub(crate) fn source(run: &RunDir) -> String {
     run.relative(&run.nsys_sqlite(None))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One read with two consumers gives what two reads give: the kernel rows and their
+    /// mangled names, and every kernel's launch configurations in the range.
+    #[test]
+    fn one_read_gives_the_rows_and_the_shapes_of_two() {
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        for (path, range) in [
+            ("examples/sample-run-hf-eager/nsys/run.sqlite", "decode"),
+            ("tests/data/hf/graph-step/nsys/run.sqlite", "step"),
+        ] {
+            let db = NsysDb::open(&root.join(path)).unwrap();
+            let ranges = db.ranges().unwrap();
+            let (both, shapes) = with_shapes(&db, &ranges, range).unwrap();
+            let rows = streamed(&db, range).unwrap();
+            assert!(!rows.rows.is_empty(), "{path}");
+            assert_eq!(both.rows, rows.rows, "{path}");
+            assert_eq!(both.mangled, rows.mangled, "{path}");
+            let alone = crate::analysis::shapes::Shapes::read(&db, &ranges, Some(range)).unwrap();
+            assert_ne!(alone, Default::default(), "{path}");
+            assert_eq!(shapes, alone, "{path}");
+        }
+    }
+}

@@ -29,7 +29,7 @@ impl Shape {
 }
 
 /// Each kernel's shapes (by mangled name), largest total first.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Shapes {
     by_kernel: HashMap<String, Vec<Shape>>,
 }
