@@ -315,6 +315,16 @@ fn enclosing_label(parents: &[Option<&String>]) -> String {
 
 /// Every repeated range's groups, from the export's ranges.
 pub(crate) fn groups(ranges: &[NvtxRange], nest: &Nesting, rule: Rule) -> Vec<RangeGroups> {
+    groups_of(ranges, nest, rule, None)
+}
+
+/// [`groups`] of the range named `only` alone (the graph step's choice reads one range's).
+pub(crate) fn groups_of(
+    ranges: &[NvtxRange],
+    nest: &Nesting,
+    rule: Rule,
+    only: Option<&str>,
+) -> Vec<RangeGroups> {
     // Ordinals of each name's instances, for the enclosing instance's label.
     let mut by_name: rustc_hash::FxHashMap<&str, Vec<usize>> = Default::default();
     for (i, r) in ranges.iter().enumerate() {
@@ -337,7 +347,7 @@ pub(crate) fn groups(ranges: &[NvtxRange], nest: &Nesting, rule: Rule) -> Vec<Ra
     // By name; a name of one instance has no groups (73k of them cost a split each).
     let mut repeated: Vec<(&str, &Vec<usize>)> = by_name
         .iter()
-        .filter(|(_, idx)| idx.len() > 1)
+        .filter(|(name, idx)| idx.len() > 1 && only.is_none_or(|o| o == **name))
         .map(|(name, idx)| (*name, idx))
         .collect();
     repeated.sort_unstable_by_key(|(name, _)| *name);
@@ -587,5 +597,9 @@ mod tests {
             ["the 4 faster", "the 4 slower (each holds `prefill`)"],
             "{labels:?}"
         );
+        // One range's groups alone are the same as among all.
+        let only = groups_of(&ranges, &nest, Rule::Auto, Some("step"));
+        assert_eq!(only.len(), 1);
+        assert_eq!(format!("{:?}", only[0]), format!("{step:?}"));
     }
 }

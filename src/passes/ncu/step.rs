@@ -188,10 +188,10 @@ fn typical(
     ranges: &[crate::parse::sqlite::NvtxRange],
     range: &str,
 ) -> Vec<usize> {
-    use crate::analysis::instances::{groups, Rule};
+    use crate::analysis::instances::{groups_of, Rule};
     let rule = Rule::parse(&cfg.report.instances).unwrap_or(Rule::Auto);
     let nest = crate::analysis::nesting::Nesting::new(ranges);
-    groups(ranges, &nest, rule)
+    groups_of(ranges, &nest, rule, Some(range))
         .into_iter()
         .find(|g| g.name == range)
         .and_then(|g| g.groups.into_iter().max_by_key(|g| g.instances))
