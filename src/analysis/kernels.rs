@@ -61,6 +61,11 @@ fn streamed(db: &NsysDb, name: &str) -> Result<Loaded, Error> {
     let ranges = db.ranges()?;
     let mut scan = crate::analysis::scan::Scan::new(&ranges, Some(name));
     db.for_each_launch(&mut scan)?;
+    rows_of(db, &scan)
+}
+
+/// What a scan of the captured range found: its kernel rows and their mangled names.
+fn rows_of(db: &NsysDb, scan: &crate::analysis::scan::Scan) -> Result<Loaded, Error> {
     let strings = db.strings()?;
     Ok(Loaded {
         rows: scan.kernel_rows(&strings),
@@ -77,12 +82,7 @@ pub(crate) fn with_shapes(
 ) -> Result<(Loaded, crate::analysis::shapes::Shapes), Error> {
     let mut scan = crate::analysis::scan::Scan::new(ranges, Some(name));
     let shapes = crate::analysis::shapes::Shapes::read_beside(db, ranges, Some(name), &mut scan)?;
-    let strings = db.strings()?;
-    let loaded = Loaded {
-        rows: scan.kernel_rows(&strings),
-        mangled: Some(scan.mangled_names(&strings)),
-    };
-    Ok((loaded, shapes))
+    Ok((rows_of(db, &scan)?, shapes))
 }
 
 /// How the reports name the rows' source.
