@@ -558,3 +558,57 @@ fn a_small_share_left_without_figures_keeps_the_reuse() {
         "c reuses"
     );
 }
+
+/// A shallow run under a launcher samples nothing and profiles nothing: it says so before the
+/// run, and kernels.md says why no kernel has a sampled class.
+#[test]
+fn a_quick_run_under_a_launcher_says_no_kernel_gets_a_class() {
+    let sb = sampled_sandbox();
+    let out = sb
+        .profile(
+            "lq",
+            &[
+                "--launcher",
+                "torchrun",
+                "--nproc-per-node",
+                "2",
+                "--quick",
+                "--nvtx-capture",
+                "decode",
+                "--",
+                "true",
+            ],
+        )
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        err.contains("stage2: warning: nsys pass: not sampling GPU metrics: under a launcher nsys runs once per rank")
+            && err.contains("no kernel gets a bound class"),
+        "{err}"
+    );
+    let md = read(sb.run("lq").join("kernels.md"));
+    assert!(
+        md.contains("The nsys pass took no GPU-metrics samples: under a launcher"),
+        "{md}"
+    );
+}
+
+/// Sampling asked for and an export without samples (the fake's default capture has no
+/// GPU_METRICS table; real nsys has not been seen to do this): said, not left blank.
+#[test]
+fn an_export_without_the_samples_asked_for_says_so() {
+    let sb = sampled_sandbox();
+    sb.profile("ns", &["--quick", "--nvtx-capture", "decode", "--", "true"])
+        .assert()
+        .success();
+    let run = sb.run("ns");
+    assert!(read(run.join("nsys/cmd.txt")).contains("--gpu-metrics-devices="));
+    let md = read(run.join("kernels.md"));
+    assert!(
+        md.contains(
+            "The nsys pass sampled GPU metrics, but its export holds none (no GPU_METRICS table)."
+        ),
+        "{md}"
+    );
+}

@@ -179,6 +179,10 @@ impl Artifacts {
                 }),
             _ => None,
         };
+        if sampled.is_none() {
+            sampled =
+                sampled::none_taken(db.is_some() && asked_to_sample(run), config.sampling_off());
+        }
         if let Some(s) = sampled.as_mut() {
             s.attach(&mut records);
             s.beside(&records, ncu.report.as_ref());
@@ -298,6 +302,18 @@ impl Artifacts {
             tokens::floor(s, &self.records, |r| self.point(r), peaks, whole)
         })
     }
+}
+
+/// Whether the nsys pass's last profile (one refused sampling is run again without it) asked
+/// nsys to sample GPU metrics.
+fn asked_to_sample(run: &RunDir) -> bool {
+    crate::files::read_capped(&run.file("nsys/cmd.txt"), crate::files::RUN_FILE_CAP).is_ok_and(
+        |t| {
+            t.lines()
+                .rfind(|l| l.contains(" profile "))
+                .is_some_and(|l| l.contains("--gpu-metrics-devices="))
+        },
+    )
 }
 
 /// This run's samples, or where its nsys pass did not sample, the figures it reused from an

@@ -362,6 +362,17 @@ pub struct GpuMetrics {
     pub reuse: bool,
 }
 
+impl Config {
+    /// Why the nsys pass leaves GPU-metrics sampling off though it is enabled, or None. Under a
+    /// launcher nsys runs once per rank and every rank's would sample the same GPUs; the second
+    /// to ask is refused ("Already under profiling").
+    pub(crate) fn sampling_off(&self) -> Option<&'static str> {
+        (self.nsys.gpu_metrics.enable && self.workload.launcher != super::Launcher::None).then_some(
+            "under a launcher nsys runs once per rank, and each rank's would sample the same GPUs (nsys refuses the second)",
+        )
+    }
+}
+
 impl Default for GpuMetrics {
     fn default() -> Self {
         GpuMetrics {

@@ -57,12 +57,11 @@ pub(crate) fn profile_args(
     Ok(a)
 }
 
-/// The GPUs the nsys pass samples (`--gpu-metrics-devices`), or None: sampling is off. Under a
-/// launcher nsys runs once per rank and every rank's would sample the same GPUs; the second to
-/// ask is refused ("Already under profiling"), so sampling is left off there.
+/// The GPUs the nsys pass samples (`--gpu-metrics-devices`), or None: sampling is off (or
+/// left off, [`crate::config::Config::sampling_off`]).
 pub(crate) fn sampled_devices(cfg: &crate::config::Config) -> Option<String> {
     let gm = &cfg.nsys.gpu_metrics;
-    if !gm.enable || cfg.workload.launcher != crate::config::Launcher::None {
+    if !gm.enable || cfg.sampling_off().is_some() {
         return None;
     }
     let asked = gm
