@@ -174,6 +174,8 @@ pub(crate) struct Sampled {
     pub(crate) note: Option<String>,
     /// Why the nsys pass took no samples though sampling is enabled (under a launcher).
     pub(crate) not_sampled: Option<&'static str>,
+    /// Which of several sampled GPUs' samples are attributed, and on what evidence.
+    pub(crate) picked: Option<String>,
     /// Set when the figures are an earlier run's, reused (this run's nsys pass sampled none).
     pub(crate) reused: Option<reuse::Reused>,
 }
@@ -233,8 +235,38 @@ pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Optio
         beside_ncu: Vec::new(),
         note: None,
         not_sampled: None,
+        picked: None,
         reused: None,
     })
+}
+
+/// Of several sampled GPUs (`--gpu-metrics-devices=cuda-visible` on a machine of several)
+/// with the range's kernels on one device: the samples of the one GPU that saw itself working
+/// through those kernels, where every other GPU's saw work during almost none of their time
+/// (see [`crate::rules::SAMPLED_OTHER_GPUS_MAX_PCT`]); Err: why none are attributed.
+fn busy_one(series: &[Series], launches: &[SampledLaunch]) -> Result<Sampled, String> {
+    use crate::rules::{SAMPLED_MIN_COVERAGE_PCT, SAMPLED_OTHER_GPUS_MAX_PCT};
+    let coverage = |a: &Sampled| a.whole.map_or(0.0, |w| w.coverage_pct);
+    let mut by: Vec<Sampled> = series
+        .iter()
+        .filter_map(|s| attribute(&s.samples, launches))
+        .collect();
+    by.sort_by(|a, b| coverage(b).total_cmp(&coverage(a)));
+    let n = series.len();
+    let others = by.get(1).map_or(0.0, coverage);
+    match by.first().map(coverage) {
+        Some(top) if top >= SAMPLED_MIN_COVERAGE_PCT && others <= SAMPLED_OTHER_GPUS_MAX_PCT => {
+            let mut a = by.swap_remove(0);
+            a.picked = Some(format!(
+                "nsys sampled {n} GPUs and the range's kernels ran on one device: one GPU's samples saw it working through {top:.1}% of their time and no other GPU's through more than {others:.1}%, so that GPU's samples are theirs"
+            ));
+            Ok(a)
+        }
+        top => Err(format!(
+            "{n} GPUs sampled and the range's kernels on one device, but no one GPU's samples alone saw work through them (the busiest through {:.1}% of their time, the next through {others:.1}%), so none are attributed",
+            top.unwrap_or(0.0)
+        )),
+    }
 }
 
 /// What a run whose export holds no samples says of it: the nsys pass was asked to sample
@@ -280,6 +312,7 @@ pub(crate) fn read(
             Some(a) => a,
             None => one("fewer than two GPU-metrics samples over the range's kernels".into()),
         },
+        (many, 0 | 1) => busy_one(many, &launches).unwrap_or_else(one),
         (s, d) => one(format!(
             "{} GPUs sampled and kernels on {d} devices: which samples belong to which kernels is not known, so none are attributed",
             s.len()

@@ -199,6 +199,9 @@ pub(crate) struct GpuMetrics {
     /// Why the nsys pass took no samples though sampling is enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) not_sampled: Option<&'static str>,
+    /// Which of several sampled GPUs' samples are attributed, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) picked: Option<String>,
     pub(crate) rule: &'static str,
     pub(crate) source: String,
     /// Set when this run's nsys pass did not sample and the figures are an earlier run's.
@@ -256,6 +259,7 @@ pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
         all_kernels: s.whole,
         note: s.note.clone(),
         not_sampled: s.not_sampled,
+        picked: s.picked.clone(),
         rule: Bound::SAMPLED_RULE,
         source: a.sampled_source().to_string(),
         reused: s.reused.clone(),

@@ -241,3 +241,31 @@ fn a_configuration_whose_mean_duration_moved_past_the_band_takes_no_figures() {
         assert_eq!(r.whole.unwrap().dram_pct.is_some(), !moved);
     }
 }
+
+/// Two GPUs sampled, the kernels on one: the GPU whose samples saw it working through them is
+/// theirs (a machine of several GPUs sampled whole by `cuda-visible`); where both worked
+/// through them, which is theirs is not known and none are taken.
+#[test]
+fn of_several_sampled_gpus_the_one_that_worked_through_the_kernels_is_theirs() {
+    let busy = Series {
+        gpu: 7,
+        samples: steady(6, [100.0, 40.0, 10.0, 5.0, 1.0]),
+    };
+    let idle = Series {
+        gpu: 8,
+        samples: steady(6, [0.0, 0.0, 0.0, 0.0, 0.0]),
+    };
+    let launches = [launch("k", "(4,1,1)", 21.0, 59.0)];
+    let alone = attribute(&busy.samples, &launches).unwrap();
+    for order in [[idle.clone(), busy.clone()], [busy.clone(), idle.clone()]] {
+        let a = busy_one(&order, &launches).unwrap();
+        assert_eq!(a.whole, alone.whole);
+        let p = a.picked.unwrap();
+        assert!(p.starts_with("nsys sampled 2 GPUs and the range's kernels ran on one device: one GPU's samples saw it working through 100.0% of their time and no other GPU's through more than 0.0%"), "{p}");
+    }
+    let why = busy_one(&[busy.clone(), busy], &launches).unwrap_err();
+    assert!(
+        why.contains("but no one GPU's samples alone saw work through them (the busiest through 100.0% of their time, the next through 100.0%)"),
+        "{why}"
+    );
+}
