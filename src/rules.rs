@@ -190,12 +190,6 @@ pub(crate) const BOUND: Rule = Rule {
 /// the GPU working; below it the class is not given.
 pub(crate) const SAMPLED_MIN_COVERAGE_PCT: f64 = 80.0;
 
-/// Where nsys sampled several GPUs and the range's kernels ran on one device, the samples of
-/// the one GPU that saw itself working through them (coverage at least
-/// [`SAMPLED_MIN_COVERAGE_PCT`]) are theirs when every other GPU's saw work during at most this
-/// share of their time (%); otherwise none are attributed.
-pub(crate) const SAMPLED_OTHER_GPUS_MAX_PCT: f64 = 5.0;
-
 /// A launch configuration's sampled figures are reused from an earlier run of the same command
 /// only while its mean duration stays within this % of that run's: a kernel whose time moved
 /// (new code, other inputs) is sampled again.

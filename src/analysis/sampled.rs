@@ -241,32 +241,28 @@ pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Optio
 }
 
 /// Of several sampled GPUs (`--gpu-metrics-devices=cuda-visible` on a machine of several)
-/// with the range's kernels on one device: the samples of the one GPU that saw itself working
-/// through those kernels, where every other GPU's saw work during almost none of their time
-/// (see [`crate::rules::SAMPLED_OTHER_GPUS_MAX_PCT`]); Err: why none are attributed.
-fn busy_one(series: &[Series], launches: &[SampledLaunch]) -> Result<Sampled, String> {
-    use crate::rules::{SAMPLED_MIN_COVERAGE_PCT, SAMPLED_OTHER_GPUS_MAX_PCT};
-    let coverage = |a: &Sampled| a.whole.map_or(0.0, |w| w.coverage_pct);
-    let mut by: Vec<Sampled> = series
-        .iter()
-        .filter_map(|s| attribute(&s.samples, launches))
-        .collect();
-    by.sort_by(|a, b| coverage(b).total_cmp(&coverage(a)));
+/// with the range's kernels on one device: that device's samples. nsys numbers a sampled
+/// GPU in the low byte of its sample stream's id (NVIDIA's `gpu_metric_util_map` recipe reads
+/// `typeId & 0xFF` as the GPU); on an H100 pair the kernels' device 0 had stream ids ending 00
+/// and 01. Err: why none are attributed.
+fn of_device(
+    series: &[Series],
+    device: i64,
+    launches: &[SampledLaunch],
+) -> Result<Sampled, String> {
     let n = series.len();
-    let others = by.get(1).map_or(0.0, coverage);
-    match by.first().map(coverage) {
-        Some(top) if top >= SAMPLED_MIN_COVERAGE_PCT && others <= SAMPLED_OTHER_GPUS_MAX_PCT => {
-            let mut a = by.swap_remove(0);
-            a.picked = Some(format!(
-                "nsys sampled {n} GPUs and the range's kernels ran on one device: one GPU's samples saw it working through {top:.1}% of their time and no other GPU's through more than {others:.1}%, so that GPU's samples are theirs"
-            ));
-            Ok(a)
-        }
-        top => Err(format!(
-            "{n} GPUs sampled and the range's kernels on one device, but no one GPU's samples alone saw work through them (the busiest through {:.1}% of their time, the next through {others:.1}%), so none are attributed",
-            top.unwrap_or(0.0)
-        )),
-    }
+    let Some(s) = series.iter().find(|s| s.gpu & 0xFF == device) else {
+        return Err(format!(
+            "{n} GPUs sampled and none numbered as the range's kernels' device {device}, so none of their samples are attributed"
+        ));
+    };
+    let mut a = attribute(&s.samples, launches).ok_or_else(|| {
+        format!("fewer than two samples of device {device} over the range's kernels")
+    })?;
+    a.picked = Some(format!(
+        "nsys sampled {n} GPUs and the range's kernels ran on device {device}: its samples are theirs (nsys numbers a sampled GPU in the low byte of its stream id, typeId & 0xFF)"
+    ));
+    Ok(a)
 }
 
 /// What a run whose export holds no samples says of it: the nsys pass was asked to sample
@@ -312,7 +308,7 @@ pub(crate) fn read(
             Some(a) => a,
             None => one("fewer than two GPU-metrics samples over the range's kernels".into()),
         },
-        (many, 0 | 1) => busy_one(many, &launches).unwrap_or_else(one),
+        (many, 1) => of_device(many, devices[0], &launches).unwrap_or_else(one),
         (s, d) => one(format!(
             "{} GPUs sampled and kernels on {d} devices: which samples belong to which kernels is not known, so none are attributed",
             s.len()

@@ -51,7 +51,7 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
         Bound::SAMPLED_RULE
     );
     if let Some(p) = &gm.picked {
-        let _ = writeln!(s, "Of the GPUs sampled: {}.\n", md(p));
+        let _ = writeln!(s, "{}.\n", md(p));
     }
     instances(a, gm, s);
     table(a, gm, s, width, all.time_ns);

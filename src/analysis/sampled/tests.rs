@@ -242,30 +242,32 @@ fn a_configuration_whose_mean_duration_moved_past_the_band_takes_no_figures() {
     }
 }
 
-/// Two GPUs sampled, the kernels on one: the GPU whose samples saw it working through them is
-/// theirs (a machine of several GPUs sampled whole by `cuda-visible`); where both worked
-/// through them, which is theirs is not known and none are taken.
+/// Two GPUs sampled, the kernels on one device: that device's samples are theirs, by the
+/// GPU number in the low byte of the stream id (ids as an H100 pair's export had them); a
+/// device no stream is numbered as takes none.
 #[test]
-fn of_several_sampled_gpus_the_one_that_worked_through_the_kernels_is_theirs() {
-    let busy = Series {
-        gpu: 7,
+fn of_several_sampled_gpus_the_kernels_device_is_theirs() {
+    let gpu0 = Series {
+        gpu: 281_479_271_677_952,
         samples: steady(6, [100.0, 40.0, 10.0, 5.0, 1.0]),
     };
-    let idle = Series {
-        gpu: 8,
-        samples: steady(6, [0.0, 0.0, 0.0, 0.0, 0.0]),
+    let gpu1 = Series {
+        gpu: 281_479_271_677_953,
+        samples: steady(6, [100.0, 2.0, 1.0, 50.0, 1.0]),
     };
     let launches = [launch("k", "(4,1,1)", 21.0, 59.0)];
-    let alone = attribute(&busy.samples, &launches).unwrap();
-    for order in [[idle.clone(), busy.clone()], [busy.clone(), idle.clone()]] {
-        let a = busy_one(&order, &launches).unwrap();
-        assert_eq!(a.whole, alone.whole);
-        let p = a.picked.unwrap();
-        assert!(p.starts_with("nsys sampled 2 GPUs and the range's kernels ran on one device: one GPU's samples saw it working through 100.0% of their time and no other GPU's through more than 0.0%"), "{p}");
+    for (device, own) in [(0, &gpu0), (1, &gpu1)] {
+        let alone = attribute(&own.samples, &launches).unwrap();
+        for order in [[gpu0.clone(), gpu1.clone()], [gpu1.clone(), gpu0.clone()]] {
+            let a = of_device(&order, device, &launches).unwrap();
+            assert_eq!(a.whole, alone.whole);
+            let p = a.picked.unwrap();
+            assert!(p.starts_with(&format!("nsys sampled 2 GPUs and the range's kernels ran on device {device}: its samples are theirs")), "{p}");
+        }
     }
-    let why = busy_one(&[busy.clone(), busy], &launches).unwrap_err();
+    let why = of_device(&[gpu0, gpu1], 2, &launches).unwrap_err();
     assert!(
-        why.contains("but no one GPU's samples alone saw work through them (the busiest through 100.0% of their time, the next through 100.0%)"),
+        why.contains("2 GPUs sampled and none numbered as the range's kernels' device 2"),
         "{why}"
     );
 }
