@@ -622,12 +622,20 @@ fn an_export_without_the_samples_asked_for_says_so() {
 #[test]
 fn a_second_sampled_gpu_leaves_the_kernels_figures_as_they_were() {
     let alone = rendered();
-    for (edit, picked) in [
-        ("", true),
-        ("UPDATE TARGET_INFO_GPU_METRICS SET typeId = typeId + 1; UPDATE GPU_METRICS SET typeId = typeId + 1;", false),
+    for (edit, device, picked) in [
+        ("", "null", true),
+        ("UPDATE TARGET_INFO_GPU_METRICS SET typeId = typeId + 1; UPDATE GPU_METRICS SET typeId = typeId + 1;", "null", false),
+        // Shown the workload as its device 0, GPU 1 is not nsys's GPU 0.
+        ("", "'1,0'", false),
     ] {
         let sb = Sandbox::new();
         let run = sb.copy_of("tests/data/hf/gpu-metrics", "two");
+        let cfg = read(run.join("config.yaml"));
+        std::fs::write(
+            run.join("config.yaml"),
+            cfg.replacen("  device: null", &format!("  device: {device}"), 1),
+        )
+        .unwrap();
         let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
         db.execute_batch(&format!(
             "{edit}
@@ -647,7 +655,11 @@ fn a_second_sampled_gpu_leaves_the_kernels_figures_as_they_were() {
             }
             false => {
                 assert!(s["gpu_metrics"]["all_kernels"].is_null(), "{}", s["gpu_metrics"]);
-                assert!(md.contains("2 GPUs sampled and none numbered as the range's kernels' device 0"), "{md}");
+                let why = match device {
+                    "null" => "2 GPUs sampled and none numbered as the range's kernels' device 0",
+                    _ => "2 GPUs sampled while CUDA_VISIBLE_DEVICES=1,0 renumbers the GPUs the workload sees",
+                };
+                assert!(md.contains(why), "{md}");
             }
         }
     }

@@ -172,7 +172,7 @@ impl Artifacts {
         );
         // Sampled figures are evidence beside the timeline: a broken table costs them alone.
         let mut sampled = match (&db, &timeline, stats.rank_data.is_empty()) {
-            (Some(db), Some(t), true) => sampled_figures(run, db, t, capture.range())
+            (Some(db), Some(t), true) => sampled_figures(run, db, t, capture.range(), &config)
                 .unwrap_or_else(|e| {
                     tracing::warn!("sampled GPU metrics left out: {e}");
                     None
@@ -304,6 +304,24 @@ impl Artifacts {
     }
 }
 
+/// The workload's `CUDA_VISIBLE_DEVICES`: `workload.device`, else the workload's own env, else
+/// stage2's as env.json kept it.
+fn visible_devices(run: &RunDir, config: &Config) -> Option<String> {
+    const VAR: &str = "CUDA_VISIBLE_DEVICES";
+    let kept = || {
+        let text =
+            crate::files::read_capped(&run.file("env.json"), crate::files::RUN_FILE_CAP).ok()?;
+        let env: serde_json::Value = serde_json::from_str(&text).ok()?;
+        env["env"][VAR].as_str().map(str::to_string)
+    };
+    config
+        .workload
+        .device
+        .clone()
+        .or_else(|| config.workload.env.get(VAR).cloned())
+        .or_else(kept)
+}
+
 /// Whether the nsys pass's last profile (one refused sampling is run again without it) asked
 /// nsys to sample GPU metrics.
 fn asked_to_sample(run: &RunDir) -> bool {
@@ -323,8 +341,11 @@ fn sampled_figures(
     db: &NsysDb,
     t: &Timeline,
     range: Option<&str>,
+    config: &Config,
 ) -> Result<Option<sampled::Sampled>, Error> {
-    if let Some(s) = sampled::read(db, &t.phases, range)? {
+    let visible = visible_devices(run, config);
+    let renumbered = visible.as_deref().filter(|v| sampled::renumbers(v));
+    if let Some(s) = sampled::read(db, &t.phases, range, renumbered)? {
         return Ok(Some(s));
     }
     let path = run.path.join(sampled::reuse::FILE);

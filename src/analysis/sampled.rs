@@ -265,6 +265,15 @@ fn of_device(
     Ok(a)
 }
 
+/// A `CUDA_VISIBLE_DEVICES` value that renumbers GPUs: anything but `0`, `0,1`, `0,1,2`, ...
+pub(crate) fn renumbers(visible: &str) -> bool {
+    visible
+        .split(',')
+        .map(str::trim)
+        .enumerate()
+        .any(|(i, v)| v != i.to_string())
+}
+
 /// What a run whose export holds no samples says of it: the nsys pass was asked to sample
 /// (`asked`: its command line) and the export has none, or sampling was left off and why.
 pub(crate) fn none_taken(asked: bool, off: Option<&'static str>) -> Option<Sampled> {
@@ -283,10 +292,13 @@ pub(crate) fn none_taken(asked: bool, off: Option<&'static str>) -> Option<Sampl
 
 /// Read the samples of the export and attribute them to the launches made inside an
 /// instance of `range` (anywhere when None). None when the run sampled nothing.
+/// `renumbered`: the workload's `CUDA_VISIBLE_DEVICES` where it renumbers the GPUs (not
+/// `0,1,...`), when several were sampled: which stream is the kernels' device is then not known.
 pub(crate) fn read(
     db: &NsysDb,
     ranges: &[NvtxRange],
     range: Option<&str>,
+    renumbered: Option<&str>,
 ) -> Result<Option<Sampled>, Error> {
     // A run that sampled nothing costs one schema look.
     if !db.has_gpu_metrics()? {
@@ -308,7 +320,14 @@ pub(crate) fn read(
             Some(a) => a,
             None => one("fewer than two GPU-metrics samples over the range's kernels".into()),
         },
-        (many, 1) => of_device(many, devices[0], &launches).unwrap_or_else(one),
+        (many, 1) => match renumbered {
+            Some(v) => one(format!(
+                "{} GPUs sampled while CUDA_VISIBLE_DEVICES={v} renumbers the GPUs the workload sees, so which stream is the kernels' device {} is not known and none are attributed",
+                many.len(),
+                devices[0]
+            )),
+            None => of_device(many, devices[0], &launches).unwrap_or_else(one),
+        },
         (s, d) => one(format!(
             "{} GPUs sampled and kernels on {d} devices: which samples belong to which kernels is not known, so none are attributed",
             s.len()

@@ -271,3 +271,18 @@ fn of_several_sampled_gpus_the_kernels_device_is_theirs() {
         "{why}"
     );
 }
+
+#[test]
+fn only_a_visible_list_other_than_0_1_2_renumbers_the_gpus() {
+    for v in ["0", "0,1", "0, 1, 2"] {
+        assert!(!renumbers(v), "{v}");
+    }
+    for v in [
+        "1",
+        "1,0",
+        "0,2",
+        "GPU-4c3203b8-e321-7995-fd5b-d9ee431943ac",
+    ] {
+        assert!(renumbers(v), "{v}");
+    }
+}
