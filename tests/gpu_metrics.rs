@@ -246,6 +246,22 @@ fn doctor_says_whether_nsys_may_sample_and_why_not() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("GPU-metrics sampling: off (nsys.gpu_metrics.enable=false)"));
+    // Two GPUs visible (the nvidia-smi double lists two): both are sampled, and doctor says so.
+    let two = |args: &[&str]| {
+        let out = sb
+            .stage2()
+            .args(args)
+            .env("FAKE_SMI", "1")
+            .env("FAKE_SMI_GPUS", "2")
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let text = two(&["doctor"]);
+    assert!(text.contains("; all 2 GPUs here are visible to the workload and each is sampled, adding its rows to the export (nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to the workload's GPU)"), "{text}");
+    let text = two(&["doctor", "workload.device=0"]);
+    assert!(!text.contains("GPUs here are visible"), "{text}");
 }
 
 /// Hand-made from the real capture (error path): nsys's samples end early, as they did in a

@@ -296,8 +296,9 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
         None if made => check(
             Level::Ok,
             format!(
-                "GPU-metrics sampling: nsys samples devices `{devices}` at {} Hz, set {set_words}",
-                cfg.nsys.gpu_metrics.frequency_hz
+                "GPU-metrics sampling: nsys samples devices `{devices}` at {} Hz, set {set_words}{}",
+                cfg.nsys.gpu_metrics.frequency_hz,
+                every_gpu(cfg, &devices)
             ),
             None,
         ),
@@ -311,6 +312,22 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
             format!("GPU-metrics sampling: a test profile left no report ({}): {}", out.describe(), out.tail_lines(3)),
             None,
         ),
+    }
+}
+
+/// Where `cuda-visible` is every GPU of a machine of several: what that costs, and the keys
+/// that keep the samples to the workload's GPU.
+fn every_gpu(cfg: &config::Config, devices: &str) -> String {
+    let hidden = cfg.workload.device.is_some()
+        || cfg.workload.env.contains_key("CUDA_VISIBLE_DEVICES")
+        || std::env::var_os("CUDA_VISIBLE_DEVICES").is_some();
+    let n = match (devices, hidden) {
+        ("cuda-visible", false) => crate::passes::provenance::nvidia_smi().0.len(),
+        _ => 0,
+    };
+    match n > 1 {
+        true => format!("; all {n} GPUs here are visible to the workload and each is sampled, adding its rows to the export (nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to the workload's GPU)"),
+        false => String::new(),
     }
 }
 
