@@ -680,3 +680,28 @@ fn a_second_sampled_gpu_leaves_the_kernels_figures_as_they_were() {
         }
     }
 }
+
+/// On a machine of two GPUs with nothing hiding one, the nsys pass says it samples both.
+#[test]
+fn a_run_that_samples_every_gpu_of_the_machine_says_so() {
+    let sb = sampled_sandbox();
+    let run = |id: &str, extra: &[&str]| {
+        let mut args = vec!["--quick", "--nvtx-capture", "decode"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "true"]);
+        let out = sb
+            .profile(id, &args)
+            .env("FAKE_SMI", "1")
+            .env("FAKE_SMI_GPUS", "2")
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .assert()
+            .success();
+        String::from_utf8_lossy(&out.get_output().stderr).to_string()
+    };
+    let err = run("all", &[]);
+    assert!(
+        err.contains("stage2: nsys pass: samples all 2 GPUs the workload can see (cuda-visible)"),
+        "{err}"
+    );
+    assert!(!run("one", &["workload.device=0"]).contains("samples all 2 GPUs"));
+}

@@ -318,10 +318,7 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
 /// Where `cuda-visible` is every GPU of a machine of several: what that costs, and the keys
 /// that keep the samples to the workload's GPU.
 fn every_gpu(cfg: &config::Config, devices: &str) -> String {
-    let hidden = cfg.workload.device.is_some()
-        || cfg.workload.env.contains_key("CUDA_VISIBLE_DEVICES")
-        || std::env::var_os("CUDA_VISIBLE_DEVICES").is_some();
-    let n = match (devices, hidden) {
+    let n = match (devices, cfg.gpus_chosen()) {
         ("cuda-visible", false) => crate::passes::provenance::nvidia_smi().0.len(),
         _ => 0,
     };

@@ -363,6 +363,15 @@ pub struct GpuMetrics {
 }
 
 impl Config {
+    /// Whether the workload sees a chosen list of GPUs (`workload.device`, or
+    /// `CUDA_VISIBLE_DEVICES` in its env or stage2's), not every GPU of the machine.
+    pub(crate) fn gpus_chosen(&self) -> bool {
+        const VAR: &str = "CUDA_VISIBLE_DEVICES";
+        self.workload.device.is_some()
+            || self.workload.env.contains_key(VAR)
+            || std::env::var_os(VAR).is_some()
+    }
+
     /// Why the nsys pass leaves GPU-metrics sampling off though it is enabled, or None. Under a
     /// launcher nsys runs once per rank and every rank's would sample the same GPUs; the second
     /// to ask is refused ("Already under profiling").
