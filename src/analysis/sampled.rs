@@ -243,8 +243,8 @@ pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Optio
 /// Of several sampled GPUs (`--gpu-metrics-devices=cuda-visible` on a machine of several)
 /// with the range's kernels on one device: that device's samples. nsys numbers a sampled
 /// GPU in the low byte of its sample stream's id (NVIDIA's `gpu_metric_util_map` recipe reads
-/// `typeId & 0xFF` as the GPU); on an H100 pair the kernels' device 0 had stream ids ending 00
-/// and 01. Err: why none are attributed.
+/// `typeId & 0xFF` as the GPU; an H100 pair's export had two streams, ids ending 00 and 01).
+/// Err: why none are attributed.
 fn of_device(
     series: &[Series],
     device: i64,
