@@ -170,13 +170,22 @@ impl Artifacts {
             &ncu,
             capture.range(),
         );
+        let json = |f: &str| -> Option<serde_json::Value> {
+            let text = crate::files::read_capped(&run.file(f), crate::files::RUN_FILE_CAP).ok()?;
+            serde_json::from_str(&text).ok()
+        };
+        let mut env = json("env.json");
         // Sampled figures are evidence beside the timeline: a broken table costs them alone.
+        let visible = visible_devices(&config, env.as_ref());
         let mut sampled = match (&db, &timeline, stats.rank_data.is_empty()) {
-            (Some(db), Some(t), true) => sampled_figures(run, db, t, capture.range(), &config)
-                .unwrap_or_else(|e| {
-                    tracing::warn!("sampled GPU metrics left out: {e}");
-                    None
-                }),
+            (Some(db), Some(t), true) => {
+                sampled_figures(run, db, t, capture.range(), visible.as_deref()).unwrap_or_else(
+                    |e| {
+                        tracing::warn!("sampled GPU metrics left out: {e}");
+                        None
+                    },
+                )
+            }
             _ => None,
         };
         if sampled.is_none() {
@@ -195,12 +204,7 @@ impl Artifacts {
             }),
             _ => None,
         };
-        let json = |f: &str| -> Option<serde_json::Value> {
-            let text = crate::files::read_capped(&run.file(f), crate::files::RUN_FILE_CAP).ok()?;
-            serde_json::from_str(&text).ok()
-        };
         // The packages pass's versions read as env.json's `python` (provenance, one place).
-        let mut env = json("env.json");
         if let (Some(serde_json::Value::Object(e)), Some(p)) =
             (env.as_mut(), json(crate::rundir::PACKAGES))
         {
@@ -306,20 +310,14 @@ impl Artifacts {
 
 /// The workload's `CUDA_VISIBLE_DEVICES`: `workload.device`, else the workload's own env, else
 /// stage2's as env.json kept it.
-fn visible_devices(run: &RunDir, config: &Config) -> Option<String> {
+fn visible_devices(config: &Config, env: Option<&serde_json::Value>) -> Option<String> {
     const VAR: &str = "CUDA_VISIBLE_DEVICES";
-    let kept = || {
-        let text =
-            crate::files::read_capped(&run.file("env.json"), crate::files::RUN_FILE_CAP).ok()?;
-        let env: serde_json::Value = serde_json::from_str(&text).ok()?;
-        env["env"][VAR].as_str().map(str::to_string)
-    };
     config
         .workload
         .device
         .clone()
         .or_else(|| config.workload.env.get(VAR).cloned())
-        .or_else(kept)
+        .or_else(|| env?["env"][VAR].as_str().map(str::to_string))
 }
 
 /// Whether the nsys pass's last profile (one refused sampling is run again without it) asked
@@ -341,10 +339,9 @@ fn sampled_figures(
     db: &NsysDb,
     t: &Timeline,
     range: Option<&str>,
-    config: &Config,
+    visible: Option<&str>,
 ) -> Result<Option<sampled::Sampled>, Error> {
-    let visible = visible_devices(run, config);
-    let renumbered = visible.as_deref().filter(|v| sampled::renumbers(v));
+    let renumbered = visible.filter(|v| sampled::renumbers(v));
     if let Some(s) = sampled::read(db, &t.phases, range, renumbered)? {
         return Ok(Some(s));
     }
