@@ -311,13 +311,11 @@ impl Artifacts {
 /// The workload's `CUDA_VISIBLE_DEVICES`: `workload.device`, else the workload's own env, else
 /// stage2's as env.json kept it.
 fn visible_devices(config: &Config, env: Option<&serde_json::Value>) -> Option<String> {
-    const VAR: &str = "CUDA_VISIBLE_DEVICES";
-    config
-        .workload
-        .device
-        .clone()
-        .or_else(|| config.workload.env.get(VAR).cloned())
-        .or_else(|| env?["env"][VAR].as_str().map(str::to_string))
+    config.visible_devices().or_else(|| {
+        env?["env"]["CUDA_VISIBLE_DEVICES"]
+            .as_str()
+            .map(str::to_string)
+    })
 }
 
 /// Whether the nsys pass's last profile (one refused sampling is run again without it) asked

@@ -298,7 +298,7 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
             format!(
                 "GPU-metrics sampling: nsys samples devices `{devices}` at {} Hz, set {set_words}{}",
                 cfg.nsys.gpu_metrics.frequency_hz,
-                every_gpu(cfg, &devices)
+                every_gpu(cfg)
             ),
             None,
         ),
@@ -317,15 +317,11 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
 
 /// Where `cuda-visible` is every GPU of a machine of several: what that costs, and the keys
 /// that keep the samples to the workload's GPU.
-fn every_gpu(cfg: &config::Config, devices: &str) -> String {
-    let n = match (devices, cfg.gpus_chosen()) {
-        ("cuda-visible", false) => crate::passes::provenance::nvidia_smi().0.len(),
-        _ => 0,
-    };
-    match n > 1 {
-        true => format!("; all {n} GPUs here are visible to the workload and each is sampled, adding its rows to the export (nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to the workload's GPU)"),
-        false => String::new(),
-    }
+fn every_gpu(cfg: &config::Config) -> String {
+    let gpus = || crate::passes::provenance::nvidia_smi().0.len();
+    crate::passes::nsys::samples_every_gpu(cfg, gpus).map_or(String::new(), |n| {
+        format!("; all {n} GPUs here are visible to the workload and each is sampled, adding its rows to the export (nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to the workload's GPU)")
+    })
 }
 
 /// The metric set a profile would cut for this GPU (see `passes::nsys::metric_set`), made in

@@ -362,14 +362,22 @@ pub struct GpuMetrics {
     pub reuse: bool,
 }
 
+const VISIBLE: &str = "CUDA_VISIBLE_DEVICES";
+
 impl Config {
-    /// Whether the workload sees a chosen list of GPUs (`workload.device`, or
-    /// `CUDA_VISIBLE_DEVICES` in its env or stage2's), not every GPU of the machine.
+    /// The workload's `CUDA_VISIBLE_DEVICES` as the config sets it: `workload.device`, else
+    /// the workload's own env.
+    pub(crate) fn visible_devices(&self) -> Option<String> {
+        self.workload
+            .device
+            .clone()
+            .or_else(|| self.workload.env.get(VISIBLE).cloned())
+    }
+
+    /// Whether the workload sees a chosen list of GPUs (the config's, or
+    /// `CUDA_VISIBLE_DEVICES` in stage2's env), not every GPU of the machine.
     pub(crate) fn gpus_chosen(&self) -> bool {
-        const VAR: &str = "CUDA_VISIBLE_DEVICES";
-        self.workload.device.is_some()
-            || self.workload.env.contains_key(VAR)
-            || std::env::var_os(VAR).is_some()
+        self.visible_devices().is_some() || std::env::var_os(VISIBLE).is_some()
     }
 
     /// Why the nsys pass leaves GPU-metrics sampling off though it is enabled, or None. Under a

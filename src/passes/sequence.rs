@@ -124,12 +124,8 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
             }
             _ => None,
         };
-        let every = s.env.gpus.len();
-        if reuse.is_none()
-            && every > 1
-            && !ctx.cfg.gpus_chosen()
-            && super::nsys::sampled_devices(ctx.cfg).as_deref() == Some("cuda-visible")
-        {
+        let every = super::nsys::samples_every_gpu(ctx.cfg, || s.env.gpus.len());
+        if let (None, Some(every)) = (&reuse, every) {
             tracing::info!("nsys pass: samples all {every} GPUs the workload can see (cuda-visible), each adding its rows to the export: nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to the workload's GPU");
         }
         s.metric_set = metric_set.clone();

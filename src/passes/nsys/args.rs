@@ -57,6 +57,17 @@ pub(crate) fn profile_args(
     Ok(a)
 }
 
+/// How many GPUs the nsys pass samples where `cuda-visible` is every GPU of a machine of
+/// several (`gpus`: how many nvidia-smi lists, asked only then) and nothing chooses the
+/// workload's: each adds its rows to the export. None otherwise.
+pub(crate) fn samples_every_gpu(
+    cfg: &crate::config::Config,
+    gpus: impl FnOnce() -> usize,
+) -> Option<usize> {
+    let every = sampled_devices(cfg).as_deref() == Some("cuda-visible") && !cfg.gpus_chosen();
+    every.then(gpus).filter(|&n| n > 1)
+}
+
 /// The GPUs the nsys pass samples (`--gpu-metrics-devices`), or None: sampling is off (or
 /// left off, [`crate::config::Config::sampling_off`]).
 pub(crate) fn sampled_devices(cfg: &crate::config::Config) -> Option<String> {
