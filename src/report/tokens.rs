@@ -276,6 +276,8 @@ fn sentence(p: &Finding) -> String {
             ),
             None => "of that time".to_string(),
         };
+        // The share of the kernel time the floors count, where ncu measured part of it.
+        let part = p.figure(Q::NcuCoveragePct);
         let bytes = match p.figure(Q::StepDramMb) {
             Some(mb) => format!(
                 "the {} of DRAM traffic ncu measured running instance {} whole{} at peak bandwidth",
@@ -283,7 +285,7 @@ fn sentence(p: &Finding) -> String {
                 p.text(Q::StepInstance),
                 step_parts(p)
             ),
-            None => match p.figure(Q::NcuCoveragePct) {
+            None => match part {
                 Some(c) => format!(
                     "the DRAM bytes of the kernels ncu measured, {} of its kernel time, at peak bandwidth",
                     c.text
@@ -298,8 +300,9 @@ fn sentence(p: &Finding) -> String {
             m.text,
             compute.map_or(String::new(), |c| format!(", its compute floor {}", c.text))
         );
-        // Floors over part of the kernel time are that part's: lower bounds of the phase's.
-        if p.figure(Q::NcuCoveragePct).is_some() && p.figure(Q::StepDramMb).is_none() {
+        // Floors over part of the kernel time are that part's: lower bounds of the phase's
+        // (a phase measured whole by the graph step has no such share).
+        if part.is_some() {
             t.push_str(match compute {
                 Some(_) => ", both lower bounds",
                 None => ", a lower bound",
