@@ -99,6 +99,14 @@ pub(crate) struct RangeGroups {
     pub(crate) groups: Vec<Group>,
 }
 
+impl RangeGroups {
+    /// The most numerous group (the steady kind, beside a warm-up): the kind the graph step
+    /// measures one instance of, and whose median its floor is set against.
+    pub(crate) fn typical(&self) -> Option<&Group> {
+        self.groups.iter().max_by_key(|g| g.instances)
+    }
+}
+
 /// One instance: its wall time and what encloses it ("`generate` #2", or none in the capture).
 struct Inst {
     wall: f64,

@@ -413,10 +413,10 @@ fn group_of<'a>(
     instance: usize,
 ) -> Option<&'a crate::analysis::instances::Group> {
     let ordinal = instance.checked_sub(1)?;
-    let groups = &a.instance_groups.iter().find(|g| g.name == range)?.groups;
-    groups
+    a.instance_groups
         .iter()
-        .max_by_key(|g| g.instances)
+        .find(|g| g.name == range)?
+        .typical()
         .filter(|g| g.median_wall_ns > 0.0 && g.members.contains(&ordinal))
 }
 

@@ -192,10 +192,9 @@ fn typical(
     let rule = Rule::parse(&cfg.report.instances).unwrap_or(Rule::Auto);
     let nest = crate::analysis::nesting::Nesting::new(ranges);
     groups_of(ranges, &nest, rule, Some(range))
-        .into_iter()
-        .find(|g| g.name == range)
-        .and_then(|g| g.groups.into_iter().max_by_key(|g| g.instances))
-        .map(|g| g.members)
+        .first()
+        .and_then(|g| g.typical())
+        .map(|g| g.members.clone())
         .unwrap_or_default()
 }
 
