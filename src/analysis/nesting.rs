@@ -190,6 +190,20 @@ impl Nesting {
             .chain(self.spans_at(ranges, t))
     }
 
+    /// The innermost instance of range `name` that holds a CUDA call made at `t` on thread
+    /// `tid` (see [`Nesting::holding_call`]), if any.
+    pub(crate) fn holding_named(
+        &self,
+        cursor: &mut Cursor,
+        ranges: &[NvtxRange],
+        tid: i64,
+        t: i64,
+        name: &str,
+    ) -> Option<usize> {
+        self.holding_call(cursor, ranges, tid, t)
+            .find(|&i| *ranges[i].name == *name)
+    }
+
     /// The push/pop range that encloses push/pop range `i` on its thread.
     pub(crate) fn parent(&self, i: usize) -> Option<usize> {
         self.parent_of.get(i).copied().and_then(some)

@@ -351,15 +351,10 @@ pub(crate) fn launches(
     let mut configs: rustc_hash::FxHashMap<[i32; 7], (String, String)> = Default::default();
     db.shaped_launches(|l| {
         let instance = match range {
-            Some(name) => {
-                let held = nest
-                    .holding_call(&mut cursor, ranges, l.tid, l.api_start)
-                    .find(|&i| *ranges[i].name == *name);
-                match held {
-                    Some(i) => Some(ranges[i].start),
-                    None => return,
-                }
-            }
+            Some(name) => match nest.holding_named(&mut cursor, ranges, l.tid, l.api_start, name) {
+                Some(i) => Some(ranges[i].start),
+                None => return,
+            },
             None => None,
         };
         let demangled = l.demangled.map(text).unwrap_or_default();

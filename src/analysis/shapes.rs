@@ -105,12 +105,10 @@ impl Sink<Launch> for InRange<'_> {
             return;
         }
         if let Some(name) = self.range {
-            let ranges = self.ranges;
-            let inside = self
-                .nest
-                .holding_call(&mut self.cursor, ranges, l.tid, l.api_start)
-                .any(|i| *ranges[i].name == *name);
-            if !inside {
+            let held =
+                self.nest
+                    .holding_named(&mut self.cursor, self.ranges, l.tid, l.api_start, name);
+            if held.is_none() {
                 return;
             }
         }
