@@ -86,6 +86,10 @@ pub enum Command {
         ranks: String,
         /// How many trailing arguments are the workload (run alone on other ranks).
         workload_len: usize,
+        /// Other ranks run the whole argv without the profiler's flags that start with this
+        /// (those before `-o`), instead of the workload alone.
+        #[arg(long, allow_hyphen_values = true)]
+        others_drop: Option<String>,
         #[arg(last = true, required = true)]
         argv: Vec<String>,
     },

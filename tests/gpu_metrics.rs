@@ -199,24 +199,39 @@ fn a_gpu_that_refuses_sampling_leaves_a_clear_line_and_the_run_goes_on_without_i
     }
 }
 
+/// Under torchrun only rank 0's nsys samples (its GPU, device 0, where nothing chooses the
+/// GPUs); srun, which may bind a GPU per task, samples what rank 0 sees.
 #[test]
-fn sampling_is_off_under_a_launcher() {
+fn under_a_launcher_rank_0_alone_samples() {
     let sb = sampled_sandbox();
-    sb.profile(
-        "l",
-        &[
-            "--launcher",
-            "torchrun",
-            "--nproc-per-node",
-            "2",
-            "--dry-run",
-            "--",
-            "true",
-        ],
-    )
-    .assert()
-    .success();
-    assert!(!read(sb.run("l").join("nsys/cmd.txt")).contains("--gpu-metrics"));
+    for (id, launcher, var, devices) in [
+        ("t", "torchrun", "RANK", "0"),
+        ("s", "srun", "SLURM_PROCID", "cuda-visible"),
+    ] {
+        sb.profile(
+            id,
+            &[
+                "--launcher",
+                launcher,
+                "--nproc-per-node",
+                "2",
+                "--dry-run",
+                "--",
+                "true",
+            ],
+        )
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .assert()
+        .success();
+        let cmd = read(sb.run(id).join("nsys/cmd.txt"));
+        let profile = cmd.lines().find(|l| l.contains(" profile ")).unwrap();
+        let rank_0 = format!(" __rank-exec --others-drop=--gpu-metrics- {var} 0 0 -- ");
+        assert!(profile.contains(&rank_0), "{profile}");
+        assert!(
+            profile.contains(&format!("--gpu-metrics-devices={devices} ")),
+            "{profile}"
+        );
+    }
 }
 
 #[test]
@@ -575,43 +590,50 @@ fn a_small_share_left_without_figures_keeps_the_reuse() {
     );
 }
 
-/// A shallow run under a launcher samples nothing and profiles nothing: it says so before the
-/// run, and kernels.md says why no kernel has a sampled class.
+/// A shallow run under a launcher: rank 0's nsys alone is asked to sample, and the reports
+/// say the figures are its launches'.
 #[test]
-fn a_quick_run_under_a_launcher_says_no_kernel_gets_a_class() {
+fn a_quick_run_under_a_launcher_samples_rank_0() {
     let sb = sampled_sandbox();
-    let out = sb
-        .profile(
-            "lq",
-            &[
-                "--launcher",
-                "torchrun",
-                "--nproc-per-node",
-                "2",
-                "--quick",
-                "--nvtx-capture",
-                "decode",
-                "--",
-                "true",
-            ],
-        )
-        .assert()
-        .success();
-    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
-    assert!(
-        err.contains("stage2: warning: nsys pass: not sampling GPU metrics: under a launcher nsys runs once per rank")
-            && err.contains("no kernel gets a bound class"),
-        "{err}"
-    );
+    with_capture(&mut sb.profile(
+        "lq",
+        &[
+            "--launcher",
+            "torchrun",
+            "--nproc-per-node",
+            "2",
+            "--quick",
+            "--nvtx-capture",
+            "decode",
+            "--",
+            "true",
+        ],
+    ))
+    .env_remove("CUDA_VISIBLE_DEVICES")
+    .assert()
+    .success();
+    let calls = read(sb.path().join("calls.log"));
+    let profiles: Vec<&str> = calls
+        .lines()
+        .filter(|l| l.starts_with("nsys profile") && !l.contains("=help"))
+        .collect();
+    assert_eq!(profiles.len(), 2, "{calls}");
+    let sampling = profiles
+        .iter()
+        .filter(|l| l.contains("--gpu-metrics-"))
+        .count();
+    assert_eq!(sampling, 1, "{calls}");
     let md = read(sb.run("lq").join("kernels.md"));
+    assert!(md.contains("Rank 0's launches alone"), "{md}");
     assert!(
-        md.contains("The nsys pass took no GPU-metrics samples: under a launcher"),
+        md.contains("Sampled by nsys during its pass at 50000 Hz"),
         "{md}"
     );
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(sb.run("lq").join("summary.json"))).unwrap();
+    assert_eq!(summary["gpu_metrics"]["rank"], 0);
 }
 
-/// Sampling asked for and an export without samples (the fake's default capture has no
-/// GPU_METRICS table; real nsys has not been seen to do this): said, not left blank.
 #[test]
 fn an_export_without_the_samples_asked_for_says_so() {
     let sb = sampled_sandbox();

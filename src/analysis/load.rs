@@ -177,20 +177,20 @@ impl Artifacts {
         let mut env = json("env.json");
         // Sampled figures are evidence beside the timeline: a broken table costs them alone.
         let visible = visible_devices(&config, env.as_ref());
-        let mut sampled = match (&db, &timeline, stats.rank_data.is_empty()) {
-            (Some(db), Some(t), true) => {
-                sampled_figures(run, db, t, capture.range(), visible.as_deref()).unwrap_or_else(
-                    |e| {
-                        tracing::warn!("sampled GPU metrics left out: {e}");
-                        None
-                    },
-                )
-            }
+        // Under a launcher the timeline is the first rank's, and rank 0 alone samples.
+        let mut sampled = match (&db, &timeline) {
+            (Some(db), Some(t)) => sampled_figures(run, db, t, capture.range(), visible.as_deref())
+                .unwrap_or_else(|e| {
+                    tracing::warn!("sampled GPU metrics left out: {e}");
+                    None
+                }),
             _ => None,
         };
         if sampled.is_none() {
-            sampled =
-                sampled::none_taken(db.is_some() && asked_to_sample(run), config.sampling_off());
+            sampled = sampled::none_taken(db.is_some() && asked_to_sample(run));
+        }
+        if let Some(s) = sampled.as_mut() {
+            s.rank = first_rank;
         }
         if let Some(s) = sampled.as_mut() {
             s.attach(&mut records);

@@ -196,12 +196,12 @@ pub(crate) struct GpuMetrics {
     /// Why no figures were attributed, when none were.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) note: Option<String>,
-    /// Why the nsys pass took no samples though sampling is enabled.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) not_sampled: Option<&'static str>,
     /// Which of several sampled GPUs' samples are attributed, and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) picked: Option<String>,
+    /// Under a launcher: the one rank whose launches the figures cover.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) rank: Option<u32>,
     pub(crate) rule: &'static str,
     pub(crate) source: String,
     /// Set when this run's nsys pass did not sample and the figures are an earlier run's.
@@ -258,8 +258,8 @@ pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
         frequency_hz: s.frequency_hz,
         all_kernels: s.whole,
         note: s.note.clone(),
-        not_sampled: s.not_sampled,
         picked: s.picked.clone(),
+        rank: s.rank,
         rule: Bound::SAMPLED_RULE,
         source: a.sampled_source().to_string(),
         reused: s.reused.clone(),

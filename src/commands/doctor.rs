@@ -320,7 +320,8 @@ fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
 fn every_gpu(cfg: &config::Config) -> String {
     let gpus = || crate::passes::provenance::nvidia_smi().0.len();
     crate::passes::nsys::samples_every_gpu(cfg, gpus).map_or(String::new(), |n| {
-        format!("; all {n} GPUs here are visible to the workload and each is sampled, adding its rows to the export (nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to the workload's GPU)")
+        let keep = crate::passes::nsys::keep_to_one(cfg);
+        format!("; all {n} GPUs here are visible to the workload and each is sampled, adding its rows to the export ({keep})")
     })
 }
 

@@ -57,8 +57,15 @@ fn dispatch(cli: Cli) -> Result<i32> {
             var,
             ranks,
             workload_len,
+            others_drop,
             argv,
-        } => rank_exec(&var, &ranks, workload_len, &argv),
+        } => {
+            let others = match others_drop {
+                Some(prefix) => crate::passes::launcher::Others::Drop(prefix),
+                None => crate::passes::launcher::Others::Workload(workload_len),
+            };
+            rank_exec(&var, &ranks, &others, &argv)
+        }
         Command::Diff {
             run_a,
             run_b,
@@ -100,10 +107,15 @@ fn fish_override_keys() -> String {
 
 /// Replace this process with the profiler (chosen ranks) or the bare workload (the others):
 /// no shell, and signals and exit codes pass straight through.
-fn rank_exec(var: &str, ranks: &str, workload_len: usize, argv: &[String]) -> Result<i32> {
+fn rank_exec(
+    var: &str,
+    ranks: &str,
+    others: &crate::passes::launcher::Others,
+    argv: &[String],
+) -> Result<i32> {
     use std::os::unix::process::CommandExt;
     let rank = std::env::var(var).ok();
-    let chosen = crate::passes::launcher::choose(rank.as_deref(), ranks, workload_len, argv);
+    let chosen = crate::passes::launcher::choose(rank.as_deref(), ranks, others, argv);
     let Some((program, args)) = chosen.split_first() else {
         return Err(crate::error::Error::usage("__rank-exec: nothing to run").into());
     };

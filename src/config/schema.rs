@@ -379,15 +379,6 @@ impl Config {
     pub(crate) fn gpus_chosen(&self) -> bool {
         self.visible_devices().is_some() || std::env::var_os(VISIBLE).is_some()
     }
-
-    /// Why the nsys pass leaves GPU-metrics sampling off though it is enabled, or None. Under a
-    /// launcher nsys runs once per rank and every rank's would sample the same GPUs; the second
-    /// to ask is refused ("Already under profiling").
-    pub(crate) fn sampling_off(&self) -> Option<&'static str> {
-        (self.nsys.gpu_metrics.enable && self.workload.launcher != super::Launcher::None).then_some(
-            "under a launcher nsys runs once per rank, and each rank's would sample the same GPUs (nsys refuses the second)",
-        )
-    }
 }
 
 impl Default for GpuMetrics {

@@ -106,9 +106,6 @@ impl NcuPass {
         if !multi {
             return profiled;
         }
-        let stage2 = std::env::current_exe()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| "stage2".to_string());
         // Everything the ranks get set, for launchers that forward variables by name.
         let rank_vars: Vec<(String, String)> = ctx
             .workload
@@ -117,13 +114,9 @@ impl NcuPass {
             .chain(&rank_env(ctx.cfg))
             .cloned()
             .collect();
-        let per_rank = crate::passes::launcher::rank_exec_args(
-            &stage2,
-            launcher,
-            &ranks,
-            ctx.workload.argv.len(),
-            profiled,
-        );
+        use crate::passes::launcher::{rank_exec_args, stage2_exe, Others};
+        let others = Others::Workload(ctx.workload.argv.len());
+        let per_rank = rank_exec_args(&stage2_exe(), launcher, &ranks, &others, profiled);
         launcher.wrap(&ctx.cfg.workload, per_rank, &rank_vars)
     }
 

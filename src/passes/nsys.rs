@@ -152,6 +152,12 @@ impl Pass for NsysPass {
             reused_from: reused_from.clone(),
             set: set.filter(|_| reused_from.is_none()),
         });
+        if multi && capture.sampling.is_some() && reused_from.is_none() {
+            // nsys refuses a second sampler of a GPU, and every rank's would sample the same.
+            use crate::passes::launcher::{rank_exec_args, stage2_exe, Others};
+            let others = Others::Drop("--gpu-metrics-".into());
+            argv = rank_exec_args(&stage2_exe(), launcher, &[0], &others, argv);
+        }
         // Under a launcher, nsys runs inside it, once per rank.
         let profile = launcher.wrap(&ctx.cfg.workload, argv, &ctx.workload.env);
         let mut post = Vec::new();

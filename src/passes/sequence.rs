@@ -108,14 +108,6 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
         if let Some(r) = &reuse {
             tracing::info!("nsys pass: not sampling GPU metrics: the sampled figures of this command's last sampled run ({}) are reused (nsys.gpu_metrics.reuse)", r.run);
         }
-        match (ctx.cfg.sampling_off(), ctx.cfg.ncu.enable) {
-            (Some(why), true) => tracing::info!("nsys pass: not sampling GPU metrics: {why}"),
-            // Neither tool then classes a kernel: said before the run, not found after it.
-            (Some(why), false) => tracing::warn!(
-                "nsys pass: not sampling GPU metrics: {why}; with the ncu pass off, no kernel gets a bound class"
-            ),
-            (None, _) => {}
-        }
         let metric_set = match (&reuse, &s.nsys, driver.dry_run) {
             (None, Some(nsys), false) if wants_metric_set(ctx.cfg) => {
                 let gpus: Vec<String> = s.env.gpus.iter().map(|g| g.name.clone()).collect();
@@ -126,7 +118,8 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
         };
         let every = super::nsys::samples_every_gpu(ctx.cfg, || s.env.gpus.len());
         if let (None, Some(every)) = (&reuse, every) {
-            tracing::info!("nsys pass: samples all {every} GPUs the workload can see (cuda-visible), each adding its rows to the export: nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to the workload's GPU");
+            let keep = super::nsys::keep_to_one(ctx.cfg);
+            tracing::info!("nsys pass: samples all {every} GPUs the workload can see (cuda-visible), each adding its rows to the export: {keep}");
         }
         s.metric_set = metric_set.clone();
         let ran = driver.drive(&NsysPass {

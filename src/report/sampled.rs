@@ -20,10 +20,6 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
         None => "every launch of the capture".to_string(),
     };
     let _ = writeln!(s, "\n## Sampled GPU metrics ({scope})\n");
-    if let Some(why) = gm.not_sampled {
-        let _ = writeln!(s, "The nsys pass took no GPU-metrics samples: {why}.");
-        return;
-    }
     if let Some(note) = &gm.note {
         let _ = writeln!(s, "The nsys pass sampled GPU metrics, but {}.", md(note));
         return;
@@ -52,6 +48,9 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
     );
     if let Some(p) = &gm.picked {
         let _ = writeln!(s, "{}.\n", md(p));
+    }
+    if let Some(r) = gm.rank {
+        let _ = writeln!(s, "Rank {r}'s launches alone: under a launcher only rank 0's nsys samples, as nsys refuses a second sampler of a GPU; the figures below are of its launches.\n");
     }
     instances(a, gm, s);
     table(a, gm, s, width, all.time_ns);

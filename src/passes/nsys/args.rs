@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::config::{CaptureRange, Nsys};
+use crate::config::{CaptureRange, Launcher, Nsys};
 use crate::error::Error;
 
 /// The reports `nsys stats` writes as `summary_<report>.csv`.
@@ -68,11 +68,25 @@ pub(crate) fn samples_every_gpu(
     every.then(gpus).filter(|&n| n > 1)
 }
 
-/// The GPUs the nsys pass samples (`--gpu-metrics-devices`), or None: sampling is off (or
-/// left off, [`crate::config::Config::sampling_off`]).
+/// The keys that keep the samples of [`samples_every_gpu`] to the workload's GPU: under a
+/// launcher rank 0 samples, and `workload.device` would hide the other ranks' GPUs.
+pub(crate) fn keep_to_one(cfg: &crate::config::Config) -> &'static str {
+    match cfg.workload.launcher {
+        Launcher::None => {
+            "nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to the workload's GPU"
+        }
+        _ => "nsys.gpu_metrics.devices=N keeps rank 0's sampling to its GPU N",
+    }
+}
+
+/// The GPUs the nsys pass samples (`--gpu-metrics-devices`), or None: sampling is off. Under
+/// a launcher rank 0 alone samples ([`Launcher::rank_zero_samples`]): under torchrun and
+/// mpirun, with nothing choosing the GPUs, its GPU is device 0 (rank r takes device r by the
+/// convention those launchers' LOCAL_RANK serves; the report checks the kernels' device
+/// against the samples' before attributing them); elsewhere the GPUs it can see.
 pub(crate) fn sampled_devices(cfg: &crate::config::Config) -> Option<String> {
     let gm = &cfg.nsys.gpu_metrics;
-    if !gm.enable || cfg.sampling_off().is_some() {
+    if !gm.enable {
         return None;
     }
     let asked = gm
@@ -80,7 +94,10 @@ pub(crate) fn sampled_devices(cfg: &crate::config::Config) -> Option<String> {
         .as_deref()
         .map(str::trim)
         .filter(|d| !d.is_empty());
-    Some(asked.unwrap_or("cuda-visible").to_string())
+    let rank_zero = matches!(cfg.workload.launcher, Launcher::Torchrun | Launcher::Mpirun)
+        && !cfg.gpus_chosen();
+    let default = if rank_zero { "0" } else { "cuda-visible" };
+    Some(asked.unwrap_or(default).to_string())
 }
 
 /// `--gpu-metrics-*` arguments for sampling `devices`, put before `-o` in `argv`: the

@@ -18,14 +18,30 @@ pub(crate) fn find(l: Launcher) -> Result<Option<std::path::PathBuf>, Error> {
     })
 }
 
+/// This program's own path, which each rank runs as `__rank-exec`.
+pub(crate) fn stage2_exe() -> String {
+    std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "stage2".to_string())
+}
+
+/// What the ranks not chosen run: the workload alone (its last N arguments), or the whole argv
+/// without the profiler's flags that start with a prefix (those before `-o`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Others {
+    Workload(usize),
+    Drop(String),
+}
+
 /// Run the profiler only on chosen ranks: `stage2 __rank-exec VAR RANKS N -- ARGV...` runs
-/// ARGV where `$VAR` is one of RANKS, else only its last N arguments (the workload). It replaces
-/// itself with the program (exec), so signals and exit codes pass straight through.
+/// ARGV where `$VAR` is one of RANKS, else only its last N arguments (the workload), or with
+/// `--others-drop PREFIX`, ARGV without the flags that start with PREFIX. It replaces itself
+/// with the program (exec), so signals and exit codes pass straight through.
 pub(crate) fn rank_exec_args(
     stage2: &str,
     l: Launcher,
     ranks: &[u32],
-    workload_len: usize,
+    others: &Others,
     profiled: Vec<String>,
 ) -> Vec<String> {
     let ranks = ranks
@@ -33,30 +49,40 @@ pub(crate) fn rank_exec_args(
         .map(|r| r.to_string())
         .collect::<Vec<_>>()
         .join(",");
-    let mut a = vec![
-        stage2.to_string(),
-        "__rank-exec".into(),
-        l.rank_var().into(),
-        ranks,
-        workload_len.to_string(),
-        "--".into(),
-    ];
+    let mut a = vec![stage2.to_string(), "__rank-exec".into()];
+    if let Others::Drop(prefix) = others {
+        a.push(format!("--others-drop={prefix}"));
+    }
+    let len = match others {
+        Others::Workload(n) => *n,
+        Others::Drop(_) => 0,
+    };
+    a.extend([l.rank_var().into(), ranks, len.to_string(), "--".into()]);
     a.extend(profiled);
     a
 }
 
 /// The argv `__rank-exec` runs for the rank in `rank_value`.
-pub(crate) fn choose<'a>(
+pub(crate) fn choose(
     rank_value: Option<&str>,
     ranks: &str,
-    workload_len: usize,
-    argv: &'a [String],
-) -> &'a [String] {
+    others: &Others,
+    argv: &[String],
+) -> Vec<String> {
     let mine = rank_value.unwrap_or("0").trim();
     if ranks.split(',').any(|r| r.trim() == mine) {
-        argv
-    } else {
-        &argv[argv.len().saturating_sub(workload_len)..]
+        return argv.to_vec();
+    }
+    match others {
+        Others::Workload(n) => argv[argv.len().saturating_sub(*n)..].to_vec(),
+        Others::Drop(prefix) => {
+            let at = argv.iter().position(|a| a == "-o").unwrap_or(argv.len());
+            argv.iter()
+                .enumerate()
+                .filter(|(i, a)| *i >= at || !a.starts_with(prefix.as_str()))
+                .map(|(_, a)| a.clone())
+                .collect()
+        }
     }
 }
 
@@ -100,10 +126,43 @@ mod tests {
     #[test]
     fn rank_exec_profiles_only_the_chosen_ranks() {
         let argv = s(&["ncu", "--set", "roofline", "-o", "x", "python3", "w.py"]);
-        assert_eq!(choose(Some("0"), "0", 2, &argv), &argv[..]);
-        assert_eq!(choose(Some("1"), "0", 2, &argv), &argv[5..]);
-        assert_eq!(choose(Some("3"), "1,3", 2, &argv), &argv[..]);
-        let a = rank_exec_args("stage2", Launcher::Torchrun, &[0], 2, argv.clone());
+        let bare = Others::Workload(2);
+        assert_eq!(choose(Some("0"), "0", &bare, &argv), &argv[..]);
+        assert_eq!(choose(Some("1"), "0", &bare, &argv), &argv[5..]);
+        assert_eq!(choose(Some("3"), "1,3", &bare, &argv), &argv[..]);
+        let a = rank_exec_args("stage2", Launcher::Torchrun, &[0], &bare, argv.clone());
         assert_eq!(a[..6].join(" "), "stage2 __rank-exec RANK 0 2 --");
+    }
+
+    /// The nsys pass's sampling on rank 0 alone: the others drop the `--gpu-metrics-*` flags
+    /// before `-o` and keep the workload's own that happen to look alike.
+    #[test]
+    fn other_ranks_drop_the_sampling_flags_only() {
+        let argv = s(&[
+            "nsys",
+            "profile",
+            "--gpu-metrics-devices=0",
+            "--gpu-metrics-frequency=50000",
+            "-o",
+            "r",
+            "w",
+            "--gpu-metrics-x",
+        ]);
+        let drop = Others::Drop("--gpu-metrics-".into());
+        assert_eq!(choose(Some("0"), "0", &drop, &argv), &argv[..]);
+        assert_eq!(
+            choose(Some("1"), "0", &drop, &argv).join(" "),
+            "nsys profile -o r w --gpu-metrics-x"
+        );
+        assert_eq!(
+            choose(None, "0", &drop, &argv),
+            &argv[..],
+            "no rank variable reads as rank 0"
+        );
+        let a = rank_exec_args("stage2", Launcher::Srun, &[0], &drop, argv.clone());
+        assert_eq!(
+            a[..7].join(" "),
+            "stage2 __rank-exec --others-drop=--gpu-metrics- SLURM_PROCID 0 0 --"
+        );
     }
 }
