@@ -199,8 +199,9 @@ fn a_gpu_that_refuses_sampling_leaves_a_clear_line_and_the_run_goes_on_without_i
     }
 }
 
-/// Under torchrun only rank 0's nsys samples (its GPU, device 0, where nothing chooses the
-/// GPUs); srun, which may bind a GPU per task, samples what rank 0 sees.
+/// Under torchrun with the whole run captured only rank 0's nsys samples (its GPU, device 0,
+/// where nothing chooses the GPUs); srun, which may bind a GPU per task, samples what rank 0
+/// sees. A range-gated capture under a launcher does not sample.
 #[test]
 fn under_a_launcher_rank_0_alone_samples() {
     let sb = sampled_sandbox();
@@ -208,21 +209,17 @@ fn under_a_launcher_rank_0_alone_samples() {
         ("t", "torchrun", "RANK", "0"),
         ("s", "srun", "SLURM_PROCID", "cuda-visible"),
     ] {
-        sb.profile(
-            id,
-            &[
-                "--launcher",
-                launcher,
-                "--nproc-per-node",
-                "2",
-                "--dry-run",
-                "--",
-                "true",
-            ],
-        )
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .assert()
-        .success();
+        let args = ["--launcher", launcher, "--nproc-per-node", "2", "--dry-run"];
+        let gated = format!("{id}-gated");
+        sb.profile(&gated, &[&args[..], &["--", "true"]].concat())
+            .assert()
+            .success();
+        assert!(!read(sb.run(&gated).join("nsys/cmd.txt")).contains("--gpu-metrics"));
+        let whole = [&args[..], &["nsys.gating_nvtx=false", "--", "true"]].concat();
+        sb.profile(id, &whole)
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .assert()
+            .success();
         let cmd = read(sb.run(id).join("nsys/cmd.txt"));
         let profile = cmd.lines().find(|l| l.contains(" profile ")).unwrap();
         let rank_0 = format!(" __rank-exec --others-drop=--gpu-metrics- {var} 0 0 -- ");
@@ -590,8 +587,43 @@ fn a_small_share_left_without_figures_keeps_the_reuse() {
     );
 }
 
-/// A shallow run under a launcher: rank 0's nsys alone is asked to sample, and the reports
-/// say the figures are its launches'.
+/// A shallow run under a launcher with a range-gated capture samples nothing and profiles
+/// nothing: it says so before the run, and kernels.md says why no kernel has a sampled class.
+#[test]
+fn a_gated_quick_run_under_a_launcher_says_no_kernel_gets_a_class() {
+    let sb = sampled_sandbox();
+    let out = sb
+        .profile(
+            "lq",
+            &[
+                "--launcher",
+                "torchrun",
+                "--nproc-per-node",
+                "2",
+                "--quick",
+                "--nvtx-capture",
+                "decode",
+                "--",
+                "true",
+            ],
+        )
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(
+        err.contains("stage2: warning: nsys pass: not sampling GPU metrics: under a launcher only rank 0 can sample")
+            && err.contains("no kernel gets a bound class"),
+        "{err}"
+    );
+    let md = read(sb.run("lq").join("kernels.md"));
+    assert!(
+        md.contains("The nsys pass took no GPU-metrics samples: under a launcher only rank 0"),
+        "{md}"
+    );
+}
+
+/// A shallow run under a launcher with the whole run captured: rank 0's nsys alone is asked to
+/// sample, and the reports say the figures are its launches'.
 #[test]
 fn a_quick_run_under_a_launcher_samples_rank_0() {
     let sb = sampled_sandbox();
@@ -605,6 +637,7 @@ fn a_quick_run_under_a_launcher_samples_rank_0() {
             "--quick",
             "--nvtx-capture",
             "decode",
+            "nsys.gating_nvtx=false",
             "--",
             "true",
         ],

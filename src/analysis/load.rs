@@ -187,7 +187,8 @@ impl Artifacts {
             _ => None,
         };
         if sampled.is_none() {
-            sampled = sampled::none_taken(db.is_some() && asked_to_sample(run));
+            sampled =
+                sampled::none_taken(db.is_some() && asked_to_sample(run), config.sampling_off());
         }
         if let Some(s) = sampled.as_mut() {
             s.rank = first_rank;

@@ -172,6 +172,8 @@ pub(crate) struct Sampled {
     pub(crate) beside_ncu: Vec<Agreement>,
     /// Why the samples could not be attributed (several GPUs sampled, say).
     pub(crate) note: Option<String>,
+    /// Why the nsys pass took no samples though sampling is enabled.
+    pub(crate) not_sampled: Option<&'static str>,
     /// Which of several sampled GPUs' samples are attributed, and on what evidence.
     pub(crate) picked: Option<String>,
     /// Under a launcher: the rank whose nsys sampled (the others' do not), whose launches
@@ -235,6 +237,7 @@ pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Optio
             .collect(),
         beside_ncu: Vec::new(),
         note: None,
+        not_sampled: None,
         picked: None,
         rank: None,
         reused: None,
@@ -275,13 +278,20 @@ pub(crate) fn renumbers(visible: &str) -> bool {
         .any(|(i, v)| v != i.to_string())
 }
 
-/// What a run whose nsys pass asked for samples (`asked`: its command line) and whose export
-/// holds none says of it.
-pub(crate) fn none_taken(asked: bool) -> Option<Sampled> {
-    asked.then(|| Sampled {
-        note: Some("its export holds none (no GPU_METRICS table)".into()),
-        ..Sampled::default()
-    })
+/// What a run whose export holds no samples says of it: the nsys pass was asked to sample
+/// (`asked`: its command line) and the export has none, or sampling was left off and why.
+pub(crate) fn none_taken(asked: bool, off: Option<&'static str>) -> Option<Sampled> {
+    match (asked, off) {
+        (true, _) => Some(Sampled {
+            note: Some("its export holds none (no GPU_METRICS table)".into()),
+            ..Sampled::default()
+        }),
+        (false, Some(why)) => Some(Sampled {
+            not_sampled: Some(why),
+            ..Sampled::default()
+        }),
+        (false, None) => None,
+    }
 }
 
 /// Read the samples of the export and attribute them to the launches made inside an

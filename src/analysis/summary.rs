@@ -196,6 +196,9 @@ pub(crate) struct GpuMetrics {
     /// Why no figures were attributed, when none were.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) note: Option<String>,
+    /// Why the nsys pass took no samples though sampling is enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) not_sampled: Option<&'static str>,
     /// Which of several sampled GPUs' samples are attributed, and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) picked: Option<String>,
@@ -258,6 +261,7 @@ pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
         frequency_hz: s.frequency_hz,
         all_kernels: s.whole,
         note: s.note.clone(),
+        not_sampled: s.not_sampled,
         picked: s.picked.clone(),
         rank: s.rank,
         rule: Bound::SAMPLED_RULE,

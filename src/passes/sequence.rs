@@ -108,6 +108,14 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
         if let Some(r) = &reuse {
             tracing::info!("nsys pass: not sampling GPU metrics: the sampled figures of this command's last sampled run ({}) are reused (nsys.gpu_metrics.reuse)", r.run);
         }
+        match (ctx.cfg.sampling_off(), ctx.cfg.ncu.enable) {
+            (Some(why), true) => tracing::info!("nsys pass: not sampling GPU metrics: {why}"),
+            // Neither tool then classes a kernel: said before the run, not found after it.
+            (Some(why), false) => tracing::warn!(
+                "nsys pass: not sampling GPU metrics: {why}; with the ncu pass off, no kernel gets a bound class"
+            ),
+            (None, _) => {}
+        }
         let metric_set = match (&reuse, &s.nsys, driver.dry_run) {
             (None, Some(nsys), false) if wants_metric_set(ctx.cfg) => {
                 let gpus: Vec<String> = s.env.gpus.iter().map(|g| g.name.clone()).collect();

@@ -20,6 +20,10 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
         None => "every launch of the capture".to_string(),
     };
     let _ = writeln!(s, "\n## Sampled GPU metrics ({scope})\n");
+    if let Some(why) = gm.not_sampled {
+        let _ = writeln!(s, "The nsys pass took no GPU-metrics samples: {why}.");
+        return;
+    }
     if let Some(note) = &gm.note {
         let _ = writeln!(s, "The nsys pass sampled GPU metrics, but {}.", md(note));
         return;

@@ -86,7 +86,7 @@ pub(crate) fn keep_to_one(cfg: &crate::config::Config) -> &'static str {
 /// against the samples' before attributing them); elsewhere the GPUs it can see.
 pub(crate) fn sampled_devices(cfg: &crate::config::Config) -> Option<String> {
     let gm = &cfg.nsys.gpu_metrics;
-    if !gm.enable {
+    if !gm.enable || cfg.sampling_off().is_some() {
         return None;
     }
     let asked = gm
