@@ -53,11 +53,9 @@ pub(crate) fn answer_cache(
     }
     let dir = crate::passes::ncu::cache::default_dir(cfg.ncu.cache.dir.as_deref())?;
     let real = std::fs::canonicalize(nsys).unwrap_or_else(|_| nsys.to_path_buf());
+    // `workload.device` first: it is what the workload's CUDA_VISIBLE_DEVICES will be.
     let visible = cfg
-        .workload
-        .env
-        .get("CUDA_VISIBLE_DEVICES")
-        .cloned()
+        .visible_devices()
         .or_else(|| std::env::var("CUDA_VISIBLE_DEVICES").ok())
         .unwrap_or_default();
     let key = format!("{}|{}|{visible}", real.display(), gpus.join("|"));
@@ -242,6 +240,25 @@ pub(crate) fn for_run(nsys: &Path, run: &Path, cache: Option<&Path>) -> Option<D
 
 #[cfg(test)]
 mod tests {
+    /// The GPUs nsys may sample depend on what the workload sees: `workload.device` keys the
+    /// answer as the workload's own CUDA_VISIBLE_DEVICES does.
+    #[test]
+    fn the_answer_is_kept_per_visible_gpus() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = format!("ncu.cache.dir={}", dir.path().display());
+        let gpus = ["NVIDIA H100 80GB HBM3".to_string()];
+        let at = |o: &[&str]| {
+            let cfg = crate::testutil::config(&[&[d.as_str()][..], o].concat());
+            super::answer_cache(&cfg, Path::new("/opt/nsys"), &gpus).unwrap()
+        };
+        let none = at(&[]);
+        assert_ne!(none, at(&["workload.device=1"]));
+        assert_eq!(
+            at(&["workload.device=1"]),
+            at(&["+workload.env.CUDA_VISIBLE_DEVICES=1"])
+        );
+    }
+
     use super::*;
 
     /// nsys 2025.3.1's own set folder (the H100 machine's, tests/fakes/GpuMetrics: its index and
