@@ -258,6 +258,13 @@ fn doctor_says_whether_nsys_may_sample_and_why_not() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("GPU-metrics sampling: off (nsys.gpu_metrics.enable=false)"));
+    let out = sb
+        .stage2()
+        .args(["doctor", "workload.launcher=torchrun"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("GPU-metrics sampling: off: under a launcher only rank 0 can sample"));
     // Two GPUs visible (the nvidia-smi double lists two): both are sampled, and doctor says so.
     let two = |args: &[&str]| {
         let out = sb

@@ -255,9 +255,9 @@ fn finalize_check(nsys: &Path) -> Check {
 /// counter access, or when the GPU has no metric set).
 fn sampling_check(nsys: &Path, cfg: &config::Config) -> Check {
     let Some(devices) = crate::passes::nsys::sampled_devices(cfg) else {
-        let why = match cfg.nsys.gpu_metrics.enable {
-            false => "off (nsys.gpu_metrics.enable=false)",
-            true => "off under a launcher (each rank's nsys would sample the same GPUs)",
+        let why = match cfg.sampling_off() {
+            None => "off (nsys.gpu_metrics.enable=false)".to_string(),
+            Some(why) => format!("off: {why}"),
         };
         return check(Level::Ok, format!("GPU-metrics sampling: {why}"), None);
     };
