@@ -767,3 +767,45 @@ fn a_run_that_samples_every_gpu_of_the_machine_says_so() {
     );
     assert!(!run("one", &["workload.device=0"]).contains("samples all 2 GPUs"));
 }
+
+/// Under a launcher rank 0's nsys is refused sampling while rank 1's, not asked, writes its
+/// report: the refusal is still seen, that try's report set aside, and every rank run again
+/// without sampling.
+#[test]
+fn a_refusal_on_rank_0_runs_every_rank_again_without_sampling() {
+    let sb = sampled_sandbox();
+    sb.profile(
+        "lr",
+        &[
+            "--launcher",
+            "torchrun",
+            "--nproc-per-node",
+            "2",
+            "--quick",
+            "--nvtx-capture",
+            "decode",
+            "nsys.gating_nvtx=false",
+            "--",
+            "true",
+        ],
+    )
+    .env_remove("CUDA_VISIBLE_DEVICES")
+    .env("FAKE_NSYS_MODE", "refuse-sampling")
+    .assert()
+    .success();
+    let run = sb.run("lr");
+    let st = common::status(&run);
+    assert_eq!(st["passes"]["nsys"]["state"], "ok", "{st}");
+    let refused = &st["passes"]["nsys"]["nsys"]["sampling"]["refused"];
+    assert!(
+        refused
+            .as_str()
+            .unwrap()
+            .contains("Already under profiling"),
+        "{st}"
+    );
+    for r in 0..2 {
+        assert!(run.join(format!("nsys/run.rank{r}.sqlite")).is_file());
+    }
+    assert!(run.join("nsys/refused-try.run.rank1.nsys-rep").is_file());
+}

@@ -59,12 +59,25 @@ impl NsysPass {
         log: &Path,
     ) -> Result<Refusals, Error> {
         let dir = ctx.run.path.join("nsys");
-        let Some(mut why) = sampling_refused(&out, !reports(&dir).is_empty()) else {
+        // Under a launcher rank 0 alone samples: the other ranks' reports say nothing of it.
+        let sampler = plan.multi.then_some(0);
+        let sampled_report = || reports(&dir).iter().any(|(rank, _)| *rank == sampler);
+        let Some(mut why) = sampling_refused(&out, sampled_report()) else {
             return Ok((out, None, None));
         };
         let program = spec.program.clone();
         let mut again = |argv: &[String], kept: &str| -> Result<Outcome, Error> {
             let _ = std::fs::rename(log, ctx.run.nsys(kept));
+            // The other ranks' reports of the refused try: kept, out of the next one's way
+            // (nsys does not write over a report).
+            for (_, p) in reports(&dir) {
+                if let Some(name) = p.file_name() {
+                    let _ = std::fs::rename(
+                        &p,
+                        dir.join(format!("refused-try.{}", name.to_string_lossy())),
+                    );
+                }
+            }
             let _ = append_cmd_txt(&ctx.workload.env, &ctx.run.nsys("cmd.txt"), argv);
             spec.args = argv[1..].to_vec();
             process::run(spec).map_err(|e| Error::start(program.display(), e))
@@ -82,7 +95,7 @@ impl NsysPass {
             argv = without_flags(&argv, "--gpu-metrics-set=");
             out = again(&argv, "nsys.set-refused.log")?;
             set_refused = Some(why);
-            match sampling_refused(&out, !reports(&dir).is_empty()) {
+            match sampling_refused(&out, sampled_report()) {
                 None => return Ok((out, None, set_refused)),
                 Some(w) => why = w,
             }
