@@ -809,3 +809,38 @@ fn a_refusal_on_rank_0_runs_every_rank_again_without_sampling() {
     }
     assert!(run.join("nsys/refused-try.run.rank1.nsys-rep").is_file());
 }
+
+/// One GPU sampled, asked for by number, and another than the kernels' device (a launcher's
+/// rank 0 on another GPU than its convention's, or a mistyped `nsys.gpu_metrics.devices`):
+/// none are attributed. Asked as `cuda-visible`, a lone GPU's number says nothing (a GPU bound
+/// to the process keeps the machine's number), and its samples are the kernels'.
+#[test]
+fn a_lone_gpu_asked_by_number_must_be_the_kernels_device() {
+    for (asked, attributed) in [("1", false), ("cuda-visible", true)] {
+        let sb = Sandbox::new();
+        let run = sb.copy_of("tests/data/hf/gpu-metrics", "other");
+        let cmd = read(run.join("nsys/cmd.txt"));
+        let cmd = cmd.replace(
+            "--gpu-metrics-devices=0",
+            &format!("--gpu-metrics-devices={asked}"),
+        );
+        std::fs::write(run.join("nsys/cmd.txt"), cmd).unwrap();
+        let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
+        db.execute_batch(
+            "UPDATE TARGET_INFO_GPU_METRICS SET typeId = typeId + 1; UPDATE GPU_METRICS SET typeId = typeId + 1;",
+        )
+        .unwrap();
+        drop(db);
+        sb.stage2().arg("report").arg(&run).assert().success();
+        let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+        let md = read(run.join("kernels.md"));
+        assert_eq!(
+            !s["gpu_metrics"]["all_kernels"].is_null(),
+            attributed,
+            "{asked}"
+        );
+        if !attributed {
+            assert!(md.contains("nsys sampled GPU 1 and the range's kernels ran on device 0: its samples are another GPU's"), "{md}");
+        }
+    }
+}

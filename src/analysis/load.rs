@@ -177,18 +177,25 @@ impl Artifacts {
         let mut env = json("env.json");
         // Sampled figures are evidence beside the timeline: a broken table costs them alone.
         let visible = visible_devices(&config, env.as_ref());
+        let asked = devices_asked(run);
         // Under a launcher the timeline is the first rank's, and rank 0 alone samples.
         let mut sampled = match (&db, &timeline) {
-            (Some(db), Some(t)) => sampled_figures(run, db, t, capture.range(), visible.as_deref())
-                .unwrap_or_else(|e| {
-                    tracing::warn!("sampled GPU metrics left out: {e}");
-                    None
-                }),
+            (Some(db), Some(t)) => sampled_figures(
+                run,
+                db,
+                t,
+                capture.range(),
+                visible.as_deref(),
+                asked.as_deref(),
+            )
+            .unwrap_or_else(|e| {
+                tracing::warn!("sampled GPU metrics left out: {e}");
+                None
+            }),
             _ => None,
         };
         if sampled.is_none() {
-            sampled =
-                sampled::none_taken(db.is_some() && asked_to_sample(run), config.sampling_off());
+            sampled = sampled::none_taken(db.is_some() && asked.is_some(), config.sampling_off());
         }
         if let Some(s) = sampled.as_mut() {
             s.rank = first_rank;
@@ -319,15 +326,19 @@ fn visible_devices(config: &Config, env: Option<&serde_json::Value>) -> Option<S
     })
 }
 
-/// Whether the nsys pass's last profile (one refused sampling is run again without it) asked
-/// nsys to sample GPU metrics.
-fn asked_to_sample(run: &RunDir) -> bool {
-    crate::files::read_capped(&run.file("nsys/cmd.txt"), crate::files::RUN_FILE_CAP).is_ok_and(
-        |t| {
-            t.lines()
-                .rfind(|l| l.contains(" profile "))
-                .is_some_and(|l| l.contains("--gpu-metrics-devices="))
-        },
+/// The GPUs the nsys pass's last profile (one refused sampling is run again without it) asked
+/// nsys to sample (`--gpu-metrics-devices`), None where it asked for none.
+fn devices_asked(run: &RunDir) -> Option<String> {
+    let text =
+        crate::files::read_capped(&run.file("nsys/cmd.txt"), crate::files::RUN_FILE_CAP).ok()?;
+    let line = text.lines().rfind(|l| l.contains(" profile "))?;
+    let value = line.split_once("--gpu-metrics-devices=")?.1;
+    Some(
+        value
+            .split_whitespace()
+            .next()?
+            .trim_matches('\'')
+            .to_string(),
     )
 }
 
@@ -339,9 +350,16 @@ fn sampled_figures(
     t: &Timeline,
     range: Option<&str>,
     visible: Option<&str>,
+    asked: Option<&str>,
 ) -> Result<Option<sampled::Sampled>, Error> {
     let renumbered = visible.filter(|v| sampled::renumbers(v));
-    if let Some(s) = sampled::read(db, &t.phases, range, renumbered)? {
+    // GPUs asked for by number are numbered as CUDA numbers them where nothing renumbers.
+    let by_number = asked.is_some_and(|d| d.split(',').all(|x| x.trim().parse::<u32>().is_ok()));
+    let numbering = match (renumbered, by_number) {
+        (None, true) => sampled::Numbering::AsCuda,
+        _ => sampled::Numbering::Unknown,
+    };
+    if let Some(s) = sampled::read(db, &t.phases, range, renumbered, numbering)? {
         return Ok(Some(s));
     }
     let path = run.path.join(sampled::reuse::FILE);

@@ -294,6 +294,15 @@ pub(crate) fn none_taken(asked: bool, off: Option<&'static str>) -> Option<Sampl
     }
 }
 
+/// Whether a lone sampled GPU's number can be held against the kernels' device: asked for by
+/// number with nothing renumbering the GPUs, nsys's number is CUDA's. With `cuda-visible` a
+/// GPU bound to the process (srun's per-task binding, say) keeps the machine's number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Numbering {
+    AsCuda,
+    Unknown,
+}
+
 /// Read the samples of the export and attribute them to the launches made inside an
 /// instance of `range` (anywhere when None). None when the run sampled nothing.
 /// `renumbered`: the workload's `CUDA_VISIBLE_DEVICES` where it renumbers the GPUs (not
@@ -303,6 +312,7 @@ pub(crate) fn read(
     ranges: &[NvtxRange],
     range: Option<&str>,
     renumbered: Option<&str>,
+    numbering: Numbering,
 ) -> Result<Option<Sampled>, Error> {
     // A run that sampled nothing costs one schema look.
     if !db.has_gpu_metrics()? {
@@ -318,23 +328,31 @@ pub(crate) fn read(
         note: Some(why),
         ..Sampled::default()
     };
-    Ok(Some(match (series.as_slice(), devices.len()) {
+    Ok(Some(match (series.as_slice(), devices.as_slice()) {
         ([], _) => one("the export holds no GPU-metrics samples over the range's kernels".into()),
-        ([s], 0 | 1) => match attribute(&s.samples, &launches) {
+        ([s], [device])
+            if numbering == Numbering::AsCuda && s.gpu & 0xFF != *device =>
+        {
+            one(format!(
+                "nsys sampled GPU {} and the range's kernels ran on device {device}: its samples are another GPU's, so none are attributed (nsys.gpu_metrics.devices names the GPU to sample)",
+                s.gpu & 0xFF
+            ))
+        }
+        ([s], [] | [_]) => match attribute(&s.samples, &launches) {
             Some(a) => a,
             None => one("fewer than two GPU-metrics samples over the range's kernels".into()),
         },
-        (many, 1) => match renumbered {
+        (many, [device]) => match renumbered {
             Some(v) => one(format!(
-                "{} GPUs sampled while CUDA_VISIBLE_DEVICES={v} renumbers the GPUs the workload sees, so which stream is the kernels' device {} is not known and none are attributed",
+                "{} GPUs sampled while CUDA_VISIBLE_DEVICES={v} renumbers the GPUs the workload sees, so which stream is the kernels' device {device} is not known and none are attributed",
                 many.len(),
-                devices[0]
             )),
-            None => of_device(many, devices[0], &launches).unwrap_or_else(one),
+            None => of_device(many, *device, &launches).unwrap_or_else(one),
         },
         (s, d) => one(format!(
-            "{} GPUs sampled and kernels on {d} devices: which samples belong to which kernels is not known, so none are attributed",
-            s.len()
+            "{} GPUs sampled and kernels on {} devices: which samples belong to which kernels is not known, so none are attributed",
+            s.len(),
+            d.len()
         )),
     }))
 }
