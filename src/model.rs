@@ -134,6 +134,9 @@ pub(crate) struct SampledKernel {
     #[serde(flatten)]
     pub(crate) all: SampledFigures,
     pub(crate) configs: Vec<SampledConfig>,
+    /// Under a launcher: the one rank whose launches were sampled (the record sums them all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) rank: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

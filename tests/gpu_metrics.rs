@@ -665,6 +665,8 @@ fn a_quick_run_under_a_launcher_samples_rank_0() {
     assert_eq!(sampling, 1, "{calls}");
     let md = read(sb.run("lq").join("kernels.md"));
     assert!(md.contains("Rank 0's launches alone"), "{md}");
+    // The kernel table sums both ranks: a sampled class there says whose launches it is.
+    assert!(md.contains("| latency (sampled, rank 0) |"), "{md}");
     assert!(
         md.contains("Sampled by nsys during its pass at 50000 Hz"),
         "{md}"

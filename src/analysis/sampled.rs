@@ -435,6 +435,7 @@ impl Sampled {
             r.sampled = Some(SampledKernel {
                 all: k.all.figures(),
                 configs,
+                rank: self.rank,
             });
         }
     }

@@ -127,7 +127,10 @@ pub(crate) mod fmt {
     pub(crate) fn bound_cell(r: &crate::model::KernelRecord) -> String {
         match (r.bound, r.sampled.as_ref().and_then(|k| k.all.bound)) {
             (Some(b), _) => b.label().to_string(),
-            (None, Some(b)) => format!("{} (sampled)", b.label()),
+            (None, Some(b)) => match r.sampled.as_ref().and_then(|k| k.rank) {
+                Some(rank) => format!("{} (sampled, rank {rank})", b.label()),
+                None => format!("{} (sampled)", b.label()),
+            },
             (None, None) => "–".to_string(),
         }
     }

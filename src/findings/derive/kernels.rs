@@ -229,8 +229,13 @@ pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
             .collect();
         table_bounds(a, &own, Scope::of(ncu_range.as_deref()), out);
     }
-    sampled_bounds(a, &joined, table_scope(a), out);
-    disagreements(a, table_scope(a), out);
+    // Under a launcher the samples are one rank's launches.
+    let sampled = match a.sampled.as_ref().and_then(|s| s.rank) {
+        Some(rank) => table_scope(a).rank(rank),
+        None => table_scope(a),
+    };
+    sampled_bounds(a, &joined, sampled.clone(), out);
+    disagreements(a, sampled, out);
     replays(a, &joined, table_scope(a), out);
     if a.ncu.is_none() {
         out.push(Claim::NoNcuMetrics, Scope::capture(), None, vec![]);
