@@ -199,8 +199,6 @@ impl Artifacts {
         }
         if let Some(s) = sampled.as_mut() {
             s.rank = first_rank;
-        }
-        if let Some(s) = sampled.as_mut() {
             s.attach(&mut records);
             s.beside(&records, ncu.report.as_ref());
         }
