@@ -119,7 +119,7 @@ fn quick_is_the_nsys_pass_alone_with_sampled_classes() {
     assert!(
         summary.contains(
             // Tagged: another kernel of the run reads `elementwise_kernel [MulFunctor]` too.
-            "| 1 | elementwise_kernel \\[MulFunctor\\] ~ee728c | 14.5% | 2.52 | latency (sampled) |"
+            "| 1 | elementwise_kernel \\[MulFunctor\\] ~ee728c | 14.5% | 2.52 | latency (sampled, 100.0% covered) |"
         ),
         "{summary}"
     );
@@ -666,7 +666,10 @@ fn a_quick_run_under_a_launcher_samples_rank_0() {
     let md = read(sb.run("lq").join("kernels.md"));
     assert!(md.contains("Rank 0's launches alone"), "{md}");
     // The kernel table sums both ranks: a sampled class there says whose launches it is.
-    assert!(md.contains("| latency (sampled, rank 0) |"), "{md}");
+    assert!(
+        md.contains("| latency (sampled on rank 0, 100.0% covered) |"),
+        "{md}"
+    );
     assert!(
         md.contains("Sampled by nsys during its pass at 50000 Hz"),
         "{md}"

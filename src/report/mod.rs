@@ -123,14 +123,21 @@ pub(crate) mod fmt {
         v.map(|x| format!("{x:.1}"))
             .unwrap_or_else(|| "–".to_string())
     }
-    /// ncu's class, else the class sampled by nsys marked so, else "–".
+    /// ncu's class, else the class sampled by nsys marked so with its coverage (and the rank
+    /// sampled, under a launcher), else "–".
     pub(crate) fn bound_cell(r: &crate::model::KernelRecord) -> String {
-        match (r.bound, r.sampled.as_ref().and_then(|k| k.all.bound)) {
+        let sampled = r.sampled.as_ref();
+        match (r.bound, sampled.and_then(|k| k.all.bound.map(|b| (k, b)))) {
             (Some(b), _) => b.label().to_string(),
-            (None, Some(b)) => match r.sampled.as_ref().and_then(|k| k.rank) {
-                Some(rank) => format!("{} (sampled, rank {rank})", b.label()),
-                None => format!("{} (sampled)", b.label()),
-            },
+            (None, Some((k, b))) => {
+                let covered = pct(k.all.coverage_pct);
+                match k.rank {
+                    Some(rank) => {
+                        format!("{} (sampled on rank {rank}, {covered} covered)", b.label())
+                    }
+                    None => format!("{} (sampled, {covered} covered)", b.label()),
+                }
+            }
             (None, None) => "–".to_string(),
         }
     }

@@ -90,7 +90,7 @@ pub(super) fn top_kernels(a: &Decided, s: &mut String) {
         };
         let _ = writeln!(
             s,
-            "Where ncu gave no class, the class sampled by nsys over every launch{reused}, marked \"sampled\" (kernels.md, \"Sampled GPU metrics\"; rule: {}).\n",
+            "Where ncu gave no class, the class sampled by nsys over every launch{reused}, marked \"sampled\" with the share of its time the samples covered (kernels.md, \"Sampled GPU metrics\"; rule: {}).\n",
             Bound::SAMPLED_RULE
         );
     }
