@@ -175,33 +175,15 @@ impl Artifacts {
             serde_json::from_str(&text).ok()
         };
         let mut env = json("env.json");
-        // Sampled figures are evidence beside the timeline: a broken table costs them alone.
-        let visible = visible_devices(&config, env.as_ref());
-        let asked = devices_asked(run);
-        // Under a launcher the timeline is the first rank's, and rank 0 alone samples.
-        let mut sampled = match (&db, &timeline) {
-            (Some(db), Some(t)) => sampled_figures(
-                run,
-                db,
-                t,
-                capture.range(),
-                visible.as_deref(),
-                asked.as_deref(),
-            )
-            .unwrap_or_else(|e| {
-                tracing::warn!("sampled GPU metrics left out: {e}");
-                None
-            }),
-            _ => None,
-        };
-        if sampled.is_none() {
-            sampled = sampled::none_taken(db.is_some() && asked.is_some(), config.sampling_off());
-        }
-        if let Some(s) = sampled.as_mut() {
-            s.rank = first_rank;
-            s.attach(&mut records);
-            s.beside(&records, ncu.report.as_ref());
-        }
+        let sampled = sampled_of(run, &config, env.as_ref(), (db.as_ref(), timeline.as_ref())).map(
+            |mut s| {
+                // Under a launcher the timeline is the first rank's, and rank 0 alone samples.
+                s.rank = first_rank;
+                s.attach(&mut records);
+                s.beside(&records, ncu.report.as_ref());
+                s
+            },
+        );
         let python = match (&db, &timeline) {
             // The samples are evidence beside the figures: a broken file costs them alone.
             (Some(db), Some(t)) => python_evidence(run, db, t).unwrap_or_else(|e| {
@@ -322,6 +304,35 @@ fn visible_devices(config: &Config, env: Option<&serde_json::Value>) -> Option<S
             .as_str()
             .map(str::to_string)
     })
+}
+
+/// The run's sampled figures, or what it says of their absence. Sampled figures are evidence
+/// beside the timeline: a broken table costs them alone.
+fn sampled_of(
+    run: &RunDir,
+    config: &Config,
+    env: Option<&serde_json::Value>,
+    (db, timeline): (Option<&NsysDb>, Option<&Timeline>),
+) -> Option<sampled::Sampled> {
+    let visible = visible_devices(config, env);
+    let asked = devices_asked(run);
+    let capture = Capture::of(&config.nsys);
+    let read = match (db, timeline) {
+        (Some(db), Some(t)) => sampled_figures(
+            run,
+            db,
+            t,
+            capture.range(),
+            visible.as_deref(),
+            asked.as_deref(),
+        )
+        .unwrap_or_else(|e| {
+            tracing::warn!("sampled GPU metrics left out: {e}");
+            None
+        }),
+        _ => None,
+    };
+    read.or_else(|| sampled::none_taken(db.is_some() && asked.is_some(), config.sampling_off()))
 }
 
 /// The GPUs the nsys pass's last profile (one refused sampling is run again without it) asked
