@@ -116,6 +116,12 @@ impl Acc {
         });
     }
 
+    /// One launch no sample window covers (its device was not sampled).
+    fn uncovered(&mut self, start: i64, end: i64) {
+        self.launches += 1;
+        self.time_ns += (end - start).max(0) as f64;
+    }
+
     pub(crate) fn merge(&mut self, o: &Acc) {
         self.launches += o.launches;
         self.time_ns += o.time_ns;
@@ -193,6 +199,8 @@ pub(crate) struct SampledLaunch {
     pub(crate) start: i64,
     pub(crate) end: i64,
     pub(crate) instance: Option<i64>,
+    /// The CUDA device it ran on.
+    pub(crate) device: i64,
 }
 
 /// The sampled figures of the launches made in one instance of the range.
@@ -207,12 +215,25 @@ pub(crate) struct InstanceFigures {
 /// Attribute one GPU's samples to launches.
 pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Option<Sampled> {
     let w = Windows::new(samples)?;
+    Some(attribute_with(|_| Some(&w), w.frequency_hz(), launches))
+}
+
+/// Attribute to each launch the samples of its device's GPU (`windows_of`); a launch whose
+/// device has none adds its time uncovered.
+fn attribute_with<'w>(
+    windows_of: impl Fn(i64) -> Option<&'w Windows<'w>>,
+    frequency_hz: f64,
+    launches: &[SampledLaunch],
+) -> Sampled {
     let mut kernels: HashMap<String, KernelAcc> = HashMap::new();
     let mut instances: std::collections::BTreeMap<i64, Acc> = Default::default();
     let mut whole = Acc::default();
     for l in launches {
         let mut one = Acc::default();
-        one.add(&w, l.start, l.end);
+        match windows_of(l.device) {
+            Some(w) => one.add(w, l.start, l.end),
+            None => one.uncovered(l.start, l.end),
+        }
         whole.merge(&one);
         if let Some(i) = l.instance {
             instances.entry(i).or_default().merge(&one);
@@ -224,8 +245,8 @@ pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Optio
             .or_default()
             .merge(&one);
     }
-    Some(Sampled {
-        frequency_hz: w.frequency_hz(),
+    Sampled {
+        frequency_hz,
         whole: Some(whole.figures()),
         kernels,
         instances: instances
@@ -241,31 +262,67 @@ pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Optio
         picked: None,
         rank: None,
         reused: None,
-    })
+    }
 }
 
-/// Of several sampled GPUs (`--gpu-metrics-devices=cuda-visible` on a machine of several)
-/// with the range's kernels on one device: that device's samples. nsys numbers a sampled
-/// GPU in the low byte of its sample stream's id (NVIDIA's `gpu_metric_util_map` recipe reads
-/// `typeId & 0xFF` as the GPU; an H100 pair's export had two streams, ids ending 00 and 01).
-/// Err: why none are attributed.
-fn of_device(
+/// Of the sampled GPUs (`--gpu-metrics-devices=cuda-visible` on a machine of several), each
+/// launch takes its own device's samples. nsys numbers a sampled GPU in the low byte of its
+/// sample stream's id (NVIDIA's `gpu_metric_util_map` recipe reads `typeId & 0xFF` as the GPU;
+/// an H100 pair's export had two streams, ids ending 00 and 01). A device that no stream is
+/// numbered as leaves its launches uncovered. Err: why none are attributed.
+fn of_devices(
     series: &[Series],
-    device: i64,
+    devices: &[i64],
     launches: &[SampledLaunch],
 ) -> Result<Sampled, String> {
     let n = series.len();
-    let Some(s) = series.iter().find(|s| s.gpu & 0xFF == device) else {
+    let list = |d: &[i64]| {
+        d.iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let found: Vec<(i64, &Series)> = devices
+        .iter()
+        .filter_map(|&d| series.iter().find(|s| s.gpu & 0xFF == d).map(|s| (d, s)))
+        .collect();
+    if found.is_empty() {
         return Err(format!(
-            "{n} GPUs sampled and none numbered as the range's kernels' device {device}, so none of their samples are attributed"
+            "{n} GPUs sampled and none numbered as the range's kernels' device {}, so none of their samples are attributed",
+            list(devices)
+        ));
+    }
+    let windows: HashMap<i64, Windows> = found
+        .iter()
+        .filter_map(|&(d, s)| Windows::new(&s.samples).map(|w| (d, w)))
+        .collect();
+    let Some(frequency_hz) = windows.values().map(Windows::frequency_hz).next() else {
+        return Err(format!(
+            "fewer than two samples of device {} over the range's kernels",
+            list(devices)
         ));
     };
-    let mut a = attribute(&s.samples, launches).ok_or_else(|| {
-        format!("fewer than two samples of device {device} over the range's kernels")
-    })?;
-    a.picked = Some(format!(
-        "nsys sampled {n} GPUs and the range's kernels ran on device {device}: its samples are theirs (nsys numbers a sampled GPU in the low byte of its stream id, typeId & 0xFF)"
-    ));
+    let mut a = attribute_with(|d| windows.get(&d), frequency_hz, launches);
+    let how = "nsys numbers a sampled GPU in the low byte of its stream id, typeId & 0xFF";
+    let unsampled: Vec<i64> = devices
+        .iter()
+        .copied()
+        .filter(|d| !windows.contains_key(d))
+        .collect();
+    a.picked = Some(match (devices, unsampled.is_empty()) {
+        ([d], _) => format!(
+            "nsys sampled {n} GPUs and the range's kernels ran on device {d}: its samples are theirs ({how})"
+        ),
+        (_, true) => format!(
+            "nsys sampled {n} GPUs and the range's kernels ran on devices {}: each launch takes its own device's samples ({how})",
+            list(devices)
+        ),
+        (_, false) => format!(
+            "nsys sampled {n} GPUs and the range's kernels ran on devices {}: each launch takes its own device's samples ({how}), and device {}'s launches, with none, are uncovered",
+            list(devices),
+            list(&unsampled)
+        ),
+    });
     Ok(a)
 }
 
@@ -342,18 +399,17 @@ pub(crate) fn read(
             Some(a) => a,
             None => one("fewer than two GPU-metrics samples over the range's kernels".into()),
         },
-        (many, [device]) => match renumbered {
+        (many, []) => one(format!(
+            "{} GPUs sampled and the export does not say which device the kernels ran on, so none are attributed",
+            many.len()
+        )),
+        (many, devices) => match renumbered {
             Some(v) => one(format!(
-                "{} GPUs sampled while CUDA_VISIBLE_DEVICES={v} renumbers the GPUs the workload sees, so which stream is the kernels' device {device} is not known and none are attributed",
+                "{} GPUs sampled while CUDA_VISIBLE_DEVICES={v} renumbers the GPUs the workload sees, so which stream is which of the kernels' devices is not known and none are attributed",
                 many.len(),
             )),
-            None => of_device(many, *device, &launches).unwrap_or_else(one),
+            None => of_devices(many, devices, &launches).unwrap_or_else(one),
         },
-        (s, d) => one(format!(
-            "{} GPUs sampled and kernels on {} devices: which samples belong to which kernels is not known, so none are attributed",
-            s.len(),
-            d.len()
-        )),
     }))
 }
 
@@ -398,6 +454,7 @@ pub(crate) fn launches(
             start: l.start,
             end: l.start + l.ns,
             instance,
+            device: l.device,
         });
     })?;
     Ok(launches)

@@ -13,6 +13,7 @@ fn launch(name: &str, grid: &str, start_us: f64, end_us: f64) -> SampledLaunch {
         start: (start_us * 1000.0) as i64,
         end: (end_us * 1000.0) as i64,
         instance: None,
+        device: 0,
     }
 }
 
@@ -259,17 +260,55 @@ fn of_several_sampled_gpus_the_kernels_device_is_theirs() {
     for (device, own) in [(0, &gpu0), (1, &gpu1)] {
         let alone = attribute(&own.samples, &launches).unwrap();
         for order in [[gpu0.clone(), gpu1.clone()], [gpu1.clone(), gpu0.clone()]] {
-            let a = of_device(&order, device, &launches).unwrap();
+            let on = |mut l: SampledLaunch| {
+                l.device = device;
+                l
+            };
+            let mine: Vec<SampledLaunch> = launches.iter().cloned().map(on).collect();
+            let a = of_devices(&order, &[device], &mine).unwrap();
             assert_eq!(a.whole, alone.whole);
             let p = a.picked.unwrap();
             assert!(p.starts_with(&format!("nsys sampled 2 GPUs and the range's kernels ran on device {device}: its samples are theirs")), "{p}");
         }
     }
-    let why = of_device(&[gpu0, gpu1], 2, &launches).unwrap_err();
+    let why = of_devices(&[gpu0.clone(), gpu1.clone()], &[2], &launches).unwrap_err();
     assert!(
         why.contains("2 GPUs sampled and none numbered as the range's kernels' device 2"),
         "{why}"
     );
+    // One process on two devices (a model split across GPUs): each launch takes its own
+    // device's samples; a third device, not sampled, leaves its launch uncovered.
+    let on = |device: i64, start: f64| {
+        let mut l = launch("k", "(4,1,1)", start, start + 38.0);
+        l.device = device;
+        l
+    };
+    let both = [on(0, 21.0), on(1, 21.0)];
+    let a = of_devices(&[gpu1.clone(), gpu0.clone()], &[0, 1], &both).unwrap();
+    let w = a.whole.unwrap();
+    assert_eq!((w.launches, w.coverage_pct), (2, 100.0));
+    let dram = |s: &Series| {
+        attribute(&s.samples, &launches)
+            .unwrap()
+            .whole
+            .unwrap()
+            .dram_pct
+    };
+    let mean = (dram(&gpu0).unwrap() + dram(&gpu1).unwrap()) / 2.0;
+    assert!((w.dram_pct.unwrap() - mean).abs() < 1e-9, "{w:?}");
+    let p = a.picked.unwrap();
+    assert!(
+        p.contains("ran on devices 0, 1: each launch takes its own device's samples"),
+        "{p}"
+    );
+    let three = [on(0, 21.0), on(1, 21.0), on(2, 21.0)];
+    let a = of_devices(&[gpu0, gpu1], &[0, 1, 2], &three).unwrap();
+    let w = a.whole.unwrap();
+    assert!((w.coverage_pct - 200.0 / 3.0).abs() < 1e-9, "{w:?}");
+    assert!(a
+        .picked
+        .unwrap()
+        .contains("device 2's launches, with none, are uncovered"));
 }
 
 #[test]

@@ -20,6 +20,8 @@ pub struct ShapedLaunch {
     pub tid: i64,
     /// GPU execution start (ns).
     pub start: i64,
+    /// The CUDA device it ran on (0 where the export does not say).
+    pub device: i64,
 }
 
 impl ShapedLaunch {
@@ -65,6 +67,7 @@ impl NsysDb {
                 api_start,
                 tid,
                 start: k.start,
+                device: k.device,
             });
         }
         Ok(())
@@ -83,6 +86,7 @@ struct KernelRow {
     start: i64,
     correlation: i64,
     pid: i64,
+    device: i64,
 }
 
 impl NsysDb {
@@ -104,9 +108,13 @@ impl NsysDb {
 
     /// Every kernel launch with a mangled name.
     fn kernel_rows(&self) -> Result<Vec<KernelRow>, Error> {
+        let device = match self.has_columns("CUPTI_ACTIVITY_KIND_KERNEL", &["deviceId"])? {
+            true => "deviceId",
+            false => "0",
+        };
         let sql = format!(
-            "SELECT mangledName, demangledName, {}, end - start, start, correlationId, globalPid \
-             FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE mangledName IS NOT NULL",
+            "SELECT mangledName, demangledName, {}, end - start, start, correlationId, globalPid, \
+             {device} FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE mangledName IS NOT NULL",
             super::CONFIG_COLUMNS.join(", ")
         );
         // Through SQLite's C API (see raw.rs): every launch of the export.
@@ -123,6 +131,7 @@ impl NsysDb {
                 start: d(10)?,
                 correlation: d(11)?,
                 pid: d(12)? / 16_777_216,
+                device: d(13)?,
             });
         }
         Ok(out)
