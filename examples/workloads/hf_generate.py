@@ -57,6 +57,11 @@ def parse_args():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--assistant-layers", type=int, default=0, metavar="N")
     p.add_argument("--compile", action="store_true")
+    p.add_argument(
+        "--split-gpus",
+        action="store_true",
+        help="second half of the layers, the norm and the LM head on cuda:1 (one process, two GPUs)",
+    )
     return p.parse_args()
 
 
@@ -166,6 +171,33 @@ class PhaseMarks:
         return call
 
 
+def split_across_gpus(model):
+    """The second half of the decoder layers, the final norm and the LM head on cuda:1, as a
+    model too large for one GPU is split by device_map; the logits come back to cuda:0."""
+    second = torch.device("cuda", 1)
+
+    def to(x):
+        if torch.is_tensor(x):
+            return x.to(second)
+        if isinstance(x, tuple):
+            return tuple(to(v) for v in x)
+        return x
+
+    def pre(module, args, kwargs):
+        return to(args), {k: to(v) for k, v in kwargs.items()}
+
+    layers = model.model.layers
+    for m in [*layers[len(layers) // 2 :], model.model.norm, model.lm_head]:
+        m.to(second)
+        m.register_forward_pre_hook(pre, with_kwargs=True)
+
+    def back(module, args, kwargs, output):
+        output.logits = output.logits.to("cuda:0")
+        return output
+
+    model.register_forward_hook(back, with_kwargs=True)
+
+
 def add_extra_work(model, n, dtype):
     """n extra matrix products per decode step, folded into the logits so nothing drops them."""
     h = model.config.hidden_size
@@ -218,6 +250,8 @@ def main():
         args.layers = layers
     if args.extra_work:
         add_extra_work(model, args.extra_work, dtype)
+    if args.split_gpus:
+        split_across_gpus(model)
     marks = None if args.no_nvtx or args.compile else PhaseMarks(model)
     ids = torch.randint(1, args.vocab, (args.batch, args.prompt_len), device="cuda")
     mask = torch.ones_like(ids)

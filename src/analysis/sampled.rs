@@ -303,7 +303,7 @@ fn of_devices(
         ));
     };
     let mut a = attribute_with(|d| windows.get(&d), frequency_hz, launches);
-    let how = "nsys numbers a sampled GPU in the low byte of its stream id, typeId & 0xFF";
+    let how = "nsys numbers a sampled GPU in the low byte of its stream id, as NVIDIA's gpu_metric_util_map recipe reads it";
     let unsampled: Vec<i64> = devices
         .iter()
         .copied()
