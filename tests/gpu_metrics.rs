@@ -278,7 +278,7 @@ fn doctor_says_whether_nsys_may_sample_and_why_not() {
         String::from_utf8_lossy(&out.stderr).to_string()
     };
     let text = two(&["doctor"]);
-    assert!(text.contains("; all 2 GPUs here are visible to the workload and each is sampled, adding its rows to the export (nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to the workload's GPU)"), "{text}");
+    assert!(text.contains("; all 2 GPUs here are visible to the workload and each is sampled, adding its rows to the export (nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to GPU 0 where the workload uses that GPU alone)"), "{text}");
     let text = two(&["doctor", "workload.device=0"]);
     assert!(!text.contains("GPUs here are visible"), "{text}");
 }

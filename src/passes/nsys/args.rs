@@ -73,7 +73,7 @@ pub(crate) fn samples_every_gpu(
 pub(crate) fn keep_to_one(cfg: &crate::config::Config) -> &'static str {
     match cfg.workload.launcher {
         Launcher::None => {
-            "nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to the workload's GPU"
+            "nsys.gpu_metrics.devices=0 or workload.device=0 keeps it to GPU 0 where the workload uses that GPU alone"
         }
         _ => "nsys.gpu_metrics.devices=N keeps rank 0's sampling to its GPU N",
     }
