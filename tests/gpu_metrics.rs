@@ -849,3 +849,34 @@ fn a_lone_gpu_asked_by_number_must_be_the_kernels_device() {
         }
     }
 }
+
+/// One process on two devices (hand-made from the committed capture: every other launch moved
+/// to device 1, and a second sample stream, GPU 1's, a copy of GPU 0's): each launch takes its
+/// own device's samples, and the headline says two GPUs ran the kernels.
+#[test]
+fn a_process_on_two_devices_has_each_launch_sampled_on_its_own() {
+    let sb = Sandbox::new();
+    let run = sb.copy_of("tests/data/hf/gpu-metrics", "split");
+    let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
+    db.execute_batch(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE rowid % 2 = 0;
+         INSERT INTO TARGET_INFO_GPU_METRICS SELECT typeId + 1, sourceId, typeName, metricId, metricName FROM TARGET_INFO_GPU_METRICS;
+         INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 1, metricId, value FROM GPU_METRICS;",
+    )
+    .unwrap();
+    drop(db);
+    sb.stage2().arg("report").arg(&run).assert().success();
+    let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    let all = &s["gpu_metrics"]["all_kernels"];
+    assert_eq!(all["coverage_pct"], 100.0, "{}", s["gpu_metrics"]);
+    let picked = s["gpu_metrics"]["picked"].as_str().unwrap();
+    assert!(
+        picked.contains("ran on devices 0, 1: each launch takes its own device's samples"),
+        "{picked}"
+    );
+    let summary = read(run.join("stakeholder_summary.md"));
+    assert!(
+        summary.contains(" the 2 GPUs ran ") && summary.contains(", one or more of them busy "),
+        "{summary}"
+    );
+}

@@ -144,6 +144,7 @@ impl Artifacts {
         let mut kern_sum_file = stats.kern_sum_file;
         let mut mangled = None;
         let (mut kernel_blocks, mut sm_count) = (HashMap::new(), None);
+        let kernel_devices = db.as_ref().map(|d| d.kernel_devices()).transpose()?;
         // One process with a captured range in the export: its kernels, not the whole capture's.
         if let (Some(t), Some(_), true) =
             (&mut timeline, capture.range(), stats.rank_data.is_empty())
@@ -232,6 +233,7 @@ impl Artifacts {
             shape_cover: ncu.shapes,
             kernel_blocks,
             sm_count,
+            kernel_devices: kernel_devices.map_or(0, |d| d.len()),
             env,
             status,
             stage1_ops: find_stage1_ops(&run.stage1()),

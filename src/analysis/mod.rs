@@ -81,6 +81,9 @@ pub(crate) struct Artifacts {
     /// captured range's from the export (empty otherwise); and the GPU's SM count there.
     pub(crate) kernel_blocks: std::collections::HashMap<String, Vec<scan::Blocks>>,
     pub(crate) sm_count: Option<u32>,
+    /// How many CUDA devices the export's kernels ran on (one process may use several: a
+    /// model split across GPUs); 0 where the export does not say.
+    pub(crate) kernel_devices: usize,
     /// Per NVTX range figures from the nsys SQLite export (empty without one; rank 0's in a
     /// multi-rank run).
     pub(crate) range_stats: Vec<RangeStats>,

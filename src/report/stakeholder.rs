@@ -50,6 +50,14 @@ fn captured_name(a: &Decided) -> String {
     }
 }
 
+/// Who ran one process's kernels: "the GPU", or "the 2 GPUs" where they ran on several devices.
+fn gpus(a: &Decided) -> String {
+    match a.kernel_devices {
+        n if n > 1 => format!("the {n} GPUs"),
+        _ => "the GPU".to_string(),
+    }
+}
+
 fn headline(a: &Decided, f: &Findings) -> String {
     let Some(totals) = f.find(|x| is(x, |c| matches!(c, Claim::KernelTotals))) else {
         return "**No kernel data was captured.** See the passes below and status.json for why."
@@ -63,7 +71,7 @@ fn headline(a: &Decided, f: &Findings) -> String {
             format!(" (summed over {ranks} ranks)"),
             format!("rank {}'s ", r.rank),
         ),
-        _ => ("the GPU".to_string(), String::new(), "the ".to_string()),
+        _ => (gpus(a), String::new(), "the ".to_string()),
     };
     let top = f
         .find(|x| is(x, |c| matches!(c, Claim::TopKernel { .. })))
@@ -98,15 +106,24 @@ fn headline(a: &Decided, f: &Findings) -> String {
     if let Some(c) = captured {
         let _ = write!(
             h,
-            "In {whose}{} ({} of CPU wall time under nsys{}) the GPU ran {} of kernels in {} launches{}, busy {} of the range time",
+            "In {whose}{} ({} of CPU wall time under nsys{}) {} ran {} of kernels in {} launches{}, {} {} of the range time",
             captured_name(a),
             c.text(Q::WallNs),
             c.figure(Q::GpuProjectionNs)
                 .map(|p| format!(", its GPU work spanning {}", p.text))
                 .unwrap_or_default(),
+            match ranks > 1 {
+                true => "the GPU".to_string(),
+                false => gpus(a),
+            },
             c.text(Q::KernelTimeNs),
             c.text(Q::KernelLaunches),
             graphs(c),
+            // The busy time is the union of every device's kernels.
+            match ranks <= 1 && a.kernel_devices > 1 {
+                true => "one or more of them busy",
+                false => "busy",
+            },
             c.text(Q::GpuBusyOfRangePct),
         );
         captured_verdict(f, &c.scope, &mut h);
