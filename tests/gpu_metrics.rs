@@ -876,7 +876,9 @@ fn a_process_on_two_devices_has_each_launch_sampled_on_its_own() {
     );
     let summary = read(run.join("stakeholder_summary.md"));
     assert!(
-        summary.contains(" the 2 GPUs ran ") && summary.contains(", one or more of them busy "),
+        summary.contains(" the 2 GPUs ran ")
+            && summary.contains(", one or more of them busy ")
+            && summary.contains(": the GPUs mostly wait on the CPU"),
         "{summary}"
     );
 }

@@ -126,7 +126,8 @@ fn headline(a: &Decided, f: &Findings) -> String {
             },
             c.text(Q::GpuBusyOfRangePct),
         );
-        captured_verdict(f, &c.scope, &mut h);
+        let several = ranks <= 1 && a.kernel_devices > 1;
+        captured_verdict(f, &c.scope, several, &mut h);
         h.push_str(&phrase::cite(c));
         h.push('.');
         if let (true, Some(t)) = (same, &top) {
@@ -194,7 +195,17 @@ fn graphs(c: &Finding) -> String {
 }
 
 /// The captured range's verdict as a clause of the headline.
-fn captured_verdict(f: &Findings, scope: &crate::findings::Scope, h: &mut String) {
+/// `several`: one process's kernels ran on several GPUs, busy meaning one or more of them.
+fn captured_verdict(f: &Findings, scope: &crate::findings::Scope, several: bool, h: &mut String) {
+    let (gpus, they, wait, busy) = match several {
+        true => (
+            "the GPUs",
+            "they",
+            "wait",
+            "one or more of the GPUs is busy",
+        ),
+        false => ("the GPU", "it", "waits", "the GPU is busy"),
+    };
     // The range's own findings, and those over one group of its instances (a verdict over the
     // instances after a warm-up).
     let here = |x: &&Finding| {
@@ -228,7 +239,7 @@ fn captured_verdict(f: &Findings, scope: &crate::findings::Scope, h: &mut String
             Claim::GpuIdle { verdict, story, .. } if x.scope.group.is_some() => {
                 let _ = write!(
                     h,
-                    "; {}, the GPU is busy {} of their time: it mostly waits on the CPU",
+                    "; {}, {busy} {} of their time: {they} mostly {wait} on the CPU",
                     super::phrase::scope(&x.scope),
                     x.text(Q::GpuBusyOfRangePct)
                 );
@@ -245,13 +256,16 @@ fn captured_verdict(f: &Findings, scope: &crate::findings::Scope, h: &mut String
                 (Some(v), Some(story)) => {
                     let _ = write!(
                         h,
-                        ": the GPU mostly waits on the CPU, and {} ({}; kernels.md, \"Where the wall time goes\")",
+                        ": {gpus} mostly {wait} on the CPU, and {} ({}; kernels.md, \"Where the wall time goes\")",
                         md(story),
                         v.label()
                     );
                 }
                 _ => {
-                    h.push_str(": the GPU mostly waits on the CPU (busy under half the range time)")
+                    let _ = write!(
+                        h,
+                        ": {gpus} mostly {wait} on the CPU (busy under half the range time)"
+                    );
                 }
             },
             _ => {}
