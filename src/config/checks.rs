@@ -143,6 +143,18 @@ pub(crate) fn check(c: &Config) -> Result<(), Error> {
             "must be between 10 and 200000 samples a second (what nsys accepts)",
         );
     }
+    // nsys's words for `--gpu-metrics-devices`, or GPU numbers: anything else it refuses only
+    // after the workload was started.
+    if let Some(d) = c.nsys.gpu_metrics.devices.as_deref() {
+        let numbers = d.split(',').all(|x| x.trim().parse::<u32>().is_ok());
+        if !numbers && !matches!(d.trim(), "" | "all" | "cuda-visible") {
+            return bad(
+                "nsys.gpu_metrics.devices",
+                &d,
+                "must be cuda-visible, all, or GPU numbers such as 0 or 0,1 (nsys --gpu-metrics-devices; nsys.gpu_metrics.enable=false turns sampling off)",
+            );
+        }
+    }
     if !(1..=100).contains(&c.run.repeat) {
         return bad("run.repeat", &c.run.repeat, "must be between 1 and 100");
     }
@@ -212,6 +224,8 @@ mod tests {
                 "nsys.gpu_metrics.frequency_hz=400000",
                 "nsys.gpu_metrics.frequency_hz",
             ),
+            ("nsys.gpu_metrics.devices=1,x", "nsys.gpu_metrics.devices"),
+            ("nsys.gpu_metrics.devices=none", "nsys.gpu_metrics.devices"),
             (
                 "workload.python_sampling_hz=-1",
                 "workload.python_sampling_hz",
@@ -225,5 +239,8 @@ mod tests {
             assert!(e.contains(key), "{o}: {e}");
         }
         check(&["nsys.trace=cuda,nvtx,osrt", "ncu.set=full", "run.repeat=3"]).unwrap();
+        for d in ["0", "0,1", "all", "cuda-visible"] {
+            check(&[&format!("nsys.gpu_metrics.devices={d}")]).unwrap();
+        }
     }
 }
