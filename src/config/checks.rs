@@ -143,8 +143,8 @@ pub(crate) fn check(c: &Config) -> Result<(), Error> {
             "must be between 10 and 200000 samples a second (what nsys accepts)",
         );
     }
-    // nsys's words for `--gpu-metrics-devices`, or GPU numbers: anything else it refuses only
-    // after the workload was started.
+    // nsys's words for `--gpu-metrics-devices`, or GPU numbers: anything else nsys refuses,
+    // and the pass would run again without sampling, the user's intent lost to a typo.
     if let Some(d) = c.nsys.gpu_metrics.devices.as_deref() {
         let numbers = d.split(',').all(|x| x.trim().parse::<u32>().is_ok());
         if !numbers && !matches!(d.trim(), "" | "all" | "cuda-visible") {
