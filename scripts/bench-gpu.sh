@@ -16,7 +16,8 @@
 #
 #   scripts/bench-gpu.sh [VARIANT...]     variants: eager static large moe moeworker loop lead
 #                                         spec compile (default: eager static large; the
-#                                         whole table: all nine, about 24 minutes on an H100)
+#                                         whole table: all nine, about 24 minutes on an H100);
+#                                         split (two GPUs: a model split across them)
 #   env: STAGE2_BIN, PYTHON, RUN_ROOT (tmp/bench), STAGE2_EXTRA (e.g. ncu.clock_control=none),
 #        CAPTURE (the range nsys is gated on: decode; prefill is the README's lead command)
 set -uo pipefail

@@ -4,7 +4,8 @@
 #                      generate(); loop: a hand-written prefill + decode loop, no generate();
 #                      lead: eager, profiled with the README's lead command; spec: speculative
 #                      decoding, generate(assistant_model=...); compile: a decode loop over
-#                      torch.compile(mode="reduce-overhead"))
+#                      torch.compile(mode="reduce-overhead"); split: eager llama with its
+#                      model split across two GPUs in one process, which needs two)
 #   capture_of VARIANT the range nsys is gated on (prefill for lead, else $CAPTURE or decode)
 #   now                seconds since the epoch, with nanoseconds
 #   secs T0 T1         T1 - T0 in seconds, one decimal
@@ -29,6 +30,7 @@ argv_of() {
     lead) echo "$hf_workload --arch qwen2" ;;
     spec) echo "$hf_workload --arch qwen2 --batch 1 --assistant-layers 2 --new-tokens 32" ;;
     compile) echo "$hf_workload --arch qwen2 --compile --new-tokens 32" ;;
+    split) echo "$hf_workload --arch llama --split-gpus" ;;
     *) echo "unknown variant $1" >&2; return 1 ;;
   esac
 }
