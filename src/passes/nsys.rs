@@ -46,6 +46,19 @@ pub(crate) struct NsysPlan {
 /// What nsys refused: sampling at all, and the set cut for this run.
 type Refusals = (Outcome, Option<String>, Option<String>);
 
+/// The reports a refused try left (the other ranks', under a launcher): kept, out of the next
+/// try's way, as nsys does not write over a report.
+fn set_aside(dir: &Path) {
+    for (_, p) in reports(dir) {
+        if let Some(name) = p.file_name() {
+            let _ = std::fs::rename(
+                &p,
+                dir.join(format!("refused-try.{}", name.to_string_lossy())),
+            );
+        }
+    }
+}
+
 impl NsysPass {
     /// nsys refused to sample (another sampler, no counter access, a set it cannot use): the
     /// pass runs again with nsys's default set when the set was cut for this run, then without
@@ -68,16 +81,7 @@ impl NsysPass {
         let program = spec.program.clone();
         let mut again = |argv: &[String], kept: &str| -> Result<Outcome, Error> {
             let _ = std::fs::rename(log, ctx.run.nsys(kept));
-            // The other ranks' reports of the refused try: kept, out of the next one's way
-            // (nsys does not write over a report).
-            for (_, p) in reports(&dir) {
-                if let Some(name) = p.file_name() {
-                    let _ = std::fs::rename(
-                        &p,
-                        dir.join(format!("refused-try.{}", name.to_string_lossy())),
-                    );
-                }
-            }
+            set_aside(&dir);
             let _ = append_cmd_txt(&ctx.workload.env, &ctx.run.nsys("cmd.txt"), argv);
             spec.args = argv[1..].to_vec();
             process::run(spec).map_err(|e| Error::start(program.display(), e))
