@@ -73,6 +73,19 @@ pub(crate) fn with_program(program: &Path, args: impl IntoIterator<Item = String
         .collect()
 }
 
+/// A profiler's argv without its own flags that start with `prefix` (those before `-o`; the
+/// workload's are after it): nsys's `--gpu-metrics-set=` for its default set instead of a
+/// derived one, `--gpu-metrics-` for no sampling (the pass run again when sampling is refused,
+/// or a rank that does not sample).
+pub(crate) fn without_flags(argv: &[String], prefix: &str) -> Vec<String> {
+    let at = argv.iter().position(|a| a == "-o").unwrap_or(argv.len());
+    argv.iter()
+        .enumerate()
+        .filter(|(i, a)| *i >= at || !a.starts_with(prefix))
+        .map(|(_, a)| a.clone())
+        .collect()
+}
+
 /// One pasteable line: `env VAR=value ... ` for the variables stage2 sets for the workload
 /// (`workload.env`, `CUDA_VISIBLE_DEVICES` from `workload.device`), then the command. A
 /// secret-named variable is taken from the pasting shell (`HF_TOKEN="${HF_TOKEN:?...}"`), so

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::driver::Pass;
 use super::process::LineHook;
 use super::progress::Progress;
-use super::{append_cmd_txt, diagnose, run_step, Ctx};
+use super::{append_cmd_txt, diagnose, run_step, without_flags, Ctx};
 use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};

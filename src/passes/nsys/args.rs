@@ -125,18 +125,6 @@ pub(crate) fn configured_set(gm: &crate::config::GpuMetrics) -> Option<&str> {
     gm.set.as_deref().filter(|s| !s.trim().is_empty())
 }
 
-/// The argv without nsys's own flags that start with `prefix` (those before `-o`; the
-/// workload's are after it): `--gpu-metrics-set=` for nsys's default set instead of a derived
-/// one, `--gpu-metrics-` for no sampling (the pass run again when sampling is refused).
-pub(crate) fn without_flags(argv: &[String], prefix: &str) -> Vec<String> {
-    let at = argv.iter().position(|a| a == "-o").unwrap_or(argv.len());
-    argv.iter()
-        .enumerate()
-        .filter(|(i, a)| *i >= at || !a.starts_with(prefix))
-        .map(|(_, a)| a.clone())
-        .collect()
-}
-
 /// The `--nvtx-capture` expression: the user's range name, e.g. `prefill` or `prefill@dom`.
 pub(crate) fn capture_expr(cfg: &Nsys, domain: Option<&str>) -> Result<String, Error> {
     if let Some(raw) = cfg

@@ -49,14 +49,12 @@ pub(crate) fn rank_exec_args(
         .map(|r| r.to_string())
         .collect::<Vec<_>>()
         .join(",");
-    let mut a = vec![stage2.to_string(), "__rank-exec".into()];
-    if let Others::Drop(prefix) = others {
-        a.push(format!("--others-drop={prefix}"));
-    }
-    let len = match others {
-        Others::Workload(n) => *n,
-        Others::Drop(_) => 0,
+    let (drop, len) = match others {
+        Others::Workload(n) => (None, *n),
+        Others::Drop(prefix) => (Some(format!("--others-drop={prefix}")), 0),
     };
+    let mut a = vec![stage2.to_string(), "__rank-exec".into()];
+    a.extend(drop);
     a.extend([l.rank_var().into(), ranks, len.to_string(), "--".into()]);
     a.extend(profiled);
     a
@@ -75,14 +73,7 @@ pub(crate) fn choose(
     }
     match others {
         Others::Workload(n) => argv[argv.len().saturating_sub(*n)..].to_vec(),
-        Others::Drop(prefix) => {
-            let at = argv.iter().position(|a| a == "-o").unwrap_or(argv.len());
-            argv.iter()
-                .enumerate()
-                .filter(|(i, a)| *i >= at || !a.starts_with(prefix.as_str()))
-                .map(|(_, a)| a.clone())
-                .collect()
-        }
+        Others::Drop(prefix) => crate::passes::without_flags(argv, prefix),
     }
 }
 
