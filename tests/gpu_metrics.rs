@@ -70,6 +70,35 @@ fn sampled_sandbox() -> Sandbox {
     Sandbox::new()
 }
 
+/// The committed GPU-metrics capture copied into `sb` as run `name`, its export changed by `sql`
+/// (hand-made, each test says how).
+fn edited_capture(sb: &Sandbox, name: &str, sql: &str) -> std::path::PathBuf {
+    let run = sb.copy_of("tests/data/hf/gpu-metrics", name);
+    let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
+    db.execute_batch(sql).unwrap();
+    run
+}
+
+/// The export's samples renumbered to GPU 1's stream.
+const SAMPLES_ON_GPU_1: &str =
+    "UPDATE TARGET_INFO_GPU_METRICS SET typeId = typeId + 1; UPDATE GPU_METRICS SET typeId = typeId + 1;";
+
+/// `stage2 profile` arguments of a shallow two-rank torchrun run of `decode`, then `extra`.
+fn launcher_quick<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "--launcher",
+        "torchrun",
+        "--nproc-per-node",
+        "2",
+        "--quick",
+        "--nvtx-capture",
+        "decode",
+    ];
+    a.extend_from_slice(extra);
+    a.extend(["--", "true"]);
+    a
+}
+
 fn with_capture(c: &mut assert_cmd::Command) -> &mut assert_cmd::Command {
     c.env(
         "FAKE_NSYS_DIR",
@@ -599,23 +628,7 @@ fn a_small_share_left_without_figures_keeps_the_reuse() {
 #[test]
 fn a_gated_quick_run_under_a_launcher_says_no_kernel_gets_a_class() {
     let sb = sampled_sandbox();
-    let out = sb
-        .profile(
-            "lq",
-            &[
-                "--launcher",
-                "torchrun",
-                "--nproc-per-node",
-                "2",
-                "--quick",
-                "--nvtx-capture",
-                "decode",
-                "--",
-                "true",
-            ],
-        )
-        .assert()
-        .success();
+    let out = sb.profile("lq", &launcher_quick(&[])).assert().success();
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(
         err.contains("stage2: warning: nsys pass: not sampling GPU metrics: under a launcher only rank 0 can sample")
@@ -634,24 +647,10 @@ fn a_gated_quick_run_under_a_launcher_says_no_kernel_gets_a_class() {
 #[test]
 fn a_quick_run_under_a_launcher_samples_rank_0() {
     let sb = sampled_sandbox();
-    with_capture(&mut sb.profile(
-        "lq",
-        &[
-            "--launcher",
-            "torchrun",
-            "--nproc-per-node",
-            "2",
-            "--quick",
-            "--nvtx-capture",
-            "decode",
-            "nsys.gating_nvtx=false",
-            "--",
-            "true",
-        ],
-    ))
-    .env_remove("CUDA_VISIBLE_DEVICES")
-    .assert()
-    .success();
+    with_capture(&mut sb.profile("lq", &launcher_quick(&["nsys.gating_nvtx=false"])))
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .assert()
+        .success();
     let calls = read(sb.path().join("calls.log"));
     let profiles: Vec<&str> = calls
         .lines()
@@ -707,37 +706,47 @@ fn a_second_sampled_gpu_leaves_the_kernels_figures_as_they_were() {
     let alone = rendered();
     for (edit, device, picked) in [
         ("", "null", true),
-        ("UPDATE TARGET_INFO_GPU_METRICS SET typeId = typeId + 1; UPDATE GPU_METRICS SET typeId = typeId + 1;", "null", false),
+        (SAMPLES_ON_GPU_1, "null", false),
         // Shown the workload as its device 0, GPU 1 is not nsys's GPU 0.
         ("", "'1,0'", false),
     ] {
         let sb = Sandbox::new();
-        let run = sb.copy_of("tests/data/hf/gpu-metrics", "two");
+        let run = edited_capture(
+            &sb,
+            "two",
+            &format!(
+                "{edit}
+                 INSERT INTO TARGET_INFO_GPU_METRICS SELECT typeId + 1, sourceId, typeName, metricId, metricName FROM TARGET_INFO_GPU_METRICS;
+                 INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 1, metricId, 0 FROM GPU_METRICS;"
+            ),
+        );
         let cfg = read(run.join("config.yaml"));
         std::fs::write(
             run.join("config.yaml"),
             cfg.replacen("  device: null", &format!("  device: {device}"), 1),
         )
         .unwrap();
-        let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
-        db.execute_batch(&format!(
-            "{edit}
-             INSERT INTO TARGET_INFO_GPU_METRICS SELECT typeId + 1, sourceId, typeName, metricId, metricName FROM TARGET_INFO_GPU_METRICS;
-             INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 1, metricId, 0 FROM GPU_METRICS;"
-        ))
-        .unwrap();
-        drop(db);
         sb.stage2().arg("report").arg(&run).assert().success();
         let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
         let md = read(run.join("kernels.md"));
         match picked {
             true => {
-                assert_eq!(s["gpu_metrics"]["agreement"], alone["gpu_metrics"]["agreement"]);
-                assert_eq!(s["gpu_metrics"]["all_kernels"], alone["gpu_metrics"]["all_kernels"]);
+                assert_eq!(
+                    s["gpu_metrics"]["agreement"],
+                    alone["gpu_metrics"]["agreement"]
+                );
+                assert_eq!(
+                    s["gpu_metrics"]["all_kernels"],
+                    alone["gpu_metrics"]["all_kernels"]
+                );
                 assert!(md.contains("\nnsys sampled 2 GPUs and the range's kernels ran on device 0: its samples are theirs"), "{md}");
             }
             false => {
-                assert!(s["gpu_metrics"]["all_kernels"].is_null(), "{}", s["gpu_metrics"]);
+                assert!(
+                    s["gpu_metrics"]["all_kernels"].is_null(),
+                    "{}",
+                    s["gpu_metrics"]
+                );
                 let why = match device {
                     "null" => "2 GPUs sampled and none numbered as the range's kernels' device 0",
                     _ => "2 GPUs sampled while CUDA_VISIBLE_DEVICES=1,0 renumbers the GPUs the workload sees",
@@ -779,25 +788,11 @@ fn a_run_that_samples_every_gpu_of_the_machine_says_so() {
 #[test]
 fn a_refusal_on_rank_0_runs_every_rank_again_without_sampling() {
     let sb = sampled_sandbox();
-    sb.profile(
-        "lr",
-        &[
-            "--launcher",
-            "torchrun",
-            "--nproc-per-node",
-            "2",
-            "--quick",
-            "--nvtx-capture",
-            "decode",
-            "nsys.gating_nvtx=false",
-            "--",
-            "true",
-        ],
-    )
-    .env_remove("CUDA_VISIBLE_DEVICES")
-    .env("FAKE_NSYS_MODE", "refuse-sampling")
-    .assert()
-    .success();
+    sb.profile("lr", &launcher_quick(&["nsys.gating_nvtx=false"]))
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env("FAKE_NSYS_MODE", "refuse-sampling")
+        .assert()
+        .success();
     let run = sb.run("lr");
     let st = common::status(&run);
     assert_eq!(st["passes"]["nsys"]["state"], "ok", "{st}");
@@ -823,19 +818,13 @@ fn a_refusal_on_rank_0_runs_every_rank_again_without_sampling() {
 fn a_lone_gpu_asked_by_number_must_be_the_kernels_device() {
     for (asked, attributed) in [("1", false), ("cuda-visible", true)] {
         let sb = Sandbox::new();
-        let run = sb.copy_of("tests/data/hf/gpu-metrics", "other");
+        let run = edited_capture(&sb, "other", SAMPLES_ON_GPU_1);
         let cmd = read(run.join("nsys/cmd.txt"));
         let cmd = cmd.replace(
             "--gpu-metrics-devices=0",
             &format!("--gpu-metrics-devices={asked}"),
         );
         std::fs::write(run.join("nsys/cmd.txt"), cmd).unwrap();
-        let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
-        db.execute_batch(
-            "UPDATE TARGET_INFO_GPU_METRICS SET typeId = typeId + 1; UPDATE GPU_METRICS SET typeId = typeId + 1;",
-        )
-        .unwrap();
-        drop(db);
         sb.stage2().arg("report").arg(&run).assert().success();
         let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
         let md = read(run.join("kernels.md"));
@@ -851,20 +840,20 @@ fn a_lone_gpu_asked_by_number_must_be_the_kernels_device() {
 }
 
 /// One process on two devices (hand-made from the committed capture: every other launch moved
-/// to device 1, and a second sample stream, GPU 1's, a copy of GPU 0's): each launch takes its
-/// own device's samples, and the headline says two GPUs ran the kernels.
+/// to device 1, a CUDA context on device 1 beside the one on device 0, and a second sample
+/// stream, GPU 1's, a copy of GPU 0's): each launch takes its own device's samples, and the
+/// headline says two GPUs ran the kernels.
 #[test]
 fn a_process_on_two_devices_has_each_launch_sampled_on_its_own() {
     let sb = Sandbox::new();
-    let run = sb.copy_of("tests/data/hf/gpu-metrics", "split");
-    let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
-    db.execute_batch(
+    let run = edited_capture(
+        &sb,
+        "split",
         "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE rowid % 2 = 0;
+         INSERT INTO TARGET_INFO_CUDA_CONTEXT_INFO SELECT nullStreamId, hwId, vmId, processId, 1, contextId + 1, parentContextId, isGreenContext FROM TARGET_INFO_CUDA_CONTEXT_INFO;
          INSERT INTO TARGET_INFO_GPU_METRICS SELECT typeId + 1, sourceId, typeName, metricId, metricName FROM TARGET_INFO_GPU_METRICS;
          INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 1, metricId, value FROM GPU_METRICS;",
-    )
-    .unwrap();
-    drop(db);
+    );
     sb.stage2().arg("report").arg(&run).assert().success();
     let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
     let all = &s["gpu_metrics"]["all_kernels"];
