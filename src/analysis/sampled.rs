@@ -380,7 +380,10 @@ pub(crate) fn read(
     let to = launches.iter().map(|l| l.end).max().unwrap_or(0);
     let series = db.gpu_metric_samples(from.saturating_sub(1_000_000), to)?;
     let series: Vec<Series> = series.unwrap_or_default();
-    let devices = db.kernel_devices()?;
+    // The devices the range's own launches ran on, read with them.
+    let mut devices: Vec<i64> = launches.iter().map(|l| l.device).collect();
+    devices.sort_unstable();
+    devices.dedup();
     let one = |why: String| Sampled {
         note: Some(why),
         ..Sampled::default()
@@ -400,7 +403,7 @@ pub(crate) fn read(
             None => one("fewer than two GPU-metrics samples over the range's kernels".into()),
         },
         (many, []) => one(format!(
-            "{} GPUs sampled and the export does not say which device the kernels ran on, so none are attributed",
+            "{} GPUs sampled and the range has no kernel launch to attribute them to",
             many.len()
         )),
         (many, devices) => match renumbered {
