@@ -104,6 +104,8 @@ fn headline(a: &Decided, f: &Findings) -> String {
         }
     };
     if let Some(c) = captured {
+        // One process's kernels on several GPUs: busy is the union of every device's kernels.
+        let several = ranks <= 1 && a.kernel_devices > 1;
         let _ = write!(
             h,
             "In {whose}{} ({} of CPU wall time under nsys{}) {} ran {} of kernels in {} launches{}, {} {} of the range time",
@@ -112,21 +114,19 @@ fn headline(a: &Decided, f: &Findings) -> String {
             c.figure(Q::GpuProjectionNs)
                 .map(|p| format!(", its GPU work spanning {}", p.text))
                 .unwrap_or_default(),
-            match ranks > 1 {
-                true => "the GPU".to_string(),
-                false => gpus(a),
+            match several {
+                true => gpus(a),
+                false => "the GPU".to_string(),
             },
             c.text(Q::KernelTimeNs),
             c.text(Q::KernelLaunches),
             graphs(c),
-            // The busy time is the union of every device's kernels.
-            match ranks <= 1 && a.kernel_devices > 1 {
+            match several {
                 true => "one or more of them busy",
                 false => "busy",
             },
             c.text(Q::GpuBusyOfRangePct),
         );
-        let several = ranks <= 1 && a.kernel_devices > 1;
         captured_verdict(f, &c.scope, several, &mut h);
         h.push_str(&phrase::cite(c));
         h.push('.');

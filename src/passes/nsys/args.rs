@@ -80,7 +80,8 @@ pub(crate) fn keep_to_one(cfg: &crate::config::Config) -> &'static str {
 }
 
 /// The GPUs the nsys pass samples (`--gpu-metrics-devices`), or None: sampling is off. Under
-/// a launcher rank 0 alone samples ([`Launcher::rank_zero_samples`]): under torchrun and
+/// a launcher rank 0 alone samples (the nsys pass runs each rank through `__rank-exec
+/// --others-drop`, [`crate::passes::launcher::rank_exec_args`]): under torchrun and
 /// mpirun, with nothing choosing the GPUs, its GPU is device 0 (rank r takes device r by the
 /// convention those launchers' LOCAL_RANK serves; the report checks the kernels' device
 /// against the samples' before attributing them); elsewhere the GPUs it can see.
