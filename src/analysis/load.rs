@@ -176,15 +176,14 @@ impl Artifacts {
             serde_json::from_str(&text).ok()
         };
         let mut env = json("env.json");
-        let sampled = sampled_of(run, &config, env.as_ref(), (db.as_ref(), timeline.as_ref())).map(
-            |mut s| {
-                // Under a launcher the timeline is the first rank's, and rank 0 alone samples.
-                s.rank = first_rank;
-                s.attach(&mut records);
-                s.beside(&records, ncu.report.as_ref());
-                s
-            },
-        );
+        let read = (db.as_ref(), timeline.as_ref(), capture.range());
+        let sampled = sampled_of(run, &config, env.as_ref(), read).map(|mut s| {
+            // Under a launcher the timeline is the first rank's, and rank 0 alone samples.
+            s.rank = first_rank;
+            s.attach(&mut records);
+            s.beside(&records, ncu.report.as_ref());
+            s
+        });
         let python = match (&db, &timeline) {
             // The samples are evidence beside the figures: a broken file costs them alone.
             (Some(db), Some(t)) => python_evidence(run, db, t).unwrap_or_else(|e| {
@@ -314,24 +313,19 @@ fn sampled_of(
     run: &RunDir,
     config: &Config,
     env: Option<&serde_json::Value>,
-    (db, timeline): (Option<&NsysDb>, Option<&Timeline>),
+    (db, timeline, range): (Option<&NsysDb>, Option<&Timeline>, Option<&str>),
 ) -> Option<sampled::Sampled> {
     let visible = visible_devices(config, env);
     let asked = devices_asked(run);
-    let capture = Capture::of(&config.nsys);
     let read = match (db, timeline) {
-        (Some(db), Some(t)) => sampled_figures(
-            run,
-            db,
-            t,
-            capture.range(),
-            visible.as_deref(),
-            asked.as_deref(),
-        )
-        .unwrap_or_else(|e| {
-            tracing::warn!("sampled GPU metrics left out: {e}");
-            None
-        }),
+        (Some(db), Some(t)) => {
+            sampled_figures(run, db, t, range, visible.as_deref(), asked.as_deref()).unwrap_or_else(
+                |e| {
+                    tracing::warn!("sampled GPU metrics left out: {e}");
+                    None
+                },
+            )
+        }
         _ => None,
     };
     read.or_else(|| sampled::none_taken(db.is_some() && asked.is_some(), config.sampling_off()))
