@@ -438,6 +438,19 @@ fn a_re_run_reuses_the_last_sampled_runs_figures_instead_of_sampling() {
         "{md}"
     );
     assert!(!md.contains("Not reused"), "{md}");
+    // Compared, the two runs' range times were taken with and without nsys's sampler.
+    let out = sb
+        .stage2()
+        .arg("diff")
+        .arg(sb.run("a"))
+        .arg(sb.run("b"))
+        .assert()
+        .success();
+    let diff = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(
+        diff.contains("the nsys pass's GPU-metrics sampling differs: sampled vs not sampled (run a's sampled figures reused)"),
+        "{diff}"
+    );
     let stakeholder = read(sb.run("b").join("stakeholder_summary.md"));
     assert!(
         stakeholder.contains("in run `a` and reused by this run"),

@@ -16,7 +16,7 @@ use crate::rundir::status::PassState;
 
 mod comparable;
 mod gate;
-pub(crate) use comparable::{comparability, different_basis, incomplete};
+pub(crate) use comparable::{comparability, different_basis, incomplete, sampling};
 pub(crate) use gate::{gate, Scope};
 
 /// Whether a kernel ran in both runs or in one only.

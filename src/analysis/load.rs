@@ -331,6 +331,15 @@ fn sampled_of(
     read.or_else(|| sampled::none_taken(db.is_some() && asked.is_some(), config.sampling_off()))
 }
 
+/// Whether the nsys pass's last profile sampled GPU metrics (None: no nsys pass recorded).
+/// A warm re-run that reused an earlier run's sampled figures did not.
+pub(crate) fn nsys_sampled(run: &RunDir) -> Option<bool> {
+    let cmd = run.file("nsys/cmd.txt");
+    crate::files::present(&cmd)
+        .ok()?
+        .then(|| devices_asked(run).is_some())
+}
+
 /// The GPUs the nsys pass's last profile (one refused sampling is run again without it) asked
 /// nsys to sample (`--gpu-metrics-devices`), None where it asked for none.
 fn devices_asked(run: &RunDir) -> Option<String> {

@@ -10,6 +10,7 @@ pub(crate) mod instances;
 pub mod kernels;
 pub(crate) mod ledger;
 mod load;
+pub(crate) use load::nsys_sampled;
 pub(crate) mod nesting;
 pub(crate) mod noise;
 pub(crate) mod nvidia;

@@ -26,6 +26,8 @@ struct Loaded {
     groups: Vec<crate::analysis::instances::RangeGroups>,
     env: Option<serde_json::Value>,
     config: serde_yaml::Value,
+    /// Whether the nsys pass sampled GPU metrics (None: not recorded).
+    sampled: Option<bool>,
 }
 
 fn load(dir: &Path) -> Result<Loaded, Error> {
@@ -40,6 +42,7 @@ fn load(dir: &Path) -> Result<Loaded, Error> {
         groups: a.instance_groups.clone(),
         env: a.env.clone(),
         config: tree,
+        sampled: crate::analysis::nsys_sampled(&run),
     })
 }
 
@@ -120,6 +123,14 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
         b.env.as_ref(),
         &a.config,
         &b.config,
+    ));
+    let reused = |l: &Loaded| -> Option<String> {
+        Some(l.summary.gpu_metrics.as_ref()?.reused.as_ref()?.run.clone())
+    };
+    let (ra, rb) = (reused(&a), reused(&b));
+    warnings.extend(diff::sampling(
+        [a.sampled, b.sampled],
+        [ra.as_deref(), rb.as_deref()],
     ));
     let mut d = diff::diff(&a.summary, &b.summary, warnings);
     d.advice = [("RUN_A", &a), ("RUN_B", &b)]

@@ -116,6 +116,27 @@ pub(crate) fn comparability(
     out
 }
 
+/// Whether the two nsys passes sampled GPU metrics alike (`sampled`: each side's, None where
+/// unknown; `reused`: the run whose figures a side reused instead). Sampling runs nsys's
+/// sampler beside the workload, so it is a difference in how the range times were taken.
+pub(crate) fn sampling(sampled: [Option<bool>; 2], reused: [Option<&str>; 2]) -> Option<String> {
+    let [Some(a), Some(b)] = sampled else {
+        return None;
+    };
+    let show = |s: bool, r: Option<&str>| match (s, r) {
+        (true, _) => "sampled".to_string(),
+        (false, Some(run)) => format!("not sampled (run {run}'s sampled figures reused)"),
+        (false, None) => "not sampled".to_string(),
+    };
+    (a != b).then(|| {
+        format!(
+            "the nsys pass's GPU-metrics sampling differs: {} vs {}",
+            show(a, reused[0]),
+            show(b, reused[1])
+        )
+    })
+}
+
 /// The Python stacks of two runs that both recorded theirs (the packages pass): the
 /// interpreter and each package whose version differs or that one side lacks.
 fn packages(a: Option<&serde_json::Value>, b: Option<&serde_json::Value>) -> Vec<String> {
