@@ -82,6 +82,20 @@ fn forward_passes_are_marked_by_their_new_tokens_outermost_only() {
         ["push prefill", "mark stage2:tokens batch=1 new=7", "pop"]
     );
     assert_eq!(events(&seen["no_ids"]), ["push forward", "pop"]);
+    // An encoder-decoder: the encoder's pass over the prompt is prefill, a decoder pass given
+    // the encoder's output counts the decoder's token, and a pass that runs both the prompt's.
+    assert_eq!(
+        events(&seen["seq2seq_encoder"]),
+        ["push prefill", "mark stage2:tokens batch=2 new=6", "pop"]
+    );
+    assert_eq!(
+        events(&seen["seq2seq_decoder"]),
+        ["push decode", "mark stage2:tokens batch=2 new=1", "pop"]
+    );
+    assert_eq!(
+        events(&seen["seq2seq_whole"]),
+        ["push prefill", "mark stage2:tokens batch=2 new=6", "pop"]
+    );
     // An exception in forward still closes the range, and reaches the caller.
     assert_eq!(
         events(&seen["exception"]),

@@ -2,7 +2,11 @@
 through generate() with no NVTX of their own (for `--auto-nvtx`), or through a hand-written
 decode loop whose steps are NVTX start/end ranges (`--loop`).
 
-    python3 examples/workloads/families.py --arch gpt2|gemma2|phi3|neox [--loop] [--new-tokens N]
+    python3 examples/workloads/families.py --arch gpt2|gemma2|phi3|neox|opt|mistral|qwen3moe|
+        deepseek3|mamba|t5 [--loop] [--new-tokens N]
+
+t5 is an encoder-decoder (generate() runs the encoder once, then the decoder per token); mamba
+is a state-space model (no attention, no KV cache), run on transformers' own PyTorch path.
 """
 
 import argparse
@@ -26,6 +30,38 @@ def build(arch):
             hidden_size=512, intermediate_size=1408, num_attention_heads=8,
             num_key_value_heads=8, **small)
         return transformers.Phi3ForCausalLM(cfg)
+    if arch == "opt":
+        cfg = transformers.OPTConfig(
+            hidden_size=512, ffn_dim=1408, num_attention_heads=8, word_embed_proj_dim=512,
+            max_position_embeddings=1024, **small)
+        return transformers.OPTForCausalLM(cfg)
+    if arch == "mistral":
+        cfg = transformers.MistralConfig(
+            hidden_size=512, intermediate_size=1408, num_attention_heads=8,
+            num_key_value_heads=4, sliding_window=32, **small)
+        return transformers.MistralForCausalLM(cfg)
+    if arch == "qwen3moe":
+        cfg = transformers.Qwen3MoeConfig(
+            hidden_size=512, intermediate_size=1408, moe_intermediate_size=256, num_experts=8,
+            num_experts_per_tok=2, num_attention_heads=8, num_key_value_heads=4, head_dim=64,
+            **small)
+        return transformers.Qwen3MoeForCausalLM(cfg)
+    if arch == "deepseek3":
+        cfg = transformers.DeepseekV3Config(
+            hidden_size=512, intermediate_size=1408, moe_intermediate_size=256,
+            num_attention_heads=8, num_key_value_heads=8, n_routed_experts=8, n_shared_experts=1,
+            num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=1,
+            q_lora_rank=128, kv_lora_rank=64, qk_rope_head_dim=16, qk_nope_head_dim=32,
+            v_head_dim=32, **small)
+        return transformers.DeepseekV3ForCausalLM(cfg)
+    if arch == "mamba":
+        cfg = transformers.MambaConfig(hidden_size=512, state_size=16, **small)
+        return transformers.MambaForCausalLM(cfg)
+    if arch == "t5":
+        cfg = transformers.T5Config(
+            vocab_size=8192, d_model=512, d_kv=64, d_ff=1408, num_layers=4, num_heads=8,
+            decoder_start_token_id=0, pad_token_id=0, eos_token_id=None)
+        return transformers.T5ForConditionalGeneration(cfg)
     cfg = transformers.GPTNeoXConfig(
         hidden_size=512, intermediate_size=1408, num_attention_heads=8, **small)
     return transformers.GPTNeoXForCausalLM(cfg)
@@ -51,7 +87,8 @@ def chunked(model, ids, steps):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--arch", default="gpt2", choices=["gpt2", "gemma2", "phi3", "neox"])
+    p.add_argument("--arch", default="gpt2", choices=["gpt2", "gemma2", "phi3", "neox", "opt", "mistral", "qwen3moe", "deepseek3", "mamba",
+                 "t5"])
     p.add_argument("--loop", action="store_true", help="hand-written loop, start/end ranges")
     p.add_argument(
         "--chunked",
@@ -72,7 +109,9 @@ def main():
             return
         if not a.loop:
             out = model.generate(ids, max_new_tokens=a.new_tokens, do_sample=False)
-            print(f"{a.arch}: generated {out.shape[1] - ids.shape[1]} tokens per sequence")
+            # An encoder-decoder's output is the decoder's tokens after its start token.
+            made = out.shape[1] - (1 if a.arch == "t5" else ids.shape[1])
+            print(f"{a.arch}: generated {made} tokens per sequence")
             return
         nvtx = torch.cuda.nvtx
         r = nvtx.range_start("prefill")

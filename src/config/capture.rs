@@ -68,8 +68,6 @@ impl Capture {
         }
     }
 
-    /// The range whose instances the capture holds, as the SQLite export names it (None: the
-    /// whole run).
     /// The NVTX domain the capture's range lives in, when one was named.
     pub fn domain(&self) -> Option<&str> {
         match self {
@@ -78,6 +76,8 @@ impl Capture {
         }
     }
 
+    /// The range whose instances the capture holds, as the SQLite export names it (None: the
+    /// whole run).
     pub fn range(&self) -> Option<&str> {
         match self {
             Capture::WholeRun => None,

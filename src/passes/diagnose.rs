@@ -68,6 +68,16 @@ pub(crate) fn from_run(ctx: &Ctx) -> Option<Vec<RangeSum>> {
     read_ranges(&ctx.run.nvtx_sum()).ok()
 }
 
+/// The ranges this run's diagnosis found (the ungated pass of a capture that never opened),
+/// when none of them, in any domain, is named `range`: a whole run of the workload never
+/// opened it. None without a diagnosis, or where one of them is.
+pub(crate) fn diagnosed_without(ctx: &Ctx, range: &str) -> Option<Vec<RangeSum>> {
+    let ranges = read_ranges(&ctx.run.nsys("diagnose_nvtx_sum.csv")).ok()?;
+    let bare = crate::analysis::nvtx::base_name(range);
+    let named = |r: &RangeSum| crate::analysis::nvtx::base_name(r.name()) == bare;
+    (!ranges.iter().any(named)).then_some(ranges)
+}
+
 /// A short ungated nsys pass (NVTX only) that lists every range the workload emits.
 pub(crate) fn ungated(ctx: &Ctx, nsys_path: &Path) -> Option<Vec<RangeSum>> {
     let base = ctx.run.nsys("diagnose");

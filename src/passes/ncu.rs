@@ -248,10 +248,12 @@ impl Pass for NcuPass {
                 "disabled by ncu.enable=false or --no-ncu",
             ));
         }
-        crate::analysis::select::range_never_ran(ctx.cfg, ctx.run).map(|why| {
-            tracing::warn!("{why}");
-            PassStatus::skipped(&format!("not run: {why}"))
-        })
+        crate::analysis::select::range_never_ran(ctx.cfg, ctx.run)
+            .or_else(|| never_opened(ctx))
+            .map(|why| {
+                tracing::warn!("{why}");
+                PassStatus::skipped(&format!("not run: {why}"))
+            })
     }
 
     fn plan(&self, ctx: &Ctx) -> Result<NcuPlan, Error> {
@@ -437,6 +439,26 @@ mod args;
 pub(crate) mod cache;
 pub(crate) mod cost;
 pub(crate) mod early;
+
+/// Why ncu would profile nothing: nsys's diagnosis ran the whole workload and none of the
+/// ranges it emits is ncu's (a gated capture of the same name that never opened). None where
+/// there was no diagnosis, or ncu's range is a raw expression.
+fn never_opened(ctx: &Ctx) -> Option<String> {
+    let n = &ctx.cfg.ncu;
+    let raw = n
+        .nvtx_include_raw
+        .as_deref()
+        .is_some_and(|r| !r.trim().is_empty());
+    if !n.gating_nvtx || raw {
+        return None;
+    }
+    let range = crate::analysis::nvtx::range_of(n.nvtx_include.as_deref()?)?;
+    let ranges = diagnose::diagnosed_without(ctx, &range)?;
+    Some(format!(
+        "ncu's range `{range}` never opened in a whole run of the workload under nsys ({}): ncu would run it again and profile nothing, so it is not run",
+        diagnose::describe(&ranges, &range)
+    ))
+}
 mod outcome;
 mod plan;
 use plan::{cost_model_path, profiled_ranks};

@@ -24,6 +24,17 @@ class Outer(PreTrainedModel, GenerationMixin):
         return input_ids
 
 
+class Seq2Seq(PreTrainedModel):
+    """An encoder-decoder: generate() runs its encoder (a model of its own) once, then the
+    model per decoder token with the encoder's output."""
+
+    def __init__(self):
+        self.encoder = Inner()
+
+    def forward(self, input_ids=None, decoder_input_ids=None, encoder_outputs=None):
+        return decoder_input_ids
+
+
 def scenario(name, fn):
     del torch.LOG[:]
     try:
@@ -43,5 +54,9 @@ scenario("exception", lambda: m(input_ids=torch.Tensor(1, 1), fail=True))
 scenario("generate", lambda: m.generate(torch.Tensor(1, 4)))
 scenario("generate_compiled", lambda: m.generate(torch.Tensor(1, 4), compiled=True))
 scenario("assisted", lambda: m.generate(torch.Tensor(1, 4), assistant_model=Outer()))
+s2s = Seq2Seq()
+scenario("seq2seq_encoder", lambda: s2s.encoder(input_ids=torch.Tensor(2, 6)))
+scenario("seq2seq_decoder", lambda: s2s(encoder_outputs=[1], decoder_input_ids=torch.Tensor(2, 1)))
+scenario("seq2seq_whole", lambda: s2s(input_ids=torch.Tensor(2, 6), decoder_input_ids=torch.Tensor(2, 1)))
 if len(sys.argv) > 1:
     time.sleep(float(sys.argv[1]))

@@ -6,7 +6,8 @@ What it does is chosen by environment variables that stage2 sets (and records in
 STAGE2_AUTO_NVTX=1
     When transformers is imported, each forward pass of the outermost `PreTrainedModel` is
     marked with an NVTX range `prefill` (more than one new token per sequence) or `decode`
-    (one new token), and each `generate()` call with `generate`. A compiled forward (static
+    (one new token), and each `generate()` call with `generate`. An encoder-decoder's encoder
+    pass over the prompt is `prefill`, its decoder's passes count the decoder's tokens. A compiled forward (static
     cache: transformers' `get_compiled_call`, CUDA graphs) is marked around the compiled call,
     since nothing runs in Python inside it. Inside each phase range an NVTX mark
     `stage2:tokens batch=B new=N` says how many tokens the pass handled.
@@ -104,8 +105,15 @@ def _first_of(args, kwargs, *names):
 
 
 def _tokens(args, kwargs):
-    """(batch, new tokens per sequence) of one forward call, or None when it has no ids."""
+    """(batch, new tokens per sequence) of one forward call, or None when it has no ids. An
+    encoder-decoder's pass counts its decoder's tokens when it does not run its encoder (the
+    encoder's output given, or no encoder input): generate() runs the encoder once over the
+    prompt, then the decoder once per token."""
     x = _first_of(args, kwargs, "input_ids", "inputs_embeds")
+    if x is None or kwargs.get("encoder_outputs") is not None:
+        decoder = _first_of((), kwargs, "decoder_input_ids", "decoder_inputs_embeds")
+        if decoder is not None:
+            x = decoder
     shape = getattr(x, "shape", None)
     if shape is None or len(shape) < 2:
         return None
