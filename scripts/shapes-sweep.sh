@@ -2,7 +2,8 @@
 # The loop shapes beside the bench's generate() variants, each profiled once with the project
 # defaults (a first run, fresh metrics cache) beside its bare run: automatic phases, start/end
 # ranges, a serving-style step loop that batches prompt chunks, profiler-API windows, CUDA-graph
-# steps, CUB's own NVTX ranges inside steps, nested ranges of one name. Prints one table:
+# steps, CUB's own NVTX ranges inside steps, nested ranges of one name (and, named, more model
+# families: opt mistral qwen3moe deepseek3 mamba t5). Prints one table:
 # stage2's exit code, whole / bare, the kernels with ncu figures, the headline's verdict, and
 # whether every per-range figure stage2 checked equals NVIDIA's own summaries
 # (run.crosscheck=true), and the small_grids share beside NVIDIA's cuda_gpu_kern_gb_sum of the
@@ -29,6 +30,10 @@ shape() {
     topp) echo "--nvtx-capture step -- $py $w/topp_loop.py" ;;
     nested) echo "--nvtx-capture work -- $py $w/nested_ranges.py" ;;
     neox) echo "--auto-nvtx --nvtx-capture decode -- $py $w/families.py --arch neox" ;;
+    # More families' generate() (not in the default list): an encoder-decoder, a state-space
+    # model, MoE and MLA models.
+    opt|mistral|qwen3moe|deepseek3|mamba|t5)
+      echo "--auto-nvtx --nvtx-capture decode -- $py $w/families.py --arch $1" ;;
     *) echo "unknown shape $1" >&2; return 1 ;;
   esac
 }
