@@ -368,7 +368,7 @@ fn sampled_figures(
 ) -> Result<Option<sampled::Sampled>, Error> {
     let renumbered = visible.filter(|v| sampled::renumbers(v));
     // GPUs asked for by number are numbered as CUDA numbers them where nothing renumbers.
-    let by_number = asked.is_some_and(|d| d.split(',').all(|x| x.trim().parse::<u32>().is_ok()));
+    let by_number = asked.is_some_and(crate::config::gpu_numbers);
     let numbering = match (renumbered, by_number) {
         (None, true) => sampled::Numbering::AsCuda,
         _ => sampled::Numbering::Unknown,

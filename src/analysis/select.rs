@@ -201,24 +201,29 @@ pub(crate) fn range_in_export(cfg: &Config, run: &RunDir) -> Option<String> {
     ranges.iter().any(|r| *r.name == *range).then_some(range)
 }
 
+/// ncu's NVTX range by name, where ncu is gated on one (None: not gated, a raw expression, or
+/// an expression that names no single range).
+pub(crate) fn ncu_range(cfg: &Config) -> Option<String> {
+    let n = &cfg.ncu;
+    let raw = n
+        .nvtx_include_raw
+        .as_deref()
+        .is_some_and(|r| !r.trim().is_empty());
+    if !n.gating_nvtx || raw {
+        return None;
+    }
+    crate::analysis::nvtx::range_of(n.nvtx_include.as_deref()?)
+}
+
 /// Why ncu would profile nothing: nsys recorded the whole run, its export holds NVTX ranges,
 /// and none is named like ncu's range. None when that cannot be told: no export, no NVTX at
 /// all, a raw ncu expression, or a gated capture (a range opened before the capture started,
 /// such as an enclosing `generate`, is not in its export, yet ncu would find it).
 pub(crate) fn range_never_ran(cfg: &Config, run: &RunDir) -> Option<String> {
-    let n = &cfg.ncu;
-    if !n.gating_nvtx
-        || n.nvtx_include_raw
-            .as_deref()
-            .is_some_and(|r| !r.trim().is_empty())
-    {
+    if crate::config::Capture::of(&cfg.nsys) != crate::config::Capture::WholeRun {
         return None;
     }
-    let capture = crate::config::Capture::of(&cfg.nsys);
-    if capture != crate::config::Capture::WholeRun {
-        return None;
-    }
-    let range = crate::analysis::nvtx::range_of(n.nvtx_include.as_deref()?)?;
+    let range = ncu_range(cfg)?;
     let db = run.single_or_rank0_sqlite();
     if !crate::files::present(&db).unwrap_or(false) {
         return None;

@@ -146,8 +146,7 @@ pub(crate) fn check(c: &Config) -> Result<(), Error> {
     // nsys's words for `--gpu-metrics-devices`, or GPU numbers: anything else nsys refuses,
     // and the pass would run again without sampling, the user's intent lost to a typo.
     if let Some(d) = c.nsys.gpu_metrics.devices.as_deref() {
-        let numbers = d.split(',').all(|x| x.trim().parse::<u32>().is_ok());
-        if !numbers && !matches!(d.trim(), "" | "all" | "cuda-visible") {
+        if !super::gpu_numbers(d) && !matches!(d.trim(), "" | "all" | "cuda-visible") {
             return bad(
                 "nsys.gpu_metrics.devices",
                 &d,

@@ -364,6 +364,11 @@ pub struct GpuMetrics {
 
 const VISIBLE: &str = "CUDA_VISIBLE_DEVICES";
 
+/// Whether a `--gpu-metrics-devices` value is GPU numbers ("0", "0,1"), not one of nsys's words.
+pub(crate) fn gpu_numbers(devices: &str) -> bool {
+    devices.split(',').all(|x| x.trim().parse::<u32>().is_ok())
+}
+
 impl Config {
     /// The workload's `CUDA_VISIBLE_DEVICES` as the config sets it: `workload.device`, else
     /// the workload's own env.

@@ -73,9 +73,15 @@ pub(crate) fn from_run(ctx: &Ctx) -> Option<Vec<RangeSum>> {
 /// opened it. None without a diagnosis, or where one of them is.
 pub(crate) fn diagnosed_without(ctx: &Ctx, range: &str) -> Option<Vec<RangeSum>> {
     let ranges = read_ranges(&ctx.run.nsys("diagnose_nvtx_sum.csv")).ok()?;
-    let bare = crate::analysis::nvtx::base_name(range);
-    let named = |r: &RangeSum| crate::analysis::nvtx::base_name(r.name()) == bare;
-    (!ranges.iter().any(named)).then_some(ranges)
+    (!holds(&ranges, range)).then_some(ranges)
+}
+
+/// Whether `ranges` hold one named `wanted` (in any domain, in any of ncu's forms).
+fn holds(ranges: &[RangeSum], wanted: &str) -> bool {
+    let bare = crate::analysis::nvtx::base_name(wanted);
+    ranges
+        .iter()
+        .any(|r| crate::analysis::nvtx::base_name(r.name()) == bare)
 }
 
 /// A short ungated nsys pass (NVTX only) that lists every range the workload emits.
@@ -139,16 +145,10 @@ pub(crate) fn ranges_for(
     nsys_path: Option<&Path>,
     wanted: &str,
 ) -> Option<Vec<RangeSum>> {
-    let bare = crate::analysis::nvtx::base_name(wanted);
-    from_run(ctx)
-        .filter(|r| {
-            r.iter()
-                .any(|x| crate::analysis::nvtx::base_name(x.name()) == bare)
-        })
-        .or_else(|| {
-            let path = nsys_path.filter(|_| ctx.cfg.nsys.diagnose)?;
-            ungated(ctx, path)
-        })
+    from_run(ctx).filter(|r| holds(r, wanted)).or_else(|| {
+        let path = nsys_path.filter(|_| ctx.cfg.nsys.diagnose)?;
+        ungated(ctx, path)
+    })
 }
 
 #[cfg(test)]

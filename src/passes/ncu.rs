@@ -444,15 +444,7 @@ pub(crate) mod early;
 /// ranges it emits is ncu's (a gated capture of the same name that never opened). None where
 /// there was no diagnosis, or ncu's range is a raw expression.
 fn never_opened(ctx: &Ctx) -> Option<String> {
-    let n = &ctx.cfg.ncu;
-    let raw = n
-        .nvtx_include_raw
-        .as_deref()
-        .is_some_and(|r| !r.trim().is_empty());
-    if !n.gating_nvtx || raw {
-        return None;
-    }
-    let range = crate::analysis::nvtx::range_of(n.nvtx_include.as_deref()?)?;
+    let range = crate::analysis::select::ncu_range(ctx.cfg)?;
     let ranges = diagnose::diagnosed_without(ctx, &range)?;
     Some(format!(
         "ncu's range `{range}` never opened in a whole run of the workload under nsys ({}): ncu would run it again and profile nothing, so it is not run",
