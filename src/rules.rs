@@ -129,6 +129,7 @@ pub(crate) const ALL: &[Rule] = &[
     NVIDIA_SUMMARIES,
     NVIDIA_NCU_SUMMARY,
     GRAPHS_RERECORDED,
+    INSTANCE_TREND,
     BOUND,
     WARMUP.rule(),
     ENCLOSING.rule(),
@@ -266,6 +267,19 @@ pub(crate) const GRAPHS_RERECORDED: Rule = Rule {
     text: "the instances after a range's warm-up instantiate CUDA graphs (cudaGraphInstantiate calls on their thread)",
     threshold: 0.0,
 };
+
+/// A repeated range whose later instances take another time than its first: the median wall
+/// time of the last third of its steady instances (after a warm-up group, where one was split
+/// off) against that of the first third, in % (either way). Its per-instance and per-token
+/// figures are then means over this run's length, not a constant of the workload.
+pub(crate) const INSTANCE_TREND: Rule = Rule {
+    id: "instance_trend",
+    text: "the median wall time of a repeated push/pop phase's (or captured range's) last third of instances after its warm-up differs from that of its first third by at least the threshold (%), over at least 9 instances that no other rule split into groups",
+    threshold: 20.0,
+};
+
+/// Fewer steady instances than this get no trend (a third of them is each end's median).
+pub(crate) const TREND_MIN_INSTANCES: usize = 9;
 
 /// A rule that split a range's instances into groups: its name, its words (the reports cite
 /// them) and its threshold.

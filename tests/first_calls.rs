@@ -224,3 +224,77 @@ fn kernels_launched_beside_cuda_graphs_are_counted_as_nvidia_counts_their_calls(
     sb.stage2().arg("report").arg(&run).assert().success();
     assert!(!read(run.join("summary.json")).contains("kernels_beside_graphs"));
 }
+
+/// The instances of `decode` in tests/data/hf/gpu-metrics slow the first steps of a generate()
+/// call (15.1-36.8 ms) before they settle near 12.7 ms, longer than a warm-up the groups split
+/// off: the trend finding gives each end's median, read here again from the export's own NVTX
+/// table, and the instance from which the range settled. None elsewhere: generate-twice's
+/// instances are already told apart by the instance groups, graph-record's are flat, CUB's
+/// sorts (-40%) are a library's ranges and eager's `decode` (-20%) is neither a phase with
+/// token marks nor the captured range (`generate`), so no figure per token speaks of them.
+#[test]
+fn instances_that_change_time_over_the_run_say_so_with_each_ends_median() {
+    let walls = |data: &str| -> Vec<f64> {
+        let db = root().join(format!("tests/data/{data}/nsys/run.sqlite"));
+        let c = rusqlite::Connection::open(db).unwrap();
+        let mut q = c
+            .prepare(
+                "SELECT e.\"end\" - e.start FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId \
+                 WHERE coalesce(e.text, s.value) = 'decode' ORDER BY e.start",
+            )
+            .unwrap();
+        let rows = q.query_map([], |r| r.get::<_, i64>(0)).unwrap();
+        rows.map(|r| r.unwrap() as f64).collect()
+    };
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        match v.len() % 2 {
+            1 => v[v.len() / 2],
+            _ => (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0,
+        }
+    };
+    let trend = |s: &serde_json::Value| -> Vec<serde_json::Value> {
+        s["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "instance_trend")
+            .cloned()
+            .collect()
+    };
+    let (s, md) = rendered("gpu-metrics");
+    let found = trend(&s);
+    assert_eq!(found.len(), 1, "{s}");
+    let f = &found[0];
+    assert_eq!(f["rule"], "instance_trend");
+    assert_eq!(f["role"], "caveat");
+    assert_eq!(f["scope"]["range"], "decode");
+    assert_eq!(
+        (f["early"].clone(), f["late"].clone()),
+        (serde_json::json!([1, 5]), serde_json::json!([11, 15]))
+    );
+    assert_eq!(f["settled_at"], 7);
+    let w = walls("hf/gpu-metrics");
+    assert_eq!(w.len(), 15);
+    let ev: Vec<f64> = f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(ev, vec![median(&w[..5]), median(&w[10..])]);
+    // Settled at #7: every instance from there is within 20% of the last third's median, #6 not.
+    let bound = median(&w[10..]) * 1.2;
+    assert!(w[6..].iter().all(|&x| x <= bound) && w[5] > bound, "{w:?}");
+    assert!(md.contains("The instances of `decode` change time over the run: of the 15 after any warm-up, the first third (#1-#5) took a median of 23.44 ms and the last third (#11-#15) 12.73 ms (-46%)"), "{md}");
+    assert!(
+        md.contains("`report.instances=skip=6` gives #7-#15 a median of their own"),
+        "{md}"
+    );
+
+    for quiet in ["generate-twice", "graph-record", "cub-ranges", "eager"] {
+        let (s, _) = rendered(quiet);
+        assert!(trend(&s).is_empty(), "{quiet}: {s}");
+    }
+}

@@ -304,6 +304,18 @@ pub(crate) enum Claim {
     },
     /// CUDA graphs instantiated in the instances after a range's warm-up: recorded again.
     GraphsRerecorded,
+    /// A repeated range's later instances take another time than its first (rules::
+    /// INSTANCE_TREND): each end's median, as the groups `early` and `late` (1-based
+    /// ordinals, first and last) of the `steady` instances after any warm-up.
+    InstanceTrend {
+        early: [u64; 2],
+        late: [u64; 2],
+        steady: u64,
+        /// Where the later instances take less: the 1-based ordinal from which every one is
+        /// within the rule's threshold of the last third's median.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        settled_at: Option<u64>,
+    },
     /// One range's verdict for kernels.md's table.
     RangeVerdict {
         verdict: RangeVerdict,
@@ -340,6 +352,7 @@ impl Claim {
             | PassIncomplete { .. }
             | SampledDisagrees { .. }
             | ReplayDiffers { .. }
+            | InstanceTrend { .. }
             | InstanceGroups { .. } => Role::Caveat,
             NoNcuMetrics | NothingStandsOut => Role::Advice,
             GpuIdle { .. }
@@ -363,7 +376,7 @@ impl Claim {
     pub(crate) fn of_instances(&self) -> bool {
         use Claim::*;
         match self {
-            InstanceGroups { .. } | GraphsRerecorded => true,
+            InstanceGroups { .. } | GraphsRerecorded | InstanceTrend { .. } => true,
             KernelTotals
             | TopKernel { .. }
             | CapturedRange

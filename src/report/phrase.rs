@@ -262,6 +262,12 @@ pub(crate) fn sentence(f: &Finding) -> String {
                 cite(f)
             )
         }
+        Claim::InstanceTrend {
+            early,
+            late,
+            steady,
+            settled_at,
+        } => trend(f, [*early, *late], *steady, *settled_at),
         Claim::GraphsRerecorded => format!(
             "CUDA graphs are recorded again after the warm-up {w}: {} instantiated there, each a capture paid again; a graph is meant to be recorded once and replayed, so look for what changes between steps (a tensor shape, a batch size: pad to a few fixed sizes) and, under torch.compile, for recompiles (`TORCH_LOGS=recompiles`){}.",
             f.text(Q::GroupGraphsInstantiated),
@@ -386,4 +392,32 @@ fn rank_text(f: &Finding, rank: u32, q: Q) -> String {
         .iter()
         .find(|e| e.quantity == q && e.scope.rank == Some(rank))
         .map_or("–".to_string(), |e| e.text.clone())
+}
+
+/// An instance trend: each end's median, the change, and what it means for the means.
+fn trend(f: &Finding, [early, late]: [[u64; 2]; 2], steady: u64, settled: Option<u64>) -> String {
+    let at = |x: [u64; 2]| format!("#{}-#{}", x[0], x[1]);
+    let median = |x: [u64; 2]| f.in_group(Q::GroupMedianWallNs, &at(x));
+    let (Some(e), Some(l)) = (median(early), median(late)) else {
+        return String::new();
+    };
+    let change = (l.value / e.value - 1.0) * 100.0;
+    let then = match settled {
+        // Settling: the early instances weigh on the means.
+        Some(n) => format!(
+            "its figures per instance and per token include the slower instances before #{n}, from which every instance is within the rule's threshold of the last third's median; `report.instances=skip={}` gives #{n}-#{} a median of their own",
+            n - 1,
+            late[1]
+        ),
+        None => "its figures per instance and per token are means over this run's length, and a run of another length gives others".to_string(),
+    };
+    let range = f.scope.range.as_deref().map(range_name).unwrap_or_default();
+    format!(
+        "The instances of {range} change time over the run: of the {steady} after any warm-up, the first third ({}) took a median of {} and the last third ({}) {} ({change:+.0}%); {then}{}.",
+        at(early),
+        e.text,
+        at(late),
+        l.text,
+        cite(f)
+    )
 }

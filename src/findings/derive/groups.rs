@@ -14,6 +14,22 @@ use crate::analysis::Artifacts;
 pub(super) fn instances(a: &Artifacts, out: &mut Findings) {
     instance_groups(a, out);
     graphs_rerecorded(a, out);
+    instance_trend(a, out);
+}
+
+/// The range's warm-up, where the instance-group rule split one off: its instance count; and
+/// whether the instances after it are one group (no rule told them apart).
+fn warm_up(a: &Artifacts, name: &str) -> (Option<usize>, bool) {
+    let Some(g) = a.instance_groups.iter().find(|g| g.name == name) else {
+        return (None, true);
+    };
+    match g.rule == crate::rules::WARMUP || g.rule == crate::rules::SKIP {
+        true => (
+            g.groups.first().map(|g| g.instances as usize),
+            g.groups.len() <= 2,
+        ),
+        false => (None, false),
+    }
 }
 
 /// One part of a range instance's wall time on its thread.
@@ -170,13 +186,7 @@ fn graphs_rerecorded(a: &Artifacts, out: &mut Findings) {
         if l.per_instance.len() as u64 != l.instances || l.instances < 2 {
             continue;
         }
-        let warm = a
-            .instance_groups
-            .iter()
-            .find(|g| g.name == l.name)
-            .filter(|g| g.rule == crate::rules::WARMUP || g.rule == crate::rules::SKIP)
-            .and_then(|g| g.groups.first())
-            .map_or(1, |g| g.instances as usize);
+        let warm = warm_up(a, &l.name).0.unwrap_or(1);
         let after = &l.per_instance[warm.min(l.per_instance.len())..];
         let n: u32 = after.iter().map(|p| p.graphs_instantiated).sum();
         if n == 0 {
@@ -195,5 +205,76 @@ fn graphs_rerecorded(a: &Artifacts, out: &mut Findings) {
             Some(crate::rules::GRAPHS_RERECORDED),
             ev,
         );
+    }
+}
+
+/// Phases whose later steady instances take another time than their first (rules::
+/// INSTANCE_TREND), the most wall time first: their means per instance and per token hold
+/// for this run's length only. From the ledger's per-instance wall times (push/pop ranges).
+fn instance_trend(a: &Artifacts, out: &mut Findings) {
+    use crate::rules::{INSTANCE_TREND, TREND_MIN_INSTANCES};
+    let mut found = Vec::new();
+    for l in &a.ledger {
+        // The ranges with figures per instance and per token: phases and the captured range.
+        let phase = a.per_token.iter().any(|p| p.phase == l.name);
+        if !phase || l.per_instance.len() as u64 != l.instances {
+            continue;
+        }
+        let (warm, one_kind) = warm_up(a, &l.name);
+        if !one_kind {
+            continue;
+        }
+        let warm = warm.unwrap_or(0).min(l.per_instance.len());
+        let steady = &l.per_instance[warm..];
+        if steady.len() < TREND_MIN_INSTANCES {
+            continue;
+        }
+        let third = steady.len() / 3;
+        let median = |p: &[Parts]| Spread::of(p.iter().map(|p| p.wall_ns as f64).collect()).median;
+        let (early, late) = (
+            median(&steady[..third]),
+            median(&steady[steady.len() - third..]),
+        );
+        if early <= 0.0 || (late / early - 1.0).abs() * 100.0 < INSTANCE_TREND.threshold {
+            continue;
+        }
+        found.push((l, warm, third, early, late));
+    }
+    found.sort_by_key(|x| std::cmp::Reverse(x.0.total.wall_ns));
+    for (l, warm, third, early, late) in found {
+        let steady = l.per_instance.len() - warm;
+        let first = warm as u64 + 1;
+        let last = l.per_instance.len() as u64;
+        let early_at = [first, first + third as u64 - 1];
+        let late_at = [last + 1 - third as u64, last];
+        let scope = Scope::range(&l.name).instances(steady as u64);
+        let label = |at: [u64; 2]| format!("#{}-#{}", at[0], at[1]);
+        let ev = [(early_at, early), (late_at, late)]
+            .into_iter()
+            .map(|(at, ns)| {
+                let s = scope.clone().group(&label(at)).instances(third as u64);
+                Figure::new(Quantity::GroupMedianWallNs, ns, &a.sqlite_file, &s)
+            })
+            .collect();
+        // Settling: from the first instance after which every one is within the rule's
+        // threshold of the last third's median, where that is before the last third.
+        let bound = late * (1.0 + INSTANCE_TREND.threshold / 100.0);
+        let settled_at = (late < early)
+            .then(|| {
+                l.per_instance
+                    .iter()
+                    .rposition(|p| p.wall_ns as f64 > bound)
+            })
+            .flatten()
+            .map(|i| i as u64 + 2)
+            // Still falling in the last third: not settled.
+            .filter(|&n| n <= late_at[0]);
+        let claim = Claim::InstanceTrend {
+            early: early_at,
+            late: late_at,
+            steady: steady as u64,
+            settled_at,
+        };
+        out.push(claim, scope, Some(INSTANCE_TREND), ev);
     }
 }
