@@ -270,13 +270,19 @@ pub(crate) const GRAPHS_RERECORDED: Rule = Rule {
 
 /// A repeated range whose later instances take another time than its first: the median wall
 /// time of the last third of its steady instances (after a warm-up group, where one was split
-/// off) against that of the first third, in % (either way). Its per-instance and per-token
-/// figures are then means over this run's length, not a constant of the workload.
+/// off) against that of the first third, in % (either way), where the instances' rank
+/// correlation with their order says the same at least as strongly as TREND_MIN_CORRELATION
+/// (a jitter in the middle is not a trend). Its per-instance and per-token figures are then
+/// means over this run's length, not a constant of the workload.
 pub(crate) const INSTANCE_TREND: Rule = Rule {
     id: "instance_trend",
-    text: "the median wall time of a repeated push/pop phase's (or captured range's) last third of instances after its warm-up differs from that of its first third by at least the threshold (%), over at least 9 instances that no other rule split into groups",
+    text: "the median wall time of a repeated push/pop phase's (or captured range's) last third of instances after its warm-up differs from that of its first third by at least the threshold (%), and Spearman's rank correlation of their wall times with their order is at least 0.6 the same way, over at least 9 instances that no other rule split into groups",
     threshold: 20.0,
 };
+
+/// The rank correlation a trend needs (either sign): about the 2% two-sided significance of
+/// Spearman's coefficient over 14 instances.
+pub(crate) const TREND_MIN_CORRELATION: f64 = 0.6;
 
 /// Fewer steady instances than this get no trend (a third of them is each end's median).
 pub(crate) const TREND_MIN_INSTANCES: usize = 9;

@@ -14,6 +14,8 @@ pub(crate) enum Unit {
     Ms,
     TokensPerS,
     Mb,
+    /// A coefficient without a unit, -1 to 1.
+    Coefficient,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -95,6 +97,9 @@ pub(crate) enum Quantity {
     /// part that differs most between the groups.
     GroupMedianWallNs,
     GroupLedgerPartNs,
+    /// Spearman's rank correlation of a range's instances' wall times with their order:
+    /// near 1 when each later instance takes longer, near -1 when less.
+    RankCorrelation,
     /// One group of a range's instances: CUDA graphs its instances instantiated (recorded)
     /// and modules of GPU code they loaded (for their kernels' first use), summed.
     GroupGraphsInstantiated,
@@ -163,6 +168,7 @@ impl Quantity {
             | BaselineMsPerInstance
             | FloorBasisMsPerInstance => Unit::Ms,
             TokensPerS => Unit::TokensPerS,
+            RankCorrelation => Unit::Coefficient,
             _ => Unit::Pct,
         }
     }
@@ -206,6 +212,7 @@ impl Quantity {
             (_, Unit::Ms) => format!("{:.2} ms", z(v)),
             (_, Unit::TokensPerS) => format!("{:.0} tokens/s", z(v)),
             (_, Unit::Mb) => format!("{:.1} MB", z(v)),
+            (_, Unit::Coefficient) => format!("{:.2}", z(v)),
         }
     }
 }

@@ -413,11 +413,12 @@ fn trend(f: &Finding, [early, late]: [[u64; 2]; 2], steady: u64, settled: Option
     };
     let range = f.scope.range.as_deref().map(range_name).unwrap_or_default();
     format!(
-        "The instances of {range} change time over the run: of the {steady} after any warm-up, the first third ({}) took a median of {} and the last third ({}) {} ({change:+.0}%); {then}{}.",
+        "The instances of {range} change time over the run: of the {steady} after any warm-up, the first third ({}) took a median of {} and the last third ({}) {} ({change:+.0}%; rank correlation with their order {}); {then}{}.",
         at(early),
         e.text,
         at(late),
         l.text,
+        f.text(Q::RankCorrelation),
         cite(f)
     )
 }

@@ -212,7 +212,7 @@ fn graphs_rerecorded(a: &Artifacts, out: &mut Findings) {
 /// INSTANCE_TREND), the most wall time first: their means per instance and per token hold
 /// for this run's length only. From the ledger's per-instance wall times (push/pop ranges).
 fn instance_trend(a: &Artifacts, out: &mut Findings) {
-    use crate::rules::{INSTANCE_TREND, TREND_MIN_INSTANCES};
+    use crate::rules::{INSTANCE_TREND, TREND_MIN_CORRELATION, TREND_MIN_INSTANCES};
     let mut found = Vec::new();
     for l in &a.ledger {
         // The ranges with figures per instance and per token: phases and the captured range.
@@ -238,10 +238,14 @@ fn instance_trend(a: &Artifacts, out: &mut Findings) {
         if early <= 0.0 || (late / early - 1.0).abs() * 100.0 < INSTANCE_TREND.threshold {
             continue;
         }
-        found.push((l, warm, third, early, late));
+        let rho = rank_correlation(&steady.iter().map(|p| p.wall_ns as f64).collect::<Vec<_>>());
+        if rho.abs() < TREND_MIN_CORRELATION || (rho > 0.0) != (late > early) {
+            continue;
+        }
+        found.push((l, warm, third, early, late, rho));
     }
     found.sort_by_key(|x| std::cmp::Reverse(x.0.total.wall_ns));
-    for (l, warm, third, early, late) in found {
+    for (l, warm, third, early, late, rho) in found {
         let steady = l.per_instance.len() - warm;
         let first = warm as u64 + 1;
         let last = l.per_instance.len() as u64;
@@ -249,13 +253,19 @@ fn instance_trend(a: &Artifacts, out: &mut Findings) {
         let late_at = [last + 1 - third as u64, last];
         let scope = Scope::range(&l.name).instances(steady as u64);
         let label = |at: [u64; 2]| format!("#{}-#{}", at[0], at[1]);
-        let ev = [(early_at, early), (late_at, late)]
+        let mut ev: Vec<Figure> = [(early_at, early), (late_at, late)]
             .into_iter()
             .map(|(at, ns)| {
                 let s = scope.clone().group(&label(at)).instances(third as u64);
                 Figure::new(Quantity::GroupMedianWallNs, ns, &a.sqlite_file, &s)
             })
             .collect();
+        ev.push(Figure::new(
+            Quantity::RankCorrelation,
+            rho,
+            &a.sqlite_file,
+            &scope,
+        ));
         // Settling: from the first instance after which every one is within the rule's
         // threshold of the last third's median, where that is before the last third.
         let bound = late * (1.0 + INSTANCE_TREND.threshold / 100.0);
@@ -276,5 +286,55 @@ fn instance_trend(a: &Artifacts, out: &mut Findings) {
             settled_at,
         };
         out.push(claim, scope, Some(INSTANCE_TREND), ev);
+    }
+}
+
+/// Spearman's rank correlation of `v` with its order (ties take their mean rank); 0 for fewer
+/// than two values or values all equal.
+fn rank_correlation(v: &[f64]) -> f64 {
+    let n = v.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&i, &j| v[i].total_cmp(&v[j]));
+    let mut rank = vec![0.0; n];
+    let mut k = 0;
+    while k < n {
+        let mut e = k;
+        while e + 1 < n && v[order[e + 1]] == v[order[k]] {
+            e += 1;
+        }
+        for &i in &order[k..=e] {
+            rank[i] = (k + e) as f64 / 2.0;
+        }
+        k = e + 1;
+    }
+    // Pearson's coefficient of the ranks with the positions.
+    let mean = (n as f64 - 1.0) / 2.0;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (i, r) in rank.iter().enumerate() {
+        let (x, y) = (i as f64 - mean, r - mean);
+        sxy += x * y;
+        sxx += x * x;
+        syy += y * y;
+    }
+    match sxx * syy > 0.0 {
+        true => sxy / (sxx * syy).sqrt(),
+        false => 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rank_correlation;
+
+    #[test]
+    fn rank_correlation_is_spearmans() {
+        assert_eq!(rank_correlation(&[1.0, 2.0, 3.0, 4.0]), 1.0);
+        assert_eq!(rank_correlation(&[4.0, 3.0, 2.0, 1.0]), -1.0);
+        assert_eq!(rank_correlation(&[2.0, 2.0, 2.0]), 0.0);
+        assert_eq!(rank_correlation(&[]), 0.0);
+        // Ties share their mean rank: ranks 0, 2, 1, 3.5, 3.5 against positions 0-4 give
+        // 8.5 / sqrt(10 x 9.5).
+        let tied = rank_correlation(&[1.0, 3.0, 2.0, 4.0, 4.0]);
+        assert!((tied - 8.5 / 95f64.sqrt()).abs() < 1e-12, "{tied}");
     }
 }
