@@ -212,7 +212,6 @@ fn graphs_rerecorded(a: &Artifacts, out: &mut Findings) {
 /// INSTANCE_TREND), the most wall time first: their means per instance and per token hold
 /// for this run's length only. From the ledger's per-instance wall times (push/pop ranges).
 fn instance_trend(a: &Artifacts, out: &mut Findings) {
-    use crate::rules::{INSTANCE_TREND, TREND_MIN_CORRELATION, TREND_MIN_INSTANCES};
     let mut found = Vec::new();
     for l in &a.ledger {
         // The ranges with figures per instance and per token: phases and the captured range.
@@ -225,68 +224,94 @@ fn instance_trend(a: &Artifacts, out: &mut Findings) {
             continue;
         }
         let warm = warm.unwrap_or(0).min(l.per_instance.len());
-        let steady = &l.per_instance[warm..];
-        if steady.len() < TREND_MIN_INSTANCES {
-            continue;
+        let walls: Vec<f64> = l.per_instance[warm..]
+            .iter()
+            .map(|p| p.wall_ns as f64)
+            .collect();
+        if let Some(t) = trend(&walls) {
+            found.push((l, warm as u64, walls.len() as u64, t));
         }
-        let third = steady.len() / 3;
-        let median = |p: &[Parts]| Spread::of(p.iter().map(|p| p.wall_ns as f64).collect()).median;
-        let (early, late) = (
-            median(&steady[..third]),
-            median(&steady[steady.len() - third..]),
-        );
-        if early <= 0.0 || (late / early - 1.0).abs() * 100.0 < INSTANCE_TREND.threshold {
-            continue;
-        }
-        let rho = rank_correlation(&steady.iter().map(|p| p.wall_ns as f64).collect::<Vec<_>>());
-        if rho.abs() < TREND_MIN_CORRELATION || (rho > 0.0) != (late > early) {
-            continue;
-        }
-        found.push((l, warm, third, early, late, rho));
     }
     found.sort_by_key(|x| std::cmp::Reverse(x.0.total.wall_ns));
-    for (l, warm, third, early, late, rho) in found {
-        let steady = l.per_instance.len() - warm;
-        let first = warm as u64 + 1;
-        let last = l.per_instance.len() as u64;
-        let early_at = [first, first + third as u64 - 1];
-        let late_at = [last + 1 - third as u64, last];
-        let scope = Scope::range(&l.name).instances(steady as u64);
-        let label = |at: [u64; 2]| format!("#{}-#{}", at[0], at[1]);
-        let mut ev: Vec<Figure> = [(early_at, early), (late_at, late)]
+    for (l, warm, steady, t) in found {
+        // 1-based ordinals among every instance, the warm-up's included.
+        let at = |i: usize| warm + i as u64 + 1;
+        let early_at = [at(0), at(t.third - 1)];
+        let late_at = [at(steady as usize - t.third), at(steady as usize - 1)];
+        let scope = Scope::range(&l.name).instances(steady);
+        let label = |x: [u64; 2]| format!("#{}-#{}", x[0], x[1]);
+        let mut ev: Vec<Figure> = [(early_at, t.early), (late_at, t.late)]
             .into_iter()
-            .map(|(at, ns)| {
-                let s = scope.clone().group(&label(at)).instances(third as u64);
+            .map(|(x, ns)| {
+                let s = scope.clone().group(&label(x)).instances(t.third as u64);
                 Figure::new(Quantity::GroupMedianWallNs, ns, &a.sqlite_file, &s)
             })
             .collect();
         ev.push(Figure::new(
             Quantity::RankCorrelation,
-            rho,
+            t.rho,
             &a.sqlite_file,
             &scope,
         ));
-        // Settling: from the first instance after which every one is within the rule's
-        // threshold of the last third's median, where that is before the last third.
-        let bound = late * (1.0 + INSTANCE_TREND.threshold / 100.0);
-        let settled_at = (late < early)
-            .then(|| {
-                l.per_instance
-                    .iter()
-                    .rposition(|p| p.wall_ns as f64 > bound)
-            })
-            .flatten()
-            .map(|i| i as u64 + 2)
-            // Still falling in the last third: not settled.
-            .filter(|&n| n <= late_at[0]);
         let claim = Claim::InstanceTrend {
             early: early_at,
             late: late_at,
-            steady: steady as u64,
-            settled_at,
+            steady,
+            settled_at: t.settled.map(at),
         };
-        out.push(claim, scope, Some(INSTANCE_TREND), ev);
+        out.push(claim, scope, Some(crate::rules::INSTANCE_TREND), ev);
     }
+}
+
+/// A range's steady instances that change time over the run (rules::INSTANCE_TREND).
+#[derive(Debug, PartialEq)]
+struct Trend {
+    /// Instances in each third compared.
+    third: usize,
+    /// The first and last third's median wall time, in ns.
+    early: f64,
+    late: f64,
+    /// Spearman's coefficient of the walls with their order.
+    rho: f64,
+    /// Where the later ones take less: the index of the first instance from which every one
+    /// is within the rule's threshold of the last third's median, where that is before the
+    /// last third (None: still falling there, or growing).
+    settled: Option<usize>,
+}
+
+/// The trend of a range's steady instances' wall times, in start order; None where the rule
+/// finds none.
+fn trend(walls: &[f64]) -> Option<Trend> {
+    use crate::rules::{INSTANCE_TREND, TREND_MIN_CORRELATION, TREND_MIN_INSTANCES};
+    if walls.len() < TREND_MIN_INSTANCES {
+        return None;
+    }
+    let third = walls.len() / 3;
+    let median = |w: &[f64]| Spread::of(w.to_vec()).median;
+    let (early, late) = (
+        median(&walls[..third]),
+        median(&walls[walls.len() - third..]),
+    );
+    if early <= 0.0 || (late / early - 1.0).abs() * 100.0 < INSTANCE_TREND.threshold {
+        return None;
+    }
+    let rho = rank_correlation(walls);
+    if rho.abs() < TREND_MIN_CORRELATION || (rho > 0.0) != (late > early) {
+        return None;
+    }
+    let bound = late * (1.0 + INSTANCE_TREND.threshold / 100.0);
+    let settled = (late < early)
+        .then(|| walls.iter().rposition(|&w| w > bound))
+        .flatten()
+        .map(|i| i + 1)
+        .filter(|&i| i < walls.len() - third);
+    Some(Trend {
+        third,
+        early,
+        late,
+        rho,
+        settled,
+    })
 }
 
 /// Spearman's rank correlation of `v` with its order (ties take their mean rank); 0 for fewer
@@ -324,7 +349,72 @@ fn rank_correlation(v: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::rank_correlation;
+    use super::{rank_correlation, trend, Trend};
+
+    /// A range's instances' durations in start order, from NVIDIA's `nvtx_pushpop_trace`.
+    fn nvidia_walls(data: &str, range: &str) -> Vec<f64> {
+        let text = std::fs::read_to_string(crate::testutil::data(data)).unwrap();
+        text.lines()
+            .skip(1)
+            .filter(|l| l.split(',').nth(5) == Some(range))
+            .map(|l| l.split(',').nth(2).unwrap().parse().unwrap())
+            .collect()
+    }
+
+    /// A loop whose 200 steps grow from about 42 ms to 68 ms (tests/data/hf/step-growth, an
+    /// H100): the trend stage2 reported from the whole run there, from NVIDIA's list of the
+    /// same instances. No warm-up group was split off, so every instance is steady.
+    #[test]
+    fn a_growing_loop_is_a_trend_on_nvidias_own_instance_list() {
+        let w = nvidia_walls("hf/step-growth/nvidia/run_nvtx_pushpop_trace.csv", ":step");
+        assert_eq!(w.len(), 200);
+        let t = trend(&w).expect("a trend");
+        assert_eq!((t.third, t.settled), (66, None));
+        // What the run's stakeholder summary printed: 41.83 ms, 68.45 ms, +64%, 0.61.
+        let ms = |ns: f64| format!("{:.2}", ns / 1e6);
+        assert_eq!((ms(t.early), ms(t.late)), ("41.83".into(), "68.45".into()));
+        assert_eq!(
+            format!("{:+.0}% {:.2}", (t.late / t.early - 1.0) * 100.0, t.rho),
+            "+64% 0.61"
+        );
+    }
+
+    /// mistral-jitter's steady instances (after its one-instance warm-up): +33% by the
+    /// thirds' medians, but a jump in the middle that comes back, 0.50 by rank: no trend.
+    #[test]
+    fn a_jump_that_comes_back_is_no_trend() {
+        let w = nvidia_walls(
+            "hf/mistral-jitter/nvidia/run_nvtx_pushpop_trace.csv",
+            ":decode",
+        );
+        assert_eq!(w.len(), 15);
+        assert!(trend(&w[1..]).is_none());
+        assert!((rank_correlation(&w[1..]) - 0.5).abs() < 0.01);
+        // Too few instances, flat ones, a zero: none.
+        assert!(trend(&w[1..9]).is_none());
+        assert!(trend(&[5.0; 12]).is_none());
+        assert!(trend(&[0.0; 12]).is_none());
+    }
+
+    /// Falling instances settle where every later one is within 20% of the last third's
+    /// median; where the last third still falls, they have not settled.
+    #[test]
+    fn falling_instances_settle_before_the_last_third_or_not_at_all() {
+        let settling = [30.0, 28.0, 26.0, 11.0, 10.0, 10.5, 10.0, 9.5, 10.0];
+        let t = trend(&settling).unwrap();
+        assert_eq!((t.early, t.late, t.settled), (28.0, 10.0, Some(3)));
+        let falling: Vec<f64> = (0..12).map(|i| 100.0 - 5.0 * i as f64).collect();
+        assert_eq!(
+            trend(&falling),
+            Some(Trend {
+                third: 4,
+                early: 92.5,
+                late: 52.5,
+                rho: -1.0,
+                settled: None
+            })
+        );
+    }
 
     #[test]
     fn rank_correlation_is_spearmans() {
