@@ -405,7 +405,8 @@ fn trend(f: &Finding, [early, late]: [[u64; 2]; 2], steady: u64, settled: Option
     let then = match settled {
         // Settling: the early instances weigh on the means.
         Some(n) => format!(
-            "its figures per instance and per token include the slower instances before #{n}, from which every instance is within the rule's threshold of the last third's median; `report.instances=skip={}` gives #{n}-#{} a median of their own",
+            "its figures per instance and per token include the slower instances before #{n}, from which every instance is within {}% of the last third's median; `report.instances=skip={}` gives #{n}-#{} a median of their own",
+            f.rule.map_or(0.0, |r| r.threshold),
             n - 1,
             late[1]
         ),
