@@ -264,6 +264,15 @@ fn instances_that_change_time_over_the_run_say_so_with_each_ends_median() {
             .collect()
     };
     let (s, md) = rendered("gpu-metrics");
+    // Its summary.json, with the trend's coefficient, holds to the schema.
+    let schema: serde_json::Value =
+        serde_json::from_str(&read(root().join("src/findings/summary.schema.json"))).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&s)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
     let found = trend(&s);
     assert_eq!(found.len(), 1, "{s}");
     let f = &found[0];

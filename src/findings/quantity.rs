@@ -220,6 +220,43 @@ impl Quantity {
 #[cfg(test)]
 mod tests {
     use super::Quantity::*;
+    use super::Unit;
+
+    /// Every unit a figure can have is one summary.schema.json allows (a unit added here and
+    /// not there makes every summary.json that carries it invalid).
+    #[test]
+    fn every_unit_is_in_the_schema() {
+        // A match, so a new unit does not compile until it is listed here.
+        let all = |u: Unit| match u {
+            Unit::Ns
+            | Unit::Pct
+            | Unit::Count
+            | Unit::FlopPerByte
+            | Unit::Ms
+            | Unit::TokensPerS
+            | Unit::Mb
+            | Unit::Coefficient => u,
+        };
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("summary.schema.json")).unwrap();
+        let allowed = &schema["$defs"]["figure"]["properties"]["unit"]["enum"];
+        for u in [
+            Unit::Ns,
+            Unit::Pct,
+            Unit::Count,
+            Unit::FlopPerByte,
+            Unit::Ms,
+            Unit::TokensPerS,
+            Unit::Mb,
+            Unit::Coefficient,
+        ] {
+            let name = serde_json::to_value(all(u)).unwrap();
+            assert!(
+                allowed.as_array().is_some_and(|a| a.contains(&name)),
+                "{name} not in the schema's units: {allowed}"
+            );
+        }
+    }
 
     #[test]
     fn a_floor_far_under_its_time_keeps_two_significant_digits() {
