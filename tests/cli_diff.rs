@@ -614,3 +614,29 @@ fn a_range_that_opens_with_a_warm_up_is_said_beside_the_comparison() {
     let v = diff_json(&sb, &base, &root().join("examples/diff/same"), &[]);
     assert!(v.get("advice").is_none(), "{v}");
 }
+
+/// A phase whose instances change time over the run (instance_trend) in one run, compared with
+/// a run of another number of its instances: its time per instance then differs with the
+/// length alone, and the diff says so before the change is trusted. Two real captures of
+/// `decode` (an H200's 7 instances, an H100's 15 whose first steps were slow), compared with
+/// --force across their GPUs; with as many instances on both sides nothing is said.
+#[test]
+fn a_phase_that_changes_time_over_runs_of_other_lengths_is_said() {
+    let sb = Sandbox::new();
+    let seven = root().join("examples/sample-run-hf-large");
+    let trend = root().join("tests/data/hf/gpu-metrics");
+    let v = diff_json(&sb, &seven, &trend, &["--force"]);
+    let advice: Vec<&str> = v["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let said = "RUN_B's `decode` changes time over the run: a median of 23.44 ms over #1-#5 and 12.73 ms over #11-#15 (instance_trend); RUN_A has 7 instances of it and RUN_B 15, so a change in its time per instance can be the runs' lengths";
+    assert!(advice.iter().any(|a| a.starts_with(said)), "{advice:?}");
+    // Fifteen instances on both sides: no such line.
+    let fifteen = root().join("tests/data/hf/mistral-jitter");
+    let v = diff_json(&sb, &fifteen, &trend, &["--force"]);
+    let text = v["advice"].to_string();
+    assert!(!text.contains("changes time over the run"), "{text}");
+}

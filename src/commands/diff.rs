@@ -9,6 +9,7 @@ use crate::analysis::summary::{self, Summary};
 use crate::analysis::Artifacts;
 use crate::error::{Error, Result};
 use crate::exit_codes;
+use crate::findings::{Claim, Finding, Quantity};
 use crate::rundir::RunDir;
 
 pub(crate) struct Args<'a> {
@@ -28,6 +29,8 @@ struct Loaded {
     config: serde_yaml::Value,
     /// Whether the nsys pass sampled GPU metrics (None: not recorded).
     sampled: Option<bool>,
+    /// Its phases whose instances change time over the run (instance_trend findings).
+    trends: Vec<Finding>,
 }
 
 fn load(dir: &Path) -> Result<Loaded, Error> {
@@ -37,13 +40,60 @@ fn load(dir: &Path) -> Result<Loaded, Error> {
     let a = Artifacts::load(&run, config)?;
     let summary = summary::summary(&a);
     check_values(&run, &summary)?;
+    let trends = crate::findings::document::decide(&a)
+        .findings
+        .made()
+        .filter(|f| matches!(f.claim, Claim::InstanceTrend { .. }))
+        .cloned()
+        .collect();
     Ok(Loaded {
         summary,
         groups: a.instance_groups.clone(),
         env: a.env.clone(),
         config: tree,
         sampled: crate::analysis::nsys_sampled(&run),
+        trends,
     })
+}
+
+/// A compared phase whose instances change time over the run in one side, where the sides ran
+/// different numbers of its instances: its mean per instance then differs with the length
+/// alone. Each end's median from the side's instance_trend finding.
+fn trend_advice(side: &str, l: &Loaded, a: &Summary, b: &Summary) -> Vec<String> {
+    let count = |s: &Summary, name: &str| {
+        s.ranges
+            .iter()
+            .find(|r| r.name == name)
+            .map(|r| r.instances)
+    };
+    let mut out = Vec::new();
+    for f in &l.trends {
+        let Claim::InstanceTrend { early, late, .. } = f.claim else {
+            continue;
+        };
+        let Some(name) = f.scope.range.as_deref() else {
+            continue;
+        };
+        let (Some(na), Some(nb)) = (count(a, name), count(b, name)) else {
+            continue;
+        };
+        let at = |x: [u64; 2]| format!("#{}-#{}", x[0], x[1]);
+        let median = |x: [u64; 2]| f.in_group(Quantity::GroupMedianWallNs, &at(x));
+        let (Some(e), Some(m)) = (median(early), median(late)) else {
+            continue;
+        };
+        if na == nb {
+            continue;
+        }
+        out.push(format!(
+            "{side}'s `{name}` changes time over the run: a median of {} over {} and {} over {} (instance_trend); RUN_A has {na} instances of it and RUN_B {nb}, so a change in its time per instance can be the runs' lengths. Runs of one length compare like with like",
+            e.text,
+            at(early),
+            m.text,
+            at(late)
+        ));
+    }
+    out
 }
 
 /// Times that no profiler writes (negative, NaN, infinite) are bad input, not a -100% change.
@@ -137,6 +187,10 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
         .into_iter()
         .flat_map(|(side, l)| diff::warm_ups(side, &l.summary, &l.groups, &d.ranges))
         .collect();
+    for (side, l) in [("RUN_A", &a), ("RUN_B", &b)] {
+        d.advice
+            .extend(trend_advice(side, l, &a.summary, &b.summary));
+    }
     let markdown = crate::report::diff::to_markdown(&d, 30);
     let json = serde_json::to_string_pretty(&d).unwrap_or_default() + "\n";
     // stdout is the Markdown, or the JSON with `--json`; a closed pipe (`| head`) is not an
