@@ -92,6 +92,14 @@ fn diff_json(sb: &Sandbox, a: &Path, b: &Path, extra: &[&str]) -> serde_json::Va
     file
 }
 
+/// The lines a diff's JSON says before a change is trusted.
+fn advice_of(v: &serde_json::Value) -> Vec<&str> {
+    v["advice"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default()
+}
+
 /// Every file under a directory, relative, sorted.
 fn listing(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = walk(dir)
@@ -602,12 +610,7 @@ fn a_range_that_opens_with_a_warm_up_is_said_beside_the_comparison() {
     assert!(md.contains("**Before trusting a change:**"), "{md}");
     let v = diff_json(&sb, &run, &run, &[]);
     assert_eq!(v["schema_version"], 3);
-    let advice: Vec<&str> = v["advice"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|a| a.as_str())
-        .collect();
+    let advice = advice_of(&v);
     assert!(advice.iter().any(|a| a.starts_with(said)), "{advice:?}");
     // The runs without one say nothing of the kind.
     let base = root().join("examples/diff/base");
@@ -626,12 +629,7 @@ fn a_phase_that_changes_time_over_runs_of_other_lengths_is_said() {
     let seven = root().join("examples/sample-run-hf-large");
     let trend = root().join("tests/data/hf/gpu-metrics");
     let v = diff_json(&sb, &seven, &trend, &["--force"]);
-    let advice: Vec<&str> = v["advice"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|a| a.as_str())
-        .collect();
+    let advice = advice_of(&v);
     let said = "RUN_B's `decode` changes time over the run: a median of 23.44 ms over #1-#5 and 12.73 ms over #11-#15 (instance_trend); RUN_A has 7 instances of it and RUN_B 15, so a change in its time per instance can be the runs' lengths";
     assert!(advice.iter().any(|a| a.starts_with(said)), "{advice:?}");
     // Fifteen instances on both sides: no such line.
