@@ -264,7 +264,6 @@ impl Findings {
     }
 }
 
-/// Every finding the run's figures support.
 /// Every finding the run's figures support, range verdicts for the ranges the tables list.
 #[cfg(test)]
 pub(crate) fn derive(a: &crate::analysis::Artifacts) -> Findings {
