@@ -396,6 +396,38 @@ mod tests {
         assert!(trend(&[0.0; 12]).is_none());
     }
 
+    proptest::proptest! {
+        /// What the rule decides does not depend on the unit of time, and never reads a trend
+        /// against the order of the instances; the same walls sorted (each later instance at
+        /// least as long) are a growing trend whenever their thirds differ by the threshold.
+        #[test]
+        fn a_trend_is_scale_free_and_ordered(
+            walls in proptest::collection::vec(1.0f64..1e9, 0..60),
+            scale in 1e-3f64..1e3,
+        ) {
+            let mut sorted = walls.clone();
+            sorted.sort_by(f64::total_cmp);
+            for w in [&walls, &sorted] {
+                let t = trend(w);
+                let scaled: Vec<f64> = w.iter().map(|x| x * scale).collect();
+                proptest::prop_assert_eq!(t.is_some(), trend(&scaled).is_some());
+                if let Some(t) = &t {
+                    proptest::prop_assert!(t.rho.abs() >= 0.6 && t.rho.abs() <= 1.0 + 1e-9);
+                    proptest::prop_assert_eq!(t.rho > 0.0, t.late > t.early);
+                    proptest::prop_assert!(t.settled.is_none_or(|i| i < w.len() - t.third));
+                }
+                let reversed: Vec<f64> = w.iter().rev().copied().collect();
+                proptest::prop_assert!((rank_correlation(&reversed) + rank_correlation(w)).abs() < 1e-9);
+            }
+            let third = sorted.len() / 3;
+            if sorted.len() >= 9 && sorted[sorted.len() - third..].iter().copied().fold(f64::MAX, f64::min)
+                >= 1.2 * sorted[third - 1]
+            {
+                proptest::prop_assert!(trend(&sorted).is_some_and(|t| t.rho > 0.0));
+            }
+        }
+    }
+
     /// Falling instances settle where every later one is within 20% of the last third's
     /// median; where the last third still falls, they have not settled.
     #[test]
