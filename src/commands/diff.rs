@@ -9,7 +9,7 @@ use crate::analysis::summary::{self, Summary};
 use crate::analysis::Artifacts;
 use crate::error::{Error, Result};
 use crate::exit_codes;
-use crate::findings::{Claim, Finding, Quantity};
+use crate::findings::{span, Claim, Finding};
 use crate::rundir::RunDir;
 
 pub(crate) struct Args<'a> {
@@ -77,20 +77,18 @@ fn trend_advice(side: &str, l: &Loaded, a: &Summary, b: &Summary) -> Vec<String>
         let (Some(na), Some(nb)) = (count(a, name), count(b, name)) else {
             continue;
         };
-        let at = |x: [u64; 2]| format!("#{}-#{}", x[0], x[1]);
-        let median = |x: [u64; 2]| f.in_group(Quantity::GroupMedianWallNs, &at(x));
-        let (Some(e), Some(m)) = (median(early), median(late)) else {
-            continue;
-        };
         if na == nb {
             continue;
         }
+        let Some((e, m)) = f.trend_ends() else {
+            continue;
+        };
         out.push(format!(
             "{side}'s `{name}` changes time over the run: a median of {} over {} and {} over {} (instance_trend); RUN_A has {na} instances of it and RUN_B {nb}, so a change in its time per instance can be the runs' lengths. Runs of one length compare like with like",
             e.text,
-            at(early),
+            span(early),
             m.text,
-            at(late)
+            span(late)
         ));
     }
     out

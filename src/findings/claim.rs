@@ -328,6 +328,12 @@ pub(crate) enum Claim {
     NothingStandsOut,
 }
 
+/// The group label of instances `first..=last` (1-based): "#1-#5", as an instance_trend
+/// finding's figures are scoped and every report names them.
+pub(crate) fn span([first, last]: [u64; 2]) -> String {
+    format!("#{first}-#{last}")
+}
+
 impl Claim {
     pub(crate) fn role(&self) -> Role {
         use Claim::*;

@@ -211,6 +211,16 @@ impl Finding {
             .find(|e| e.quantity == q && e.scope.group.as_deref() == Some(label))
     }
 
+    /// An instance_trend finding's first and last third's median wall time (None for any
+    /// other claim).
+    pub(crate) fn trend_ends(&self) -> Option<(&Figure, &Figure)> {
+        let Claim::InstanceTrend { early, late, .. } = self.claim else {
+            return None;
+        };
+        let median = |x| self.in_group(Quantity::GroupMedianWallNs, &span(x));
+        Some((median(early)?, median(late)?))
+    }
+
     /// One of its figures as the reports print it ("–" when it has none).
     pub(crate) fn text(&self, q: Quantity) -> String {
         self.figure(q).map_or("–".to_string(), |f| f.text.clone())

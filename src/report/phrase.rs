@@ -10,7 +10,8 @@ use groups::{groups_sentence, idle};
 
 use super::fmt::md;
 use crate::findings::{
-    BytesOf, Claim, CpuVerdict, Finding, GpuUse, Pass, PastWall, Quantity as Q, Scope, TensorUse,
+    span, BytesOf, Claim, CpuVerdict, Finding, GpuUse, Pass, PastWall, Quantity as Q, Scope,
+    TensorUse,
 };
 
 /// A range as the reports name it: "`decode`", or "the cudaProfilerStart/Stop windows" for
@@ -396,9 +397,7 @@ fn rank_text(f: &Finding, rank: u32, q: Q) -> String {
 
 /// An instance trend: each end's median, the change, and what it means for the means.
 fn trend(f: &Finding, [early, late]: [[u64; 2]; 2], steady: u64, settled: Option<u64>) -> String {
-    let at = |x: [u64; 2]| format!("#{}-#{}", x[0], x[1]);
-    let median = |x: [u64; 2]| f.in_group(Q::GroupMedianWallNs, &at(x));
-    let (Some(e), Some(l)) = (median(early), median(late)) else {
+    let Some((e, l)) = f.trend_ends() else {
         return String::new();
     };
     let change = (l.value / e.value - 1.0) * 100.0;
@@ -415,9 +414,9 @@ fn trend(f: &Finding, [early, late]: [[u64; 2]; 2], steady: u64, settled: Option
     let range = f.scope.range.as_deref().map(range_name).unwrap_or_default();
     format!(
         "The instances of {range} change time over the run: of the {steady} after any warm-up, the first third ({}) took a median of {} and the last third ({}) {} ({change:+.0}%; rank correlation with their order {}); {then}{}.",
-        at(early),
+        span(early),
         e.text,
-        at(late),
+        span(late),
         l.text,
         f.text(Q::RankCorrelation),
         cite(f)

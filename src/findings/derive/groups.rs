@@ -3,7 +3,7 @@
 //! where the phase has token marks, and the wall-time ledger part that differs most between the
 //! fastest and slowest group.
 
-use super::super::{Claim, Figure, Findings, GroupUse, Quantity, Scope};
+use super::super::{span, Claim, Figure, Findings, GroupUse, Quantity, Scope};
 use crate::analysis::instances::{Group, RangeGroups};
 use crate::analysis::ledger::{Parts, RangeLedger};
 use crate::analysis::ranges::Spread;
@@ -239,11 +239,10 @@ fn instance_trend(a: &Artifacts, out: &mut Findings) {
         let early_at = [at(0), at(t.third - 1)];
         let late_at = [at(steady as usize - t.third), at(steady as usize - 1)];
         let scope = Scope::range(&l.name).instances(steady);
-        let label = |x: [u64; 2]| format!("#{}-#{}", x[0], x[1]);
         let mut ev: Vec<Figure> = [(early_at, t.early), (late_at, t.late)]
             .into_iter()
             .map(|(x, ns)| {
-                let s = scope.clone().group(&label(x)).instances(t.third as u64);
+                let s = scope.clone().group(&span(x)).instances(t.third as u64);
                 Figure::new(Quantity::GroupMedianWallNs, ns, &a.sqlite_file, &s)
             })
             .collect();
