@@ -22,15 +22,14 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
       -- python3 examples/workloads/families.py --arch "${ARCH:-qwen3moe}" >"$root/$id.log" 2>&1
     rc=$?
     python3 - "$root/$id" "$early $round" "$rc" <<'PY'
-import json, sqlite3, statistics as st, sys
+import json, statistics as st, sys
+sys.path.insert(0, "scripts")
+from range_walls import walls
 run, label, rc = sys.argv[1:4]
 st_ = json.load(open(run + "/status.json"))
 warn = next((w for w in st_["passes"]["nsys"].get("warnings", []) if "still starting" in w), "")
 warn = warn.split("(ncu.early_start)")[0].split("for ")[-1].strip() if warn else "no"
-c = sqlite3.connect(run + "/nsys/run.sqlite")
-w = [r[0] / 1e6 for r in c.execute(
-    "select e.\"end\" - e.start from NVTX_EVENTS e left join StringIds s on s.id = e.textId "
-    "where coalesce(e.text, s.value) = 'decode' order by e.start")]
+w = walls(run, "decode")
 print(f"| {label} | {rc} | {warn} | {len(w)} | {st.median(w[1:]):.2f} | {min(w[1:]):.2f} |")
 PY
   done

@@ -20,11 +20,10 @@ for round in $(seq 1 "${ROUNDS:-3}"); do
       --nvtx-capture decode --no-ncu $extra nsys.gpu_metrics.reuse=false \
       -- python3 examples/workloads/families.py --arch "${ARCH:-mistral}" >"$root/$id.log" 2>&1
     python3 - "$root/$id" "$arm $round" <<'PY'
-import sqlite3, statistics as st, sys
-c = sqlite3.connect(sys.argv[1] + "/nsys/run.sqlite")
-w = [r[0] / 1e6 for r in c.execute(
-    "select e.\"end\" - e.start from NVTX_EVENTS e left join StringIds s on s.id = e.textId "
-    "where coalesce(e.text, s.value) = 'decode' order by e.start")]
+import statistics as st, sys
+sys.path.insert(0, "scripts")
+from range_walls import walls
+w = walls(sys.argv[1], "decode")
 s = w[1:]; t = len(s) // 3
 print(f"| {sys.argv[2]} | {w[0]:.2f} | {st.median(s[:t]):.2f} | {st.median(s[t:-t]):.2f} | "
       f"{st.median(s[-t:]):.2f} | {' '.join(f'{x:.1f}' for x in s)} |")
