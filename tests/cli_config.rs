@@ -428,7 +428,7 @@ fn show_origin_names_the_layer_of_every_value() {
         "ncu.top_n: 7  # --config my.yaml",
         "ncu.coverage: 0.5  # override `ncu.coverage=0.5`",
         "ncu.max_kernels: 20  # embedded defaults",
-        "ncu.nvtx_include: \"prefill\"  # follows the nsys capture (ncu.nvtx_include: null)",
+        "ncu.nvtx_include: null  # embedded defaults (null: ncu's range is the nsys capture's, `prefill`)",
     ] {
         assert!(text.lines().any(|l| l == line), "{line}\n{text}");
     }

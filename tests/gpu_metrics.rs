@@ -832,12 +832,10 @@ fn a_lone_gpu_asked_by_number_must_be_the_kernels_device() {
     for (asked, attributed) in [("1", false), ("cuda-visible", true)] {
         let sb = Sandbox::new();
         let run = edited_capture(&sb, "other", SAMPLES_ON_GPU_1);
-        let cmd = read(run.join("nsys/cmd.txt"));
-        let cmd = cmd.replace(
-            "--gpu-metrics-devices=0",
-            &format!("--gpu-metrics-devices={asked}"),
-        );
-        std::fs::write(run.join("nsys/cmd.txt"), cmd).unwrap();
+        // The run record says which GPUs the pass asked to sample.
+        let status = read(run.join("status.json"));
+        let status = status.replace("\"devices\": \"0\"", &format!("\"devices\": \"{asked}\""));
+        std::fs::write(run.join("status.json"), status).unwrap();
         sb.stage2().arg("report").arg(&run).assert().success();
         let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
         let md = read(run.join("kernels.md"));

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::nvtx::{include_and_base, style_for};
 use super::{
-    graphs, kernels, ledger, nesting, ops, pysamples, ranks, repeats, roofline, same_range,
-    sampled, scan, tokens, Artifacts,
+    graphs, kernels, ledger, nesting, ops, pysamples, ranks, repeats, roofline, sampled, scan,
+    tokens, Artifacts,
 };
 use crate::config::{Capture, Config};
 use crate::error::Error;
@@ -16,6 +16,7 @@ use crate::model::{self, KernelRecord};
 use crate::parse::ncu::{self, NcuReport};
 use crate::parse::nsys::{self, ApiSum, KernelSum, RangeSum};
 use crate::parse::sqlite::{NsysDb, NvtxRange};
+use crate::rundir::record::{NcuScope, NsysRecord, RunRecord};
 use crate::rundir::status::Status;
 use crate::rundir::{RunDir, KERN_SUM};
 
@@ -62,15 +63,15 @@ fn baseline(
 fn crosscheck(run: &RunDir, sqlite: &Path, a: &Artifacts) -> Option<super::nvidia::Crosscheck> {
     let name = sqlite.file_name()?.to_string_lossy();
     let base = name.strip_suffix(".sqlite").unwrap_or(&name);
-    let grids = a
-        .small_grids()
-        .zip(a.capture.range())
-        .map(|(g, range)| super::nvidia::OurGrids {
-            range,
-            blocks: g.blocks,
-            small_ns: g.ns,
-            kernels: &a.kernel_blocks,
-        });
+    let grids =
+        a.small_grids()
+            .zip(a.capture().range())
+            .map(|(g, range)| super::nvidia::OurGrids {
+                range,
+                blocks: g.blocks,
+                small_ns: g.ns,
+                kernels: &a.kernel_blocks,
+            });
     let dir = run.path.join("nvidia");
     super::nvidia::read(&dir, base, &a.range_stats, grids, |p| run.relative(p)).unwrap_or_else(
         |e| {
@@ -84,14 +85,14 @@ fn crosscheck(run: &RunDir, sqlite: &Path, a: &Artifacts) -> Option<super::nvidi
 /// same range; two when ncu profiled another (counters of decode kernels say nothing about
 /// prefill kernels of the same name).
 fn join(
-    config: &Config,
+    same_range: bool,
     nsys_kernels: Option<&[KernelSum]>,
     mangled: Option<&HashMap<String, Vec<String>>>,
     ncu: &NcuSide,
     nsys_range: Option<&str>,
 ) -> (Vec<KernelRecord>, Vec<KernelRecord>) {
     let ncu_range = ncu.range();
-    if same_range(config) || nsys_kernels.is_none() || ncu.report.is_none() {
+    if same_range || nsys_kernels.is_none() || ncu.report.is_none() {
         let range = ncu_range.as_deref().or(nsys_range);
         let records = model::build(nsys_kernels, mangled, ncu.report.as_ref(), range);
         return (records, Vec::new());
@@ -128,9 +129,19 @@ impl Artifacts {
     /// Parse what the run directory holds; a missing artifact is `None`, a broken one an error.
     pub(crate) fn load(run: &RunDir, config: Config) -> Result<Artifacts, Error> {
         let status = Status::read(&run.path);
-        let capture = Capture::of(&config.nsys);
+        let mut record = RunRecord::read(status.as_ref(), &config);
         let stats = Stats::load(run)?;
-        let mut ncu = NcuSide::load(run, &config, status.as_ref());
+        let mut ncu = NcuSide::load(run, &config, status.as_ref(), &record.nsys.capture);
+        if record.ncu.is_none() {
+            let capture = &record.nsys.capture;
+            record.ncu = Some(NcuScope::of_expression(
+                ncu.include.clone(),
+                &config,
+                capture,
+            ));
+        }
+        ncu.named = record.ncu.as_ref().and_then(|n| n.range.clone());
+        let capture = record.nsys.capture.clone();
         let first_rank = stats.rank_data.first().map(|r| r.rank);
         let rule = super::instances::Rule::parse(&config.report.instances)
             .unwrap_or(super::instances::Rule::Auto);
@@ -165,7 +176,7 @@ impl Artifacts {
             _ => None,
         };
         let (mut records, ncu_records) = join(
-            &config,
+            record.same_range(),
             kernels_nsys.as_deref(),
             mangled.as_ref(),
             &ncu,
@@ -177,7 +188,7 @@ impl Artifacts {
         };
         let mut env = json("env.json");
         let read = (db.as_ref(), timeline.as_ref(), capture.range());
-        let sampled = sampled_of(run, &config, env.as_ref(), read).map(|mut s| {
+        let sampled = sampled_of(run, (&config, &record.nsys), env.as_ref(), read).map(|mut s| {
             // Under a launcher the timeline is the first rank's, and rank 0 alone samples.
             s.rank = first_rank;
             s.attach(&mut records);
@@ -228,7 +239,6 @@ impl Artifacts {
                 .as_deref()
                 .map(|p| run.relative(p))
                 .unwrap_or_default(),
-            ncu_include: ncu.include,
             shape_cover: ncu.shapes,
             kernel_blocks,
             sm_count,
@@ -245,7 +255,7 @@ impl Artifacts {
             nvtx_sum_file: run.relative(&stats.nvtx_sum),
             api_sum_file: run.relative(&stats.api_sum),
             kern_sum_file,
-            capture,
+            record,
             rank_data: stats.rank_data,
             peaks,
             config,
@@ -263,7 +273,7 @@ impl Artifacts {
             baseline_file: String::new(),
         };
         a.classify_bounds();
-        (a.observed, a.baseline_file) = baseline(run, &a.range_stats, a.capture.first_only());
+        (a.observed, a.baseline_file) = baseline(run, &a.range_stats, a.capture().first_only());
         a.nvidia = crosscheck(run, &sqlite, &a);
         a.nvidia_ncu = ncu_crosscheck(run, &a);
         if let (Some(db), Some(t)) = (&db, &timeline) {
@@ -284,7 +294,7 @@ impl Artifacts {
         ranges: &[NvtxRange],
         marks: &[(i64, i64, String)],
     ) -> Vec<tokens::PhaseCost> {
-        let captured = self.capture.range();
+        let captured = self.capture().range();
         tokens::costs(&self.range_stats, ranges, marks, captured, |s| {
             let peaks = self.peaks.as_ref()?;
             let whole = self
@@ -311,12 +321,12 @@ fn visible_devices(config: &Config, env: Option<&serde_json::Value>) -> Option<S
 /// beside the timeline: a broken table costs them alone.
 fn sampled_of(
     run: &RunDir,
-    config: &Config,
+    (config, nsys): (&Config, &NsysRecord),
     env: Option<&serde_json::Value>,
     (db, timeline, range): (Option<&NsysDb>, Option<&Timeline>, Option<&str>),
 ) -> Option<sampled::Sampled> {
     let visible = visible_devices(config, env);
-    let asked = devices_asked(run);
+    let asked = nsys.sampled_devices().map(str::to_string);
     let read = match (db, timeline) {
         (Some(db), Some(t)) => {
             sampled_figures(run, db, t, range, visible.as_deref(), asked.as_deref()).unwrap_or_else(
@@ -328,32 +338,8 @@ fn sampled_of(
         }
         _ => None,
     };
-    read.or_else(|| sampled::none_taken(db.is_some() && asked.is_some(), config.sampling_off()))
-}
-
-/// Whether the nsys pass's last profile sampled GPU metrics (None: no nsys pass recorded).
-/// A warm re-run that reused an earlier run's sampled figures did not.
-pub(crate) fn nsys_sampled(run: &RunDir) -> Option<bool> {
-    let cmd = run.file("nsys/cmd.txt");
-    crate::files::present(&cmd)
-        .ok()?
-        .then(|| devices_asked(run).is_some())
-}
-
-/// The GPUs the nsys pass's last profile (one refused sampling is run again without it) asked
-/// nsys to sample (`--gpu-metrics-devices`), None where it asked for none.
-fn devices_asked(run: &RunDir) -> Option<String> {
-    let text =
-        crate::files::read_capped(&run.file("nsys/cmd.txt"), crate::files::RUN_FILE_CAP).ok()?;
-    let line = text.lines().rfind(|l| l.contains(" profile "))?;
-    let value = line.split_once("--gpu-metrics-devices=")?.1;
-    Some(
-        value
-            .split_whitespace()
-            .next()?
-            .trim_matches('\'')
-            .to_string(),
-    )
+    let off = nsys.sampling_off.clone();
+    read.or_else(|| sampled::none_taken(db.is_some() && asked.is_some(), off))
 }
 
 /// This run's samples, or where its nsys pass did not sample, the figures it reused from an

@@ -10,7 +10,6 @@ pub(crate) mod instances;
 pub mod kernels;
 pub(crate) mod ledger;
 mod load;
-pub(crate) use load::nsys_sampled;
 pub(crate) mod nesting;
 pub(crate) mod noise;
 pub(crate) mod nvidia;
@@ -37,6 +36,7 @@ use crate::error::Error;
 use crate::model::{self, Bound, KernelRecord};
 use crate::parse::ncu::NcuReport;
 use crate::parse::nsys::{ApiSum, KernelSum, RangeSum};
+use crate::rundir::record::RunRecord;
 use crate::rundir::status::Status;
 use crate::rundir::{KERN_SUM, NVTX_SUM};
 use ranges::RangeStats;
@@ -67,8 +67,6 @@ pub(crate) struct Artifacts {
     pub(crate) ncu: Option<NcuReport>,
     /// `ncu_csv` as the reports cite it, relative to the run directory (empty without one).
     pub(crate) ncu_csv_file: String,
-    /// The NVTX include expression the ncu pass used.
-    pub(crate) ncu_include: Option<String>,
     pub(crate) env: Option<serde_json::Value>,
     pub(crate) status: Option<Status>,
     pub(crate) stage1_ops: Option<PathBuf>,
@@ -97,8 +95,9 @@ pub(crate) struct Artifacts {
     /// Where the NVTX and API summaries came from (rank 0's in a multi-rank run).
     pub(crate) nvtx_sum_file: String,
     pub(crate) api_sum_file: String,
-    /// What the nsys pass captured, typed once from the config.
-    pub(crate) capture: Capture,
+    /// What the run decided at plan time (the capture, its sampling, ncu's scope), read back
+    /// from status.json.
+    pub(crate) record: RunRecord,
     /// CUDA graph launches per range name, read from the export (see analysis::graphs).
     pub(crate) graphs: BTreeMap<String, graphs::GraphUse>,
     /// Repeated ranges whose instances fall into groups (see analysis::instances).
@@ -154,23 +153,6 @@ impl Captured {
     }
 }
 
-/// Whether nsys captured the range ncu profiles (an ungated side counts as the same).
-pub(crate) fn same_range(config: &Config) -> bool {
-    let nsys = Capture::of(&config.nsys);
-    let ncu = config
-        .ncu
-        .nvtx_include
-        .as_deref()
-        .filter(|_| config.ncu.gating_nvtx);
-    match (nsys.range(), ncu) {
-        (Some(a), Some(b)) => {
-            let (a, b) = (nvtx::range_of(a), nvtx::range_of(b));
-            a.is_some() && a == b
-        }
-        _ => true,
-    }
-}
-
 /// The kernel table's launches too small to fill the GPU: at most `blocks` thread blocks
 /// (half of `sms`), `ns` of kernel time, its share of the table's (None: no kernel time).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -193,7 +175,10 @@ impl Artifacts {
     /// Which launches the kernel table's rows sum: "every launch in the capture", or those of
     /// the captured range's instances (saying when the capture held only the first).
     pub(crate) fn kernel_scope(&self) -> String {
-        let range = match (self.capture.range(), self.kern_sum_file == self.sqlite_file) {
+        let range = match (
+            self.capture().range(),
+            self.kern_sum_file == self.sqlite_file,
+        ) {
             (Some(r), true) => r,
             _ => return "every launch in the capture".to_string(),
         };
@@ -203,7 +188,7 @@ impl Artifacts {
     /// How many instances of the captured range the report holds, and whether that is all:
     /// "15 instances captured" or "first instance only (...)". Empty without a range.
     pub(crate) fn instances_captured(&self) -> String {
-        let Some(range) = self.capture.range() else {
+        let Some(range) = self.capture().range() else {
             return String::new();
         };
         let n: u64 = self
@@ -214,7 +199,7 @@ impl Artifacts {
             .sum();
         match n {
             0 => "no instance in the SQLite export".to_string(),
-            1 if self.capture.first_only() => "first instance only (the capture stopped when it closed; nsys.capture_range_end=none captures every instance)".to_string(),
+            1 if self.capture().first_only() => "first instance only (the capture stopped when it closed; nsys.capture_range_end=none captures every instance)".to_string(),
             1 => "1 instance captured".to_string(),
             n => format!("{n} instances captured"),
         }
@@ -360,10 +345,20 @@ impl Artifacts {
         Some((100.0 * measured / r.kernel_ns as f64).min(100.0))
     }
 
+    /// What the nsys pass captured.
+    pub(crate) fn capture(&self) -> &Capture {
+        &self.record.nsys.capture
+    }
+
+    /// The NVTX include expression the ncu pass used (None: not gated, or no ncu pass).
+    pub(crate) fn ncu_include(&self) -> Option<&str> {
+        self.record.ncu.as_ref()?.include.as_deref()
+    }
+
     /// The range ncu profiled, by name (the innermost range its NVTX include expression
     /// names; None for an expression that names no one range).
     pub(crate) fn ncu_range(&self) -> Option<String> {
-        self.ncu_include.as_deref().and_then(nvtx::range_of)
+        self.record.ncu.as_ref()?.range.clone()
     }
 
     pub(crate) fn ncu_skips_nccl(&self) -> bool {
@@ -381,7 +376,7 @@ impl Artifacts {
     /// The captured range's wall time, kernel time and launches: from the SQLite export's
     /// per-range attribution when there is one, else from the stats CSVs.
     pub(crate) fn captured(&self) -> Option<Captured> {
-        let name = self.capture.range()?.to_string();
+        let name = self.capture().range()?.to_string();
         // Single-rank views are the first rank's; so is the wait (see ranks::nccl_waits).
         let wait = self.rank_data.first().and_then(|r| r.nccl_wait_ns);
         if let Some(s) = self.range_stats.iter().find(|s| s.name == name) {
@@ -415,7 +410,7 @@ impl Artifacts {
 
     /// The NVTX range the nsys capture was gated on, as nvtx_sum reports it.
     pub(crate) fn capture_range(&self) -> Option<&RangeSum> {
-        let name = self.capture.range()?;
+        let name = self.capture().range()?;
         self.ranges.as_ref()?.iter().find(|r| r.name() == name)
     }
 

@@ -1,7 +1,7 @@
 //! NVTX expressions: what the user names (a range such as `decode`) turned into what each
 //! profiler matches, and the file base name a range gives.
 
-use crate::config::{Config, NvtxStyle};
+use crate::config::{Config, NcuTarget, NvtxStyle};
 use crate::rundir::RunDir;
 
 /// How a workload marks its ranges.
@@ -97,36 +97,14 @@ pub(crate) fn base_name(expr: &str) -> String {
     }
 }
 
-/// The range an ncu include expression names, as the export names it: its innermost push/pop
-/// range (`decode/` -> `decode`, `prefill/*/attn/` -> `attn`, `dom@prefill/attn/` -> `attn`,
-/// `[step/` -> `step`) or its start/end range. None for a regular expression or a wildcard
-/// name, which name no one range.
-pub(crate) fn range_of(expr: &str) -> Option<String> {
-    let e = expr.trim();
-    if e.starts_with("regex:") {
-        return None;
-    }
-    let e = e.rsplit_once('@').map_or(e, |(_, r)| r);
-    let last = e
-        .split('/')
-        .map(|p| p.trim_matches(|c| c == '[' || c == ']').trim())
-        .rfind(|p| !p.is_empty())?;
-    (!last.contains('*')).then(|| last.to_string())
-}
-
 /// The NVTX style ncu's include expression is written for: configured, or (auto) the style
 /// the nsys pass of this run saw, else push/pop (what `torch.cuda.nvtx.range` emits).
-pub(crate) fn style_for(cfg: &Config, run: &RunDir) -> Style {
+pub(crate) fn style_for(cfg: &Config, target: &NcuTarget, run: &RunDir) -> Style {
     match cfg.nvtx.style {
         NvtxStyle::Pushpop => Style::PushPop,
         NvtxStyle::Startend => Style::StartEnd,
         NvtxStyle::Auto => {
-            let name = cfg
-                .ncu
-                .nvtx_include
-                .as_deref()
-                .unwrap_or("")
-                .trim_end_matches('/');
+            let name = target.name.trim_end_matches('/');
             // One process writes summary_nvtx_sum.csv; a multi-rank run one per rank, of which
             // the first profiled rank's decides (the ranks run the same code).
             std::iter::once(run.nvtx_sum())
@@ -146,33 +124,18 @@ pub(crate) fn style_for(cfg: &Config, run: &RunDir) -> Style {
 /// The NVTX include expression, the file base name it gives (`decode/` -> `decode`), and a
 /// warning when the user's expression was changed.
 pub(crate) fn include_and_base(
-    cfg: &Config,
+    target: &NcuTarget,
     style: Style,
 ) -> (Option<String>, String, Option<String>) {
-    let n = &cfg.ncu;
-    if !n.gating_nvtx {
+    if !target.gated {
         return (None, "all".to_string(), None);
     }
-    if let Some(raw) = n
-        .nvtx_include_raw
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-    {
-        return (Some(raw.to_string()), base_name(raw), None);
+    if let Some(raw) = &target.raw {
+        return (Some(raw.clone()), base_name(raw), None);
     }
-    match n
-        .nvtx_include
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
-        Some(name) => {
-            let (expr, warning) = ncu_include(name, style, cfg.nvtx.domain.as_deref());
-            let base = base_name(&expr);
-            (Some(expr), base, warning)
-        }
-        None => (None, "all".to_string(), None),
-    }
+    let (expr, warning) = ncu_include(&target.name, style, target.domain.as_deref());
+    let base = base_name(&expr);
+    (Some(expr), base, warning)
 }
 
 #[cfg(test)]
@@ -202,7 +165,8 @@ mod tests {
         })
         .unwrap()
         .config;
-        assert_eq!(style_for(&cfg, &run), Style::StartEnd);
+        let target = crate::config::Scope::of(&cfg).ncu;
+        assert_eq!(style_for(&cfg, &target, &run), Style::StartEnd);
     }
 
     #[test]
@@ -269,7 +233,7 @@ mod tests {
             ("prefill/*/", None),
             ("regex:dec.*/", None),
         ] {
-            assert_eq!(range_of(expr).as_deref(), range, "{expr}");
+            assert_eq!(crate::config::range_of(expr).as_deref(), range, "{expr}");
         }
         assert_eq!(base_name("decode"), "decode");
         assert_eq!(base_name("dom@prefill/*/attn/"), "prefill_attn");

@@ -179,7 +179,7 @@ pub(crate) struct Sampled {
     /// Why the samples could not be attributed (several GPUs sampled, say).
     pub(crate) note: Option<String>,
     /// Why the nsys pass took no samples though sampling is enabled.
-    pub(crate) not_sampled: Option<&'static str>,
+    pub(crate) not_sampled: Option<String>,
     /// Which of several sampled GPUs' samples are attributed, and on what evidence.
     pub(crate) picked: Option<String>,
     /// Under a launcher: the rank whose nsys sampled (the others' do not), whose launches
@@ -337,7 +337,7 @@ pub(crate) fn renumbers(visible: &str) -> bool {
 
 /// What a run whose export holds no samples says of it: the nsys pass was asked to sample
 /// (`asked`: its command line) and the export has none, or sampling was left off and why.
-pub(crate) fn none_taken(asked: bool, off: Option<&'static str>) -> Option<Sampled> {
+pub(crate) fn none_taken(asked: bool, off: Option<String>) -> Option<Sampled> {
     match (asked, off) {
         (true, _) => Some(Sampled {
             note: Some("its export holds none (no GPU_METRICS table)".into()),

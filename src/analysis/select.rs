@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::{Config, NcuTarget, Scope};
 use crate::parse::nsys::{read_kernels, KernelSum};
 use crate::parse::sqlite::NsysDb;
 use crate::rundir::RunDir;
@@ -100,7 +100,7 @@ pub(crate) fn select(
 /// the metrics cache (None: no cache). `read`: the kernel table's rows where the caller read
 /// them with its own pass over the export (else they are read here).
 pub(crate) fn kernel_filter(
-    cfg: &Config,
+    (cfg, scope): (&Config, &Scope),
     run: &RunDir,
     cached: Option<&dyn Fn(&str) -> bool>,
     read: Option<crate::analysis::kernels::Loaded>,
@@ -108,9 +108,9 @@ pub(crate) fn kernel_filter(
     if cfg.ncu.top_n == 0 && cfg.ncu.coverage <= 0.0 {
         return None;
     }
-    let (all, streamed) = if crate::analysis::same_range(cfg) {
+    let (all, streamed) = if scope.ncu.same_as_capture {
         // The kernel table's rows (the captured range's kernels), or rank 0's under a launcher.
-        let range = crate::rundir::status::NsysRecord::from_config(&cfg.nsys).range;
+        let range = scope.capture.range().map(str::to_string);
         match read.map_or_else(
             || crate::analysis::kernels::load(run, range.as_deref()),
             |l| Ok(Some(l)),
@@ -131,7 +131,7 @@ pub(crate) fn kernel_filter(
     } else {
         // ncu profiles another range than nsys's capture began with; a capture that ran on
         // (nsys.capture_range_end=none) holds that range's launches too: its kernels by time.
-        other_range(cfg, run)?
+        other_range(scope, run)?
     };
     // ncu serialises kernels across processes: an NCCL kernel waits for ranks that cannot run
     // meanwhile, and the profile hangs. They are left out unless asked for.
@@ -194,36 +194,22 @@ pub(crate) fn kernel_filter(
 }
 
 /// ncu's range (the one its include names) when the nsys export holds instances of it.
-pub(crate) fn range_in_export(cfg: &Config, run: &RunDir) -> Option<String> {
-    let range = crate::analysis::nvtx::range_of(cfg.ncu.nvtx_include.as_deref()?)?;
+pub(crate) fn range_in_export(target: &NcuTarget, run: &RunDir) -> Option<String> {
+    let range = target.range()?;
     let db = crate::parse::sqlite::NsysDb::open(&run.nsys_sqlite(None)).ok()?;
     let ranges = db.ranges().ok()?;
     ranges.iter().any(|r| *r.name == *range).then_some(range)
-}
-
-/// ncu's NVTX range by name, where ncu is gated on one (None: not gated, a raw expression, or
-/// an expression that names no single range).
-pub(crate) fn ncu_range(cfg: &Config) -> Option<String> {
-    let n = &cfg.ncu;
-    let raw = n
-        .nvtx_include_raw
-        .as_deref()
-        .is_some_and(|r| !r.trim().is_empty());
-    if !n.gating_nvtx || raw {
-        return None;
-    }
-    crate::analysis::nvtx::range_of(n.nvtx_include.as_deref()?)
 }
 
 /// Why ncu would profile nothing: nsys recorded the whole run, its export holds NVTX ranges,
 /// and none is named like ncu's range. None when that cannot be told: no export, no NVTX at
 /// all, a raw ncu expression, or a gated capture (a range opened before the capture started,
 /// such as an enclosing `generate`, is not in its export, yet ncu would find it).
-pub(crate) fn range_never_ran(cfg: &Config, run: &RunDir) -> Option<String> {
-    if crate::config::Capture::of(&cfg.nsys) != crate::config::Capture::WholeRun {
+pub(crate) fn range_never_ran(scope: &Scope, run: &RunDir) -> Option<String> {
+    if scope.capture != crate::config::Capture::WholeRun {
         return None;
     }
-    let range = ncu_range(cfg)?;
+    let range = scope.ncu.range()?;
     let db = run.single_or_rank0_sqlite();
     if !crate::files::present(&db).unwrap_or(false) {
         return None;
@@ -247,12 +233,12 @@ pub(crate) fn range_never_ran(cfg: &Config, run: &RunDir) -> Option<String> {
 /// ncu's range's kernels from the nsys export, when it holds instances of that range; None
 /// (each distinct kernel there, said on the console) when it holds none.
 fn other_range(
-    cfg: &Config,
+    scope: &Scope,
     run: &RunDir,
 ) -> Option<(Vec<KernelSum>, Option<crate::model::MangledNames>)> {
-    let include = cfg.ncu.nvtx_include.as_deref().unwrap_or("");
-    let range = crate::analysis::nvtx::range_of(include)
-        .unwrap_or_else(|| crate::analysis::nvtx::base_name(include));
+    let name = &scope.ncu.name;
+    let range =
+        crate::config::range_of(name).unwrap_or_else(|| crate::analysis::nvtx::base_name(name));
     let db = run.nsys_sqlite(None);
     let exported = crate::files::present(&db).unwrap_or(false);
     if !exported {
@@ -275,14 +261,14 @@ fn other_range(
         Some(l) => {
             tracing::info!(
                 "nsys captured {} and ran on: its export holds `{range}`, so ncu's kernels are chosen from its launches there",
-                crate::config::Capture::of(&cfg.nsys).describe()
+                scope.capture.describe()
             );
             Some((l.rows, l.mangled))
         }
         None => {
             tracing::info!(
                 "nsys captured {} but its export holds no instance of `{range}` (nsys.capture_range_end=none captures on past the range): ncu profiles each distinct kernel there once",
-                crate::config::Capture::of(&cfg.nsys).describe()
+                scope.capture.describe()
             );
             None
         }
@@ -335,14 +321,13 @@ mod tests {
             .unwrap()
             .config
         };
-        let Some(KernelFilter::Mangled(names)) = kernel_filter(&cfg(&[]), &run, None, None) else {
+        let filter = |c: Config| kernel_filter((&c, &Scope::of(&c)), &run, None, None);
+        let Some(KernelFilter::Mangled(names)) = filter(cfg(&[])) else {
             panic!("no mangled filter")
         };
         assert!(!names.iter().any(|n| n.contains("nccl")), "{names:?}");
         assert!(names.len() >= 10, "{}", names.len());
-        let Some(KernelFilter::Mangled(with)) =
-            kernel_filter(&cfg(&["ncu.include_nccl=true"]), &run, None, None)
-        else {
+        let Some(KernelFilter::Mangled(with)) = filter(cfg(&["ncu.include_nccl=true"])) else {
             panic!("no mangled filter")
         };
         assert!(with[0].contains("ncclDevKernel_AllReduce"), "{with:?}");

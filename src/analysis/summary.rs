@@ -198,7 +198,7 @@ pub(crate) struct GpuMetrics {
     pub(crate) note: Option<String>,
     /// Why the nsys pass took no samples though sampling is enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) not_sampled: Option<&'static str>,
+    pub(crate) not_sampled: Option<String>,
     /// Which of several sampled GPUs' samples are attributed, and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) picked: Option<String>,
@@ -261,7 +261,7 @@ pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
         frequency_hz: s.frequency_hz,
         all_kernels: s.whole,
         note: s.note.clone(),
-        not_sampled: s.not_sampled,
+        not_sampled: s.not_sampled.clone(),
         picked: s.picked.clone(),
         rank: s.rank,
         rule: Bound::SAMPLED_RULE,
@@ -303,8 +303,8 @@ pub(crate) fn summary_of(a: &Artifacts, keep: &dyn Fn(&str) -> bool) -> Summary 
         run_id: a.run_id.clone(),
         stage2_version: env!("CARGO_PKG_VERSION").to_string(),
         gpu: a.env_str(&["gpus", "0", "name"]),
-        nsys_capture: a.capture.range().map(str::to_string),
-        ncu_include: a.ncu_include.clone(),
+        nsys_capture: a.capture().range().map(str::to_string),
+        ncu_include: a.ncu_include().map(str::to_string),
         timed_passes: a.repeats.as_ref().map_or(1, |r| r.passes),
         passes: a
             .status

@@ -36,6 +36,8 @@ struct Loaded {
 fn load(dir: &Path) -> Result<Loaded, Error> {
     let run = RunDir::open(dir)?;
     let config = super::report::run_config(&run)?;
+    let recorded = crate::rundir::status::Status::read(&run.path)
+        .is_some_and(|s| s.passes.get("nsys").is_some_and(|p| p.nsys.is_some()));
     let tree = serde_yaml::to_value(&config).unwrap_or_default();
     let a = Artifacts::load(&run, config)?;
     let summary = summary::summary(&a);
@@ -51,7 +53,7 @@ fn load(dir: &Path) -> Result<Loaded, Error> {
         groups: a.instance_groups.clone(),
         env: a.env.clone(),
         config: tree,
-        sampled: crate::analysis::nsys_sampled(&run),
+        sampled: recorded.then(|| a.record.nsys.sampled_devices().is_some()),
         trends,
     })
 }
@@ -172,6 +174,15 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
         &a.config,
         &b.config,
     ));
+    let (ia, ib) = (&a.summary.ncu_include, &b.summary.ncu_include);
+    if ia != ib {
+        let show = |i: &Option<String>| i.clone().unwrap_or_else(|| "(not gated)".into());
+        warnings.push(format!(
+            "ncu's NVTX include differs: {} vs {}",
+            show(ia),
+            show(ib)
+        ));
+    }
     let reused = |l: &Loaded| -> Option<String> {
         Some(l.summary.gpu_metrics.as_ref()?.reused.as_ref()?.run.clone())
     };

@@ -51,8 +51,10 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         _ => None,
     };
 
+    let scope = crate::config::Scope::of(cfg);
     let ctx = Ctx {
         cfg,
+        scope: &scope,
         run: &run,
         workload: &workload,
         echo: args.show_output && !quiet,

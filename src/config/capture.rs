@@ -1,15 +1,16 @@
-//! What the nsys pass captures, typed once from the config: the console, the reports' Capture
-//! row, summary.json and the headline all read this one value, so one capture has one name.
+//! What each pass is scoped to, typed once from the config: the nsys capture and ncu's NVTX
+//! range. The passes decide them at plan time and write them into the run record
+//! (status.json); the analysis, the findings and `stage2 diff` read that record back.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::{CaptureRange, CaptureRangeEnd, Nsys};
+use super::{CaptureRange, CaptureRangeEnd, Config};
 
 /// The name the SQLite reader gives cudaProfilerStart/Stop windows (they are no NVTX range).
 pub const PROFILER_WINDOW: &str = "cudaProfilerApi window";
 
 /// What started and ended the nsys capture.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Capture {
     /// No capture range: everything from the workload's start to its end.
@@ -17,7 +18,7 @@ pub enum Capture {
     /// The NVTX range `name` (in `domain`, when one is named) opened the capture.
     NvtxRange {
         name: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         domain: Option<String>,
         /// The capture ended when the first instance closed.
         first_instance_only: bool,
@@ -27,44 +28,46 @@ pub enum Capture {
 }
 
 impl Capture {
-    pub fn of(cfg: &Nsys) -> Capture {
-        let first = CaptureRangeEnd::first_only(cfg.capture_range_end);
-        if !cfg.gating_nvtx {
+    /// The capture the config asks of nsys (`nsys.nvtx_capture[_raw]`, `nvtx.domain`).
+    pub fn of(cfg: &Config) -> Capture {
+        let n = &cfg.nsys;
+        let first = CaptureRangeEnd::first_only(n.capture_range_end);
+        if !n.gating_nvtx {
             return Capture::WholeRun;
         }
-        match cfg.capture_range {
+        match n.capture_range {
             CaptureRange::None => Capture::WholeRun,
             CaptureRange::CudaProfilerApi => Capture::ProfilerApi {
                 first_window_only: first,
             },
             CaptureRange::Nvtx => {
-                // The raw expression, when set, is what nsys is given (passes::nsys::capture_expr).
-                let expr = cfg
+                let raw = n
                     .nvtx_capture_raw
                     .as_deref()
-                    .filter(|r| !r.trim().is_empty())
-                    .or(cfg.nvtx_capture.as_deref());
-                match expr {
-                    Some(e) if !e.is_empty() => {
-                        let mut it = e.splitn(2, '@');
-                        let name = it.next().unwrap_or(e).to_string();
-                        Capture::NvtxRange {
-                            name,
-                            domain: it.next().map(str::to_string),
-                            first_instance_only: first,
-                        }
-                    }
-                    _ => Capture::WholeRun,
+                    .filter(|r| !r.trim().is_empty());
+                let named = n.nvtx_capture.as_deref().map(str::trim);
+                let (expr, domain) = match (raw, named) {
+                    (Some(r), _) => (r, None),
+                    (None, Some(e)) if !e.is_empty() => (e, cfg.nvtx.domain.as_deref()),
+                    _ => return Capture::WholeRun,
+                };
+                let mut it = expr.splitn(2, '@');
+                let name = it.next().unwrap_or(expr).to_string();
+                let domain = it.next().or(domain).filter(|d| !d.is_empty());
+                Capture::NvtxRange {
+                    name,
+                    domain: domain.map(str::to_string),
+                    first_instance_only: first,
                 }
             }
         }
     }
 
-    /// The expression's range name (no domain), for messages: "" for no NVTX capture.
-    pub fn name(cfg: &Nsys) -> String {
-        match Capture::of(cfg) {
+    /// The capture's range name (no domain), for messages: "" for no NVTX capture.
+    pub fn nvtx_name(&self) -> &str {
+        match self {
             Capture::NvtxRange { name, .. } => name,
-            _ => String::new(),
+            _ => "",
         }
     }
 
@@ -116,12 +119,118 @@ impl Capture {
     }
 }
 
+/// Both passes' scopes, decided once per run from the config: the passes read this, write
+/// it into the run record, and everything after reads the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    pub capture: Capture,
+    pub ncu: NcuTarget,
+}
+
+impl Scope {
+    pub fn of(cfg: &Config) -> Scope {
+        let capture = Capture::of(cfg);
+        let ncu = NcuTarget::of(cfg, &capture);
+        Scope { capture, ncu }
+    }
+}
+
+/// What ncu's NVTX scope is made from, decided once from the config and the capture: the
+/// user's range (`ncu.nvtx_include`), else the range the nsys capture starts on (its domain
+/// too), else `decode` (the capture is the whole run or the profiler-API windows, or nsys does
+/// not run); or an expression passed unchanged (`ncu.nvtx_include_raw`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NcuTarget {
+    /// Whether ncu is gated on an NVTX range at all (`ncu.gating_nvtx`).
+    pub gated: bool,
+    /// `ncu.nvtx_include_raw`, passed to ncu unchanged.
+    pub raw: Option<String>,
+    /// The user's name or expression, or the capture's range name.
+    pub name: String,
+    /// The NVTX domain `name` lives in.
+    pub domain: Option<String>,
+    /// `name` came from the nsys capture (the config named no range for ncu).
+    pub follows_capture: bool,
+    /// Whether nsys captured the range ncu profiles (an ungated side counts as the same).
+    pub same_as_capture: bool,
+}
+
+impl NcuTarget {
+    pub fn of(cfg: &Config, capture: &Capture) -> NcuTarget {
+        let n = &cfg.ncu;
+        let raw = n
+            .nvtx_include_raw
+            .as_deref()
+            .filter(|r| !r.trim().is_empty());
+        let named = n
+            .nvtx_include
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let followed = match capture {
+            Capture::NvtxRange { name, domain, .. } if cfg.nsys.enable => Some((
+                name.clone(),
+                // nsys's `@*` (any domain) is ncu's default: the name alone.
+                domain.clone().filter(|d| d != "*"),
+            )),
+            _ => None,
+        };
+        let follows_capture = named.is_none() && raw.is_none() && followed.is_some();
+        let (name, domain) = match (named, followed) {
+            (Some(s), _) => (s.to_string(), cfg.nvtx.domain.clone()),
+            (None, Some(f)) if raw.is_none() => f,
+            _ => ("decode".to_string(), cfg.nvtx.domain.clone()),
+        };
+        let ncu_side = (n.gating_nvtx && (raw.is_none() || named.is_some())).then_some(&name);
+        let same_as_capture = match (capture.range(), ncu_side) {
+            (Some(a), Some(b)) => {
+                let a = range_of(a);
+                a.is_some() && a == range_of(b)
+            }
+            _ => true,
+        };
+        NcuTarget {
+            gated: n.gating_nvtx,
+            raw: raw.map(str::to_string),
+            name,
+            domain: domain.filter(|d| !d.is_empty()),
+            follows_capture,
+            same_as_capture,
+        }
+    }
+
+    /// ncu's range by name where it is gated on one by name (None: not gated, a raw
+    /// expression, or an expression that names no single range).
+    pub fn range(&self) -> Option<String> {
+        (self.gated && self.raw.is_none())
+            .then(|| range_of(&self.name))
+            .flatten()
+    }
+}
+
+/// The range an NVTX expression names, as the export names it: its innermost push/pop
+/// range (`decode/` -> `decode`, `prefill/*/attn/` -> `attn`, `dom@prefill/attn/` -> `attn`,
+/// `[step/` -> `step`) or its start/end range. None for a regular expression or a wildcard
+/// name, which name no one range.
+pub fn range_of(expr: &str) -> Option<String> {
+    let e = expr.trim();
+    if e.starts_with("regex:") {
+        return None;
+    }
+    let e = e.rsplit_once('@').map_or(e, |(_, r)| r);
+    let last = e
+        .split('/')
+        .map(|p| p.trim_matches(|c| c == '[' || c == ']').trim())
+        .rfind(|p| !p.is_empty())?;
+    (!last.contains('*')).then(|| last.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn cfg(over: &[&str]) -> Nsys {
-        crate::testutil::config(over).nsys
+    fn cfg(over: &[&str]) -> Config {
+        crate::testutil::config(over)
     }
 
     #[test]

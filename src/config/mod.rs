@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
-pub use capture::{Capture, PROFILER_WINDOW};
+pub use capture::{range_of, Capture, NcuTarget, Scope, PROFILER_WINDOW};
 pub use extra::Extra;
 pub use launcher::Launcher;
 pub use overrides::{parse as parse_override, Op, Override};
@@ -82,10 +82,20 @@ impl Resolved {
                 continue;
             }
             let value = serde_json::to_string(v).unwrap_or_default();
-            let origin = self
+            let mut origin = self
                 .origins
                 .get(&key)
-                .map_or("embedded defaults", String::as_str);
+                .map_or("embedded defaults", String::as_str)
+                .to_string();
+            if key == "ncu.nvtx_include" && v.is_null() {
+                let t = Scope::of(&self.config).ncu;
+                let whose = if t.follows_capture {
+                    "the nsys capture's"
+                } else {
+                    "the default"
+                };
+                origin += &format!(" (null: ncu's range is {whose}, `{}`)", t.name);
+            }
             out.push_str(&format!("{key}: {value}  # {origin}\n"));
         }
         crate::secrets::redact_url(&out)
@@ -187,12 +197,6 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
         tree::set(&mut tree, &tree::split(key), value.clone()).map_err(Error::config)?;
         origins.insert(key.clone(), "a command-line flag".to_string());
     }
-    if follow_capture(&mut tree) {
-        origins.insert(
-            "ncu.nvtx_include".to_string(),
-            "follows the nsys capture (ncu.nvtx_include: null)".to_string(),
-        );
-    }
     let config = typed(&tree)?;
     checks::check(&config)?;
     Ok(Resolved {
@@ -201,31 +205,6 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
         layers,
         origins,
     })
-}
-
-/// ncu's range when the config names none: the NVTX range the nsys capture starts on (its
-/// domain too), so that one capture decides both passes; `decode` when the capture is the whole
-/// run or the profiler-API windows, or nsys does not run.
-fn follow_capture(tree: &mut Value) -> bool {
-    let ncu = |k: &str| tree::get(tree, &["ncu", k]).filter(|v| !v.is_null());
-    if ncu("nvtx_include").is_some() || ncu("nvtx_include_raw").is_some() {
-        return false;
-    }
-    let range = typed(tree)
-        .ok()
-        .filter(|c| c.nsys.enable)
-        .and_then(|c| match Capture::of(&c.nsys) {
-            // nsys's `@*` (any domain) is ncu's default: the name alone.
-            Capture::NvtxRange {
-                name,
-                domain: Some(d),
-                ..
-            } if d != "*" => Some(format!("{d}@{name}/")),
-            Capture::NvtxRange { name, .. } => Some(name),
-            _ => None,
-        })
-        .unwrap_or_else(|| "decode".to_string());
-    tree::set(tree, &tree::split("ncu.nvtx_include"), Value::String(range)).is_ok()
 }
 
 /// Merge one file over `tree`; returns the file's own layer (for the origins).

@@ -28,8 +28,8 @@ fn defaults_have_the_documented_keys_and_values() {
     assert_eq!(c.nsys.capture_range_end, Some(CaptureRangeEnd::None));
     assert_eq!(c.nsys.trace, "cuda,nvtx");
     assert_eq!(c.nsys.sample, "none");
-    // ncu's range follows the capture unless set.
-    assert_eq!(c.ncu.nvtx_include.as_deref(), Some("prefill"));
+    // ncu's range follows the capture unless set (config::NcuTarget).
+    assert_eq!(c.ncu.nvtx_include, None);
     assert_eq!(c.ncu.set, "report");
     assert!(c.ncu.stop_when_done && c.ncu.cache.enable && c.ncu.cache.dir.is_none());
     assert_eq!(c.run.root, "tmp/stage2");
@@ -241,47 +241,48 @@ fn config_errors_speak_in_words() {
 
 #[test]
 fn one_capture_decides_both_passes_unless_ncu_names_its_range() {
-    let include = |o: &[&str]| crate::testutil::config(o).ncu.nvtx_include;
+    use crate::config::{Capture, NcuTarget};
+    let target = |o: &[&str]| {
+        let c = crate::testutil::config(o);
+        let t = NcuTarget::of(&c, &Capture::of(&c));
+        (t.name.clone(), t.domain.clone(), t.follows_capture)
+    };
+    let named = |n: &str, d: Option<&str>, f: bool| (n.to_string(), d.map(str::to_string), f);
     assert_eq!(
-        include(&["nsys.nvtx_capture=step"]).as_deref(),
-        Some("step")
+        target(&["nsys.nvtx_capture=step"]),
+        named("step", None, true)
     );
     assert_eq!(
-        include(&["nsys.nvtx_capture=null", "nsys.nvtx_capture_raw=decode@*"]).as_deref(),
-        Some("decode")
+        target(&["nsys.nvtx_capture=null", "nsys.nvtx_capture_raw=decode@*"]),
+        named("decode", None, true)
     );
     assert_eq!(
-        include(&["nsys.nvtx_capture=null", "nsys.nvtx_capture_raw=step@llm"]).as_deref(),
-        Some("llm@step/")
+        target(&["nsys.nvtx_capture=null", "nsys.nvtx_capture_raw=step@llm"]),
+        named("step", Some("llm"), true)
     );
     // The raw expression is what nsys is given, so it names the capture even beside the
-    // default `nsys.nvtx_capture` (both typed once, as config::Capture).
-    assert_eq!(
-        include(&["nsys.nvtx_capture_raw=decode@*"]).as_deref(),
-        Some("decode")
-    );
-    let nsys = crate::testutil::config(&["nsys.nvtx_capture_raw=decode@*"]).nsys;
-    assert_eq!(crate::config::Capture::of(&nsys).range(), Some("decode"));
-    assert_eq!(
-        crate::rundir::status::NsysRecord::from_config(&nsys)
-            .range
-            .as_deref(),
-        Some("decode")
-    );
+    // default `nsys.nvtx_capture`.
+    let c = crate::testutil::config(&["nsys.nvtx_capture_raw=decode@*"]);
+    assert_eq!(Capture::of(&c).range(), Some("decode"));
     // Nothing to follow: the whole run, or the profiler-API windows.
     assert_eq!(
-        include(&["nsys.gating_nvtx=false"]).as_deref(),
-        Some("decode")
+        target(&["nsys.gating_nvtx=false"]),
+        named("decode", None, false)
     );
     assert_eq!(
-        include(&["nsys.capture_range=cudaProfilerApi"]).as_deref(),
-        Some("decode")
+        target(&["nsys.capture_range=cudaProfilerApi"]),
+        named("decode", None, false)
     );
-    // Named by the user: kept.
+    // Named by the user: kept, and no longer the capture's range.
+    let c = crate::testutil::config(&["nsys.nvtx_capture=step", "ncu.nvtx_include=decode"]);
+    let t = NcuTarget::of(&c, &Capture::of(&c));
     assert_eq!(
-        include(&["nsys.nvtx_capture=step", "ncu.nvtx_include=decode"]).as_deref(),
-        Some("decode")
+        (t.range().as_deref(), t.same_as_capture),
+        (Some("decode"), false)
     );
-    let raw = crate::testutil::config(&["ncu.nvtx_include_raw=regex:dec.*"]).ncu;
-    assert_eq!(raw.nvtx_include, None);
+    // The config itself keeps what the user wrote: nothing derived is written back.
+    assert_eq!(c.ncu.nvtx_include.as_deref(), Some("decode"));
+    let raw = crate::testutil::config(&["ncu.nvtx_include_raw=regex:dec.*"]);
+    let t = NcuTarget::of(&raw, &Capture::of(&raw));
+    assert_eq!((raw.ncu.nvtx_include, t.range()), (None, None));
 }

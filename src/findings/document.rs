@@ -108,7 +108,7 @@ impl Decided<'_> {
     pub(crate) fn document(&self) -> Document<'_> {
         Document {
             summary: &self.summary,
-            capture: &self.run.capture,
+            capture: self.run.capture(),
             findings: &self.findings,
             rules: crate::rules::table(self.findings.0.iter().filter_map(|f| f.rule.as_ref())),
         }

@@ -19,7 +19,7 @@ impl Listed {
     pub(crate) fn of_run(a: &crate::analysis::Artifacts) -> Listed {
         let ncu = a.ncu_range();
         let always: Vec<&str> = a
-            .capture
+            .capture()
             .range()
             .into_iter()
             .chain(ncu.as_deref())

@@ -4,7 +4,7 @@
 //! instead of the sum. Each pass sees only its own GPU, so neither pass's timings share a GPU
 //! with the other's replays.
 
-use crate::config::Config;
+use crate::config::{Config, NcuTarget};
 use crate::passes::launcher::Launcher;
 use crate::passes::provenance::Gpu;
 use crate::rundir::status::SecondGpu;
@@ -15,7 +15,7 @@ const VISIBLE: &str = "CUDA_VISIBLE_DEVICES";
 /// workload's own variables (`workload.env`, `workload.device`), `inherited` stage2's
 /// `CUDA_VISIBLE_DEVICES`, `gpus` what nvidia-smi listed.
 pub(crate) fn gpus(
-    cfg: &Config,
+    (cfg, target): (&Config, &NcuTarget),
     workload_env: &[(String, String)],
     inherited: Option<&str>,
     gpus: &[Gpu],
@@ -26,10 +26,10 @@ pub(crate) fn gpus(
     if cfg.workload.launcher != Launcher::None {
         return Err("under a launcher the workload's ranks take the GPUs".into());
     }
-    if crate::analysis::same_range(cfg) {
+    if target.same_as_capture {
         return Err(format!(
             "ncu's kernels are chosen from the nsys pass of the same range (`{}`); with ncu.nvtx_include naming another range than nsys captures, ncu profiles each distinct kernel there and starts without it",
-            cfg.ncu.nvtx_include.as_deref().unwrap_or("")
+            target.name
         ));
     }
     let set = workload_env
@@ -110,6 +110,12 @@ mod tests {
             .collect()
     }
 
+    /// A config with the ncu target it decides (leaked: a test's few bytes).
+    fn with_target(cfg: &Config) -> (&Config, &NcuTarget) {
+        let c = crate::config::Capture::of(cfg);
+        (cfg, Box::leak(Box::new(NcuTarget::of(cfg, &c))))
+    }
+
     fn distinct_ranges() -> Config {
         crate::testutil::config(&[
             "workload.argv=[python3,w.py]",
@@ -121,10 +127,10 @@ mod tests {
 
     #[test]
     fn two_gpus_of_one_model_in_distinct_kernel_mode() {
-        let g = gpus(&distinct_ranges(), &[], None, &h100s(2)).unwrap();
+        let g = gpus(with_target(&distinct_ranges()), &[], None, &h100s(2)).unwrap();
         assert_eq!((g.nsys.as_str(), g.ncu.as_str()), ("0", "1"));
         // The user's list is kept, in its order.
-        let g = gpus(&distinct_ranges(), &[], Some("3,1"), &h100s(4)).unwrap();
+        let g = gpus(with_target(&distinct_ranges()), &[], Some("3,1"), &h100s(4)).unwrap();
         assert_eq!((g.nsys.as_str(), g.ncu.as_str()), ("3", "1"));
         let env = pinned(&[("CUDA_VISIBLE_DEVICES".into(), "3,1".into())], "1");
         assert_eq!(env, [("CUDA_VISIBLE_DEVICES".to_string(), "1".to_string())]);
@@ -133,7 +139,7 @@ mod tests {
     #[test]
     fn each_reason_not_to_is_named() {
         let why = |cfg: &Config, env: &[(String, String)], gpus_: &[Gpu]| {
-            gpus(cfg, env, None, gpus_).unwrap_err()
+            gpus(with_target(cfg), env, None, gpus_).unwrap_err()
         };
         assert!(why(&distinct_ranges(), &[], &h100s(1)).contains("lists 1 GPU"));
         let pinned_env = [("CUDA_VISIBLE_DEVICES".to_string(), "1".to_string())];
@@ -159,11 +165,11 @@ mod tests {
     fn one_gpu_named_twice_is_one_gpu() {
         for list in ["0,0", "1, 1", "0,00", "GPU-A,gpu-a"] {
             let env = [("CUDA_VISIBLE_DEVICES".to_string(), list.to_string())];
-            let e = gpus(&distinct_ranges(), &env, None, &h100s(2)).unwrap_err();
+            let e = gpus(with_target(&distinct_ranges()), &env, None, &h100s(2)).unwrap_err();
             assert!(e.contains("leaves one GPU visible"), "{list}: {e}");
         }
         let env = [("CUDA_VISIBLE_DEVICES".to_string(), String::new())];
-        let e = gpus(&distinct_ranges(), &env, None, &h100s(2)).unwrap_err();
+        let e = gpus(with_target(&distinct_ranges()), &env, None, &h100s(2)).unwrap_err();
         assert!(e.contains("leaves no GPU visible"), "{e}");
     }
 }

@@ -47,8 +47,9 @@ impl CrosscheckPass {
             .enable
             .then(|| ctx.run.nsys_sqlite(launcher.then_some(0)));
         let ncu = ctx.cfg.ncu.enable.then(|| {
-            let style = crate::analysis::nvtx::style_for(ctx.cfg, ctx.run);
-            let (_, base, _) = crate::analysis::nvtx::include_and_base(ctx.cfg, style);
+            let target = &ctx.scope.ncu;
+            let style = crate::analysis::nvtx::style_for(ctx.cfg, target, ctx.run);
+            let (_, base, _) = crate::analysis::nvtx::include_and_base(target, style);
             super::ncu::kernel_report(ctx, &base)
         });
         (nsys.into_iter().collect(), ncu.into_iter().collect())

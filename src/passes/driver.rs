@@ -302,6 +302,8 @@ mod tests {
     fn quiet<'a>(cfg: &'a Config, run: &'a RunDir, workload: &'a Workload) -> Ctx<'a> {
         Ctx {
             cfg,
+            // Leaked: a test's few bytes, for a scope that lives as long as the config.
+            scope: Box::leak(Box::new(crate::config::Scope::of(cfg))),
             run,
             workload,
             echo: false,
@@ -330,8 +332,8 @@ mod tests {
         assert_eq!(lines[0][0], "/no/such/nsys");
         assert!(lines[0].contains(&"--nvtx-capture=decode@llm".to_string()));
         assert_eq!(lines[0][lines[0].len() - 2..], ["python3", "w.py"]);
-        assert_eq!(plan.capture.range.as_deref(), Some("decode"));
-        assert!(!plan.capture.first_instance_only);
+        assert_eq!(plan.capture.capture.range(), Some("decode"));
+        assert!(!plan.capture.capture.first_only());
         let ncu = NcuPass {
             tool: Some("/no/such/ncu".into()),
             refused: None,
@@ -359,7 +361,7 @@ mod tests {
         assert_eq!(st.passes["nsys"].state, PassState::Planned);
         assert_eq!(st.passes["ncu"].state, PassState::Planned);
         assert_eq!(
-            st.passes["nsys"].nsys.as_ref().unwrap().range.as_deref(),
+            st.passes["nsys"].nsys.as_ref().unwrap().capture.range(),
             Some("decode")
         );
         assert!(run.path.join("ncu/cmd.txt").is_file());

@@ -248,7 +248,7 @@ impl Pass for NcuPass {
                 "disabled by ncu.enable=false or --no-ncu",
             ));
         }
-        crate::analysis::select::range_never_ran(ctx.cfg, ctx.run)
+        crate::analysis::select::range_never_ran(ctx.scope, ctx.run)
             .or_else(|| never_opened(ctx))
             .map(|why| {
                 tracing::warn!("{why}");
@@ -383,7 +383,7 @@ impl Pass for NcuPass {
     }
 
     fn diagnose(&self, ctx: &Ctx, _st: &PassStatus) -> Option<String> {
-        let wanted = ctx.cfg.ncu.nvtx_include.clone().unwrap_or_default();
+        let wanted = ctx.scope.ncu.name.clone();
         let ranges = diagnose::ranges_for(ctx, self.nsys.as_deref(), &wanted)?;
         Some(diagnose::describe(&ranges, &wanted))
     }
@@ -444,7 +444,7 @@ pub(crate) mod early;
 /// ranges it emits is ncu's (a gated capture of the same name that never opened). None where
 /// there was no diagnosis, or ncu's range is a raw expression.
 fn never_opened(ctx: &Ctx) -> Option<String> {
-    let range = crate::analysis::select::ncu_range(ctx.cfg)?;
+    let range = ctx.scope.ncu.range()?;
     let ranges = diagnose::diagnosed_without(ctx, &range)?;
     Some(format!(
         "ncu's range `{range}` never opened in a whole run of the workload under nsys ({}): ncu would run it again and profile nothing, so it is not run",

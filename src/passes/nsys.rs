@@ -11,7 +11,8 @@ use super::{append_cmd_txt, diagnose, run_step, without_flags, Ctx};
 use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
-use crate::rundir::status::{Cause, NsysRecord, NsysTiming, PassState, PassStatus, SamplingRecord};
+use crate::rundir::record::{NsysRecord, NsysTiming, SamplingRecord, TraceRecord};
+use crate::rundir::status::{Cause, PassState, PassStatus};
 
 mod args;
 mod outcome;
@@ -161,14 +162,26 @@ impl Pass for NsysPass {
             (None, Some(d)) => Some(format!("{}: {}", metric_set::FILE, d.from)),
             (None, None) => None,
         };
-        let mut capture = NsysRecord::from_config(&ctx.cfg.nsys);
-        capture.sampling = devices.map(|devices| SamplingRecord {
-            frequency_hz: gm.frequency_hz,
-            devices,
-            refused: None,
-            reused_from: reused_from.clone(),
-            set: set.filter(|_| reused_from.is_none()),
-        });
+        let capture = NsysRecord {
+            capture: ctx.scope.capture.clone(),
+            sampling: devices.map(|devices| SamplingRecord {
+                frequency_hz: gm.frequency_hz,
+                devices,
+                refused: None,
+                reused_from: reused_from.clone(),
+                set: set.filter(|_| reused_from.is_none()),
+            }),
+            sampling_off: ctx
+                .cfg
+                .sampling_off()
+                .filter(|_| gm.enable)
+                .map(str::to_string),
+            trace: Some(TraceRecord {
+                apis: ctx.cfg.nsys.trace.clone(),
+                cuda_graphs: ctx.cfg.nsys.cuda_graph_trace.as_str().to_string(),
+            }),
+            timing: None,
+        };
         if multi && capture.sampling.is_some() && reused_from.is_none() {
             // nsys refuses a second sampler of a GPU, and every rank's would sample the same.
             use crate::passes::launcher::{rank_exec_args, stage2_exe, Others};
@@ -236,7 +249,12 @@ impl Pass for NsysPass {
             .flatten()
             .any(|e| e.path().extension().is_some_and(|x| x == "qdstrm"));
         let first = reports.first().map(|(_, p)| p.clone());
-        let mut st = classify(&out, first.as_deref(), qdstrm, &ctx.cfg.nsys);
+        let mut st = classify(
+            &out,
+            first.as_deref(),
+            qdstrm,
+            (&ctx.cfg.nsys, &ctx.scope.capture),
+        );
         st.duration_s = Some(out.duration.as_secs_f64());
         if let Some(why) = &set_refused {
             st.warnings.push(format!(
@@ -316,7 +334,7 @@ impl Pass for NsysPass {
     fn diagnose(&self, ctx: &Ctx, st: &PassStatus) -> Option<String> {
         // NVTX names say nothing about a cudaProfilerStart never called.
         let windows = matches!(
-            crate::config::Capture::of(&ctx.cfg.nsys),
+            ctx.scope.capture,
             crate::config::Capture::ProfilerApi { .. }
         );
         let empty = !windows && st.reason.as_deref().is_some_and(|r| r.contains(NO_REPORTS));
@@ -324,9 +342,9 @@ impl Pass for NsysPass {
             .tool
             .as_deref()
             .filter(|_| empty && ctx.cfg.nsys.diagnose)?;
-        let wanted = crate::config::Capture::name(&ctx.cfg.nsys);
+        let wanted = ctx.scope.capture.nvtx_name();
         let ranges = diagnose::ungated(ctx, nsys)?;
-        Some(diagnose::describe(&ranges, &wanted))
+        Some(diagnose::describe(&ranges, wanted))
     }
 
     fn record(&self, plan: &NsysPlan, st: &mut PassStatus) {

@@ -100,7 +100,7 @@ pub(crate) fn run(driver: &mut Driver, setup: &mut Setup) -> Result<(), Error> {
 /// The nsys pass; with `ncu.second_gpu`, the ncu pass beside it on the other GPU.
 fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
     let ctx = driver.ctx;
-    let Some(gpus) = second_gpu(ctx.cfg, s.env, ctx.workload) else {
+    let Some(gpus) = second_gpu((ctx.cfg, &ctx.scope.ncu), s.env, ctx.workload) else {
         let profiled = ask_once_profiled(&mut s.check);
         (s.early, s.warm) = hold_early(driver, s);
         let gpu = workload_gpu_name(s.env, ctx.cfg);
@@ -310,7 +310,7 @@ fn checked(
 /// The GPUs for `ncu.second_gpu`, when it is on and the two passes can run at once; why not
 /// is a warning, and the passes run one after the other.
 fn second_gpu(
-    cfg: &Config,
+    (cfg, target): (&Config, &crate::config::NcuTarget),
     env: &Env,
     workload: &crate::passes::workload::Workload,
 ) -> Option<crate::rundir::status::SecondGpu> {
@@ -318,7 +318,12 @@ fn second_gpu(
         return None;
     }
     let inherited = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-    match crate::passes::beside::gpus(cfg, &workload.env, inherited.as_deref(), &env.gpus) {
+    match crate::passes::beside::gpus(
+        (cfg, target),
+        &workload.env,
+        inherited.as_deref(),
+        &env.gpus,
+    ) {
         Ok(g) => {
             tracing::info!(
                 "ncu.second_gpu: the ncu pass runs on GPU {} while the nsys pass runs on GPU {} ({})",
@@ -446,17 +451,22 @@ fn repeat_nsys(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rundir::status::{NsysRecord, NsysTiming};
+    use crate::rundir::record::{NsysRecord, NsysTiming};
 
     fn nsys_ran(state: PassState, window: (f64, f64)) -> Status {
         let mut status = Status::new("r");
         let mut st = PassStatus::new(state, None);
-        let mut rec = NsysRecord::from_config(&crate::testutil::config(&[]).nsys);
-        rec.timing = Some(NsysTiming {
-            capture_start_s: Some(window.0),
-            capture_end_s: Some(window.1),
-            post_steps_s: None,
-        });
+        let rec = NsysRecord {
+            capture: crate::config::Capture::WholeRun,
+            sampling: None,
+            sampling_off: None,
+            trace: None,
+            timing: Some(NsysTiming {
+                capture_start_s: Some(window.0),
+                capture_end_s: Some(window.1),
+                post_steps_s: None,
+            }),
+        };
         st.nsys = Some(rec);
         status.set("nsys", st);
         status

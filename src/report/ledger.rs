@@ -148,7 +148,10 @@ fn gpu(a: &Decided, s: &mut String) {
 
 /// The per-instance view of the step range (report.step_range), or of the captured range.
 fn steps(a: &Decided, s: &mut String) {
-    let wanted = [Some(a.config.report.step_range.as_str()), a.capture.range()];
+    let wanted = [
+        Some(a.config.report.step_range.as_str()),
+        a.capture().range(),
+    ];
     let Some(l): Option<&RangeLedger> = wanted
         .iter()
         .flatten()

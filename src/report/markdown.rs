@@ -150,7 +150,7 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
             s,
             "\n## Kernels ncu measured in `{}`\n\nnsys captured another range, so these are ranked by ncu's own time of the launches it profiled (`{}`), and their share is of that time; their durations are ncu's replays of one launch at a time, which differ from the running workload's (a kernel in both tables has both figures).\n",
             md(range),
-            a.ncu_include.as_deref().map(md).unwrap_or_default()
+            a.ncu_include().map(md).unwrap_or_default()
         );
         table(
             &mut s,

@@ -15,12 +15,12 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
     let Some(gm) = &a.summary.gpu_metrics else {
         return;
     };
-    let scope = match a.capture.range() {
+    let scope = match a.capture().range() {
         Some(r) => format!("every launch in `{}`", md(r)),
         None => "every launch of the capture".to_string(),
     };
     let _ = writeln!(s, "\n## Sampled GPU metrics ({scope})\n");
-    if let Some(why) = gm.not_sampled {
+    if let Some(why) = &gm.not_sampled {
         let _ = writeln!(s, "The nsys pass took no GPU-metrics samples: {why}.");
         return;
     }
@@ -157,7 +157,7 @@ fn instances(a: &Decided, gm: &GpuMetrics, s: &mut String) {
     let _ = writeln!(
         s,
         "Per instance of `{}` ({} instances, each over the launches made in it; summary.json `gpu_metrics.instances`): DRAM {}, SM issue {}, tensor {}, coverage {}.{none}\n",
-        md(a.capture.range().unwrap_or("")),
+        md(a.capture().range().unwrap_or("")),
         gm.instances.len(),
         spread(&|f| f.dram_pct),
         spread(&|f| f.sm_issue_pct),

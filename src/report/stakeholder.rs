@@ -44,9 +44,9 @@ fn is(f: &Finding, claim: fn(&Claim) -> bool) -> bool {
 /// How the headline names the captured range: "captured `decode` range", "captured
 /// cudaProfilerStart/Stop windows".
 fn captured_name(a: &Decided) -> String {
-    match &a.capture {
+    match a.capture() {
         Capture::ProfilerApi { .. } => "captured cudaProfilerStart/Stop windows".to_string(),
-        _ => format!("captured `{}` range", md(a.capture.range().unwrap_or(""))),
+        _ => format!("captured `{}` range", md(a.capture().range().unwrap_or(""))),
     }
 }
 
@@ -348,11 +348,11 @@ fn run_facts(a: &Decided, s: &mut String) {
         workload
     };
     let _ = writeln!(s, "| Workload | {} |", md(&cut(&workload, 120)));
-    let nsys = match a.capture.range() {
-        Some(_) => format!("{}, {}", a.capture.describe(), a.instances_captured()),
-        None => a.capture.describe(),
+    let nsys = match a.capture().range() {
+        Some(_) => format!("{}, {}", a.capture().describe(), a.instances_captured()),
+        None => a.capture().describe(),
     };
-    let inc = a.ncu_include.clone();
+    let inc = a.ncu_include().map(str::to_string);
     let record = a
         .status
         .as_ref()

@@ -14,6 +14,7 @@
 //! packages/{cmd.txt,query.log,versions.json}           a Python workload's interpreter and packages
 //! ```
 
+pub(crate) mod record;
 pub(crate) mod status;
 mod write;
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::exit_codes;
 
+pub(crate) use super::record::NsysRecord;
 pub(crate) use super::write::{write_atomic, write_atomic_raw, write_atomic_with};
 
 pub(crate) const SCHEMA_VERSION: u32 = 1;
@@ -48,55 +49,20 @@ pub(crate) struct PassStatus {
     pub(crate) nsys: Option<NsysRecord>,
 }
 
-/// The NVTX range the nsys capture was gated on (None: the whole run or a profiler-API
-/// window) and whether the capture ended with its first instance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct NsysRecord {
-    pub(crate) range: Option<String>,
-    pub(crate) first_instance_only: bool,
-    /// GPU-metrics sampling asked of the pass (None: not asked).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) sampling: Option<SamplingRecord>,
-    /// When the capture began and ended, in seconds from the launch of `nsys profile` (the
-    /// export's ANALYSIS_DETAILS), and how long the export and stats took after the profile
-    /// step: where the pass's time went, and the basis of the ncu pass's first prediction.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) timing: Option<NsysTiming>,
-}
-
-/// Where the nsys pass's time went (see [`NsysRecord::timing`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct NsysTiming {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) capture_start_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) capture_end_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) post_steps_s: Option<f64>,
-}
-
-/// What the nsys pass asked of GPU-metrics sampling, and whether the GPU refused it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct SamplingRecord {
-    pub(crate) frequency_hz: u32,
-    pub(crate) devices: String,
-    /// nsys's own words when it refused to sample (the pass then ran without sampling).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) refused: Option<String>,
-    /// The run whose sampled figures this run reused: its nsys pass did not sample.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) reused_from: Option<String>,
-    /// The metric set sampled, when not nsys's default: the configured one, or the run's own
-    /// file cut from nsys's set for the GPU and where it came from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) set: Option<String>,
-}
-
-/// The ncu pass's NVTX include expression (None: not gated) and its files' base name
+/// The ncu pass's NVTX scope as its plan decided it: the include expression (None: not
+/// gated), the range it names and whether nsys captured that range, and its files' base name
 /// (`ncu/<base>.ncu-rep`, `ncu/<base>_raw.csv`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct NcuRecord {
     pub(crate) include: Option<String>,
+    /// The range `include` names, as the export names it (None: not gated, or an expression
+    /// that names no one range). Runs made before the plan recorded it: read from `include`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) range: Option<String>,
+    /// nsys captured ncu's range (or either side is ungated): the kernel table joins them.
+    /// Runs made before the plan recorded it: see [`super::record::RunRecord::read`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) same_as_capture: Option<bool>,
     pub(crate) base: String,
     /// What ncu collected: `--set` (None: none) and how many metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -252,31 +218,6 @@ pub(crate) struct NcuCostActual {
     pub(crate) after_last_s: Option<f64>,
     /// (predicted - actual) / actual, in %.
     pub(crate) prediction_error_pct: Option<f64>,
-}
-
-impl NsysRecord {
-    /// What a pass run with this config captured: for runs made before the pass recorded it.
-    pub(crate) fn from_config(cfg: &crate::config::Nsys) -> Self {
-        use crate::config::{CaptureRange, CaptureRangeEnd};
-        let gated = cfg.gating_nvtx && cfg.capture_range == CaptureRange::Nvtx;
-        // cudaProfilerStart/Stop windows are read from the export as ranges of their own.
-        let windows = cfg.gating_nvtx && cfg.capture_range == CaptureRange::CudaProfilerApi;
-        NsysRecord {
-            range: match windows {
-                true => Some(crate::parse::sqlite::PROFILER_WINDOW.to_string()),
-                // Named as the typed capture names it (the raw expression when one is set).
-                false => match crate::config::Capture::of(cfg) {
-                    crate::config::Capture::NvtxRange { name, .. } if gated => Some(name),
-                    _ => None,
-                },
-            },
-            first_instance_only: cfg.gating_nvtx
-                && cfg.capture_range != CaptureRange::None
-                && CaptureRangeEnd::first_only(cfg.capture_range_end),
-            sampling: None,
-            timing: None,
-        }
-    }
 }
 
 /// Why a pass failed; its exit code follows from it (see [`exit_code`]).

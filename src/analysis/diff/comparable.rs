@@ -95,7 +95,6 @@ pub(crate) fn comparability(
     for key in [
         "nsys.capture_range_end",
         "nsys.trace",
-        "ncu.nvtx_include",
         "ncu.set",
         "ncu.clock_control",
         "workload.argv",

@@ -9,6 +9,8 @@ pub(super) struct NcuSide {
     /// Why the export could not be read: the reports are made without it and say so.
     pub(super) problem: Option<Error>,
     pub(super) include: Option<String>,
+    /// The range `include` names, as the run record keeps it.
+    pub(super) named: Option<String>,
     pub(super) csv: Option<PathBuf>,
     /// The share of the measured kernels' time in shapes ncu measured (None: not known).
     pub(super) shapes: Option<crate::analysis::shapes::Cover>,
@@ -17,7 +19,12 @@ pub(super) struct NcuSide {
 }
 
 impl NcuSide {
-    pub(super) fn load(run: &RunDir, config: &Config, status: Option<&Status>) -> NcuSide {
+    pub(super) fn load(
+        run: &RunDir,
+        config: &Config,
+        status: Option<&Status>,
+        capture: &Capture,
+    ) -> NcuSide {
         // The pass records the ncu include and file base; runs made before it did get them
         // recomputed from the config, which is what the pass used then.
         let recorded = status.and_then(|s| s.passes.get("ncu").and_then(|p| p.ncu.clone()));
@@ -28,7 +35,8 @@ impl NcuSide {
         let (include, base) = match recorded {
             Some(r) => (r.include, r.base),
             None => {
-                let (include, base, _) = include_and_base(config, style_for(config, run));
+                let target = crate::config::NcuTarget::of(config, capture);
+                let (include, base, _) = include_and_base(&target, style_for(config, &target, run));
                 (include, base)
             }
         };
@@ -58,6 +66,7 @@ impl NcuSide {
             report,
             problem,
             include,
+            named: None,
             csv,
             shapes: None,
             step,
@@ -94,7 +103,9 @@ impl NcuSide {
     /// The range ncu was told to profile names its kernels; without one, their innermost.
     pub(super) fn range(&self) -> Option<String> {
         match (&self.report, &self.include) {
-            (Some(r), Some(inc)) => crate::analysis::nvtx::range_of(inc)
+            (Some(r), Some(_)) => self
+                .named
+                .clone()
                 .or_else(|| r.kernels.iter().find_map(|k| k.nvtx_range.clone())),
             (Some(r), None) => r.kernels.iter().find_map(|k| k.nvtx_range.clone()),
             _ => None,

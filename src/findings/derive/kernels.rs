@@ -11,7 +11,7 @@ use crate::rules;
 /// The scope of the kernel table: the captured range when its rows are that range's launches
 /// (from the SQLite export), else everything the capture holds.
 pub(crate) fn table_scope(a: &Artifacts) -> Scope {
-    match (a.capture.range(), a.kern_sum_file == a.sqlite_file) {
+    match (a.capture().range(), a.kern_sum_file == a.sqlite_file) {
         (Some(r), true) => Scope::range(r),
         _ => Scope::capture(),
     }
@@ -168,7 +168,7 @@ fn tiny(a: &Artifacts, out: &mut Findings) {
 /// thread blocks as the GPU has SMs, where they hold enough of its time. From the export's
 /// grids and its GPU's SM count, so every launch of the range counts, measured or not by ncu.
 fn grids(a: &Artifacts, out: &mut Findings) {
-    let (Some(g), Some(range)) = (a.small_grids(), a.capture.range()) else {
+    let (Some(g), Some(range)) = (a.small_grids(), a.capture().range()) else {
         return;
     };
     // Graph kernels nsys traced as whole graphs are not in the table, nor their grids.

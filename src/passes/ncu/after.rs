@@ -85,6 +85,8 @@ impl NcuPass {
     ) -> NcuRecord {
         NcuRecord {
             include: plan.include.clone(),
+            range: plan.ncu_range.clone(),
+            same_as_capture: Some(plan.same),
             base: plan.base.clone(),
             set: plan.collect.set.clone(),
             metrics: plan.collect.metrics.len(),

@@ -17,6 +17,10 @@ use crate::passes::Ctx;
 pub(crate) struct NcuPlan {
     /// The NVTX include expression (None: not gated) and the files' base name.
     pub(crate) include: Option<String>,
+    /// The range `include` names, as the export names it (None: no one range).
+    pub(crate) ncu_range: Option<String>,
+    /// nsys captured that range (or either side is ungated).
+    pub(crate) same: bool,
     pub(crate) base: String,
     pub(crate) filter: Option<KernelFilter>,
     /// The profile command line with the top-kernel filter, and without it (the retry when
@@ -268,7 +272,9 @@ pub(crate) fn kernel_report(ctx: &Ctx, base: &str) -> std::path::PathBuf {
 impl NcuPass {
     pub(super) fn make_plan(&self, ctx: &Ctx) -> Result<NcuPlan, Error> {
         use crate::analysis::nvtx::{include_and_base, style_for};
-        let (include, base, warning) = include_and_base(ctx.cfg, style_for(ctx.cfg, ctx.run));
+        let target = &ctx.scope.ncu;
+        let (include, base, warning) =
+            include_and_base(target, style_for(ctx.cfg, target, ctx.run));
         if let Some(w) = warning {
             tracing::warn!("{w}");
         }
@@ -277,13 +283,13 @@ impl NcuPass {
         let collect = metrics_to_collect(&ctx.cfg.ncu, self.known_metrics.as_deref());
         // The range whose launches in the nsys export name ncu's kernels: nsys's own, or ncu's
         // when the capture ran on into it.
-        let range = match crate::analysis::same_range(ctx.cfg) {
-            true => crate::rundir::status::NsysRecord::from_config(&ctx.cfg.nsys).range,
-            false => crate::analysis::select::range_in_export(ctx.cfg, ctx.run),
+        let same = target.same_as_capture;
+        let range = match same {
+            true => ctx.scope.capture.range().map(str::to_string),
+            false => crate::analysis::select::range_in_export(target, ctx.run),
         };
         // Each kernel's launch configurations in that range (the whole capture when nsys's
         // range is ncu's and no range is named), for the shapes ncu measures and the cache.
-        let same = crate::analysis::same_range(ctx.cfg);
         // The kernel table's rows come from the single export (rank 0's CSV under a launcher).
         let table = same && ctx.run.nsys_sqlite(None).is_file();
         let (shapes, range_began_s, rows) = match same || range.is_some() {
@@ -416,6 +422,9 @@ impl NcuPass {
             ),
             shapes: shape_plan,
             env: rank_env(ctx.cfg),
+            // The one place ncu's expression is read for its range; the record keeps it.
+            ncu_range: include.as_deref().and_then(crate::config::range_of),
+            same,
             include,
             base,
             filter,
@@ -470,7 +479,7 @@ impl NcuPass {
             .as_ref()
             .map(|l| move |m: &str| l.holds(m, every_shape));
         let chosen = crate::analysis::select::kernel_filter(
-            ctx.cfg,
+            (ctx.cfg, ctx.scope),
             ctx.run,
             holds.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
             rows,

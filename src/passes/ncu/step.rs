@@ -207,7 +207,7 @@ fn single_range(include: &str) -> bool {
     !e.starts_with("regex:")
         && !name.is_empty()
         && !name.contains(['/', '*', '[', ']'])
-        && crate::analysis::nvtx::range_of(include).as_deref() == Some(name)
+        && crate::config::range_of(include).as_deref() == Some(name)
 }
 
 /// Measure the planned step, or take it from the cache; the record says which, or why not.

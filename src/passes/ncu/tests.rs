@@ -48,7 +48,7 @@ fn args(
 fn default_plan_profiles_the_decode_push_pop_range() {
     let c = cfg(&["nsys.nvtx_capture=decode"]);
     let (inc, base, warn) = include_and_base(
-        &full(&["nsys.nvtx_capture=decode"]),
+        &crate::config::Scope::of(&full(&["nsys.nvtx_capture=decode"])).ncu,
         crate::analysis::nvtx::Style::PushPop,
     );
     assert_eq!(
@@ -154,7 +154,7 @@ fn the_metric_list_follows_the_set_and_what_this_gpu_knows() {
 #[test]
 fn raw_include_and_domain() {
     let (inc, base, _) = include_and_base(
-        &full(&["ncu.nvtx_include_raw=regex:dec.*"]),
+        &crate::config::Scope::of(&full(&["ncu.nvtx_include_raw=regex:dec.*"])).ncu,
         crate::analysis::nvtx::Style::PushPop,
     );
     assert_eq!(
@@ -162,7 +162,7 @@ fn raw_include_and_domain() {
         (Some("regex:dec.*"), "dec.")
     );
     let (inc, _, _) = include_and_base(
-        &full(&["nvtx.domain=llm", "ncu.nvtx_include=decode"]),
+        &crate::config::Scope::of(&full(&["nvtx.domain=llm", "ncu.nvtx_include=decode"])).ncu,
         crate::analysis::nvtx::Style::StartEnd,
     );
     assert_eq!(inc.as_deref(), Some("llm@decode"));
@@ -177,13 +177,13 @@ fn regex_escaping_covers_metacharacters() {
 #[test]
 fn star_names_are_turned_into_push_pop_with_a_warning() {
     let (inc, base, warn) = include_and_base(
-        &full(&["ncu.nvtx_include=decode*"]),
+        &crate::config::Scope::of(&full(&["ncu.nvtx_include=decode*"])).ncu,
         crate::analysis::nvtx::Style::PushPop,
     );
     assert_eq!((inc.as_deref(), base.as_str()), (Some("decode/"), "decode"));
     assert!(warn.is_some());
     let (inc, base, _) = include_and_base(
-        &full(&["ncu.gating_nvtx=false"]),
+        &crate::config::Scope::of(&full(&["ncu.gating_nvtx=false"])).ncu,
         crate::analysis::nvtx::Style::PushPop,
     );
     assert_eq!((inc, base.as_str()), (None, "all"));

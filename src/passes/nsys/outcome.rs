@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{CaptureRangeEnd, Nsys};
+use crate::config::{Capture, CaptureRangeEnd, Nsys};
 use crate::passes::process::{self, Outcome};
 use crate::passes::stopped;
 use crate::rundir::status::{Cause, PassState, PassStatus};
@@ -38,14 +38,14 @@ pub(crate) fn classify(
     out: &Outcome,
     report: Option<&Path>,
     qdstrm: bool,
-    cfg: &Nsys,
+    (cfg, capture): (&Nsys, &Capture),
 ) -> PassStatus {
-    let mut st = classify_exit(out, report, qdstrm, cfg);
+    let mut st = classify_exit(out, report, qdstrm, (cfg, capture));
     let opened = out.tail.contains("Capture range started");
     if opened && !out.tail.contains("Capture range ended") && st.state == PassState::Ok {
         st.warnings.push(format!(
             "the capture range `{}` opened but never closed: nsys captured until the application exited (is the range's end/pop reached?)",
-            crate::config::Capture::name(cfg)
+            capture.nvtx_name()
         ));
     }
     st
@@ -86,19 +86,22 @@ fn workload_lines(tail: &str, n: usize) -> String {
     }
 }
 
-fn classify_exit(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys) -> PassStatus {
+fn classify_exit(
+    out: &Outcome,
+    report: Option<&Path>,
+    qdstrm: bool,
+    (cfg, capture): (&Nsys, &Capture),
+) -> PassStatus {
     if let Some(st) = stopped(out, "nsys") {
         return st;
     }
-    let expr = crate::config::Capture::name(cfg);
+    let expr = capture.nvtx_name();
     // nsys passes the workload's exit status on (128 + N for a signal), report or not: a
     // range that never opened because the workload failed first is the workload's failure,
     // not a naming problem, and nothing is run again to diagnose it.
     if out.tail.contains(NO_REPORTS) && out.code.is_some_and(|c| c != 0) {
-        let opened = match crate::config::Capture::of(cfg) {
-            crate::config::Capture::ProfilerApi { .. } => {
-                "cudaProfilerStart was called".to_string()
-            }
+        let opened = match capture {
+            Capture::ProfilerApi { .. } => "cudaProfilerStart was called".to_string(),
             c => format!("{} opened", c.describe()),
         };
         return PassStatus::failed(
@@ -110,12 +113,7 @@ fn classify_exit(out: &Outcome, report: Option<&Path>, qdstrm: bool, cfg: &Nsys)
             )),
         );
     }
-    if out.tail.contains(NO_REPORTS)
-        && matches!(
-            crate::config::Capture::of(cfg),
-            crate::config::Capture::ProfilerApi { .. }
-        )
-    {
+    if out.tail.contains(NO_REPORTS) && matches!(capture, Capture::ProfilerApi { .. }) {
         return PassStatus::new(PassState::NoData, Some(format!(
             "nsys: \"{NO_REPORTS}\": the capture (nsys.capture_range=cudaProfilerApi) never started: the workload never called cudaProfilerStart (torch.cuda.profiler.start()). Call it around the part to profile, or set nsys.capture_range=nvtx with a range name"
         )));

@@ -7,6 +7,12 @@ fn cfg(overrides: &[&str]) -> Nsys {
     crate::testutil::config(overrides).nsys
 }
 
+/// The nsys config and the capture it asks for, as `classify` takes them.
+fn both(overrides: &[&str]) -> (Nsys, crate::config::Capture) {
+    let c = crate::testutil::config(overrides);
+    (c.nsys.clone(), crate::config::Capture::of(&c))
+}
+
 fn args(overrides: &[&str]) -> Vec<String> {
     profile_args(
         &cfg(overrides),
@@ -118,16 +124,21 @@ fn data(p: &str) -> String {
 
 #[test]
 fn classify_real_outcomes() {
-    let c = cfg(&["nsys.capture_range_end=null"]);
+    let c = both(&["nsys.capture_range_end=null"]);
     let rep = Path::new("/m/run.nsys-rep");
-    let st = classify(&outcome(0, &data("logs/nsys_wrong.log")), None, false, &c);
+    let st = classify(
+        &outcome(0, &data("logs/nsys_wrong.log")),
+        None,
+        false,
+        (&c.0, &c.1),
+    );
     assert_eq!(st.state, PassState::NoData);
     assert!(st.reason.unwrap().contains("--nvtx-capture=prefill"));
     let st = classify(
         &outcome(143, &data("logs/nsys_empty.log")),
         Some(rep),
         false,
-        &c,
+        (&c.0, &c.1),
     );
     assert_eq!(st.state, PassState::Ok);
     assert!(st.warnings[0].contains("capture_range_end=none"));
@@ -135,7 +146,10 @@ fn classify_real_outcomes() {
         &outcome(143, ""),
         Some(rep),
         false,
-        &cfg(&["nsys.capture_range_end=stop"]),
+        (
+            &both(&["nsys.capture_range_end=stop"]).0,
+            &both(&["nsys.capture_range_end=stop"]).1,
+        ),
     );
     assert_eq!(
         (st.state, st.exit_code),
@@ -146,17 +160,17 @@ fn classify_real_outcomes() {
             &outcome(0, &data("logs/nsys_profile.log")),
             Some(rep),
             false,
-            &c
+            (&c.0, &c.1)
         )
         .state,
         PassState::Ok
     );
-    let st = classify(&outcome(0, ""), None, true, &c);
+    let st = classify(&outcome(0, ""), None, true, (&c.0, &c.1));
     assert_eq!(
         (st.state, st.exit_code),
         (PassState::Failed, exit_codes::TOOL)
     );
-    let st = classify(&outcome(1, "Traceback"), None, false, &c);
+    let st = classify(&outcome(1, "Traceback"), None, false, (&c.0, &c.1));
     assert_eq!(st.exit_code, exit_codes::WORKLOAD);
 }
 
@@ -183,7 +197,7 @@ fn a_range_that_never_closes_is_warned_about() {
         &outcome(0, "Capture range started in the application.\n"),
         Some(Path::new("/r")),
         false,
-        &cfg(&[]),
+        (&both(&[]).0, &both(&[]).1),
     );
     assert_eq!(st.state, PassState::Ok);
     assert!(st.warnings[0].contains("never closed"), "{:?}", st.warnings);
@@ -191,7 +205,7 @@ fn a_range_that_never_closes_is_warned_about() {
         &outcome(0, &data("logs/nsys_profile.log")),
         Some(Path::new("/r")),
         false,
-        &cfg(&[]),
+        (&both(&[]).0, &both(&[]).1),
     );
     assert!(st.warnings.is_empty());
 }
@@ -215,7 +229,7 @@ fn operator_ranges_are_asked_of_nsys_only_when_set() {
 /// last lines, not an empty capture to diagnose.
 #[test]
 fn a_workload_that_fails_before_its_range_is_a_workload_failure() {
-    let c = cfg(&["nsys.nvtx_capture=decode"]);
+    let c = both(&["nsys.nvtx_capture=decode"]);
     for (log, code, words) in [
         ("logs/nsys_crash_raise.log", 1, "exited with status 1"),
         ("logs/nsys_crash_exit7.log", 7, "exited with status 7"),
@@ -225,7 +239,7 @@ fn a_workload_that_fails_before_its_range_is_a_workload_failure() {
             "was killed by signal 11 (SIGSEGV; exit status 139)",
         ),
     ] {
-        let st = classify(&outcome(code, &data(log)), None, false, &c);
+        let st = classify(&outcome(code, &data(log)), None, false, (&c.0, &c.1));
         assert_eq!(st.state, PassState::Failed, "{log}");
         assert_eq!(st.exit_code, exit_codes::WORKLOAD, "{log}");
         let r = st.reason.unwrap();
@@ -244,14 +258,19 @@ fn a_workload_that_fails_before_its_range_is_a_workload_failure() {
         &outcome(1, &data("logs/nsys_crash_raise.log")),
         None,
         false,
-        &c,
+        (&c.0, &c.1),
     )
     .reason;
     assert!(r
         .unwrap()
         .ends_with("RuntimeError: checkpoint /models/x not found"));
     // The same "no reports" after a workload that ended well is still a range never opened.
-    let st = classify(&outcome(0, &data("logs/nsys_wrong.log")), None, false, &c);
+    let st = classify(
+        &outcome(0, &data("logs/nsys_wrong.log")),
+        None,
+        false,
+        (&c.0, &c.1),
+    );
     assert_eq!(st.state, PassState::NoData);
 }
 
@@ -259,8 +278,13 @@ fn a_workload_that_fails_before_its_range_is_a_workload_failure() {
 /// range name.
 #[test]
 fn a_profiler_api_capture_that_never_starts_says_so() {
-    let c = cfg(&["nsys.capture_range=cudaProfilerApi"]);
-    let st = classify(&outcome(0, &data("logs/nsys_wrong.log")), None, false, &c);
+    let c = both(&["nsys.capture_range=cudaProfilerApi"]);
+    let st = classify(
+        &outcome(0, &data("logs/nsys_wrong.log")),
+        None,
+        false,
+        (&c.0, &c.1),
+    );
     assert_eq!(st.state, PassState::NoData);
     let r = st.reason.unwrap();
     assert!(
