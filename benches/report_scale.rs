@@ -198,7 +198,7 @@ fn rows_floor(db: &Path, scan: f64) -> f64 {
 }
 
 /// The same scan by the sqlite3 command-line shell, a process of its own as the report is
-/// (scripts/bench-scale.sh's floor; its SQLite build is another than the report's, so it is
+/// (`bench/run.sh scale`'s floor; its SQLite build is another than the report's, so it is
 /// printed beside the stricter in-process floor the target is held to). NaN without sqlite3.
 fn cli_floor(db: &Path) -> f64 {
     let t = Instant::now();
