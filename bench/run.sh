@@ -261,8 +261,8 @@ PY
 
 scale() {
   need_bin
-  local tmp n run launches mb s0 s1 k1 sizes=("$@")
-  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+  local n run launches mb s0 s1 k1 sizes=("$@")
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT  # global: the trap runs after the function
   [ ${#sizes[@]} -gt 0 ] || sizes=(1024 4096)
   echo "| copies | kernel launches | export (MB) | sqlite3 scan floor (s) | stage2 report (s) | report / floor | peak RSS (MB) |"
   echo "|--:|--:|--:|--:|--:|--:|--:|"
