@@ -11,7 +11,7 @@
 //!
 //! Each figure is the median of RUNS runs (default 3), the report in a process of its own
 //! (peak RSS from `/usr/bin/time` when present). The target is held to the in-process floor;
-//! the sqlite3 shell's time of the same scan (scripts/bench-scale.sh's floor) is printed beside
+//! the sqlite3 shell's time of the same scan (`bench/run.sh scale`'s floor) is printed beside
 //! it. Prints a Markdown table with the targets
 //! (report <= 1.6x the floor at 1.5M launches; <= 300 MB at 73k names); with GUARD=1 the bench
 //! exits 1 when a target is missed, so a CI job on a quiet machine can hold them.
@@ -198,7 +198,7 @@ fn rows_floor(db: &Path, scan: f64) -> f64 {
 }
 
 /// The same scan by the sqlite3 command-line shell, a process of its own as the report is
-/// (scripts/bench-scale.sh's floor; its SQLite build is another than the report's, so it is
+/// (`bench/run.sh scale`'s floor; its SQLite build is another than the report's, so it is
 /// printed beside the stricter in-process floor the target is held to). NaN without sqlite3.
 fn cli_floor(db: &Path) -> f64 {
     let t = Instant::now();

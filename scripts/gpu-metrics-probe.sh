@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Exploration (not a test): what nsys GPU-metrics sampling gives on this GPU machine, beside the
-# ncu pass of the same workload. Prints the tools' own answers (metric sets, devices, an error
-# of a second sampler) and the ncu pass count of candidate metric lists, and leaves run
-# directories (eager and CUDA-graph decode at 10/50/200 kHz) under RUN_ROOT for the parsers.
+# Fixture-making (not a test; tests/data/hf/gpu-metrics came from it): what nsys GPU-metrics
+# sampling gives on this GPU machine, beside the ncu pass of the same workload. Prints the tools'
+# own answers (metric sets, devices, an error of a second sampler) and the ncu pass count of
+# candidate metric lists, and leaves run directories (eager and CUDA-graph decode at 10/50/200
+# kHz) under RUN_ROOT for the parsers.
 #
 #   source .gpu/nsight-env.sh && scripts/gpu-metrics-probe.sh OUT
 set -uo pipefail

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Probe (not a test): the loops people run now, under `stage2 profile` (nsys only) with the final
-# binary, their reports brought back to be read sentence by sentence: a torch.compile
-# (reduce-overhead) decode loop, speculative decoding, a step loop that records its CUDA graphs
-# in its first step (and one that records them again every 5 steps), and a top-p sampling loop
-# whose sort emits CUB's own NVTX ranges. The last three without GPU metrics, so their exports stay small enough to keep. Everything kept is packed
-# into one archive, OUT_DIR/read-through.tar.gz.
+# Fixture-making (not a test): the loops people run now, under `stage2 profile` (nsys only), with
+# the final binary, their reports brought back to be read sentence by sentence: a torch.compile
+# (reduce-overhead) decode loop, speculative decoding, a step loop that records its CUDA graphs in
+# its first step (and one that records them again every 5 steps), and a top-p sampling loop whose
+# sort emits CUB's own NVTX ranges. The last three without GPU metrics, so their exports stay
+# small enough to keep. Everything kept is packed into one archive, OUT_DIR/read-through.tar.gz.
 #
 #   scripts/read-through.sh        env: OUT_DIR (default tmp/read-through), STAGE2_EXTRA, PYTHON
 set -uo pipefail

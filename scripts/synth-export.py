@@ -2,7 +2,7 @@
 """A large nsys SQLite export made from a real one: the capture repeated COPIES times, one
 after the other in time, with fresh correlation ids (kernels, memcpys, memsets, runtime and
 driver calls, NVTX ranges and marks). Rows stay in start order, as nsys writes them. For
-scale benchmarks (scripts/bench-scale.sh).
+scale benchmarks (`bench/run.sh scale`, benches/report_scale.rs).
 
     scripts/synth-export.py SRC.sqlite DST.sqlite COPIES
 """

@@ -53,8 +53,8 @@ pub(crate) fn sm_dram_pct(m: &BTreeMap<String, f64>) -> (Option<f64>, Option<f64
 /// What the reports read from ncu (bound classes, roofline, tensor use, peaks), the default
 /// metric list of the ncu pass (`ncu.set: report`); ncu adds its launch and device attributes.
 /// Tensor-core work is counted for BF16, FP16 and FP8 sources only: each
-/// `sm__ops_path_tensor_src_<type>` costs a replay pass of its own (measured on an H100 by
-/// `scripts/ncu-passes-probe.sh`: the six types took 7 passes, the rest of this list 3), so
+/// `sm__ops_path_tensor_src_<type>` costs a replay pass of its own (measured on an H100,
+/// 2026-11-25: the six types took 7 passes, the rest of this list 3), so
 /// TF32, INT8 and FP64 are added through `ncu.metrics` by those who run them.
 pub(crate) const REPORT_METRICS: &[&str] = &[
     TIME,

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// Defaults before any run of this workload on this GPU was measured. From an H100 with ncu
-/// 2025.3.1 and the workloads of scripts/bench-gpu.sh (docs/measured.md, 2026-11-25): 5
+/// 2025.3.1 and the workloads of `bench/run.sh gpu` (measured 2026-11-25): 5
 /// passes per kernel for the reports' metrics (17 for the roofline set); 0.08 to 0.22 s per
 /// replay pass with the workload's own progress between the chosen kernels (eager, static and
 /// lead 0.09-0.10, moeworker 0.15, spec 0.22, compile 0.08); 0.2 to 0.5 s after the last

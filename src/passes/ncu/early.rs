@@ -81,8 +81,8 @@ pub(crate) const PORTS: u16 = 16;
 
 /// A block of [`PORTS`] free ports for this run's launch and attach, from one the system hands
 /// out. Without one of its own, an attach reaches whichever held process answers first on
-/// ncu's default ports: measured on an H200 (scripts/attach-port-probe.sh), with two held on
-/// the defaults one attach profiled the other run's copy. None: no free block was found.
+/// ncu's default ports: measured on an H200 (2026-11-26), with two held on the defaults one
+/// attach profiled the other run's copy. None: no free block was found.
 pub(crate) fn free_ports() -> Option<u16> {
     use std::net::TcpListener;
     let free = |p: u16| TcpListener::bind(("0.0.0.0", p)).is_ok();
@@ -111,7 +111,7 @@ fn port_args(base: Option<u16>) -> Vec<String> {
 }
 
 /// Ok where the nsys pass saw kernels from one process at most. An attach reached one of two
-/// held processes (measured with two launches, scripts/attach-port-probe.sh); with kernels in
+/// held processes (measured with two launches on an H200, 2026-11-26); with kernels in
 /// two processes of one workload the other could wait for an attach that never comes, where
 /// ncu's launch profiles both. A second process that only asks CUDA questions (the static
 /// cache's compile worker: two cudaGetDeviceProperties calls) ran attached without harm on an

@@ -3,7 +3,7 @@
 //! written into the run as `nsys/gpu_metrics.config` and given as `--gpu-metrics-set=file:...`.
 //! nsys writes one GPU_METRICS row per sample and metric, so the rows, the report's finalizing
 //! and its export shrink with the metrics: measured on an H100 at 50 kHz (docs/measured.md,
-//! scripts/metric-set-probe.sh), the CUDA-graph decode's export went from 361 MB, 11.3M rows and
+//! 2026-11-26), the CUDA-graph decode's export went from 361 MB, 11.3M rows and
 //! 9.9 s to 79 MB, 2.5M rows and 2.3 s, the eager decode's from 1.8 s to 0.7 s.
 //!
 //! Anything unexpected (no set folder beside nsys, no chip, GPUs of several chips, a file that
