@@ -388,12 +388,12 @@ impl Config {
     /// Why the nsys pass leaves GPU-metrics sampling off though it is enabled, or None. Under
     /// a launcher rank 0 alone can sample (nsys refuses a second sampler of a GPU), and a
     /// range-gated capture starts its sampling at the range: rank 0 alone is held back there
-    /// and the others wait it out inside the range (docs/measured.md, two H100s).
+    /// and the others wait it out inside the range.
     pub(crate) fn sampling_off(&self) -> Option<&'static str> {
         let gated = self.nsys.gating_nvtx && self.nsys.capture_range != super::CaptureRange::None;
         (self.nsys.gpu_metrics.enable && self.workload.launcher != super::Launcher::None && gated)
             .then_some(
-                "under a launcher only rank 0 can sample, and sampling that starts with a range-gated capture held rank 0 back 0.69-0.92 s at the range's start, which the other ranks then waited out in their first collective inside the range (two H100s, torchrun); with nsys.gating_nvtx=false the whole run is captured and rank 0 samples from its start",
+                "under a launcher only rank 0 can sample, and sampling that starts with a range-gated capture holds rank 0 back at the range's start, which the other ranks then wait out in their first collective inside the range; with nsys.gating_nvtx=false the whole run is captured and rank 0 samples from its start",
             )
     }
 }
