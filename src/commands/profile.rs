@@ -16,7 +16,6 @@ use crate::passes::sequence::{self, cache_device, workload_gpu, Check, Setup};
 use crate::passes::tools::{self, Found, Tool};
 use crate::passes::workload;
 use crate::passes::Ctx;
-use crate::report;
 use crate::rundir::status::{Cause, PassState, PassStatus, Status};
 use crate::rundir::RunDir;
 
@@ -209,7 +208,7 @@ fn finish(driver: &mut Driver, env: &mut Env, cfg: &Config) -> i32 {
     }
     // A signal before the reports: an earlier pass already says where it came.
     let earlier = crate::passes::signals::interrupted();
-    let st = match report::render_all(run, cfg.clone()) {
+    let st = match super::report::render_all(run, cfg.clone()) {
         Ok(summary) => {
             let gpu = sequence::workload_gpu_name(env, cfg);
             crate::passes::nsys::reuse::keep(cfg, gpu, &summary);

@@ -1,6 +1,8 @@
 //! `stage2 report RUN_DIR`: re-render every report from the artifacts in a run directory (or
 //! from a `.nsys-rep`/`.ncu-rep` file, exported first into a new run directory).
 
+use crate::analysis::summary::Summary;
+use crate::analysis::Artifacts;
 use crate::cli::ReportArgs;
 pub(crate) use crate::config::Extra;
 use crate::config::{self, Config};
@@ -26,10 +28,27 @@ pub(crate) fn run(args: &ReportArgs) -> Result<i32> {
         super::result::announce(&run, "no-data", crate::exit_codes::NO_DATA, args.json);
         return Ok(crate::exit_codes::NO_DATA);
     }
-    let summary = report::render(&run, a)?;
+    let summary = render(&run, a)?;
     tracing::info!("rendered {} kernels", summary.kernels.len());
     super::result::announce(&run, "ok", crate::exit_codes::OK, args.json);
     Ok(crate::exit_codes::OK)
+}
+
+/// Render every report of a run directory into it; returns the summary written.
+pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
+    render(run, Artifacts::load(run, config)?)
+}
+
+/// Decide what a run's reports say, once, and write them. An ncu export that could not be
+/// read is returned as the error after the reports are written without it.
+pub(crate) fn render(run: &RunDir, mut a: Artifacts) -> Result<Summary, Error> {
+    let d = crate::findings::document::decide(&a);
+    report::write_all(run, &d)?;
+    let summary = d.summary;
+    match a.ncu_problem.take() {
+        Some(e) => Err(e),
+        None => Ok(summary),
+    }
 }
 
 /// The run's own resolved config.yaml; for a folder of exports without one, the defaults with

@@ -24,9 +24,14 @@ pub(crate) use crate::analysis::tokens::PhaseCost;
 pub(crate) use crate::analysis::Artifacts;
 use crate::config::Capture;
 
-/// What the renderers read: the run's data (through `Deref`), and what was decided from it.
+/// What the renderers read: the run's facts, its named tables, the layout the config asks
+/// for, and what was decided from them. No window onto the analysis: a renderer reads these
+/// names or the few lookups below, nothing else.
 pub(crate) struct Decided<'a> {
-    run: &'a Artifacts,
+    analysis: &'a Artifacts,
+    pub(crate) facts: Facts<'a>,
+    pub(crate) tables: Tables<'a>,
+    pub(crate) layout: Layout,
     pub(crate) findings: Findings,
     pub(crate) summary: Summary,
     /// Per range name of a multi-rank run: the median rank's wall time, the slowest rank and
@@ -38,10 +43,128 @@ pub(crate) struct Decided<'a> {
     pub(crate) listed: Listed,
 }
 
-impl std::ops::Deref for Decided<'_> {
-    type Target = Artifacts;
-    fn deref(&self) -> &Artifacts {
-        self.run
+/// The run's facts: what it is, where each figure's file is, what it asked of the tools.
+pub(crate) struct Facts<'a> {
+    pub(crate) run_id: &'a str,
+    /// The SQLite export the per-range figures come from, relative to the run directory.
+    pub(crate) sqlite_file: &'a str,
+    /// Where the kernel table's totals come from.
+    pub(crate) kern_sum_file: &'a str,
+    /// Where the NVTX summary came from (rank 0's in a multi-rank run).
+    pub(crate) nvtx_sum_file: &'a str,
+    /// The ncu raw CSV the reports cite (empty without one).
+    pub(crate) ncu_csv_file: &'a str,
+    /// The baseline pass's file (empty without one).
+    pub(crate) baseline_file: &'a str,
+    /// Why the ncu export could not be read.
+    pub(crate) ncu_problem: Option<&'a crate::error::Error>,
+    pub(crate) status: Option<&'a crate::rundir::status::Status>,
+    /// env.json as the run wrote it.
+    pub(crate) env: Option<&'a serde_json::Value>,
+    /// stage1's operator file, where the run has one.
+    pub(crate) stage1_ops: Option<&'a std::path::Path>,
+    /// How many CUDA devices the export's kernels ran on (0: not known).
+    pub(crate) kernel_devices: usize,
+    /// The workload's command line and the ncu set asked for, as the config gave them.
+    pub(crate) workload_argv: &'a [String],
+    pub(crate) workload_module: Option<&'a str>,
+    pub(crate) ncu_set: &'a str,
+    /// Python stack samples per second asked of the workload (0: none).
+    pub(crate) python_sampling_hz: f64,
+}
+
+/// The run's tables, by name.
+pub(crate) struct Tables<'a> {
+    /// Kernels by nsys time, with ncu counters joined where both tools saw the same range.
+    pub(crate) kernels: &'a [crate::model::KernelRecord],
+    /// ncu's kernels in their own table, where ncu profiled another range than nsys captured.
+    pub(crate) ncu_kernels: &'a [crate::model::KernelRecord],
+    /// nsys's kernel summary rows, where the run has them.
+    pub(crate) kernel_sums: Option<&'a [crate::parse::nsys::KernelSum]>,
+    /// Per NVTX range figures from the export.
+    pub(crate) ranges: &'a [crate::analysis::ranges::RangeStats],
+    /// nsys's own NVTX summary rows (`nsys stats nvtx_sum`).
+    pub(crate) nvtx_sum: Option<&'a [crate::parse::nsys::RangeSum]>,
+    /// Where each push/pop range's wall time goes on its thread.
+    pub(crate) ledger: &'a [RangeLedger],
+    pub(crate) operators: &'a [crate::analysis::ops::OpRow],
+    /// Per-rank figures of a multi-rank run.
+    pub(crate) ranks: &'a [crate::analysis::ranks::RankData],
+    pub(crate) per_token: &'a [PhaseCost],
+    pub(crate) sampled: Option<&'a crate::analysis::sampled::Sampled>,
+    /// Each range under nsys and in the baseline pass.
+    pub(crate) observed: &'a [crate::analysis::observer::Observed],
+    pub(crate) repeats: Option<&'a Repeats>,
+    /// CUDA graph launches per range name.
+    pub(crate) graphs: &'a BTreeMap<String, crate::analysis::graphs::GraphUse>,
+    /// One instance of ncu's range measured whole, and its file.
+    pub(crate) graph_step: Option<&'a (crate::analysis::graphs::MeasuredStep, String)>,
+    pub(crate) python: Option<&'a crate::analysis::pysamples::PyReport>,
+    pub(crate) ncu: Option<&'a crate::parse::ncu::NcuReport>,
+    pub(crate) peaks: Option<&'a Peaks>,
+}
+
+/// How the tables are laid out (`report.*`).
+pub(crate) struct Layout {
+    /// Rows of the kernel tables.
+    pub(crate) top_kernels: usize,
+    /// Characters of a kernel name in a table cell.
+    pub(crate) name_width: usize,
+    /// The range a step is (`report.step_range`).
+    pub(crate) step_range: String,
+}
+
+impl<'a> Decided<'a> {
+    /// What the nsys pass captured.
+    pub(crate) fn capture(&self) -> &'a crate::config::Capture {
+        self.analysis.capture()
+    }
+    /// The NVTX include expression the ncu pass used.
+    pub(crate) fn ncu_include(&self) -> Option<&'a str> {
+        self.analysis.ncu_include()
+    }
+    /// The range ncu profiled, by name.
+    pub(crate) fn ncu_range(&self) -> Option<String> {
+        self.analysis.ncu_range()
+    }
+    /// A string in env.json at `path`.
+    pub(crate) fn env_str(&self, path: &[&str]) -> Option<String> {
+        self.analysis.env_str(path)
+    }
+    /// The profilers of this run that were test doubles replaying a recorded capture.
+    pub(crate) fn replayed_tools(&self) -> Vec<&'static str> {
+        self.analysis.replayed_tools()
+    }
+    /// Roofline figures of one kernel, when ncu measured it.
+    pub(crate) fn point(
+        &self,
+        r: &crate::model::KernelRecord,
+    ) -> Option<crate::analysis::roofline::Point> {
+        self.analysis.point(r)
+    }
+    /// The wall-time ledger by range name.
+    pub(crate) fn ledger_by_name(&self) -> crate::analysis::ledger::ByName<'a> {
+        self.analysis.ledger_by_name()
+    }
+    /// The kernel table's launches too small to fill the GPU.
+    pub(crate) fn small_grids(&self) -> Option<crate::analysis::SmallGrids> {
+        self.analysis.small_grids()
+    }
+    /// The GPUs of the two passes run at once.
+    pub(crate) fn second_gpu(&self) -> Option<&'a crate::rundir::status::SecondGpu> {
+        self.analysis.second_gpu()
+    }
+    /// The kernel table's kernel time and launches.
+    pub(crate) fn kernel_totals(&self) -> (f64, u64) {
+        self.analysis.kernel_totals()
+    }
+    /// Which launches the kernel table's rows sum.
+    pub(crate) fn kernel_scope(&self) -> String {
+        self.analysis.kernel_scope()
+    }
+    /// How many instances of the captured range the report holds.
+    pub(crate) fn instances_captured(&self) -> String {
+        self.analysis.instances_captured()
     }
 }
 
@@ -79,12 +202,61 @@ pub(crate) fn decide(a: &Artifacts) -> Decided<'_> {
         file: RANGES_CSV,
     });
     Decided {
-        run: a,
+        analysis: a,
+        facts: facts(a),
+        tables: tables(a),
+        layout: Layout {
+            top_kernels: a.config.report.top_kernels,
+            name_width: a.config.report.name_width,
+            step_range: a.config.report.step_range.clone(),
+        },
         findings: super::derive::all(a, &listed),
         summary,
         stragglers,
         tensor_sources,
         listed,
+    }
+}
+
+fn facts(a: &Artifacts) -> Facts<'_> {
+    Facts {
+        run_id: &a.run_id,
+        sqlite_file: &a.sqlite_file,
+        kern_sum_file: &a.kern_sum_file,
+        nvtx_sum_file: &a.nvtx_sum_file,
+        ncu_csv_file: &a.ncu_csv_file,
+        baseline_file: &a.baseline_file,
+        ncu_problem: a.ncu_problem.as_ref(),
+        status: a.status.as_ref(),
+        env: a.env.as_ref(),
+        stage1_ops: a.stage1_ops.as_deref(),
+        kernel_devices: a.kernel_devices,
+        workload_argv: &a.config.workload.argv,
+        workload_module: a.config.workload.module.as_deref(),
+        ncu_set: &a.config.ncu.set,
+        python_sampling_hz: a.config.workload.python_sampling_hz,
+    }
+}
+
+fn tables(a: &Artifacts) -> Tables<'_> {
+    Tables {
+        kernels: &a.records,
+        ncu_kernels: &a.ncu_records,
+        kernel_sums: a.kernels_nsys.as_deref(),
+        ranges: &a.range_stats,
+        nvtx_sum: a.ranges.as_deref(),
+        ledger: &a.ledger,
+        operators: &a.operators,
+        ranks: &a.rank_data,
+        per_token: &a.per_token,
+        sampled: a.sampled.as_ref(),
+        observed: &a.observed,
+        repeats: a.repeats.as_ref(),
+        graphs: &a.graphs,
+        graph_step: a.graph_step.as_ref(),
+        python: a.python.as_ref(),
+        ncu: a.ncu.as_ref(),
+        peaks: a.peaks.as_ref(),
     }
 }
 
@@ -108,7 +280,7 @@ impl Decided<'_> {
     pub(crate) fn document(&self) -> Document<'_> {
         Document {
             summary: &self.summary,
-            capture: self.run.capture(),
+            capture: self.capture(),
             findings: &self.findings,
             rules: crate::rules::table(self.findings.0.iter().filter_map(|f| f.rule.as_ref())),
         }

@@ -84,8 +84,14 @@ impl super::Output for KernelsCsv {
     }
     fn render(&self, a: &Decided) -> Option<String> {
         {
-            let all: Vec<KernelRecord> = a.records.iter().chain(&a.ncu_records).cloned().collect();
-            Some(kernels_csv(&all, a.repeats.as_ref()))
+            let all: Vec<KernelRecord> = a
+                .tables
+                .kernels
+                .iter()
+                .chain(a.tables.ncu_kernels)
+                .cloned()
+                .collect();
+            Some(kernels_csv(&all, a.tables.repeats))
         }
     }
 }

@@ -30,17 +30,19 @@ fn row(p: &Parts) -> String {
 }
 
 pub(crate) fn section(a: &Decided, s: &mut String) {
-    if a.ledger.is_empty() {
+    if a.tables.ledger.is_empty() {
         return;
     }
     let _ = writeln!(
         s,
         "\n## Where the wall time goes (CPU thread, `{}`)\n\nPer push/pop range, its wall time on its thread: CUDA calls that wait for the GPU (sync: synchronize, blocking memcpy/memset), kernel launch calls, other CUDA calls, nested child ranges, and the rest (the thread's own work outside CUDA calls: Python, the framework). Each call counts once, in the innermost range open when it ran; the parts add up to the wall time. Start/end ranges have no thread and are left out.\n",
-        a.sqlite_file
+        a.facts.sqlite_file
     );
     let _ = writeln!(s, "| range | instances | wall (ms) | sync | launch | other CUDA | child ranges | rest | largest part |");
     let _ = writeln!(s, "|---|--:|--:|--:|--:|--:|--:|--:|---|");
-    let (rows, left) = a.listed.split(&a.ledger, |l| &l.name, |l| l.total.wall_ns);
+    let (rows, left) = a
+        .listed
+        .split(a.tables.ledger, |l| &l.name, |l| l.total.wall_ns);
     for l in rows {
         let (what, ns) = l.dominant();
         let _ = writeln!(
@@ -68,8 +70,8 @@ pub(crate) fn section(a: &Decided, s: &mut String) {
 
 /// Where each range's own time went in Python, from the hook's stack samples.
 fn python(a: &Decided, s: &mut String) {
-    let Some(p) = &a.python else { return };
-    let hz = a.config.workload.python_sampling_hz;
+    let Some(p) = &a.tables.python else { return };
+    let hz = a.facts.python_sampling_hz;
     let _ = writeln!(
         s,
         "\nPython samples (`nsys/pysamples.<pid>.txt`, {} samples from {} process(es){}), each counted in the innermost range open on its thread: that range's own time. The innermost function of each sample, and the functions on its stack (each once per sample). A verdict names a function only from {} samples on.\n",
@@ -115,14 +117,14 @@ fn python(a: &Decided, s: &mut String) {
 /// The GPU side of each range: its projection split into kernels running (union), other work
 /// only (memcpy/memset with no kernel running), and idle gaps between its work.
 fn gpu(a: &Decided, s: &mut String) {
-    if a.range_stats.is_empty() {
+    if a.tables.ranges.is_empty() {
         return;
     }
     let _ = writeln!(
         s,
         "\nGPU side, over each range's GPU projection (first start to last end of the work it launched, summed over instances): kernels running (union of kernel intervals), memcpy/memset only, and idle gaps between its work; the three add up to the projection.\n\n| range | projection (ms) | kernels running | memcpy/memset only | idle | idle gaps | largest gap (us) |\n|---|--:|--:|--:|--:|--:|--:|"
     );
-    let (rows, left) = a.listed.split(&a.range_stats, |r| &r.name, |r| r.proj_ns);
+    let (rows, left) = a.listed.split(a.tables.ranges, |r| &r.name, |r| r.proj_ns);
     for r in rows {
         let other = (r.proj_ns - r.busy_ns - r.idle_ns).max(0);
         let _ = writeln!(
@@ -148,10 +150,7 @@ fn gpu(a: &Decided, s: &mut String) {
 
 /// The per-instance view of the step range (report.step_range), or of the captured range.
 fn steps(a: &Decided, s: &mut String) {
-    let wanted = [
-        Some(a.config.report.step_range.as_str()),
-        a.capture().range(),
-    ];
+    let wanted = [Some(a.layout.step_range.as_str()), a.capture().range()];
     let Some(l): Option<&RangeLedger> = wanted
         .iter()
         .flatten()

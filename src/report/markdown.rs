@@ -15,18 +15,18 @@ use sections::{ranges_section, ranks_section, roofline_section};
 
 pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
     let mut s = String::new();
-    let width = a.config.report.name_width;
-    let _ = writeln!(s, "# Kernels of run {}\n", md(&a.run_id));
+    let width = a.layout.name_width;
+    let _ = writeln!(s, "# Kernels of run {}\n", md(a.facts.run_id));
     if let Some(note) = super::replay_note(a) {
         let _ = writeln!(s, "{note}");
     }
     let (total, launches) = a.kernel_totals();
-    let basis = match a.records.first().map(|r| r.time_source) {
+    let basis = match a.tables.kernels.first().map(|r| r.time_source) {
         Some(TimeSource::Nsys) => {
             format!(
                 "nsys totals over {} (`{}`)",
                 a.kernel_scope(),
-                a.kern_sum_file
+                a.facts.kern_sum_file
             )
         }
         Some(TimeSource::Ncu) => {
@@ -35,14 +35,15 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
         }
         None => String::new(),
     };
-    if a.records.is_empty() {
+    if a.tables.kernels.is_empty() {
         let _ = writeln!(s, "No kernel data in this run directory: neither `{KERN_SUM}` nor an ncu raw CSV was found. See status.json for what each pass did.");
         return s;
     }
     let _ = writeln!(
         s,
         "{} kernels, {} launches, {} ms of GPU kernel time. Time basis: {basis}.",
-        a.records
+        a.tables
+            .kernels
             .iter()
             .filter(|r| r.gpu_time_pct.is_some())
             .count(),
@@ -57,7 +58,7 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
             g.sms,
             ms(g.ns as f64),
             pct(share),
-            a.sqlite_file
+            a.facts.sqlite_file
         );
     }
     for g in f
@@ -66,7 +67,7 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
     {
         let _ = writeln!(s, "Note: {}", phrase::sentence(g));
     }
-    if let Some(e) = &a.ncu_problem {
+    if let Some(e) = &a.facts.ncu_problem {
         let _ = writeln!(
             s,
             "ncu metrics missing: the export could not be read ({}).",
@@ -94,8 +95,8 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
         let _ = writeln!(s, "Note: {note}.");
     }
     s.push('\n');
-    table(&mut s, a, &a.records, a.config.report.top_kernels, width);
-    let rest = a.records.len().saturating_sub(a.config.report.top_kernels);
+    table(&mut s, a, a.tables.kernels, a.layout.top_kernels, width);
+    let rest = a.tables.kernels.len().saturating_sub(a.layout.top_kernels);
     if rest > 0 {
         let _ = writeln!(s, "\n{rest} more kernels in kernels.csv.");
     }
@@ -104,7 +105,7 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
         "\nBound class (from ncu SM and DRAM throughput): {}.",
         Bound::RULE
     );
-    if let Some(note) = one_pass_note(&a.records) {
+    if let Some(note) = one_pass_note(a.tables.kernels) {
         let _ = writeln!(s, "{note}");
     }
     super::sampled::section(a, f, &mut s, width);
@@ -113,19 +114,20 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
     super::tokens::section(a, f, &mut s);
     measurement_cost(f, &mut s);
     super::ledger::section(a, &mut s);
-    if !a.operators.is_empty() {
+    if !a.tables.operators.is_empty() {
         s.push_str("\n## PyTorch operators\n\n");
         super::ops::table(a, &mut s, 30);
     }
     roofline_section(a, f, &mut s, width);
     // The kernels left out are listed where the coverage is of the kernel table's range.
-    if let Some(c) = coverage.filter(|_| a.ncu_records.is_empty()) {
+    if let Some(c) = coverage.filter(|_| a.tables.ncu_kernels.is_empty()) {
         left_out(a, c, &mut s, width);
     }
     let ncu_only: Vec<_> = a
-        .records
+        .tables
+        .kernels
         .iter()
-        .filter(|r| r.time_source == TimeSource::Ncu && a.kernels_nsys.is_some())
+        .filter(|r| r.time_source == TimeSource::Ncu && a.tables.kernel_sums.is_some())
         .collect();
     if !ncu_only.is_empty() {
         let _ = writeln!(
@@ -141,8 +143,8 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
             );
         }
     }
-    if !a.ncu_records.is_empty() {
-        let range = a.ncu_records[0]
+    if !a.tables.ncu_kernels.is_empty() {
+        let range = a.tables.ncu_kernels[0]
             .nvtx_range
             .as_deref()
             .unwrap_or("its range");
@@ -152,20 +154,15 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
             md(range),
             a.ncu_include().map(md).unwrap_or_default()
         );
-        table(
-            &mut s,
-            a,
-            &a.ncu_records,
-            a.config.report.top_kernels,
-            width,
-        );
+        table(&mut s, a, a.tables.ncu_kernels, a.layout.top_kernels, width);
     }
     let _ = writeln!(s, "\n## Full names\n");
     for r in a
-        .records
+        .tables
+        .kernels
         .iter()
-        .take(a.config.report.top_kernels)
-        .chain(a.ncu_records.iter().take(a.config.report.top_kernels))
+        .take(a.layout.top_kernels)
+        .chain(a.tables.ncu_kernels.iter().take(a.layout.top_kernels))
     {
         let _ = writeln!(s, "{}. {}", r.rank, md(&r.name));
         if let Some(n) = r.ncu_name.as_ref().filter(|n| **n != r.name) {
@@ -181,7 +178,12 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
 /// The kernels ncu did not measure, headed by the same share the coverage line completes; NCCL
 /// kernels that ncu leaves out are marked, outside that basis.
 fn left_out(a: &Decided, c: &Finding, s: &mut String, width: usize) {
-    let left: Vec<_> = a.records.iter().filter(|r| r.ncu_instances == 0).collect();
+    let left: Vec<_> = a
+        .tables
+        .kernels
+        .iter()
+        .filter(|r| r.ncu_instances == 0)
+        .collect();
     if left.is_empty() {
         return;
     }
@@ -219,7 +221,8 @@ fn left_out(a: &Decided, c: &Finding, s: &mut String, width: usize) {
 /// Which kernels' ncu figures this run took from the metrics cache, and from which runs.
 fn cached_note(a: &Decided, s: &mut String) {
     let cached: Vec<&KernelRecord> = a
-        .records
+        .tables
+        .kernels
         .iter()
         .filter(|r| r.ncu_cached_from.is_some())
         .collect();

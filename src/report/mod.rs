@@ -16,10 +16,8 @@ mod stakeholder;
 mod svg;
 mod tokens;
 
-use crate::analysis::Artifacts;
-use crate::config::Config;
 use crate::error::Error;
-use crate::findings::document::{Decided, Summary};
+use crate::findings::document::Decided;
 use crate::rundir::RunDir;
 
 /// One output file of a run, rendered from the decided document (hyperfine's `export/`
@@ -54,28 +52,17 @@ pub(crate) fn file_names() -> impl Iterator<Item = &'static str> {
     OUTPUTS.iter().map(|o| o.file())
 }
 
-/// Render every report into the run directory; returns the summary written.
-pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error> {
-    render(run, Artifacts::load(run, config)?)
-}
-
-/// Write every report of already parsed artifacts. An ncu export that could not be read is
-/// returned as the error after the reports are written without it.
-pub(crate) fn render(run: &RunDir, mut a: Artifacts) -> Result<Summary, Error> {
-    let d = crate::findings::document::decide(&a);
+/// Write every report of a decided document into the run directory.
+pub(crate) fn write_all(run: &RunDir, d: &Decided) -> Result<(), Error> {
     for out in OUTPUTS {
         let path = run.file(out.file());
-        let written = match out.render(&d) {
+        let written = match out.render(d) {
             Some(text) => crate::rundir::status::write_atomic(&path, text.as_bytes()),
-            None => crate::rundir::status::write_atomic_with(&path, |w| out.stream(&d, w)),
+            None => crate::rundir::status::write_atomic_with(&path, |w| out.stream(d, w)),
         };
         written.map_err(|e| Error::io("write", path, e))?;
     }
-    let summary = d.summary;
-    match a.ncu_problem.take() {
-        Some(e) => Err(e),
-        None => Ok(summary),
-    }
+    Ok(())
 }
 
 /// Kernel labels for one table of a run: tagged where the run holds another kernel of the same
@@ -86,9 +73,10 @@ pub(crate) fn run_labels<'a>(
     width: usize,
 ) -> Vec<String> {
     let universe = a
-        .records
+        .tables
+        .kernels
         .iter()
-        .chain(&a.ncu_records)
+        .chain(a.tables.ncu_kernels)
         .map(|r| r.name.as_str());
     crate::model::labels_in(names, universe, width)
 }

@@ -7,23 +7,23 @@ use crate::findings::document::Decided;
 
 /// The `rows` operators with the most GPU time; nothing when the run has no operator ranges.
 pub(crate) fn table(a: &Decided, s: &mut String, rows: usize) {
-    if a.operators.is_empty() {
+    if a.tables.operators.is_empty() {
         return;
     }
-    let gpu: i64 = a.operators.iter().map(|o| o.gpu_ns).sum();
+    let gpu: i64 = a.tables.operators.iter().map(|o| o.gpu_ns).sum();
     let _ = writeln!(
         s,
         "PyTorch operators ({} distinct, from their NVTX ranges; {}): calls, CPU time on their own (nested operators taken out), the GPU time of the kernels launched while each was the innermost operator ({:.2} ms in all), the input shapes of most calls, and the top kernels.\n",
-        a.operators.len(),
-        a.sqlite_file,
+        a.tables.operators.len(),
+        a.facts.sqlite_file,
         gpu as f64 / 1e6
     );
     let _ = writeln!(
         s,
         "| operator | calls | CPU self (ms) | GPU (ms) | GPU share | kernels | input shapes (calls) | top kernels |\n|---|--:|--:|--:|--:|--:|---|---|"
     );
-    let width = a.config.report.name_width;
-    for o in a.operators.iter().take(rows) {
+    let width = a.layout.name_width;
+    for o in a.tables.operators.iter().take(rows) {
         let shapes = o
             .shapes
             .as_ref()
@@ -58,11 +58,11 @@ pub(crate) fn table(a: &Decided, s: &mut String, rows: usize) {
             }
         );
     }
-    if a.operators.len() > rows {
+    if a.tables.operators.len() > rows {
         let _ = writeln!(
             s,
             "\n{} more in summary.json (`operators`).",
-            a.operators.len() - rows
+            a.tables.operators.len() - rows
         );
     }
     s.push('\n');

@@ -38,7 +38,7 @@ impl super::Output for RangesCsv {
         RANGES_CSV
     }
     fn stream(&self, d: &Decided, w: &mut dyn Write) -> std::io::Result<bool> {
-        if d.range_stats.is_empty() && d.ranges.as_ref().is_none_or(Vec::is_empty) {
+        if d.tables.ranges.is_empty() && d.tables.nvtx_sum.is_none_or(|r| r.is_empty()) {
             return Ok(false);
         }
         let mut w = csv::Writer::from_writer(std::io::BufWriter::with_capacity(64 * 1024, w));
@@ -50,7 +50,7 @@ impl super::Output for RangesCsv {
         let mut int = itoa::Buffer::new();
         let mut whole_ns = itoa::Buffer::new();
         let mut whole = |w: &mut csv::Writer<_>, v: i64| w.write_field(int.format(v).as_bytes());
-        for r in &d.range_stats {
+        for r in d.tables.ranges {
             w.write_field(crate::term::visible(&r.name).as_bytes())?;
             w.write_field(&r.style)?;
             let pct = [r.gpu_busy_pct, r.busy_of_range_pct()];
@@ -108,9 +108,9 @@ impl super::Output for RangesCsv {
             })?;
             w.write_record(None::<&[u8]>)?;
         }
-        if d.range_stats.is_empty() {
+        if d.tables.ranges.is_empty() {
             // Ranges from nsys's nvtx_sum only (no SQLite export): its own columns.
-            for r in d.ranges.iter().flatten() {
+            for r in d.tables.nvtx_sum.into_iter().flatten() {
                 w.write_field(crate::term::visible(r.name()).as_bytes())?;
                 w.write_field(r.style.as_deref().unwrap_or_default())?;
                 field(&mut w, &mut num, format_args!("{}", r.instances))?;

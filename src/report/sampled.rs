@@ -179,9 +179,10 @@ fn table(a: &Decided, gm: &GpuMetrics, s: &mut String, width: usize, total_ns: f
         s,
         "|--:|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|---|"
     );
-    let top = a.config.report.top_kernels;
+    let top = a.layout.top_kernels;
     let shown: Vec<&KernelRecord> = a
-        .records
+        .tables
+        .kernels
         .iter()
         .filter(|r| r.sampled.is_some())
         .take(top)
@@ -216,7 +217,8 @@ fn table(a: &Decided, gm: &GpuMetrics, s: &mut String, width: usize, total_ns: f
         }
     }
     let more = a
-        .records
+        .tables
+        .kernels
         .iter()
         .filter(|r| r.sampled.is_some())
         .count()

@@ -15,7 +15,7 @@ use tables::{operators, top_kernels};
 
 pub(crate) fn summary_md(a: &Decided, f: &Findings) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# Where the GPU time goes: run {}\n", md(&a.run_id));
+    let _ = writeln!(s, "# Where the GPU time goes: run {}\n", md(a.facts.run_id));
     if let Some(note) = super::replay_note(a) {
         let _ = writeln!(s, "{note}");
     }
@@ -52,7 +52,7 @@ fn captured_name(a: &Decided) -> String {
 
 /// Who ran one process's kernels: "the GPU", or "the 2 GPUs" where they ran on several devices.
 fn gpus(a: &Decided) -> String {
-    match a.kernel_devices {
+    match a.facts.kernel_devices {
         n if n > 1 => format!("the {n} GPUs"),
         _ => "the GPU".to_string(),
     }
@@ -64,8 +64,8 @@ fn headline(a: &Decided, f: &Findings) -> String {
             .to_string();
     };
     // A multi-rank run's kernel table sums the ranks; its range figures are the first rank's.
-    let ranks = a.rank_data.len();
-    let (who, summed, whose) = match a.rank_data.first() {
+    let ranks = a.tables.ranks.len();
+    let (who, summed, whose) = match a.tables.ranks.first() {
         Some(r) if ranks > 1 => (
             format!("the {ranks} GPUs"),
             format!(" (summed over {ranks} ranks)"),
@@ -105,7 +105,7 @@ fn headline(a: &Decided, f: &Findings) -> String {
     };
     if let Some(c) = captured {
         // One process's kernels on several GPUs: busy is the union of every device's kernels.
-        let several = ranks <= 1 && a.kernel_devices > 1;
+        let several = ranks <= 1 && a.facts.kernel_devices > 1;
         let _ = write!(
             h,
             "In {whose}{} ({} of CPU wall time under nsys{}) {} ran {} of kernels in {} launches{}, {} {} of the range time",
@@ -319,8 +319,8 @@ fn run_facts(a: &Decided, s: &mut String) {
     let _ = writeln!(s, "| Tools | {}, {} |", tool("nsys"), tool("ncu"));
     if let Some(python) = a.env_str(&["python", "python"]) {
         let packages: Vec<String> = a
+            .facts
             .env
-            .as_ref()
             .and_then(|e| e["python"]["packages"].as_object())
             .into_iter()
             .flatten()
@@ -336,12 +336,10 @@ fn run_facts(a: &Decided, s: &mut String) {
             })
         );
     }
-    let workload = crate::secrets::redact_url(&crate::files::shell_line(&a.config.workload.argv));
+    let workload = crate::secrets::redact_url(&crate::files::shell_line(a.facts.workload_argv));
     let workload = if workload.is_empty() {
-        a.config
-            .workload
-            .module
-            .clone()
+        a.facts
+            .workload_module
             .map(|m| format!("python -m {m}"))
             .unwrap_or_else(|| "–".into())
     } else {
@@ -354,8 +352,8 @@ fn run_facts(a: &Decided, s: &mut String) {
     };
     let inc = a.ncu_include().map(str::to_string);
     let record = a
+        .facts
         .status
-        .as_ref()
         .and_then(|s| s.passes.get("ncu")?.ncu.clone())
         .filter(|r| r.metrics > 0);
     let collected = match record {
@@ -363,17 +361,18 @@ fn run_facts(a: &Decided, s: &mut String) {
             Some(set) => format!("set {}", md(&set)),
             None => format!("the reports' {} metrics", r.metrics),
         },
-        None if a.config.ncu.set == "report" => "the reports' metrics".to_string(),
-        None => format!("set {}", md(&a.config.ncu.set)),
+        None if a.facts.ncu_set == "report" => "the reports' metrics".to_string(),
+        None => format!("set {}", md(a.facts.ncu_set)),
     };
     // Figures served by the metrics cache were measured in an earlier run, not this one.
     let cached = a
-        .records
+        .tables
+        .kernels
         .iter()
-        .chain(&a.ncu_records)
+        .chain(a.tables.ncu_kernels)
         .filter(|r| r.ncu_cached_from.is_some())
         .count();
-    let ncu = match &a.ncu {
+    let ncu = match &a.tables.ncu {
         Some(r) => {
             let n = r.kernels.len();
             let counted = match cached.min(n) {
@@ -395,7 +394,7 @@ fn run_facts(a: &Decided, s: &mut String) {
         None => "no data".to_string(),
     };
     let _ = writeln!(s, "| Capture | nsys: {nsys}; ncu: {ncu} |");
-    if let Some(st) = &a.status {
+    if let Some(st) = &a.facts.status {
         let passes: Vec<String> = st
             .passes
             .iter()
@@ -434,8 +433,8 @@ fn numbers(a: &Decided, f: &Findings, s: &mut String) {
         };
         let _ = writeln!(s, "- {line}");
     }
-    let step = &a.config.report.step_range;
-    if let Some(st) = a.range_stats.iter().find(|r| &r.name == step) {
+    let step = &a.layout.step_range;
+    if let Some(st) = a.tables.ranges.iter().find(|r| &r.name == step) {
         let _ = writeln!(
             s,
             "- Per `{}` instance ({} of them): {} ms wall, {} of kernels, {:.0} launches ({})",
@@ -444,7 +443,7 @@ fn numbers(a: &Decided, f: &Findings, s: &mut String) {
             ms(st.avg_wall_ns),
             dur(st.avg_kernel_ns),
             st.avg_launches,
-            a.sqlite_file
+            a.facts.sqlite_file
         );
     }
     s.push('\n');
@@ -454,9 +453,9 @@ fn captured_line(a: &Decided, c: &Finding) -> String {
     format!(
         "Captured range {}{}: {} CPU wall{}, {} of kernels in {} launches{}, GPU busy {} of the range time (the longer of CPU wall and GPU projection){}{}",
         phrase::range_name(c.scope.range.as_deref().unwrap_or("")),
-        a.rank_data
+        a.tables.ranks
             .first()
-            .filter(|_| a.rank_data.len() > 1)
+            .filter(|_| a.tables.ranks.len() > 1)
             .map(|r| format!(" (rank {})", r.rank))
             .unwrap_or_default(),
         c.text(Q::WallNs),

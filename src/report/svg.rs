@@ -61,9 +61,10 @@ pub(crate) fn roofline_svg(a: &Decided, peaks: &Peaks) -> String {
     let mut pts: Vec<(usize, String, f64, f64, f64)> = Vec::new();
     let mut undrawn = 0;
     for r in a
-        .records
+        .tables
+        .kernels
         .iter()
-        .chain(&a.ncu_records)
+        .chain(a.tables.ncu_kernels)
         .filter(|r| r.ncu_instances > 0)
     {
         match a.point(r) {
@@ -99,7 +100,7 @@ pub(crate) fn roofline_svg(a: &Decided, peaks: &Peaks) -> String {
         s,
         r#"<text x="{}" y="22" font-size="15" text-anchor="middle">Roofline, run {}</text>"#,
         W / 2.0,
-        xml(&a.run_id)
+        xml(a.facts.run_id)
     );
     grid(&mut s, &axes);
     // The memory roof up to the highest compute roof, then each compute roof from its ridge.
@@ -321,6 +322,6 @@ impl super::Output for RooflineSvg {
         "roofline.svg"
     }
     fn render(&self, a: &Decided) -> Option<String> {
-        a.peaks.as_ref().map(|p| roofline_svg(a, p))
+        a.tables.peaks.map(|p| roofline_svg(a, p))
     }
 }

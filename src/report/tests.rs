@@ -1,5 +1,8 @@
 use super::*;
 use crate::analysis::summary;
+use crate::analysis::Artifacts;
+use crate::commands::report::render_all;
+use crate::config::Config;
 use crate::rundir::{KERN_SUM, SQLITE};
 
 fn fixture_run(with_ncu: bool) -> (tempfile::TempDir, RunDir) {

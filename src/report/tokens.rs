@@ -13,7 +13,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 /// The section's name: "Per token" where a phase has token marks, else "Per instance" (a
 /// heading promises what is under it).
 pub(crate) fn heading(a: &Decided) -> &'static str {
-    match a.per_token.iter().any(|p| p.ms_per_token.is_some()) {
+    match a.tables.per_token.iter().any(|p| p.ms_per_token.is_some()) {
         true => "Per token",
         false => "Per instance",
     }
@@ -21,20 +21,20 @@ pub(crate) fn heading(a: &Decided) -> &'static str {
 
 /// kernels.md's table; nothing without phases.
 pub(crate) fn section(a: &Decided, f_all: &Findings, s: &mut String) {
-    if a.per_token.is_empty() {
+    if a.tables.per_token.is_empty() {
         return;
     }
     let _ = writeln!(
         s,
         "\n## {}\n\nTokens come from the `stage2:tokens batch=B new=N` NVTX marks inside each phase's instances (`{}`; `--auto-nvtx` puts them there); time is the phases' CPU wall time. The floors of the captured range: the DRAM bytes and FLOPs of its kernels (ncu's rates times nsys's durations, per instance) at the GPU's peak DRAM bandwidth and dense BF16 tensor rate (ncu's peaks); \"floor / measured\" is the floor's time over the measured time per instance (the longer of the CPU wall time and the GPU projection), so 100% would be running at the floor.\n",
         heading(a),
-        a.sqlite_file
+        a.facts.sqlite_file
     );
     let _ = writeln!(
         s,
         "| phase | instances | batch | tokens | ms per instance | ms per token | tokens/s | DRAM MB per instance | memory floor (ms) | memory floor / measured | GFLOP per instance | compute floor (ms) | compute floor / measured | kernel time measured by ncu |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
     );
-    for p in &a.per_token {
+    for p in a.tables.per_token {
         let f = p.floor.as_ref();
         let _ = writeln!(
             s,
@@ -63,11 +63,11 @@ pub(crate) fn section(a: &Decided, f_all: &Findings, s: &mut String) {
 /// Where ncu measured one instance whole, what its DRAM MB are and what the kernels' replays
 /// summed to, side by side.
 fn whole_note(a: &Decided, s: &mut String) {
-    for p in &a.per_token {
+    for p in a.tables.per_token {
         let Some((f, w)) = p.floor.as_ref().and_then(|f| Some((f, f.whole.as_ref()?))) else {
             continue;
         };
-        let file = a.graph_step.as_ref().map_or("", |(_, file)| file.as_str());
+        let file = a.tables.graph_step.map_or("", |(_, file)| file.as_str());
         let _ = writeln!(
             s,
             "\n`{}`'s DRAM MB per instance is instance {} measured whole by ncu (`--graph-profiling graph`: {}; {} results, {:.3} ms of GPU time under ncu; `{}`): {:.1} MB. Its kernels replayed one by one (those holding {:.1}% of its kernel time) sum to {:.1} MB per instance.",
@@ -165,14 +165,14 @@ pub(crate) fn headline(a: &Decided, f: &Findings) -> Option<String> {
     (!parts.is_empty()).then(|| {
         // Every time here was measured with nsys tracing the run, which adds its own cost:
         // said once, or per phase where the baseline pass timed it without a profiler.
-        let lead = match (a.observed.is_empty(), &a.baseline_file) {
+        let lead = match (a.tables.observed.is_empty(), &a.facts.baseline_file) {
             (true, _) => format!(
                 "{per}, timed under nsys ({}, kernels.md \"{per}\"; `--baseline` times the same ranges without a profiler)",
-                a.sqlite_file
+                a.facts.sqlite_file
             ),
             (false, b) => format!(
                 "{per} ({}, {b}, kernels.md \"{per}\")",
-                a.sqlite_file
+                a.facts.sqlite_file
             ),
         };
         format!("{lead}: {}.", parts.join("; "))

@@ -4,13 +4,13 @@
 use super::*;
 
 pub(super) fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
-    if a.range_stats.is_empty() {
+    if a.tables.ranges.is_empty() {
         return;
     }
     let _ = writeln!(
         s,
         "\n## Per NVTX range (`{}`)\n\nGPU work counts the kernels, memcpys and memsets launched inside the range (push/pop: on its thread), kernels of CUDA graphs included when nsys traced them per node; it is measured on the GPU's timeline: the projection runs from the first start to the last end of that work (as `nsys stats --report nvtx_gpu_proj_sum`). GPU busy is the union of its kernels' execution intervals, over the projection and over the range time (the longer of CPU wall and GPU projection). Times in ms. Verdict ({}).\n",
-        a.sqlite_file,
+        a.facts.sqlite_file,
         rules::RANGE_VERDICT.text
     );
     let _ = writeln!(s, "| range | style | instances | CPU wall | GPU projection | kernel time | GPU busy of projection | GPU busy of range time | kernels | from graphs | graph launches | per instance: wall min / median / max | projection median | kernels median | verdict |");
@@ -29,7 +29,7 @@ pub(super) fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
     }
     let (rows, left) = a
         .listed
-        .split(&a.range_stats, |r| &r.name, |r| r.wall_ns.max(r.proj_ns));
+        .split(a.tables.ranges, |r| &r.name, |r| r.wall_ns.max(r.proj_ns));
     for r in rows {
         let w = &r.wall_spread;
         // Worded only for the rows listed (a verdict's words are a new string).
@@ -49,7 +49,7 @@ pub(super) fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
             pct(r.busy_of_range_pct()),
             r.launches,
             r.graph_kernels,
-            a.graphs.get(&r.name).map_or(0, |g| g.launches),
+            a.tables.graphs.get(&r.name).map_or(0, |g| g.launches),
             ms(w.min),
             ms(w.median),
             ms(w.max),
@@ -62,7 +62,8 @@ pub(super) fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
         let _ = writeln!(s, "\n{}", phrase::ranges_left_out(&l, "range time"));
     }
     for r in a
-        .range_stats
+        .tables
+        .ranges
         .iter()
         .filter(|r| r.nested_in_own_name > 0 && a.listed.has(&r.name))
     {
@@ -90,7 +91,7 @@ fn tensor_sources(a: &Decided) -> String {
 }
 
 pub(super) fn roofline_section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
-    let Some(p) = a.peaks else {
+    let Some(p) = a.tables.peaks else {
         return;
     };
     let _ = writeln!(
@@ -107,24 +108,21 @@ pub(super) fn roofline_section(a: &Decided, f: &Findings, s: &mut String, width:
     let _ = writeln!(s, "| # | kernel | GFLOP/s | of which tensor | % of peak (its roof) | DRAM GB/s | % of DRAM peak | FLOP/byte | tensor pipe % |");
     let _ = writeln!(s, "|--:|---|--:|--:|--:|--:|--:|--:|--:|");
     let measured: Vec<_> = a
-        .records
+        .tables
+        .kernels
         .iter()
-        .chain(&a.ncu_records)
+        .chain(a.tables.ncu_kernels)
         .filter(|r| r.ncu_instances > 0)
         .collect();
     let labels = crate::report::run_labels(
         a,
         measured
             .iter()
-            .take(a.config.report.top_kernels)
+            .take(a.layout.top_kernels)
             .map(|r| r.name.as_str()),
         width,
     );
-    for (r, label) in measured
-        .into_iter()
-        .zip(labels)
-        .take(a.config.report.top_kernels)
-    {
+    for (r, label) in measured.into_iter().zip(labels).take(a.layout.top_kernels) {
         let Some(pt) = a.point(r) else { continue };
         let _ = writeln!(
             s,
@@ -200,7 +198,7 @@ fn roofline_context(a: &Decided, f: &Findings, s: &mut String) {
 }
 
 pub(super) fn ranks_section(a: &Decided, s: &mut String, width: usize) {
-    let ranks = &a.rank_data;
+    let ranks = a.tables.ranks;
     if ranks.is_empty() {
         return;
     }
@@ -216,10 +214,11 @@ pub(super) fn ranks_section(a: &Decided, s: &mut String, width: usize) {
     let _ = writeln!(s, "| kernel | {} | total (us) |", head.join(" | "));
     let _ = writeln!(s, "|---|{}--:|", "--:|".repeat(ranks.len()));
     let shown: Vec<&crate::parse::nsys::KernelSum> = a
-        .kernels_nsys
-        .iter()
+        .tables
+        .kernel_sums
+        .into_iter()
         .flatten()
-        .take(a.config.report.top_kernels)
+        .take(a.layout.top_kernels)
         .collect();
     let labels = crate::report::run_labels(a, shown.iter().map(|k| k.name.as_str()), width);
     for (k, label) in shown.iter().zip(labels) {

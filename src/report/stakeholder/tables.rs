@@ -4,16 +4,16 @@
 use super::*;
 
 pub(super) fn operators(a: &Decided, s: &mut String) {
-    match a.operators.is_empty() {
+    match a.tables.operators.is_empty() {
         true => s.push_str("## NVTX ranges\n\n"),
         false => {
             s.push_str("## Operators\n\n");
             crate::report::ops::table(a, s, 15);
         }
     }
-    match &a.ranges {
+    match a.tables.nvtx_sum {
         Some(ranges) if !ranges.is_empty() => {
-            let _ = writeln!(s, "As nsys summarised them ({}):\n", a.nvtx_sum_file);
+            let _ = writeln!(s, "As nsys summarised them ({}):\n", a.facts.nvtx_sum_file);
             let _ = writeln!(
                 s,
                 "| range | style | instances | total (ms) | avg (ms) |\n|---|---|--:|--:|--:|"
@@ -31,10 +31,14 @@ pub(super) fn operators(a: &Decided, s: &mut String) {
             }
         }
         _ => {
-            let _ = writeln!(s, "No NVTX range summary ({} is missing).", a.nvtx_sum_file);
+            let _ = writeln!(
+                s,
+                "No NVTX range summary ({} is missing).",
+                a.facts.nvtx_sum_file
+            );
         }
     }
-    if let Some(p) = &a.stage1_ops {
+    if let Some(p) = &a.facts.stage1_ops {
         let _ = writeln!(s, "\nStage-1 operator table (`{}`):\n", p.display());
         s.push_str(&csv_as_table(p, 15));
     }
@@ -67,21 +71,22 @@ pub(super) fn top_kernels(a: &Decided, s: &mut String) {
     let _ = writeln!(
         s,
         "## Top kernels\n\nShares of GPU time as nsys measured them ({}); bound classes from ncu's SM and DRAM throughput ({}).\n",
-        a.kern_sum_file,
-        if a.ncu_problem.is_some() {
+        a.facts.kern_sum_file,
+        if a.facts.ncu_problem.is_some() {
             "ncu export unreadable, see kernels.md"
-        } else if a.ncu_csv_file.is_empty() {
+        } else if a.facts.ncu_csv_file.is_empty() {
             "no ncu data"
         } else {
-            &a.ncu_csv_file
+            &a.facts.ncu_csv_file
         }
     );
-    if a.records
+    if a.tables
+        .kernels
         .iter()
         .take(5)
         .any(|r| r.bound.is_none() && r.sampled.is_some())
     {
-        let reused = match a.sampled.as_ref().and_then(|s| s.reused.as_ref()) {
+        let reused = match a.tables.sampled.and_then(|s| s.reused.as_ref()) {
             Some(r) => format!(
                 " in run `{}` and reused by this run, whose nsys pass did not sample",
                 md(&r.run)
@@ -94,12 +99,12 @@ pub(super) fn top_kernels(a: &Decided, s: &mut String) {
             Bound::SAMPLED_RULE
         );
     }
-    if a.records.is_empty() {
+    if a.tables.kernels.is_empty() {
         let _ = writeln!(s, "No kernels.\n");
         return;
     }
-    top_table(s, a, &a.records);
-    if let Some(first) = a.ncu_records.first() {
+    top_table(s, a, a.tables.kernels);
+    if let Some(first) = a.tables.ncu_kernels.first() {
         let _ = writeln!(
             s,
             "\nIn `{}`, which ncu profiled (ranked by ncu's time of the launches it profiled, replayed one at a time: its durations differ from the running workload's above):\n",
@@ -108,7 +113,7 @@ pub(super) fn top_kernels(a: &Decided, s: &mut String) {
                 .or_else(|| first.nvtx_range.clone())
                 .unwrap_or_else(|| "the ncu range".into()))
         );
-        top_table_with(s, a, &a.ncu_records, NCU_COLUMNS);
+        top_table_with(s, a, a.tables.ncu_kernels, NCU_COLUMNS);
     }
     let _ = writeln!(
         s,
