@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{read, status, Sandbox};
+use common::{read, status, Sandbox, DECODE};
 
 /// A `torch` package with `torch.cuda.nvtx` as PyTorch defines it (push/pop, start/end, the
 /// `range` context manager through the module's push/pop), beside a workload that opens
@@ -53,20 +53,18 @@ fn range_files(run: &std::path::Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-/// `stage2 profile` of the workload on `decode` (no ncu pass), with `flags` before the `--`.
-fn profile(sb: &Sandbox, id: &str, flags: &[&str]) -> std::path::PathBuf {
-    let script = workload(sb);
-    let mut args = vec!["--nvtx-capture", "decode", "--no-ncu"];
-    args.extend_from_slice(flags);
-    args.extend_from_slice(&["--", "python3", &script]);
-    sb.profile(id, &args).assert().success();
-    sb.run(id)
-}
-
 #[test]
 fn the_baseline_pass_times_the_ranges_and_the_reports_state_what_nsys_added() {
     let sb = Sandbox::new();
-    let run = profile(&sb, "b", &["--baseline"]);
+    let script = workload(&sb);
+    sb.profile_of(
+        "b",
+        &[DECODE, &["--no-ncu", "--baseline"]].concat(),
+        &["python3", &script],
+    )
+    .assert()
+    .success();
+    let run = sb.run("b");
     let st = status(&run);
     assert_eq!(st["passes"]["baseline"]["state"], "ok", "{st}");
     // The pass's command is the bare workload, with the hook's variable.
@@ -119,7 +117,15 @@ fn the_baseline_pass_times_the_ranges_and_the_reports_state_what_nsys_added() {
 #[test]
 fn without_the_flag_there_is_no_baseline_pass() {
     let sb = Sandbox::new();
-    let run = profile(&sb, "n", &[]);
+    let script = workload(&sb);
+    sb.profile_of(
+        "n",
+        &[DECODE, &["--no-ncu"]].concat(),
+        &["python3", &script],
+    )
+    .assert()
+    .success();
+    let run = sb.run("n");
     assert!(status(&run)["passes"]["baseline"].is_null());
     assert!(!run.join("baseline").exists());
     assert!(!read(run.join("kernels.md")).contains("What the measurement added"));
@@ -187,17 +193,10 @@ fn an_inherited_range_times_variable_writes_nothing_outside_the_run() {
     let outside = sb.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let script = workload(&sb);
-    sb.profile(
+    sb.profile_of(
         "inh",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--no-ncu",
-            "--baseline",
-            "--",
-            "python3",
-            &script,
-        ],
+        &[DECODE, &["--no-ncu", "--baseline"]].concat(),
+        &["python3", &script],
     )
     .env("STAGE2_RANGE_TIMES", &outside)
     .assert()
@@ -211,19 +210,10 @@ fn an_inherited_range_times_variable_writes_nothing_outside_the_run() {
 #[test]
 fn a_baseline_with_no_ranges_leaves_the_run_ok() {
     let sb = Sandbox::new();
-    sb.profile(
+    sb.profile_of(
         "none",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--no-ncu",
-            "--baseline",
-            "--",
-            "python3",
-            "-S",
-            "-c",
-            "print(1)",
-        ],
+        &[DECODE, &["--no-ncu", "--baseline"]].concat(),
+        &["python3", "-S", "-c", "print(1)"],
     )
     .assert()
     .success();
@@ -256,17 +246,10 @@ fn range_names_in_the_baseline_files_are_redacted() {
          nvtx.range_push('fetch https://user:hunter2@example.com/x API_KEY=sk12345')\nnvtx.range_pop()\n",
     )
     .unwrap();
-    sb.profile(
+    sb.profile_of(
         "leak",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--no-ncu",
-            "--baseline",
-            "--",
-            "python3",
-            script.to_str().unwrap(),
-        ],
+        &[DECODE, &["--no-ncu", "--baseline"]].concat(),
+        &["python3", script.to_str().unwrap()],
     )
     .assert()
     .success();
@@ -369,14 +352,10 @@ fn a_baseline_of_zero_spans_is_said_not_dropped() {
 #[test]
 fn a_workload_that_calls_setsid_runs_in_the_baseline_too() {
     let sb = Sandbox::new();
-    sb.profile(
+    sb.profile_of(
         "sid",
+        &[DECODE, &["--no-ncu", "--baseline"]].concat(),
         &[
-            "--nvtx-capture",
-            "decode",
-            "--no-ncu",
-            "--baseline",
-            "--",
             "python3",
             "-c",
             "import os; os.setsid(); print('own session')",

@@ -6,16 +6,6 @@ mod common;
 
 use common::{read, status, Sandbox};
 
-fn profile(sb: &Sandbox, id: &str, extra: &[&str]) {
-    let mut args = vec!["--nvtx-capture", "decode"];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["--", "python3", "-c", "print(1)"]);
-    sb.profile(id, &args)
-        .env("FAKE_SMI", "1")
-        .assert()
-        .success();
-}
-
 fn ncu_queries(sb: &Sandbox) -> usize {
     sb.calls_starting("ncu --query-metrics").len()
 }
@@ -31,8 +21,8 @@ const TOP2: &[&str] = &["ncu.top_n=2", "ncu.coverage=0.01"];
 
 #[test]
 fn a_rerun_takes_every_kernel_from_the_cache_and_skips_ncu() {
-    let sb = Sandbox::new();
-    profile(&sb, "one", TOP2);
+    let sb = Sandbox::with_gpu();
+    sb.profile_decode("one", TOP2).assert().success();
     let first = status(&sb.run("one"));
     let ncu = &first["passes"]["ncu"]["ncu"];
     let stored = ncu["cache"]["stored"].as_u64().unwrap();
@@ -42,7 +32,7 @@ fn a_rerun_takes_every_kernel_from_the_cache_and_skips_ncu() {
     assert!(sb.path().join("cache/stage2/ncu/entries").is_dir());
     assert_eq!(ncu_profiles(&sb), 1);
 
-    profile(&sb, "two", TOP2);
+    sb.profile_decode("two", TOP2).assert().success();
     let second = status(&sb.run("two"));
     let ncu = &second["passes"]["ncu"];
     assert_eq!(ncu["state"], "ok", "{ncu}");
@@ -93,12 +83,8 @@ fn a_rerun_takes_every_kernel_from_the_cache_and_skips_ncu() {
 fn a_sampling_first_run_asks_for_metric_names_once_nsys_profile_has_ended() {
     // ncu's query cannot run while nsys samples the GPU's counters; it runs once `nsys profile`
     // has ended, beside the export, and is answered before the ncu pass starts.
-    let sb = Sandbox::new();
-    let mut args = vec!["--nvtx-capture", "decode"];
-    args.extend_from_slice(TOP2);
-    args.extend_from_slice(&["--", "python3", "-c", "print(1)"]);
-    sb.profile("one", &args)
-        .env("FAKE_SMI", "1")
+    let sb = Sandbox::with_gpu();
+    sb.profile_decode("one", TOP2)
         .env("FAKE_NSYS_EXPORT_S", "2")
         .assert()
         .success();
@@ -124,20 +110,24 @@ fn a_sampling_first_run_asks_for_metric_names_once_nsys_profile_has_ended() {
 
 #[test]
 fn no_cache_and_other_settings_profile_again() {
-    let sb = Sandbox::new();
-    profile(&sb, "one", &[]);
-    profile(&sb, "off", &["--no-cache"]);
+    let sb = Sandbox::with_gpu();
+    sb.profile_decode("one", &[]).assert().success();
+    sb.profile_decode("off", &["--no-cache"]).assert().success();
     assert_eq!(ncu_profiles(&sb), 2);
     // With the cache off, ncu is asked for its metric names again.
     assert_eq!(ncu_queries(&sb), 2, "{}", sb.calls());
     assert!(status(&sb.run("off"))["passes"]["ncu"]["ncu"]["cache"].is_null());
     // Another clock setting is another key: nothing is served.
-    profile(&sb, "clocks", &["ncu.clock_control=none"]);
+    sb.profile_decode("clocks", &["ncu.clock_control=none"])
+        .assert()
+        .success();
     assert_eq!(ncu_profiles(&sb), 3);
     let st = status(&sb.run("clocks"));
     assert_eq!(st["passes"]["ncu"]["ncu"]["cache"]["hits"], 0);
     // A cache folder of its own starts empty.
-    profile(&sb, "elsewhere", &["--cache-dir", "mycache"]);
+    sb.profile_decode("elsewhere", &["--cache-dir", "mycache"])
+        .assert()
+        .success();
     assert_eq!(ncu_profiles(&sb), 4);
     assert!(sb.path().join("mycache/entries").is_dir());
 }
@@ -146,7 +136,7 @@ fn no_cache_and_other_settings_profile_again() {
 fn without_gpu_facts_the_cache_is_not_used() {
     let sb = Sandbox::new();
     for id in ["a", "b"] {
-        sb.profile(id, common::DECODE_RUN).assert().success();
+        sb.profile_decode(id, &[]).assert().success();
     }
     assert_eq!(ncu_profiles(&sb), 2);
     assert!(!sb.path().join("cache").exists());
@@ -156,8 +146,8 @@ fn without_gpu_facts_the_cache_is_not_used() {
 /// the reports are made from the rest and the run exits 6 naming the file.
 #[test]
 fn a_broken_cached_list_is_named_and_exits_6() {
-    let sb = Sandbox::new();
-    profile(&sb, "one", &[]);
+    let sb = Sandbox::with_gpu();
+    sb.profile_decode("one", &[]).assert().success();
     let run = sb.run("one");
     std::fs::write(run.join("ncu/cached.json"), "[{\"kernel\": ").unwrap();
     sb.stage2()
@@ -172,8 +162,8 @@ fn a_broken_cached_list_is_named_and_exits_6() {
 /// the same grid but another problem size) is stale: measured again, and the plan says so.
 #[test]
 fn an_entry_whose_duration_disagrees_with_this_run_is_measured_again() {
-    let sb = Sandbox::new();
-    profile(&sb, "one", TOP2);
+    let sb = Sandbox::with_gpu();
+    sb.profile_decode("one", TOP2).assert().success();
     let entries = sb.path().join("cache/stage2/ncu/entries");
     let mut changed = 0;
     for e in std::fs::read_dir(&entries).unwrap().flatten() {
@@ -186,17 +176,18 @@ fn an_entry_whose_duration_disagrees_with_this_run_is_measured_again() {
         changed += 1;
     }
     assert!(changed >= 2);
-    profile(&sb, "two", TOP2);
+    sb.profile_decode("two", TOP2).assert().success();
     assert_eq!(ncu_profiles(&sb), 2, "stale entries were served");
     let cache = &status(&sb.run("two"))["passes"]["ncu"]["ncu"]["cache"];
     assert_eq!(cache["hits"], 0, "{cache}");
     assert!(cache["stale"].as_u64().unwrap() >= 2, "{cache}");
     // A tolerance that admits a factor of two serves them.
-    profile(
-        &sb,
+    sb.profile_decode(
         "three",
         &[TOP2, &["ncu.cache.duration_tolerance=1.5"]].concat(),
-    );
+    )
+    .assert()
+    .success();
     assert!(status(&sb.run("three"))["passes"]["ncu"]["ncu"]["cache"]["hits"].as_u64() >= Some(2));
 }
 
@@ -205,8 +196,10 @@ fn an_entry_whose_duration_disagrees_with_this_run_is_measured_again() {
 /// the share of the measured kernels' time whose configuration ncu measured.
 #[test]
 fn ncu_is_asked_for_every_shape_or_the_first() {
-    let sb = Sandbox::new();
-    profile(&sb, "all", &["ncu.shapes=all", "--no-cache"]);
+    let sb = Sandbox::with_gpu();
+    sb.profile_decode("all", &["ncu.shapes=all", "--no-cache"])
+        .assert()
+        .success();
     let cmd = read(sb.run("all").join("ncu/cmd.txt"));
     assert!(
         cmd.contains("--filter-mode per-launch-config") && !cmd.contains("--kill"),
@@ -220,7 +213,9 @@ fn ncu_is_asked_for_every_shape_or_the_first() {
     );
     let md = read(sb.run("all").join("kernels.md"));
     assert!(md.contains("Launch configurations in `decode`"), "{md}");
-    profile(&sb, "first", &["ncu.shapes=first", "--no-cache"]);
+    sb.profile_decode("first", &["ncu.shapes=first", "--no-cache"])
+        .assert()
+        .success();
     let cmd = read(sb.run("first").join("ncu/cmd.txt"));
     assert!(
         cmd.contains("--kernel-id") && !cmd.contains("--filter-mode"),
@@ -235,23 +230,12 @@ fn ncu_is_asked_for_every_shape_or_the_first() {
 /// of what it measured kept and read), never running on with the workload.
 #[test]
 fn a_pass_over_every_shape_is_bounded_and_keeps_what_it_measured() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_gpu();
     let t0 = std::time::Instant::now();
-    sb.profile(
+    sb.profile_decode(
         "budget",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "ncu.shapes=all",
-            "ncu.shapes_budget_s=1",
-            "--no-cache",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
+        &["ncu.shapes=all", "ncu.shapes_budget_s=1", "--no-cache"],
     )
-    .env("FAKE_SMI", "1")
     .env("FAKE_NCU_HOLD", "60")
     .assert()
     .success();

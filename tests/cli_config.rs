@@ -153,7 +153,7 @@ fn bad_config_file_names_file_and_key() {
 fn bad_run_ids_are_refused() {
     let sb = Sandbox::new();
     for id in ["../escape", "a/b"] {
-        sb.profile(id, &["--dry-run", "--", "true"])
+        sb.profile_of(id, &["--dry-run"], &["true"])
             .assert()
             .code(2)
             .stderr(predicate::str::contains("run id"));
@@ -514,15 +514,10 @@ fn doctor_quotes_nvidia_smi_when_it_lists_no_gpu() {
 fn a_flag_over_a_contrary_override_is_named() {
     let sb = Sandbox::new();
     let out = sb
-        .profile(
+        .profile_of(
             "q",
-            &[
-                "--dry-run",
-                "--quick",
-                "nsys.gpu_metrics.enable=false",
-                "--",
-                "true",
-            ],
+            &["--dry-run", "--quick", "nsys.gpu_metrics.enable=false"],
+            &["true"],
         )
         .assert()
         .success();
@@ -534,15 +529,10 @@ fn a_flag_over_a_contrary_override_is_named() {
     let cmd = std::fs::read_to_string(sb.run("q").join("nsys/cmd.txt")).unwrap();
     assert!(cmd.contains("--gpu-metrics-frequency="), "{cmd}");
     let out = sb
-        .profile(
+        .profile_of(
             "r",
-            &[
-                "--dry-run",
-                "--quick",
-                "nsys.gpu_metrics.enable=true",
-                "--",
-                "true",
-            ],
+            &["--dry-run", "--quick", "nsys.gpu_metrics.enable=true"],
+            &["true"],
         )
         .assert()
         .success();
@@ -556,7 +546,8 @@ fn a_flag_over_a_contrary_override_is_named() {
 fn doctor_names_a_workload_left_waiting_for_an_ncu_attach() {
     let sb = Sandbox::new();
     let mut held = std::process::Command::new(common::root().join("tests/fakes/ncu"))
-        .args(["--mode=launch", "python3", "-c", "print(1)"])
+        .arg("--mode=launch")
+        .args(common::WORKLOAD)
         .env("FAKE_DATA", common::root().join("tests/data"))
         .env("FAKE_CALLS", sb.path().join("held.log"))
         .stdout(std::process::Stdio::null())

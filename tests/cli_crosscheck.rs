@@ -4,12 +4,12 @@
 
 mod common;
 
-use common::{read, status, Sandbox, DECODE_RUN};
+use common::{read, status, Sandbox, DECODE};
 
 fn with_crosscheck(sb: &Sandbox, id: &str, extra: &[&str]) -> assert_cmd::Command {
     let mut args = vec!["run.crosscheck=true"];
     args.extend_from_slice(extra);
-    args.extend_from_slice(DECODE_RUN);
+    args.extend_from_slice(DECODE);
     let mut c = sb.profile(id, &args);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     c.env("FAKE_NSYS_DIR", root.join("tests/data/hf/eager/nsys"));
@@ -73,7 +73,7 @@ fn a_summary_that_fails_costs_only_itself() {
     // The default replayed capture has no NVIDIA per-range reports recorded: the fake's
     // `nsys stats` fails there (a hand-made failure, for this path).
     let mut args = vec!["run.crosscheck=true"];
-    args.extend_from_slice(DECODE_RUN);
+    args.extend_from_slice(DECODE);
     sb.profile("x", &args).assert().success();
     let run = sb.run("x");
     let pass = &status(&run)["passes"]["nvidia"];

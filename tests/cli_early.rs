@@ -5,9 +5,7 @@
 
 mod common;
 
-use common::{read, status, Sandbox};
-
-const ARGS: &[&str] = common::DECODE_RUN;
+use common::{read, status, Sandbox, DECODE};
 
 fn lines_starting(sb: &Sandbox, prefix: &str) -> usize {
     sb.calls_starting(prefix).len()
@@ -24,7 +22,7 @@ fn forget_last_runs(sb: &Sandbox) {
 fn a_held_copy_that_ends_before_the_attach_is_started_again_as_usual() {
     // Hand-made error path: the held workload exits on its own (FAKE_NCU_EARLY=die).
     let sb = Sandbox::new();
-    sb.profile("r", ARGS)
+    sb.profile_decode("r", &[])
         .env("FAKE_NCU_EARLY", "die")
         .assert()
         .success();
@@ -53,7 +51,7 @@ fn a_held_copy_that_ends_before_the_attach_is_started_again_as_usual() {
 #[test]
 fn an_attach_ncu_refuses_falls_back_to_the_usual_launch() {
     let sb = Sandbox::new();
-    sb.profile("r", ARGS)
+    sb.profile_decode("r", &[])
         .env("FAKE_NCU_ATTACH", "refuse")
         .assert()
         .success();
@@ -71,7 +69,7 @@ fn an_attach_ncu_refuses_falls_back_to_the_usual_launch() {
 #[test]
 fn an_attach_before_the_copy_is_attachable_is_tried_again_until_it_is() {
     let sb = Sandbox::new();
-    sb.profile("r", ARGS)
+    sb.profile_decode("r", &[])
         .env("FAKE_NCU_ATTACH", "notyet:2")
         .assert()
         .success()
@@ -96,18 +94,18 @@ fn an_attach_before_the_copy_is_attachable_is_tried_again_until_it_is() {
 fn early_start_off_or_impossible_runs_the_passes_one_after_the_other() {
     let sb = Sandbox::new();
     let mut off = vec!["ncu.early_start=false"];
-    off.extend_from_slice(ARGS);
+    off.extend_from_slice(DECODE);
     sb.profile("off", &off).assert().success();
     assert_eq!(lines_starting(&sb, "ncu --mode="), 0, "{}", sb.calls());
     assert!(status(&sb.run("off"))["passes"]["ncu"]["ncu"]["early_start"].is_null());
     // Raw ncu arguments may belong to the launch: the passes run one after the other.
     let mut raw = vec!["ncu.extra_args=[--cache-control,none]"];
-    raw.extend_from_slice(ARGS);
+    raw.extend_from_slice(DECODE);
     sb.profile("raw", &raw).assert().success();
     assert_eq!(lines_starting(&sb, "ncu --mode="), 0, "{}", sb.calls());
     // Without an nsys pass there is nothing to overlap.
     let mut no_nsys = vec!["--no-nsys"];
-    no_nsys.extend_from_slice(ARGS);
+    no_nsys.extend_from_slice(DECODE);
     sb.profile("no-nsys", &no_nsys).assert().success();
     assert_eq!(lines_starting(&sb, "ncu --mode="), 0, "{}", sb.calls());
     // Nor is nsys asked which GPUs it samples, and no metric set is made.
@@ -124,7 +122,7 @@ fn a_held_copy_the_pass_does_not_need_is_stopped() {
     // copy held since the nsys pass is stopped, not left waiting.
     let sb = Sandbox::new();
     let mut args = vec!["ncu.top_n=2", "ncu.coverage=0.01"];
-    args.extend_from_slice(ARGS);
+    args.extend_from_slice(DECODE);
     sb.profile("one", &args)
         .env("FAKE_SMI", "1")
         .assert()
@@ -175,7 +173,7 @@ fn nvml_check(sb: &Sandbox) -> (String, String) {
 fn a_copy_that_goes_on_after_its_attach_is_stopped_and_torch_asks_nvml_whether_cuda_exists() {
     // The held workload runs on 60 s after its attach ended, as the real one does.
     let sb = Sandbox::new();
-    sb.profile("r", ARGS)
+    sb.profile_decode("r", &[])
         .env("FAKE_NCU_LINGER", "60")
         .assert()
         .success();
@@ -201,7 +199,7 @@ fn an_attached_pass_past_its_time_budget_is_stopped_and_keeps_what_it_measured()
     // 4 s: the double profiles once its held workload runs, which on a loaded 2-core machine
     // took over 1 s; the workload is held 60 s, far past it.
     let mut args = vec!["ncu.budget_s=4"];
-    args.extend_from_slice(ARGS);
+    args.extend_from_slice(DECODE);
     let t0 = std::time::Instant::now();
     sb.profile("r", &args)
         .env("FAKE_NCU_HOLD", "60")
@@ -234,7 +232,7 @@ fn an_attached_pass_past_its_time_budget_is_stopped_and_keeps_what_it_measured()
 fn a_budget_that_ends_before_any_kernel_says_so_and_is_not_retried() {
     let sb = Sandbox::new();
     let mut args = vec!["ncu.budget_s=1", "ncu.early_start=false"];
-    args.extend_from_slice(ARGS);
+    args.extend_from_slice(DECODE);
     sb.profile("r", &args)
         .env("FAKE_NCU_HOLD", "60")
         .env("FAKE_NCU_MODE", "nokernels")
@@ -262,7 +260,7 @@ fn a_budget_that_ends_before_any_kernel_says_so_and_is_not_retried() {
 fn a_workload_that_sets_the_nvml_check_itself_keeps_its_value() {
     let sb = Sandbox::new();
     let mut args = vec!["+workload.env.PYTORCH_NVML_BASED_CUDA_CHECK=0"];
-    args.extend_from_slice(ARGS);
+    args.extend_from_slice(DECODE);
     sb.profile("r", &args).assert().success();
     let (seen, launch) = nvml_check(&sb);
     assert_eq!(seen, "0");
@@ -276,7 +274,7 @@ fn a_workload_that_sets_the_nvml_check_itself_keeps_its_value() {
 fn a_re_run_the_cache_answers_does_not_start_the_copy_and_a_wrong_guess_is_not_repeated() {
     let sb = Sandbox::new();
     let mut args = vec!["ncu.top_n=2", "ncu.coverage=0.01"];
-    args.extend_from_slice(ARGS);
+    args.extend_from_slice(DECODE);
     let run = |id: &str| {
         sb.profile(id, &args)
             .env("FAKE_SMI", "1")
@@ -329,7 +327,7 @@ fn kernels_from_two_processes_start_the_workload_as_usual() {
     )
     .unwrap();
     drop(db);
-    sb.profile("r", ARGS)
+    sb.profile_decode("r", &[])
         .env("FAKE_NSYS_DIR", &dir)
         .assert()
         .success();
@@ -361,7 +359,7 @@ fn a_budget_the_learned_pace_overruns_gives_ncu_the_largest_kernels_that_fit() {
     let run = |id: &str, extra: &[&str]| {
         let mut args = vec!["ncu.early_start=false"];
         args.extend_from_slice(extra);
-        args.extend_from_slice(ARGS);
+        args.extend_from_slice(DECODE);
         sb.profile(id, &args)
             .env("FAKE_SMI", "1")
             .env("FAKE_NCU_PACE", "1")
@@ -426,22 +424,13 @@ fn a_budget_the_learned_pace_overruns_gives_ncu_the_largest_kernels_that_fit() {
 #[test]
 fn profiler_api_windows_hold_the_workload_and_gate_the_attach() {
     let sb = Sandbox::new();
-    sb.profile(
-        "w",
-        &[
-            "nsys.capture_range=cudaProfilerApi",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .env(
-        "FAKE_NSYS_DIR",
-        common::root().join("examples/sample-run-hf-window/nsys"),
-    )
-    .assert()
-    .success();
+    sb.profile("w", &["nsys.capture_range=cudaProfilerApi"])
+        .env(
+            "FAKE_NSYS_DIR",
+            common::root().join("examples/sample-run-hf-window/nsys"),
+        )
+        .assert()
+        .success();
     let launch = sb.calls_starting("ncu --mode=launch");
     let attach = sb.calls_starting("ncu --mode=attach");
     assert_eq!((launch.len(), attach.len()), (1, 1), "{}", sb.calls());

@@ -13,17 +13,14 @@ fn sample(sb: &Sandbox) -> std::path::PathBuf {
 #[test]
 fn profile_prints_its_run_directory_and_json_on_stdout() {
     let sb = Sandbox::new();
-    let out = sb.profile("r", common::DECODE_RUN).output().unwrap();
+    let out = sb.profile_decode("r", &[]).output().unwrap();
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         stdout.trim_end(),
         sb.path().join("runs/r").display().to_string()
     );
-    let out = sb
-        .profile("j", &[&["--json"], common::DECODE_RUN].concat())
-        .output()
-        .unwrap();
+    let out = sb.profile_decode("j", &["--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["state"], "ok");
     assert_eq!(v["exit_code"], 0);
@@ -165,7 +162,8 @@ fn clap_errors_and_run_ids_speak_in_stage2s_voice_with_exit_2() {
     // A bad run id is a usage error, with or without the tools installed.
     for cmd in [sb.stage2(), sb.stage2_without_tools()] {
         let mut cmd = cmd;
-        cmd.args(["profile", "--run-id", "x/y", "--", "python3", "-c", "1"])
+        cmd.args(["profile", "--run-id", "x/y", "--"])
+            .args(common::WORKLOAD)
             .assert()
             .code(2)
             .stderr(predicate::str::contains("--run-id \"x/y\""));
@@ -179,17 +177,10 @@ fn clap_errors_and_run_ids_speak_in_stage2s_voice_with_exit_2() {
             "expected a whole number (0 or more)",
         ));
     // A pass turned off says so without nested parentheses.
-    sb.profile(
+    sb.profile_of(
         "n",
-        &[
-            "--no-ncu",
-            "--nvtx-capture",
-            "decode",
-            "--",
-            "python3",
-            "-c",
-            "1",
-        ],
+        &["--no-ncu", "--nvtx-capture", "decode"],
+        &["python3", "-c", "1"],
     )
     .assert()
     .success()
@@ -310,7 +301,7 @@ fn json_on_stdout_also_when_the_command_fails() {
 fn a_replayed_capture_says_so_in_the_reports_and_on_the_console() {
     let sb = Sandbox::new();
     let out = sb
-        .profile("t", common::DECODE_RUN)
+        .profile_decode("t", &[])
         .env("FAKE_SMI", "1")
         .output()
         .unwrap();
@@ -343,15 +334,8 @@ fn a_workload_without_the_separator_gets_the_line_with_it() {
     let sb = Sandbox::new();
     let out = sb
         .stage2()
-        .args([
-            "profile",
-            "--nvtx-capture",
-            "decode",
-            "ncu.top_n=3",
-            "python3",
-            "-c",
-            "print(1)",
-        ])
+        .args(["profile", "--nvtx-capture", "decode", "ncu.top_n=3"])
+        .args(common::WORKLOAD)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -21,7 +21,6 @@ fn an_environment_that_is_not_utf8_does_not_panic() {
         if dry {
             args.push("--dry-run");
         }
-        args.extend(["--", "python3", "-c", "print(1)"]);
         sb.profile(id, &args)
             .env("STAGE2_ODD", std::ffi::OsStr::from_bytes(b"\xff\xfe"))
             .env(std::ffi::OsStr::from_bytes(b"CUDA_ODD_\xff"), "1")
@@ -48,7 +47,8 @@ fn a_closed_stderr_does_not_stop_the_run() {
             "--nvtx-capture",
             "decode",
         ])
-        .args(["--", "python3", "-c", "print(1)"])
+        .arg("--")
+        .args(common::WORKLOAD)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -80,18 +80,15 @@ fn secrets_reach_no_file_and_no_console() {
                   print('aws AKIAABCDEFGHIJKLMNOP'); print('url https://bob:hunter22@example.com/x'); \
                   sys.exit(3)";
     let out = sb
-        .profile(
+        .profile_of(
             "s",
             &[
                 "--nvtx-capture",
                 "decode",
                 "nsys.extra_args=[--env-var=API_TOKEN=nsys-secret-1]",
                 "ncu.extra_args=[--cache-control=all,--env-var=MY_PASSWORD=ncu-secret-2]",
-                "--",
-                "python3",
-                "-c",
-                script,
             ],
+            &["python3", "-c", script],
         )
         .env("HF_TOKEN", "hf_WorkloadSecretValue12345678")
         .env("FAKE_SMI", "1")
@@ -116,17 +113,9 @@ fn secrets_reach_no_file_and_no_console() {
     // The workload's failure is still said, with its lines.
     assert!(text.contains("token <redacted>"));
     // With the ncu pass running, the metrics cache's entries keep no credential either.
-    sb.profile(
+    sb.profile_decode(
         "c",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "ncu.extra_args=[--env-var=DB_URL=https://amy:pa55word@db.example.com/x]",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
+        &["ncu.extra_args=[--env-var=DB_URL=https://amy:pa55word@db.example.com/x]"],
     )
     .env("FAKE_SMI", "1")
     .assert()
@@ -145,14 +134,8 @@ fn secrets_reach_no_file_and_no_console() {
 /// folder name is refused, not the current directory.
 #[test]
 fn the_metrics_cache_survives_hostile_folders() {
-    let sb = Sandbox::new();
-    let profile = |id: &str, extra: &[&str]| {
-        let mut args = vec!["--nvtx-capture", "decode"];
-        args.extend_from_slice(extra);
-        args.extend(["--", "python3", "-c", "print(1)"]);
-        sb.profile(id, &args).env("FAKE_SMI", "1").assert()
-    };
-    profile("one", &[]).success();
+    let sb = Sandbox::new().with_env("FAKE_SMI", "1");
+    sb.profile_decode("one", &[]).assert().success();
     let entries = sb.path().join("cache/stage2/ncu/entries");
     let mut names: Vec<_> = std::fs::read_dir(&entries)
         .unwrap()
@@ -166,8 +149,12 @@ fn the_metrics_cache_survives_hostile_folders() {
     std::fs::remove_file(&names[0]).unwrap();
     std::fs::create_dir(&names[0]).unwrap();
     std::fs::write(entries.join("mine.json"), "{}").unwrap();
-    profile("two", &["ncu.cache.max_mb=0", "--no-cache"]).success();
-    profile("three", &["ncu.cache.max_mb=0"]).success();
+    sb.profile_decode("two", &["ncu.cache.max_mb=0", "--no-cache"])
+        .assert()
+        .success();
+    sb.profile_decode("three", &["ncu.cache.max_mb=0"])
+        .assert()
+        .success();
     // Every other entry was written and pruned; the folder and the user's file stay.
     assert!(names[0].is_dir());
     assert!(entries.join("mine.json").is_file());
@@ -179,7 +166,7 @@ fn the_metrics_cache_survives_hostile_folders() {
     let linked = sb.path().join("linked");
     std::fs::create_dir_all(&linked).unwrap();
     std::os::unix::fs::symlink(&elsewhere, linked.join("entries")).unwrap();
-    profile(
+    sb.profile_decode(
         "four",
         &[
             "--cache-dir",
@@ -187,9 +174,11 @@ fn the_metrics_cache_survives_hostile_folders() {
             "ncu.cache.max_mb=0",
         ],
     )
+    .assert()
     .success();
     assert!(keep.is_file());
-    profile("five", &["--cache-dir", ""])
+    sb.profile_decode("five", &["--cache-dir", ""])
+        .assert()
         .code(2)
         .stderr(predicates::str::contains("ncu.cache.dir=''"));
     assert!(!sb.path().join("entries").exists());
@@ -209,7 +198,9 @@ fn a_run_root_that_pythonpath_cannot_carry_is_refused_up_front() {
             "x",
             "--auto-nvtx",
         ])
-        .args(common::DECODE_RUN)
+        .args(common::DECODE)
+        .arg("--")
+        .args(common::WORKLOAD)
         .assert()
         .code(2)
         .stderr(predicates::str::contains("cannot go on PYTHONPATH"));
@@ -246,7 +237,7 @@ fn another_runs_hook_on_pythonpath_does_not_hang_the_workload() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("started"));
     // Through stage2: the other hooks are not on the workload's PYTHONPATH.
-    sb.profile(
+    sb.profile_of(
         "p",
         &[
             "--python-sampling",
@@ -254,8 +245,8 @@ fn another_runs_hook_on_pythonpath_does_not_hang_the_workload() {
             "--nvtx-capture",
             "decode",
             "--no-ncu",
-            "--",
         ],
+        &[],
     )
     .args(["python3", "-c", "print('started')"])
     .env("PYTHONPATH", &path)
@@ -388,7 +379,7 @@ fn inputs_in_the_way_are_said_and_an_empty_export_is_a_failure() {
             .code(6)
             .stderr(predicates::str::contains("run.sqlite"));
     }
-    sb.profile("nx", common::DECODE_RUN)
+    sb.profile_decode("nx", &[])
         .env("FAKE_NSYS_MODE", "noexport")
         .assert()
         .code(3)
@@ -468,7 +459,9 @@ fn a_full_disk_leaves_a_final_state() {
         .args(["profile", "--run-root"])
         .arg(tiny.join("runs"))
         .args(["--run-id", "full"])
-        .args(common::DECODE_RUN)
+        .args(common::DECODE)
+        .arg("--")
+        .args(common::WORKLOAD)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(8), "{out:?}");
@@ -554,7 +547,9 @@ fn more_hostile_corners() {
             "--python-sampling",
             "50",
         ])
-        .args(common::DECODE_RUN)
+        .args(common::DECODE)
+        .arg("--")
+        .args(common::WORKLOAD)
         .assert()
         .code(2)
         .stderr(predicates::str::contains("cannot carry a path with ','"));

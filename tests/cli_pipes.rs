@@ -83,7 +83,7 @@ fn a_stdout_that_cannot_be_written_is_exit_8() {
 fn show_output_keeps_stdout_for_the_result_and_redacts_the_echo() {
     let sb = Sandbox::new();
     let out = sb
-        .profile(
+        .profile_of(
             "show",
             &[
                 "--json",
@@ -91,7 +91,8 @@ fn show_output_keeps_stdout_for_the_result_and_redacts_the_echo() {
                 "--no-ncu",
                 "--nvtx-capture",
                 "decode",
-                "--",
+            ],
+            &[
                 "python3",
                 "-c",
                 "print('fetching https://user:hunter2@example.com/m')",

@@ -32,7 +32,7 @@ const LAYOUT: &[&str] = &[
 #[test]
 fn full_run_leaves_the_whole_layout() {
     let sb = Sandbox::new();
-    sb.profile("r1", common::DECODE_RUN)
+    sb.profile_decode("r1", &[])
         .assert()
         .success()
         .stderr(predicate::str::contains("nsys pass: ok"));
@@ -103,7 +103,7 @@ fn full_run_leaves_the_whole_layout() {
 #[test]
 fn report_re_renders_a_finished_run_identically() {
     let sb = Sandbox::new();
-    sb.profile("r", common::DECODE_RUN).assert().success();
+    sb.profile_decode("r", &[]).assert().success();
     let run = sb.run("r");
     let before: Vec<String> = [
         "kernels.md",
@@ -142,7 +142,7 @@ fn report_re_renders_a_finished_run_identically() {
 #[test]
 fn ncu_profiling_nothing_with_the_filter_is_rerun_without_it() {
     let sb = Sandbox::new();
-    sb.profile("r", common::DECODE_RUN)
+    sb.profile_decode("r", &[])
         .env("FAKE_NCU_MODE", "nokernels-filtered")
         .assert()
         .success();
@@ -171,15 +171,7 @@ fn ncu_on_another_range_takes_its_kernels_from_the_export_when_it_can() {
     // The replayed export holds `decode` instances (the capture ran on past `prefill`).
     sb.profile(
         "r",
-        &[
-            "--nvtx-capture",
-            "prefill",
-            "ncu.nvtx_include=decode",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
+        &["--nvtx-capture", "prefill", "ncu.nvtx_include=decode"],
     )
     .assert()
     .success()
@@ -196,15 +188,7 @@ fn ncu_on_another_range_takes_its_kernels_from_the_export_when_it_can() {
     // A range the export does not hold: each distinct kernel, and the console says why.
     sb.profile(
         "g",
-        &[
-            "--nvtx-capture",
-            "prefill",
-            "ncu.nvtx_include=generate",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
+        &["--nvtx-capture", "prefill", "ncu.nvtx_include=generate"],
     )
     .assert()
     .stderr(predicate::str::contains(
@@ -218,19 +202,9 @@ fn ncu_on_another_range_takes_its_kernels_from_the_export_when_it_can() {
 #[test]
 fn ncu_follows_the_capture_and_is_not_run_for_a_range_that_never_ran() {
     let sb = Sandbox::new();
-    sb.profile("f", common::DECODE_RUN).assert().success();
+    sb.profile_decode("f", &[]).assert().success();
     assert!(read(sb.run("f").join("ncu/cmd.txt")).contains("--nvtx-include decode/"));
-    sb.profile(
-        "n",
-        &[
-            "nsys.gating_nvtx=false",
-            "ncu.nvtx_include=step",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
+    sb.profile("n", &["nsys.gating_nvtx=false", "ncu.nvtx_include=step"])
     .assert()
     .success()
     .stderr(predicate::str::contains(
@@ -246,7 +220,7 @@ fn ncu_follows_the_capture_and_is_not_run_for_a_range_that_never_ran() {
 #[test]
 fn ncu_profiling_nothing_at_all_is_a_pass_without_data() {
     let sb = Sandbox::new();
-    sb.profile("r", &["--", "python3", "-c", "print(1)"])
+    sb.profile("r", &[])
         .env("FAKE_NCU_MODE", "nokernels")
         .assert()
         .code(5);
@@ -266,7 +240,7 @@ fn ncu_profiling_nothing_at_all_is_a_pass_without_data() {
 #[test]
 fn nsys_generating_no_report_does_not_stop_ncu() {
     let sb = Sandbox::new();
-    sb.profile("r", common::DECODE_RUN)
+    sb.profile_decode("r", &[])
         .env("FAKE_NSYS_MODE", "noreport")
         .assert()
         .code(5)
@@ -289,12 +263,10 @@ fn nsys_generating_no_report_does_not_stop_ncu() {
 fn a_workload_that_fails_before_its_range_is_reported_as_failing() {
     let sb = Sandbox::new();
     let calls = sb.path().join("calls.txt");
-    sb.profile(
+    sb.profile_of(
         "r",
+        common::DECODE,
         &[
-            "--nvtx-capture",
-            "decode",
-            "--",
             "python3",
             "-c",
             "import sys; print('loading /models/x'); sys.exit(3)",
@@ -322,22 +294,11 @@ fn a_workload_that_fails_before_its_range_is_reported_as_failing() {
 #[test]
 fn a_capture_that_never_opens_lists_the_ranges_the_workload_emits() {
     let sb = Sandbox::new();
-    sb.profile(
-        "r",
-        &[
-            "--nvtx-capture",
-            "decod",
-            "--no-ncu",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .env("FAKE_NSYS_MODE", "noreport")
-    .assert()
-    .code(5)
-    .stderr(predicate::str::contains("did you mean `decode`?"));
+    sb.profile("r", &["--nvtx-capture", "decod", "--no-ncu"])
+        .env("FAKE_NSYS_MODE", "noreport")
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("did you mean `decode`?"));
     let run = sb.run("r");
     let reason = status(&run)["passes"]["nsys"]["reason"]
         .as_str()
@@ -360,7 +321,7 @@ fn a_capture_that_never_opens_lists_the_ranges_the_workload_emits() {
 fn ncu_is_not_run_on_a_range_the_workload_never_opened() {
     let sb = Sandbox::new();
     let calls = sb.path().join("calls.log");
-    sb.profile("r", &["--nvtx-capture", "decod", "--", "python3", "-c", "print(1)"])
+    sb.profile("r", &["--nvtx-capture", "decod"])
         .env("FAKE_NSYS_MODE", "noreport")
         .env("FAKE_CALLS", &calls)
         .assert()
@@ -387,7 +348,7 @@ fn ncu_is_not_run_on_a_range_the_workload_never_opened() {
     );
     // The capture's own name in what the workload emits (nsys wrote no report for another
     // reason): ncu runs as before.
-    sb.profile("s", common::DECODE_RUN)
+    sb.profile_decode("s", &[])
         .env("FAKE_NSYS_MODE", "noreport")
         .assert()
         .code(5);
@@ -397,7 +358,7 @@ fn ncu_is_not_run_on_a_range_the_workload_never_opened() {
 #[test]
 fn ncu_profiling_nothing_says_why_from_the_nsys_ranges() {
     let sb = Sandbox::new();
-    sb.profile("r", common::DECODE_RUN)
+    sb.profile_decode("r", &[])
         .env("FAKE_NCU_MODE", "nokernels")
         .assert()
         .code(5);
@@ -411,19 +372,10 @@ fn ncu_profiling_nothing_says_why_from_the_nsys_ranges() {
 #[test]
 fn nsys_ending_the_app_at_the_end_of_the_range_is_not_a_failure() {
     let sb = Sandbox::new();
-    sb.profile(
-        "r",
-        &[
-            "nsys.capture_range_end=null",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .env("FAKE_NSYS_MODE", "shutdown")
-    .assert()
-    .success();
+    sb.profile("r", &["nsys.capture_range_end=null"])
+        .env("FAKE_NSYS_MODE", "shutdown")
+        .assert()
+        .success();
     let st = status(&sb.run("r"));
     assert!(st["passes"]["nsys"]["warnings"][0]
         .as_str()
@@ -434,7 +386,7 @@ fn nsys_ending_the_app_at_the_end_of_the_range_is_not_a_failure() {
 #[test]
 fn nsys_without_its_importer_is_a_tool_error() {
     let sb = Sandbox::new();
-    sb.profile("r", &["--no-ncu", "--", "python3", "-c", "print(1)"])
+    sb.profile("r", &["--no-ncu"])
         .env("FAKE_NSYS_MODE", "qdstrm")
         .assert()
         .code(3)
@@ -444,9 +396,7 @@ fn nsys_without_its_importer_is_a_tool_error() {
 #[test]
 fn ncu_without_nsys_ranks_by_ncu_time() {
     let sb = Sandbox::new();
-    sb.profile("r", &["--no-nsys", "--", "python3", "-c", "print(1)"])
-        .assert()
-        .success();
+    sb.profile("r", &["--no-nsys"]).assert().success();
     let run = sb.run("r");
     assert!(!run.join("nsys/cmd.txt").exists());
     assert!(read(run.join("ncu/cmd.txt")).contains(":::1"));
@@ -457,10 +407,10 @@ fn ncu_without_nsys_ranks_by_ncu_time() {
 #[test]
 fn a_failing_workload_exits_4_and_keeps_what_was_produced() {
     let sb = Sandbox::new();
-    sb.profile(
+    sb.profile_of(
         "r",
+        &[],
         &[
-            "--",
             "python3",
             "-c",
             "import sys; print('boom', file=sys.stderr); sys.exit(3)",
@@ -502,13 +452,10 @@ fn a_failing_workload_exits_4_and_keeps_what_was_produced() {
 #[test]
 fn both_passes_off_is_refused_and_a_dry_run_without_tools_says_so() {
     let sb = Sandbox::new();
-    sb.profile(
-        "r",
-        &["--no-nsys", "--no-ncu", "--", "python3", "-c", "print(1)"],
-    )
-    .assert()
-    .code(2)
-    .stderr(predicate::str::contains("nothing to run"));
+    sb.profile("r", &["--no-nsys", "--no-ncu"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nothing to run"));
     assert!(!sb.run("r").exists());
     sb.stage2_without_tools()
         .args([
@@ -532,15 +479,8 @@ fn both_passes_off_is_refused_and_a_dry_run_without_tools_says_so() {
 fn a_missing_tool_exits_3_before_anything_runs() {
     let sb = Sandbox::new();
     sb.stage2_without_tools()
-        .args([
-            "profile",
-            "--run-root",
-            "runs",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ])
+        .args(["profile", "--run-root", "runs", "--"])
+        .args(common::WORKLOAD)
         .assert()
         .code(3)
         .stderr(
@@ -585,10 +525,10 @@ fn dry_run_writes_provenance_and_commands_and_runs_nothing() {
 #[test]
 fn an_existing_run_id_is_never_reused() {
     let sb = Sandbox::new();
-    sb.profile("same", &["--dry-run", "--", "true"])
+    sb.profile_of("same", &["--dry-run"], &["true"])
         .assert()
         .success();
-    sb.profile("same", &["--dry-run", "--", "true"])
+    sb.profile_of("same", &["--dry-run"], &["true"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("already exists"));
@@ -597,11 +537,10 @@ fn an_existing_run_id_is_never_reused() {
 #[test]
 fn shell_metacharacters_reach_the_workload_literally() {
     let sb = Sandbox::new();
-    sb.profile(
+    sb.profile_of(
         "inj",
+        &["--no-ncu"],
         &[
-            "--no-ncu",
-            "--",
             "python3",
             "-c",
             "import sys; print(sys.argv[1])",
@@ -624,14 +563,10 @@ fn shell_metacharacters_reach_the_workload_literally() {
 #[test]
 fn secrets_never_reach_the_run_directory() {
     let sb = Sandbox::new();
-    sb.profile(
+    sb.profile_of(
         "sec",
-        &[
-            "--dry-run",
-            "--",
-            "python3",
-            "https://user:hunter2@example.com/x",
-        ],
+        &["--dry-run"],
+        &["python3", "https://user:hunter2@example.com/x"],
     )
     .env("HF_TOKEN", "hf_supersecret")
     .env("CUDA_API_KEY", "abc-secret-key")
@@ -656,22 +591,10 @@ fn secrets_never_reach_the_run_directory() {
 #[test]
 fn repeat_times_the_nsys_pass_n_times_and_keeps_the_spread() {
     let sb = Sandbox::new();
-    sb.profile(
-        "rep",
-        &[
-            "--nvtx-capture",
-            "decode",
-            "--repeat",
-            "3",
-            "--",
-            "python3",
-            "-c",
-            "print(1)",
-        ],
-    )
-    .assert()
-    .success()
-    .stderr(predicate::str::contains("nsys pass 3 of 3"));
+    sb.profile_decode("rep", &["--repeat", "3"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("nsys pass 3 of 3"));
     let run = sb.run("rep");
     for i in [2, 3] {
         assert!(run.join(format!("repeats/{i}/nsys/run.sqlite")).is_file());
@@ -715,14 +638,15 @@ fn no_secret_reaches_the_run_directory() {
     let token = "hf_PLANTEDtoken1234";
     let url_pw = "s3cretpassw0rd";
     let shell_secret = "shellSECRETvalue99";
-    sb.profile(
+    sb.profile_of(
         "sec",
         &[
             "--nvtx-capture",
             "decode",
             &format!("+workload.env.HF_TOKEN={token}"),
             "+workload.env.OMP_NUM_THREADS=2",
-            "--",
+        ],
+        &[
             "python3",
             "-c",
             "import os,sys; print(os.environ.get('HF_TOKEN'), os.environ.get('MY_API_KEY'))",
@@ -776,9 +700,10 @@ fn no_secret_reaches_the_run_directory() {
 #[test]
 fn missing_cwd_and_missing_launcher_leave_no_run_pending() {
     let sb = Sandbox::new();
-    sb.profile(
+    sb.profile_of(
         "c",
-        &["workload.cwd=/nonexistent/dir", "--", "python3", "-c", "1"],
+        &["workload.cwd=/nonexistent/dir"],
+        &["python3", "-c", "1"],
     )
     .assert()
     .code(2)
@@ -786,7 +711,7 @@ fn missing_cwd_and_missing_launcher_leave_no_run_pending() {
         "workload.cwd=/nonexistent/dir: no such directory",
     ));
     assert!(!sb.run("c").exists());
-    sb.profile("l", &["--launcher", "srun", "--", "python3", "-c", "1"])
+    sb.profile_of("l", &["--launcher", "srun"], &["python3", "-c", "1"])
         .env(
             "PATH",
             format!(
@@ -873,10 +798,8 @@ fn a_run_directory_is_private_through_and_through_unless_asked() {
         ("closed", None, 0o700, 0o600),
         ("open", Some("run.private=false"), 0o755, 0o644),
     ] {
-        let mut args = vec!["--nvtx-capture", "decode"];
-        args.extend(extra);
-        args.extend(["--", "python3", "-c", "print(1)"]);
-        sb.profile(id, &args).assert().success();
+        let flags: Vec<&str> = extra.into_iter().collect();
+        sb.profile_decode(id, &flags).assert().success();
         let mut all = Vec::new();
         modes(&sb.run(id), &mut all);
         assert!(all.iter().any(|(p, _)| p.ends_with("inputs.yaml")));
@@ -893,14 +816,11 @@ fn a_run_directory_is_private_through_and_through_unless_asked() {
 #[test]
 fn the_test_doubles_are_named_on_the_console() {
     let sb = Sandbox::new();
-    sb.profile("t", common::DECODE_RUN)
-        .assert()
-        .success()
-        .stderr(
-            predicate::str::contains("nsys at ").and(predicate::str::contains(
-                "is a test double: it runs the workload, then replays a recorded H100 capture",
-            )),
-        );
+    sb.profile_decode("t", &[]).assert().success().stderr(
+        predicate::str::contains("nsys at ").and(predicate::str::contains(
+            "is a test double: it runs the workload, then replays a recorded H100 capture",
+        )),
+    );
 }
 
 /// The doubles behave as the real tools for a workload that fails before its range: no report,
@@ -909,10 +829,8 @@ fn the_test_doubles_are_named_on_the_console() {
 #[test]
 fn a_workload_failing_before_its_range_gets_no_replayed_capture() {
     let sb = Sandbox::new();
-    let fail = ["--", "python3", "-c", "import sys; sys.exit(3)"];
-    sb.profile("n", &[&["--nvtx-capture", "decode"][..], &fail].concat())
-        .assert()
-        .code(4);
+    let fail = ["python3", "-c", "import sys; sys.exit(3)"];
+    sb.profile_of("n", common::DECODE, &fail).assert().code(4);
     let st = status(&sb.run("n"));
     assert_eq!(st["passes"]["nsys"]["state"], "failed", "{st}");
     assert_eq!(st["passes"]["ncu"]["state"], "skipped", "{st}");
@@ -920,9 +838,7 @@ fn a_workload_failing_before_its_range_gets_no_replayed_capture() {
         .run("n")
         .join("nsys/summary_cuda_gpu_kern_sum.csv")
         .exists());
-    sb.profile("c", &[&["--no-nsys"][..], &fail].concat())
-        .assert()
-        .code(4);
+    sb.profile_of("c", &["--no-nsys"], &fail).assert().code(4);
     let st = status(&sb.run("c"));
     assert_eq!(st["passes"]["ncu"]["state"], "failed", "{st}");
     assert!(st["passes"]["ncu"]["reason"]
@@ -950,7 +866,7 @@ fn the_python_stack_is_recorded_and_its_absence_costs_nothing() {
         "Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0\n",
     )
     .unwrap();
-    sb.profile("py", common::DECODE_RUN)
+    sb.profile_decode("py", &[])
         .env("PYTHONPATH", &site)
         .assert()
         .success();
@@ -979,10 +895,12 @@ fn the_python_stack_is_recorded_and_its_absence_costs_nothing() {
     let mut perms = std::fs::metadata(&shim).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
     std::fs::set_permissions(&shim, perms).unwrap();
-    let mut args = vec!["--nvtx-capture", "decode", "--"];
     let shim_s = shim.display().to_string();
-    args.extend([shim_s.as_str(), "-c", "print(1)"]);
-    sb.profile("broken", &args).assert().success();
+    // The usual workload, with the shim for its interpreter.
+    let workload = [&[shim_s.as_str()], &common::WORKLOAD[1..]].concat();
+    sb.profile_of("broken", common::DECODE, &workload)
+        .assert()
+        .success();
     let run = sb.run("broken");
     let st = status(&run);
     assert_eq!(st["passes"]["packages"]["state"], "ok");
@@ -993,12 +911,9 @@ fn the_python_stack_is_recorded_and_its_absence_costs_nothing() {
     );
     assert!(!read(run.join("stakeholder_summary.md")).contains("| Python |"));
     // Not a Python interpreter: skipped, and no row.
-    sb.profile(
-        "sh",
-        &["--nvtx-capture", "decode", "--", "sh", "-c", "exit 0"],
-    )
-    .assert()
-    .success();
+    sb.profile_of("sh", common::DECODE, &["sh", "-c", "exit 0"])
+        .assert()
+        .success();
     let run = sb.run("sh");
     assert_eq!(status(&run)["passes"]["packages"]["state"], "skipped");
     assert!(!read(run.join("stakeholder_summary.md")).contains("| Python |"));

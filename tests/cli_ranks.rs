@@ -11,7 +11,7 @@ fn torchrun_two_ranks_per_rank_nsys_one_rank_ncu_merged_reports() {
         "tp",
         &[
             &["--launcher", "torchrun", "--nproc-per-node", "2"],
-            common::DECODE_RUN,
+            common::DECODE,
         ]
         .concat(),
     )

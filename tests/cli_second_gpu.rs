@@ -4,22 +4,23 @@
 
 mod common;
 
-use common::{read, status, Sandbox};
+use common::{read, status, Sandbox, DECODE};
 
 /// A workload that notes the GPU it sees when it starts and when it ends, with a wall-clock
 /// time, so that the test can tell whether the two passes overlapped.
-const WORKLOAD: &str = "import os,time\nlog=open(os.environ['WLOG'],'a')\nlog.write(f\"{os.environ.get('CUDA_VISIBLE_DEVICES','-')} start {time.time()}\\n\"); log.flush()\ntime.sleep(1.5)\nlog.write(f\"{os.environ.get('CUDA_VISIBLE_DEVICES','-')} end {time.time()}\\n\")";
+const NOTE_GPU: &str = "import os,time\nlog=open(os.environ['WLOG'],'a')\nlog.write(f\"{os.environ.get('CUDA_VISIBLE_DEVICES','-')} start {time.time()}\\n\"); log.flush()\ntime.sleep(1.5)\nlog.write(f\"{os.environ.get('CUDA_VISIBLE_DEVICES','-')} end {time.time()}\\n\")";
 
-fn profile(sb: &Sandbox, id: &str, gpus: &str, extra: &[&str]) -> assert_cmd::assert::Assert {
-    let mut args = vec!["ncu.second_gpu=true"];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["--", "python3", "-c", WORKLOAD]);
-    sb.profile(id, &args)
-        .env("FAKE_SMI", "1")
-        .env("FAKE_SMI_GPUS", gpus)
-        .env("WLOG", sb.path().join(format!("{id}.wlog")))
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .assert()
+/// `ncu.second_gpu` and `flags`, the workload noting its GPUs in `ID.wlog`, with `gpus` GPUs.
+fn second_gpu(sb: &Sandbox, id: &str, gpus: &str, flags: &[&str]) -> assert_cmd::assert::Assert {
+    sb.profile_of(
+        id,
+        &[&["ncu.second_gpu=true"], flags].concat(),
+        &["python3", "-c", NOTE_GPU],
+    )
+    .env("FAKE_SMI_GPUS", gpus)
+    .env("WLOG", sb.path().join(format!("{id}.wlog")))
+    .env_remove("CUDA_VISIBLE_DEVICES")
+    .assert()
 }
 
 /// (GPU, start, end) of each workload run, from its log.
@@ -44,8 +45,8 @@ fn spans(log: &str) -> Vec<(String, f64, f64)> {
 
 #[test]
 fn two_gpus_run_both_passes_at_once_each_on_its_own() {
-    let sb = Sandbox::new();
-    profile(
+    let sb = Sandbox::with_gpu();
+    second_gpu(
         &sb,
         "both",
         "2",
@@ -80,8 +81,8 @@ fn two_gpus_run_both_passes_at_once_each_on_its_own() {
 
 #[test]
 fn one_gpu_or_a_list_from_nsys_runs_them_one_after_the_other_and_says_why() {
-    let sb = Sandbox::new();
-    let out = profile(
+    let sb = Sandbox::with_gpu();
+    let out = second_gpu(
         &sb,
         "one",
         "1",
@@ -100,7 +101,7 @@ fn one_gpu_or_a_list_from_nsys_runs_them_one_after_the_other_and_says_why() {
     assert!(!read(sb.run("one").join("kernels.md")).contains("ncu.second_gpu"));
 
     // ncu's kernels come from the nsys pass of the same range: it has to wait.
-    let out = profile(&sb, "same", "2", &["--nvtx-capture", "decode"]).success();
+    let out = second_gpu(&sb, "same", "2", DECODE).success();
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(err.contains("chosen from the nsys pass"), "{err}");
     assert!(status(&sb.run("same"))["passes"]["ncu"]["ncu"]["second_gpu"].is_null());

@@ -6,24 +6,17 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{read, root, status, Sandbox};
+use common::{read, status, Sandbox};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-/// `stage2 profile` as a plain child process, so the test can signal it.
+/// `stage2 profile` as a plain child process (the sandbox's, its metrics cache in the
+/// sandbox), so the test can signal it.
 fn command(sb: &Sandbox, id: &str, mode: &str, extra: &[&str]) -> Command {
-    let path = format!(
-        "{}:{}",
-        root().join("tests/fakes").display(),
-        std::env::var("PATH").unwrap()
-    );
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("stage2"));
-    cmd.current_dir(sb.path())
-        .args(["-q", "profile", "--run-root", "runs", "--run-id", id])
+    let mut cmd = sb.std_stage2();
+    cmd.args(["-q", "profile", "--run-root", "runs", "--run-id", id])
         .args(extra)
         .args(["--", "true"])
-        .env("PATH", path)
-        .env("FAKE_DATA", root().join("tests/data"))
         .env("FAKE_NSYS_MODE", mode)
         .env("FAKE_SIGNAL_LOG", sb.path().join(format!("{id}.signals")))
         .env("FAKE_READY", sb.path().join(format!("{id}.ready")))
@@ -190,8 +183,7 @@ fn concurrent_runs_never_share_a_run_directory() {
     let sb = Sandbox::new();
     let runs: Vec<Child> = (0..4)
         .map(|_| {
-            Command::new(assert_cmd::cargo::cargo_bin("stage2"))
-                .current_dir(sb.path())
+            sb.std_stage2()
                 .args([
                     "-q",
                     "profile",
@@ -213,8 +205,7 @@ fn concurrent_runs_never_share_a_run_directory() {
     // The same explicit id at the same time: exactly one wins, the others exit 2.
     let same: Vec<Child> = (0..4)
         .map(|_| {
-            Command::new(assert_cmd::cargo::cargo_bin("stage2"))
-                .current_dir(sb.path())
+            sb.std_stage2()
                 .args([
                     "-q",
                     "profile",

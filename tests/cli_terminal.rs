@@ -97,7 +97,7 @@ fn colour_on_a_terminal_unless_no_color_or_never() {
 fn off_a_terminal_plain_unless_forced() {
     let sb = Sandbox::new();
     let plain = sb
-        .profile("p", common::DECODE_RUN)
+        .profile_decode("p", &[])
         .env("FAKE_NCU_QUERY", "fail")
         .output()
         .unwrap();
@@ -107,7 +107,7 @@ fn off_a_terminal_plain_unless_forced() {
         "{err:?}"
     );
     let forced = sb
-        .profile("f", common::DECODE_RUN)
+        .profile_decode("f", &[])
         .env("FAKE_NCU_QUERY", "fail")
         .env("CLICOLOR_FORCE", "1")
         .output()

@@ -240,11 +240,6 @@ fn broken_config_gives_exit_2_naming_file_and_line_or_key() {
             2,
             &["config_duplicate_keys_hand_made.yaml", "duplicate"][..],
         ),
-        (
-            "config_deep_nesting_hand_made.yaml",
-            2,
-            &["config_deep_nesting_hand_made.yaml"][..],
-        ),
     ] {
         let out = sb
             .stage2()
@@ -254,6 +249,25 @@ fn broken_config_gives_exit_2_naming_file_and_line_or_key() {
             .unwrap();
         check(&out, code, says, file);
     }
+    // 1000 levels of nesting (1 MB), written here rather than kept in the repository.
+    let deep = sb.path().join("config_deep_nesting.yaml");
+    let mut text: String = (0..1000)
+        .map(|i| format!("{}k{i}:\n", "  ".repeat(i)))
+        .collect();
+    text.push_str(&format!("{}leaf: 1\n", "  ".repeat(1000)));
+    std::fs::write(&deep, text).unwrap();
+    let out = sb
+        .stage2()
+        .args(["config", "--config"])
+        .arg(&deep)
+        .output()
+        .unwrap();
+    check(
+        &out,
+        2,
+        &["config_deep_nesting.yaml"],
+        "config_deep_nesting.yaml",
+    );
 }
 
 #[test]

@@ -95,7 +95,6 @@ fn launcher_quick<'a>(extra: &[&'a str]) -> Vec<&'a str> {
         "decode",
     ];
     a.extend_from_slice(extra);
-    a.extend(["--", "true"]);
     a
 }
 
@@ -109,7 +108,7 @@ fn with_capture(c: &mut assert_cmd::Command) -> &mut assert_cmd::Command {
 #[test]
 fn the_nsys_pass_samples_the_workloads_gpus_by_default() {
     let sb = sampled_sandbox();
-    with_capture(&mut sb.profile("d", &["--nvtx-capture", "decode", "--no-ncu", "--", "true"]))
+    with_capture(&mut sb.profile_of("d", &["--nvtx-capture", "decode", "--no-ncu"], &["true"]))
         .assert()
         .success();
     let cmd = read(sb.run("d").join("nsys/cmd.txt"));
@@ -134,7 +133,7 @@ fn the_nsys_pass_samples_the_workloads_gpus_by_default() {
 #[test]
 fn quick_is_the_nsys_pass_alone_with_sampled_classes() {
     let sb = sampled_sandbox();
-    with_capture(&mut sb.profile("q", &["--quick", "--nvtx-capture", "decode", "--", "true"]))
+    with_capture(&mut sb.profile_of("q", &["--quick", "--nvtx-capture", "decode"], &["true"]))
         .assert()
         .success();
     assert!(!sb.calls().contains("ncu "), "{}", sb.calls());
@@ -157,28 +156,28 @@ fn quick_is_the_nsys_pass_alone_with_sampled_classes() {
 #[test]
 fn no_gpu_metrics_and_config_turn_sampling_off() {
     let sb = sampled_sandbox();
-    sb.profile("off", &["--no-gpu-metrics", "--no-ncu", "--", "true"])
+    sb.profile_of("off", &["--no-gpu-metrics", "--no-ncu"], &["true"])
         .assert()
         .success();
-    sb.profile(
+    sb.profile_of(
         "off2",
-        &["nsys.gpu_metrics.enable=false", "--no-ncu", "--", "true"],
+        &["nsys.gpu_metrics.enable=false", "--no-ncu"],
+        &["true"],
     )
     .assert()
     .success();
     for id in ["off", "off2"] {
         assert!(!read(sb.run(id).join("nsys/cmd.txt")).contains("--gpu-metrics"));
     }
-    sb.profile(
+    sb.profile_of(
         "f",
         &[
             "nsys.gpu_metrics.frequency_hz=10000",
             "nsys.gpu_metrics.devices=0",
             "nsys.gpu_metrics.set=gh100",
             "--dry-run",
-            "--",
-            "true",
         ],
+        &["true"],
     )
     .assert()
     .success();
@@ -196,7 +195,7 @@ fn a_gpu_that_refuses_sampling_leaves_a_clear_line_and_the_run_goes_on_without_i
     for mode in ["refuse-sampling", "no-metric-set"] {
         let sb = sampled_sandbox();
         let out = sb
-            .profile("r", &["--no-ncu", "--", "true"])
+            .profile_of("r", &["--no-ncu"], &["true"])
             .env("FAKE_NSYS_MODE", mode)
             .assert()
             .success();
@@ -240,12 +239,10 @@ fn under_a_launcher_rank_0_alone_samples() {
     ] {
         let args = ["--launcher", launcher, "--nproc-per-node", "2", "--dry-run"];
         let gated = format!("{id}-gated");
-        sb.profile(&gated, &[&args[..], &["--", "true"]].concat())
-            .assert()
-            .success();
+        sb.profile_of(&gated, &args, &["true"]).assert().success();
         assert!(!read(sb.run(&gated).join("nsys/cmd.txt")).contains("--gpu-metrics"));
-        let whole = [&args[..], &["nsys.gating_nvtx=false", "--", "true"]].concat();
-        sb.profile(id, &whole)
+        let whole = [&args[..], &["nsys.gating_nvtx=false"]].concat();
+        sb.profile_of(id, &whole, &["true"])
             .env_remove("CUDA_VISIBLE_DEVICES")
             .assert()
             .success();
@@ -363,8 +360,8 @@ fn sampled_entry(sb: &Sandbox) -> Option<std::path::PathBuf> {
 /// A sampled profile of `decode` on the fake H100 (reuse needs the GPU named).
 fn sampled_profile(sb: &Sandbox, id: &str, extra: &[&str]) {
     let mut args = extra.to_vec();
-    args.extend(["--nvtx-capture", "decode", "--no-ncu", "--", "true"]);
-    with_capture(&mut sb.profile(id, &args))
+    args.extend(["--nvtx-capture", "decode", "--no-ncu"]);
+    with_capture(&mut sb.profile_of(id, &args, &["true"]))
         .env("FAKE_SMI", "1")
         .assert()
         .success();
@@ -561,7 +558,7 @@ fn the_pass_samples_nsyss_set_for_the_chip_cut_to_the_metrics_read() {
 #[test]
 fn a_set_nsys_refuses_falls_back_to_its_default_set_and_still_samples() {
     let sb = sampled_sandbox();
-    with_capture(&mut sb.profile("f", &["--nvtx-capture", "decode", "--no-ncu", "--", "true"]))
+    with_capture(&mut sb.profile_of("f", &["--nvtx-capture", "decode", "--no-ncu"], &["true"]))
         .env("FAKE_SMI", "1")
         .env("FAKE_NSYS_MODE", "reject-set-file")
         .assert()
@@ -641,7 +638,10 @@ fn a_small_share_left_without_figures_keeps_the_reuse() {
 #[test]
 fn a_gated_quick_run_under_a_launcher_says_no_kernel_gets_a_class() {
     let sb = sampled_sandbox();
-    let out = sb.profile("lq", &launcher_quick(&[])).assert().success();
+    let out = sb
+        .profile_of("lq", &launcher_quick(&[]), &["true"])
+        .assert()
+        .success();
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(
         err.contains("stage2: warning: nsys pass: not sampling GPU metrics: under a launcher only rank 0 can sample")
@@ -660,10 +660,14 @@ fn a_gated_quick_run_under_a_launcher_says_no_kernel_gets_a_class() {
 #[test]
 fn a_quick_run_under_a_launcher_samples_rank_0() {
     let sb = sampled_sandbox();
-    with_capture(&mut sb.profile("lq", &launcher_quick(&["nsys.gating_nvtx=false"])))
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .assert()
-        .success();
+    with_capture(&mut sb.profile_of(
+        "lq",
+        &launcher_quick(&["nsys.gating_nvtx=false"]),
+        &["true"],
+    ))
+    .env_remove("CUDA_VISIBLE_DEVICES")
+    .assert()
+    .success();
     let calls = read(sb.path().join("calls.log"));
     let profiles: Vec<&str> = calls
         .lines()
@@ -694,7 +698,7 @@ fn a_quick_run_under_a_launcher_samples_rank_0() {
 #[test]
 fn an_export_without_the_samples_asked_for_says_so() {
     let sb = sampled_sandbox();
-    sb.profile("ns", &["--quick", "--nvtx-capture", "decode", "--", "true"])
+    sb.profile_of("ns", &["--quick", "--nvtx-capture", "decode"], &["true"])
         .assert()
         .success();
     let run = sb.run("ns");
@@ -777,9 +781,8 @@ fn a_run_that_samples_every_gpu_of_the_machine_says_so() {
     let run = |id: &str, extra: &[&str]| {
         let mut args = vec!["--quick", "--nvtx-capture", "decode"];
         args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", "true"]);
         let out = sb
-            .profile(id, &args)
+            .profile_of(id, &args, &["true"])
             .env("FAKE_SMI", "1")
             .env("FAKE_SMI_GPUS", "2")
             .env_remove("CUDA_VISIBLE_DEVICES")
@@ -801,11 +804,15 @@ fn a_run_that_samples_every_gpu_of_the_machine_says_so() {
 #[test]
 fn a_refusal_on_rank_0_runs_every_rank_again_without_sampling() {
     let sb = sampled_sandbox();
-    sb.profile("lr", &launcher_quick(&["nsys.gating_nvtx=false"]))
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .env("FAKE_NSYS_MODE", "refuse-sampling")
-        .assert()
-        .success();
+    sb.profile_of(
+        "lr",
+        &launcher_quick(&["nsys.gating_nvtx=false"]),
+        &["true"],
+    )
+    .env_remove("CUDA_VISIBLE_DEVICES")
+    .env("FAKE_NSYS_MODE", "refuse-sampling")
+    .assert()
+    .success();
     let run = sb.run("lr");
     let st = common::status(&run);
     assert_eq!(st["passes"]["nsys"]["state"], "ok", "{st}");

@@ -7,19 +7,12 @@ mod common;
 
 use common::{read, root, status, Sandbox};
 
-fn profile(sb: &Sandbox, id: &str, more: &[&str]) -> serde_json::Value {
-    let mut args = vec!["--nvtx-capture", "decode"];
-    args.extend(more);
-    args.extend(["--", "python3", "-c", "print(1)"]);
-    sb.profile(id, &args)
-        .env(
-            "FAKE_NSYS_DIR",
-            root().join("examples/sample-run-hf-static/nsys"),
-        )
-        .env("FAKE_SMI", "1")
-        .assert()
-        .success();
-    status(&sb.run(id))
+/// `sb` replaying the compiled static-cache capture, whose decode launches CUDA graphs.
+fn compiled(sb: Sandbox) -> Sandbox {
+    sb.with_env(
+        "FAKE_NSYS_DIR",
+        root().join("examples/sample-run-hf-static/nsys"),
+    )
 }
 
 fn graph_step(st: &serde_json::Value) -> &serde_json::Value {
@@ -41,8 +34,8 @@ fn nvidia_mb() -> f64 {
 
 #[test]
 fn a_range_of_graph_launches_gets_one_instance_measured_whole() {
-    let sb = Sandbox::new();
-    let st = profile(&sb, "g", &[]);
+    let sb = compiled(Sandbox::with_gpu());
+    let st = sb.profiled("g", &[]);
     let g = graph_step(&st);
     assert_eq!(g["state"], "measured", "{g}");
     // The export's first decode instance is a graph launch; the second is measured.
@@ -115,10 +108,10 @@ fn a_range_of_graph_launches_gets_one_instance_measured_whole() {
 
 #[test]
 fn a_re_run_takes_the_measured_instance_from_the_cache() {
-    let sb = Sandbox::new();
-    profile(&sb, "a", &[]);
+    let sb = compiled(Sandbox::with_gpu());
+    sb.profiled("a", &[]);
     let before = sb.calls().lines().count();
-    let st = profile(&sb, "b", &[]);
+    let st = sb.profiled("b", &[]);
     let g = graph_step(&st);
     assert_eq!(
         (g["state"].as_str(), g["note"].as_str()),
@@ -134,26 +127,24 @@ fn a_re_run_takes_the_measured_instance_from_the_cache() {
 
 #[test]
 fn no_graph_step_when_turned_off_or_when_the_range_launches_no_graph() {
-    let sb = Sandbox::new();
-    let st = profile(&sb, "off", &["ncu.graph_step=off"]);
+    let sb = compiled(Sandbox::with_gpu());
+    let st = sb.profiled("off", &["ncu.graph_step=off"]);
     assert!(graph_step(&st).is_null(), "{st}");
     // The default replay (an eager decode) launches no graph.
-    sb.profile("eager", common::DECODE_RUN).assert().success();
-    assert!(graph_step(&status(&sb.run("eager"))).is_null());
-    assert!(!sb.calls().contains("--graph-profiling"));
+    let eager = Sandbox::new();
+    assert!(graph_step(&eager.profiled("eager", &[])).is_null());
+    for sb in [&sb, &eager] {
+        assert!(!sb.calls().contains("--graph-profiling"));
+    }
 }
 
 /// A graph-level run that measures nothing costs the figure, not the run: a warning, the
 /// record says why, and the floor is the kernels' replays as before.
 #[test]
 fn a_graph_step_that_measures_nothing_leaves_the_run_ok() {
-    let sb = Sandbox::new();
+    let sb = compiled(Sandbox::new());
     let out = sb
-        .profile("n", common::DECODE_RUN)
-        .env(
-            "FAKE_NSYS_DIR",
-            root().join("examples/sample-run-hf-static/nsys"),
-        )
+        .profile_decode("n", &[])
         .env("FAKE_NCU_MODE", "nograph")
         .output()
         .unwrap();
@@ -177,7 +168,10 @@ fn a_graph_step_that_measures_nothing_leaves_the_run_ok() {
     assert!(!md.contains("measured whole"), "{md}");
     // A broken import of a measured step (hand-made) is said and left out the same way.
     let run = sb.run("g");
-    profile(&sb, "g", &[]);
+    sb.profile_decode("g", &[])
+        .env("FAKE_SMI", "1")
+        .assert()
+        .success();
     std::fs::write(run.join("ncu/decode.graph-step.csv"), "not,a,raw,export\n").unwrap();
     let out = sb.stage2().arg("report").arg(&run).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -194,18 +188,10 @@ fn a_graph_step_that_measures_nothing_leaves_the_run_ok() {
 /// running 60 s more under ncu (FAKE_NCU_HOLD), for this path.
 #[test]
 fn a_graph_step_is_stopped_at_the_ncu_budget() {
-    let sb = Sandbox::new();
+    let sb = compiled(Sandbox::new());
     let t0 = std::time::Instant::now();
     let out = sb
-        .profile("b", &{
-            let mut a = vec!["ncu.budget_s=3"];
-            a.extend_from_slice(common::DECODE_RUN);
-            a
-        })
-        .env(
-            "FAKE_NSYS_DIR",
-            root().join("examples/sample-run-hf-static/nsys"),
-        )
+        .profile_decode("b", &["ncu.budget_s=3"])
         .env("FAKE_NCU_HOLD", "60")
         .output()
         .unwrap();

@@ -183,8 +183,7 @@ fn a_run_whose_kernels_run_in_cuda_graphs_is_not_told_to_use_cuda_graphs() {
 fn graph_traced_as_whole_graphs_says_the_graph_kernels_are_invisible() {
     for config in ["as captured", "none", "node"] {
         let sb = Sandbox::new();
-        let copy = sb.path().join("g");
-        copy_dir(&root().join("tests/data/hf/static-graphtrace"), &copy);
+        let copy = sb.copy_of("tests/data/hf/static-graphtrace", "g");
         match config {
             "none" => std::fs::remove_file(copy.join("config.yaml")).unwrap(),
             "node" => {
@@ -315,8 +314,7 @@ fn the_ledger_conserves_wall_time_on_every_sample_and_names_attn() {
 #[test]
 fn a_hand_made_default_capture_of_cuda_graphs_is_read_from_the_data() {
     let sb = Sandbox::new();
-    let copy = sb.path().join("g");
-    copy_dir(&root().join("tests/data/hf/static-default-trace"), &copy);
+    let copy = sb.copy_of("tests/data/hf/static-default-trace", "g");
     sb.stage2_without_tools()
         .arg("report")
         .arg(&copy)
@@ -512,8 +510,7 @@ fn per_token_is_said_only_with_a_per_token_figure() {
 #[test]
 fn range_tables_list_the_longest_ranges_and_say_what_is_left_out() {
     let sb = Sandbox::new();
-    let copy = sb.path().join("r");
-    copy_dir(&root().join("examples/sample-run"), &copy);
+    let copy = sb.copy_of("examples/sample-run", "r");
     let config = read(copy.join("config.yaml")).replace("report:\n", "report:\n  max_ranges: 2\n");
     std::fs::write(copy.join("config.yaml"), config).unwrap();
     sb.stage2_without_tools()
@@ -600,8 +597,7 @@ fn range_tables_list_the_longest_ranges_and_say_what_is_left_out() {
 #[test]
 fn ranges_csv_without_the_export_is_nvtx_sum() {
     let sb = Sandbox::new();
-    let copy = sb.path().join("r");
-    copy_dir(&root().join("examples/sample-run"), &copy);
+    let copy = sb.copy_of("examples/sample-run", "r");
     std::fs::remove_file(copy.join("nsys/run.sqlite")).unwrap();
     sb.stage2_without_tools()
         .arg("report")

@@ -6,15 +6,12 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
-/// The profile arguments most tests run: nsys gated on `decode`, a workload that only prints.
-pub const DECODE_RUN: &[&str] = &[
-    "--nvtx-capture",
-    "decode",
-    "--",
-    "python3",
-    "-c",
-    "print(1)",
-];
+/// The workload most tests profile: a Python that only prints. The fake nsys and ncu replay a
+/// real capture, so what the workload does matters only where a test says so.
+pub const WORKLOAD: &[&str] = &["python3", "-c", "print(1)"];
+
+/// The flag most tests profile with: nsys gated on `decode`, the range the replayed capture has.
+pub const DECODE: &[&str] = &["--nvtx-capture", "decode"];
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -23,13 +20,25 @@ pub fn root() -> PathBuf {
 /// A temp dir to run in, with a calls log the fakes append to.
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
+    /// Variables every stage2 of this sandbox gets (see [`Sandbox::with_env`]).
+    env: Vec<(String, std::ffi::OsString)>,
 }
 
 impl Sandbox {
     pub fn new() -> Self {
         Sandbox {
             dir: tempfile::tempdir().unwrap(),
+            env: Vec::new(),
         }
+    }
+    /// A sandbox whose fake nvidia-smi answers: one H100, so runs have their GPU facts.
+    pub fn with_gpu() -> Self {
+        Sandbox::new().with_env("FAKE_SMI", "1")
+    }
+    /// The same sandbox whose every stage2 runs with `key=value` (e.g. `FAKE_SMI=1`: a GPU).
+    pub fn with_env(mut self, key: &str, value: impl Into<std::ffi::OsString>) -> Self {
+        self.env.push((key.to_string(), value.into()));
+        self
     }
     pub fn path(&self) -> &Path {
         self.dir.path()
@@ -85,7 +94,8 @@ impl Sandbox {
             .env_remove("STAGE2_NSYS")
             .env_remove("STAGE2_NCU")
             .env_remove("FAKE_NSYS_MODE")
-            .env_remove("FAKE_NCU_MODE");
+            .env_remove("FAKE_NCU_MODE")
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         c
     }
 
@@ -96,12 +106,34 @@ impl Sandbox {
         c
     }
 
-    /// `stage2 profile --run-root runs --run-id ID ARGS...`
-    pub fn profile(&self, id: &str, args: &[&str]) -> Command {
+    /// `stage2 profile --run-root runs --run-id ID FLAGS... -- python3 -c print(1)`.
+    pub fn profile(&self, id: &str, flags: &[&str]) -> Command {
+        self.profile_of(id, flags, WORKLOAD)
+    }
+
+    /// `stage2 profile --run-root runs --run-id ID FLAGS... -- WORKLOAD...`.
+    pub fn profile_of(&self, id: &str, flags: &[&str], workload: &[&str]) -> Command {
+        assert!(
+            !flags.contains(&"--"),
+            "the workload goes in its own argument: {flags:?}"
+        );
         let mut c = self.stage2();
         c.args(["profile", "--run-root", "runs", "--run-id", id])
-            .args(args);
+            .args(flags)
+            .arg("--")
+            .args(workload);
         c
+    }
+
+    /// [`Sandbox::profile`] gated on `decode` (see [`DECODE`]), `flags` after that.
+    pub fn profile_decode(&self, id: &str, flags: &[&str]) -> Command {
+        self.profile(id, &[DECODE, flags].concat())
+    }
+
+    /// [`Sandbox::profile_decode`] run to success: the run's status.json.
+    pub fn profiled(&self, id: &str, flags: &[&str]) -> serde_json::Value {
+        self.profile_decode(id, flags).assert().success();
+        status(&self.run(id))
     }
 }
 
