@@ -172,37 +172,22 @@ impl Artifacts {
             && self.ranges.as_ref().is_none_or(|r| r.is_empty())
     }
 
-    /// Which launches the kernel table's rows sum: "every launch in the capture", or those of
-    /// the captured range's instances (saying when the capture held only the first).
-    pub(crate) fn kernel_scope(&self) -> String {
-        let range = match (
-            self.capture().range(),
-            self.kern_sum_file == self.sqlite_file,
-        ) {
-            (Some(r), true) => r,
-            _ => return "every launch in the capture".to_string(),
-        };
-        format!("every launch in `{range}`, {}", self.instances_captured())
+    /// Whether the kernel table's rows sum the captured range's launches (else every launch
+    /// in the capture).
+    pub(crate) fn kernel_table_in_range(&self) -> bool {
+        self.capture().range().is_some() && self.kern_sum_file == self.sqlite_file
     }
 
-    /// How many instances of the captured range the report holds, and whether that is all:
-    /// "15 instances captured" or "first instance only (...)". Empty without a range.
-    pub(crate) fn instances_captured(&self) -> String {
-        let Some(range) = self.capture().range() else {
-            return String::new();
-        };
-        let n: u64 = self
+    /// The captured range and how many of its instances the export holds (None: no range).
+    pub(crate) fn captured_instances(&self) -> Option<(&str, u64)> {
+        let range = self.capture().range()?;
+        let n = self
             .range_stats
             .iter()
             .filter(|s| s.name == range)
             .map(|s| s.instances)
             .sum();
-        match n {
-            0 => "no instance in the SQLite export".to_string(),
-            1 if self.capture().first_only() => "first instance only (the capture stopped when it closed; nsys.capture_range_end=none captures every instance)".to_string(),
-            1 => "1 instance captured".to_string(),
-            n => format!("{n} instances captured"),
-        }
+        Some((range, n))
     }
 
     /// `cudaGraphLaunch` calls in the API summary of the whole capture (0 without one).

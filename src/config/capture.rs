@@ -137,8 +137,10 @@ impl Scope {
 
 /// What ncu's NVTX scope is made from, decided once from the config and the capture: the
 /// user's range (`ncu.nvtx_include`), else the range the nsys capture starts on (its domain
-/// too), else `decode` (the capture is the whole run or the profiler-API windows, or nsys does
-/// not run); or an expression passed unchanged (`ncu.nvtx_include_raw`).
+/// too), else the cudaProfilerStart/Stop windows nsys captured (ncu then profiles inside them,
+/// `--profile-from-start off`, with no NVTX gate: such a workload need emit no NVTX at all),
+/// else `decode` (the capture is the whole run, or nsys does not run); or an expression
+/// passed unchanged (`ncu.nvtx_include_raw`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NcuTarget {
     /// Whether ncu is gated on an NVTX range at all (`ncu.gating_nvtx`).
@@ -175,13 +177,16 @@ impl NcuTarget {
             )),
             _ => None,
         };
-        let follows_capture = named.is_none() && raw.is_none() && followed.is_some();
+        let windows = cfg.nsys.enable && matches!(capture, Capture::ProfilerApi { .. });
+        let unnamed = named.is_none() && raw.is_none();
+        let follows_capture = unnamed && (followed.is_some() || windows);
+        let gated = n.gating_nvtx && !(unnamed && windows);
         let (name, domain) = match (named, followed) {
             (Some(s), _) => (s.to_string(), cfg.nvtx.domain.clone()),
             (None, Some(f)) if raw.is_none() => f,
             _ => ("decode".to_string(), cfg.nvtx.domain.clone()),
         };
-        let ncu_side = (n.gating_nvtx && (raw.is_none() || named.is_some())).then_some(&name);
+        let ncu_side = (gated && (raw.is_none() || named.is_some())).then_some(&name);
         let same_as_capture = match (capture.range(), ncu_side) {
             (Some(a), Some(b)) => {
                 let a = range_of(a);
@@ -190,7 +195,7 @@ impl NcuTarget {
             _ => true,
         };
         NcuTarget {
-            gated: n.gating_nvtx,
+            gated,
             raw: raw.map(str::to_string),
             name,
             domain: domain.filter(|d| !d.is_empty()),

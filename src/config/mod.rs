@@ -89,12 +89,16 @@ impl Resolved {
                 .to_string();
             if key == "ncu.nvtx_include" && v.is_null() {
                 let t = Scope::of(&self.config).ncu;
-                let whose = if t.follows_capture {
-                    "the nsys capture's"
-                } else {
-                    "the default"
+                origin += &match (t.follows_capture, t.gated) {
+                    (true, true) => {
+                        format!(" (null: ncu's range is the nsys capture's, `{}`)", t.name)
+                    }
+                    (true, false) => {
+                        " (null: ncu profiles inside the captured cudaProfilerStart/Stop windows)"
+                            .to_string()
+                    }
+                    (false, _) => format!(" (null: ncu's range is the default, `{}`)", t.name),
                 };
-                origin += &format!(" (null: ncu's range is {whose}, `{}`)", t.name);
             }
             out.push_str(&format!("{key}: {value}  # {origin}\n"));
         }

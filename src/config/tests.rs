@@ -269,10 +269,15 @@ fn one_capture_decides_both_passes_unless_ncu_names_its_range() {
         target(&["nsys.gating_nvtx=false"]),
         named("decode", None, false)
     );
-    assert_eq!(
-        target(&["nsys.capture_range=cudaProfilerApi"]),
-        named("decode", None, false)
-    );
+    // The profiler-API windows: ncu profiles inside them, gated on no NVTX range.
+    let c = crate::testutil::config(&["nsys.capture_range=cudaProfilerApi"]);
+    let t = NcuTarget::of(&c, &Capture::of(&c));
+    assert!(t.follows_capture && !t.gated && t.same_as_capture, "{t:?}");
+    let c = crate::testutil::config(&[
+        "nsys.capture_range=cudaProfilerApi",
+        "ncu.nvtx_include=decode",
+    ]);
+    assert!(NcuTarget::of(&c, &Capture::of(&c)).gated);
     // Named by the user: kept, and no longer the capture's range.
     let c = crate::testutil::config(&["nsys.nvtx_capture=step", "ncu.nvtx_include=decode"]);
     let t = NcuTarget::of(&c, &Capture::of(&c));

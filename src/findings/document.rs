@@ -158,13 +158,13 @@ impl<'a> Decided<'a> {
     pub(crate) fn kernel_totals(&self) -> (f64, u64) {
         self.analysis.kernel_totals()
     }
-    /// Which launches the kernel table's rows sum.
-    pub(crate) fn kernel_scope(&self) -> String {
-        self.analysis.kernel_scope()
+    /// Whether the kernel table's rows sum the captured range's launches.
+    pub(crate) fn kernel_table_in_range(&self) -> bool {
+        self.analysis.kernel_table_in_range()
     }
-    /// How many instances of the captured range the report holds.
-    pub(crate) fn instances_captured(&self) -> String {
-        self.analysis.instances_captured()
+    /// The captured range and how many of its instances the export holds.
+    pub(crate) fn captured_instances(&self) -> Option<(&'a str, u64)> {
+        self.analysis.captured_instances()
     }
 }
 

@@ -25,7 +25,7 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
         Some(TimeSource::Nsys) => {
             format!(
                 "nsys totals over {} (`{}`)",
-                a.kernel_scope(),
+                super::phrase::kernel_scope(a),
                 a.facts.kern_sum_file
             )
         }

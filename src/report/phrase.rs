@@ -23,6 +23,27 @@ pub(crate) fn range_name(r: &str) -> String {
     }
 }
 
+/// Which launches the kernel table's rows sum: "every launch in the capture", or those of
+/// the captured range's instances (saying when the capture held only the first).
+pub(crate) fn kernel_scope(d: &crate::findings::document::Decided) -> String {
+    match (d.kernel_table_in_range(), d.capture().range()) {
+        (true, Some(r)) => format!("every launch in `{r}`, {}", instances_captured(d)),
+        _ => "every launch in the capture".to_string(),
+    }
+}
+
+/// How many instances of the captured range the report holds, and whether that is all:
+/// "15 instances captured" or "first instance only (...)". Empty without a range.
+pub(crate) fn instances_captured(d: &crate::findings::document::Decided) -> String {
+    match d.captured_instances() {
+        None => String::new(),
+        Some((_, 0)) => "no instance in the SQLite export".to_string(),
+        Some((_, 1)) if d.capture().first_only() => "first instance only (the capture stopped when it closed; nsys.capture_range_end=none captures every instance)".to_string(),
+        Some((_, 1)) => "1 instance captured".to_string(),
+        Some((_, n)) => format!("{n} instances captured"),
+    }
+}
+
 /// "in `decode` (15 instances)", "in the whole capture".
 pub(crate) fn scope(s: &Scope) -> String {
     let mut out = match &s.range {

@@ -347,7 +347,11 @@ fn run_facts(a: &Decided, s: &mut String) {
     };
     let _ = writeln!(s, "| Workload | {} |", md(&cut(&workload, 120)));
     let nsys = match a.capture().range() {
-        Some(_) => format!("{}, {}", a.capture().describe(), a.instances_captured()),
+        Some(_) => format!(
+            "{}, {}",
+            a.capture().describe(),
+            super::phrase::instances_captured(a)
+        ),
         None => a.capture().describe(),
     };
     let inc = a.ncu_include().map(str::to_string);
