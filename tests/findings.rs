@@ -368,7 +368,7 @@ fn instances_that_differ_are_told_apart() {
     assert_eq!(groups[2]["instances"], 15);
     assert_eq!(
         decode["differs_in"],
-        "the thread's own work outside CUDA calls"
+        "code compiled and loaded for kernels' first use"
     );
     let stake = read(dir.join("stakeholder_summary.md"));
     assert!(

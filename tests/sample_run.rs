@@ -284,6 +284,7 @@ fn the_ledger_conserves_wall_time_on_every_sample_and_names_attn() {
             let parts = get("sync_ns")
                 + get("launch_ns")
                 + get("other_api_ns")
+                + t["compile_ns"].as_i64().unwrap_or(0)
                 + get("children_ns")
                 + get("rest_ns");
             assert_eq!(parts, get("wall_ns"), "{name}: {}", l["name"]);

@@ -1,6 +1,13 @@
 //! Where a range's wall time goes on its CPU thread: CUDA calls that wait for the GPU (sync),
-//! launch calls, other CUDA calls, nested child ranges, and the rest (the thread's own work:
-//! Python, the framework). For push/pop ranges only: they belong to one thread, so the calls
+//! launch calls, other CUDA calls, code compiled and loaded for a kernel's first use, nested
+//! child ranges, and the rest (the thread's own work: Python, the framework).
+//!
+//! Compilation shows in the trace as CPU time with no CUDA call that ends in a module or
+//! library load: cuDNN builds an attention kernel for a new shape (NVRTC, 35-65 ms a shape in
+//! a captured tensor-parallel decode loop), then loads it with `cuLibraryLoadData`; Triton and
+//! torch.compile load theirs with `cuModuleLoadData`. The gap on the thread since its previous
+//! CUDA call (within the range, outside its child ranges) and the load call itself are counted
+//! as compilation, not as the thread's own work. For push/pop ranges only: they belong to one thread, so the calls
 //! made inside them are on that thread; a start/end range has no thread, and the ledger
 //! abstains for it.
 //!
@@ -27,6 +34,10 @@ pub(crate) struct Parts {
     pub(crate) launch_ns: i64,
     pub(crate) other_api_ns: i64,
     pub(crate) children_ns: i64,
+    /// Code compiled and loaded: the CPU gap that ends in a module or library load, and the
+    /// load call.
+    #[serde(skip_serializing_if = "is_zero_ns")]
+    pub(crate) compile_ns: i64,
     pub(crate) rest_ns: i64,
     /// Of the other CUDA calls: CUDA graphs instantiated (graphs recorded) and modules of GPU
     /// code loaded (for their kernels' first use), counted, the child ranges' calls included.
@@ -40,6 +51,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_zero_ns(n: &i64) -> bool {
+    *n == 0
+}
+
 impl Parts {
     fn add(&mut self, o: &Parts) {
         self.wall_ns += o.wall_ns;
@@ -47,6 +62,7 @@ impl Parts {
         self.launch_ns += o.launch_ns;
         self.other_api_ns += o.other_api_ns;
         self.children_ns += o.children_ns;
+        self.compile_ns += o.compile_ns;
         self.rest_ns += o.rest_ns;
         self.graphs_instantiated += o.graphs_instantiated;
         self.modules_loaded += o.modules_loaded;
@@ -79,6 +95,7 @@ impl RangeLedger {
             ),
             ("kernel launch calls".to_string(), t.launch_ns),
             ("other CUDA calls".to_string(), t.other_api_ns),
+            (COMPILE.to_string(), t.compile_ns),
             (
                 "the thread's own work outside CUDA calls (Python, framework)".to_string(),
                 t.rest_ns,
@@ -131,6 +148,10 @@ impl RangeLedger {
     }
 }
 
+/// The compile/load part, as [`RangeLedger::dominant`] names it.
+pub(crate) const COMPILE: &str =
+    "code compiled and loaded for kernels' first use (CPU time ending in a module or library load)";
+
 /// The ledgers by range name: a report looks one up per range, and a capture can hold tens of
 /// thousands of names.
 pub(crate) struct ByName<'a>(rustc_hash::FxHashMap<&'a str, &'a RangeLedger>);
@@ -171,6 +192,9 @@ pub(crate) enum CpuVerdict {
     Launch,
     #[serde(rename = "CUDA-call-bound")]
     CudaCall,
+    /// Most of the time compiles and loads GPU code (a new kernel per shape, say).
+    #[serde(rename = "compile-bound")]
+    Compile,
     #[serde(rename = "CPU-bound")]
     Cpu,
 }
@@ -181,6 +205,7 @@ impl CpuVerdict {
             CpuVerdict::Sync => "sync-bound",
             CpuVerdict::Launch => "launch-bound",
             CpuVerdict::CudaCall => "CUDA-call-bound",
+            CpuVerdict::Compile => "compile-bound",
             CpuVerdict::Cpu => "CPU-bound",
         }
     }
@@ -222,6 +247,8 @@ pub(crate) fn cpu_story_with(
                     CpuVerdict::Launch
                 } else if ns == t.other_api_ns {
                     CpuVerdict::CudaCall
+                } else if ns == t.compile_ns {
+                    CpuVerdict::Compile
                 } else {
                     CpuVerdict::Cpu
                 };
@@ -255,7 +282,7 @@ pub(crate) fn cpu_story_with(
 }
 
 /// One push/pop range instance while the ledger is built: what its calls and children add
-/// (its wall time is its range's, the rest follows). 48 bytes: kept per range instance.
+/// (its wall time is its range's, the rest follows). 56 bytes: kept per range instance.
 struct Node {
     range: u32,
     /// The enclosing node, [`NO_NODE`] for none.
@@ -264,6 +291,7 @@ struct Node {
     launch_ns: i64,
     other_api_ns: i64,
     children_ns: i64,
+    compile_ns: i64,
     graphs_instantiated: u32,
     modules_loaded: u32,
 }
@@ -284,7 +312,13 @@ impl Node {
             launch_ns: self.launch_ns,
             other_api_ns: self.other_api_ns,
             children_ns: self.children_ns,
-            rest_ns: wall_ns - self.sync_ns - self.launch_ns - self.other_api_ns - self.children_ns,
+            compile_ns: self.compile_ns,
+            rest_ns: wall_ns
+                - self.sync_ns
+                - self.launch_ns
+                - self.other_api_ns
+                - self.children_ns
+                - self.compile_ns,
             graphs_instantiated: self.graphs_instantiated,
             modules_loaded: self.modules_loaded,
         }
@@ -305,6 +339,8 @@ pub(crate) struct Builder<'a> {
     nodes: Vec<Node>,
     /// Per thread: where the last outermost call ended (calls inside it are its own).
     last_end: rustc_hash::FxHashMap<i64, i64>,
+    /// Every child node's span by its parent node, sorted: what a compile gap leaves out.
+    child_spans: Vec<(u32, i64, i64)>,
     cursor: crate::analysis::nesting::Cursor,
 }
 
@@ -323,6 +359,7 @@ impl<'a> Builder<'a> {
                 launch_ns: 0,
                 other_api_ns: 0,
                 children_ns: 0,
+                compile_ns: 0,
                 graphs_instantiated: 0,
                 modules_loaded: 0,
             });
@@ -341,11 +378,18 @@ impl<'a> Builder<'a> {
                 nodes[parent as usize].children_ns += (r.end - r.start).max(0);
             }
         }
+        let mut child_spans: Vec<(u32, i64, i64)> = nodes
+            .iter()
+            .filter(|n| n.parent != NO_NODE)
+            .map(|n| (n.parent, ranges[n.range()].start, ranges[n.range()].end))
+            .collect();
+        child_spans.sort_unstable();
         Builder {
             ranges,
             nest,
             node_of,
             nodes,
+            child_spans,
             last_end: Default::default(),
             cursor: Default::default(),
         }
@@ -376,6 +420,7 @@ impl Sink<ApiCall> for Builder<'_> {
         if call.start < *last {
             return;
         }
+        let previous = *last;
         *last = call.end;
         let node_of = &self.node_of;
         let Some(i) = self
@@ -398,8 +443,10 @@ impl Sink<ApiCall> for Builder<'_> {
                 p.graphs_instantiated += 1;
             }
             ApiKind::Load => {
-                p.other_api_ns += ns;
                 p.modules_loaded += 1;
+                let from = previous.max(r.start);
+                let gap = (call.start - from).max(0) - self.inside_children(n as u32, from, call.start);
+                self.nodes[n].compile_ns += ns + gap;
             }
         }
     }
@@ -407,8 +454,20 @@ impl Sink<ApiCall> for Builder<'_> {
     fn reset(&mut self) {
         self.last_end.clear();
         for n in &mut self.nodes {
-            (n.sync_ns, n.launch_ns, n.other_api_ns) = (0, 0, 0);
+            (n.sync_ns, n.launch_ns, n.other_api_ns, n.compile_ns) = (0, 0, 0, 0);
         }
+    }
+}
+
+impl Builder<'_> {
+    /// The time node `n`'s child ranges take of `[from, to)`.
+    fn inside_children(&self, n: u32, from: i64, to: i64) -> i64 {
+        let first = self.child_spans.partition_point(|c| c.0 < n);
+        self.child_spans[first..]
+            .iter()
+            .take_while(|c| c.0 == n && c.1 < to)
+            .map(|c| (c.2.min(to) - c.1.max(from)).max(0))
+            .sum()
     }
 }
 
@@ -508,8 +567,11 @@ mod tests {
         let step = l.iter().find(|x| x.name == "step").unwrap();
         let first = &step.per_instance[0];
         assert_eq!((first.graphs_instantiated, first.modules_loaded), (1, 1));
-        // Their time is other CUDA work on the thread, as before.
-        assert_eq!(first.other_api_ns, 10);
+        // The instantiation is its child's other CUDA work; the load, and the CPU time before
+        // it since the thread's last CUDA call (30) less the child range's part (30-50), is
+        // code compiled and loaded.
+        assert_eq!((first.other_api_ns, first.compile_ns), (0, 20));
+        assert_eq!(first.rest_ns, 100 - 40 - 20);
         let second = &step.per_instance[1];
         assert_eq!((second.graphs_instantiated, second.modules_loaded), (0, 0));
         let capture = l.iter().find(|x| x.name == "capture").unwrap();
@@ -573,6 +635,6 @@ mod tests {
 
     #[test]
     fn a_ledger_node_stays_small() {
-        assert_eq!(std::mem::size_of::<Node>(), 48);
+        assert_eq!(std::mem::size_of::<Node>(), 56);
     }
 }

@@ -17,9 +17,14 @@ fn share(ns: i64, wall: i64) -> String {
     }
 }
 
-fn row(p: &Parts) -> String {
+/// One row's cells; the compile/load cell only where the run compiled code (`compile`).
+fn row(p: &Parts, compile: bool) -> String {
+    let c = match compile {
+        true => format!(" | {}", share(p.compile_ns, p.wall_ns)),
+        false => String::new(),
+    };
     format!(
-        "{:.2} | {} | {} | {} | {} | {}",
+        "{:.2} | {} | {} | {}{c} | {} | {}",
         p.wall_ns as f64 / 1e6,
         share(p.sync_ns, p.wall_ns),
         share(p.launch_ns, p.wall_ns),
@@ -29,17 +34,43 @@ fn row(p: &Parts) -> String {
     )
 }
 
+/// Whether any range compiled or loaded code (the ledger's compile/load column).
+fn compiled(a: &Decided) -> bool {
+    a.tables.ledger.iter().any(|l| l.total.compile_ns > 0)
+}
+
+/// The header cells from `wall` on, and their alignment row.
+fn header(compile: bool) -> (&'static str, &'static str) {
+    match compile {
+        true => (
+            "wall (ms) | sync | launch | other CUDA | compile/load | child ranges | rest",
+            "--:|--:|--:|--:|--:|--:|--:",
+        ),
+        false => (
+            "wall (ms) | sync | launch | other CUDA | child ranges | rest",
+            "--:|--:|--:|--:|--:|--:",
+        ),
+    }
+}
+
 pub(crate) fn section(a: &Decided, s: &mut String) {
     if a.tables.ledger.is_empty() {
         return;
     }
+    let compile = compiled(a);
     let _ = writeln!(
         s,
-        "\n## Where the wall time goes (CPU thread, `{}`)\n\nPer push/pop range, its wall time on its thread: CUDA calls that wait for the GPU (sync: synchronize, blocking memcpy/memset), kernel launch calls, other CUDA calls, nested child ranges, and the rest (the thread's own work outside CUDA calls: Python, the framework). Each call counts once, in the innermost range open when it ran; the parts add up to the wall time. Start/end ranges have no thread and are left out.\n",
-        a.facts.sqlite_file
+        "\n## Where the wall time goes (CPU thread, `{}`)\n\nPer push/pop range, its wall time on its thread: CUDA calls that wait for the GPU (sync: synchronize, blocking memcpy/memset), kernel launch calls, other CUDA calls,{} nested child ranges, and the rest (the thread's own work outside CUDA calls: Python, the framework). Each call counts once, in the innermost range open when it ran; the parts add up to the wall time. Start/end ranges have no thread and are left out.\n",
+        a.facts.sqlite_file,
+        if compile {
+            " code compiled and loaded for kernels' first use (compile/load: the CPU time since the thread's previous CUDA call that ends in a module or library load, and the load),"
+        } else {
+            ""
+        }
     );
-    let _ = writeln!(s, "| range | instances | wall (ms) | sync | launch | other CUDA | child ranges | rest | largest part |");
-    let _ = writeln!(s, "|---|--:|--:|--:|--:|--:|--:|--:|---|");
+    let (cells, align) = header(compile);
+    let _ = writeln!(s, "| range | instances | {cells} | largest part |");
+    let _ = writeln!(s, "|---|--:|{align}|---|");
     let (rows, left) = a
         .listed
         .split(a.tables.ledger, |l| &l.name, |l| l.total.wall_ns);
@@ -50,7 +81,7 @@ pub(crate) fn section(a: &Decided, s: &mut String) {
             "| {} | {} | {} | {} ({}){} |",
             md(&l.name),
             l.instances,
-            row(&l.total),
+            row(&l.total, compile),
             md(&what),
             share(ns, l.total.wall_ns),
             if l.conserved {
@@ -158,14 +189,16 @@ fn steps(a: &Decided, s: &mut String) {
     else {
         return;
     };
+    let compile = compiled(a);
+    let (cells, align) = header(compile);
     let _ = writeln!(
         s,
-        "\nPer instance of `{}` (first {} of {}):\n\n| # | wall (ms) | sync | launch | other CUDA | child ranges | rest |\n|--:|--:|--:|--:|--:|--:|--:|",
+        "\nPer instance of `{}` (first {} of {}):\n\n| # | {cells} |\n|--:|{align}|",
         md(&l.name),
         STEPS_SHOWN.min(l.per_instance.len()),
         l.per_instance.len()
     );
     for (i, p) in l.per_instance.iter().take(STEPS_SHOWN).enumerate() {
-        let _ = writeln!(s, "| {} | {} |", i + 1, row(p));
+        let _ = writeln!(s, "| {} | {} |", i + 1, row(p, compile));
     }
 }

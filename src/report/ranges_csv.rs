@@ -25,6 +25,7 @@ const HEADER: &[&str] = &[
     "sync_ns",
     "launch_ns",
     "other_api_ns",
+    "compile_ns",
     "children_ns",
     "rest_ns",
     "listed",
@@ -93,13 +94,14 @@ impl super::Output for RangesCsv {
                         p.sync_ns,
                         p.launch_ns,
                         p.other_api_ns,
+                        p.compile_ns,
                         p.children_ns,
                         p.rest_ns,
                     ] {
                         whole(&mut w, v)?;
                     }
                 }
-                None => (0..5).try_for_each(|_| w.write_field(""))?,
+                None => (0..6).try_for_each(|_| w.write_field(""))?,
             }
             w.write_field(if d.listed.has(&r.name) {
                 "true"

@@ -56,7 +56,7 @@ fn renders_the_real_captures_with_exact_nsys_figures() {
     let stake = std::fs::read_to_string(run.file("stakeholder_summary.md")).unwrap();
     // The verdict follows from the wall-time ledger of this capture (no child ranges here).
     assert!(
-        stake.contains("the GPU mostly waits on the CPU, and 84.1% of decode is the thread's own work outside CUDA calls (Python, framework) (CPU-bound)[^"),
+        stake.contains("the GPU mostly waits on the CPU, and 83.6% of decode is code compiled and loaded for kernels' first use (CPU time ending in a module or library load) (compile-bound)[^"),
         "{stake}"
     );
     let json: serde_json::Value =
@@ -138,7 +138,7 @@ fn per_range_figures_match_the_sqlite_and_the_run_is_launch_bound() {
         .iter()
         .find(|f| f["kind"] == "range_verdict" && f["scope"]["range"] == "decode")
         .unwrap();
-    assert_eq!(verdict["verdict"], "CPU-bound");
+    assert_eq!(verdict["verdict"], "compile-bound");
     assert_eq!(s.sources["ranges"], SQLITE);
     let stake = std::fs::read_to_string(run.file("stakeholder_summary.md")).unwrap();
     assert!(
@@ -146,7 +146,7 @@ fn per_range_figures_match_the_sqlite_and_the_run_is_launch_bound() {
             && stake.contains(" the GPU ran 2.80 ms of kernels in 1464 launches, busy "),
         "{stake}"
     );
-    assert!(stake.contains("(CPU-bound)[^"));
+    assert!(stake.contains("(compile-bound)[^"));
 }
 
 #[test]
