@@ -445,7 +445,8 @@ impl Sink<ApiCall> for Builder<'_> {
             ApiKind::Load => {
                 p.modules_loaded += 1;
                 let from = previous.max(r.start);
-                let gap = (call.start - from).max(0) - self.inside_children(n as u32, from, call.start);
+                let gap =
+                    (call.start - from).max(0) - self.inside_children(n as u32, from, call.start);
                 self.nodes[n].compile_ns += ns + gap;
             }
         }

@@ -42,10 +42,9 @@ const PARTS: &[(&str, Part)] = &[
     ("CUDA calls waiting for the GPU (sync)", |p| p.sync_ns),
     ("kernel launch calls", |p| p.launch_ns),
     ("other CUDA calls", |p| p.other_api_ns),
-    (
-        "code compiled and loaded for kernels' first use",
-        |p| p.compile_ns,
-    ),
+    ("code compiled and loaded for kernels' first use", |p| {
+        p.compile_ns
+    }),
     ("nested child ranges", |p| p.children_ns),
     ("the thread's own work outside CUDA calls", |p| p.rest_ns),
 ];
