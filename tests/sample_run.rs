@@ -692,3 +692,31 @@ fn ncu_coverage_of_another_range_is_of_that_range() {
     // The kernel table is prefill's: no list of its kernels as "left out" of decode's pass.
     assert!(!md.contains("## Left out of the ncu pass"), "{md}");
 }
+
+/// A tiny-LLM loop whose KV length grows every step (H100, cuDNN's SDPA): each new length
+/// costs a 39-75 ms CPU gap ending in `cuLibraryLoadData`, then the first launch of a cuDNN
+/// attention kernel. The verdict names that compilation, the kernels it was for and the
+/// cuDNN lever, not Python.
+#[test]
+fn per_shape_compilation_is_named_with_what_it_built() {
+    let s = summary("sample-run");
+    let idle = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "gpu_idle" && f["scope"]["range"] == "decode")
+        .unwrap();
+    assert_eq!(idle["verdict"], "compile-bound", "{idle}");
+    let (kernel, loads) = (&idle["compiled_for"][0][0], &idle["compiled_for"][0][1]);
+    assert!(
+        kernel
+            .as_str()
+            .unwrap()
+            .starts_with("cudnn_generated_fort_native_sdpa"),
+        "{idle}"
+    );
+    assert_eq!(loads, 8);
+    let md = read(root().join("examples/sample-run/stakeholder_summary.md"));
+    assert!(md.contains("enable_cudnn_sdp(False)"), "{md}");
+    assert!(!md.contains("(CPU-bound)"), "{md}");
+}

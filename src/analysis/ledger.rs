@@ -82,7 +82,18 @@ pub(crate) struct RangeLedger {
     pub(crate) children: BTreeMap<String, i64>,
     /// Every instance's parts add up to its wall time.
     pub(crate) conserved: bool,
+    /// The kernels whose launch first followed a load of GPU code on the range's thread (the
+    /// code compiled and loaded for them), by short name, with how many loads each followed;
+    /// most first. Filled from the export after the ledger is built.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) compiled_for: Vec<(String, u32)>,
+    /// The correlation ids of those launches, until they are named.
+    #[serde(skip)]
+    pub(crate) loads_then: Vec<i64>,
 }
+
+/// Loads whose next launch is looked up per range name: enough to name what compiles.
+const LOADS_NAMED: usize = 64;
 
 impl RangeLedger {
     /// The largest part, named: "child range attn", "the thread's own work ...", ...
@@ -144,6 +155,9 @@ impl RangeLedger {
             per_instance,
             children: BTreeMap::new(),
             conserved: self.conserved,
+            // Named over every instance: which of them each load preceded is not kept.
+            compiled_for: self.compiled_for.clone(),
+            loads_then: Vec::new(),
         })
     }
 }
@@ -218,6 +232,8 @@ pub(crate) struct CpuStory {
     pub(crate) story: String,
     /// The range the samples were counted in, the function, its share of them, and how many.
     pub(crate) python: Option<(String, String, f64, u64)>,
+    /// Compile-bound: the kernels the loads were for (see [`RangeLedger::compiled_for`]).
+    pub(crate) compiled_for: Vec<(String, u32)>,
 }
 
 pub(crate) fn cpu_story_with(
@@ -269,9 +285,14 @@ pub(crate) fn cpu_story_with(
                         current.name
                     ));
                 }
+                let compiled_for = match label {
+                    CpuVerdict::Compile => current.compiled_for.clone(),
+                    _ => Vec::new(),
+                };
                 return Some(CpuStory {
                     label,
                     story,
+                    compiled_for,
                     python: top
                         .map(|(f, share, n)| (current.name.clone(), f.to_string(), share, n)),
                 });
@@ -341,6 +362,10 @@ pub(crate) struct Builder<'a> {
     last_end: rustc_hash::FxHashMap<i64, i64>,
     /// Every child node's span by its parent node, sorted: what a compile gap leaves out.
     child_spans: Vec<(u32, i64, i64)>,
+    /// Per thread: the node of a load of GPU code not yet followed by a launch.
+    loaded: rustc_hash::FxHashMap<i64, u32>,
+    /// (node, correlation id) of each launch that followed a load.
+    launched_after_load: Vec<(u32, i64)>,
     cursor: crate::analysis::nesting::Cursor,
 }
 
@@ -390,6 +415,8 @@ impl<'a> Builder<'a> {
             node_of,
             nodes,
             child_spans,
+            loaded: Default::default(),
+            launched_after_load: Vec::new(),
             last_end: Default::default(),
             cursor: Default::default(),
         }
@@ -410,7 +437,25 @@ impl<'a> Builder<'a> {
                 self.nodes[p].modules_loaded += m;
             }
         }
-        aggregate(self.ranges, &self.nodes)
+        let mut out = aggregate(self.ranges, &self.nodes);
+        let index: rustc_hash::FxHashMap<&str, usize> = out
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.name.as_str(), i))
+            .collect();
+        let mut then: Vec<(usize, i64)> = Vec::new();
+        for &(n, corr) in &self.launched_after_load {
+            let name = &*self.ranges[self.nodes[n as usize].range()].name;
+            if let Some(&k) = index.get(name) {
+                then.push((k, corr));
+            }
+        }
+        for (k, corr) in then {
+            if out[k].loads_then.len() < LOADS_NAMED {
+                out[k].loads_then.push(corr);
+            }
+        }
+        out
     }
 }
 
@@ -433,6 +478,11 @@ impl Sink<ApiCall> for Builder<'_> {
         let n = node_of[i] as usize;
         let r = &self.ranges[i];
         let ns = (call.end.min(r.end) - call.start.max(r.start)).max(0);
+        if call.kind == ApiKind::Launch {
+            if let Some(at) = self.loaded.remove(&call.tid) {
+                self.launched_after_load.push((at, call.corr));
+            }
+        }
         let p = &mut self.nodes[n];
         match call.kind {
             ApiKind::Sync => p.sync_ns += ns,
@@ -444,6 +494,7 @@ impl Sink<ApiCall> for Builder<'_> {
             }
             ApiKind::Load => {
                 p.modules_loaded += 1;
+                self.loaded.insert(call.tid, n as u32);
                 let from = previous.max(r.start);
                 let gap =
                     (call.start - from).max(0) - self.inside_children(n as u32, from, call.start);
@@ -454,6 +505,8 @@ impl Sink<ApiCall> for Builder<'_> {
 
     fn reset(&mut self) {
         self.last_end.clear();
+        self.loaded.clear();
+        self.launched_after_load.clear();
         for n in &mut self.nodes {
             (n.sync_ns, n.launch_ns, n.other_api_ns, n.compile_ns) = (0, 0, 0, 0);
         }
@@ -505,6 +558,8 @@ fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
                 per_instance: Vec::with_capacity(1),
                 children: BTreeMap::new(),
                 conserved: true,
+                compiled_for: Vec::new(),
+                loads_then: Vec::new(),
             });
             out.len() - 1
         });
@@ -552,6 +607,7 @@ mod tests {
             end,
             tid: 1,
             kind,
+            corr: start,
         }
     }
 
@@ -577,6 +633,9 @@ mod tests {
         assert_eq!((second.graphs_instantiated, second.modules_loaded), (0, 0));
         let capture = l.iter().find(|x| x.name == "capture").unwrap();
         assert_eq!(capture.total.graphs_instantiated, 1);
+        // The launch after the load is the one its code was loaded for (its correlation id
+        // here: its start).
+        assert_eq!(step.loads_then, [210]);
         for (name, kind) in [
             ("cudaGraphInstantiate_v12000", ApiKind::Instantiate),
             ("cudaGraphInstantiateWithFlags_v11040", ApiKind::Instantiate),

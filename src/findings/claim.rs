@@ -239,6 +239,10 @@ pub(crate) enum Claim {
         python_in_model: bool,
         /// The range's kernels already run from CUDA graphs.
         from_graphs: bool,
+        /// Compile-bound: the kernels whose first launch followed each load of GPU code, by
+        /// short name, with how many loads each followed (the export's launches).
+        #[serde(skip_serializing_if = "Vec::is_empty", default)]
+        compiled_for: Vec<(String, u32)>,
     },
     /// Busy in NCCL kernels that wait for the other ranks.
     GpuWaitsInNccl,

@@ -151,13 +151,14 @@ pub(crate) fn sentence(f: &Finding) -> String {
             python_function,
             python_in_model,
             from_graphs,
+            compiled_for,
         } => idle(
             f,
             &w,
-            *verdict,
-            story.as_deref(),
+            (*verdict, story.as_deref()),
             python_function.as_deref().map(|p| (p, *python_in_model)),
             *from_graphs,
+            compiled_for,
         ),
         Claim::GpuWaitsInNccl => format!(
             "The GPU is busy {} of the range time {w} but working only {} of it: it mostly waits for the other ranks inside NCCL kernels{}.",

@@ -399,6 +399,7 @@ fn an_idle_verdict_over_two_unlike_instances_says_which_decides() {
             python_in_model: false,
             python_function: None,
             from_graphs: false,
+            compiled_for: Vec::new(),
         },
         scope.clone(),
         None,

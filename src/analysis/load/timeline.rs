@@ -112,7 +112,8 @@ impl Timeline {
         }
         // The instances' figures go before the ledger's are aggregated: at most one set held.
         drop(scan);
-        let ledger = ledger.finish();
+        let mut ledger = ledger.finish();
+        name_compiled(db, &mut ledger)?;
         let phases = match has_ops {
             true => all.into_iter().filter(|r| !ops::is_op(&r.name)).collect(),
             false => all,
@@ -131,6 +132,25 @@ impl Timeline {
             group_of,
         })
     }
+}
+
+/// Each range's kernels whose first launch followed a load of GPU code, by name, most first.
+fn name_compiled(db: &NsysDb, ledger: &mut [ledger::RangeLedger]) -> Result<(), Error> {
+    for l in ledger.iter_mut().filter(|l| !l.loads_then.is_empty()) {
+        let names = db.kernels_of_calls(&l.loads_then)?;
+        let mut count: BTreeMap<&str, u32> = BTreeMap::new();
+        for c in &l.loads_then {
+            if let Some(n) = names.get(c) {
+                *count.entry(n.as_str()).or_default() += 1;
+            }
+        }
+        let mut named: Vec<(String, u32)> =
+            count.into_iter().map(|(n, c)| (n.to_string(), c)).collect();
+        named.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        l.compiled_for = named;
+        l.loads_then = Vec::new();
+    }
+    Ok(())
 }
 
 /// The nsys stats CSVs (a multi-rank run has one set per rank: its kernel table is their sum,

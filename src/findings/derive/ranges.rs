@@ -136,6 +136,7 @@ fn graph_level(a: &Artifacts, name: &str, scope: &Scope, out: &mut Findings) -> 
             python_function: None,
             python_in_model: false,
             from_graphs: true,
+            compiled_for: Vec::new(),
         },
         scope,
         why,
@@ -196,6 +197,7 @@ fn busy_verdict(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) 
             python_in_model: python.as_ref().is_some_and(|p| rules::is_model_code(&p.1)),
             python_function: python.map(|p| p.1),
             from_graphs: c.graph_kernels > 0,
+            compiled_for: story.map(|s| s.compiled_for).unwrap_or_default(),
         };
         out.push(claim, scope.clone(), Some(rules::GPU_IDLE), ev);
     }
@@ -242,6 +244,10 @@ fn steady_verdict(
     });
     let claim = Claim::GpuIdle {
         verdict: story.as_ref().map(|s| s.label),
+        compiled_for: story
+            .as_ref()
+            .map(|s| s.compiled_for.clone())
+            .unwrap_or_default(),
         story: story.map(|s| s.story),
         python_function: None,
         python_in_model: false,

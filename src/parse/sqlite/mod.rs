@@ -89,6 +89,40 @@ impl NsysDb {
         Ok(cols.iter().all(|c| have.iter().any(|h| h == c)))
     }
 
+    /// The short names of the kernels launched by the calls of these correlation ids.
+    pub fn kernels_of_calls(&self, corrs: &[i64]) -> Result<HashMap<i64, String>, Error> {
+        let mut out = HashMap::new();
+        if corrs.is_empty()
+            || !self.has_columns(
+                "CUPTI_ACTIVITY_KIND_KERNEL",
+                &["correlationId", "shortName"],
+            )?
+        {
+            return Ok(out);
+        }
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s \
+                 ON s.id = k.shortName WHERE k.correlationId = ?1 LIMIT 1",
+            )
+            .map_err(|e| self.err(e))?;
+        for &c in corrs {
+            let name: Option<String> = stmt
+                .query_row([c], |r| r.get(0))
+                .map(Some)
+                .or_else(|e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                    e => Err(e),
+                })
+                .map_err(|e| self.err(e))?;
+            if let Some(n) = name {
+                out.insert(c, n);
+            }
+        }
+        Ok(out)
+    }
+
     /// The streaming multiprocessors of the capture's GPUs (`TARGET_INFO_GPU.smCount`): None
     /// without the table, or where the GPUs differ in size (a launch's share of a GPU would
     /// then depend on which one ran it, which the reports do not read per launch).
@@ -352,6 +386,8 @@ pub struct ApiCall {
     pub end: i64,
     pub tid: i64,
     pub kind: ApiKind,
+    /// The call's correlation id: a launch's names its kernel (-1: not known).
+    pub corr: i64,
 }
 
 /// The largest timestamp taken as one, in ns from the session's start (2^48: 78 hours).

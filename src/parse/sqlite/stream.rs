@@ -194,6 +194,7 @@ fn read_runtime(
                     end,
                     tid,
                     kind: name.kind,
+                    corr: int(4)?.unwrap_or(-1),
                 });
             }
             if name.launching {
@@ -297,6 +298,8 @@ impl NsysDb {
                 kind: name
                     .and_then(|n| kinds.get(&n).copied())
                     .unwrap_or(ApiKind::Other),
+                // The correlation id is read where the join needs it, not here.
+                corr: -1,
             });
         }
         Ok(())

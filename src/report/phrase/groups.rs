@@ -7,10 +7,10 @@ use super::*;
 pub(super) fn idle(
     f: &Finding,
     w: &str,
-    verdict: Option<CpuVerdict>,
-    story: Option<&str>,
+    (verdict, story): (Option<CpuVerdict>, Option<&str>),
     python: Option<(&str, bool)>,
     from_graphs: bool,
+    compiled_for: &[(String, u32)],
 ) -> String {
     let busy = match f.figure(Q::GpuWorkingOfRangePct) {
         Some(wk) => format!("{}, not counting NCCL waiting", wk.text),
@@ -20,7 +20,7 @@ pub(super) fn idle(
         (Some(CpuVerdict::Sync), _) => "remove synchronisations from the loop (`.item()`, `.cpu()`, `.tolist()`, blocking copies) or move them off the critical path".to_string(),
         (Some(CpuVerdict::Launch), _) if from_graphs => "the kernels already run from CUDA graphs: fewer, larger graphs or fused ops cut the launches that remain".to_string(),
         (Some(CpuVerdict::Launch), _) => "capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work".to_string(),
-        (Some(CpuVerdict::Compile), _) => "GPU code is compiled and loaded inside the range, typically a new kernel for each new shape (cuDNN's attention for a KV length that grows every step, Triton or torch.compile for a new size): fix or bucket the shapes (pad to a few lengths), run each shape once before the measured loop, or pick an attention backend that does not build a kernel per shape (`torch.backends.cuda.enable_cudnn_sdp(False)` for PyTorch's SDPA)".to_string(),
+        (Some(CpuVerdict::Compile), _) => compile_next(compiled_for),
         (Some(CpuVerdict::CudaCall), _) => "find the CUDA calls that are neither launches nor synchronisations (allocation, attribute queries, module loads: nsys's `cuda_api_sum`) and move them out of the loop (warm-up, caching allocator)".to_string(),
         (Some(CpuVerdict::Cpu), Some((func, true))) => format!("look at `{}`, where the Python samples put the thread's own work: it is the model's own code, run every step, so compile it (torch.compile fuses its small ops and drops their Python overhead), capture the step in a CUDA graph, or do more work per step (larger batch)", md(func)),
         (Some(CpuVerdict::Cpu), Some((func, false))) => format!("look at `{}`, where the Python samples put the thread's own work: move it out of the step, compile it, or do more work per step (larger batch)", md(func)),
@@ -33,9 +33,10 @@ pub(super) fn idle(
     };
     let what = match (verdict, story) {
         (Some(v), Some(s)) => format!(
-            " and the range is {} (kernels.md, \"Where the wall time goes\"): {}",
+            " and the range is {} (kernels.md, \"Where the wall time goes\"): {}{}",
             v.label(),
-            md(s)
+            md(s),
+            loads_preceded(compiled_for)
         ),
         _ => String::new(),
     };
@@ -53,6 +54,40 @@ pub(super) fn idle(
         "The GPU is idle most of the time {w} (busy {busy}){what}.{few}{next}{}.",
         cite(f)
     )
+}
+
+/// "; the loads came before the first launch of `a` (9 loads), `b` (2)": what was compiled.
+fn loads_preceded(compiled_for: &[(String, u32)]) -> String {
+    if compiled_for.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<String> = compiled_for
+        .iter()
+        .take(3)
+        .map(|(k, n)| format!("`{}` ({n} load{})", md(k), if *n == 1 { "" } else { "s" }))
+        .collect();
+    let more = compiled_for.len().saturating_sub(3);
+    format!(
+        "; each load came before a launch of {}{}",
+        shown.join(", "),
+        if more > 0 {
+            format!(" and {more} more kernels")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// What to do about a range that compiles: by what the loads were for.
+fn compile_next(compiled_for: &[(String, u32)]) -> String {
+    let is = |p: fn(&str) -> bool| compiled_for.iter().any(|(k, _)| p(k));
+    if is(|k| k.starts_with("cudnn") && k.contains("sdpa")) {
+        "cuDNN builds a new attention (SDPA) kernel for each new shape, such as a KV length that grows every step: give attention a few fixed shapes (pad the KV cache or the sequence to buckets, or a static cache), run each shape once before the measured loop, or let PyTorch pick an SDPA backend that does not compile per shape (`torch.backends.cuda.enable_cudnn_sdp(False)`)".to_string()
+    } else if is(|k| k.starts_with("triton") || k.contains("triton_")) {
+        "Triton kernels are compiled for new shapes inside the range (torch.compile or a Triton op): mark the changing dimension dynamic (`torch._dynamo.mark_dynamic`) or bucket the shapes, and run each shape once before the measured loop".to_string()
+    } else {
+        "GPU code is loaded for kernels' first use inside the range: run each shape once before the measured loop (a warm-up), or give the changing shapes a few fixed sizes so the code is built once".to_string()
+    }
 }
 
 /// "`decode` (30 instances) is not one kind of step (...): 1 at a median of 573.57 ms (the
