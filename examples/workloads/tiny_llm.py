@@ -35,6 +35,12 @@ def parse_args():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--print-tokens", action="store_true", help="print the generated token ids")
     p.add_argument(
+        "--no-cudnn-sdp",
+        action="store_true",
+        help="turn PyTorch's cuDNN attention backend off (torch.backends.cuda.enable_cudnn_sdp): "
+        "SDPA then uses a backend that does not build a kernel for each new KV length",
+    )
+    p.add_argument(
         "--dist",
         action="store_true",
         help="data parallel over torch.distributed/NCCL (run under torchrun): one model per rank "
@@ -213,6 +219,8 @@ def main():
             print(f"tiny_llm: --tp {args.tp} but {dist.get_world_size()} ranks", file=sys.stderr)
             return 2
     torch.manual_seed(args.seed)
+    if args.no_cudnn_sdp:
+        torch.backends.cuda.enable_cudnn_sdp(False)
     dtype = getattr(torch, args.dtype)
     impl, model, stages = None, None, None
     if args.impl in ("auto", "hf"):

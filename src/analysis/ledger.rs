@@ -38,6 +38,10 @@ pub(crate) struct Parts {
     /// load call.
     #[serde(skip_serializing_if = "is_zero_ns")]
     pub(crate) compile_ns: i64,
+    /// Compile/load time inside the range, its child ranges' included: what fixing the
+    /// compilation could save of its wall time.
+    #[serde(skip_serializing_if = "is_zero_ns")]
+    pub(crate) compile_within_ns: i64,
     pub(crate) rest_ns: i64,
     /// Of the other CUDA calls: CUDA graphs instantiated (graphs recorded) and modules of GPU
     /// code loaded (for their kernels' first use), counted, the child ranges' calls included.
@@ -63,6 +67,7 @@ impl Parts {
         self.other_api_ns += o.other_api_ns;
         self.children_ns += o.children_ns;
         self.compile_ns += o.compile_ns;
+        self.compile_within_ns += o.compile_within_ns;
         self.rest_ns += o.rest_ns;
         self.graphs_instantiated += o.graphs_instantiated;
         self.modules_loaded += o.modules_loaded;
@@ -303,7 +308,7 @@ pub(crate) fn cpu_story_with(
 }
 
 /// One push/pop range instance while the ledger is built: what its calls and children add
-/// (its wall time is its range's, the rest follows). 56 bytes: kept per range instance.
+/// (its wall time is its range's, the rest follows). 64 bytes: kept per range instance.
 struct Node {
     range: u32,
     /// The enclosing node, [`NO_NODE`] for none.
@@ -313,6 +318,8 @@ struct Node {
     other_api_ns: i64,
     children_ns: i64,
     compile_ns: i64,
+    /// `compile_ns` with the child nodes' (carried up when the ledger is finished).
+    compile_within_ns: i64,
     graphs_instantiated: u32,
     modules_loaded: u32,
 }
@@ -334,6 +341,7 @@ impl Node {
             other_api_ns: self.other_api_ns,
             children_ns: self.children_ns,
             compile_ns: self.compile_ns,
+            compile_within_ns: self.compile_within_ns,
             rest_ns: wall_ns
                 - self.sync_ns
                 - self.launch_ns
@@ -385,6 +393,7 @@ impl<'a> Builder<'a> {
                 other_api_ns: 0,
                 children_ns: 0,
                 compile_ns: 0,
+                compile_within_ns: 0,
                 graphs_instantiated: 0,
                 modules_loaded: 0,
             });
@@ -428,13 +437,16 @@ impl<'a> Builder<'a> {
         // range still records them): children come after their parent, so one backward
         // pass carries each count up the whole chain.
         for n in (0..self.nodes.len()).rev() {
-            let (g, m) = (
+            self.nodes[n].compile_within_ns += self.nodes[n].compile_ns;
+            let (g, m, c) = (
                 self.nodes[n].graphs_instantiated,
                 self.nodes[n].modules_loaded,
+                self.nodes[n].compile_within_ns,
             );
             if let Some(p) = self.nodes[n].parent().filter(|&p| p < n) {
                 self.nodes[p].graphs_instantiated += g;
                 self.nodes[p].modules_loaded += m;
+                self.nodes[p].compile_within_ns += c;
             }
         }
         let mut out = aggregate(self.ranges, &self.nodes);
@@ -509,6 +521,7 @@ impl Sink<ApiCall> for Builder<'_> {
         self.launched_after_load.clear();
         for n in &mut self.nodes {
             (n.sync_ns, n.launch_ns, n.other_api_ns, n.compile_ns) = (0, 0, 0, 0);
+            n.compile_within_ns = 0;
         }
     }
 }
@@ -695,6 +708,6 @@ mod tests {
 
     #[test]
     fn a_ledger_node_stays_small() {
-        assert_eq!(std::mem::size_of::<Node>(), 56);
+        assert_eq!(std::mem::size_of::<Node>(), 64);
     }
 }

@@ -97,6 +97,8 @@ pub(crate) enum Quantity {
     /// part that differs most between the groups.
     GroupMedianWallNs,
     GroupLedgerPartNs,
+    /// Code compiled and loaded inside a range (its child ranges' included).
+    CompileNs,
     /// Spearman's rank correlation of a range's instances' wall times with their order:
     /// near 1 when each later instance takes longer, near -1 when less.
     RankCorrelation,
@@ -138,7 +140,7 @@ impl Quantity {
         match self {
             KernelTimeNs | MeanKernelNs | WallNs | GpuProjectionNs | GraphGpuNs | LaunchApiNs
             | NcclTimeNs | NcclWaitNs | NcclTransferNs | SlowestRankWallNs | MedianRankWallNs
-            | GroupMedianWallNs | GroupLedgerPartNs => Unit::Ns,
+            | GroupMedianWallNs | GroupLedgerPartNs | CompileNs => Unit::Ns,
             KernelLaunches
             | DistinctKernels
             | GraphKernels

@@ -170,6 +170,20 @@ fn busy_verdict(a: &Artifacts, c: &Captured, scope: &Scope, out: &mut Findings) 
         if c.nccl_wait_ns > 0.0 {
             ev.push(fig(Quantity::GpuWorkingOfRangePct, working));
         }
+        // Compile-bound: what compiling costs the range, the most its lever can save.
+        let compiling = a
+            .ledger_by_name()
+            .get(&c.name)
+            .map(|l| l.total.compile_within_ns)
+            .filter(|_| {
+                story
+                    .as_ref()
+                    .is_some_and(|s| s.label == crate::analysis::ledger::CpuVerdict::Compile)
+            });
+        if let Some(ns) = compiling {
+            ev.push(fig(Quantity::CompileNs, ns as f64));
+            ev.push(fig(Quantity::WallNs, c.wall_ns));
+        }
         let python = story.as_ref().and_then(|s| s.python.clone());
         if let Some((range, _, share, n)) = python.as_ref().filter(|p| p.0 == c.name) {
             let s = Scope::range(range);

@@ -20,7 +20,7 @@ pub(super) fn idle(
         (Some(CpuVerdict::Sync), _) => "remove synchronisations from the loop (`.item()`, `.cpu()`, `.tolist()`, blocking copies) or move them off the critical path".to_string(),
         (Some(CpuVerdict::Launch), _) if from_graphs => "the kernels already run from CUDA graphs: fewer, larger graphs or fused ops cut the launches that remain".to_string(),
         (Some(CpuVerdict::Launch), _) => "capture the loop in CUDA graphs (torch.compile mode=\"reduce-overhead\"), fuse small ops, or raise the batch size so each launch does more work".to_string(),
-        (Some(CpuVerdict::Compile), _) => compile_next(compiled_for),
+        (Some(CpuVerdict::Compile), _) => compile_next(f, compiled_for),
         (Some(CpuVerdict::CudaCall), _) => "find the CUDA calls that are neither launches nor synchronisations (allocation, attribute queries, module loads: nsys's `cuda_api_sum`) and move them out of the loop (warm-up, caching allocator)".to_string(),
         (Some(CpuVerdict::Cpu), Some((func, true))) => format!("look at `{}`, where the Python samples put the thread's own work: it is the model's own code, run every step, so compile it (torch.compile fuses its small ops and drops their Python overhead), capture the step in a CUDA graph, or do more work per step (larger batch)", md(func)),
         (Some(CpuVerdict::Cpu), Some((func, false))) => format!("look at `{}`, where the Python samples put the thread's own work: move it out of the step, compile it, or do more work per step (larger batch)", md(func)),
@@ -78,8 +78,20 @@ fn loads_preceded(compiled_for: &[(String, u32)]) -> String {
     )
 }
 
-/// What to do about a range that compiles: by what the loads were for.
-fn compile_next(compiled_for: &[(String, u32)]) -> String {
+/// What to do about a range that compiles: by what the loads were for, and what it can save.
+fn compile_next(f: &Finding, compiled_for: &[(String, u32)]) -> String {
+    let lever = compile_lever(compiled_for);
+    match (f.figure(Q::CompileNs), f.figure(Q::WallNs)) {
+        (Some(c), Some(w)) => format!(
+            "{lever}. Compiling and loading took {} of the range's {} CPU wall time, which is the most this saves",
+            c.text, w.text
+        ),
+        _ => lever,
+    }
+}
+
+/// The lever for a range that compiles, by what the loads were for.
+fn compile_lever(compiled_for: &[(String, u32)]) -> String {
     let is = |p: fn(&str) -> bool| compiled_for.iter().any(|(k, _)| p(k));
     if is(|k| k.starts_with("cudnn") && k.contains("sdpa")) {
         "cuDNN builds a new attention (SDPA) kernel for each new shape, such as a KV length that grows every step: give attention a few fixed shapes (pad the KV cache or the sequence to buckets, or a static cache), run each shape once before the measured loop, or let PyTorch pick an SDPA backend that does not compile per shape (`torch.backends.cuda.enable_cudnn_sdp(False)`)".to_string()
