@@ -135,6 +135,7 @@ pub(crate) const ALL: &[Rule] = &[
     ENCLOSING.rule(),
     CLUSTERS.rule(),
     SKIP.rule(),
+    COMPILING.rule(),
 ];
 
 /// Compute-bound kernels whose tensor pipe is at least this active keep the tensor cores busy
@@ -333,6 +334,12 @@ pub(crate) const CLUSTERS: Split = Split {
     id: "instance_groups_clusters",
     text: "the sorted wall times split at their largest jump, over 2x",
     threshold: 2.0,
+};
+pub(crate) const COMPILING: Split = Split {
+    name: "compiling",
+    id: "instance_groups_compiling",
+    text: "instances that spend over half their wall time compiling and loading GPU code (a CPU gap ending in a module or library load, and the load), or that record (instantiate) CUDA graphs, are set apart from the rest, whatever their place or number",
+    threshold: 50.0,
 };
 pub(crate) const SKIP: Split = Split {
     name: "skip",

@@ -348,8 +348,9 @@ fn advice_names_the_python_function_the_samples_found() {
 }
 
 /// Instances that differ (real capture, H100: generate() called twice, the first call cold):
-/// the reports give each group its median instead of one mean, say which call each sits in,
-/// and what differs between them on the CPU thread.
+/// the reports set apart the instances that compiled GPU code (the first call's decode steps,
+/// each building a kernel for its new KV length) by that evidence, give each group its median
+/// instead of one mean, and say what differs between them on the CPU thread.
 #[test]
 fn instances_that_differ_are_told_apart() {
     let sb = common::Sandbox::new();
@@ -362,43 +363,45 @@ fn instances_that_differ_are_told_apart() {
     let f = findings(&dir);
     let g = made(&f, "instance_groups");
     let decode = g.iter().find(|x| x["scope"]["range"] == "decode").unwrap();
+    assert_eq!(decode["grouped_by"], "compiling", "{decode}");
     let groups = decode["groups"].as_array().unwrap();
-    assert_eq!(groups.len(), 3, "{decode}");
-    assert_eq!(groups[2]["label"], "inside `generate` #1");
-    assert_eq!(groups[2]["instances"], 15);
+    assert_eq!(groups.len(), 2, "{decode}");
+    assert_eq!(groups[0]["label"], "the 15 compiling GPU code");
+    assert_eq!(
+        (&groups[0]["first"], &groups[0]["last"]),
+        (&1.into(), &15.into())
+    );
+    assert_eq!(groups[1]["label"], "the other 15");
     assert_eq!(
         decode["differs_in"],
         "code compiled and loaded for kernels' first use"
     );
     let stake = read(dir.join("stakeholder_summary.md"));
     assert!(
-        stake.contains("`decode`'s instances are of 3 kinds"),
+        stake.contains("`decode`'s instances are of 2 kinds"),
         "{stake}"
     );
     assert!(
-        stake.contains("15 at a median of 15.30 ms (inside \\`generate\\` #1, #16-#30"),
+        stake.contains("15 at a median of 15.30 ms (the other 15, #16-#30"),
         "{stake}"
     );
     // Each group's own verdict, from its own instances' GPU busy share.
-    assert_eq!(decode["verdicts"][2], "mostly idle", "{decode}");
+    assert_eq!(decode["verdicts"][1], "mostly idle", "{decode}");
     let busy = decode["evidence"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| {
-            e["quantity"] == "gpu_busy_of_range_pct"
-                && e["scope"]["group"] == "inside `generate` #1"
-        })
+        .find(|e| e["quantity"] == "gpu_busy_of_range_pct" && e["scope"]["group"] == "the other 15")
         .unwrap();
     assert_eq!(busy["text"], "5.5%");
     // And where each group's Python samples were: not the same function.
     let md = read(dir.join("kernels.md"));
     assert!(
         md.contains("#16-#30; GPU busy 5.5% of their time: mostly idle; Python samples: `Linear.forward (")
-            && md.contains("#2-#15; their CUDA calls: 14 modules of GPU code loaded (cuModuleLoad/cuLibraryLoad, for their kernels' first use); GPU busy 1.1% of their time: mostly idle; Python samples: `sdpa_attention_forward ("),
+            && md.contains("#1-#15; their CUDA calls: 20 modules of GPU code loaded (cuModuleLoad/cuLibraryLoad, for their kernels' first use); GPU busy 0.8% of their time: mostly idle; Python samples: `sdpa_attention_forward ("),
         "{md}"
     );
-    assert_eq!(decode["python_functions"].as_array().map(Vec::len), Some(3));
+    assert_eq!(decode["python_functions"].as_array().map(Vec::len), Some(2));
     // The override puts them back into one group.
     sb.stage2_without_tools()
         .arg("report")

@@ -18,7 +18,9 @@ use crate::parse::sqlite::NvtxRange;
 
 use crate::rules::GROUPS_MIN_INSTANCES as MIN_INSTANCES;
 /// Ranges with fewer instances are not grouped.
-pub(crate) use crate::rules::{Split, CLUSTERS, ENCLOSING, SKIP, WARMUP, WARMUP_MAX_INSTANCES};
+pub(crate) use crate::rules::{
+    Split, CLUSTERS, COMPILING, ENCLOSING, SKIP, WARMUP, WARMUP_MAX_INSTANCES,
+};
 
 /// `report.instances`, parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -390,6 +392,74 @@ pub(crate) fn groups_of(
     out
 }
 
+/// Instances that compile, set apart by that evidence (`compiling(i)`: range `i` spent over
+/// half its wall time compiling and loading GPU code), for each repeated range whose instances
+/// include both kinds and that no rule but the positional warm-up split: the compiling ones
+/// first, then the rest. Their position and number do not matter: a 2-instance range whose
+/// first instance loads its kernels gets its steady instance set apart too.
+pub(crate) fn set_apart_compiling(
+    ranges: &[NvtxRange],
+    groups: &mut Vec<RangeGroups>,
+    first_use: impl Fn(usize) -> crate::analysis::ledger::FirstUse,
+    grouped: impl Fn(&str) -> bool,
+) {
+    let mut by_name: rustc_hash::FxHashMap<&str, Vec<usize>> = Default::default();
+    for (i, r) in ranges.iter().enumerate() {
+        if r.push_pop && r.end >= r.start && grouped(&r.name) {
+            by_name.entry(&r.name).or_default().push(i);
+        }
+    }
+    let mut names: Vec<&str> = by_name.keys().copied().collect();
+    names.sort_unstable();
+    for name in names {
+        let mut idx = by_name[name].clone();
+        let n = idx.len();
+        idx.sort_by_key(|&i| ranges[i].start);
+        let (c, rest): (Vec<usize>, Vec<usize>) = (0..n).partition(|&k| first_use(idx[k]).any());
+        let existing = groups.iter().position(|g| g.name == name);
+        // A positional warm-up that holds every such instance already sets them apart (with
+        // any slow first instance the evidence does not show): it stays.
+        let positional = existing.is_none_or(|e| {
+            let g = &groups[e];
+            g.rule == WARMUP
+                && g.groups
+                    .first()
+                    .is_none_or(|w| !c.iter().all(|k| w.members.contains(k)))
+        });
+        if n < 2 || c.is_empty() || rest.is_empty() || !positional {
+            continue;
+        }
+        let all: Vec<Inst> = idx
+            .iter()
+            .map(|&i| Inst {
+                wall: (ranges[i].end - ranges[i].start) as f64,
+                parent: None,
+            })
+            .collect();
+        let graphs = c.iter().any(|&k| first_use(idx[k]).records_graphs);
+        let compiles = c.iter().any(|&k| first_use(idx[k]).compiles);
+        let what = match (compiles, graphs) {
+            (true, true) => "compiling GPU code or recording CUDA graphs",
+            (false, true) => "recording CUDA graphs",
+            _ => "compiling GPU code",
+        };
+        let label = format!("the {} {what}", c.len());
+        let others = format!("the other {}", rest.len());
+        let mut g = RangeGroups {
+            name: name.to_string(),
+            rule: COMPILING,
+            groups: vec![group(label, c, &all), group(others, rest, &all)],
+        };
+        for grp in &mut g.groups {
+            grp.ranges = grp.members.iter().map(|&m| idx[m]).collect();
+        }
+        match existing {
+            Some(e) => groups[e] = g,
+            None => groups.push(g),
+        }
+    }
+}
+
 /// Per push/pop range (by index), the names of the ranges directly inside it, for the ranges
 /// in `wanted` only.
 fn child_names<'a>(
@@ -609,5 +679,48 @@ mod tests {
         let only = groups_of(&ranges, &nest, Rule::Auto, Some("step"));
         assert_eq!(only.len(), 1);
         assert_eq!(format!("{:?}", only[0]), format!("{step:?}"));
+    }
+
+    /// A two-instance prefill whose first instance loads its kernels (a 16k-token prefill: the
+    /// first compiles, the second is steady): set apart by that evidence, though two
+    /// instances are too few for any positional rule.
+    #[test]
+    fn instances_that_compile_are_set_apart_whatever_their_number() {
+        let r = |name: &str, start: i64, end: i64| crate::parse::sqlite::NvtxRange {
+            name: name.into(),
+            start,
+            end,
+            push_pop: true,
+            tid: 1,
+        };
+        let ranges = [r("prefill", 0, 900), r("prefill", 1_000, 1_300)];
+        let mut groups = Vec::new();
+        use crate::analysis::ledger::FirstUse;
+        let compiles = |yes: bool| FirstUse {
+            compiles: yes,
+            records_graphs: false,
+        };
+        set_apart_compiling(&ranges, &mut groups, |i| compiles(i == 0), |_| true);
+        assert_eq!(groups.len(), 1);
+        let g = &groups[0];
+        assert_eq!(g.rule, COMPILING);
+        assert_eq!(g.groups[0].label, "the 1 compiling GPU code");
+        assert_eq!(
+            (g.groups[0].ranges.as_slice(), g.groups[1].ranges.as_slice()),
+            (&[0][..], &[1][..])
+        );
+        // Every instance compiling, or none: nothing to set apart.
+        let mut none = Vec::new();
+        set_apart_compiling(&ranges, &mut none, |_| compiles(true), |_| true);
+        set_apart_compiling(&ranges, &mut none, |_| compiles(false), |_| true);
+        assert!(none.is_empty());
+        // A rule other than the positional warm-up keeps its groups.
+        let mut kept = vec![RangeGroups {
+            name: "prefill".into(),
+            rule: ENCLOSING,
+            groups: Vec::new(),
+        }];
+        set_apart_compiling(&ranges, &mut kept, |i| compiles(i == 0), |_| true);
+        assert_eq!(kept[0].rule, ENCLOSING);
     }
 }

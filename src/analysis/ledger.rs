@@ -167,6 +167,19 @@ impl RangeLedger {
     }
 }
 
+/// What an instance did that a steady one does not (see [`Builder::first_use`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct FirstUse {
+    pub(crate) compiles: bool,
+    pub(crate) records_graphs: bool,
+}
+
+impl FirstUse {
+    pub(crate) fn any(self) -> bool {
+        self.compiles || self.records_graphs
+    }
+}
+
 /// The compile/load part, as [`RangeLedger::dominant`] names it.
 pub(crate) const COMPILE: &str =
     "code compiled and loaded for kernels' first use (CPU time ending in a module or library load)";
@@ -527,6 +540,34 @@ impl Sink<ApiCall> for Builder<'_> {
 }
 
 impl Builder<'_> {
+    /// Per range index: what sets that push/pop range's instance apart from steady ones
+    /// (rules::COMPILING), its child ranges' calls included: it spent over half its wall time
+    /// compiling and loading GPU code, or it recorded (instantiated) a CUDA graph. Valid once
+    /// every call is in; one backward pass, as [`Builder::finish`] carries counts up.
+    pub(crate) fn first_use(&self) -> Vec<FirstUse> {
+        let mut within: Vec<(i64, u32)> = self
+            .nodes
+            .iter()
+            .map(|n| (n.compile_ns, n.graphs_instantiated))
+            .collect();
+        for n in (0..self.nodes.len()).rev() {
+            if let Some(p) = self.nodes[n].parent().filter(|&p| p < n) {
+                within[p].0 += within[n].0;
+                within[p].1 += within[n].1;
+            }
+        }
+        let share = crate::rules::COMPILING.threshold / 100.0;
+        let mut out = vec![FirstUse::default(); self.ranges.len()];
+        for (n, node) in self.nodes.iter().enumerate() {
+            let r = &self.ranges[node.range()];
+            out[node.range()] = FirstUse {
+                compiles: within[n].0 as f64 > share * (r.end - r.start).max(1) as f64,
+                records_graphs: within[n].1 > 0,
+            };
+        }
+        out
+    }
+
     /// The time node `n`'s child ranges take of `[from, to)`.
     fn inside_children(&self, n: u32, from: i64, to: i64) -> i64 {
         let first = self.child_spans.partition_point(|c| c.0 < n);

@@ -231,7 +231,11 @@ impl Artifacts {
     /// one group: that group, for verdicts that should not mix the two.
     pub(crate) fn steady_group(&self, range: &str) -> Option<&instances::Group> {
         let g = self.instance_groups.iter().find(|g| g.name == range)?;
-        let warmup = g.rule == instances::WARMUP || g.rule == instances::SKIP;
+        // A positional warm-up, or the instances that compiled (set apart by that evidence):
+        // the other group is the steady one.
+        let warmup = g.rule == instances::WARMUP
+            || g.rule == instances::SKIP
+            || g.rule == instances::COMPILING;
         match g.groups.as_slice() {
             [_, steady] if warmup && steady.gpu_busy_of_range_pct.is_some() => Some(steady),
             _ => None,

@@ -50,16 +50,6 @@ impl Timeline {
         let nest = nesting::Nesting::new(&all);
         let mut groups = crate::analysis::instances::groups(&all, &nest, rule);
         groups.retain(|g| !ops::is_op(&g.name) && !library.contains(&g.name));
-        let group_of: pysamples::GroupOf = groups
-            .iter()
-            .flat_map(|g| g.groups.iter().map(move |grp| (g, grp)))
-            .flat_map(|(g, grp)| {
-                grp.ranges.iter().map(|&i| {
-                    let key = (all[i].start, all[i].tid);
-                    (key, (g.name.clone(), grp.label.clone()))
-                })
-            })
-            .collect();
         let mut scan = scan::Scan::with(&all, std::borrow::Cow::Borrowed(&nest), captured);
         if let Some(req) = shapes_of {
             scan.shapes = Some(scan::ShapeScope {
@@ -70,6 +60,25 @@ impl Timeline {
         }
         let mut ledger = ledger::Builder::new(&all, &nest);
         let graph_launches = db.stream(&mut scan, &mut ledger)?;
+        if rule == crate::analysis::instances::Rule::Auto {
+            let first_use = ledger.first_use();
+            crate::analysis::instances::set_apart_compiling(
+                &all,
+                &mut groups,
+                |i| first_use[i],
+                |name| !ops::is_op(name) && !library.contains(name),
+            );
+        }
+        let group_of: pysamples::GroupOf = groups
+            .iter()
+            .flat_map(|g| g.groups.iter().map(move |grp| (g, grp)))
+            .flat_map(|(g, grp)| {
+                grp.ranges.iter().map(|&i| {
+                    let key = (all[i].start, all[i].tid);
+                    (key, (g.name.clone(), grp.label.clone()))
+                })
+            })
+            .collect();
         let graphs = graphs::per_range(&all, &nest, &graph_launches);
         // Each group's GPU busy share, from its own instances.
         for grp in groups.iter_mut().flat_map(|g| g.groups.iter_mut()) {
