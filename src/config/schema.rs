@@ -401,7 +401,7 @@ impl Config {
 impl Default for GpuMetrics {
     fn default() -> Self {
         GpuMetrics {
-            enable: false,
+            enable: true,
             frequency_hz: 50_000,
             devices: None,
             set: None,
