@@ -371,7 +371,7 @@ fn instances_that_differ_are_told_apart() {
         (&groups[0]["first"], &groups[0]["last"]),
         (&1.into(), &15.into())
     );
-    assert_eq!(groups[1]["label"], "the other 15");
+    assert_eq!(groups[1]["label"], "the 15 steady");
     assert_eq!(
         decode["differs_in"],
         "code compiled and loaded for kernels' first use"
@@ -382,7 +382,7 @@ fn instances_that_differ_are_told_apart() {
         "{stake}"
     );
     assert!(
-        stake.contains("15 at a median of 15.30 ms (the other 15, #16-#30"),
+        stake.contains("15 at a median of 15.30 ms (the 15 steady, #16-#30"),
         "{stake}"
     );
     // Each group's own verdict, from its own instances' GPU busy share.
@@ -391,7 +391,9 @@ fn instances_that_differ_are_told_apart() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["quantity"] == "gpu_busy_of_range_pct" && e["scope"]["group"] == "the other 15")
+        .find(|e| {
+            e["quantity"] == "gpu_busy_of_range_pct" && e["scope"]["group"] == "the 15 steady"
+        })
         .unwrap();
     assert_eq!(busy["text"], "5.5%");
     // And where each group's Python samples were: not the same function.

@@ -444,7 +444,8 @@ pub(crate) fn set_apart_compiling(
             _ => "compiling GPU code",
         };
         let label = format!("the {} {what}", c.len());
-        let others = format!("the other {}", rest.len());
+        // Not "the other N": they need not follow the compiling ones.
+        let others = format!("the {} steady", rest.len());
         let mut g = RangeGroups {
             name: name.to_string(),
             rule: COMPILING,
@@ -705,6 +706,7 @@ mod tests {
         let g = &groups[0];
         assert_eq!(g.rule, COMPILING);
         assert_eq!(g.groups[0].label, "the 1 compiling GPU code");
+        assert_eq!(g.groups[1].label, "the 1 steady");
         assert_eq!(
             (g.groups[0].ranges.as_slice(), g.groups[1].ranges.as_slice()),
             (&[0][..], &[1][..])

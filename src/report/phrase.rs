@@ -61,9 +61,12 @@ pub(crate) fn scope(s: &Scope) -> String {
 
 /// A group label as a scope: "the other 61" reads "the other 61 instances".
 pub(crate) fn md_group(label: &str) -> String {
-    match label.starts_with("the other ") {
-        true => format!("{label} instances after the warm-up"),
-        false => format!("its instances {label}"),
+    if label.starts_with("the other ") {
+        format!("{label} instances after the warm-up")
+    } else if label.starts_with("the ") && label.ends_with(" steady") {
+        format!("{label} instances (no compiling, no graph recording)")
+    } else {
+        format!("its instances {label}")
     }
 }
 
