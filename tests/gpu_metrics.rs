@@ -2,7 +2,7 @@
 //! capture: tests/data/hf/gpu-metrics (H100, nsys and ncu 2025.3.1, eager qwen2 decode,
 //! `--gpu-metrics-devices=0 --gpu-metrics-set=gh100 --gpu-metrics-frequency=50000`, ncu one
 //! launch of every launch configuration). Its export keeps the samples of the `decode` span
-//! only (scripts/gpu-metrics-probe.sh says how it was taken).
+//! only (scripts/gpu-metrics-capture.sh says how it was taken).
 
 mod common;
 

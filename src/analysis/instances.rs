@@ -645,17 +645,21 @@ mod tests {
         assert!(d.groups[1].median_wall_ns > 60e6, "{d:?}");
     }
 
-    /// Steps that carry a prefill chunk are named by it: the slower steps each hold a
-    /// `prefill` range that no faster step holds (`decode` is in both, so it names neither).
-    #[test]
-    fn a_group_is_named_by_the_range_only_its_instances_hold() {
-        let r = |name: &str, start: i64, end: i64| crate::parse::sqlite::NvtxRange {
+    /// A push/pop range on thread 1.
+    fn r(name: &str, start: i64, end: i64) -> crate::parse::sqlite::NvtxRange {
+        crate::parse::sqlite::NvtxRange {
             name: name.into(),
             start,
             end,
             push_pop: true,
             tid: 1,
-        };
+        }
+    }
+
+    /// Steps that carry a prefill chunk are named by it: the slower steps each hold a
+    /// `prefill` range that no faster step holds (`decode` is in both, so it names neither).
+    #[test]
+    fn a_group_is_named_by_the_range_only_its_instances_hold() {
         let mut ranges = Vec::new();
         for k in 0..8i64 {
             let t = k * 1_000;
@@ -687,13 +691,6 @@ mod tests {
     /// instances are too few for any positional rule.
     #[test]
     fn instances_that_compile_are_set_apart_whatever_their_number() {
-        let r = |name: &str, start: i64, end: i64| crate::parse::sqlite::NvtxRange {
-            name: name.into(),
-            start,
-            end,
-            push_pop: true,
-            tid: 1,
-        };
         let ranges = [r("prefill", 0, 900), r("prefill", 1_000, 1_300)];
         let mut groups = Vec::new();
         use crate::analysis::ledger::FirstUse;

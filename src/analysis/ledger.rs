@@ -387,6 +387,8 @@ pub(crate) struct Builder<'a> {
     loaded: rustc_hash::FxHashMap<i64, u32>,
     /// (node, correlation id) of each launch that followed a load.
     launched_after_load: Vec<(u32, i64)>,
+    /// The counts are carried up to the enclosing nodes (see [`Builder::carry_up`]).
+    carried: bool,
     cursor: crate::analysis::nesting::Cursor,
 }
 
@@ -439,6 +441,7 @@ impl<'a> Builder<'a> {
             child_spans,
             loaded: Default::default(),
             launched_after_load: Vec::new(),
+            carried: false,
             last_end: Default::default(),
             cursor: Default::default(),
         }
@@ -446,22 +449,7 @@ impl<'a> Builder<'a> {
 
     /// The ledger of every push/pop range name, in order of first appearance.
     pub(crate) fn finish(mut self) -> Vec<RangeLedger> {
-        // Counts include the child ranges' (a step that records its graphs inside an inner
-        // range still records them): children come after their parent, so one backward
-        // pass carries each count up the whole chain.
-        for n in (0..self.nodes.len()).rev() {
-            self.nodes[n].compile_within_ns += self.nodes[n].compile_ns;
-            let (g, m, c) = (
-                self.nodes[n].graphs_instantiated,
-                self.nodes[n].modules_loaded,
-                self.nodes[n].compile_within_ns,
-            );
-            if let Some(p) = self.nodes[n].parent().filter(|&p| p < n) {
-                self.nodes[p].graphs_instantiated += g;
-                self.nodes[p].modules_loaded += m;
-                self.nodes[p].compile_within_ns += c;
-            }
-        }
+        self.carry_up();
         let mut out = aggregate(self.ranges, &self.nodes);
         let index: rustc_hash::FxHashMap<&str, usize> = out
             .iter()
@@ -544,28 +532,40 @@ impl Builder<'_> {
     /// (rules::COMPILING), its child ranges' calls included: it spent over half its wall time
     /// compiling and loading GPU code, or it recorded (instantiated) a CUDA graph. Valid once
     /// every call is in; one backward pass, as [`Builder::finish`] carries counts up.
-    pub(crate) fn first_use(&self) -> Vec<FirstUse> {
-        let mut within: Vec<(i64, u32)> = self
-            .nodes
-            .iter()
-            .map(|n| (n.compile_ns, n.graphs_instantiated))
-            .collect();
-        for n in (0..self.nodes.len()).rev() {
-            if let Some(p) = self.nodes[n].parent().filter(|&p| p < n) {
-                within[p].0 += within[n].0;
-                within[p].1 += within[n].1;
-            }
-        }
+    pub(crate) fn first_use(&mut self) -> Vec<FirstUse> {
+        self.carry_up();
         let share = crate::rules::COMPILING.threshold / 100.0;
         let mut out = vec![FirstUse::default(); self.ranges.len()];
-        for (n, node) in self.nodes.iter().enumerate() {
+        for node in &self.nodes {
             let r = &self.ranges[node.range()];
             out[node.range()] = FirstUse {
-                compiles: within[n].0 as f64 > share * (r.end - r.start).max(1) as f64,
-                records_graphs: within[n].1 > 0,
+                compiles: node.compile_within_ns as f64 > share * (r.end - r.start).max(1) as f64,
+                records_graphs: node.graphs_instantiated > 0,
             };
         }
         out
+    }
+
+    /// Counts include the child ranges' (a step that records its graphs inside an inner range
+    /// still records them): children come after their parent, so one backward pass carries
+    /// each count up the whole chain. Once, when every call is in.
+    fn carry_up(&mut self) {
+        if std::mem::replace(&mut self.carried, true) {
+            return;
+        }
+        for n in (0..self.nodes.len()).rev() {
+            self.nodes[n].compile_within_ns += self.nodes[n].compile_ns;
+            let (g, m, c) = (
+                self.nodes[n].graphs_instantiated,
+                self.nodes[n].modules_loaded,
+                self.nodes[n].compile_within_ns,
+            );
+            if let Some(p) = self.nodes[n].parent().filter(|&p| p < n) {
+                self.nodes[p].graphs_instantiated += g;
+                self.nodes[p].modules_loaded += m;
+                self.nodes[p].compile_within_ns += c;
+            }
+        }
     }
 
     /// The time node `n`'s child ranges take of `[from, to)`.

@@ -5,9 +5,9 @@
 # candidate metric lists, and leaves run directories (eager and CUDA-graph decode at 10/50/200
 # kHz) under RUN_ROOT for the parsers.
 #
-#   source .gpu/nsight-env.sh && scripts/gpu-metrics-probe.sh OUT
+#   source .gpu/nsight-env.sh && scripts/gpu-metrics-capture.sh OUT
 set -uo pipefail
-out=${1:?usage: scripts/gpu-metrics-probe.sh OUT}
+out=${1:?usage: scripts/gpu-metrics-capture.sh OUT}
 root=${RUN_ROOT:-tmp/probe}
 bin=${STAGE2_BIN:-target/release/stage2}
 w=examples/workloads/hf_generate.py
