@@ -520,9 +520,12 @@ impl Sink<ApiCall> for Builder<'_> {
         self.last_end.clear();
         self.loaded.clear();
         self.launched_after_load.clear();
+        self.carried = false;
         for n in &mut self.nodes {
             (n.sync_ns, n.launch_ns, n.other_api_ns, n.compile_ns) = (0, 0, 0, 0);
             n.compile_within_ns = 0;
+            // The counts come from the calls too: read again, they would count twice.
+            (n.graphs_instantiated, n.modules_loaded) = (0, 0);
         }
     }
 }
@@ -745,6 +748,24 @@ mod tests {
             ),
             "{story}"
         );
+    }
+
+    /// Calls read again after a reset (the runtime table out of start order) count once.
+    #[test]
+    fn a_reset_forgets_every_count() {
+        let ranges = [r("step", 0, 100)];
+        let calls = [
+            call(10, 20, ApiKind::Instantiate),
+            call(60, 70, ApiKind::Load),
+        ];
+        let nest = Nesting::new(&ranges);
+        let mut b = Builder::new(&ranges, &nest);
+        calls.iter().for_each(|c| b.take(c));
+        b.reset();
+        calls.iter().for_each(|c| b.take(c));
+        let p = b.finish()[0].total;
+        assert_eq!((p.graphs_instantiated, p.modules_loaded), (1, 1));
+        assert_eq!(p.compile_ns, 50);
     }
 
     #[test]
