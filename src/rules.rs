@@ -122,6 +122,7 @@ pub(crate) const ALL: &[Rule] = &[
     GRAPH_LEVEL,
     KERNELS_BESIDE_GRAPHS,
     RANGE_VERDICT,
+    LOOP_SHARE,
     SAMPLED_BOUND,
     SAMPLED_DISAGREES,
     SAMPLED_REUSE,
@@ -175,6 +176,15 @@ pub(crate) const RANGE_VERDICT: Rule = Rule {
     id: "range_verdict",
     text: "GPU-bound unless GPU busy is under 50% of the range time; then the largest part of the range's wall time on its CPU thread decides: synchronize calls (sync-bound), launch calls (launch-bound), other CUDA calls (CUDA-call-bound), code compiled and loaded (a CPU gap ending in a module or library load, and the load: compile-bound) or the thread's own work (CPU-bound), followed into the child range that holds most of it",
     threshold: 50.0,
+};
+
+/// A repeated range that holds under this share of its loop (one instance's start to the
+/// next's): the loop's figures decide the verdict, not the range's (a static-cache decode
+/// range holds a third of generate()'s step; the host work between is the rest).
+pub(crate) const LOOP_SHARE: Rule = Rule {
+    id: "loop_share",
+    text: "a repeated range that holds under 80% of the time from one instance's start to the next's (summed over its cycles, the steady instances' where a warm-up or compiling instances are set apart) is judged over that loop: GPU-bound when the kernels launched in the range and between instances keep the GPU busy 50% or more of it, otherwise by the largest part of the time between instances",
+    threshold: 80.0,
 };
 
 /// The busier unit at >= this % of its peak decides a kernel's bound class (ncu's SM and DRAM

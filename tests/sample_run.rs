@@ -350,7 +350,7 @@ fn a_hand_made_default_capture_of_cuda_graphs_is_read_from_the_data() {
 fn the_floor_share_names_the_time_it_is_a_share_of() {
     let stake = read(root().join("examples/sample-run-hf-static/stakeholder_summary.md"));
     assert!(
-        stake.contains("`decode` takes 0.45 ms per instance; its memory-bandwidth floor (the DRAM bytes of the kernels ncu measured, 95.5% of its kernel time, at peak bandwidth) is 7.6% of its 0.72 ms per instance of GPU work"),
+        stake.contains("`decode` takes 0.45 ms per instance, in a loop that starts one every 1.35 ms, the time per step that counts; its memory-bandwidth floor (the DRAM bytes of the kernels ncu measured, 95.5% of its kernel time, at peak bandwidth) is 7.6% of its 0.72 ms per instance of GPU work"),
         "{stake}"
     );
     assert!(!stake.contains("7.6% of that time"), "{stake}");
@@ -719,4 +719,42 @@ fn per_shape_compilation_is_named_with_what_it_built() {
     let md = read(root().join("examples/sample-run/stakeholder_summary.md"));
     assert!(md.contains("enable_cudnn_sdp(False)"), "{md}");
     assert!(!md.contains("(CPU-bound)"), "{md}");
+}
+
+/// A static-cache decode range holds a third of generate()'s step: the loop, timed start to
+/// start, decides the verdict; an eager decode range holds most of its loop and keeps its own.
+#[test]
+fn a_range_that_is_a_fraction_of_its_loop_is_judged_over_the_loop() {
+    let loop_of = |name: &str| {
+        let s = summary(name);
+        let found = s["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["kind"] == "loop")
+            .cloned();
+        found.unwrap_or_else(|| panic!("{name}: no loop finding"))
+    };
+    let fig = |f: &serde_json::Value, q: &str| {
+        f["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["quantity"] == q)
+            .and_then(|e| e["value"].as_f64())
+            .unwrap()
+    };
+    let st = loop_of("sample-run-hf-static");
+    assert_eq!(st["decides"], true);
+    assert_eq!(st["role"], "verdict");
+    assert!((fig(&st, "cycle_ms") - 1.353).abs() < 0.01);
+    assert!(fig(&st, "range_share_of_cycle_pct") < 40.0);
+    assert_eq!(st["between"][0][0], "own");
+    let eager = loop_of("sample-run-hf-eager");
+    assert_eq!(eager["decides"], false);
+    assert_eq!(eager["role"], "fact");
+    assert!(fig(&eager, "range_share_of_cycle_pct") > 90.0);
+    let head = read(root().join("examples/sample-run-hf-static/stakeholder_summary.md"));
+    assert!(head.contains("so the loop, not the range alone, is bound by the CPU thread"));
+    assert!(head.contains("in a loop that starts one every 1.35 ms"));
 }

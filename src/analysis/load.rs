@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::nvtx::{include_and_base, style_for};
 use super::{
-    graphs, kernels, ledger, nesting, ops, pysamples, ranks, repeats, roofline, sampled, scan,
-    tokens, Artifacts,
+    cadence, graphs, kernels, ledger, nesting, ops, pysamples, ranks, repeats, roofline, sampled,
+    scan, tokens, Artifacts,
 };
 use crate::config::{Capture, Config};
 use crate::error::Error;
@@ -213,16 +213,18 @@ impl Artifacts {
         // Moved out, not copied: at 73,000 range names a copy of these was a fifth of the
         // report's allocations. The phases and the sample index stay for what follows.
         use std::mem::take;
-        let (range_stats, graphs, instance_groups, ledger, operators) = match timeline.as_mut() {
-            Some(t) => (
-                take(&mut t.stats),
-                take(&mut t.graphs),
-                take(&mut t.groups),
-                take(&mut t.ledger),
-                take(&mut t.operators),
-            ),
-            None => Default::default(),
-        };
+        let (range_stats, graphs, instance_groups, ledger, operators, cycle) =
+            match timeline.as_mut() {
+                Some(t) => (
+                    take(&mut t.stats),
+                    take(&mut t.graphs),
+                    take(&mut t.groups),
+                    take(&mut t.ledger),
+                    take(&mut t.operators),
+                    t.cycle.take(),
+                ),
+                None => Default::default(),
+            };
         let mut a = Artifacts {
             run_id: run.id(),
             kernels_nsys,
@@ -249,6 +251,7 @@ impl Artifacts {
             records,
             ncu_records,
             range_stats,
+            cycle,
             graphs,
             instance_groups,
             sqlite_file: run.relative(&sqlite),

@@ -2,6 +2,7 @@
 //! figures, selection, roofline points and comparisons. Nothing here renders; `report/` reads
 //! these values and writes files.
 
+pub(crate) mod cadence;
 pub(crate) mod diff;
 pub(crate) mod durations;
 pub(crate) mod graphs;
@@ -102,6 +103,8 @@ pub(crate) struct Artifacts {
     pub(crate) graphs: BTreeMap<String, graphs::GraphUse>,
     /// Repeated ranges whose instances fall into groups (see analysis::instances).
     pub(crate) instance_groups: Vec<instances::RangeGroups>,
+    /// The loop around the captured range (see analysis::cadence).
+    pub(crate) cycle: Option<cadence::Loop>,
     /// Units of the ncu metrics.
     pub(crate) ncu_units: BTreeMap<String, String>,
     /// The device's peaks, from ncu's peak metrics.

@@ -72,6 +72,20 @@ impl Serialize for RangeVerdict {
     }
 }
 
+/// A part of the time between a range's instances on its thread (analysis::ledger's parts).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum LoopPart {
+    Sync,
+    Launch,
+    OtherApi,
+    Compile,
+    /// The thread's own work outside CUDA calls (Python, the framework).
+    Own,
+    /// Another range between the instances.
+    Range(String),
+}
+
 /// One group of a range's instances by the gpu_idle rule on its own busy share.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub(crate) enum GroupUse {
@@ -320,6 +334,15 @@ pub(crate) enum Claim {
         #[serde(skip_serializing_if = "Option::is_none")]
         settled_at: Option<u64>,
     },
+    /// The loop around the captured range: how often it recurs, its share of the loop, the
+    /// GPU busy over the loop and what the time between instances holds. `decides`: the range
+    /// holds under rules::LOOP_SHARE of the loop, so the loop's verdict is the one given.
+    Loop {
+        decides: bool,
+        gpu_bound: bool,
+        /// The largest parts of the time between instances, ms per cycle, largest first.
+        between: Vec<(LoopPart, f64)>,
+    },
     /// One range's verdict for kernels.md's table.
     RangeVerdict {
         verdict: RangeVerdict,
@@ -365,6 +388,8 @@ impl Claim {
             | InstanceTrend { .. }
             | InstanceGroups { .. } => Role::Caveat,
             NoNcuMetrics | NothingStandsOut => Role::Advice,
+            Loop { decides: true, .. } => Role::Verdict,
+            Loop { .. } => Role::Fact,
             GpuIdle { .. }
             | GpuWaitsInNccl
             | NcclWaiting
@@ -386,7 +411,7 @@ impl Claim {
     pub(crate) fn of_instances(&self) -> bool {
         use Claim::*;
         match self {
-            InstanceGroups { .. } | GraphsRerecorded | InstanceTrend { .. } => true,
+            InstanceGroups { .. } | GraphsRerecorded | InstanceTrend { .. } | Loop { .. } => true,
             KernelTotals
             | TopKernel { .. }
             | CapturedRange

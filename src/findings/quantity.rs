@@ -106,6 +106,15 @@ pub(crate) enum Quantity {
     /// and modules of GPU code they loaded (for their kernels' first use), summed.
     GroupGraphsInstantiated,
     GroupModulesLoaded,
+    /// The loop around a repeated range: the median time from one instance's start to the
+    /// next's, the cycles counted, the range's share of their time, and the GPU busy of it
+    /// (the kernels launched in the range and between instances).
+    CycleMs,
+    Cycles,
+    RangeShareOfCyclePct,
+    GpuBusyOfCyclePct,
+    /// The loop's median cycle per token (the range's tokens per instance).
+    LoopMsPerToken,
     /// Per instance of a phase.
     MsPerInstance,
     /// A phase of too few instances to group whose fastest and slowest differ by more than
@@ -159,13 +168,16 @@ impl Quantity {
             | NvidiaFiguresDiffer
             | NvidiaKernels
             | GpuSms
+            | Cycles
             | ThreadBlocks => Unit::Count,
             StepDramMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
+            | CycleMs
             | FastestInstanceMs
             | SlowestInstanceMs
             | MsPerToken
+            | LoopMsPerToken
             | NsysMsPerInstance
             | BaselineMsPerInstance
             | FloorBasisMsPerInstance => Unit::Ms,
@@ -210,7 +222,7 @@ impl Quantity {
             (_, Unit::Pct) => format!("{:.1}%", z(v)),
             (_, Unit::Count) => format!("{}", v.round() as i64),
             (_, Unit::FlopPerByte) => format!("{:.2} FLOP/byte", z(v)),
-            (Quantity::MsPerToken, _) => format!("{:.3} ms", z(v)),
+            (Quantity::MsPerToken | Quantity::LoopMsPerToken, _) => format!("{:.3} ms", z(v)),
             (_, Unit::Ms) => format!("{:.2} ms", z(v)),
             (_, Unit::TokensPerS) => format!("{:.0} tokens/s", z(v)),
             (_, Unit::Mb) => format!("{:.1} MB", z(v)),

@@ -10,8 +10,8 @@ use groups::{groups_sentence, idle};
 
 use super::fmt::md;
 use crate::findings::{
-    span, BytesOf, Claim, CpuVerdict, Finding, GpuUse, Pass, PastWall, Quantity as Q, Scope,
-    TensorUse,
+    span, BytesOf, Claim, CpuVerdict, Finding, GpuUse, LoopPart, Pass, PastWall, Quantity as Q,
+    Scope, TensorUse,
 };
 
 /// A range as the reports name it: "`decode`", or "the cudaProfilerStart/Stop windows" for
@@ -114,6 +114,61 @@ pub(crate) fn cite(f: &Finding) -> String {
     }
 }
 
+/// The loop around a range: its cadence and share, the loop's verdict where it decides, and
+/// what the time between instances holds (no sources, no full stop).
+pub(crate) fn loop_clause(
+    f: &Finding,
+    decides: bool,
+    gpu_bound: bool,
+    between: &[(LoopPart, f64)],
+) -> String {
+    let name = range_name(f.scope.range.as_deref().unwrap_or(""));
+    let whose = match &f.scope.group {
+        Some(g) => format!(" ({})", md_group(g)),
+        None => String::new(),
+    };
+    let parts: Vec<String> = between
+        .iter()
+        .map(|(p, ms)| format!("{ms:.2} ms {}", loop_part(p)))
+        .collect();
+    let gap = match parts.is_empty() {
+        true => String::new(),
+        false => format!(
+            "; between instances the thread spends, per cycle, {}",
+            parts.join(", ")
+        ),
+    };
+    let head = format!(
+        "{name} starts every {} (median over {} cycles{whose}) and holds {} of that time; the kernels launched in it and between its instances keep the GPU busy {} of the loop",
+        f.text(Q::CycleMs),
+        f.text(Q::Cycles),
+        f.text(Q::RangeShareOfCyclePct),
+        f.text(Q::GpuBusyOfCyclePct),
+    );
+    match decides {
+        true => format!(
+            "{head}, so the loop, not the range alone, is {}{gap}",
+            match gpu_bound {
+                true => "GPU-bound",
+                false => "bound by the CPU thread between instances",
+            },
+        ),
+        false => format!("{head}{gap}"),
+    }
+}
+
+/// A part of the time between instances, as the loop sentence names it.
+fn loop_part(p: &LoopPart) -> String {
+    match p {
+        LoopPart::Sync => "in CUDA calls waiting for the GPU (sync)".to_string(),
+        LoopPart::Launch => "in kernel launch calls".to_string(),
+        LoopPart::OtherApi => "in other CUDA calls".to_string(),
+        LoopPart::Compile => "compiling and loading GPU code".to_string(),
+        LoopPart::Own => "on its own work outside CUDA calls (Python, framework)".to_string(),
+        LoopPart::Range(n) => format!("in {}", range_name(n)),
+    }
+}
+
 /// The fix for graph launches traced as whole graphs, for stage2's runs and hand-made ones.
 pub(crate) const GRAPH_FIX: &str = "profile with `nsys.cuda_graph_trace=node` (a capture made by hand: `nsys profile --cuda-graph-trace=node`) to see the kernels inside the graphs";
 
@@ -162,6 +217,15 @@ pub(crate) fn sentence(f: &Finding) -> String {
             python_function.as_deref().map(|p| (p, *python_in_model)),
             *from_graphs,
             compiled_for,
+        ),
+        Claim::Loop {
+            decides,
+            gpu_bound,
+            between,
+        } => format!(
+            "{}{}.",
+            loop_clause(f, *decides, *gpu_bound, between),
+            cite(f)
         ),
         Claim::GpuWaitsInNccl => format!(
             "The GPU is busy {} of the range time {w} but working only {} of it: it mostly waits for the other ranks inside NCCL kernels{}.",

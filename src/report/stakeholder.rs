@@ -130,6 +130,23 @@ fn headline(a: &Decided, f: &Findings) -> String {
         captured_verdict(f, &c.scope, several, &mut h);
         h.push_str(&phrase::cite(c));
         h.push('.');
+        // Where the range is a fraction of its loop, the loop's verdict follows at once.
+        let decides = |x: &Finding| {
+            matches!(x.claim, Claim::Loop { decides: true, .. }) && x.scope.range == c.scope.range
+        };
+        if let Some(l) = f.find(decides) {
+            if let Claim::Loop {
+                gpu_bound, between, ..
+            } = &l.claim
+            {
+                let _ = write!(
+                    h,
+                    " But {} ({}).",
+                    phrase::loop_clause(l, true, *gpu_bound, between),
+                    l.sources().join(", ")
+                );
+            }
+        }
         if let (true, Some(t)) = (same, &top) {
             let _ = write!(h, " {}.", capitalise(t));
         }

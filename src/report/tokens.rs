@@ -266,6 +266,14 @@ fn sentence(p: &Finding) -> String {
     if let (Some(ms), Some(tps)) = (p.figure(Q::MsPerToken), p.figure(Q::TokensPerS)) {
         let _ = write!(t, ", {} per token ({})", ms.text, tps.text);
     }
+    // The range is a fraction of its loop: the step's time is the loop's (rules::LOOP_SHARE).
+    if let Some(c) = p.figure(Q::CycleMs) {
+        let _ = write!(t, ", in a loop that starts one every {}", c.text);
+        if let Some(m) = p.figure(Q::LoopMsPerToken) {
+            let _ = write!(t, " ({} per token over the loop)", m.text);
+        }
+        t.push_str(", the time per step that counts");
+    }
     if let Some(m) = p.figure(Q::MemoryFloorOfMeasuredPct) {
         // The floors are over the range's time per instance; where its GPU work outlasts the
         // CPU range (CUDA graphs), that is not the wall time just stated: name it.

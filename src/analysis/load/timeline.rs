@@ -24,6 +24,8 @@ pub(super) struct Timeline {
     pub(super) group_of: pysamples::GroupOf,
     /// The launch configurations of the kernels asked for, in the range asked for.
     pub(super) shapes: Option<crate::analysis::shapes::Shapes>,
+    /// The loop around the captured range (None: fewer than two instances in a row).
+    pub(super) cycle: Option<cadence::Loop>,
 }
 
 /// Which kernels' launch configurations a pass over the export tallies, and in which range.
@@ -59,7 +61,24 @@ impl Timeline {
             });
         }
         let mut ledger = ledger::Builder::new(&all, &nest);
-        let graph_launches = db.stream(&mut scan, &mut ledger)?;
+        // The loop around the captured range: its gaps' kernels and ledger, in the same pass.
+        let between = cadence::Between::of(&all, &nest, captured);
+        let mut gap_scan = scan::Scan::with(
+            &between.ranges,
+            std::borrow::Cow::Borrowed(&between.nest),
+            None,
+        );
+        let mut gap_ledger = ledger::Builder::new(&between.ranges, &between.nest);
+        let graph_launches = db.stream(
+            &mut crate::parse::sqlite::Tee(&mut scan, &mut gap_scan),
+            &mut crate::parse::sqlite::Tee(&mut ledger, &mut gap_ledger),
+        )?;
+        let cycle = between.finish(
+            &all,
+            |i| scan.instance(i),
+            |g| gap_scan.instance(g),
+            gap_ledger.finish(),
+        );
         if rule == crate::analysis::instances::Rule::Auto {
             let first_use = ledger.first_use();
             crate::analysis::instances::set_apart_compiling(
@@ -139,6 +158,7 @@ impl Timeline {
             graphs,
             groups,
             group_of,
+            cycle,
         })
     }
 }

@@ -2,6 +2,7 @@
 //! its figures support (and the ones it abstains from) in the order the reports read them.
 
 mod coverage;
+mod cycle;
 mod groups;
 mod kernels;
 mod ranges;
@@ -18,6 +19,7 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
     ranges::captured(a, &mut out);
     ranges::phases(a, &mut out);
     ranges::per_token(a, &mut out);
+    cycle::cycle(a, &mut out);
     groups::instances(a, &mut out);
     ranges::verdicts(a, listed, &mut out);
     run::ranks(a, &mut out);

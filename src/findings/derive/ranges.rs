@@ -362,6 +362,17 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
             ev.push(fig(Quantity::MsPerToken, ms));
             ev.push(fig(Quantity::TokensPerS, tps));
         }
+        // A range that is a fraction of its loop: the step's time is the loop's.
+        if let Some(l) = super::cycle::deciding(a, &p.phase) {
+            let cycle_ms = l.median_cadence_ns / 1e6;
+            ev.push(fig(Quantity::CycleMs, cycle_ms));
+            if let Some(ms) = p.ms_per_token.filter(|_| p.ms_per_instance > 0.0) {
+                ev.push(fig(
+                    Quantity::LoopMsPerToken,
+                    cycle_ms * ms / p.ms_per_instance,
+                ));
+            }
+        }
         if let Some(f) = &p.floor {
             let ncu = Figure::new(
                 Quantity::MemoryFloorOfMeasuredPct,

@@ -45,7 +45,7 @@ impl<T> Sink<T> for Ignore {
 }
 
 /// Two consumers of one stream (each reads every launch once, the export is read once);
-/// configurations are read for every launch unless both name theirs alike.
+/// configurations are read for every launch unless both name theirs alike (or one names none).
 pub struct Tee<'a, A, B>(pub &'a mut A, pub &'a mut B);
 
 impl<T, A: Sink<T>, B: Sink<T>> Sink<T> for Tee<'_, A, B> {
@@ -59,7 +59,8 @@ impl<T, A: Sink<T>, B: Sink<T>> Sink<T> for Tee<'_, A, B> {
     }
     fn configs_of(&self) -> Option<&HashSet<i64>> {
         match (self.0.configs_of(), self.1.configs_of()) {
-            (Some(a), Some(b)) if a == b => Some(a),
+            (Some(a), Some(b)) if a == b || b.is_empty() => Some(a),
+            (Some(a), Some(b)) if a.is_empty() => Some(b),
             _ => None,
         }
     }
