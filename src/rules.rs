@@ -123,6 +123,7 @@ pub(crate) const ALL: &[Rule] = &[
     KERNELS_BESIDE_GRAPHS,
     RANGE_VERDICT,
     LOOP_SHARE,
+    KERNEL_ADVICE,
     SAMPLED_BOUND,
     SAMPLED_DISAGREES,
     SAMPLED_REUSE,
@@ -185,6 +186,16 @@ pub(crate) const LOOP_SHARE: Rule = Rule {
     id: "loop_share",
     text: "a repeated range that holds under 80% of the time from one instance's start to the next's (summed over its cycles, the steady instances' where a warm-up or compiling instances are set apart) is judged over that loop: GPU-bound when the kernels launched in the range and between instances keep the GPU busy 50% or more of it, otherwise by the largest part of the time between instances",
     threshold: 80.0,
+};
+
+/// Advice about kernels (their size, grids, bound class, tensor cores, replay) moves the wall
+/// time only as far as the GPU is busy: below this share of the captured range's time (its
+/// steady instances', or its loop's where the loop decides), such advice is withheld and the
+/// kernels' classes stay facts in kernels.md's tables.
+pub(crate) const KERNEL_ADVICE: Rule = Rule {
+    id: "kernel_advice",
+    text: "advice about the captured range's kernels (tiny kernels, small grids, memory- or compute-bound, tensor cores, replay) is given only where the GPU is busy at least 50% of the range time (its steady instances', or its loop's where the loop decides): below that, faster kernels move the wall time by at most the busy share",
+    threshold: 50.0,
 };
 
 /// The busier unit at >= this % of its peak decides a kernel's bound class (ncu's SM and DRAM

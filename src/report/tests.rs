@@ -236,7 +236,12 @@ fn a_top_kernel_ncu_did_not_classify_takes_its_sampled_class_or_an_abstention() 
     let made = sampled(&crate::findings::derive(&a));
     assert_eq!(made.len(), 1);
     let f = &made[0];
-    assert!(f.abstain.is_none());
+    // The capture's decode keeps the GPU 20% busy: the class is withheld as advice, its
+    // figures kept (rules::KERNEL_ADVICE).
+    assert!(f
+        .abstain
+        .as_deref()
+        .is_some_and(|w| w.contains("(rule kernel_advice)")));
     assert_eq!(f.get(crate::findings::Quantity::SampledDramPct), Some(71.0));
     assert_eq!(
         f.get(crate::findings::Quantity::SampledCoveragePct),

@@ -8,7 +8,7 @@ mod kernels;
 mod ranges;
 mod run;
 
-use super::{Claim, Findings, Role};
+use super::{Claim, Findings, Role, Scope};
 use crate::analysis::Artifacts;
 
 /// Every finding; range verdicts for the ranges `listed` (the tables' rows: a run with 73k
@@ -29,6 +29,7 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
     ranges::measurement_cost(a, &mut out);
     kernels::launch_size(a, &mut out);
     kernels::bounds(a, &mut out);
+    withhold_kernel_advice(a, &mut out);
     run::passes(a, &mut out);
     run::nvidia(a, &mut out);
     run::nvidia_ncu(a, &mut out);
@@ -45,4 +46,53 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
         );
     }
     out
+}
+
+/// Kernel advice where faster kernels cannot move the wall time (rules::KERNEL_ADVICE): each
+/// such finding is withheld, with the busy share that says why.
+fn withhold_kernel_advice(a: &Artifacts, out: &mut Findings) {
+    let Some((busy, over)) = gpu_busy(a) else {
+        return;
+    };
+    if busy >= crate::rules::KERNEL_ADVICE.threshold {
+        return;
+    }
+    let range = over.range.clone();
+    for f in out.0.iter_mut().filter(|f| f.abstain.is_none()) {
+        let kernel_advice = matches!(
+            f.claim,
+            Claim::TinyKernels { .. }
+                | Claim::SmallGrids
+                | Claim::MemoryBound { .. }
+                | Claim::ComputeBound { .. }
+                | Claim::TensorCoresIdle
+                | Claim::SampledBound { .. }
+                | Claim::ReplayDiffers { .. }
+        );
+        if kernel_advice && (f.scope.range == range || f.scope.range.is_none()) {
+            f.abstain = Some(format!(
+                "the GPU is busy {busy:.1}% of the time of `{}`{} (rule {}): faster kernels move its wall time by at most that share",
+                over.range.as_deref().unwrap_or(""),
+                over.group
+                    .as_deref()
+                    .map_or(String::new(), |g| format!(", {g}")),
+                crate::rules::KERNEL_ADVICE.id
+            ));
+        }
+    }
+}
+
+/// The captured range's GPU busy that kernel advice is weighed by: its loop's where the loop
+/// decides, else its steady instances', else all of its instances' (NCCL waiting left out).
+fn gpu_busy(a: &Artifacts) -> Option<(f64, Scope)> {
+    let name = a.capture().range()?;
+    if let Some(l) = cycle::deciding(a, name) {
+        return Some((l.busy_pct, Scope::range(name).group("over its loop")));
+    }
+    if let Some(g) = a.steady_group(name) {
+        return Some((g.gpu_busy_of_range_pct?, Scope::range(name).group(&g.label)));
+    }
+    // Busy less NCCL's waiting for late ranks: a GPU that waits inside NCCL kernels does no work.
+    let c = a.captured().filter(|c| c.name == name)?;
+    Some((c.working_pct(), Scope::range(name)))
 }
