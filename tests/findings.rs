@@ -101,7 +101,8 @@ fn every_figure_of_a_finding_is_printed_as_summary_json_holds_it() {
                 continue;
             }
             for e in f["evidence"].as_array().unwrap() {
-                let key = format!("{}@{}", e["quantity"], e["scope"]);
+                // A lever's saving is the lever's own figure: several share a step's scope.
+                let key = format!("{}@{}#{}", e["quantity"], e["scope"], f["lever"]);
                 let v = e["value"].as_f64().unwrap();
                 if let Some(old) = seen.insert(key.clone(), v) {
                     assert_eq!(old, v, "{}: two values for {key}", run.display());

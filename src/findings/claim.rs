@@ -72,6 +72,34 @@ impl Serialize for RangeVerdict {
     }
 }
 
+/// What a step's time is: the loop's median cycle (the range is a fraction of it), the steady
+/// instances' median (a warm-up or compiling instances set apart), or the mean instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum StepBasis {
+    Loop,
+    Steady,
+    Mean,
+}
+
+/// What a lever changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "what")]
+pub(crate) enum LeverKind {
+    /// Stop compiling and loading GPU code in the step (fixed or bucketed shapes, warmed
+    /// shapes, another backend).
+    Compile,
+    /// Move the host work the GPU waits for off the step; the ledger's verdict says which.
+    HostWork {
+        verdict: Option<CpuVerdict>,
+        from_graphs: bool,
+    },
+    /// Memory-bound kernels nearer the bandwidth peak (fusion, fewer bytes).
+    Bandwidth,
+    /// Bring the late rank in step.
+    LateRank,
+}
+
 /// A part of the time between a range's instances on its thread (analysis::ledger's parts).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -343,6 +371,16 @@ pub(crate) enum Claim {
         /// The largest parts of the time between instances, ms per cycle, largest first.
         between: Vec<(LoopPart, f64)>,
     },
+    /// The captured range's time per step and the GPU's working share of it: what the levers
+    /// are sized against.
+    Step {
+        basis: StepBasis,
+    },
+    /// What to change first, sized per step (findings::derive::levers); `rank` 1 saves most.
+    Lever {
+        lever: LeverKind,
+        rank: u32,
+    },
     /// One range's verdict for kernels.md's table.
     RangeVerdict {
         verdict: RangeVerdict,
@@ -389,6 +427,8 @@ impl Claim {
             | InstanceGroups { .. } => Role::Caveat,
             NoNcuMetrics | NothingStandsOut => Role::Advice,
             Loop { decides: true, .. } => Role::Verdict,
+            Lever { .. } => Role::Advice,
+            Step { .. } => Role::Fact,
             Loop { .. } => Role::Fact,
             GpuIdle { .. }
             | GpuWaitsInNccl
@@ -432,6 +472,8 @@ impl Claim {
             | NvidiaNcuSummary { .. }
             | NoNcuMetrics
             | NothingStandsOut
+            | Step { .. }
+            | Lever { .. }
             | GpuIdle { .. }
             | GpuWaitsInNccl
             | NcclWaiting

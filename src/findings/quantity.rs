@@ -113,6 +113,13 @@ pub(crate) enum Quantity {
     Cycles,
     RangeShareOfCyclePct,
     GpuBusyOfCyclePct,
+    /// A lever: the step's time it is sized against, what it saves per step at most, and
+    /// that as a share of the step.
+    StepMs,
+    /// The GPU's working share of the step (busy, NCCL waiting left out).
+    GpuWorkOfStepPct,
+    SavingMsPerStep,
+    SavingOfStepPct,
     /// The loop's median cycle per token (the range's tokens per instance).
     LoopMsPerToken,
     /// Per instance of a phase.
@@ -174,6 +181,8 @@ impl Quantity {
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
             | CycleMs
+            | StepMs
+            | SavingMsPerStep
             | FastestInstanceMs
             | SlowestInstanceMs
             | MsPerToken

@@ -10,8 +10,8 @@ use groups::{groups_sentence, idle};
 
 use super::fmt::md;
 use crate::findings::{
-    span, BytesOf, Claim, CpuVerdict, Finding, GpuUse, LoopPart, Pass, PastWall, Quantity as Q,
-    Scope, TensorUse,
+    span, BytesOf, Claim, CpuVerdict, Finding, GpuUse, LeverKind, LoopPart, Pass, PastWall,
+    Quantity as Q, Scope, StepBasis, TensorUse,
 };
 
 /// A range as the reports name it: "`decode`", or "the cudaProfilerStart/Stop windows" for
@@ -157,6 +157,34 @@ pub(crate) fn loop_clause(
     }
 }
 
+/// A lever and what it buys per step (no sources, no full stop).
+pub(crate) fn lever_clause(f: &Finding, lever: LeverKind) -> String {
+    let (what, bound) = match lever {
+        LeverKind::Compile => (
+            "stop compiling and loading GPU code inside the step (fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles)".to_string(),
+            "the compiling and loading measured in it",
+        ),
+        LeverKind::HostWork { verdict, from_graphs } => (
+            format!("move the host work the GPU waits for off the step: {}", groups::host_next(verdict, from_graphs)),
+            "at most: the time the GPU waits, beyond compiling",
+        ),
+        LeverKind::Bandwidth => (
+            "bring the memory-bound kernels nearer the DRAM peak (fuse them with their neighbours, move fewer bytes)".to_string(),
+            "at most: their time beyond what their DRAM traffic needs at the peak",
+        ),
+        LeverKind::LateRank => (
+            "bring the late rank in step (its host work, launches or shard size)".to_string(),
+            "the NCCL waiting in it",
+        ),
+    };
+    format!(
+        "{what}; it saves {} per step, {} of the {} step ({bound})",
+        f.text(Q::SavingMsPerStep),
+        f.text(Q::SavingOfStepPct),
+        f.text(Q::StepMs)
+    )
+}
+
 /// A part of the time between instances, as the loop sentence names it.
 fn loop_part(p: &LoopPart) -> String {
     match p {
@@ -227,6 +255,23 @@ pub(crate) fn sentence(f: &Finding) -> String {
             loop_clause(f, *decides, *gpu_bound, between),
             cite(f)
         ),
+        Claim::Step { basis } => {
+            let how = match basis {
+                StepBasis::Loop => "the median time from one instance's start to the next",
+                StepBasis::Steady => "the median of the steady instances",
+                StepBasis::Mean => "the mean instance",
+            };
+            let work = f
+                .figure(Q::GpuWorkOfStepPct)
+                .map_or(String::new(), |b| format!(", the GPU working {} of it", b.text));
+            format!(
+                "A step of {} takes {} ({how}){work}{}",
+                range_name(f.scope.range.as_deref().unwrap_or("")),
+                f.text(Q::StepMs),
+                cite(f)
+            )
+        }
+        Claim::Lever { lever, .. } => format!("{}{}.", lever_clause(f, *lever), cite(f)),
         Claim::GpuWaitsInNccl => format!(
             "The GPU is busy {} of the range time {w} but working only {} of it: it mostly waits for the other ranks inside NCCL kernels{}.",
             f.text(Q::GpuBusyOfRangePct),

@@ -10,6 +10,7 @@ use crate::findings::document::Decided;
 use crate::findings::{Claim, Finding, Findings, Quantity as Q, Role};
 use crate::model::Bound;
 
+mod brief;
 mod tables;
 use tables::{operators, top_kernels};
 
@@ -19,7 +20,11 @@ pub(crate) fn summary_md(a: &Decided, f: &Findings) -> String {
     if let Some(note) = super::replay_note(a) {
         let _ = writeln!(s, "{note}");
     }
+    if let Some(b) = brief::in_short(f) {
+        let _ = writeln!(s, "{b}");
+    }
     let _ = writeln!(s, "{}\n", headline(a, f));
+    levers(f, &mut s);
     run_facts(a, &mut s);
     numbers(a, f, &mut s);
     operators(a, &mut s);
@@ -494,12 +499,33 @@ fn captured_line(a: &Decided, c: &Finding) -> String {
     )
 }
 
+/// The levers, most saving first, as the engineer reads them.
+fn levers(f: &Findings, s: &mut String) {
+    let levers: Vec<String> = f
+        .made()
+        .filter(|x| matches!(x.claim, Claim::Lever { .. }))
+        .map(|x| by_rule_id(x, capitalise(&phrase::sentence(x))))
+        .collect();
+    if levers.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "## Levers, most saving first
+"
+    );
+    for (i, l) in levers.iter().enumerate() {
+        let _ = writeln!(s, "{}. {l}", i + 1);
+    }
+    s.push('\n');
+}
+
 /// What to look at next: every verdict, caveat and piece of advice the findings make, the
-/// captured range's first.
+/// captured range's first (the levers have their own list).
 pub(crate) fn recommendations(f: &Findings) -> Vec<String> {
     f.made()
         .filter(|x| matches!(x.role, Role::Verdict | Role::Caveat | Role::Advice))
-        .filter(|x| !matches!(x.claim, Claim::RangeVerdict { .. }))
+        .filter(|x| !matches!(x.claim, Claim::RangeVerdict { .. } | Claim::Lever { .. }))
         .map(|x| by_rule_id(x, phrase::sentence(x)))
         .collect()
 }

@@ -5,6 +5,7 @@ mod coverage;
 mod cycle;
 mod groups;
 mod kernels;
+mod levers;
 mod ranges;
 mod run;
 
@@ -30,6 +31,7 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
     kernels::launch_size(a, &mut out);
     kernels::bounds(a, &mut out);
     withhold_kernel_advice(a, &mut out);
+    levers::levers(a, &mut out);
     run::passes(a, &mut out);
     run::nvidia(a, &mut out);
     run::nvidia_ncu(a, &mut out);
@@ -84,7 +86,7 @@ fn withhold_kernel_advice(a: &Artifacts, out: &mut Findings) {
 
 /// The captured range's GPU busy that kernel advice is weighed by: its loop's where the loop
 /// decides, else its steady instances', else all of its instances' (NCCL waiting left out).
-fn gpu_busy(a: &Artifacts) -> Option<(f64, Scope)> {
+pub(super) fn gpu_busy(a: &Artifacts) -> Option<(f64, Scope)> {
     let name = a.capture().range()?;
     if let Some(l) = cycle::deciding(a, name) {
         return Some((l.busy_pct, Scope::range(name).group("over its loop")));

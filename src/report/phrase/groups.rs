@@ -59,6 +59,19 @@ pub(super) fn idle(
     )
 }
 
+/// What to do about host work the GPU waits for, by the ledger's verdict, without the Python
+/// samples or the kernels compiled (a lever's short form).
+pub(crate) fn host_next(verdict: Option<CpuVerdict>, from_graphs: bool) -> String {
+    match (verdict, from_graphs) {
+        (Some(CpuVerdict::Sync), _) => "remove synchronisations from the loop (`.item()`, `.cpu()`, `.tolist()`, blocking copies)".to_string(),
+        (Some(CpuVerdict::Launch), true) => "fewer, larger CUDA graphs or fused ops cut the launches that remain".to_string(),
+        (Some(CpuVerdict::Launch), false) => "capture the step in CUDA graphs (torch.compile mode=\"reduce-overhead\") or fuse small ops".to_string(),
+        (Some(CpuVerdict::CudaCall), _) => "move the CUDA calls that are neither launches nor synchronisations out of the loop".to_string(),
+        (_, true) => "the kernels already run from CUDA graphs; the host work around the graph launches (sampling, stopping checks, bookkeeping) is what is left, so overlap it with the graph's run or do more work per step (a larger batch)".to_string(),
+        _ => "compile the step (torch.compile), capture it in CUDA graphs, or do more work per step (a larger batch)".to_string(),
+    }
+}
+
 /// "; the loads came before the first launch of `a` (9 loads), `b` (2)": what was compiled.
 fn loads_preceded(compiled_for: &[(String, u32)]) -> String {
     if compiled_for.is_empty() {

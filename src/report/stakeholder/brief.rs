@@ -1,0 +1,199 @@
+//! The summary's opening for a manager: at most 200 words in plain words (no tool, metric or
+//! rule names): what a step costs, where its time goes, the first change and what it buys,
+//! and how sure the figures are. The engineer's detail follows it.
+
+use std::fmt::Write;
+
+use crate::findings::{
+    Claim, CpuVerdict, Finding, Findings, LeverKind, LoopPart, Quantity as Q, StepBasis,
+};
+
+/// Words a manager's opening never uses: tools, metrics and mechanisms an engineer reads in
+/// the sections below.
+#[cfg(test)]
+const JARGON: &[&str] = &[
+    "nsys",
+    "ncu",
+    "NVTX",
+    "CUDA",
+    "kernel",
+    "DRAM",
+    "SM",
+    "projection",
+    "launch configuration",
+    "tensor pipe",
+    "floor",
+    "PushPop",
+    "cuModuleLoad",
+    "cuLibraryLoad",
+    "NCCL",
+    "ledger",
+    "rule",
+    "roofline",
+    "occupancy",
+    "-bound",
+    "sync",
+    "torch.compile",
+    "stage2 explain",
+];
+
+/// "## In short" and its lines; None without a step to speak of.
+pub(crate) fn in_short(f: &Findings) -> Option<String> {
+    let step = f.find(|x| matches!(x.claim, Claim::Step { .. }))?;
+    let Claim::Step { basis } = step.claim else {
+        return None;
+    };
+    let name = step.scope.range.as_deref().unwrap_or("");
+    let mut s = String::from("## In short\n\n");
+    let how = match (basis, step.scope.instances) {
+        (StepBasis::Loop, _) => "the median from one step's start to the next",
+        (StepBasis::Steady, _) => "the median of the steady steps, the first ones set apart",
+        (StepBasis::Mean, Some(1)) => "its one run",
+        (StepBasis::Mean, _) => "on average",
+    };
+    let _ = write!(
+        s,
+        "Each step of {} takes {} ({how}).",
+        crate::report::phrase::range_name(name),
+        step.text(Q::StepMs)
+    );
+    if let Some(w) = step.get(Q::GpuWorkOfStepPct) {
+        let _ = write!(s, " The GPU works {w:.0}% of that time");
+        match waits_for(f, name) {
+            Some(what) if w < 50.0 => {
+                let _ = write!(s, " and waits the rest, mostly for {what}.");
+            }
+            _ if w < 50.0 => s.push_str(" and waits the rest for the CPU."),
+            _ => s.push('.'),
+        }
+    }
+    let levers: Vec<&Finding> = f
+        .made()
+        .filter(|x| matches!(x.claim, Claim::Lever { .. }))
+        .take(3)
+        .collect();
+    for (i, l) in levers.iter().enumerate() {
+        let Claim::Lever { lever, .. } = l.claim else {
+            continue;
+        };
+        let lead = match i {
+            0 => "First change",
+            _ => "Next",
+        };
+        let _ = write!(
+            s,
+            "\n\n{lead}: {}. It can save up to {} a step ({} of it).",
+            plain(lever),
+            l.text(Q::SavingMsPerStep),
+            l.text(Q::SavingOfStepPct)
+        );
+    }
+    if levers.is_empty() {
+        s.push_str(
+            "\n\nNo single change stands out: none of the measured causes holds 5% of the step.",
+        );
+    }
+    let _ = write!(s, "\n\n{}\n", how_sure(f, step));
+    Some(s)
+}
+
+/// What the GPU waits for, in plain words: the largest part of the time between steps where
+/// the loop decides, else the range's own verdict.
+fn waits_for(f: &Findings, name: &str) -> Option<&'static str> {
+    let here = |x: &&Finding| x.scope.range.as_deref() == Some(name);
+    f.made().filter(here).find_map(|x| match &x.claim {
+        Claim::Loop {
+            decides: true,
+            between,
+            ..
+        } => between.first().map(|(p, _)| match p {
+            LoopPart::Sync => "results to come back to the CPU",
+            LoopPart::Launch => "the CPU to start each piece of GPU work",
+            LoopPart::OtherApi => "other calls from the CPU to the GPU driver",
+            LoopPart::Compile => "GPU code being compiled for new input shapes",
+            LoopPart::Own => "Python and framework code between steps",
+            LoopPart::Range(_) => "other marked work between steps",
+        }),
+        Claim::GpuIdle {
+            verdict: Some(v), ..
+        } => Some(match v {
+            CpuVerdict::Sync => "results to come back to the CPU",
+            CpuVerdict::Launch => "the CPU to start each piece of GPU work",
+            CpuVerdict::CudaCall => "other calls from the CPU to the GPU driver",
+            CpuVerdict::Compile => "GPU code being compiled for new input shapes",
+            CpuVerdict::Cpu => "Python and framework code in the step",
+        }),
+        _ => None,
+    })
+}
+
+/// A lever in plain words.
+fn plain(l: LeverKind) -> &'static str {
+    match l {
+        LeverKind::Compile => "stop rebuilding GPU code inside the step (keep input shapes fixed or to a few sizes, and run each size once before the real work)",
+        LeverKind::HostWork { from_graphs: true, .. } => "cut the CPU work around the recorded GPU steps (bookkeeping between steps), or give each step more work (a larger batch)",
+        LeverKind::HostWork { verdict: Some(CpuVerdict::Sync), .. } => "stop the CPU from waiting for GPU results inside the step",
+        LeverKind::HostWork { .. } => "cut the CPU work the GPU waits for (compile the step, record it once and replay it, or give each step more work)",
+        LeverKind::Bandwidth => "make the memory-heavy GPU work read and write less memory (merge small steps, smaller data types)",
+        LeverKind::LateRank => "make the slowest GPU keep pace with the others",
+    }
+}
+
+/// How sure: how many steps, and what the profiler adds where the baseline pass measured it.
+fn how_sure(f: &Findings, step: &Finding) -> String {
+    let n = match step.scope.instances {
+        Some(1) => " on one step".to_string(),
+        Some(n) => format!(" over {n} steps"),
+        None => String::new(),
+    };
+    let cost = f
+        .find(|x| matches!(x.claim, Claim::MeasurementCost { .. }))
+        .and_then(|m| m.get(Q::MeasurementAddedPct));
+    match cost {
+        Some(c) => format!(
+            "How sure: measured{n} of one run while profiling, which made the step {c:.0}% slower than without it; the savings are upper bounds."
+        ),
+        None => format!(
+            "How sure: measured{n} of one run while profiling, whose own cost on the step was not measured; the savings are upper bounds."
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JARGON;
+
+    /// Every committed sample's opening: at most 200 words, none of them jargon.
+    #[test]
+    fn every_samples_opening_is_short_and_plain() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let mut seen = 0;
+        let mut dirs: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        dirs.extend(["base", "same", "slow"].map(|d| root.join("diff").join(d)));
+        for dir in dirs {
+            let Ok(text) = std::fs::read_to_string(dir.join("stakeholder_summary.md")) else {
+                continue;
+            };
+            let Some(start) = text.find("## In short") else {
+                continue;
+            };
+            let part = &text[start + "## In short".len()..];
+            let part = &part[..part.find("**Headline:**").unwrap_or(part.len())];
+            let words = part.split_whitespace().count();
+            assert!(words <= 200, "{}: {words} words", dir.display());
+            for j in JARGON {
+                let hit = part
+                    .split(|c: char| !c.is_alphanumeric() && c != '.' && c != '-')
+                    .any(|w| w == *j)
+                    || (j.contains(' ') || j.starts_with('-')) && part.contains(j);
+                assert!(!hit, "{}: jargon {j:?} in {part}", dir.display());
+            }
+            seen += 1;
+        }
+        assert!(seen >= 8, "{seen} openings read");
+    }
+}
