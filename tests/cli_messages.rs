@@ -55,7 +55,7 @@ fn a_range_name_is_opaque_in_the_stakeholder_summary() {
     // prose outside a code span is escaped), and every code span holds the name whole.
     let mut lines = 0;
     for l in md.lines().filter(|l| l.contains(&span)) {
-        let rest = l.replace(&span, "").replace("\\(nsys/run.sqlite)", "");
+        let rest = l.replace(&span, "").replace("\\(nsys/run.sqlite\\)", "");
         assert!(!rest.contains("nsys/run.sqlite)"), "{l}");
         lines += 1;
     }
@@ -65,4 +65,66 @@ fn a_range_name_is_opaque_in_the_stakeholder_summary() {
         md.matches(&span).count(),
         "{md}"
     );
+}
+
+/// Item 15: the summary shows the output a failed pass's reason refers to ("Its last
+/// output:"), and says ncu was asked for where it was: no advice to turn it on.
+#[test]
+fn the_summary_shows_the_workloads_last_output_and_what_ncu_did() {
+    let sb = Sandbox::new();
+    let failing = [
+        "python3",
+        "-c",
+        "import sys; print('Traceback (most recent call last):'); print('ValueError: boom'); sys.exit(3)",
+    ];
+    sb.profile_of("f", common::DECODE, &failing)
+        .assert()
+        .code(4);
+    let md = read(sb.run("f").join("stakeholder_summary.md"));
+    let line = md
+        .lines()
+        .find(|l| l.starts_with("- The nsys pass did not complete"))
+        .unwrap();
+    assert!(
+        line.contains("Its last output: ") && line.ends_with(" / `ValueError: boom`"),
+        "{line}"
+    );
+    assert!(!md.contains("ncu.enable=true"), "{md}");
+    assert!(
+        md.contains("No ncu metrics in this run, though the ncu pass was asked for (not run: the workload failed under nsys"),
+        "{md}"
+    );
+    // ncu ran and profiled nothing: its own finding says so, with no advice to run it.
+    sb.profile_decode("n", &[])
+        .env("FAKE_NCU_MODE", "nokernels")
+        .assert()
+        .code(5);
+    let md = read(sb.run("n").join("stakeholder_summary.md"));
+    assert!(md.contains("- The ncu pass did not complete"), "{md}");
+    assert!(!md.contains("No ncu metrics"), "{md}");
+    // ncu turned off: the advice stands.
+    sb.profile_decode("off", &["--no-ncu"]).assert().success();
+    let md = read(sb.run("off").join("stakeholder_summary.md"));
+    assert!(md.contains("run the ncu pass (ncu.enable=true)"), "{md}");
+}
+
+/// Item 15: a budget that ends before any kernel, where the capture's kernels ran inside CUDA
+/// graphs (the compiled static-cache capture): the hint does not promise that more time
+/// reaches them, and says how this pass profiles graphs.
+#[test]
+fn a_budget_spent_before_graph_kernels_promises_no_more_time() {
+    let sb = Sandbox::new().with_env(
+        "FAKE_NSYS_DIR",
+        common::root().join("examples/sample-run-hf-static/nsys"),
+    );
+    sb.profile_decode("g", &["ncu.budget_s=1", "ncu.early_start=false"])
+        .env("FAKE_NCU_HOLD", "60")
+        .env("FAKE_NCU_MODE", "nokernels")
+        .assert()
+        .code(5);
+    let st = common::status(&sb.run("g"));
+    let why = st["passes"]["ncu"]["reason"].as_str().unwrap();
+    assert!(why.contains("launched CUDA graphs ("), "{why}");
+    assert!(why.contains("`--graph-profiling node`"), "{why}");
+    assert!(!why.contains("gives it longer"), "{why}");
 }

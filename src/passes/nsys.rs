@@ -344,7 +344,11 @@ impl Pass for NsysPass {
             .filter(|_| empty && ctx.cfg.nsys.diagnose)?;
         let wanted = ctx.scope.capture.nvtx_name();
         let ranges = diagnose::ungated(ctx, nsys)?;
-        Some(diagnose::describe(&ranges, wanted))
+        Some(diagnose::describe(
+            &ranges,
+            wanted,
+            ctx.scope.capture.domain(),
+        ))
     }
 
     fn record(&self, plan: &NsysPlan, st: &mut PassStatus) {

@@ -169,7 +169,7 @@ mod tests {
         ));
         assert_eq!(
             s,
-            "Busy in ``de`c (nsys/run.sqlite) *x*`` 3%[^1]; a\\` \\(nsys/run.sqlite) ran[^2].\n"
+            "Busy in ``de`c (nsys/run.sqlite) *x*`` 3%[^1]; a\\` \\(nsys/run.sqlite\\) ran[^2].\n"
         );
         assert_eq!(
             f.render(),

@@ -334,9 +334,20 @@ pub(crate) fn sentence(f: &Finding) -> String {
             python_functions,
             ..
         } => groups_sentence(f, &w, groups, differs_in.as_deref(), verdicts, python_functions),
-        Claim::NoNcuMetrics => "No ncu metrics in this run: run the ncu pass (ncu.enable=true) to learn why the top kernels are slow.".to_string(),
+        Claim::NoNcuMetrics { why: None } => "No ncu metrics in this run: run the ncu pass (ncu.enable=true) to learn why the top kernels are slow.".to_string(),
+        Claim::NoNcuMetrics { why: Some(why) } => format!(
+            "No ncu metrics in this run, though the ncu pass was asked for ({}; status.json `passes.ncu`).",
+            md(why)
+        ),
         Claim::PassIncomplete { pass, reason } => {
-            format!("The {pass} pass did not complete: {}", md(reason))
+            // The output a reason quotes, line by line, as it was.
+            let mut lines = reason.lines();
+            let first = md(lines.next().unwrap_or(""));
+            let quoted: Vec<String> = lines.map(code).collect();
+            match quoted.is_empty() {
+                true => format!("The {pass} pass did not complete: {first}"),
+                false => format!("The {pass} pass did not complete: {first} {}", quoted.join(" / ")),
+            }
         }
         Claim::NothingStandsOut => {
             "No rule fired on this run's figures (the rules are listed in kernels.md); compare against a previous run with `stage2 diff`.".to_string()
