@@ -149,7 +149,7 @@ impl Stop {
             return Some(PassStatus::new(PassState::Ok, Some(why.clone())));
         }
         let b = self.budget.as_ref().filter(|b| b.reached && !self.report)?;
-        // Seen on an H200: a JAX workload whose kernels all ran in CUDA graphs, given
+        // Seen on a real run: a JAX workload whose kernels all ran in CUDA graphs, given
         // `ncu.budget_s=null`, ran 80 s under ncu without a kernel and then crashed.
         let then = match graph_launches() {
             0 => "ncu.budget_s=SECONDS (or null) gives it longer".to_string(),
