@@ -128,3 +128,74 @@ fn a_budget_spent_before_graph_kernels_promises_no_more_time() {
     assert!(why.contains("`--graph-profiling node`"), "{why}");
     assert!(!why.contains("gives it longer"), "{why}");
 }
+
+/// The real H100 capture with its kernel rows dropped and nsys's hardware-trace diagnostic
+/// added (hand-made: what users saw of a CUDA trace in hardware that fell back in silence),
+/// laid out as a replayable capture in `dir`: the export and the stats CSVs but the kernel
+/// summary, which nsys does not write for an export without kernels.
+fn hardware_trace_hand_made(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let data = common::root().join("tests/data/nsys");
+    for f in [
+        "run.sqlite",
+        "summary_nvtx_sum.csv",
+        "summary_cuda_api_sum.csv",
+    ] {
+        std::fs::copy(data.join(f), dir.join(f)).unwrap();
+    }
+    rusqlite::Connection::open(dir.join("run.sqlite"))
+        .unwrap()
+        .execute_batch(
+            "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; \
+             INSERT INTO DIAGNOSTIC_EVENT (timestamp, timestampType, source, severity, text) \
+             VALUES (0, 1, 1, 1, 'Hardware tracing used for CUDA tracing');",
+        )
+        .unwrap();
+}
+
+/// Item 17: an export with CUDA launch calls and no kernel is refused with the fix (exit 5),
+/// by `stage2 report` and by the nsys pass, which records the trace asked for and the one the
+/// export shows; the fix is a setting stage2 takes.
+#[test]
+fn an_export_of_launch_calls_without_kernels_is_refused_with_the_fix() {
+    let sb = Sandbox::new();
+    let run = sb.path().join("hw-run");
+    hardware_trace_hand_made(&run.join("nsys"));
+    let out = sb.stage2().arg("report").arg(&run).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("run.sqlite: nsys recorded 1464 kernel launch calls and no kernel"),
+        "{err}"
+    );
+    assert!(err.contains("nsys.trace=cuda-sw,nvtx"), "{err}");
+    assert!(run.join("nsys/run.sqlite").is_file(), "the export is kept");
+
+    let sb = sb.with_env("FAKE_NSYS_DIR", &run.join("nsys"));
+    sb.profile_decode("p", &["--no-ncu"]).assert().code(5);
+    let nsys = &common::status(&sb.run("p"))["passes"]["nsys"];
+    assert_eq!(nsys["state"], "no-data", "{nsys}");
+    assert!(
+        nsys["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nsys.trace=cuda-sw,nvtx"),
+        "{nsys}"
+    );
+    let trace = &nsys["nsys"]["trace"];
+    assert_eq!(
+        (trace["cuda"].as_str(), trace["cuda_seen"].as_str()),
+        (Some("nsys"), Some("hardware")),
+        "{nsys}"
+    );
+    // The fix, taken: software CUDA tracing asked for and recorded (the double replays the
+    // real software-traced capture).
+    let sb = Sandbox::new();
+    let st = sb.profiled("sw", &["--no-ncu", "nsys.trace=cuda-sw,nvtx"]);
+    let trace = &st["passes"]["nsys"]["nsys"]["trace"];
+    assert_eq!(
+        (trace["cuda"].as_str(), trace["cuda_seen"].as_str()),
+        (Some("software"), Some("software")),
+        "{st}"
+    );
+}
