@@ -171,7 +171,7 @@ fn an_export_of_launch_calls_without_kernels_is_refused_with_the_fix() {
     assert!(err.contains("nsys.trace=cuda-sw,nvtx"), "{err}");
     assert!(run.join("nsys/run.sqlite").is_file(), "the export is kept");
 
-    let sb = sb.with_env("FAKE_NSYS_DIR", &run.join("nsys"));
+    let sb = sb.with_env("FAKE_NSYS_DIR", run.join("nsys"));
     sb.profile_decode("p", &["--no-ncu"]).assert().code(5);
     let nsys = &common::status(&sb.run("p"))["passes"]["nsys"];
     assert_eq!(nsys["state"], "no-data", "{nsys}");
