@@ -10,7 +10,8 @@ pub(crate) const LISTED: usize = 12;
 const ITEM_CHARS: usize = 200;
 
 /// `items` joined with `sep`, the first [`LISTED`] of them, then "and N more": a workload
-/// with thousands of NVTX ranges (XLA's compiles) made error lines of megabytes.
+/// with thousands of NVTX ranges (XLA's compiles) made error lines of megabytes. For lists
+/// from the input; a list stage2 holds itself (a key's allowed values) is shown whole.
 pub(crate) fn listed<T: Display>(items: impl IntoIterator<Item = T>, sep: &str) -> String {
     let mut shown = Vec::new();
     let mut rest = 0usize;
