@@ -8,7 +8,8 @@ pub(crate) const USAGE: i32 = 2;
 pub(crate) const TOOL: i32 = 3;
 /// The workload itself failed.
 pub(crate) const WORKLOAD: i32 = 4;
-/// A profiler pass produced no data (nothing matched the capture or the filter).
+/// A profiler pass produced no data (nothing matched the capture or the filter, or an nsys
+/// export holds CUDA launch calls and no kernel: its CUDA trace lost the GPU's side).
 pub(crate) const NO_DATA: i32 = 5;
 /// An artifact (CSV, SQLite, YAML) could not be parsed.
 pub(crate) const PARSE: i32 = 6;

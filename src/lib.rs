@@ -10,7 +10,7 @@
 //! | analysis | [`analysis`]: joins, selection, per-range figures, roofline, ranks, diff |
 //! | run directory | [`rundir`]: every file name of a run, status.json |
 //! | parsers and model | [`parse`], [`model`] |
-//! | foundations | [`config`], [`error`], [`exit_codes`], [`files`], [`secrets`], [`out`], [`logging`], [`term`], [`rules`] (every rule and threshold the findings and the analysis decide by, with its words) |
+//! | foundations | [`config`], [`error`], [`exit_codes`], [`files`], [`secrets`], [`out`], [`logging`], [`term`], [`text`] (capped lists, code spans), [`rules`] (every rule and threshold the findings and the analysis decide by, with its words) |
 
 pub mod analysis;
 pub mod cli;
@@ -32,3 +32,4 @@ pub(crate) mod secrets;
 pub mod term;
 #[cfg(test)]
 mod testutil;
+pub(crate) mod text;

@@ -8,8 +8,27 @@ use std::collections::HashMap;
 
 use crate::error::Error;
 use crate::parse::nsys::{read_kernels, KernelSum};
-use crate::parse::sqlite::{Launch, NsysDb, NvtxRange};
+use crate::parse::sqlite::{CudaTraceSeen, Launch, NsysDb, NvtxRange};
 use crate::rundir::RunDir;
+
+/// Refuses an export whose CUDA trace recorded kernel launch calls and not one kernel: nsys
+/// lost the GPU's side of the trace (newer nsys traces CUDA in hardware by default on newer
+/// GPUs and falls back in silence; users saw exports of API rows alone), which is no run
+/// without kernels. The fix is nsys's software CUDA trace.
+pub(crate) fn untraced(seen: &CudaTraceSeen, path: &std::path::Path) -> Result<(), Error> {
+    if seen.kernels || seen.launch_calls == 0 {
+        return Ok(());
+    }
+    let said = match seen.hardware {
+        Some(true) => " (its diagnostics say \"Hardware tracing used for CUDA tracing\")",
+        _ => "",
+    };
+    Err(Error::NoData(format!(
+        "{}: nsys recorded {} kernel launch calls and no kernel{said}: its CUDA trace lost the GPU's side, as nsys's hardware CUDA trace (the default of newer nsys on newer GPUs) does where it cannot trace and falls back in silence. Profile again with nsys's software CUDA trace: nsys.trace=cuda-sw,nvtx (by hand: `nsys profile --trace=cuda-sw,nvtx`)",
+        path.display(),
+        seen.launch_calls
+    )))
+}
 
 /// The kernels launched in the instances of range `name`, largest total first.
 pub fn in_range(

@@ -276,12 +276,7 @@ fn of_devices(
     launches: &[SampledLaunch],
 ) -> Result<Sampled, String> {
     let n = series.len();
-    let list = |d: &[i64]| {
-        d.iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let list = |d: &[i64]| crate::text::listed(d, ", ");
     let found: Vec<(i64, &Series)> = devices
         .iter()
         .filter_map(|&d| series.iter().find(|s| s.gpu & 0xFF == d).map(|s| (d, s)))

@@ -219,14 +219,9 @@ pub(crate) fn range_never_ran(scope: &Scope, run: &RunDir) -> Option<String> {
         return None;
     }
     names.sort();
-    names.truncate(12);
     Some(format!(
         "ncu's range `{range}` never ran while nsys recorded the whole run: its export holds the NVTX ranges {}. ncu would run the whole workload and profile nothing, so it is not run: set ncu.nvtx_include to one of those ranges (ncu.nvtx_include_raw passes an expression unchecked)",
-        names
-            .iter()
-            .map(|r| format!("`{}`", crate::term::visible(r)))
-            .collect::<Vec<_>>()
-            .join(", ")
+        crate::text::listed(names.iter().map(|r| format!("`{}`", crate::term::visible(r))), ", ")
     ))
 }
 

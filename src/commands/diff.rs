@@ -153,13 +153,13 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
     if !refused.is_empty() && !args.force {
         tracing::error!(
             "cannot compare these runs (--force compares anyway):\n  {}",
-            refused.join("\n  ")
+            crate::text::listed(&refused, "\n  ")
         );
         if args.json {
             super::result::refusal(
                 exit_codes::NOT_COMPARABLE,
                 "not-comparable",
-                &refused.join("; "),
+                &crate::text::listed(&refused, "; "),
             );
         }
         return Ok(exit_codes::NOT_COMPARABLE);
@@ -240,13 +240,14 @@ pub(crate) fn run(args: &Args) -> Result<i32> {
     };
     let g = diff::gate(&d, args.scope, limit);
     if !g.regressions.is_empty() {
-        tracing::error!("regression above {limit}%: {}", g.regressions.join("; "));
+        let listed = crate::text::listed(&g.regressions, "; ");
+        tracing::error!("regression above {limit}%: {listed}");
         return Ok(exit_codes::REGRESSION);
     }
     if !g.inconclusive.is_empty() {
         tracing::warn!(
             "inconclusive: above {limit}% but within the noise: {}",
-            g.inconclusive.join("; ")
+            crate::text::listed(&g.inconclusive, "; ")
         );
         return Ok(exit_codes::INCONCLUSIVE);
     }

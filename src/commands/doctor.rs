@@ -112,13 +112,12 @@ fn held_check() -> Check {
     match held.first() {
         None => check(Level::Ok, "no workload waits for an ncu attach", None),
         Some((_, line)) => {
-            let pids: Vec<String> = held.iter().map(|(p, _)| p.to_string()).collect();
             check(
                 Level::Warn,
                 format!(
                     "{} `ncu --mode=launch` process(es) hold a workload waiting for an ncu attach, with the memory it took (pids {}; the first: `{}`): a running stage2 holds its own while its nsys pass runs; one stopped by SIGKILL leaves it",
                     held.len(),
-                    pids.join(", "),
+                    crate::text::listed(held.iter().map(|(p, _)| p), ", "),
                     crate::term::visible(&crate::secrets::scrub(line)),
                 ),
                 Some("`kill PID` of those no running stage2 started"),
@@ -167,7 +166,7 @@ fn gpu_check() -> Check {
         Level::Ok,
         format!(
             "GPU: {}; CUDA {}",
-            list.join(", "),
+            crate::text::listed(&list, ", "),
             cuda.as_deref().unwrap_or("version unknown")
         ),
         None,

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::ProfileArgs;
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
+use crate::exit_codes;
 use crate::passes::driver::Driver;
 use crate::passes::ncu::{self, query};
 use crate::passes::nsys;
@@ -213,6 +214,10 @@ fn finish(driver: &mut Driver, env: &mut Env, cfg: &Config) -> i32 {
             let gpu = sequence::workload_gpu_name(env, cfg);
             crate::passes::nsys::reuse::keep(cfg, gpu, &summary);
             PassStatus::new(PassState::Ok, None)
+        }
+        // An export refused as holding no data (launch calls without kernels) is no data.
+        Err(e) if e.exit_code() == exit_codes::NO_DATA => {
+            PassStatus::new(PassState::NoData, Some(e.to_string()))
         }
         Err(e) => PassStatus::failed(Cause::of(&e), Some(e.to_string())),
     };

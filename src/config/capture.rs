@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{CaptureRange, CaptureRangeEnd, Config};
+use crate::text::code;
 
 /// The name the SQLite reader gives cudaProfilerStart/Stop windows (they are no NVTX range).
 pub const PROFILER_WINDOW: &str = "cudaProfilerApi window";
@@ -108,12 +109,12 @@ impl Capture {
             Capture::WholeRun => "the whole run".to_string(),
             Capture::NvtxRange {
                 name, domain: None, ..
-            } => format!("NVTX range `{name}`"),
+            } => format!("NVTX range {}", code(name)),
             Capture::NvtxRange {
                 name,
                 domain: Some(d),
                 ..
-            } => format!("NVTX range `{name}` (domain `{d}`)"),
+            } => format!("NVTX range {} (domain {})", code(name), code(d)),
             Capture::ProfilerApi { .. } => "the cudaProfilerStart/Stop windows".to_string(),
         }
     }

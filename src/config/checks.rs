@@ -7,6 +7,10 @@ use crate::error::Error;
 /// nsys `--trace` APIs stage2 passes through (the ones `nsys profile --help` lists).
 const NSYS_TRACE: &[&str] = &[
     "cuda",
+    // CUDA traced in software, or in hardware: `cuda` lets nsys choose (newer nsys picks
+    // hardware on newer GPUs and falls back in silence).
+    "cuda-sw",
+    "cuda-hw",
     "nvtx",
     "osrt",
     "cublas",

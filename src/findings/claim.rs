@@ -385,7 +385,12 @@ pub(crate) enum Claim {
     RangeVerdict {
         verdict: RangeVerdict,
     },
-    NoNcuMetrics,
+    /// No ncu figures, where no failed pass says why: ncu was not asked for (`why` None), or
+    /// it was and measured nothing (its own reason).
+    NoNcuMetrics {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
+    },
     PassIncomplete {
         pass: String,
         reason: String,
@@ -425,7 +430,7 @@ impl Claim {
             | ReplayDiffers { .. }
             | InstanceTrend { .. }
             | InstanceGroups { .. } => Role::Caveat,
-            NoNcuMetrics | NothingStandsOut => Role::Advice,
+            NoNcuMetrics { .. } | NothingStandsOut => Role::Advice,
             Loop { decides: true, .. } => Role::Verdict,
             Lever { .. } => Role::Advice,
             Step { .. } => Role::Fact,
@@ -470,7 +475,7 @@ impl Claim {
             | ReplayDiffers { .. }
             | NvidiaSummaries { .. }
             | NvidiaNcuSummary { .. }
-            | NoNcuMetrics
+            | NoNcuMetrics { .. }
             | NothingStandsOut
             | Step { .. }
             | Lever { .. }

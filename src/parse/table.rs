@@ -77,14 +77,12 @@ impl Table {
     /// A column that must be there; the error lists what the file has.
     pub(crate) fn require(&self, name: &str) -> Result<usize, Error> {
         self.column(name).ok_or_else(|| {
-            let have: Vec<&str> = self.headers.iter().take(12).map(String::as_str).collect();
             Error::parse(
                 &self.path,
                 Some(1),
                 format!(
-                    "missing column `{name}` (the header has: {}{})",
-                    have.join(", "),
-                    if self.headers.len() > 12 { ", ..." } else { "" }
+                    "missing column `{name}` (the header has: {})",
+                    crate::text::listed(&self.headers, ", ")
                 ),
             )
         })

@@ -8,32 +8,24 @@ use crate::parse::nsys::{read_ranges, RangeSum};
 use crate::passes::process;
 use crate::passes::{append_cmd_txt, Ctx};
 
-/// "the workload emits these NVTX ranges: decode (PushPop, 1x), ...; closest to `decod`: `decode`".
-pub(crate) fn describe(ranges: &[RangeSum], wanted: &str) -> String {
+/// "the workload emits these NVTX ranges: decode (PushPop, 1x), ...; closest to `decod`:
+/// `decode`". `domain`: the one the capture or ncu's range names (None: the default domain).
+pub(crate) fn describe(ranges: &[RangeSum], wanted: &str, domain: Option<&str>) -> String {
     if ranges.is_empty() {
         return "the workload emitted no NVTX ranges at all: mark prefill/decode with torch.cuda.nvtx.range (or nvtx.annotate)".to_string();
     }
-    let listed: Vec<String> = ranges
-        .iter()
-        .map(|r| {
-            let domain = r.range.split_once(':').map(|(d, _)| d).unwrap_or("");
-            let at = if domain.is_empty() {
-                String::new()
-            } else {
-                format!(" in domain {domain}")
+    let listed = crate::text::listed(
+        ranges.iter().map(|r| {
+            let at = match domain_of(r) {
+                "" => String::new(),
+                d => format!(" in domain {d}"),
             };
-            format!(
-                "{} ({}, {}x{at})",
-                r.name(),
-                r.style.as_deref().unwrap_or("?"),
-                r.instances
-            )
-        })
-        .collect();
-    let mut text = format!(
-        "the workload emits these NVTX ranges: {}",
-        listed.join(", ")
+            let style = r.style.as_deref().unwrap_or("?");
+            format!("{} ({style}, {}x{at})", r.name(), r.instances)
+        }),
+        ", ",
     );
+    let mut text = format!("the workload emits these NVTX ranges: {listed}");
     let bare = wanted
         .split('@')
         .next()
@@ -45,22 +37,49 @@ pub(crate) fn describe(ranges: &[RangeSum], wanted: &str) -> String {
         .map(|r| (strsim::damerau_levenshtein(bare, r.name()), r.name()))
         .min_by_key(|(d, _)| *d);
     match closest {
-        Some((0, name)) => {
-            let style = ranges
-                .iter()
-                .find(|r| r.name() == name)
-                .and_then(|r| r.style.clone());
-            text.push_str(&format!(
-                "; `{name}` exists ({}), so check the expression's form: push/pop ranges match in ncu as `{name}/`, start/end ranges as `{name}`, and a named domain needs NAME@DOMAIN (nsys) or DOMAIN@NAME/ (ncu)",
-                style.unwrap_or_default()
-            ));
-        }
+        Some((0, name)) => text.push_str(&exists(ranges, name, domain)),
         Some((d, name)) if d <= 3.max(bare.len() / 3) => {
             text.push_str(&format!("; did you mean `{name}`?"));
         }
         _ => {}
     }
     text
+}
+
+/// The domain of a range as nsys's summary names it (`dom:decode`), "" for the default one.
+fn domain_of(r: &RangeSum) -> &str {
+    r.range.split_once(':').map(|(d, _)| d).unwrap_or("")
+}
+
+/// What to change where a range of the name asked for exists: its domain, as the export
+/// names it, where that is not the one asked for; else the expression's form.
+fn exists(ranges: &[RangeSum], name: &str, wanted: Option<&str>) -> String {
+    let same: Vec<&RangeSum> = ranges.iter().filter(|r| r.name() == name).collect();
+    let style = same
+        .first()
+        .and_then(|r| r.style.clone())
+        .unwrap_or_default();
+    let wanted = wanted.unwrap_or("");
+    let domains: Vec<&str> = same.iter().map(|r| domain_of(r)).collect();
+    if wanted == "*" || domains.contains(&wanted) {
+        return format!(
+            "; `{name}` exists ({style}), so check the expression's form: push/pop ranges match in ncu as `{name}/`, start/end ranges as `{name}`"
+        );
+    }
+    match domains.first() {
+        Some(&"") | None => format!(
+            "; `{name}` exists ({style}) in the default domain, not in domain `{wanted}`: drop `@{wanted}` from the range (and nvtx.domain)"
+        ),
+        Some(d) => {
+            let asked = match wanted {
+                "" => "the default domain".to_string(),
+                w => format!("domain `{w}`"),
+            };
+            format!(
+                "; `{name}` exists ({style}) in domain `{d}`, not in {asked}: name that domain (nvtx.domain={d}; `{name}@{d}` for nsys, `{d}@{name}/` for ncu)"
+            )
+        }
+    }
 }
 
 /// The ranges in this run's nsys summary, when it has one.
@@ -163,12 +182,62 @@ mod tests {
 
     #[test]
     fn lists_ranges_and_suggests_the_closest() {
-        let text = describe(&real(), "decod");
+        let text = describe(&real(), "decod", None);
         assert!(text.contains("decode (PushPop, 1x)"), "{text}");
         assert!(text.contains("did you mean `decode`?"), "{text}");
-        let text = describe(&real(), "decode*");
-        assert!(text.contains("`decode` exists (PushPop)"), "{text}");
-        assert!(!describe(&real(), "completely_other").contains("did you mean"));
-        assert!(describe(&[], "x").contains("no NVTX ranges"));
+        let text = describe(&real(), "decode*", None);
+        assert!(
+            text.contains("`decode` exists (PushPop), so check"),
+            "{text}"
+        );
+        assert!(!describe(&real(), "completely_other", None).contains("did you mean"));
+        assert!(describe(&[], "x", None).contains("no NVTX ranges"));
+    }
+
+    fn range(range: String) -> RangeSum {
+        RangeSum {
+            range,
+            style: Some("PushPop".into()),
+            time_pct: None,
+            total_ns: 1.0,
+            instances: 1,
+            avg_ns: 1.0,
+            min_ns: None,
+            max_ns: None,
+        }
+    }
+
+    /// XLA's compiles under nsys emit thousands of ranges (domain TSL): the hint names the
+    /// first and counts the rest, where it was a line of megabytes.
+    #[test]
+    fn thousands_of_ranges_make_one_short_line() {
+        let ranges: Vec<RangeSum> = (0..40_000)
+            .map(|i| range(format!("TSL:XlaCompile/module_{i:05}")))
+            .collect();
+        let text = describe(&ranges, "decode", None);
+        assert!(text.len() < 1000, "{} bytes", text.len());
+        assert!(text.ends_with("and 39988 more"), "{text}");
+    }
+
+    /// The domain hint follows the export: the domain the range has there, or none where it
+    /// lives in the default domain.
+    #[test]
+    fn the_domain_hint_follows_the_export() {
+        let text = describe(&real(), "decode", Some("TSL"));
+        assert!(
+            text.contains("in the default domain, not in domain `TSL`: drop `@TSL`"),
+            "{text}"
+        );
+        let tsl = [range("TSL:step".into())];
+        let text = describe(&tsl, "step", None);
+        assert!(
+            text.contains("in domain `TSL`, not in the default domain")
+                && text.contains("`step@TSL`"),
+            "{text}"
+        );
+        let text = describe(&tsl, "step", Some("other"));
+        assert!(text.contains("not in domain `other`"), "{text}");
+        let text = describe(&tsl, "step", Some("TSL"));
+        assert!(text.contains("check the expression's form"), "{text}");
     }
 }

@@ -344,7 +344,8 @@ impl Pass for NcuPass {
             .as_ref()
             .map(|b| b.stop(&out, have_report, watch.done().len()))
             .unwrap_or_default();
-        if let Some(why) = stop.status() {
+        let sqlite = ctx.run.single_or_rank0_sqlite();
+        if let Some(why) = stop.status(|| watch::graph_launches(&sqlite)) {
             st = why;
         }
         st.duration_s = Some(duration.as_secs_f64());
@@ -385,7 +386,11 @@ impl Pass for NcuPass {
     fn diagnose(&self, ctx: &Ctx, _st: &PassStatus) -> Option<String> {
         let wanted = ctx.scope.ncu.name.clone();
         let ranges = diagnose::ranges_for(ctx, self.nsys.as_deref(), &wanted)?;
-        Some(diagnose::describe(&ranges, &wanted))
+        Some(diagnose::describe(
+            &ranges,
+            &wanted,
+            ctx.scope.ncu.domain.as_deref(),
+        ))
     }
 
     fn record(&self, plan: &NcuPlan, st: &mut PassStatus) {
@@ -448,7 +453,7 @@ fn never_opened(ctx: &Ctx) -> Option<String> {
     let ranges = diagnose::diagnosed_without(ctx, &range)?;
     Some(format!(
         "ncu's range `{range}` never opened in a whole run of the workload under nsys ({}): ncu would run it again and profile nothing, so it is not run",
-        diagnose::describe(&ranges, &range)
+        diagnose::describe(&ranges, &range, ctx.scope.ncu.domain.as_deref())
     ))
 }
 mod outcome;

@@ -11,7 +11,7 @@ use super::{append_cmd_txt, diagnose, run_step, without_flags, Ctx};
 use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::process::{self, Outcome};
-use crate::rundir::record::{NsysRecord, NsysTiming, SamplingRecord, TraceRecord};
+use crate::rundir::record::{CudaTrace, NsysRecord, NsysTiming, SamplingRecord, TraceRecord};
 use crate::rundir::status::{Cause, PassState, PassStatus};
 
 mod args;
@@ -179,6 +179,8 @@ impl Pass for NsysPass {
             trace: Some(TraceRecord {
                 apis: ctx.cfg.nsys.trace.clone(),
                 cuda_graphs: ctx.cfg.nsys.cuda_graph_trace.as_str().to_string(),
+                cuda: Some(CudaTrace::asked(&ctx.cfg.nsys.trace)),
+                cuda_seen: None,
             }),
             timing: None,
         };
@@ -313,11 +315,16 @@ impl Pass for NsysPass {
                 }
             }
         }
+        if let Some((rank, _)) = reports.first() {
+            check_trace(&ctx.run.nsys_sqlite(*rank), plan, &mut st);
+        }
         let kern_sum = ctx.run.kern_sum(reports.first().and_then(|r| r.0));
         if st.state == PassState::Ok && !reports.is_empty() && !kern_sum.exists() {
+            let nsys = st.nsys.take();
             st = PassStatus::new(PassState::NoData, Some("the captured range holds no CUDA kernels (nsys stats wrote no cuda_gpu_kern_sum); is the range around GPU work?".to_string()),
             );
             st.duration_s = Some(out.duration.as_secs_f64());
+            st.nsys = nsys;
         }
         let window = reports
             .first()
@@ -344,7 +351,11 @@ impl Pass for NsysPass {
             .filter(|_| empty && ctx.cfg.nsys.diagnose)?;
         let wanted = ctx.scope.capture.nvtx_name();
         let ranges = diagnose::ungated(ctx, nsys)?;
-        Some(diagnose::describe(&ranges, wanted))
+        Some(diagnose::describe(
+            &ranges,
+            wanted,
+            ctx.scope.capture.domain(),
+        ))
     }
 
     fn record(&self, plan: &NsysPlan, st: &mut PassStatus) {
@@ -431,6 +442,25 @@ fn stage_hook(progress: &Progress) -> LineHook {
         };
         state.stage(stage);
     }))
+}
+
+/// The export's word on how CUDA was traced, into the record; an export with kernel launch
+/// calls and no kernel makes the pass no-data with the fix (`analysis::kernels::untraced`).
+fn check_trace(sqlite: &Path, plan: &NsysPlan, st: &mut PassStatus) {
+    let Ok(seen) = crate::parse::sqlite::NsysDb::open(sqlite).and_then(|db| db.cuda_trace()) else {
+        return;
+    };
+    let rec = st.nsys.get_or_insert_with(|| plan.capture.clone());
+    if let Some(t) = rec.trace.as_mut() {
+        t.cuda_seen = CudaTrace::seen(&seen);
+    }
+    if let (PassState::Ok, Err(e)) = (st.state, crate::analysis::kernels::untraced(&seen, sqlite)) {
+        let mut refused = PassStatus::new(PassState::NoData, Some(e.to_string()));
+        refused.duration_s = st.duration_s;
+        refused.warnings = std::mem::take(&mut st.warnings);
+        refused.nsys = st.nsys.take();
+        *st = refused;
+    }
 }
 
 /// The capture window in `sqlite` (seconds from the launch of `nsys profile`).

@@ -50,35 +50,40 @@ impl Footnotes {
         format!("[^{n}]")
     }
 
-    /// One line: innermost parenthesised groups outside code spans are rewritten.
+    /// One line: innermost parenthesised groups outside code spans are rewritten. A code
+    /// span (a run of backticks to the next run of as many) and a backslash-escaped character
+    /// are copied as they are: a name from the workload, quoted or escaped, is never a group.
     fn line(&mut self, line: &str) -> String {
         let mut out = String::with_capacity(line.len());
         let mut open: Option<usize> = None;
-        let mut code = false;
-        for (i, c) in line.char_indices() {
-            match c {
-                '`' => code = !code,
-                '(' if !code => {
+        let mut i = 0;
+        while let Some(c) = line[i..].chars().next() {
+            let verbatim = match c {
+                '\\' => line[i + 1..].chars().next().map_or(1, |n| 1 + n.len_utf8()),
+                '`' => code_span(&line[i..]),
+                '(' => {
                     out.push_str(&line[open.unwrap_or(i)..i]);
                     open = Some(i);
+                    i += 1;
                     continue;
                 }
-                ')' if !code => {
-                    if let Some(o) = open.take() {
-                        let g = self.group(&line[o + 1..i]);
-                        // A mark alone sits on the word it cites: "busy 3%[^1]".
-                        if g.starts_with("[^") {
-                            out.truncate(out.trim_end().len());
-                        }
-                        out.push_str(&g);
-                        continue;
+                ')' if open.is_some() => {
+                    let o = open.take().unwrap_or(i);
+                    let g = self.group(&line[o + 1..i]);
+                    // A mark alone sits on the word it cites: "busy 3%[^1]".
+                    if g.starts_with("[^") {
+                        out.truncate(out.trim_end().len());
                     }
+                    out.push_str(&g);
+                    i += 1;
+                    continue;
                 }
-                _ => {}
-            }
+                c => c.len_utf8(),
+            };
             if open.is_none() {
-                out.push(c);
+                out.push_str(&line[i..i + verbatim]);
             }
+            i += verbatim;
         }
         if let Some(o) = open {
             out.push_str(&line[o..]);
@@ -98,6 +103,28 @@ impl Footnotes {
             false => format!("({}){mark}", rest.join("; ")),
         }
     }
+}
+
+/// The length of the code span `text` starts with (CommonMark: a run of backticks up to the
+/// next run of exactly as many), or of its run of backticks alone where none closes it.
+fn code_span(text: &str) -> usize {
+    let run = text.len() - text.trim_start_matches('`').len();
+    let mut at = run;
+    while let Some(found) = text[at..].find('`') {
+        let start = at + found;
+        let len = text[start..].len() - text[start..].trim_start_matches('`').len();
+        if len == run {
+            return start + len;
+        }
+        at = start + len;
+    }
+    run
+}
+
+/// Whether `rest`, the text after a `(`, would read as a source of the run directory: where
+/// it is a workload's text, [`super::fmt::md`] escapes that `(` so no footnote is made of it.
+pub(crate) fn opens_source(rest: &str) -> bool {
+    is_source(rest.split([')', ';']).next().unwrap_or(rest))
 }
 
 /// A part of a citation that names a file of the run directory first ("nsys/run.sqlite",
@@ -127,6 +154,30 @@ mod tests {
             f.render(),
             "## Sources\n\n[^1]: nsys/run.sqlite\n[^2]: ncu/decode_raw.csv\n[^3]: kernels.md, \"Where the wall time goes\"\n"
         );
+    }
+
+    /// A range name is one opaque unit: inside its code span a "(nsys/run.sqlite)" is the
+    /// name's, not a source, and the backticks it holds (its fence is longer) or an escaped one
+    /// outside a code span leave the rest of the line footnoted.
+    #[test]
+    fn names_in_code_spans_or_escaped_are_never_sources() {
+        let mut f = Footnotes::default();
+        let name = crate::text::code("de`c (nsys/run.sqlite) *x*");
+        let escaped = super::super::fmt::md("a` (nsys/run.sqlite)");
+        let s = f.cite_in(&format!(
+            "Busy in {name} 3% (nsys/run.sqlite); {escaped} ran (kernels.md, \"Per instance\").\n"
+        ));
+        assert_eq!(
+            s,
+            "Busy in ``de`c (nsys/run.sqlite) *x*`` 3%[^1]; a\\` \\(nsys/run.sqlite\\) ran[^2].\n"
+        );
+        assert_eq!(
+            f.render(),
+            "## Sources\n\n[^1]: nsys/run.sqlite\n[^2]: kernels.md, \"Per instance\"\n"
+        );
+        // A run of backticks that nothing closes is text: the group after it is cited.
+        let mut f = Footnotes::default();
+        assert_eq!(f.cite_in("a ``b (x.csv)"), "a ``b[^1]");
     }
 
     #[test]

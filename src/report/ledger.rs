@@ -193,8 +193,8 @@ fn steps(a: &Decided, s: &mut String) {
     let (cells, align) = header(compile);
     let _ = writeln!(
         s,
-        "\nPer instance of `{}` (first {} of {}):\n\n| # | {cells} |\n|--:|{align}|",
-        md(&l.name),
+        "\nPer instance of {} (first {} of {}):\n\n| # | {cells} |\n|--:|{align}|",
+        crate::text::code(&l.name),
         STEPS_SHOWN.min(l.per_instance.len()),
         l.per_instance.len()
     );

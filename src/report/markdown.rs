@@ -9,6 +9,7 @@ use crate::findings::document::Decided;
 use crate::findings::{rules, Claim, Finding, Findings, Quantity as Q};
 use crate::model::{display_name, Bound, KernelRecord, TimeSource};
 use crate::rundir::KERN_SUM;
+use crate::text::code;
 
 mod sections;
 use sections::{ranges_section, ranks_section, roofline_section};
@@ -150,9 +151,9 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
             .unwrap_or("its range");
         let _ = writeln!(
             s,
-            "\n## Kernels ncu measured in `{}`\n\nnsys captured another range, so these are ranked by ncu's own time of the launches it profiled (`{}`), and their share is of that time; their durations are ncu's replays of one launch at a time, which differ from the running workload's (a kernel in both tables has both figures).\n",
-            md(range),
-            a.ncu_include().map(md).unwrap_or_default()
+            "\n## Kernels ncu measured in {}\n\nnsys captured another range, so these are ranked by ncu's own time of the launches it profiled ({}), and their share is of that time; their durations are ncu's replays of one launch at a time, which differ from the running workload's (a kernel in both tables has both figures).\n",
+            code(range),
+            a.ncu_include().map(crate::text::code).unwrap_or_default()
         );
         table(&mut s, a, a.tables.ncu_kernels, a.layout.top_kernels, width);
     }
@@ -241,7 +242,7 @@ fn cached_note(a: &Decided, s: &mut String) {
         "ncu figures of {} kernels ({}) come from the metrics cache (`ncu/cached.json`), measured by run {} on the same GPU, driver, ncu version and settings.",
         cached.len(),
         ranks.join(", "),
-        runs.iter().map(|r| format!("`{}`", md(r))).collect::<Vec<_>>().join(", ")
+        runs.iter().map(|r| code(r)).collect::<Vec<_>>().join(", ")
     );
 }
 

@@ -130,11 +130,22 @@ pub(crate) mod fmt {
         }
     }
     /// Escape a name for a Markdown table cell: `|`, `<`, `>` and the characters that start
-    /// emphasis, code or links.
+    /// emphasis, code or links, and a `(` that would read as a cited source (the summary
+    /// footnotes only the sources it put there itself).
     pub(crate) fn md(s: &str) -> String {
         let mut out = String::with_capacity(s.len());
-        for c in s.chars() {
+        // The `)` of an escaped `(` too, or it would close a group around the name.
+        let mut escaped = 0;
+        for (i, c) in s.char_indices() {
             match c {
+                '(' if super::footnotes::opens_source(&s[i + 1..]) => {
+                    escaped += 1;
+                    out.push_str("\\(");
+                }
+                ')' if escaped > 0 => {
+                    escaped -= 1;
+                    out.push_str("\\)");
+                }
                 '|' => out.push_str("\\|"),
                 '<' => out.push_str("&lt;"),
                 '>' => out.push_str("&gt;"),

@@ -13,13 +13,14 @@ use crate::findings::{
     span, BytesOf, Claim, CpuVerdict, Finding, GpuUse, LeverKind, LoopPart, Pass, PastWall,
     Quantity as Q, Scope, StepBasis, TensorUse,
 };
+use crate::text::code;
 
 /// A range as the reports name it: "`decode`", or "the cudaProfilerStart/Stop windows" for
 /// the windows the export reads as a range.
 pub(crate) fn range_name(r: &str) -> String {
     match r == crate::config::PROFILER_WINDOW {
         true => "the cudaProfilerStart/Stop windows".to_string(),
-        false => format!("`{}`", md(r)),
+        false => code(r),
     }
 }
 
@@ -27,7 +28,7 @@ pub(crate) fn range_name(r: &str) -> String {
 /// the captured range's instances (saying when the capture held only the first).
 pub(crate) fn kernel_scope(d: &crate::findings::document::Decided) -> String {
     match (d.kernel_table_in_range(), d.capture().range()) {
-        (true, Some(r)) => format!("every launch in `{r}`, {}", instances_captured(d)),
+        (true, Some(r)) => format!("every launch in {}, {}", code(r), instances_captured(d)),
         _ => "every launch in the capture".to_string(),
     }
 }
@@ -409,8 +410,8 @@ pub(crate) fn sentence(f: &Finding) -> String {
             cite(f)
         ),
         Claim::SampledDisagrees { kernel, grid } => format!(
-            "The two tools disagree on `{}` with grid {} {w}: DRAM {} sampled {} (coverage {}), {} in ncu's replay of one: the replayed launch is not how it ran in the workload, or the launches of this configuration differ among themselves{}.",
-            md(kernel),
+            "The two tools disagree on {} with grid {} {w}: DRAM {} sampled {} (coverage {}), {} in ncu's replay of one: the replayed launch is not how it ran in the workload, or the launches of this configuration differ among themselves{}.",
+            code(kernel),
             md(grid),
             f.text(Q::SampledDramPct),
             sampled_over(f),
@@ -426,8 +427,8 @@ pub(crate) fn sentence(f: &Finding) -> String {
             };
             let (replay, ran) = (of(Pass::Ncu), of(Pass::Nsys));
             format!(
-                "ncu's replay of `{}` {w} took {} a launch against {} in the workload ({:.1}x, over the launch configurations that hold {} of its time): ncu's rates for it (% of peak, its bound class) are over the replayed duration, not over how it ran{}.",
-                md(kernel),
+                "ncu's replay of {} {w} took {} a launch against {} in the workload ({:.1}x, over the launch configurations that hold {} of its time): ncu's rates for it (% of peak, its bound class) are over the replayed duration, not over how it ran{}.",
+                code(kernel),
                 replay.map_or_else(String::new, |e| e.text.clone()),
                 ran.map_or_else(String::new, |e| e.text.clone()),
                 replay.zip(ran).map_or(0.0, |(r, n)| r.value / n.value),
@@ -442,9 +443,20 @@ pub(crate) fn sentence(f: &Finding) -> String {
             python_functions,
             ..
         } => groups_sentence(f, &w, groups, differs_in.as_deref(), verdicts, python_functions),
-        Claim::NoNcuMetrics => "No ncu metrics in this run: run the ncu pass (ncu.enable=true) to learn why the top kernels are slow.".to_string(),
+        Claim::NoNcuMetrics { why: None } => "No ncu metrics in this run: run the ncu pass (ncu.enable=true) to learn why the top kernels are slow.".to_string(),
+        Claim::NoNcuMetrics { why: Some(why) } => format!(
+            "No ncu metrics in this run, though the ncu pass was asked for ({}; status.json `passes.ncu`).",
+            md(why)
+        ),
         Claim::PassIncomplete { pass, reason } => {
-            format!("The {pass} pass did not complete: {}", md(reason))
+            // The output a reason quotes, line by line, as it was.
+            let mut lines = reason.lines();
+            let first = md(lines.next().unwrap_or(""));
+            let quoted: Vec<String> = lines.map(code).collect();
+            match quoted.is_empty() {
+                true => format!("The {pass} pass did not complete: {first}"),
+                false => format!("The {pass} pass did not complete: {first} {}", quoted.join(" / ")),
+            }
         }
         Claim::NothingStandsOut => {
             "No rule fired on this run's figures (the rules are listed in kernels.md); compare against a previous run with `stage2 diff`.".to_string()

@@ -16,7 +16,7 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
         return;
     };
     let scope = match a.capture().range() {
-        Some(r) => format!("every launch in `{}`", md(r)),
+        Some(r) => format!("every launch in {}", crate::text::code(r)),
         None => "every launch of the capture".to_string(),
     };
     let _ = writeln!(s, "\n## Sampled GPU metrics ({scope})\n");
@@ -65,10 +65,10 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
 fn reused(r: &Reused, gm: &GpuMetrics, all: &SampledFigures, s: &mut String) {
     let _ = writeln!(
         s,
-        "Sampled by nsys in run `{}` at {:.0} Hz and reused here: this run's nsys pass did not sample (`nsys.gpu_metrics.reuse`; that run's figures per launch configuration are in `{}`). This run's {} launches, {} ms of kernel time, take them where that run saw the same kernel and launch configuration with a mean duration within {:.0}% of this run's ({}): {} of the time is inside that run's working sample windows; DRAM {}, SM issue {}, tensor {} of peak over them all.",
-        md(&r.run),
+        "Sampled by nsys in run {} at {:.0} Hz and reused here: this run's nsys pass did not sample (`nsys.gpu_metrics.reuse`; that run's figures per launch configuration are in {}). This run's {} launches, {} ms of kernel time, take them where that run saw the same kernel and launch configuration with a mean duration within {:.0}% of this run's ({}): {} of the time is inside that run's working sample windows; DRAM {}, SM issue {}, tensor {} of peak over them all.",
+        crate::text::code(&r.run),
         gm.frequency_hz,
-        md(&r.source),
+        crate::text::code(&r.source),
         all.launches,
         super::fmt::ms(all.time_ns),
         r.rule.threshold,
@@ -156,8 +156,8 @@ fn instances(a: &Decided, gm: &GpuMetrics, s: &mut String) {
     };
     let _ = writeln!(
         s,
-        "Per instance of `{}` ({} instances, each over the launches made in it; summary.json `gpu_metrics.instances`): DRAM {}, SM issue {}, tensor {}, coverage {}.{none}\n",
-        md(a.capture().range().unwrap_or("")),
+        "Per instance of {} ({} instances, each over the launches made in it; summary.json `gpu_metrics.instances`): DRAM {}, SM issue {}, tensor {}, coverage {}.{none}\n",
+        crate::text::code(a.capture().range().unwrap_or("")),
         gm.instances.len(),
         spread(&|f| f.dram_pct),
         spread(&|f| f.sm_issue_pct),

@@ -9,6 +9,7 @@ use crate::config::Capture;
 use crate::findings::document::Decided;
 use crate::findings::{Claim, Finding, Findings, Quantity as Q, Role};
 use crate::model::Bound;
+use crate::text::code;
 
 mod brief;
 mod tables;
@@ -51,7 +52,7 @@ fn is(f: &Finding, claim: fn(&Claim) -> bool) -> bool {
 fn captured_name(a: &Decided) -> String {
     match a.capture() {
         Capture::ProfilerApi { .. } => "captured cudaProfilerStart/Stop windows".to_string(),
-        _ => format!("captured `{}` range", md(a.capture().range().unwrap_or(""))),
+        _ => format!("captured {} range", code(a.capture().range().unwrap_or(""))),
     }
 }
 
@@ -413,12 +414,14 @@ fn run_facts(a: &Decided, s: &mut String) {
             };
             format!(
                 "{}, {collected}, {counted}",
-                inc.map(|i| format!("NVTX `{}`", md(&i)))
+                inc.map(|i| format!("NVTX {}", code(&i).replace('|', "\\|")))
                     .unwrap_or_else(|| "whole run".into()),
             )
         }
         None => "no data".to_string(),
     };
+    // A name's `|` would split the cell, inside a code span too.
+    let nsys = nsys.replace('|', "\\|");
     let _ = writeln!(s, "| Capture | nsys: {nsys}; ncu: {ncu} |");
     if let Some(st) = &a.facts.status {
         let passes: Vec<String> = st
@@ -463,8 +466,8 @@ fn numbers(a: &Decided, f: &Findings, s: &mut String) {
     if let Some(st) = a.tables.ranges.iter().find(|r| &r.name == step) {
         let _ = writeln!(
             s,
-            "- Per `{}` instance ({} of them): {} ms wall, {} of kernels, {:.0} launches ({})",
-            md(step),
+            "- Per {} instance ({} of them): {} ms wall, {} of kernels, {:.0} launches ({})",
+            code(step),
             st.instances,
             ms(st.avg_wall_ns),
             dur(st.avg_kernel_ns),

@@ -70,13 +70,13 @@ fn whole_note(a: &Decided, s: &mut String) {
         let file = a.tables.graph_step.map_or("", |(_, file)| file.as_str());
         let _ = writeln!(
             s,
-            "\n`{}`'s DRAM MB per instance is instance {} measured whole by ncu (`--graph-profiling graph`: {}; {} results, {:.3} ms of GPU time under ncu; `{}`): {:.1} MB. Its kernels replayed one by one (those holding {:.1}% of its kernel time) sum to {:.1} MB per instance.",
-            md(&p.phase),
+            "\n{}'s DRAM MB per instance is instance {} measured whole by ncu (`--graph-profiling graph`: {}; {} results, {:.3} ms of GPU time under ncu; {}): {:.1} MB. Its kernels replayed one by one (those holding {:.1}% of its kernel time) sum to {:.1} MB per instance.",
+            crate::text::code(&p.phase),
             w.choice.instance,
             w.choice.work.describe(),
             w.results,
             w.gpu_ns / 1e6,
-            md(file),
+            crate::text::code(file),
             w.dram_bytes / 1e6,
             f.measured_pct,
             f.replay_dram_bytes.unwrap_or(0.0) / 1e6,

@@ -109,6 +109,50 @@ pub(crate) struct TraceRecord {
     pub(crate) apis: String,
     /// `--cuda-graph-trace`: `node` (each kernel of a graph) or `graph` (the launch whole).
     pub(crate) cuda_graphs: String,
+    /// How CUDA was asked to be traced (`--trace`'s `cuda`, `cuda-sw` or `cuda-hw`); runs made
+    /// before the record held it read as None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cuda: Option<CudaTrace>,
+    /// How the export says CUDA was traced (None: it does not say, or it was not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cuda_seen: Option<CudaTrace>,
+}
+
+/// How nsys traces CUDA. Newer nsys traces it in hardware by default on newer GPUs and falls
+/// back in silence where it cannot; an export with launch calls and no kernels is refused
+/// (`analysis::load::untraced_kernels`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum CudaTrace {
+    /// `--trace=cuda`: nsys chooses (hardware where it can, else software).
+    Nsys,
+    /// `--trace=cuda-sw`, or the export's diagnostics name no hardware tracing.
+    Software,
+    /// `--trace=cuda-hw`, or the export's diagnostics say "Hardware tracing used".
+    Hardware,
+    /// No CUDA in `--trace`.
+    Off,
+}
+
+impl CudaTrace {
+    /// What `--trace` (`cuda,nvtx`, `cuda-sw,nvtx`, ...) asks of CUDA.
+    pub(crate) fn asked(trace: &str) -> CudaTrace {
+        let words: Vec<&str> = trace.split(',').map(str::trim).collect();
+        match () {
+            _ if words.contains(&"cuda-sw") => CudaTrace::Software,
+            _ if words.contains(&"cuda-hw") => CudaTrace::Hardware,
+            _ if words.contains(&"cuda") => CudaTrace::Nsys,
+            _ => CudaTrace::Off,
+        }
+    }
+
+    /// How an export says it was traced (None: it does not say).
+    pub(crate) fn seen(s: &crate::parse::sqlite::CudaTraceSeen) -> Option<CudaTrace> {
+        s.hardware.map(|hw| match hw {
+            true => CudaTrace::Hardware,
+            false => CudaTrace::Software,
+        })
+    }
 }
 
 impl NsysRecord {
@@ -199,5 +243,18 @@ fn scope_of(r: &NcuRecord, config: &Config, capture: &Capture) -> NcuScope {
         include: r.include.clone(),
         range: r.range.clone().or(old.range),
         same_as_capture: r.same_as_capture.unwrap_or(old.same_as_capture),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cuda_trace_asked_is_read_from_the_trace_words() {
+        assert_eq!(CudaTrace::asked("cuda,nvtx"), CudaTrace::Nsys);
+        assert_eq!(CudaTrace::asked("nvtx, cuda-sw"), CudaTrace::Software);
+        assert_eq!(CudaTrace::asked("cuda-hw,nvtx"), CudaTrace::Hardware);
+        assert_eq!(CudaTrace::asked("nvtx,osrt"), CudaTrace::Off);
     }
 }

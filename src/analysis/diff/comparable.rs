@@ -15,7 +15,10 @@ pub(crate) fn incomplete(s: &Summary) -> Option<String> {
         })
         .collect();
     if !bad.is_empty() {
-        return Some(format!("the run is not complete: {}", bad.join(", ")));
+        return Some(format!(
+            "the run is not complete: {}",
+            crate::text::listed(&bad, ", ")
+        ));
     }
     if s.kernels.is_empty() || s.totals.kernel_time_ns <= 0.0 {
         return Some("no kernel data (no nsys kernel summary or SQLite export)".into());

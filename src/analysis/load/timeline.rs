@@ -246,6 +246,9 @@ pub(super) fn timeline(
     let there = crate::files::present(&sqlite)
         .map_err(|e| Error::parse(&sqlite, None, format!("cannot read: {e}")))?;
     let db = there.then(|| NsysDb::open(&sqlite)).transpose()?;
+    if let Some(db) = &db {
+        crate::analysis::kernels::untraced(&db.cuda_trace()?, &sqlite)?;
+    }
     let t = match &db {
         Some(db) => Some(Timeline::read(db, capture, rule, shapes_of)?),
         None => None,

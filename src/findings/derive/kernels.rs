@@ -7,6 +7,7 @@ use crate::analysis::scan::{most_time_within, time_within};
 use crate::analysis::Artifacts;
 use crate::model::{display_name, Bound, KernelRecord};
 use crate::rules;
+use crate::rundir::status::PassState;
 
 /// The scope of the kernel table: the captured range when its rows are that range's launches
 /// (from the SQLite export), else everything the capture holds.
@@ -237,8 +238,28 @@ pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
     sampled_bounds(a, &joined, sampled.clone(), out);
     disagreements(a, sampled, out);
     replays(a, &joined, table_scope(a), out);
-    if a.ncu.is_none() {
-        out.push(Claim::NoNcuMetrics, Scope::capture(), None, vec![]);
+    if let Some(claim) = a.ncu.is_none().then(|| no_ncu(a)).flatten() {
+        out.push(claim, Scope::capture(), None, vec![]);
+    }
+}
+
+/// Why the run has no ncu figures, where no other finding says it: ncu not asked for, or
+/// asked and measuring nothing without failing (its reason). A pass that failed says why in
+/// its own finding (`pass_incomplete`), and one that ran is not advised to be run.
+fn no_ncu(a: &Artifacts) -> Option<Claim> {
+    let asked = |why: Option<&String>| Claim::NoNcuMetrics {
+        why: Some(
+            why.map_or("it measured no kernel", |w| w.lines().next().unwrap_or(w))
+                .to_string(),
+        ),
+    };
+    match a.status.as_ref().and_then(|s| s.passes.get("ncu")) {
+        None => Some(Claim::NoNcuMetrics { why: None }),
+        Some(p) if p.exit_code != 0 => None,
+        Some(p) if p.state == PassState::Skipped && !a.config.ncu.enable => {
+            Some(Claim::NoNcuMetrics { why: None })
+        }
+        Some(p) => Some(asked(p.reason.as_ref())),
     }
 }
 

@@ -103,10 +103,24 @@ pub(super) fn passes(a: &Artifacts, out: &mut Findings) {
         if let Some(reason) = p.reason.as_ref().filter(|_| p.exit_code != 0) {
             let claim = Claim::PassIncomplete {
                 pass: name.clone(),
-                reason: reason.lines().next().unwrap_or("").to_string(),
+                reason: said(reason),
             };
             out.push(claim, Scope::capture(), None, vec![]);
         }
+    }
+}
+
+/// A pass's reason as the reports give it: its first line, and where that line ends on the
+/// output it quotes ("Its last output:"), the lines it refers to.
+fn said(reason: &str) -> String {
+    let mut lines = reason.lines();
+    let first = lines.next().unwrap_or("");
+    match first.trim_end().ends_with("output:") {
+        true => std::iter::once(first)
+            .chain(lines)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        false => first.to_string(),
     }
 }
 

@@ -14,10 +14,12 @@ mod nvtx;
 mod raw;
 mod shapes;
 mod stream;
+mod trace;
 pub use gpu_metrics::{Sample, Series, METRICS};
 pub use graphs::GraphLaunch;
 pub use shapes::ShapedLaunch;
 pub use stream::{Ignore, Sink, Tee};
+pub use trace::CudaTraceSeen;
 
 pub struct NsysDb {
     conn: Connection,

@@ -73,7 +73,7 @@ pub(crate) fn classify(out: &Outcome, report: bool, filtered: bool) -> PassStatu
             } else {
                 Cause::Workload
             },
-            Some(format!("ncu failed ({}): {}", out.describe(), error_lines.join(" | "))),
+            Some(format!("ncu failed ({}): {}", out.describe(), crate::text::listed(&error_lines, " | "))),
         ),
         (false, Some(0)) => PassStatus::new(PassState::NoData, Some("ncu exited 0 but wrote no report; see ncu/ncu.log".to_string()),
         ),

@@ -123,7 +123,7 @@ pub(crate) fn decide(
     if !unknown.is_empty() {
         return Err(Error::config(format!(
             "ncu.metrics: not known to ncu on this GPU: {} (see `ncu --query-metrics`)",
-            unknown.join(", ")
+            crate::text::listed(&unknown, ", ")
         )));
     }
     Ok(Some(

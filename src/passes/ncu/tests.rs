@@ -444,20 +444,39 @@ fn a_stop_at_the_budget_decides_the_status() {
     };
     let stop = b.stop(&ran(6, true, false), true, 3);
     assert!(stop.budget.as_ref().unwrap().reached);
-    let st = stop.status().unwrap();
+    let st = stop.status(|| 0).unwrap();
     assert_eq!(st.state, PassState::Ok);
     assert!(st.reason.unwrap().contains(
         "ncu measured 3 launches and was stopped: it reached its time budget of 5 s (ncu.budget_s)"
     ));
-    let st = b.stop(&ran(6, true, false), false, 0).status().unwrap();
+    let st = b.stop(&ran(6, true, false), false, 0).status(|| 0).unwrap();
     assert_eq!(st.state, PassState::NoData);
-    assert!(st.reason.unwrap().starts_with(
+    let why = st.reason.unwrap();
+    assert!(why.starts_with(
         "ncu reached its time budget of 5 s (ncu.budget_s) before it profiled a kernel"
     ));
+    assert!(
+        why.ends_with("ncu.budget_s=SECONDS (or null) gives it longer"),
+        "{why}"
+    );
+    // Kernels inside CUDA graphs: more time is not promised to reach them.
+    let st = b
+        .stop(&ran(6, true, false), false, 0)
+        .status(|| 120)
+        .unwrap();
+    let why = st.reason.unwrap();
+    assert!(
+        why.contains("launched CUDA graphs (120 graph launches)"),
+        "{why}"
+    );
+    assert!(
+        why.contains("no promise") && !why.contains("gives it longer"),
+        "{why}"
+    );
     let ctrl_c = b.stop(&ran(6, true, true), true, 3);
-    assert!(ctrl_c.status().is_none() && !ctrl_c.budget.unwrap().reached);
+    assert!(ctrl_c.status(|| 0).is_none() && !ctrl_c.budget.unwrap().reached);
     let done = b.stop(&ran(2, false, false), true, 13);
-    assert!(done.status().is_none() && done.bounded.is_none());
+    assert!(done.status(|| 0).is_none() && done.bounded.is_none());
     assert_eq!(done.budget.unwrap().s, 5.0);
 }
 

@@ -142,20 +142,36 @@ pub(crate) struct Stop {
 impl Stop {
     /// The pass's status where its bound decided it: ok with the reason where ncu was stopped
     /// and wrote what it measured; no-data where the budget came before any kernel.
-    pub(crate) fn status(&self) -> Option<PassStatus> {
+    /// `graph_launches`: the CUDA graph launches of the nsys capture, asked only then.
+    pub(crate) fn status(&self, graph_launches: impl FnOnce() -> usize) -> Option<PassStatus> {
         if let Some(why) = &self.bounded {
             tracing::info!("{why}");
             return Some(PassStatus::new(PassState::Ok, Some(why.clone())));
         }
         let b = self.budget.as_ref().filter(|b| b.reached && !self.report)?;
+        // Seen on a real run: a JAX workload whose kernels all ran in CUDA graphs, given
+        // `ncu.budget_s=null`, ran 80 s under ncu without a kernel and then crashed.
+        let then = match graph_launches() {
+            0 => "ncu.budget_s=SECONDS (or null) gives it longer".to_string(),
+            n => format!(
+                "the nsys capture launched CUDA graphs ({n} graph launches), whose kernels this pass profiles one graph node at a time (ncu's `--graph-profiling node`) once a graph launches in the range under ncu, so a longer budget is no promise of reaching them; ncu.graph_step measures an instance of a range that launches graphs whole (`--graph-profiling graph`)"
+            ),
+        };
         Some(PassStatus::new(
             PassState::NoData,
             Some(format!(
-                "ncu reached its time budget of {:.0} s ({}) before it profiled a kernel (the workload had not reached a chosen kernel in the range under ncu, or the range never came): ncu.budget_s=SECONDS (or null) gives it longer",
+                "ncu reached its time budget of {:.0} s ({}) before it profiled a kernel (the workload had not reached a chosen kernel in the range under ncu, or the range never came): {then}",
                 b.s, b.from
             )),
         ))
     }
+}
+
+/// The CUDA graph launches the nsys export at `sqlite` holds (0 where it cannot be read).
+pub(super) fn graph_launches(sqlite: &std::path::Path) -> usize {
+    crate::parse::sqlite::NsysDb::open(sqlite)
+        .and_then(|db| db.graph_launches())
+        .map_or(0, |g| g.len())
 }
 
 /// Follows ncu's output while it runs: kernels done (with their times, for the cost) on the

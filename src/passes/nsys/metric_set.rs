@@ -186,7 +186,10 @@ pub(crate) fn derive(nsys: &Path, help: &str, run: &Path) -> Result<Derived, Str
     let chip = match chips.as_slice() {
         [one] => one.clone(),
         [] => return Err("nsys named no GPU it can sample".into()),
-        many => return Err(format!("GPUs of several chips ({})", many.join(", "))),
+        many => {
+            let chips = crate::text::listed(many, ", ");
+            return Err(format!("GPUs of several chips ({chips})"));
+        }
     };
     let folder = folder(nsys).ok_or("no GpuMetrics folder beside nsys")?;
     let (text, from) = reduced(&folder, &chip)?;

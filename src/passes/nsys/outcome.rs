@@ -30,7 +30,7 @@ pub(crate) fn sampling_refused(out: &Outcome, report: bool) -> Option<String> {
                 || l.contains("performance counters")
         })
         .collect();
-    (!lines.is_empty()).then(|| lines.join(" "))
+    (!lines.is_empty()).then(|| crate::text::listed(&lines, " "))
 }
 
 /// What the profile step's outcome means. Pure, so each case is unit-tested.
@@ -95,7 +95,7 @@ fn classify_exit(
     if let Some(st) = stopped(out, "nsys") {
         return st;
     }
-    let expr = capture.nvtx_name();
+    let expr = crate::analysis::nvtx::nsys_capture(capture.nvtx_name(), capture.domain());
     // nsys passes the workload's exit status on (128 + N for a signal), report or not: a
     // range that never opened because the workload failed first is the workload's failure,
     // not a naming problem, and nothing is run again to diagnose it.
@@ -119,8 +119,15 @@ fn classify_exit(
         )));
     }
     if out.tail.contains(NO_REPORTS) {
+        // Which domain nsys looked in is part of what to check: one named may be the wrong one.
+        let domain = match capture.domain() {
+            Some(d) => {
+                format!("the range in another domain than `{d}`, or in the default one: no @DOMAIN")
+            }
+            None => "the range in a domain: NAME@DOMAIN".to_string(),
+        };
         return PassStatus::new(PassState::NoData, Some(format!(
-                "nsys: \"{NO_REPORTS}\": the capture range `--nvtx-capture={expr}` never opened. Check the NVTX range names the workload emits (a typo, or a domain: NAME@DOMAIN), or run with nsys.gating_nvtx=false to capture everything"
+                "nsys: \"{NO_REPORTS}\": the capture range `--nvtx-capture={expr}` never opened. Check the NVTX range names the workload emits (a typo, or {domain}), or run with nsys.gating_nvtx=false to capture everything"
             )),
         );
     }

@@ -299,3 +299,23 @@ fn stats_read_the_sqlite_export_as_it_is_and_export_a_report_themselves() {
     assert!(!s.iter().any(|a| a.starts_with("--force-export")), "{s:?}");
     assert_eq!(s.last().map(String::as_str), Some("/m/run.sqlite"));
 }
+
+/// A capture in a named domain that never opened names its whole expression and says the
+/// domain may be the wrong one (the range in the default domain), not to add one.
+#[test]
+fn a_capture_in_a_domain_that_never_opens_says_the_domain_may_be_wrong() {
+    let c = both(&["nsys.nvtx_capture=decode@TSL"]);
+    let st = classify(
+        &outcome(0, &data("logs/nsys_wrong.log")),
+        None,
+        false,
+        (&c.0, &c.1),
+    );
+    let r = st.reason.unwrap();
+    assert!(
+        r.contains("`--nvtx-capture=decode@TSL` never opened"),
+        "{r}"
+    );
+    assert!(r.contains("in the default one: no @DOMAIN"), "{r}");
+    assert!(!r.contains("a domain: NAME@DOMAIN"), "{r}");
+}

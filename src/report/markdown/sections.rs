@@ -69,11 +69,11 @@ pub(super) fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
     {
         let _ = writeln!(
             s,
-            "\n`{}` nests in itself: {} of its {} instances are inside another `{}`. A launch there counts in every instance that holds it, in kernel time and in kernels alike, as `nsys stats` counts its Total Time (`nvtx_kern_sum`) and Total GPU Ops (`nvtx_gpu_proj_sum`); `nvtx_kern_sum`'s Kern Inst counts such a launch once, so its instance counts are lower than the kernels here.",
-            md(&r.name),
+            "\n{} nests in itself: {} of its {} instances are inside another {}. A launch there counts in every instance that holds it, in kernel time and in kernels alike, as `nsys stats` counts its Total Time (`nvtx_kern_sum`) and Total GPU Ops (`nvtx_gpu_proj_sum`); `nvtx_kern_sum`'s Kern Inst counts such a launch once, so its instance counts are lower than the kernels here.",
+            code(&r.name),
             r.nested_in_own_name,
             r.instances,
-            md(&r.name)
+            code(&r.name)
         );
     }
     for x in f.made().filter(|x| x.claim.of_instances()) {

@@ -171,10 +171,10 @@ pub(super) fn nvidia_summaries(
     s.push_str(&differing(
         differ
             .iter()
-            .map(|d| (md(&d.range), d.column, d.ours, d.theirs)),
+            .map(|d| (code(&d.range), d.column, d.ours, d.theirs)),
     ));
     if !self_nested.is_empty() {
-        let names: Vec<String> = self_nested.iter().map(|n| format!("`{}`", md(n))).collect();
+        let names: Vec<String> = self_nested.iter().map(|n| code(n)).collect();
         s.push_str(&format!(
             "; the launches of {} are not compared: instances nested in their own name, whose launches these reports count in each instance that holds them and nvtx_kern_sum's Kern Inst once",
             names.join(", ")
@@ -241,7 +241,7 @@ fn differing<'a>(figures: impl ExactSizeIterator<Item = (String, &'a str, f64, f
     let listed: Vec<String> = figures
         .take(LISTED)
         .map(|(what, column, ours, theirs)| {
-            format!("`{what}` {column} {ours} here, {theirs} in NVIDIA's")
+            format!("{what} {column} {ours} here, {theirs} in NVIDIA's")
         })
         .collect();
     match (listed.is_empty(), n > LISTED) {

@@ -23,10 +23,10 @@ pub(super) fn idle(
         (Some(CpuVerdict::Compile), _) => compile_next(f, compiled_for),
         (Some(CpuVerdict::CudaCall), _) => "find the CUDA calls that are neither launches nor synchronisations (allocation, attribute queries, module loads: nsys's `cuda_api_sum`) and move them out of the loop (warm-up, caching allocator)".to_string(),
         // Already in CUDA graphs: what is left is host work around the graph launches.
-        (Some(CpuVerdict::Cpu), Some((func, _))) if from_graphs => format!("the kernels already run from CUDA graphs, so the time is host work around the graph launches; look at `{}`, where the Python samples put it, and move it out of the step or overlap it with the graph's run (do more work per step: a larger batch)", md(func)),
+        (Some(CpuVerdict::Cpu), Some((func, _))) if from_graphs => format!("the kernels already run from CUDA graphs, so the time is host work around the graph launches; look at {}, where the Python samples put it, and move it out of the step or overlap it with the graph's run (do more work per step: a larger batch)", code(func)),
         (Some(CpuVerdict::Cpu), None) if from_graphs => "the kernels already run from CUDA graphs, so the time is host work around the graph launches: profile it (`--python-sampling HZ`), then move it out of the step or overlap it with the graph's run (do more work per step: a larger batch)".to_string(),
-        (Some(CpuVerdict::Cpu), Some((func, true))) => format!("look at `{}`, where the Python samples put the thread's own work: it is the model's own code, run every step, so compile it (torch.compile fuses its small ops and drops their Python overhead), capture the step in a CUDA graph, or do more work per step (larger batch)", md(func)),
-        (Some(CpuVerdict::Cpu), Some((func, false))) => format!("look at `{}`, where the Python samples put the thread's own work: move it out of the step, compile it, or do more work per step (larger batch)", md(func)),
+        (Some(CpuVerdict::Cpu), Some((func, true))) => format!("look at {}, where the Python samples put the thread's own work: it is the model's own code, run every step, so compile it (torch.compile fuses its small ops and drops their Python overhead), capture the step in a CUDA graph, or do more work per step (larger batch)", code(func)),
+        (Some(CpuVerdict::Cpu), Some((func, false))) => format!("look at {}, where the Python samples put the thread's own work: move it out of the step, compile it, or do more work per step (larger batch)", code(func)),
         (Some(CpuVerdict::Cpu), None) => "profile that Python/framework code (`--python-sampling HZ`, or a CPU sampler such as py-spy), then move it out of the step, compile it, or do more work per step (larger batch)".to_string(),
         (None, _) => String::new(),
     };
@@ -80,7 +80,7 @@ fn loads_preceded(compiled_for: &[(String, u32)]) -> String {
     let shown: Vec<String> = compiled_for
         .iter()
         .take(3)
-        .map(|(k, n)| format!("`{}` ({n} load{})", md(k), if *n == 1 { "" } else { "s" }))
+        .map(|(k, n)| format!("{} ({n} load{})", code(k), if *n == 1 { "" } else { "s" }))
         .collect();
     let more = compiled_for.len().saturating_sub(3);
     format!(
@@ -159,8 +159,8 @@ pub(super) fn groups_sentence(
                 fig(&g.label, Q::PythonSamples),
             ) {
                 (Some(func), Some(share), Some(n)) => format!(
-                    "; Python samples: `{}` in {} of {}",
-                    md(func),
+                    "; Python samples: {} in {} of {}",
+                    code(func),
                     share.text,
                     n.text
                 ),

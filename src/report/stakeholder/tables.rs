@@ -88,8 +88,8 @@ pub(super) fn top_kernels(a: &Decided, s: &mut String) {
     {
         let reused = match a.tables.sampled.and_then(|s| s.reused.as_ref()) {
             Some(r) => format!(
-                " in run `{}` and reused by this run, whose nsys pass did not sample",
-                md(&r.run)
+                " in run {} and reused by this run, whose nsys pass did not sample",
+                code(&r.run)
             ),
             None => String::new(),
         };
@@ -107,8 +107,8 @@ pub(super) fn top_kernels(a: &Decided, s: &mut String) {
     if let Some(first) = a.tables.ncu_kernels.first() {
         let _ = writeln!(
             s,
-            "\nIn `{}`, which ncu profiled (ranked by ncu's time of the launches it profiled, replayed one at a time: its durations differ from the running workload's above):\n",
-            md(&a
+            "\nIn {}, which ncu profiled (ranked by ncu's time of the launches it profiled, replayed one at a time: its durations differ from the running workload's above):\n",
+            code(&a
                 .ncu_range()
                 .or_else(|| first.nvtx_range.clone())
                 .unwrap_or_else(|| "the ncu range".into()))
