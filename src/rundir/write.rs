@@ -5,13 +5,10 @@ use std::path::Path;
 
 /// Write `path` whole or not at all: a temp file of a unique name, created exclusively in the
 /// same directory (never following a planted link), then renamed over `path`. Concurrent
-/// writers of different files never share a temp file.
+/// writers of different files never share a temp file. Text goes through the one redaction
+/// step on its way to disk (see [`crate::secrets::Scrubbed`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    // Text goes through the one redaction step on its way to disk (see crate::secrets).
-    match std::str::from_utf8(bytes) {
-        Ok(text) => write_atomic_raw(path, crate::secrets::scrub_cow(text).as_bytes()),
-        Err(_) => write_atomic_raw(path, bytes),
-    }
+    write_atomic_with(path, |w| w.write_all(bytes).map(|()| true))
 }
 
 /// [`write_atomic`] of text written by `fill` as it goes (a large summary.json is never held
@@ -21,79 +18,17 @@ pub(crate) fn write_atomic_with(
     path: &Path,
     fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<bool>,
 ) -> std::io::Result<()> {
-    use std::io::Write;
     let mut tmp = temp_beside(path)?;
     {
-        let mut lines = ScrubLines {
-            inner: std::io::BufWriter::new(tmp.as_file_mut()),
-            line: Vec::new(),
-        };
+        let mut lines =
+            crate::secrets::Scrubbed::file(std::io::BufWriter::new(tmp.as_file_mut()));
         if !fill(&mut lines).map_err(plain)? {
             return Ok(());
         }
-        lines.emit().map_err(plain)?;
-        lines.inner.flush().map_err(plain)?;
+        lines.finish().map_err(plain)?;
     }
     tmp.persist(path).map_err(|e| plain(e.error))?;
     Ok(())
-}
-
-/// A writer that passes whole lines through the redaction step (JSON and Markdown keep a
-/// value on one line, so a secret is never cut in two), a block of lines at a time.
-struct ScrubLines<W: std::io::Write> {
-    inner: W,
-    line: Vec<u8>,
-}
-
-impl<W: std::io::Write> ScrubLines<W> {
-    fn emit(&mut self) -> std::io::Result<()> {
-        if self.line.is_empty() {
-            return Ok(());
-        }
-        match std::str::from_utf8(&self.line) {
-            Ok(text) => self
-                .inner
-                .write_all(crate::secrets::scrub_cow(text).as_bytes())?,
-            // A block with bytes that are not UTF-8: its lines one by one, as they are where
-            // they are not text.
-            Err(_) => {
-                for line in self.line.split_inclusive(|&b| b == b'\n') {
-                    match std::str::from_utf8(line) {
-                        Ok(text) => self
-                            .inner
-                            .write_all(crate::secrets::scrub_cow(text).as_bytes())?,
-                        Err(_) => self.inner.write_all(line)?,
-                    }
-                }
-            }
-        }
-        self.line.clear();
-        Ok(())
-    }
-}
-
-/// Whole lines are scrubbed in blocks of about this many bytes: every redaction stays within
-/// a line, and one pass over a block costs what one pass over a line does.
-const SCRUB_BLOCK: usize = 64 * 1024;
-
-impl<W: std::io::Write> std::io::Write for ScrubLines<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.line.extend_from_slice(buf);
-        // Only the bytes just written are searched: a line longer than a block (compact JSON)
-        // would otherwise be searched again on every write, quadratic in its length.
-        let end = self.line.len() - buf.len();
-        if self.line.len() >= SCRUB_BLOCK {
-            if let Some(i) = buf.iter().rposition(|&b| b == b'\n') {
-                let rest = self.line.split_off(end + i + 1);
-                self.emit()?;
-                self.line = rest;
-            }
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
 }
 
 /// [`write_atomic`] of bytes as they are (stage2's own code, such as the Python hook).
@@ -177,12 +112,12 @@ mod tests {
                 }
                 Ok(())
             };
-            for _ in 0..(SCRUB_BLOCK / filler.len() - 1) {
+            for _ in 0..(crate::secrets::SCRUB_BLOCK / filler.len() - 1) {
                 put(filler.as_bytes())?;
             }
             put(b"\"k\": \"tok-block-secret-456\" padding padding padding padding\n")?;
             put(b"bad \xff byte\n")?;
-            for _ in 0..(SCRUB_BLOCK / filler.len()) {
+            for _ in 0..(crate::secrets::SCRUB_BLOCK / filler.len()) {
                 put(filler.as_bytes())?;
             }
             put(b"again tok-block-secret-456\n")?;
@@ -208,7 +143,7 @@ mod tests {
         crate::secrets::learn([("MY_API_TOKEN", "tok-long-line-secret-789")]);
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("compact.json");
-        let half = "y".repeat(SCRUB_BLOCK * 2);
+        let half = "y".repeat(crate::secrets::SCRUB_BLOCK * 2);
         let line = format!("{half}tok-long-line-secret-789{half}\n");
         write_atomic_with(&path, |w| {
             for piece in line.as_bytes().chunks(1000) {
