@@ -740,3 +740,38 @@ fn the_diagnosis_log_keeps_no_secret() {
         assert!(!text.contains(leak), "{leak} leaked");
     }
 }
+
+/// Round 4, item 3: `stage2 config` and `config --show-origin` print secret-named values,
+/// credentials and tokens cut, as the run's config.yaml keeps them.
+#[test]
+fn stage2_config_prints_no_secret() {
+    let sb = Sandbox::new();
+    for origin in [false, true] {
+        let mut cmd = sb.stage2();
+        cmd.arg("config");
+        if origin {
+            cmd.arg("--show-origin");
+        }
+        let out = cmd
+            .args([
+                "+workload.env.HF_TOKEN=hf_ConfigSecretValue12345678",
+                "+workload.env.my_token=lower-case-secret-1",
+                "nsys.extra_args=[--env-var=API_TOKEN=nsys-secret-1]",
+                "workload.argv=[python3, serve.py, --hub, https://bob:hunter22@example.com/m, hf_ArgvSecretValue123456789]",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("serve.py"), "{text}");
+        for leak in [
+            "hf_ConfigSecretValue12345678",
+            "lower-case-secret-1",
+            "nsys-secret-1",
+            "hunter22",
+            "hf_ArgvSecretValue123456789",
+        ] {
+            assert!(!text.contains(leak), "{leak} printed (--show-origin: {origin}):\n{text}");
+        }
+    }
+}

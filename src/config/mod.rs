@@ -66,16 +66,33 @@ pub struct Resolved {
 }
 
 impl Resolved {
+    /// The tree as it is shown (`stage2 config`, a run's config.yaml): the values of
+    /// secret-named `workload.env` keys redacted.
+    fn shown_tree(&self) -> Value {
+        let mut tree = self.tree.clone();
+        if let Some(Value::Mapping(env)) = tree.get_mut("workload").and_then(|w| w.get_mut("env"))
+        {
+            for (k, v) in env.iter_mut() {
+                if k.as_str().is_some_and(crate::secrets::is_secret) {
+                    *v = Value::String(crate::secrets::REDACTED.into());
+                }
+            }
+        }
+        tree
+    }
+
+    /// The resolved config as YAML, secrets cut (see [`crate::secrets::scrub`]).
     pub(crate) fn to_yaml(&self) -> String {
-        serde_yaml::to_string(&self.tree).unwrap_or_default()
+        crate::secrets::scrub(&serde_yaml::to_string(&self.shown_tree()).unwrap_or_default())
     }
 
     /// Every value, one `key: value  # origin` line each (values as YAML flow), as cargo's
-    /// `--show-origin` does: where each setting came from.
+    /// `--show-origin` does: where each setting came from. Secrets cut as in [`Self::to_yaml`].
     pub(crate) fn with_origins(&self) -> String {
+        let shown = self.shown_tree();
         let mut out = String::new();
-        for key in tree::key_paths(&self.tree) {
-            let Some(v) = tree::get(&self.tree, &tree::split(&key)) else {
+        for key in tree::key_paths(&shown) {
+            let Some(v) = tree::get(&shown, &tree::split(&key)) else {
                 continue;
             };
             if matches!(v, Value::Mapping(m) if !m.is_empty()) {
@@ -102,7 +119,7 @@ impl Resolved {
             }
             out.push_str(&format!("{key}: {value}  # {origin}\n"));
         }
-        crate::secrets::redact_url(&out)
+        crate::secrets::scrub(&out)
     }
 }
 
@@ -173,7 +190,10 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
         let ov = overrides::parse(arg)?;
         overrides::apply(&mut tree, &ov, &known)?;
         check_known(&tree, &known, &format!("override `{arg}`"))?;
-        let name = format!("override `{}`", crate::files::shown(arg));
+        let name = format!(
+            "override `{}`",
+            crate::files::shown(&crate::secrets::redact_arg(arg))
+        );
         origins.retain(|k, _| k != &ov.key && !k.starts_with(&format!("{}.", ov.key)));
         if ov.op != overrides::Op::Delete {
             origins.insert(ov.key.clone(), name.clone());
