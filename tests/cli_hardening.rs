@@ -771,7 +771,65 @@ fn stage2_config_prints_no_secret() {
             "hunter22",
             "hf_ArgvSecretValue123456789",
         ] {
-            assert!(!text.contains(leak), "{leak} printed (--show-origin: {origin}):\n{text}");
+            assert!(
+                !text.contains(leak),
+                "{leak} printed (--show-origin: {origin}):\n{text}"
+            );
         }
     }
+}
+
+/// Round 4, item 4: a graph-step cache entry that is a FIFO, or a link to `/dev/zero`, costs
+/// that entry only: the step is measured again, the run ends (no endless wait, no memory
+/// without bound). The workload's Stage-1 operator table as a FIFO neither stops a report.
+#[test]
+fn cache_entries_and_workload_files_that_are_not_files_never_block() {
+    let sb = Sandbox::with_gpu().with_env(
+        "FAKE_NSYS_DIR",
+        common::root().join("examples/sample-run-hf-static/nsys"),
+    );
+    sb.profile_decode("a", &[]).assert().success();
+    let dir = sb.path().join("cache/stage2/ncu/graph-step");
+    let entry = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    type Make = fn(&std::path::Path);
+    let cases: [(&str, Make); 2] = [
+        ("fifo", |p| {
+            nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap()
+        }),
+        ("zero", |p| {
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+        }),
+    ];
+    for (id, make) in cases {
+        std::fs::remove_file(&entry).unwrap();
+        make(&entry);
+        sb.profile_decode(id, &[])
+            .timeout(std::time::Duration::from_secs(120))
+            .assert()
+            .success();
+        let st = status(&sb.run(id));
+        assert_eq!(
+            st["passes"]["ncu"]["ncu"]["graph_step"]["state"], "measured",
+            "{id}: {st}"
+        );
+    }
+    let run = sample_copy(&sb, "ops");
+    std::fs::create_dir_all(run.join("stage1")).unwrap();
+    nix::unistd::mkfifo(
+        &run.join("stage1/operators.csv"),
+        nix::sys::stat::Mode::S_IRWXU,
+    )
+    .unwrap();
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success();
+    assert!(read(run.join("stakeholder_summary.md")).contains("(unreadable)"));
 }

@@ -140,11 +140,8 @@ fn provenance(
     tools_found: BTreeMap<String, Option<Found>>,
 ) -> Result<Env, Error> {
     let io = |what: &str, e: std::io::Error| Error::io("write", run.file(what), e);
-    crate::rundir::status::write_atomic(
-        &run.file("config.yaml"),
-        resolved.to_yaml().as_bytes(),
-    )
-    .map_err(|e| io("config.yaml", e))?;
+    crate::rundir::status::write_atomic(&run.file("config.yaml"), resolved.to_yaml().as_bytes())
+        .map_err(|e| io("config.yaml", e))?;
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();

@@ -70,8 +70,7 @@ impl Resolved {
     /// secret-named `workload.env` keys redacted.
     fn shown_tree(&self) -> Value {
         let mut tree = self.tree.clone();
-        if let Some(Value::Mapping(env)) = tree.get_mut("workload").and_then(|w| w.get_mut("env"))
-        {
+        if let Some(Value::Mapping(env)) = tree.get_mut("workload").and_then(|w| w.get_mut("env")) {
             for (k, v) in env.iter_mut() {
                 if k.as_str().is_some_and(crate::secrets::is_secret) {
                     *v = Value::String(crate::secrets::REDACTED.into());

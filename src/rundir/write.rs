@@ -20,8 +20,7 @@ pub(crate) fn write_atomic_with(
 ) -> std::io::Result<()> {
     let mut tmp = temp_beside(path)?;
     {
-        let mut lines =
-            crate::secrets::Scrubbed::file(std::io::BufWriter::new(tmp.as_file_mut()));
+        let mut lines = crate::secrets::Scrubbed::file(std::io::BufWriter::new(tmp.as_file_mut()));
         if !fill(&mut lines).map_err(plain)? {
             return Ok(());
         }
