@@ -833,3 +833,49 @@ fn cache_entries_and_workload_files_that_are_not_files_never_block() {
         .success();
     assert!(read(run.join("stakeholder_summary.md")).contains("(unreadable)"));
 }
+
+/// Round 4, items 9, 10 and 13: a run root its runs could not use is refused (exit 2) before
+/// anything is made or run: a `%` (nsys and ncu expand it in `-o`, so a report would land
+/// elsewhere), as a flag or as `run.root`; a newline (stdout prints the run directory as one
+/// line); a path so long that SQLite could not open the run's export. A root that is a link
+/// to nothing, or a loop of links, is said as such, not "File exists".
+#[test]
+fn run_roots_a_run_could_not_use_are_refused_up_front() {
+    let sb = Sandbox::new();
+    let long = ["d".repeat(200), "e".repeat(200), "f".repeat(120)].join("/");
+    let cases = [
+        (vec!["--run-root", "r%q{HOME}"], "r%q{HOME}", "expand its `%`"),
+        (vec!["run.root=p%h"], "p%h", "expand its `%`"),
+        (vec!["--run-root", "a\nb"], "a\nb", "control character"),
+        (vec!["--run-root", &long], "d", "past the 504 SQLite opens"),
+    ];
+    for (flags, made, words) in cases {
+        sb.stage2()
+            .arg("profile")
+            .args(&flags)
+            .args(["--run-id", "x"])
+            .args(common::DECODE)
+            .arg("--")
+            .args(common::WORKLOAD)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(words));
+        assert!(!sb.path().join(made).exists(), "{flags:?}");
+    }
+    assert!(!sb.calls().contains("nsys profile"), "{}", sb.calls());
+    std::os::unix::fs::symlink("/nonexistent/runs", sb.path().join("gone")).unwrap();
+    std::os::unix::fs::symlink("loop-b", sb.path().join("loop-a")).unwrap();
+    std::os::unix::fs::symlink("loop-a", sb.path().join("loop-b")).unwrap();
+    for root in ["gone", "loop-a"] {
+        sb.stage2()
+            .args(["profile", "--run-root", root])
+            .args(common::DECODE)
+            .arg("--")
+            .args(common::WORKLOAD)
+            .assert()
+            .code(8)
+            .stderr(predicates::str::contains(format!(
+                "{root} is a link to nothing (or a loop of links)"
+            )));
+    }
+}
