@@ -879,3 +879,47 @@ fn run_roots_a_run_could_not_use_are_refused_up_front() {
             )));
     }
 }
+
+/// Round 4, item 12: the packages query imports nothing of the workload's: its folder's own
+/// `platform.py` and `json.py` (hand-made, each ending any Python that imports it) are not on
+/// the query's path, and an interpreter named relative to that folder is still the one used.
+#[test]
+fn the_packages_query_imports_nothing_of_the_workload() {
+    let sb = Sandbox::new();
+    let wl = sb.path().join("wl");
+    std::fs::create_dir_all(wl.join("py")).unwrap();
+    for m in ["platform", "json"] {
+        std::fs::write(
+            wl.join(format!("{m}.py")),
+            format!("raise SystemExit('the workload folder {m}.py was imported')\n"),
+        )
+        .unwrap();
+    }
+    let python = which_python3();
+    std::os::unix::fs::symlink(&python, wl.join("py/python3")).unwrap();
+    sb.profile_of(
+        "p",
+        &[common::DECODE, &["--no-ncu", "workload.cwd=wl"]].concat(),
+        &["./py/python3", "-c", "print(1)"],
+    )
+    .assert()
+    .success();
+    let run = sb.run("p");
+    let st = status(&run);
+    assert_eq!(st["passes"]["packages"]["state"], "ok", "{st}");
+    assert!(
+        st["passes"]["packages"]["warnings"].as_array().is_none_or(|w| w.is_empty()),
+        "{st}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&read(run.join("packages/versions.json"))).unwrap();
+    assert!(v["python"].as_str().unwrap().starts_with('3'), "{v}");
+}
+
+fn which_python3() -> std::path::PathBuf {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "command -v python3"])
+        .output()
+        .unwrap();
+    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
