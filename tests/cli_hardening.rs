@@ -844,7 +844,11 @@ fn run_roots_a_run_could_not_use_are_refused_up_front() {
     let sb = Sandbox::new();
     let long = ["d".repeat(200), "e".repeat(200), "f".repeat(120)].join("/");
     let cases = [
-        (vec!["--run-root", "r%q{HOME}"], "r%q{HOME}", "expand its `%`"),
+        (
+            vec!["--run-root", "r%q{HOME}"],
+            "r%q{HOME}",
+            "expand its `%`",
+        ),
         (vec!["run.root=p%h"], "p%h", "expand its `%`"),
         (vec!["--run-root", "a\nb"], "a\nb", "control character"),
         (vec!["--run-root", &long], "d", "past the 504 SQLite opens"),
@@ -908,7 +912,9 @@ fn the_packages_query_imports_nothing_of_the_workload() {
     let st = status(&run);
     assert_eq!(st["passes"]["packages"]["state"], "ok", "{st}");
     assert!(
-        st["passes"]["packages"]["warnings"].as_array().is_none_or(|w| w.is_empty()),
+        st["passes"]["packages"]["warnings"]
+            .as_array()
+            .is_none_or(|w| w.is_empty()),
         "{st}"
     );
     let v: serde_json::Value =
@@ -922,4 +928,20 @@ fn which_python3() -> std::path::PathBuf {
         .output()
         .unwrap();
     std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// Round 4, item 13: what a `stage2 report` killed while writing leaves (hand-made: a half
+/// summary.json under a temp name) is removed by the next report.
+#[test]
+fn a_later_report_removes_what_a_killed_one_left() {
+    let sb = Sandbox::new();
+    let run = sample_copy(&sb, "killed");
+    let left = run.join(".stage2-AbCdEf.tmp");
+    std::fs::write(&left, "{\"schema_version\": 1, \"kern").unwrap();
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .assert()
+        .success();
+    assert!(!left.exists());
 }

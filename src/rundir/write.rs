@@ -41,17 +41,43 @@ pub(crate) fn write_atomic_raw(path: &Path, bytes: &[u8]) -> std::io::Result<()>
     Ok(())
 }
 
-/// A hidden temp file in `path`'s folder, to be renamed over it once written whole.
+const TEMP_PREFIX: &str = ".stage2-";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// A hidden temp file in `path`'s folder, to be renamed over it once written whole. It is
+/// locked while its writer lives (the lock goes with the process, however it ends), which is
+/// how [`remove_stale_temps`] tells a killed writer's leftover from a live one.
 fn temp_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    tempfile::Builder::new()
-        .prefix(".stage2-")
-        .suffix(".tmp")
+    let tmp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .suffix(TEMP_SUFFIX)
         .tempfile_in(dir)
-        .map_err(plain)
+        .map_err(plain)?;
+    // Where the filesystem has no locks the leftover is only kept, never a writer disturbed.
+    let _ = tmp.as_file().try_lock();
+    Ok(tmp)
+}
+
+/// Remove the temp files in `dir` that no live writer holds: what a stage2 killed while it
+/// wrote left (a half summary.json that no later write would replace).
+pub(crate) fn remove_stale_temps(dir: &Path) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let ours = name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX);
+        // Links and anything but a plain file are never ours.
+        if !ours || !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let unheld = crate::files::open_regular(&e.path()).is_ok_and(|f| f.try_lock().is_ok());
+        if unheld {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// The OS's error without the hidden temp file's name tempfile adds to it ("... at path
@@ -155,6 +181,24 @@ mod tests {
         let got = std::fs::read_to_string(&path).unwrap();
         let want = format!("{half}{}{half}\ntail\n", crate::secrets::REDACTED);
         assert_eq!(got, want);
+    }
+
+    /// A temp file whose writer is gone is removed; one a writer still holds, a link and a
+    /// file of another name stay.
+    #[test]
+    fn only_the_temp_files_of_writers_that_are_gone_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let left = dir.join(".stage2-left.tmp");
+        std::fs::write(&left, "{\"half\": ").unwrap();
+        let live = temp_beside(&dir.join("summary.json")).unwrap();
+        std::os::unix::fs::symlink(&left, dir.join(".stage2-link.tmp")).unwrap();
+        std::fs::write(dir.join("mine.tmp"), "x").unwrap();
+        remove_stale_temps(dir);
+        assert!(!left.exists());
+        assert!(live.path().exists());
+        assert!(dir.join(".stage2-link.tmp").symlink_metadata().is_ok());
+        assert!(dir.join("mine.tmp").exists());
     }
 
     /// Hand-made hostile setup: a planted `summary.tmp` link to a file elsewhere is left alone.
