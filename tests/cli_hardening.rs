@@ -400,6 +400,13 @@ fn output_errors_and_long_report_names() {
     let out = sb.std_stage2().arg("config").stdout(full).output().unwrap();
     assert_eq!(out.status.code(), Some(8));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write stdout"));
+    // Round 4, item 14: `--help` and `--version` too.
+    for flag in ["--help", "--version"] {
+        let full = std::fs::File::options().write(true).open("/dev/full").unwrap();
+        let out = sb.std_stage2().arg(flag).stdout(full).output().unwrap();
+        assert_eq!(out.status.code(), Some(8), "{flag}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write to stdout"));
+    }
     let rep = sb.path().join(format!("{}.ncu-rep", "k".repeat(240)));
     std::fs::write(&rep, "fake ncu report").unwrap();
     sb.stage2().arg("report").arg(&rep).assert().success();
