@@ -952,3 +952,33 @@ fn a_later_report_removes_what_a_killed_one_left() {
         .success();
     assert!(!left.exists());
 }
+
+/// Round 4, item 14: a range name read from the export, for a folder of exports without a
+/// config (hand-made: a real export whose `decode` is renamed with ESC and BEL in it), reaches
+/// no report with its control characters: they are written out.
+#[test]
+fn an_inferred_range_name_sends_no_escape_to_a_report() {
+    let sb = Sandbox::new();
+    let run = sb.path().join("exports");
+    common::copy_dir(&common::root().join("examples/sample-run/ncu"), &run.join("ncu"));
+    std::fs::create_dir_all(run.join("nsys")).unwrap();
+    let db = run.join("nsys/run.sqlite");
+    std::fs::copy(common::root().join("examples/sample-run/nsys/run.sqlite"), &db).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE NVTX_EVENTS SET text = 'dec' || char(27) || '[31mode' || char(7) WHERE text = 'decode'",
+            [],
+        )
+        .unwrap();
+    sb.stage2_without_tools()
+        .arg("report")
+        .arg(&run)
+        .assert()
+        .success();
+    for f in ["kernels.md", "stakeholder_summary.md"] {
+        let text = read(run.join(f));
+        assert!(text.contains("dec\\u{1b}"), "{f}: {text}");
+        assert!(!text.contains(['\u{1b}', '\u{7}']), "{f}");
+    }
+}

@@ -27,7 +27,7 @@ pub(crate) fn range_name(r: &str) -> String {
 /// the captured range's instances (saying when the capture held only the first).
 pub(crate) fn kernel_scope(d: &crate::findings::document::Decided) -> String {
     match (d.kernel_table_in_range(), d.capture().range()) {
-        (true, Some(r)) => format!("every launch in `{r}`, {}", instances_captured(d)),
+        (true, Some(r)) => format!("every launch in `{}`, {}", md(r), instances_captured(d)),
         _ => "every launch in the capture".to_string(),
     }
 }
