@@ -402,7 +402,10 @@ fn output_errors_and_long_report_names() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write stdout"));
     // Round 4, item 14: `--help` and `--version` too.
     for flag in ["--help", "--version"] {
-        let full = std::fs::File::options().write(true).open("/dev/full").unwrap();
+        let full = std::fs::File::options()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
         let out = sb.std_stage2().arg(flag).stdout(full).output().unwrap();
         assert_eq!(out.status.code(), Some(8), "{flag}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write to stdout"));
@@ -960,10 +963,17 @@ fn a_later_report_removes_what_a_killed_one_left() {
 fn an_inferred_range_name_sends_no_escape_to_a_report() {
     let sb = Sandbox::new();
     let run = sb.path().join("exports");
-    common::copy_dir(&common::root().join("examples/sample-run/ncu"), &run.join("ncu"));
+    common::copy_dir(
+        &common::root().join("examples/sample-run/ncu"),
+        &run.join("ncu"),
+    );
     std::fs::create_dir_all(run.join("nsys")).unwrap();
     let db = run.join("nsys/run.sqlite");
-    std::fs::copy(common::root().join("examples/sample-run/nsys/run.sqlite"), &db).unwrap();
+    std::fs::copy(
+        common::root().join("examples/sample-run/nsys/run.sqlite"),
+        &db,
+    )
+    .unwrap();
     rusqlite::Connection::open(&db)
         .unwrap()
         .execute(

@@ -370,9 +370,14 @@ fn typed(tree: &Value) -> Result<Config, Error> {
         let path = e.path().to_string();
         let inner = e.inner().to_string();
         match inner.strip_prefix("missing field `") {
-            // A `~key` override (or a file) removed a key the schema needs.
+            // A `~key` override (or a file) removed a key the schema needs; at the top level
+            // serde's path is ".", which is no part of a key's name.
             Some(f) => Error::config(format!(
-                "key `{path}.{}` is required: it cannot be deleted (`~`), set a value instead (`stage2 config` shows the defaults)",
+                "key `{}{}` is required: it cannot be deleted (`~`), set a value instead (`stage2 config` shows the defaults)",
+                match path.as_str() {
+                    "." => String::new(),
+                    p => format!("{p}."),
+                },
                 f.trim_end_matches('`')
             )),
             None => Error::config(format!("key `{path}`: {}", plain_types(&inner))),
@@ -380,13 +385,22 @@ fn typed(tree: &Value) -> Result<Config, Error> {
     })
 }
 
-/// serde's Rust type names in a type error, said in words: "expected usize" reads "expected
-/// a whole number (0 or more)".
+/// serde's words in a type error, said for a user: "invalid type: unit value, expected usize"
+/// reads "got no value (empty or null), expected a whole number (0 or more)".
 fn plain_types(msg: &str) -> String {
     let Some(at) = msg.rfind("expected ") else {
         return msg.to_string();
     };
     let (head, want) = msg.split_at(at + "expected ".len());
+    let head = head.trim_end_matches("expected ").trim_end_matches(", ");
+    let head = match head
+        .strip_prefix("invalid type: ")
+        .or_else(|| head.strip_prefix("invalid value: "))
+    {
+        Some(found) => format!("got {}", plain_found(found)),
+        None if head == "unknown variant ``" => "got an empty value".to_string(),
+        None => head.replace("unknown variant ", "got "),
+    };
     let words = match want {
         "usize" | "u64" | "u32" | "u16" | "u8" => "a whole number (0 or more)",
         "i64" | "i32" | "i16" | "i8" | "isize" => "a whole number",
@@ -396,9 +410,35 @@ fn plain_types(msg: &str) -> String {
         "a Value::Tagged enum" => "one word (`stage2 config` shows the key's values)",
         // A YAML tag (`!nvtx x`) on an enum key.
         "unit" => "no value after the tag: write the word alone",
+        "a sequence" => "a list",
+        "a map" => "a mapping",
+        // A section (`report`) given a value.
+        w if w.starts_with("struct ") => "a mapping of its keys (`stage2 config` shows them)",
         other => other,
     };
-    format!("{head}{words}")
+    match head.is_empty() {
+        true => format!("expected {words}"),
+        false => format!("{head}, expected {words}"),
+    }
+}
+
+/// What serde found, in a user's words: "unit value" is no value, "sequence" a list.
+fn plain_found(found: &str) -> String {
+    let value = |kind: &str| found.strip_prefix(kind).map(|v| v.trim_matches('`'));
+    match found {
+        "unit value" => "no value (empty or null)".to_string(),
+        "sequence" => "a list".to_string(),
+        "map" => "a mapping".to_string(),
+        _ => match (
+            value("integer "),
+            value("floating point "),
+            value("boolean "),
+        ) {
+            (Some(v), _, _) | (_, Some(v), _) => format!("the number {v}"),
+            (_, _, Some(v)) => v.to_string(),
+            _ => found.replace("string ", "the text "),
+        },
+    }
 }
 
 #[cfg(test)]
