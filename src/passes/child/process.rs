@@ -238,7 +238,9 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     // The workload's echoed output goes to stderr, redacted, line by line: stdout is the
     // command's result (the run directory, or `--json`'s one object).
     let stdout_sink: Box<dyn Write + Send> = match &spec.stdout_file {
-        Some(p) => Box::new(Scrubbed::output(File::create(p)?)),
+        // A tool's export is data the reports are computed from, kept as the tool wrote it
+        // (as its report files are): redaction could cut a kernel name the joins need.
+        Some(p) => Box::new(File::create(p)?),
         None if spec.echo => Box::new(Echo::default()),
         None => Box::new(io::sink()),
     };
