@@ -125,7 +125,7 @@ pub(crate) fn scrub_cow(text: &str) -> std::borrow::Cow<'_, str> {
     if out.contains('=') {
         out = Cow::Owned(redact_assignments(&out));
     }
-    if SHAPES.iter().any(|(prefix, _)| out.contains(prefix)) {
+    if SHAPES.iter().any(|(prefix, ..)| out.contains(prefix)) {
         out = Cow::Owned(redact_shapes(&out));
     }
     out
@@ -275,13 +275,20 @@ fn redact_assignments(text: &str) -> String {
     out
 }
 
-/// Tokens whose prefix says they are credentials.
-/// Token prefixes that say they are credentials, with the shortest body a token has.
-const SHAPES: &[(&str, usize)] = &[("hf_", 20), ("AKIA", 16), ("ghp_", 30), ("github_pat_", 30)];
+/// Token prefixes that say they are credentials, with the shortest body a token has and
+/// whether its body holds `_` (only GitHub's fine-grained tokens do).
+const SHAPES: &[(&str, usize, bool)] = &[
+    ("hf_", 20, false),
+    ("AKIA", 16, false),
+    ("ghp_", 30, false),
+    ("github_pat_", 30, true),
+];
 
+/// A token's body is of its shape: `hf_rmsnorm_kernel_bf16_v2` (a kernel name, words of a few
+/// letters) is not cut.
 fn redact_shapes(text: &str) -> String {
     let mut out = text.to_string();
-    for (prefix, min) in SHAPES {
+    for &(prefix, min, underscores) in SHAPES {
         if !out.contains(prefix) {
             continue;
         }
@@ -290,9 +297,9 @@ fn redact_shapes(text: &str) -> String {
             let start_ok = i == 0 || !out[..i].ends_with(|c: char| c.is_ascii_alphanumeric());
             let body = &out[i + prefix.len()..];
             let len = body
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .find(|c: char| !(c.is_ascii_alphanumeric() || underscores && c == '_'))
                 .unwrap_or(body.len());
-            if start_ok && len >= *min {
+            if start_ok && len >= min {
                 out.replace_range(i..i + prefix.len() + len, REDACTED);
                 from = i + REDACTED.len();
             } else {
@@ -360,5 +367,16 @@ mod tests {
             "nsys.trace=cuda,nvtx hf_x ok"
         );
         assert_eq!(scrub("sorted(x, key=len)"), "sorted(x, key=len)");
+        // Kernel names that hold a token's prefix are not tokens.
+        for name in [
+            "triton_fused_hf_rmsnorm_kernel_bf16_forward_0",
+            "void hf_rmsnorm_kernel_bf16_v2_forward<float>",
+        ] {
+            assert_eq!(scrub(name), name);
+        }
+        assert_eq!(
+            scrub("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"),
+            REDACTED
+        );
     }
 }
