@@ -233,7 +233,7 @@ pub(crate) fn run(
     let began = std::time::Instant::now();
     if let Some(hit) = &p.hit {
         // Read when the plan was made: copied, not read again.
-        match crate::rundir::status::write_atomic(&p.csv, hit.csv.as_bytes()) {
+        match crate::rundir::status::write_atomic_raw(&p.csv, hit.csv.as_bytes()) {
             Ok(()) => {
                 tracing::info!(
                     "`{}` instance {} measured whole: from the metrics cache (run {})",
