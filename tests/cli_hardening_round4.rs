@@ -21,7 +21,7 @@ fn sample_copy(sb: &Sandbox, name: &str) -> std::path::PathBuf {
 }
 
 /// Round 4, item 3: the diagnosis's short run after a capture that never opened prints what
-/// the workload prints into nsys/diagnose.log: its secrets reach that file (and every other a
+/// the workload prints into nsys/diagnose.log: its secrets reach that log (as every log a
 /// child writes) redacted as they are written, like nsys.log.
 #[test]
 fn the_diagnosis_log_keeps_no_secret() {
