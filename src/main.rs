@@ -3,7 +3,8 @@ use clap::Parser;
 fn main() {
     let cli = match stage2::cli::Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => std::process::exit(stage2::cli::usage_error(&e)),
+        // `--help > /dev/full` did not reach its reader either: settled like any command.
+        Err(e) => std::process::exit(stage2::out::settle(stage2::cli::usage_error(&e))),
     };
     stage2::term::init(cli.color);
     stage2::logging::init(cli.quiet, cli.verbose);

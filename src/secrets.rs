@@ -2,7 +2,8 @@
 //! a pasteable command line, taken from the user's own shell), and credentials are cut out of
 //! URLs, in config.yaml, env.json, cmd.txt, the pass logs and the reports. [`scrub`] is the one
 //! step every text headed for the run directory, the metrics cache or the console passes
-//! through (`write_atomic`, the log redaction, the console writer).
+//! through: every file by way of [`Scrubbed`] (stage2's own through `write_atomic`, a child's
+//! output as it is written), the console through its writer.
 
 use std::sync::RwLock;
 
@@ -124,10 +125,116 @@ pub(crate) fn scrub_cow(text: &str) -> std::borrow::Cow<'_, str> {
     if out.contains('=') {
         out = Cow::Owned(redact_assignments(&out));
     }
-    if SHAPES.iter().any(|(prefix, _)| out.contains(prefix)) {
+    if SHAPES.iter().any(|(prefix, ..)| out.contains(prefix)) {
         out = Cow::Owned(redact_shapes(&out));
     }
     out
+}
+
+/// [`scrub`] of bytes: a line that is not UTF-8 is read lossily where it holds something to
+/// cut, and kept as it is otherwise (output need not be text).
+fn scrub_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    let text = String::from_utf8_lossy(bytes);
+    match scrub_cow(&text) {
+        Cow::Borrowed(_) => Cow::Borrowed(bytes),
+        Cow::Owned(clean) => Cow::Owned(clean.into_bytes()),
+    }
+}
+
+/// A writer that passes what it is given through [`scrub`] a block of whole lines at a time,
+/// so a secret is never cut in two: the one way text reaches a file of the run, whether stage2
+/// made it (`write_atomic`) or a child printed it (the pass logs, a tool's exports). Lines end
+/// in `\n`, or `\r` (a child's progress line).
+pub(crate) struct Scrubbed<W: std::io::Write> {
+    inner: W,
+    pending: Vec<u8>,
+    /// Whole lines go out once this many bytes are pending (0: as soon as they are written).
+    block: usize,
+    /// A line that grows past this with no end goes out as it is so far.
+    longest: usize,
+}
+
+/// Whole lines of stage2's own files are scrubbed in blocks of about this many bytes: one pass
+/// over a block costs what one pass over a line does.
+pub(crate) const SCRUB_BLOCK: usize = 64 * 1024;
+
+impl<W: std::io::Write> Scrubbed<W> {
+    /// For a file stage2 makes: blocks of lines, a line kept whole however long (compact JSON).
+    pub(crate) fn file(inner: W) -> Self {
+        Scrubbed {
+            inner,
+            pending: Vec::new(),
+            block: SCRUB_BLOCK,
+            longest: usize::MAX,
+        }
+    }
+
+    /// For a child's output: each line on disk as it comes (a log read while the pass runs,
+    /// or left by a stage2 that was killed), and output with no line end never held whole.
+    pub(crate) fn output(inner: W) -> Self {
+        Scrubbed {
+            inner,
+            pending: Vec::new(),
+            block: 0,
+            longest: 1 << 20,
+        }
+    }
+
+    /// Write out what is pending (the last line need not end) and flush.
+    pub(crate) fn finish(&mut self) -> std::io::Result<()> {
+        self.emit()?;
+        self.inner.flush()
+    }
+
+    fn emit(&mut self) -> std::io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        match std::str::from_utf8(&self.pending) {
+            Ok(text) => self.inner.write_all(scrub_cow(text).as_bytes())?,
+            // Bytes that are not UTF-8: line by line, so only a line that holds them is read
+            // lossily, and only where it holds a secret.
+            Err(_) => {
+                for line in self.pending.split_inclusive(|&b| b == b'\n' || b == b'\r') {
+                    self.inner.write_all(&scrub_bytes(line))?;
+                }
+            }
+        }
+        self.pending.clear();
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Scrubbed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        // Only the bytes just written are searched: a line longer than a block (compact JSON)
+        // would otherwise be searched again on every write, quadratic in its length.
+        let end = self.pending.len() - buf.len();
+        if self.pending.len() >= self.block {
+            if let Some(i) = buf.iter().rposition(|&b| b == b'\n' || b == b'\r') {
+                let rest = self.pending.split_off(end + i + 1);
+                self.emit()?;
+                self.pending = rest;
+            }
+        }
+        if self.pending.len() > self.longest {
+            self.emit()?;
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: std::io::Write> Drop for Scrubbed<W> {
+    /// What is still pending goes out (a child's last line without an end); errors have
+    /// nowhere to go here, and `finish` reports them where that matters.
+    fn drop(&mut self) {
+        let _ = self.emit();
+    }
 }
 
 /// Whether `name` reads as an environment variable's name (upper case, digits, `_`): only those
@@ -168,13 +275,20 @@ fn redact_assignments(text: &str) -> String {
     out
 }
 
-/// Tokens whose prefix says they are credentials.
-/// Token prefixes that say they are credentials, with the shortest body a token has.
-const SHAPES: &[(&str, usize)] = &[("hf_", 20), ("AKIA", 16), ("ghp_", 30), ("github_pat_", 30)];
+/// Token prefixes that say they are credentials, with the shortest body a token has and
+/// whether its body holds `_` (only GitHub's fine-grained tokens do).
+const SHAPES: &[(&str, usize, bool)] = &[
+    ("hf_", 20, false),
+    ("AKIA", 16, false),
+    ("ghp_", 30, false),
+    ("github_pat_", 30, true),
+];
 
+/// A token's body is of its shape: `hf_rmsnorm_kernel_bf16_v2` (a kernel name, words of a few
+/// letters) is not cut.
 fn redact_shapes(text: &str) -> String {
     let mut out = text.to_string();
-    for (prefix, min) in SHAPES {
+    for &(prefix, min, underscores) in SHAPES {
         if !out.contains(prefix) {
             continue;
         }
@@ -183,9 +297,9 @@ fn redact_shapes(text: &str) -> String {
             let start_ok = i == 0 || !out[..i].ends_with(|c: char| c.is_ascii_alphanumeric());
             let body = &out[i + prefix.len()..];
             let len = body
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .find(|c: char| !(c.is_ascii_alphanumeric() || underscores && c == '_'))
                 .unwrap_or(body.len());
-            if start_ok && len >= *min {
+            if start_ok && len >= min {
                 out.replace_range(i..i + prefix.len() + len, REDACTED);
                 from = i + REDACTED.len();
             } else {
@@ -217,6 +331,24 @@ mod tests {
         );
     }
 
+    /// A child's output reaches its file line by line as it comes (progress lines end in
+    /// `\r`), a secret split across writes cut, and output with no line end is not held.
+    #[test]
+    fn output_is_scrubbed_as_it_comes() {
+        use std::io::Write;
+        learn([("MY_API_TOKEN", "tok-output-secret-1")]);
+        let mut w = Scrubbed::output(Vec::new());
+        w.write_all(b"step 1%\rtok-output-").unwrap();
+        assert_eq!(w.inner, b"step 1%\r");
+        w.write_all(b"secret-1 \xff 50%\r").unwrap();
+        assert_eq!(w.inner, b"step 1%\r<redacted> \xef\xbf\xbd 50%\r");
+        w.write_all(&vec![b'x'; (1 << 20) + 1]).unwrap();
+        assert!(w.pending.is_empty());
+        w.write_all(b"last").unwrap();
+        w.finish().unwrap();
+        assert!(w.inner.ends_with(b"xlast"));
+    }
+
     #[test]
     fn scrub_cuts_every_kind_of_secret() {
         learn([("MY_API_KEY", "s3cr3t-value")]);
@@ -235,5 +367,16 @@ mod tests {
             "nsys.trace=cuda,nvtx hf_x ok"
         );
         assert_eq!(scrub("sorted(x, key=len)"), "sorted(x, key=len)");
+        // Kernel names that hold a token's prefix are not tokens.
+        for name in [
+            "triton_fused_hf_rmsnorm_kernel_bf16_forward_0",
+            "void hf_rmsnorm_kernel_bf16_v2_forward<float>",
+        ] {
+            assert_eq!(scrub(name), name);
+        }
+        assert_eq!(
+            scrub("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"),
+            REDACTED
+        );
     }
 }

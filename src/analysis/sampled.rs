@@ -283,7 +283,8 @@ fn of_devices(
         .collect();
     if found.is_empty() {
         return Err(format!(
-            "{n} GPUs sampled and none numbered as the range's kernels' device {}, so none of their samples are attributed",
+            "{} sampled and none numbered as the range's kernels' device {}, so none of their samples are attributed",
+            gpus(n),
             list(devices)
         ));
     }
@@ -306,19 +307,30 @@ fn of_devices(
         .collect();
     a.picked = Some(match (devices, unsampled.is_empty()) {
         ([d], _) => format!(
-            "nsys sampled {n} GPUs and the range's kernels ran on device {d}: its samples are theirs ({how})"
+            "nsys sampled {} and the range's kernels ran on device {d}: its samples are theirs ({how})",
+            gpus(n)
         ),
         (_, true) => format!(
-            "nsys sampled {n} GPUs and the range's kernels ran on devices {}: each launch takes its own device's samples ({how})",
+            "nsys sampled {} and the range's kernels ran on devices {}: each launch takes its own device's samples ({how})",
+            gpus(n),
             list(devices)
         ),
         (_, false) => format!(
-            "nsys sampled {n} GPUs and the range's kernels ran on devices {}: each launch takes its own device's samples ({how}), and device {}'s launches, with none, are uncovered",
+            "nsys sampled {} and the range's kernels ran on devices {}: each launch takes its own device's samples ({how}), and device {}'s launches, with none, are uncovered",
+            gpus(n),
             list(devices),
             list(&unsampled)
         ),
     });
     Ok(a)
+}
+
+/// "1 GPU", "2 GPUs".
+fn gpus(n: usize) -> String {
+    match n {
+        1 => "1 GPU".to_string(),
+        n => format!("{n} GPUs"),
+    }
 }
 
 /// A `CUDA_VISIBLE_DEVICES` value that renumbers GPUs: anything but `0`, `0,1`, `0,1,2`, ...
@@ -403,8 +415,8 @@ pub(crate) fn read(
         )),
         (many, devices) => match renumbered {
             Some(v) => one(format!(
-                "{} GPUs sampled while CUDA_VISIBLE_DEVICES={v} renumbers the GPUs the workload sees, so which stream is which of the kernels' devices is not known and none are attributed",
-                many.len(),
+                "{} sampled while CUDA_VISIBLE_DEVICES={v} renumbers the GPUs the workload sees, so which stream is which of the kernels' devices is not known and none are attributed",
+                gpus(many.len()),
             )),
             None => of_devices(many, devices, &launches).unwrap_or_else(one),
         },

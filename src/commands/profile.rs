@@ -141,11 +141,8 @@ fn provenance(
     tools_found: BTreeMap<String, Option<Found>>,
 ) -> Result<Env, Error> {
     let io = |what: &str, e: std::io::Error| Error::io("write", run.file(what), e);
-    crate::rundir::status::write_atomic(
-        &run.file("config.yaml"),
-        redacted_yaml(resolved).as_bytes(),
-    )
-    .map_err(|e| io("config.yaml", e))?;
+    crate::rundir::status::write_atomic(&run.file("config.yaml"), resolved.to_yaml().as_bytes())
+        .map_err(|e| io("config.yaml", e))?;
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -237,22 +234,6 @@ fn finish(driver: &mut Driver, env: &mut Env, cfg: &Config) -> i32 {
         driver.save();
     }
     code
-}
-
-/// The resolved config as written into the run: values of secret-named `workload.env` keys
-/// and URL credentials redacted.
-fn redacted_yaml(resolved: &config::Resolved) -> String {
-    let mut tree = resolved.tree.clone();
-    if let Some(serde_yaml::Value::Mapping(env)) =
-        tree.get_mut("workload").and_then(|w| w.get_mut("env"))
-    {
-        for (k, v) in env.iter_mut() {
-            if k.as_str().is_some_and(crate::secrets::is_secret) {
-                *v = serde_yaml::Value::String(crate::secrets::REDACTED.into());
-            }
-        }
-    }
-    crate::secrets::redact_url(&serde_yaml::to_string(&tree).unwrap_or_default())
 }
 
 /// Checks that need no tool: they fail in seconds, not after an hour of profiling.

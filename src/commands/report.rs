@@ -42,6 +42,8 @@ pub(crate) fn render_all(run: &RunDir, config: Config) -> Result<Summary, Error>
 /// Decide what a run's reports say, once, and write them. An ncu export that could not be
 /// read is returned as the error after the reports are written without it.
 pub(crate) fn render(run: &RunDir, mut a: Artifacts) -> Result<Summary, Error> {
+    // What an earlier report killed while it wrote left: never replaced otherwise.
+    crate::rundir::status::remove_stale_temps(&run.path);
     let d = crate::findings::document::decide(&a);
     report::write_all(run, &d)?;
     let summary = d.summary;

@@ -105,16 +105,19 @@ impl Capture {
     /// How a report names it: "the whole run", "NVTX range `decode`" (with its domain),
     /// "the cudaProfilerStart/Stop windows".
     pub fn describe(&self) -> String {
+        // A name read from the export (a folder of exports has no config) is the workload's:
+        // its control characters are written out, never sent to a terminal or a report.
+        let shown = crate::term::visible;
         match self {
             Capture::WholeRun => "the whole run".to_string(),
             Capture::NvtxRange {
                 name, domain: None, ..
-            } => format!("NVTX range {}", code(name)),
+            } => format!("NVTX range {}", code(&shown(name))),
             Capture::NvtxRange {
                 name,
                 domain: Some(d),
                 ..
-            } => format!("NVTX range {} (domain {})", code(name), code(d)),
+            } => format!("NVTX range {} (domain {})", code(&shown(name)), code(&shown(d))),
             Capture::ProfilerApi { .. } => "the cudaProfilerStart/Stop windows".to_string(),
         }
     }

@@ -66,16 +66,32 @@ pub struct Resolved {
 }
 
 impl Resolved {
+    /// The tree as it is shown (`stage2 config`, a run's config.yaml): the values of
+    /// secret-named `workload.env` keys redacted.
+    fn shown_tree(&self) -> Value {
+        let mut tree = self.tree.clone();
+        if let Some(Value::Mapping(env)) = tree.get_mut("workload").and_then(|w| w.get_mut("env")) {
+            for (k, v) in env.iter_mut() {
+                if k.as_str().is_some_and(crate::secrets::is_secret) {
+                    *v = Value::String(crate::secrets::REDACTED.into());
+                }
+            }
+        }
+        tree
+    }
+
+    /// The resolved config as YAML, secrets cut (see [`crate::secrets::scrub`]).
     pub(crate) fn to_yaml(&self) -> String {
-        serde_yaml::to_string(&self.tree).unwrap_or_default()
+        crate::secrets::scrub(&serde_yaml::to_string(&self.shown_tree()).unwrap_or_default())
     }
 
     /// Every value, one `key: value  # origin` line each (values as YAML flow), as cargo's
-    /// `--show-origin` does: where each setting came from.
+    /// `--show-origin` does: where each setting came from. Secrets cut as in [`Self::to_yaml`].
     pub(crate) fn with_origins(&self) -> String {
+        let shown = self.shown_tree();
         let mut out = String::new();
-        for key in tree::key_paths(&self.tree) {
-            let Some(v) = tree::get(&self.tree, &tree::split(&key)) else {
+        for key in tree::key_paths(&shown) {
+            let Some(v) = tree::get(&shown, &tree::split(&key)) else {
                 continue;
             };
             if matches!(v, Value::Mapping(m) if !m.is_empty()) {
@@ -102,7 +118,7 @@ impl Resolved {
             }
             out.push_str(&format!("{key}: {value}  # {origin}\n"));
         }
-        crate::secrets::redact_url(&out)
+        crate::secrets::scrub(&out)
     }
 }
 
@@ -173,7 +189,10 @@ pub fn resolve(src: &Sources) -> Result<Resolved, Error> {
         let ov = overrides::parse(arg)?;
         overrides::apply(&mut tree, &ov, &known)?;
         check_known(&tree, &known, &format!("override `{arg}`"))?;
-        let name = format!("override `{}`", crate::files::shown(arg));
+        let name = format!(
+            "override `{}`",
+            crate::files::shown(&crate::secrets::redact_arg(arg))
+        );
         origins.retain(|k, _| k != &ov.key && !k.starts_with(&format!("{}.", ov.key)));
         if ov.op != overrides::Op::Delete {
             origins.insert(ov.key.clone(), name.clone());
@@ -351,9 +370,14 @@ fn typed(tree: &Value) -> Result<Config, Error> {
         let path = e.path().to_string();
         let inner = e.inner().to_string();
         match inner.strip_prefix("missing field `") {
-            // A `~key` override (or a file) removed a key the schema needs.
+            // A `~key` override (or a file) removed a key the schema needs; at the top level
+            // serde's path is ".", which is no part of a key's name.
             Some(f) => Error::config(format!(
-                "key `{path}.{}` is required: it cannot be deleted (`~`), set a value instead (`stage2 config` shows the defaults)",
+                "key `{}{}` is required: it cannot be deleted (`~`), set a value instead (`stage2 config` shows the defaults)",
+                match path.as_str() {
+                    "." => String::new(),
+                    p => format!("{p}."),
+                },
                 f.trim_end_matches('`')
             )),
             None => Error::config(format!("key `{path}`: {}", plain_types(&inner))),
@@ -361,13 +385,22 @@ fn typed(tree: &Value) -> Result<Config, Error> {
     })
 }
 
-/// serde's Rust type names in a type error, said in words: "expected usize" reads "expected
-/// a whole number (0 or more)".
+/// serde's words in a type error, said for a user: "invalid type: unit value, expected usize"
+/// reads "got no value (empty or null), expected a whole number (0 or more)".
 fn plain_types(msg: &str) -> String {
     let Some(at) = msg.rfind("expected ") else {
         return msg.to_string();
     };
     let (head, want) = msg.split_at(at + "expected ".len());
+    let head = head.trim_end_matches("expected ").trim_end_matches(", ");
+    let head = match head
+        .strip_prefix("invalid type: ")
+        .or_else(|| head.strip_prefix("invalid value: "))
+    {
+        Some(found) => format!("got {}", plain_found(found)),
+        None if head == "unknown variant ``" => "got an empty value".to_string(),
+        None => head.replace("unknown variant ", "got "),
+    };
     let words = match want {
         "usize" | "u64" | "u32" | "u16" | "u8" => "a whole number (0 or more)",
         "i64" | "i32" | "i16" | "i8" | "isize" => "a whole number",
@@ -377,9 +410,35 @@ fn plain_types(msg: &str) -> String {
         "a Value::Tagged enum" => "one word (`stage2 config` shows the key's values)",
         // A YAML tag (`!nvtx x`) on an enum key.
         "unit" => "no value after the tag: write the word alone",
+        "a sequence" => "a list",
+        "a map" => "a mapping",
+        // A section (`report`) given a value.
+        w if w.starts_with("struct ") => "a mapping of its keys (`stage2 config` shows them)",
         other => other,
     };
-    format!("{head}{words}")
+    match head.is_empty() {
+        true => format!("expected {words}"),
+        false => format!("{head}, expected {words}"),
+    }
+}
+
+/// What serde found, in a user's words: "unit value" is no value, "sequence" a list.
+fn plain_found(found: &str) -> String {
+    let value = |kind: &str| found.strip_prefix(kind).map(|v| v.trim_matches('`'));
+    match found {
+        "unit value" => "no value (empty or null)".to_string(),
+        "sequence" => "a list".to_string(),
+        "map" => "a mapping".to_string(),
+        _ => match (
+            value("integer "),
+            value("floating point "),
+            value("boolean "),
+        ) {
+            (Some(v), _, _) | (_, Some(v), _) => format!("the number {v}"),
+            (_, _, Some(v)) => v.to_string(),
+            _ => found.replace("string ", "the text "),
+        },
+    }
 }
 
 #[cfg(test)]

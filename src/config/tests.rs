@@ -214,6 +214,43 @@ fn config_errors_speak_in_words() {
     );
     let e = err("nsys.capture_range=!nvtx x");
     assert!(!e.contains("expected unit"), "{e}");
+    // serde's own words and a top-level key's path are said for a user.
+    for (ov, want) in [
+        (
+            "report.top_kernels=null",
+            "`report.top_kernels`: got no value (empty or null), expected a whole number",
+        ),
+        (
+            "run.grace_s=[1]",
+            "`run.grace_s`: got a list, expected a whole number",
+        ),
+        (
+            "ncu.top_n=-3",
+            "`ncu.top_n`: got the number -3, expected a whole number",
+        ),
+        (
+            "report=1",
+            "`report`: got the number 1, expected a mapping of its keys",
+        ),
+        (
+            "nsys.capture_range=",
+            "`nsys.capture_range`: got an empty value, expected one of",
+        ),
+        ("~report", "key `report` is required"),
+    ] {
+        let e = err(ov);
+        assert!(e.contains(want), "{ov}: {e}");
+        for word in [
+            "unit value",
+            "invalid type",
+            "struct",
+            "``",
+            "`.",
+            "sequence",
+        ] {
+            assert!(!e.contains(word), "{ov}: {e}");
+        }
+    }
     for bad in ["ncu.budget_s=abc", "ncu.budget_s=0", "ncu.budget_s=[1]"] {
         let e = err(bad);
         assert!(

@@ -80,6 +80,7 @@ impl Pass for BaselinePass {
         spec.timeout = ctx.cfg.nsys_timeout();
         progress.stage("running the workload without a profiler");
         let out = process::run(&spec).map_err(|e| Error::start(&plan[0], e))?;
+        redact_range_files(&dir);
         let mut st = match stopped(&out, "the workload") {
             Some(st) => st,
             None if out.success() => match timed_files(&dir) {
@@ -112,4 +113,26 @@ fn timed_files(dir: &Path) -> usize {
         .iter()
         .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() > 0))
         .count()
+}
+
+/// The hook's range files through the one redaction step: range names can carry what a log
+/// can, and the hook writes them itself, not through stage2. One that cannot be rewritten (a
+/// full disk) is removed rather than kept with a secret.
+fn redact_range_files(dir: &Path) {
+    for p in crate::parse::baseline::files(dir) {
+        // One that cannot be read as text is said by its reader.
+        let Ok(text) = crate::files::read_capped(&p, 1 << 30) else {
+            continue;
+        };
+        if let std::borrow::Cow::Borrowed(_) = crate::secrets::scrub_cow(&text) {
+            continue;
+        }
+        if let Err(e) = crate::rundir::status::write_atomic(&p, text.as_bytes()) {
+            let removed = match std::fs::remove_file(&p) {
+                Ok(()) => "removed it rather than keep a secret on disk".to_string(),
+                Err(e2) => format!("and cannot remove it ({e2})"),
+            };
+            tracing::warn!("cannot redact {} ({e}): {removed}", p.display());
+        }
+    }
 }

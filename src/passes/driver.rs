@@ -210,7 +210,7 @@ enum Begun<Plan> {
     Ready(Plan, Vec<String>),
 }
 
-/// Execute a planned pass with its progress line, then redact its logs.
+/// Execute a planned pass with its progress line.
 fn run<P: Pass>(
     pass: &P,
     ctx: &Ctx,
@@ -220,7 +220,6 @@ fn run<P: Pass>(
     let progress = super::progress::Progress::start(pass.name(), mode);
     let st = pass.execute(ctx, plan, &progress);
     drop(progress);
-    super::redact_logs(&ctx.run.path.join(pass.name()), &ctx.workload.env);
     st
 }
 

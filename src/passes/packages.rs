@@ -2,7 +2,8 @@
 //! versions of the packages that decide what runs on the GPU (torch, transformers, vLLM,
 //! Triton, ...) into `packages/versions.json`, so a run says which stack it profiled and two
 //! runs can be told apart by it (`stage2 diff`). The workload's own interpreter and
-//! environment, reading package metadata only (nothing is imported, no GPU is touched); stage2's
+//! environment, reading package metadata only (nothing of the workload's is imported: the query
+//! runs in the pass's own folder, no GPU is touched); stage2's
 //! hook variables are left out, so the hook does nothing there. A query that fails costs only
 //! this file.
 
@@ -80,7 +81,16 @@ impl Pass for PackagesPass {
 
     fn plan(&self, ctx: &Ctx) -> Result<(String, PathBuf), Error> {
         let python = interpreter(&ctx.workload.argv).unwrap_or("python3");
-        Ok((python.to_string(), ctx.run.file(FILE)))
+        // The query runs in a folder of its own (see `execute`): an interpreter named by a
+        // relative path (`venv/bin/python`) is found where the workload finds it.
+        let python = match Path::new(python) {
+            p if p.is_relative() && python.contains('/') => {
+                let at = ctx.workload.cwd.clone().unwrap_or_default().join(p);
+                std::path::absolute(&at).unwrap_or(at).display().to_string()
+            }
+            _ => python.to_string(),
+        };
+        Ok((python, ctx.run.file(FILE)))
     }
 
     fn commands(&self, (python, file): &(String, PathBuf)) -> Vec<Vec<String>> {
@@ -104,6 +114,11 @@ impl Pass for PackagesPass {
         let mut spec = ctx.spec(Path::new(&argv[0]), argv[1..].to_vec(), log.clone());
         // stage2's hook (on PYTHONPATH for the workload) stays idle without its variables.
         spec.env.retain(|(k, _)| !k.starts_with("STAGE2_"));
+        // `python -c` puts its working folder first on sys.path: in the workload's, its own
+        // `platform.py` or `json.py` would be what the query imports. This pass's folder
+        // holds no Python. (Not `-I`: it would drop the PYTHONPATH and user site-packages
+        // the workload's packages can come from.)
+        spec.cwd = log.parent().map(Path::to_path_buf);
         spec.echo = false;
         spec.timeout = Some(TIMEOUT);
         let out = process::run(&spec).map_err(|e| Error::start(&argv[0], e))?;

@@ -65,11 +65,15 @@ impl RunDir {
         if let Some(id) = id {
             validate_id(id)?;
         }
-        std::fs::create_dir_all(root).map_err(|e| Error::io("create run root", root, e))?;
+        // As given (nothing made yet), then as the links resolve once it exists.
+        check_root(&std::path::absolute(root).unwrap_or(root.to_path_buf()), id)?;
+        std::fs::create_dir_all(root)
+            .map_err(|e| Error::io("create run root", root, dangling(root, e)))?;
         // Absolute, so cmd.txt lines paste from anywhere and the workload's cwd does not matter.
         let root = &root
             .canonicalize()
             .map_err(|e| Error::io("resolve run root", root, e))?;
+        check_root(root, id)?;
         for attempt in 0..16 {
             let name = id
                 .map(str::to_string)
@@ -287,13 +291,71 @@ impl RunDir {
     }
 }
 
-/// A run id is one path component of printable characters.
+/// A run root (absolute) whose runs the profilers and the reports can use: no `%` (nsys and
+/// ncu expand `%h`, `%p`, `%q{VAR}` in an output name, so a report would land elsewhere), no
+/// control character (the run directory is printed as one line on stdout), and short enough
+/// for SQLite to open the longest export the layout names.
+pub(crate) fn check_root(root: &Path, id: Option<&str>) -> Result<(), Error> {
+    let text = root.to_string_lossy();
+    let said = || crate::files::shown(&text);
+    if text.contains('%') {
+        return Err(Error::usage(format!(
+            "run.root {}: nsys and ncu would expand its `%` in their output names (%h, %p, %q{{VAR}}), putting reports outside the run directory; use a folder without `%`",
+            said()
+        )));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(Error::usage(format!(
+            "run.root {}: a control character (a newline, a tab) in the path; the run directory is printed as one line: use a folder without one",
+            said()
+        )));
+    }
+    // The longest export name the layout gives: a repeat's, of a rank, both numbers at most.
+    let id = id.map_or_else(|| generate_id(0), str::to_string);
+    let run = RunDir {
+        path: root.join(id),
+    };
+    let longest = run.repeat(u32::MAX, false)?.nsys_sqlite(Some(u32::MAX));
+    let (len, max) = (longest.as_os_str().len(), crate::parse::sqlite::PATH_MAX);
+    if len > max {
+        return Err(Error::usage(format!(
+            "run.root {} ({} bytes): a run's SQLite exports under it would have paths of up to {len} bytes (`{}`), past the {max} SQLite opens; use a shorter --run-root or --run-id",
+            said(),
+            text.len(),
+            run.relative(&longest)
+        )));
+    }
+    Ok(())
+}
+
+/// "File exists" from making a run root that is (or sits under) a link to nothing or a loop
+/// of links, said as what it is.
+fn dangling(root: &Path, e: io::Error) -> io::Error {
+    if e.kind() != io::ErrorKind::AlreadyExists {
+        return e;
+    }
+    let link = root.ancestors().find(|a| {
+        std::fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink()) && std::fs::metadata(a).is_err()
+    });
+    match link {
+        Some(l) => io::Error::new(
+            e.kind(),
+            format!(
+                "{} is a link to nothing (or a loop of links): point it at a folder or use another --run-root",
+                l.display()
+            ),
+        ),
+        None => e,
+    }
+}
+
 /// `create_dir` with mode 0700: a run directory holds workload output and paths.
 fn create_private(path: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new().mode(0o700).create(path)
 }
 
+/// A run id is one path component of printable characters.
 pub(crate) fn validate_id(id: &str) -> Result<(), Error> {
     // A name a shell and a terminal show as typed: letters, digits, `._-+@=,`; not starting
     // with `-` (read as an option) or `.`; `~` and bidi controls are refused with the rest.

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::exit_codes;
 
 pub(crate) use super::record::NsysRecord;
-pub(crate) use super::write::{write_atomic, write_atomic_raw, write_atomic_with};
+pub(crate) use super::write::{
+    remove_stale_temps, write_atomic, write_atomic_raw, write_atomic_with,
+};
 
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 

@@ -5,13 +5,10 @@ use std::path::Path;
 
 /// Write `path` whole or not at all: a temp file of a unique name, created exclusively in the
 /// same directory (never following a planted link), then renamed over `path`. Concurrent
-/// writers of different files never share a temp file.
+/// writers of different files never share a temp file. Text goes through the one redaction
+/// step on its way to disk (see [`crate::secrets::Scrubbed`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    // Text goes through the one redaction step on its way to disk (see crate::secrets).
-    match std::str::from_utf8(bytes) {
-        Ok(text) => write_atomic_raw(path, crate::secrets::scrub_cow(text).as_bytes()),
-        Err(_) => write_atomic_raw(path, bytes),
-    }
+    write_atomic_with(path, |w| w.write_all(bytes).map(|()| true))
 }
 
 /// [`write_atomic`] of text written by `fill` as it goes (a large summary.json is never held
@@ -21,79 +18,16 @@ pub(crate) fn write_atomic_with(
     path: &Path,
     fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<bool>,
 ) -> std::io::Result<()> {
-    use std::io::Write;
     let mut tmp = temp_beside(path)?;
     {
-        let mut lines = ScrubLines {
-            inner: std::io::BufWriter::new(tmp.as_file_mut()),
-            line: Vec::new(),
-        };
+        let mut lines = crate::secrets::Scrubbed::file(std::io::BufWriter::new(tmp.as_file_mut()));
         if !fill(&mut lines).map_err(plain)? {
             return Ok(());
         }
-        lines.emit().map_err(plain)?;
-        lines.inner.flush().map_err(plain)?;
+        lines.finish().map_err(plain)?;
     }
     tmp.persist(path).map_err(|e| plain(e.error))?;
     Ok(())
-}
-
-/// A writer that passes whole lines through the redaction step (JSON and Markdown keep a
-/// value on one line, so a secret is never cut in two), a block of lines at a time.
-struct ScrubLines<W: std::io::Write> {
-    inner: W,
-    line: Vec<u8>,
-}
-
-impl<W: std::io::Write> ScrubLines<W> {
-    fn emit(&mut self) -> std::io::Result<()> {
-        if self.line.is_empty() {
-            return Ok(());
-        }
-        match std::str::from_utf8(&self.line) {
-            Ok(text) => self
-                .inner
-                .write_all(crate::secrets::scrub_cow(text).as_bytes())?,
-            // A block with bytes that are not UTF-8: its lines one by one, as they are where
-            // they are not text.
-            Err(_) => {
-                for line in self.line.split_inclusive(|&b| b == b'\n') {
-                    match std::str::from_utf8(line) {
-                        Ok(text) => self
-                            .inner
-                            .write_all(crate::secrets::scrub_cow(text).as_bytes())?,
-                        Err(_) => self.inner.write_all(line)?,
-                    }
-                }
-            }
-        }
-        self.line.clear();
-        Ok(())
-    }
-}
-
-/// Whole lines are scrubbed in blocks of about this many bytes: every redaction stays within
-/// a line, and one pass over a block costs what one pass over a line does.
-const SCRUB_BLOCK: usize = 64 * 1024;
-
-impl<W: std::io::Write> std::io::Write for ScrubLines<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.line.extend_from_slice(buf);
-        // Only the bytes just written are searched: a line longer than a block (compact JSON)
-        // would otherwise be searched again on every write, quadratic in its length.
-        let end = self.line.len() - buf.len();
-        if self.line.len() >= SCRUB_BLOCK {
-            if let Some(i) = buf.iter().rposition(|&b| b == b'\n') {
-                let rest = self.line.split_off(end + i + 1);
-                self.emit()?;
-                self.line = rest;
-            }
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
 }
 
 /// [`write_atomic`] of bytes as they are (stage2's own code, such as the Python hook).
@@ -107,17 +41,43 @@ pub(crate) fn write_atomic_raw(path: &Path, bytes: &[u8]) -> std::io::Result<()>
     Ok(())
 }
 
-/// A hidden temp file in `path`'s folder, to be renamed over it once written whole.
+const TEMP_PREFIX: &str = ".stage2-";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// A hidden temp file in `path`'s folder, to be renamed over it once written whole. It is
+/// locked while its writer lives (the lock goes with the process, however it ends), which is
+/// how [`remove_stale_temps`] tells a killed writer's leftover from a live one.
 fn temp_beside(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    tempfile::Builder::new()
-        .prefix(".stage2-")
-        .suffix(".tmp")
+    let tmp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .suffix(TEMP_SUFFIX)
         .tempfile_in(dir)
-        .map_err(plain)
+        .map_err(plain)?;
+    // Where the filesystem has no locks the leftover is only kept, never a writer disturbed.
+    let _ = tmp.as_file().try_lock();
+    Ok(tmp)
+}
+
+/// Remove the temp files in `dir` that no live writer holds: what a stage2 killed while it
+/// wrote left (a half summary.json that no later write would replace).
+pub(crate) fn remove_stale_temps(dir: &Path) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let ours = name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX);
+        // Links and anything but a plain file are never ours.
+        if !ours || !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let unheld = crate::files::open_regular(&e.path()).is_ok_and(|f| f.try_lock().is_ok());
+        if unheld {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// The OS's error without the hidden temp file's name tempfile adds to it ("... at path
@@ -177,12 +137,12 @@ mod tests {
                 }
                 Ok(())
             };
-            for _ in 0..(SCRUB_BLOCK / filler.len() - 1) {
+            for _ in 0..(crate::secrets::SCRUB_BLOCK / filler.len() - 1) {
                 put(filler.as_bytes())?;
             }
             put(b"\"k\": \"tok-block-secret-456\" padding padding padding padding\n")?;
             put(b"bad \xff byte\n")?;
-            for _ in 0..(SCRUB_BLOCK / filler.len()) {
+            for _ in 0..(crate::secrets::SCRUB_BLOCK / filler.len()) {
                 put(filler.as_bytes())?;
             }
             put(b"again tok-block-secret-456\n")?;
@@ -208,7 +168,7 @@ mod tests {
         crate::secrets::learn([("MY_API_TOKEN", "tok-long-line-secret-789")]);
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("compact.json");
-        let half = "y".repeat(SCRUB_BLOCK * 2);
+        let half = "y".repeat(crate::secrets::SCRUB_BLOCK * 2);
         let line = format!("{half}tok-long-line-secret-789{half}\n");
         write_atomic_with(&path, |w| {
             for piece in line.as_bytes().chunks(1000) {
@@ -221,6 +181,24 @@ mod tests {
         let got = std::fs::read_to_string(&path).unwrap();
         let want = format!("{half}{}{half}\ntail\n", crate::secrets::REDACTED);
         assert_eq!(got, want);
+    }
+
+    /// A temp file whose writer is gone is removed; one a writer still holds, a link and a
+    /// file of another name stay.
+    #[test]
+    fn only_the_temp_files_of_writers_that_are_gone_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let left = dir.join(".stage2-left.tmp");
+        std::fs::write(&left, "{\"half\": ").unwrap();
+        let live = temp_beside(&dir.join("summary.json")).unwrap();
+        std::os::unix::fs::symlink(&left, dir.join(".stage2-link.tmp")).unwrap();
+        std::fs::write(dir.join("mine.tmp"), "x").unwrap();
+        remove_stale_temps(dir);
+        assert!(!left.exists());
+        assert!(live.path().exists());
+        assert!(dir.join(".stage2-link.tmp").symlink_metadata().is_ok());
+        assert!(dir.join("mine.tmp").exists());
     }
 
     /// Hand-made hostile setup: a planted `summary.tmp` link to a file elsewhere is left alone.

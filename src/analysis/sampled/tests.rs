@@ -301,6 +301,10 @@ fn of_several_sampled_gpus_the_kernels_device_is_theirs() {
         p.contains("ran on devices 0, 1: each launch takes its own device's samples"),
         "{p}"
     );
+    // One GPU sampled, the kernels on two: "1 GPU", not "1 GPUs".
+    let one = of_devices(std::slice::from_ref(&gpu0), &[0, 1], &both).unwrap();
+    let p = one.picked.unwrap();
+    assert!(p.starts_with("nsys sampled 1 GPU and"), "{p}");
     let three = [on(0, 21.0), on(1, 21.0), on(2, 21.0)];
     let a = of_devices(&[gpu0, gpu1], &[0, 1, 2], &three).unwrap();
     let w = a.whole.unwrap();

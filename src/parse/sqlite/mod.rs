@@ -26,13 +26,24 @@ pub struct NsysDb {
     path: std::path::PathBuf,
 }
 
+/// The longest path SQLite opens: 512 bytes, less the `-journal` it appends for a name of its
+/// own (measured: a 504-byte path opens, 505 does not).
+pub(crate) const PATH_MAX: usize = 504;
+
 impl NsysDb {
     pub fn open(path: &Path) -> Result<Self, Error> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
-        .map_err(|e| Error::parse(path, None, format!("cannot open as SQLite: {e}")))?;
+        .map_err(|e| {
+            let len = std::path::absolute(path).map_or(0, |p| p.as_os_str().len());
+            let why = match len > PATH_MAX {
+                true => format!(", its path being {len} bytes, past the {PATH_MAX} SQLite opens: move or link the run directory to a shorter path"),
+                false => String::new(),
+            };
+            Error::parse(path, None, format!("cannot open as SQLite: {e}{why}"))
+        })?;
         let db = NsysDb {
             conn,
             path: path.to_path_buf(),
@@ -612,6 +623,37 @@ mod tests {
             launches.iter().map(Launch::kernel_ns).sum::<i64>(),
             2_798_262
         );
+    }
+
+    /// The limit is SQLite's own: an export at a path of PATH_MAX bytes opens, one byte
+    /// longer does not, and the error says why.
+    #[test]
+    fn the_longest_path_sqlite_opens_is_path_max() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("a.sqlite");
+        Connection::open(&src)
+            .unwrap()
+            .execute_batch("CREATE TABLE t(a);")
+            .unwrap();
+        for len in [PATH_MAX, PATH_MAX + 1] {
+            // Folders until the file's path is `len` bytes: "/" and a name each.
+            let mut dir = tmp.path().join(len.to_string());
+            loop {
+                match len - dir.as_os_str().len() - "/run.sqlite".len() {
+                    0 => break,
+                    room if room > 200 => dir.push("d".repeat(99)),
+                    room => dir.push("d".repeat(room - 1)),
+                }
+            }
+            std::fs::create_dir_all(&dir).unwrap();
+            let p = dir.join("run.sqlite");
+            assert_eq!(p.as_os_str().len(), len);
+            std::fs::copy(&src, &p).unwrap();
+            match (len, NsysDb::open(&p)) {
+                (PATH_MAX, r) => assert!(r.is_ok(), "{:?}", r.err()),
+                (_, r) => assert!(r.err().unwrap().to_string().contains("past the 504")),
+            }
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
 use crate::passes::signals;
+use crate::secrets::Scrubbed;
 
 /// Bytes of combined output kept in memory to search for the profilers' messages.
 const TAIL_BYTES: usize = 256 * 1024;
@@ -183,9 +184,11 @@ impl Drop for Echo {
 pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     // Counted before the child starts: a signal while it starts is forwarded to it.
     let seen_signals = spec.signals_seen.unwrap_or_else(signals::count);
-    let log = Arc::new(Mutex::new(
+    // The child's secret-named variables join the values its output is redacted of.
+    crate::secrets::learn(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let log = SharedLog(Arc::new(Mutex::new(
         File::options().create(true).append(true).open(&spec.log)?,
-    ));
+    )));
     let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_BYTES)));
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
@@ -235,6 +238,8 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     // The workload's echoed output goes to stderr, redacted, line by line: stdout is the
     // command's result (the run directory, or `--json`'s one object).
     let stdout_sink: Box<dyn Write + Send> = match &spec.stdout_file {
+        // A tool's export is data the reports are computed from, kept as the tool wrote it
+        // (as its report files are): redaction could cut a kernel name the joins need.
         Some(p) => Box::new(File::create(p)?),
         None if spec.echo => Box::new(Echo::default()),
         None => Box::new(io::sink()),
@@ -246,7 +251,7 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
         Box::new(io::sink())
     };
     let tee = |hook: &Option<LineHook>, lines: bool| Tee {
-        log: log.clone(),
+        log: Scrubbed::output(log.clone()),
         tail: tail.clone(),
         hook: hook.clone().filter(|_| lines),
         partial: Vec::new(),
@@ -414,10 +419,25 @@ pub(crate) fn probe_limit() -> Duration {
     *PROBE_LIMIT.get().unwrap_or(&Duration::from_secs(60))
 }
 
-/// Where a child's output goes besides its sink: the pass log, the tail kept for diagnosis,
-/// and the line hook.
+/// The pass log both of a child's output streams write to, whole lines at a time.
+#[derive(Clone)]
+struct SharedLog(Arc<Mutex<File>>);
+
+impl Write for SharedLog {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut f = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        f.write_all(buf).map(|()| buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where a child's output goes besides its sink: the pass log (redacted as it is written: a
+/// secret the workload prints never reaches the disk), the tail kept for diagnosis, and the
+/// line hook.
 struct Tee {
-    log: Arc<Mutex<File>>,
+    log: Scrubbed<SharedLog>,
     tail: Arc<Mutex<VecDeque<u8>>>,
     hook: Option<LineHook>,
     /// The unfinished last line, for the hook.
@@ -426,9 +446,7 @@ struct Tee {
 
 impl Tee {
     fn write(&mut self, chunk: &[u8]) {
-        if let Ok(mut f) = self.log.lock() {
-            let _ = f.write_all(chunk);
-        }
+        let _ = self.log.write_all(chunk);
         let mut t = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         t.extend(chunk);
         let excess = t.len().saturating_sub(TAIL_BYTES);

@@ -398,8 +398,14 @@ fn entry_path(
     dir.join("graph-step").join(format!("{hex}.json"))
 }
 
+/// A graph step's raw import is a few tens of KB (one instance's kernels); an entry or an
+/// import past this is not one stage2 made.
+const STEP_CAP: u64 = crate::files::RUN_FILE_CAP;
+
+/// The entry, read as every cache file is: a regular file (a FIFO would block the run, a link
+/// to `/dev/zero` grow it without end), of bounded size.
 fn load(path: &Path) -> Option<Entry> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::files::read_capped(path, STEP_CAP).ok()?;
     serde_json::from_str(&text).ok()
 }
 
@@ -414,7 +420,7 @@ fn store(path: &Path, csv: &Path, run: &str, kernel_ns: i64) -> std::io::Result<
     let entry = Entry {
         run: run.to_string(),
         kernel_ns,
-        csv: std::fs::read_to_string(csv)?,
+        csv: crate::files::read_capped(csv, STEP_CAP)?,
     };
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;

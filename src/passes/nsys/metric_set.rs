@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
+use crate::files::{read_capped, CONFIG_CAP};
 use crate::parse::sqlite::METRICS;
 
 /// The run's copy of the set, and its alias: nsys takes a set file whose alias is its name.
@@ -84,14 +85,14 @@ pub(crate) fn folder(nsys: &Path) -> Option<PathBuf> {
 /// triage variants, whose aliases carry a suffix, are not general), cut to the metrics read:
 /// the YAML text and its words.
 pub(crate) fn reduced(folder: &Path, chip: &str) -> Result<(String, String), String> {
-    let index = std::fs::read_to_string(folder.join("index.config"))
+    let index = read_capped(&folder.join("index.config"), CONFIG_CAP)
         .map_err(|e| format!("{}: {e}", folder.join("index.config").display()))?;
     for alias in index.lines().map(str::trim).filter(|a| !a.is_empty()) {
         if alias.contains('-') {
             continue;
         }
         let path = folder.join(format!("{alias}.config"));
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Ok(text) = read_capped(&path, CONFIG_CAP) else {
             continue;
         };
         let doc: Value =
@@ -207,7 +208,7 @@ pub(crate) fn ask(
     cache: Option<&Path>,
     timeout: std::time::Duration,
 ) -> Result<Derived, String> {
-    let help = match cache.and_then(|c| std::fs::read_to_string(c).ok()) {
+    let help = match cache.and_then(|c| read_capped(c, CONFIG_CAP).ok()) {
         Some(help) if !chips(&help).is_empty() => help,
         _ => {
             let args = ["profile", "--gpu-metrics-devices=help"];

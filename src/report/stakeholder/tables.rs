@@ -45,11 +45,15 @@ pub(super) fn operators(a: &Decided, s: &mut String) {
     s.push('\n');
 }
 
-/// The first rows of a CSV as a Markdown table; a broken file is mentioned, not fatal.
+/// The first rows of a CSV as a Markdown table; a broken file is mentioned, not fatal. The
+/// workload's own file: read only if regular (a FIFO would block, a device never end), and no
+/// further than a run's file goes.
 fn csv_as_table(path: &std::path::Path, rows: usize) -> String {
-    let Ok(mut r) = csv::ReaderBuilder::new().flexible(true).from_path(path) else {
+    let Ok(file) = crate::files::open_regular(path) else {
         return "(unreadable)\n".into();
     };
+    let file = std::io::Read::take(file, crate::files::RUN_FILE_CAP);
+    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(file);
     let Ok(h) = r.headers().cloned() else {
         return "(unreadable)\n".into();
     };
