@@ -341,8 +341,7 @@ mod tests {
             known_metrics: None,
             second_gpu: None,
             device: None,
-            early: std::sync::Mutex::new(None),
-            warm: None,
+            start: std::sync::Mutex::new(crate::passes::ncu::early::Start::Usual),
         };
         let plan = ncu.plan(&ctx).unwrap();
         // No nsys data yet: no kernel filter, so the unfiltered line is the profile line.
@@ -392,8 +391,7 @@ mod tests {
                 known_metrics: None,
                 second_gpu: None,
                 device: None,
-                early: std::sync::Mutex::new(None),
-                warm: None,
+                start: std::sync::Mutex::new(crate::passes::ncu::early::Start::Usual),
             })
             .unwrap();
         let st = &driver.status.passes;
@@ -431,8 +429,7 @@ mod tests {
             known_metrics: None,
             device: None,
             second_gpu: None,
-            early: std::sync::Mutex::new(None),
-            warm: None,
+            start: std::sync::Mutex::new(crate::passes::ncu::early::Start::Usual),
         };
         let err = driver.drive_pair((&nsys, &ctx), (&ncu, &ctx)).unwrap_err();
         assert!(err.to_string().contains("/no/such/nsys"), "{err}");
