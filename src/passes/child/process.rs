@@ -43,9 +43,11 @@ pub(crate) struct Spec {
     /// Run it (and what it starts) only on CPU time nothing else wants (SCHED_IDLE), so it
     /// does not slow another pass running at the same time.
     pub(crate) idle_cpu: bool,
-    /// The signals already counted when the caller decided to start it (None: when `run`
-    /// starts). Any later one is forwarded, even one that came before the child's wait loop
-    /// (two nvidia-smi probes side by side lost a SIGTERM so and waited their 30 s out).
+    /// The signals already counted that the child is not to get. None: it gets every signal
+    /// of the run, even one that came before it started (while its pass was planned: ncu then
+    /// ran its workload to its end; two nvidia-smi probes side by side lost a SIGTERM so and
+    /// waited their 30 s out). A step that finalizes what a stopped profiler wrote (an export,
+    /// an import) runs after the stop on purpose: only a later signal reaches it.
     pub(crate) signals_seen: Option<usize>,
 }
 
@@ -181,8 +183,8 @@ impl Drop for Echo {
 
 /// Run the child to its end. Errors only when it cannot be started.
 pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
-    // Counted before the child starts: a signal while it starts is forwarded to it.
-    let seen_signals = spec.signals_seen.unwrap_or_else(signals::count);
+    // Every signal of the run but those the caller has seen reaches the child, however early.
+    let seen_signals = spec.signals_seen.unwrap_or(0);
     let log = Arc::new(Mutex::new(
         File::options().create(true).append(true).open(&spec.log)?,
     ));
@@ -267,9 +269,17 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     let mut interrupted = false;
     let mut timed_out = false;
     let mut soft_stopped = false;
+    let mut ended = None;
     let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
+        if ended.is_none() {
+            ended = child.try_wait()?;
+        }
+        if let Some(status) = ended {
+            // A stop sent to the group reaches what the leader left in it too: a member that
+            // outlives the grace is killed, as the leader would have been.
+            if forwarded_at.is_none() || killed || !group_alive(pgid) {
+                break status;
+            }
         }
         let now = Instant::now();
         let new_signals = signals::count().saturating_sub(seen_signals);
@@ -280,7 +290,7 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
             let _ = killpg(pgid, sig);
             forwarded_at.get_or_insert(now);
         }
-        if let (Some(limit), false) = (spec.timeout, timed_out) {
+        if let (Some(limit), false, None) = (spec.timeout, timed_out, ended) {
             if now.duration_since(start) > limit {
                 timed_out = true;
                 tracing::warn!("timed out after {}s: sending SIGTERM", limit.as_secs());
@@ -288,18 +298,26 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
                 forwarded_at.get_or_insert(now);
             }
         }
-        if let Some(stop) = spec.soft_stop.as_ref().filter(|_| forwarded_at.is_none()) {
+        if let Some(stop) =
+            (spec.soft_stop.as_ref()).filter(|_| forwarded_at.is_none() && ended.is_none())
+        {
             if stop.due(now.duration_since(start)) {
                 soft_stopped = true;
                 let _ = killpg(pgid, Signal::SIGINT);
                 forwarded_at = Some(now);
             }
         }
-        let escalate =
-            new_signals > 1 || forwarded_at.is_some_and(|t| now.duration_since(t) > spec.grace);
+        // What a child stopped on purpose left behind is not waited for (see `join_readers`).
+        let escalate = new_signals > 1
+            || (ended.is_some() && soft_stopped)
+            || forwarded_at.is_some_and(|t| now.duration_since(t) > spec.grace);
         if escalate && !killed {
             killed = true;
-            tracing::warn!("sending SIGKILL");
+            match (ended.is_some(), soft_stopped) {
+                (true, true) => tracing::debug!("stopping what the stopped child left behind"),
+                (true, false) => tracing::warn!("sending SIGKILL to what the child left running"),
+                (false, _) => tracing::warn!("sending SIGKILL"),
+            }
             let _ = killpg(pgid, Signal::SIGKILL);
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -355,6 +373,37 @@ fn join_readers(readers: Vec<std::thread::JoinHandle<()>>, pgid: Pid, stopped: b
             let _ = r.join();
         }
     }
+}
+
+/// The /proc stat fields after the command name (state, ppid, pgrp, ...) of each process in
+/// process group `pgid`.
+pub(crate) fn group_stats(pgid: u32) -> Vec<Vec<String>> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let numeric = |e: &std::fs::DirEntry| {
+        e.file_name()
+            .to_str()
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+    };
+    dir.flatten()
+        .filter(numeric)
+        .filter_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let rest = stat.rsplit_once(')')?.1.split_whitespace();
+            let fields: Vec<String> = rest.map(str::to_string).collect();
+            (fields.get(2)?.parse::<u32>().ok()? == pgid).then_some(fields)
+        })
+        .collect()
+}
+
+/// Whether a member of process group `pgid` still runs: one that ended and was not reaped (a
+/// zombie, where init does not reap orphans) does not.
+fn group_alive(pgid: Pid) -> bool {
+    killpg(pgid, None).is_ok()
+        && group_stats(pgid.as_raw() as u32)
+            .iter()
+            .any(|f| f.first().is_some_and(|s| s != "Z" && s != "X"))
 }
 
 /// A short query (`--version`, `ncu --query-metrics`, `nvidia-smi`) run like a pass: its own
@@ -636,6 +685,77 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(!alive(), "the worker {pid} still runs");
+    }
+
+    /// A pass's timeout SIGTERMs its group; a member that ignores it and does not hold the
+    /// output gets its SIGKILL after the grace all the same, though the leader has ended.
+    #[test]
+    fn a_member_that_ignores_the_timeout_s_sigterm_is_killed_after_the_grace() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pid_file = tmp.path().join("left.pid");
+        let script = format!(
+            "(trap '' TERM; exec sleep 100 >/dev/null 2>&1) & echo $! > {}; exec sleep 100",
+            pid_file.display()
+        );
+        let mut spec = sh(&script, &tmp.path().join("l"));
+        spec.timeout = Some(Duration::from_millis(300));
+        spec.grace = Duration::from_millis(300);
+        let out = run(&spec).unwrap();
+        assert!(out.timed_out, "{out:?}");
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let alive = || nix::sys::signal::kill(Pid::from_raw(pid), None).is_ok() && !zombie(pid);
+        let t0 = Instant::now();
+        while alive() && t0.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let left = alive();
+        if left {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        assert!(!left, "the member {pid} outlived the run");
+    }
+
+    /// A signal counted before the child starts (one that came while its pass was planned)
+    /// reaches it as it starts: it is stopped, not run to its end. Run in a process of its own
+    /// (this test binary again, this test alone), where a signal is counted without touching
+    /// the other tests.
+    #[test]
+    fn a_signal_counted_before_the_child_starts_reaches_it() {
+        const ALONE: &str = "STAGE2_TEST_SIGNAL_BEFORE_START";
+        if std::env::var_os(ALONE).is_none() {
+            let name = "passes::child::process::tests::a_signal_counted_before_the_child_starts_reaches_it";
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", name, "--nocapture", "--test-threads=1"])
+                .env(ALONE, "1")
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stdout);
+            let why = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success() && said.contains("1 passed"),
+                "{said}{why}"
+            );
+            return;
+        }
+        signals::install();
+        nix::sys::signal::raise(Signal::SIGINT).unwrap();
+        let t0 = Instant::now();
+        while signals::count() == 0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "the signal was not counted"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let mut spec = sh("while :; do sleep 0.05; done", &tmp.path().join("l"));
+        spec.timeout = Some(Duration::from_secs(20));
+        let out = run(&spec).unwrap();
+        assert!(out.interrupted && !out.timed_out, "{out:?}");
     }
 
     fn zombie(pid: i32) -> bool {
