@@ -252,6 +252,13 @@ fn finish<P: Pass>(
 ) -> Result<PassStatus, Error> {
     match (began?, ran) {
         (Begun::Done(st), _) => Ok(*st),
+        // A signal before the pass's profiler could be told of it ends the pass, not the run:
+        // the next passes are not started and the reports are written of what finished.
+        (Begun::Ready(plan, before), Some(Err(Error::Interrupted(when)))) => {
+            let why = format!("interrupted {when}; what finished before it is kept");
+            let st = PassStatus::new(PassState::Interrupted, Some(why));
+            Ok(end(pass, ctx, &plan, before, st))
+        }
         (Begun::Ready(plan, before), Some(st)) => Ok(end(pass, ctx, &plan, before, st?)),
         (Begun::Ready(..), None) => {
             Err(ToolError::Unusable(format!("the {} pass did not run", pass.name())).into())

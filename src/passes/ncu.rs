@@ -234,20 +234,26 @@ impl Pass for NcuPass {
         let (mut st, stop) = settle(plan, &launched, &watch);
         let actual = measure_cost(ctx, plan, &watch, &launched.out, launched.attached());
         let stored = self.keep(ctx, plan, &mut st, progress);
-        // Kernels the budget left for the next run (deferred) mean that run needs ncu: it is
-        // not to expect the cache to answer, so it holds its copy early.
-        let deferred = plan.cost.as_ref().is_some_and(|c| c.deferred > 0);
-        let stored_all =
-            st.state == PassState::Ok && stop.bounded.is_none() && stored > 0 && !deferred;
-        let mut rec = self.outcome_record(plan, actual, stored);
+        let bounded = stop.bounded.is_some();
+        let mut rec = self.outcome_record(plan, actual, stored.entries);
         rec.stopped_early = plan.stop_early && launched.out.tail.contains(STOPPED_EARLY);
         rec.bounded = stop.bounded;
         rec.budget = stop.budget;
         rec.early_start = launched.early_start;
         st.ncu = Some(rec);
-        self.remember(ctx, plan, false, stored_all);
         stopping.join();
         graph_step(ctx, plan, progress, &mut st, step_held);
+        // The next run may expect the cache to answer it where this pass, its graph step
+        // included, went well and stored every kernel ncu was given. Kernels the budget left
+        // for the next run (deferred) mean that run needs ncu: it holds its copy early.
+        let given = plan.filter.as_ref().map_or(0, KernelFilter::len);
+        let deferred = plan.cost.as_ref().is_some_and(|c| c.deferred > 0);
+        let stored_all = st.state == PassState::Ok
+            && !bounded
+            && stored.kernels > 0
+            && stored.kernels >= given
+            && !deferred;
+        self.remember(ctx, plan, false, stored_all);
         Ok(st)
     }
 
@@ -284,8 +290,8 @@ impl NcuPass {
         st.duration_s = Some(0.0);
         st.warnings.extend(warning);
         st.ncu = Some(self.outcome_record(plan, None, 0));
-        self.remember(ctx, plan, true, false);
         graph_step(ctx, plan, progress, &mut st, None);
+        self.remember(ctx, plan, st.state == PassState::Ok, false);
         st
     }
 }
@@ -309,7 +315,8 @@ fn settle(plan: &NcuPlan, launched: &Launched, watch: &Watch) -> (PassStatus, wa
 }
 
 /// The planned graph step, after a pass that went well (a failed or interrupted one would
-/// fail or stop it the same way); its record joins the pass's.
+/// fail or stop it the same way); its record joins the pass's. A signal before or during it
+/// leaves the pass interrupted, what the kernel pass measured kept.
 /// `held`: its copy of the workload, held since the kernel pass began (dropped, so stopped,
 /// where the step does not run).
 fn graph_step(
@@ -319,23 +326,31 @@ fn graph_step(
     st: &mut PassStatus,
     held: Option<early::Held>,
 ) {
-    let Some(s) = &plan.step else { return };
-    if st.state != PassState::Ok || crate::passes::signals::interrupted() {
+    let Some(s) = plan.step.as_ref().filter(|_| st.state == PassState::Ok) else {
         return;
+    };
+    if !crate::passes::signals::interrupted() {
+        let rec = step::run(ctx, s, progress, held);
+        if let Some(d) = rec.duration_s {
+            st.duration_s = Some(st.duration_s.unwrap_or(0.0) + d);
+        }
+        if rec.state == GraphStepState::NotMeasured {
+            let note = rec.note.as_ref();
+            st.warnings
+                .extend(note.map(|n| format!("graph step not measured: {n}")));
+        }
+        if let Some(r) = st.ncu.as_mut() {
+            r.graph_step = Some(rec);
+        }
     }
-    let rec = step::run(ctx, s, progress, held);
-    if let Some(d) = rec.duration_s {
-        st.duration_s = Some(st.duration_s.unwrap_or(0.0) + d);
-    }
-    if rec.state == GraphStepState::NotMeasured {
-        st.warnings.extend(
-            rec.note
-                .as_ref()
-                .map(|n| format!("graph step not measured: {n}")),
-        );
-    }
-    if let Some(r) = st.ncu.as_mut() {
-        r.graph_step = Some(rec);
+    if crate::passes::signals::interrupted() {
+        let why =
+            "interrupted before its graph step was measured; what the kernel pass measured is kept";
+        let mut now = PassStatus::new(PassState::Interrupted, Some(why.into()));
+        now.duration_s = st.duration_s;
+        now.warnings = std::mem::take(&mut st.warnings);
+        now.ncu = st.ncu.take();
+        *st = now;
     }
 }
 

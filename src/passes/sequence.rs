@@ -261,7 +261,7 @@ fn early_notes(status: &mut Status, held_at: f64, copy_running: bool) {
         }
     }
     if nsys.state == PassState::Failed && copy_running {
-        nsys.warnings.push("the ncu pass's copy of the workload was starting beside this one (ncu.early_start): a workload that cannot run twice at once (a port, a lock, a file both write) fails so; ncu.early_start=false runs the passes one after the other".to_string());
+        nsys.warnings.push("the ncu pass's copy of the workload was starting beside this one (ncu.early_start), so the workload's start ran twice at once: one that binds a port, takes a lock or writes a fixed file before its first CUDA call fails so; ncu.early_start=false runs the passes one after the other".to_string());
     }
 }
 

@@ -62,16 +62,16 @@ impl NcuPass {
     }
 
     /// The report's imports, and what ncu measured stored in the metrics cache where the pass
-    /// went well: how many entries were stored.
+    /// went well.
     pub(super) fn keep(
         &self,
         ctx: &Ctx,
         plan: &NcuPlan,
         st: &mut PassStatus,
         progress: &Progress,
-    ) -> usize {
+    ) -> reuse::Stored {
         if !process::nonempty(&plan.report) {
-            return 0;
+            return reuse::Stored::default();
         }
         progress.stage("importing the report");
         self.imports(ctx, plan, st);
@@ -82,7 +82,7 @@ impl NcuPass {
                 &ctx.run.ncu_raw(&plan.base),
                 &ctx.run.ncu_raw_mangled(&plan.base),
             ),
-            _ => 0,
+            _ => reuse::Stored::default(),
         }
     }
 

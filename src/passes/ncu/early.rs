@@ -411,9 +411,9 @@ impl NotAttached {
                 format!("ncu would not attach with these options ({line})")
             }
             NotAttached::Stopped(why) => format!("the workload held for it was {why}"),
-            NotAttached::Ended => {
-                format!("the workload held for it ended before ncu attached (see {log})")
-            }
+            NotAttached::Ended => format!(
+                "the workload held for it ended before ncu attached (see {log}; its start ran beside another run of the workload: one that binds a port, takes a lock or writes a fixed file before its first CUDA call cannot start twice at once and needs ncu.early_start=false)"
+            ),
         }
     }
 }
