@@ -237,7 +237,7 @@ fn a_budget_that_ends_before_any_kernel_says_so_and_is_not_retried() {
         .env("FAKE_NCU_HOLD", "60")
         .env("FAKE_NCU_MODE", "nokernels")
         .assert()
-        .code(5);
+        .code(11);
     let ncu = &status(&sb.run("r"))["passes"]["ncu"];
     assert_eq!(ncu["state"], "no-data", "{ncu}");
     let why = ncu["reason"].as_str().unwrap();
