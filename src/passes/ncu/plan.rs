@@ -8,10 +8,17 @@ use super::{
     cost, early, metrics_to_collect, rank_env, reuse, step, with_env, Bound, Collect, KernelFilter,
     Launches, NcuPass, ShapePlan,
 };
-use crate::config::{Config, Ncu};
+use crate::config::Config;
 use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::Ctx;
+
+mod budget;
+mod export;
+use budget::{finish_step, predict, time_bound, which_launches};
+#[cfg(test)]
+pub(super) use export::{first_start_s, range_began_s};
+use export::{nsys_basis, read_export};
 
 /// What the ncu pass runs.
 pub(crate) struct NcuPlan {
@@ -73,54 +80,6 @@ impl ShapePlan {
     }
 }
 
-/// What the nsys export says of ncu's range (the whole capture when nsys's range is ncu's and
-/// no range is named; nothing where it names none): each kernel's launch configurations in it
-/// (None: the export cannot be read for them), for the shapes ncu measures and the cache; when
-/// its first instance began, in seconds on the nsys pass's clock (what a launched ncu must
-/// reach again before its first kernel); and where nsys's range is ncu's, the kernel table's
-/// rows from the same read of the single export (rank 0's CSV under a launcher).
-fn read_export(ctx: &Ctx, t: &Target) -> FromExport {
-    let (range, kernels) = (
-        t.range.as_deref(),
-        t.same && ctx.run.nsys_sqlite(None).is_file(),
-    );
-    let path = ctx.run.single_or_rank0_sqlite();
-    let db = match (t.same || range.is_some()) && crate::files::present(&path).unwrap_or(false) {
-        true => crate::parse::sqlite::NsysDb::open(&path).ok(),
-        false => None,
-    };
-    let Some(db) = db else {
-        return FromExport::default();
-    };
-    // The ranges are read only to find the launches made inside one.
-    let ranges = match range {
-        Some(_) => db.ranges(),
-        None => Ok(Vec::new()),
-    };
-    let began = ranges
-        .as_ref()
-        .ok()
-        .zip(range)
-        .and_then(|(r, name)| range_began_s(&db, r, name));
-    let read = ranges.and_then(|r| match (range, kernels) {
-        (Some(name), true) => crate::analysis::kernels::with_shapes(&db, &r, name)
-            .map(|(rows, shapes)| (shapes, Some(rows).filter(|l| !l.rows.is_empty()))),
-        _ => crate::analysis::shapes::Shapes::read(&db, &r, range).map(|s| (s, None)),
-    });
-    let (shapes, rows) = match read {
-        Ok((shapes, rows)) => (Some(shapes), rows),
-        Err(e) => {
-            tracing::info!("kernel launch configurations not read from the nsys export: {e}");
-            (None, None)
-        }
-    };
-    FromExport {
-        shapes,
-        began_s: began,
-        rows,
-    }
-}
-
 /// [`NcuPass::kernels`]'s answer: the cache's part, the kernels left for ncu and which
 /// launches of them, how many (None: not known before ncu runs), and the pass's bound.
 struct Kernels {
@@ -153,20 +112,10 @@ struct Timing {
     cost: Option<cost::Plan>,
 }
 
-/// [`read_export`]'s answer.
-#[derive(Default)]
-struct FromExport {
-    shapes: Option<crate::analysis::shapes::Shapes>,
-    /// When ncu's range first began, on the nsys pass's clock.
-    began_s: Option<f64>,
-    /// The kernel table's rows.
-    rows: Option<crate::analysis::kernels::Loaded>,
-}
-
 /// Where ncu profiles: its NVTX include (None: not gated) and its files' base name, the range
 /// whose launches in the nsys export name its kernels, whether nsys captured that range, and
 /// the report ncu writes.
-struct Target {
+pub(super) struct Target {
     include: Option<String>,
     base: String,
     range: Option<String>,
@@ -198,29 +147,6 @@ fn target(ctx: &Ctx) -> Target {
     }
 }
 
-/// When the first instance of `name` began, in seconds from the launch of `nsys profile`.
-/// Event times in the export count from the trace's start (ANALYSIS_DETAILS.startTime, on that
-/// clock): a capture that began 20 s in has its first range a few ms after it.
-pub(super) fn range_began_s(
-    db: &crate::parse::sqlite::NsysDb,
-    ranges: &[crate::parse::sqlite::NvtxRange],
-    name: &str,
-) -> Option<f64> {
-    let (trace_start, _) = db.capture_window().ok()??;
-    Some(trace_start as f64 / 1e9 + first_start_s(ranges, name)?)
-}
-
-/// When the first instance of `name` began, in seconds on the export's clock (from the trace's
-/// start).
-pub(super) fn first_start_s(ranges: &[crate::parse::sqlite::NvtxRange], name: &str) -> Option<f64> {
-    ranges
-        .iter()
-        .filter(|r| *r.name == *name)
-        .map(|r| r.start)
-        .min()
-        .map(|ns| ns as f64 / 1e9)
-}
-
 /// `ncu.shapes` applied to the chosen kernels: all of their shapes (`all`, or `auto` when the
 /// first launches' shapes hold less than `ncu.shape_coverage` of their time) or the first.
 fn shape_plan(
@@ -245,22 +171,6 @@ fn shape_plan(
     })
 }
 
-/// What the nsys pass of this run measured of the workload (nothing without one).
-fn nsys_basis(ctx: &Ctx) -> cost::Basis {
-    let status = crate::rundir::status::Status::read(&ctx.run.path);
-    let Some(nsys) = status.as_ref().and_then(|s| s.passes.get("nsys")) else {
-        return cost::Basis::default();
-    };
-    let timing = nsys.nsys.as_ref().and_then(|r| r.timing.clone());
-    cost::Basis {
-        pass_s: nsys.duration_s,
-        capture_start_s: timing.as_ref().and_then(|t| t.capture_start_s),
-        capture_end_s: timing.and_then(|t| t.capture_end_s),
-        range_start_s: None,
-        held: false,
-    }
-}
-
 /// The ranks ncu profiles (rank 0 unless `ncu.ranks` names others).
 pub(super) fn profiled_ranks(cfg: &Config) -> Vec<u32> {
     if cfg.ncu.ranks.is_empty() {
@@ -279,138 +189,6 @@ pub(super) fn cost_model_path(ctx: &Ctx, r: &reuse::Reuse) -> PathBuf {
         ctx.workload.argv.join("\u{1f}")
     );
     cost::model_path(&r.cache.dir, &identity)
-}
-
-/// Which launches ncu profiles (each chosen kernel's first, stopped after the last where it
-/// can be; or one of each launch configuration, within a bound), how many (None: not known
-/// before ncu runs), and the bound.
-fn which_launches(
-    cfg: &Config,
-    multi: bool,
-    per_shape: bool,
-    filter: Option<&KernelFilter>,
-    shapes: Option<&crate::analysis::shapes::Shapes>,
-) -> (Launches, Option<usize>, Option<Bound>) {
-    let to_profile = filter.map(KernelFilter::len);
-    // Per shape, ncu cannot tell when the last one has come: the workload runs to its end.
-    let launches = match per_shape {
-        true => Launches::EveryShape,
-        false if !multi && cfg.ncu.stop_when_done && to_profile.is_some() => {
-            Launches::FirstThenStop
-        }
-        false => Launches::First,
-    };
-    // Launches ncu profiles: one per kernel, or one per shape of each kernel.
-    let profiles = to_profile.map(|n| match (per_shape, filter, shapes) {
-        (true, Some(KernelFilter::Mangled(names)), Some(s)) => {
-            names.iter().map(|m| s.of(m).len().max(1)).sum()
-        }
-        _ => n,
-    });
-    let bound = (launches == Launches::EveryShape).then(|| {
-        let per_kernel = cfg.ncu.instances_per_kernel.max(1) as usize;
-        Bound::new(&cfg.ncu, profiles.map(|p| p * per_kernel), multi)
-    });
-    // A bounded pass profiles at most its bound.
-    let profiles = profiles.map(|n| {
-        bound
-            .as_ref()
-            .and_then(|b| b.launches)
-            .map_or(n, |b| n.min(b))
-    });
-    (launches, profiles, bound)
-}
-
-/// Where the pace an earlier run measured (`learned`) says the chosen kernels overrun the
-/// budget, ncu gets the largest that fit (the filter is in rank order) and the rest wait for
-/// the next run: ncu reaches kernels in the order the workload launches them, so a budget stop
-/// would leave out whichever come last, large or small. Returns how many were deferred, and
-/// how many ncu is given.
-fn defer_past_budget(
-    launches: Launches,
-    filter: Option<&mut KernelFilter>,
-    learned: Option<&cost::Model>,
-    held: bool,
-    budget: Option<std::time::Duration>,
-) -> Option<(usize, usize)> {
-    let f = filter.filter(|_| matches!(launches, Launches::First | Launches::FirstThenStop))?;
-    let n = cost::affordable(learned, held, f.len(), budget)?;
-    let left = f.len() - n;
-    f.truncate(n);
-    Some((left, n))
-}
-
-/// `ncu.budget_s` (see [`Bound::time`]) for a pass that starts the workload again
-/// (`launched`): ncu must reach its range, which the nsys pass reached at its first instance
-/// (at the capture's start when nsys's range is ncu's; later when nsys captured the whole run).
-fn time_bound(cfg: &Ncu, basis: cost::Basis, launched: bool, multi: bool) -> Option<Bound> {
-    let restart = launched.then(|| basis.range_reached_s()).flatten();
-    Bound::time(cfg, basis.pass_s, restart, multi)
-}
-
-/// The predicted cost of the pass (None: the number of launches is not known before ncu
-/// runs) at the pace an earlier run measured (`pace`), within its budget; where that pace
-/// overruns the budget, the kernels left for the next run are cut from `filter` and said.
-fn predict(
-    (basis, learned): (cost::Basis, Option<&cost::Model>),
-    (launches, profiles, bound): (Launches, Option<usize>, Option<&Bound>),
-    filter: Option<&mut KernelFilter>,
-    hits: usize,
-    collect: &Collect,
-) -> Option<cost::Plan> {
-    let budget = bound.and_then(|b| b.budget);
-    let all_known = launches == Launches::FirstThenStop || bound.is_some_and(|b| b.all_known);
-    let (profiles, deferred) =
-        match defer_past_budget(launches, filter, learned, basis.held, budget) {
-            Some((left, given)) => (Some(given), Some(left)),
-            None => (profiles, None),
-        };
-    let set = collect.set.as_deref();
-    let mut c = cost::within(
-        cost::plan(learned, profiles?, hits, set, basis, all_known),
-        budget,
-    );
-    if let Some(left) = deferred {
-        c.deferred = left;
-        c.basis = format!(
-            "{}; its time budget affords the {} largest of the {} kernels at that pace, {left} left for the next run",
-            c.basis,
-            c.kernels,
-            c.kernels + left
-        );
-    }
-    Some(c)
-}
-
-/// The graph step's last decisions, once the kernel pass's are made: its own copy held from
-/// the kernel pass's start where that pass attaches to one (`attached`), its predicted time,
-/// and its bound.
-fn finish_step(
-    ctx: &Ctx,
-    mut s: step::StepPlan,
-    attached: bool,
-    (basis, learned): (cost::Basis, Option<&cost::Model>),
-    multi: bool,
-) -> step::StepPlan {
-    if s.hit.is_some() {
-        return s;
-    }
-    if attached {
-        s.early = step::hold_plan(&s.argv, &ctx.workload.argv, &ctx.workload.env);
-    }
-    let held = s.early.is_some();
-    s.eta_s = Some(cost::step_s(
-        learned,
-        basis,
-        s.choice.work.workloads(),
-        held,
-    ));
-    // Bounded as the kernel pass is (seen on an H100: a torch.compile loop's step never
-    // reached its instance and ran the workload to its end under ncu, 310 s); launched, it
-    // gets its time to ncu's range on top.
-    s.budget = time_bound(&ctx.cfg.ncu, basis, !held, multi)
-        .and_then(|b| Some((b.budget?, b.budget_from)));
-    s
 }
 
 /// The report the kernel pass writes for `base` (the first profiled rank's where a launcher's
