@@ -22,6 +22,9 @@ pub(crate) const RUN_DIR: i32 = 8;
 pub(crate) const NOT_COMPARABLE: i32 = 9;
 /// `stage2 diff --fail-above`: a change above the threshold that the runs' noise could explain.
 pub(crate) const INCONCLUSIVE: i32 = 10;
+/// The nsys pass's findings stand (the reports were written from it); the ncu pass after it
+/// failed or produced no data (status.json's `passes.ncu` says why).
+pub(crate) const PARTIAL: i32 = 11;
 /// Interrupted by Ctrl-C or SIGTERM.
 pub(crate) const INTERRUPTED: i32 = 130;
 
@@ -42,6 +45,10 @@ pub(crate) const TABLE: &[(i32, &str)] = &[
     (
         INCONCLUSIVE,
         "stage2 diff: a change above --fail-above within the noise",
+    ),
+    (
+        PARTIAL,
+        "partial: the nsys findings stand, the ncu pass failed",
     ),
     (INTERRUPTED, "interrupted"),
 ];

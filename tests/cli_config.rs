@@ -111,7 +111,7 @@ fn metrics_unknown_to_ncu_are_refused_before_the_run() {
         .code(2)
         .stderr(predicate::str::contains("sm__no_such_counter.sum"));
     assert!(!sb.runs().exists());
-    // With one, the query runs beside it and the ncu pass is refused; the nsys data is kept.
+    // With one, the query runs beside it and the ncu pass is refused; the nsys part stands.
     sb.stage2()
         .args([
             "profile",
@@ -125,10 +125,12 @@ fn metrics_unknown_to_ncu_are_refused_before_the_run() {
         ])
         .env("FAKE_NCU_QUERY", "1")
         .assert()
-        .code(2);
+        .code(11);
     let st: serde_json::Value =
         serde_json::from_str(&common::read(sb.run("r").join("status.json"))).unwrap();
+    assert_eq!(st["state"], "partial");
     assert_eq!(st["passes"]["nsys"]["state"], "ok");
+    assert_eq!(st["passes"]["ncu"]["exit_code"], 2);
     assert!(st["passes"]["ncu"]["reason"]
         .as_str()
         .unwrap()

@@ -33,7 +33,7 @@ fn a_held_copy_that_ends_before_the_attach_is_started_again_as_usual() {
     assert!(ncu["warnings"][0]
         .as_str()
         .unwrap()
-        .contains("ended before ncu attached (see ncu/workload.log); starting the workload under ncu as usual"));
+        .contains("ended before ncu attached (see ncu/workload.log; its start ran beside another run of the workload: one that binds a port, takes a lock or writes a fixed file before its first CUDA call cannot start twice at once and needs ncu.early_start=false); starting the workload under ncu as usual"));
     assert_eq!(lines_starting(&sb, "ncu --mode=attach"), 0);
     assert_eq!(lines_starting(&sb, "ncu --target-processes"), 1);
     // cmd.txt holds what ran: the launch, the attach it planned, the imports, the usual line.
@@ -237,7 +237,7 @@ fn a_budget_that_ends_before_any_kernel_says_so_and_is_not_retried() {
         .env("FAKE_NCU_HOLD", "60")
         .env("FAKE_NCU_MODE", "nokernels")
         .assert()
-        .code(5);
+        .code(11);
     let ncu = &status(&sb.run("r"))["passes"]["ncu"];
     assert_eq!(ncu["state"], "no-data", "{ncu}");
     let why = ncu["reason"].as_str().unwrap();
@@ -444,5 +444,37 @@ fn profiler_api_windows_hold_the_workload_and_gate_the_attach() {
     assert_eq!(
         st["passes"]["ncu"]["ncu"]["early_start"]["attached"], true,
         "{st}"
+    );
+}
+
+/// A pass that stored fewer kernels than ncu was given (hand-made: the workload under ncu
+/// reached 1 of the 2 chosen kernels) does not tell the next run that the cache answers it:
+/// that run starts its copy early again.
+#[test]
+fn a_pass_that_stored_some_of_its_kernels_does_not_expect_a_warm_re_run() {
+    let sb = Sandbox::new();
+    let mut args = vec!["ncu.top_n=2", "ncu.coverage=0.01"];
+    args.extend_from_slice(DECODE);
+    sb.profile("one", &args)
+        .env("FAKE_SMI", "1")
+        .env("FAKE_NCU_KEEP", "1")
+        .assert()
+        .success();
+    let one = &status(&sb.run("one"))["passes"]["ncu"];
+    assert_eq!(one["state"], "ok", "{one}");
+    assert_eq!(one["ncu"]["cost"]["kernels"], 2, "{one}");
+    assert_eq!(one["ncu"]["cache"]["stored"], 1, "{one}");
+    sb.profile("two", &args)
+        .env("FAKE_SMI", "1")
+        .assert()
+        .success();
+    let two = &status(&sb.run("two"))["passes"]["ncu"];
+    assert!(two["ncu"]["warm_expected"].is_null(), "{two}");
+    assert_eq!(two["ncu"]["cache"]["hits"], 1, "{two}");
+    assert_eq!(
+        lines_starting(&sb, "ncu --mode=launch"),
+        2,
+        "{}",
+        sb.calls()
     );
 }

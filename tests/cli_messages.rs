@@ -95,10 +95,11 @@ fn the_summary_shows_the_workloads_last_output_and_what_ncu_did() {
         "{md}"
     );
     // ncu ran and profiled nothing: its own finding says so, with no advice to run it.
+    // nsys stood, ncu alone found nothing: the run is partial (exit 11).
     sb.profile_decode("n", &[])
         .env("FAKE_NCU_MODE", "nokernels")
         .assert()
-        .code(5);
+        .code(11);
     let md = read(sb.run("n").join("stakeholder_summary.md"));
     assert!(md.contains("- The ncu pass did not complete"), "{md}");
     assert!(!md.contains("No ncu metrics"), "{md}");
@@ -121,7 +122,7 @@ fn a_budget_spent_before_graph_kernels_promises_no_more_time() {
         .env("FAKE_NCU_HOLD", "60")
         .env("FAKE_NCU_MODE", "nokernels")
         .assert()
-        .code(5);
+        .code(11);
     let st = common::status(&sb.run("g"));
     let why = st["passes"]["ncu"]["reason"].as_str().unwrap();
     assert!(why.contains("launched CUDA graphs ("), "{why}");

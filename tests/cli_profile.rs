@@ -217,15 +217,23 @@ fn ncu_follows_the_capture_and_is_not_run_for_a_range_that_never_ran() {
     assert!(read(run.join("kernels.md")).contains("nvjet"));
 }
 
+/// ncu profiling nothing after a good nsys pass: the run is `partial` (exit 11), the nsys
+/// findings, headline included, written; the ncu pass says what went wrong.
 #[test]
 fn ncu_profiling_nothing_at_all_is_a_pass_without_data() {
     let sb = Sandbox::new();
     sb.profile("r", &[])
         .env("FAKE_NCU_MODE", "nokernels")
         .assert()
-        .code(5);
+        .code(11);
     let st = status(&sb.run("r"));
+    assert_eq!(
+        (&st["state"], &st["exit_code"]),
+        (&"partial".into(), &11.into())
+    );
+    assert!(read(sb.run("r").join("stakeholder_summary.md")).contains("**Headline:**"));
     assert_eq!(st["passes"]["ncu"]["state"], "no-data");
+    assert_eq!(st["passes"]["ncu"]["exit_code"], 5);
     assert!(st["passes"]["ncu"]["reason"]
         .as_str()
         .unwrap()
@@ -361,7 +369,7 @@ fn ncu_profiling_nothing_says_why_from_the_nsys_ranges() {
     sb.profile_decode("r", &[])
         .env("FAKE_NCU_MODE", "nokernels")
         .assert()
-        .code(5);
+        .code(11);
     let reason = status(&sb.run("r"))["passes"]["ncu"]["reason"]
         .as_str()
         .unwrap()

@@ -359,3 +359,84 @@ fn ctrl_c_during_the_ncu_import_is_an_interrupt_and_leaves_no_empty_export() {
     assert!(!csv.exists() || std::fs::metadata(&csv).unwrap().len() > 0);
     assert!(run.join("ncu/decode.ncu-rep").exists());
 }
+
+/// status.json as it stands while stage2 runs (None: not written yet, or mid-write).
+fn status_now(run: &Path) -> Option<serde_json::Value> {
+    serde_json::from_str(&std::fs::read_to_string(run.join("status.json")).ok()?).ok()
+}
+
+/// Wait until the run's pass `pass` is `running`.
+fn wait_running(run: &Path, pass: &str, limit: Duration) {
+    let start = Instant::now();
+    while status_now(run).is_none_or(|st| st["passes"][pass]["state"] != "running") {
+        assert!(
+            start.elapsed() < limit,
+            "{pass} never ran: {:?}",
+            status_now(run)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A signal after a good nsys pass and before ncu attaches to the copy held since
+/// (`ncu.early_start`; hand-made: the fake's held copy never says it listens): the ncu pass is
+/// interrupted, not failed, the reports are written from the nsys pass, stage2 exits 130 and
+/// `--json` names the run.
+#[test]
+fn a_signal_before_ncu_attaches_ends_the_run_interrupted_with_its_reports() {
+    let sb = Sandbox::new();
+    let mut cmd = command(&sb, "held", "ok", &["--json"]);
+    let mut child = cmd
+        .env("FAKE_NCU_EARLY", "slow")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = sb.run("held");
+    wait_running(&run, "ncu", Duration::from_secs(30));
+    signal(&child, Signal::SIGINT);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(20)), 130);
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(json["run_dir"].as_str().unwrap().ends_with("held"), "{out}");
+    let st = status(&run);
+    assert_eq!(
+        (&st["state"], &st["exit_code"]),
+        (&"interrupted".into(), &130.into()),
+        "{st}"
+    );
+    assert_eq!(st["passes"]["nsys"]["state"], "ok", "{st}");
+    assert_eq!(st["passes"]["ncu"]["state"], "interrupted", "{st}");
+    assert_eq!(st["passes"]["report"]["state"], "ok", "{st}");
+    assert!(run.join("kernels.md").is_file());
+}
+
+/// A Ctrl-C while the graph step measures its instance: the ncu pass is interrupted, what the
+/// kernel pass measured kept, and the run ends interrupted with its reports.
+#[test]
+fn ctrl_c_during_the_graph_step_leaves_the_ncu_pass_interrupted() {
+    let sb = Sandbox::new();
+    let nsys = common::root().join("examples/sample-run-hf-static/nsys");
+    let mut child = command(
+        &sb,
+        "step",
+        "ok",
+        &["--nvtx-capture", "decode", "--grace", "2"],
+    )
+    .env("FAKE_SMI", "1")
+    .env("FAKE_NSYS_DIR", nsys)
+    .env("FAKE_NCU_GRAPH_HOLD", "60")
+    .spawn()
+    .unwrap();
+    wait_for(&sb.path().join("step.ready"), Duration::from_secs(60));
+    signal(&child, Signal::SIGINT);
+    assert_eq!(wait_exit(&mut child, Duration::from_secs(30)), 130);
+    let run = sb.run("step");
+    let st = status(&run);
+    let ncu = &st["passes"]["ncu"];
+    assert_eq!(ncu["state"], "interrupted", "{ncu}");
+    assert_eq!(ncu["ncu"]["graph_step"]["state"], "not_measured", "{ncu}");
+    assert!(run.join("ncu/decode_raw.csv").is_file());
+    assert_eq!(st["state"], "interrupted", "{st}");
+    assert!(run.join("kernels.md").is_file());
+}

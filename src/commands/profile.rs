@@ -10,10 +10,11 @@ use crate::config::{self, Config};
 use crate::error::{Error, Result};
 use crate::exit_codes;
 use crate::passes::driver::Driver;
+use crate::passes::ncu::query::Check;
 use crate::passes::ncu::{self, query};
 use crate::passes::nsys;
 use crate::passes::provenance::{Env, Inputs};
-use crate::passes::sequence::{self, cache_device, workload_gpu, Check, Setup};
+use crate::passes::sequence::{self, cache_device, workload_gpu, Tools};
 use crate::passes::tools::{self, Found, Tool};
 use crate::passes::workload;
 use crate::passes::Ctx;
@@ -31,7 +32,7 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
     preflight(cfg)?;
     // Validate the workload before anything is created; the real stage1 path comes below.
     workload::build(cfg, Path::new("stage1"))?;
-    let (nsys_tool, ncu_tool, mut known) = find_tools(cfg, args.dry_run)?;
+    let (nsys_tool, ncu_tool, known) = find_tools(cfg, args.dry_run)?;
     if crate::passes::signals::interrupted() {
         return Err(Error::Interrupted("during start-up, before any pass ran".into()).into());
     }
@@ -46,9 +47,9 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         ("ncu".to_string(), ncu_tool.clone()),
     ]);
     let mut env = provenance(&run, &resolved, &workload, tools_found)?;
-    let metric_check = match (&ncu_tool, args.dry_run, cfg.nsys.enable) {
-        (Some(found), false, true) => metric_check(cfg, &env, found, &mut known)?,
-        _ => None,
+    let check = match (&ncu_tool, args.dry_run, cfg.nsys.enable) {
+        (Some(found), false, true) => metric_check(cfg, &env, found)?,
+        _ => Check::Settled(known),
     };
 
     let scope = crate::config::Scope::of(cfg);
@@ -65,18 +66,12 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         status: Status::new(&run.id()),
         dry_run: args.dry_run,
     };
-    let mut setup = Setup {
+    let tools = Tools {
         nsys: nsys_tool.map(|t| t.path),
         ncu: ncu_tool,
         env: &env,
-        check: metric_check,
-        known,
-        ncu_done: false,
-        early: None,
-        warm: None,
-        metric_set: None,
     };
-    sequence::run(&mut driver, &mut setup)?;
+    sequence::run(&mut driver, &tools, check)?;
 
     let code = finish(&mut driver, &mut env, cfg);
     match cfg.run.private {
@@ -100,9 +95,9 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
 /// nsys and ncu as this run will use them (None: disabled), and the reports' metrics ncu
 /// knows where that is settled before any pass: a dry run's full list, or ncu's answer when
 /// no nsys pass runs first (then a bad name fails before anything is created).
-type Tools = (Option<Found>, Option<Found>, Option<Vec<String>>);
+type FoundTools = (Option<Found>, Option<Found>, Option<Vec<String>>);
 
-fn find_tools(cfg: &Config, dry_run: bool) -> Result<Tools, Error> {
+fn find_tools(cfg: &Config, dry_run: bool) -> Result<FoundTools, Error> {
     let nsys_tool = find_tool(
         Tool::Nsys,
         cfg.nsys.enable,
@@ -161,28 +156,19 @@ fn provenance(
 }
 
 /// With an nsys pass first, metric names are checked against this GPU's list before the ncu
-/// pass: the list kept for this GPU, driver and ncu (settled now, into `known`), else ncu's
-/// answer, asked beside the nsys pass, or once its profile has ended when nsys samples the
-/// GPU's counters (ncu's query then answers without its list; seen on an H100), beside the
-/// export.
-fn metric_check(
-    cfg: &Config,
-    env: &Env,
-    ncu: &Found,
-    known: &mut Option<Vec<String>>,
-) -> Result<Option<Check>, Error> {
+/// pass: the list kept for this GPU, driver and ncu (settled now), else ncu's answer, asked
+/// beside the nsys pass, or once its profile has ended when nsys samples the GPU's counters
+/// (ncu's query then answers without its list; seen on an H100), beside the export.
+fn metric_check(cfg: &Config, env: &Env, ncu: &Found) -> Result<Check, Error> {
     let source = query_source(cfg, env, ncu);
     let metrics = cfg.ncu.metrics.clone();
     let sampling = crate::passes::nsys::sampled_devices(cfg).is_some();
     Ok(match source.cached() {
-        Some(names) => {
-            *known = query::decide(Some(&names), &metrics)?;
-            None
-        }
-        None if sampling => Some(Check::After(source, metrics)),
-        None => Some(Check::Beside(std::thread::spawn(move || {
+        Some(names) => Check::Settled(query::decide(Some(&names), &metrics)?),
+        None if sampling => Check::After(source, metrics),
+        None => Check::Beside(std::thread::spawn(move || {
             query::decide(source.ask_and_keep().as_deref(), &metrics)
-        }))),
+        })),
     })
 }
 

@@ -117,7 +117,11 @@ impl Capture {
                 name,
                 domain: Some(d),
                 ..
-            } => format!("NVTX range {} (domain {})", code(&shown(name)), code(&shown(d))),
+            } => format!(
+                "NVTX range {} (domain {})",
+                code(&shown(name)),
+                code(&shown(d))
+            ),
             Capture::ProfilerApi { .. } => "the cudaProfilerStart/Stop windows".to_string(),
         }
     }

@@ -251,6 +251,13 @@ fn finish<P: Pass>(
 ) -> Result<PassStatus, Error> {
     match (began?, ran) {
         (Begun::Done(st), _) => Ok(*st),
+        // A signal before the pass's profiler could be told of it ends the pass, not the run:
+        // the next passes are not started and the reports are written of what finished.
+        (Begun::Ready(plan, before), Some(Err(Error::Interrupted(when)))) => {
+            let why = format!("interrupted {when}; what finished before it is kept");
+            let st = PassStatus::new(PassState::Interrupted, Some(why));
+            Ok(end(pass, ctx, &plan, before, st))
+        }
         (Begun::Ready(plan, before), Some(st)) => Ok(end(pass, ctx, &plan, before, st?)),
         (Begun::Ready(..), None) => {
             Err(ToolError::Unusable(format!("the {} pass did not run", pass.name())).into())
@@ -340,8 +347,7 @@ mod tests {
             known_metrics: None,
             second_gpu: None,
             device: None,
-            early: std::sync::Mutex::new(None),
-            warm: None,
+            start: std::sync::Mutex::new(crate::passes::ncu::early::Start::Usual),
         };
         let plan = ncu.plan(&ctx).unwrap();
         // No nsys data yet: no kernel filter, so the unfiltered line is the profile line.
@@ -391,8 +397,7 @@ mod tests {
                 known_metrics: None,
                 second_gpu: None,
                 device: None,
-                early: std::sync::Mutex::new(None),
-                warm: None,
+                start: std::sync::Mutex::new(crate::passes::ncu::early::Start::Usual),
             })
             .unwrap();
         let st = &driver.status.passes;
@@ -430,8 +435,7 @@ mod tests {
             known_metrics: None,
             device: None,
             second_gpu: None,
-            early: std::sync::Mutex::new(None),
-            warm: None,
+            start: std::sync::Mutex::new(crate::passes::ncu::early::Start::Usual),
         };
         let err = driver.drive_pair((&nsys, &ctx), (&ncu, &ctx)).unwrap_err();
         assert!(err.to_string().contains("/no/such/nsys"), "{err}");

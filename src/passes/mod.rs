@@ -138,7 +138,11 @@ pub(crate) fn append_cmd_txt(
 }
 
 /// Run a post-processing step (stats, export, import) quietly, its output into the pass log.
+/// A step finalizes what its profiler wrote, after a stop too: only a later signal stops it.
 pub(crate) fn run_step(spec: &Spec) -> Result<Outcome, String> {
+    let mut spec = spec.clone();
+    spec.signals_seen.get_or_insert_with(signals::count);
+    let spec = &spec;
     let out =
         process::run(spec).map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
     if out.success() {

@@ -1,6 +1,11 @@
 //! Nsight Compute pass: `ncu` gated by an NVTX range and scoped to the nsys pass's top
 //! kernels, each profiled once (once per launch configuration when `ncu.shapes` asks); then the
 //! raw metrics imported to CSV.
+//!
+//! By concern, each handing the next a value: the plan ([`plan`], an [`NcuPlan`]), the launch
+//! (`launch`, attached to the held copy or started as usual: a `Launched`), the bound that may
+//! stop it (`watch`, a `Stop`), the imports and the metrics cache (`after`, `reuse`), then the
+//! graph step (`step`), whose record joins the pass's.
 
 use std::path::{Path, PathBuf};
 
@@ -55,12 +60,9 @@ pub(crate) struct NcuPass {
     pub(crate) device: Option<cache::Device>,
     /// Run on a second GPU beside the nsys pass (None: after it, on the workload's GPU).
     pub(crate) second_gpu: Option<crate::rundir::status::SecondGpu>,
-    /// The workload started beside the nsys pass and held at its first CUDA call
-    /// (`ncu.early_start`): the pass attaches to it instead of starting it.
-    pub(crate) early: std::sync::Mutex<Option<early::Held>>,
-    /// The run whose kernels the metrics cache was expected to answer (the workload was not
-    /// started early for that reason; `warm`).
-    pub(crate) warm: Option<String>,
+    /// How its workload starts: held since the nsys pass began (`ncu.early_start`; the pass
+    /// attaches to it, taking it from here), or as usual.
+    pub(crate) start: std::sync::Mutex<early::Start>,
 }
 
 impl NcuPass {
@@ -122,104 +124,31 @@ impl NcuPass {
 
     /// `f` of the held workload, if there is one.
     fn held<T>(&self, f: impl FnOnce(&early::Held) -> T) -> Option<T> {
-        let held = self.early.lock().unwrap_or_else(|p| p.into_inner());
-        held.as_ref().map(f)
+        match &*self.start.lock().unwrap_or_else(|p| p.into_inner()) {
+            early::Start::Held(h) => Some(f(h)),
+            _ => None,
+        }
     }
 
-    /// The planned profile: attached to the held workload when there is one and ncu holds
-    /// it, else started as usual: where the plan launches (`not_attached`), or the attach did
-    /// not profile the copy (its line then added to cmd.txt). A copy not attached to is
-    /// stopped before ncu starts the workload again.
-    fn first_profile(
-        &self,
-        ctx: &Ctx,
-        plan: &NcuPlan,
-        watch: &Watch,
-        warnings: &mut Vec<String>,
-    ) -> Result<(Outcome, Option<EarlyStart>), Error> {
-        let held = self.early.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let Some(held) = held else {
-            return Ok((self.profile(ctx, plan, &plan.profile, watch)?, None));
-        };
-        let (why, held_after_s) = match (&plan.not_attached, &plan.attach) {
-            (Some(why), _) => {
-                let at = held.busy_until_s();
-                drop(held);
-                (why.clone(), at)
+    /// The held workload, taken for the profile (None: there is none, or it was taken).
+    fn take_held(&self) -> Option<early::Held> {
+        let mut start = self.start.lock().unwrap_or_else(|p| p.into_inner());
+        match std::mem::replace(&mut *start, early::Start::Usual) {
+            early::Start::Held(h) => Some(h),
+            other => {
+                *start = other;
+                None
             }
-            (None, Some((_, attach))) => {
-                // ncu says it listens as soon as it starts: a launch silent this long will not.
-                let limit = ctx.cfg.ncu_timeout().unwrap_or(early::LISTEN_LIMIT);
-                let (attached, at) =
-                    held.attach(limit, attach, |a| self.profile(ctx, plan, a, watch))?;
-                let why = match attached {
-                    Ok(out) => {
-                        let rec = EarlyStart {
-                            held_after_s: Some(at),
-                            attached: true,
-                        };
-                        return Ok((out, Some(rec)));
-                    }
-                    Err(early::NotAttached::Refused(line)) => {
-                        format!("ncu would not attach with these options ({line})")
-                    }
-                    Err(early::NotAttached::Stopped(why)) => {
-                        format!("the workload held for it was {why}")
-                    }
-                    Err(early::NotAttached::Ended) => {
-                        "the workload held for it ended before ncu attached (see ncu/workload.log)"
-                            .to_string()
-                    }
-                };
-                if crate::passes::signals::interrupted() {
-                    return Err(Error::Interrupted(
-                        "before ncu attached to the held workload".into(),
-                    ));
-                }
-                let _ = append_cmd_txt(
-                    &ctx.workload.env,
-                    &ctx.run.ncu("cmd.txt"),
-                    &with_env(&plan.env, plan.profile.clone()),
-                );
-                (why, at)
-            }
-            // The plan launches for its own reasons (a bound, a launcher): no word needed.
-            (None, None) => {
-                drop(held);
-                return Ok((self.profile(ctx, plan, &plan.profile, watch)?, None));
-            }
-        };
-        let why = format!("ncu pass: {why}; starting the workload under ncu as usual");
-        tracing::warn!("{why}");
-        warnings.push(why);
-        let rec = EarlyStart {
-            held_after_s: Some(held_after_s),
-            attached: false,
-        };
-        Ok((self.profile(ctx, plan, &plan.profile, watch)?, Some(rec)))
+        }
     }
 
-    /// Run ncu once with `argv`.
-    fn profile(
-        &self,
-        ctx: &Ctx,
-        plan: &NcuPlan,
-        argv: &[String],
-        watch: &Watch,
-    ) -> Result<Outcome, Error> {
-        let mut spec = ctx.spec(
-            Path::new(&argv[0]),
-            argv[1..].to_vec(),
-            ctx.run.ncu("ncu.log"),
-        );
-        spec.env.extend(plan.env.iter().cloned());
-        spec.timeout = ctx.cfg.ncu_timeout();
-        spec.on_line = Some(watch.hook.clone());
-        spec.soft_stop = plan.bound.as_ref().map(|b| process::SoftStop {
-            flag: watch.stop.clone(),
-            after: b.budget,
-        });
-        process::run(&spec).map_err(|e| Error::start(&argv[0], e))
+    /// The run whose kernels the metrics cache was expected to answer (the workload was not
+    /// started early for that reason; `warm`).
+    fn warm(&self) -> Option<String> {
+        match &*self.start.lock().unwrap_or_else(|p| p.into_inner()) {
+            early::Start::Warm(run) => Some(run.clone()),
+            _ => None,
+        }
     }
 }
 
@@ -289,97 +218,42 @@ impl Pass for NcuPass {
         if plan.multi {
             crate::passes::launcher::find(ctx.cfg.workload.launcher)?;
         }
-        let mut warnings = Vec::new();
-        if let Some(r) = &plan.reuse {
-            if let Err(e) = reuse::record_hits(ctx, r) {
-                warnings.push(e);
-            }
-        }
+        let hits_said = plan
+            .reuse
+            .as_ref()
+            .and_then(|r| reuse::record_hits(ctx, r).err());
         log_plan(plan);
         if plan.nothing_left {
-            let mut st = PassStatus::new(
-                PassState::Ok,
-                Some(format!(
-                    "no kernel profiled: all {} chosen kernels are in the metrics cache",
-                    plan.reuse.as_ref().map_or(0, |r| r.hits.len())
-                )),
-            );
-            st.duration_s = Some(0.0);
-            st.warnings = warnings;
-            st.ncu = Some(self.outcome_record(plan, None, 0));
-            self.remember(ctx, plan, true, false);
-            graph_step(ctx, plan, progress, &mut st, None);
-            return Ok(st);
+            return Ok(self.all_cached(ctx, plan, progress, hits_said));
         }
         let watch = Watch::new(progress, plan);
         let stopping = early::Stopping;
         let step_held = plan.step.as_ref().and_then(|s| step::hold(ctx, s));
-        let (mut out, early_start) = self.first_profile(ctx, plan, &watch, &mut warnings)?;
-        let mut duration = out.duration;
-        let filtered = plan.filter.as_ref().is_some_and(|f| !f.is_empty());
-        // A workload that failed is not run again without the filter: it would fail again.
-        if filtered
-            && out.tail.contains(NO_KERNELS)
-            && app_error_code(&out.tail).is_none()
-            && !process::nonempty(&plan.report)
-            && stopped(&out, "ncu").is_none()
-            && !out.soft_stopped
-        {
-            let why =
-                "ncu profiled no kernel with the top-kernel filter; profiling again without it";
-            tracing::warn!("{why}");
-            warnings.push(why.to_string());
-            let _ = append_cmd_txt(
-                &ctx.workload.env,
-                &ctx.run.ncu("cmd.txt"),
-                &with_env(&plan.env, plan.unfiltered.clone()),
-            );
-            out = self.profile(ctx, plan, &plan.unfiltered, &watch)?;
-            duration += out.duration;
-        }
-        let have_report = process::nonempty(&plan.report);
-        let mut st = classify(&out, have_report, filtered);
-        let stop = plan
-            .bound
-            .as_ref()
-            .map(|b| b.stop(&out, have_report, watch.done().len()))
-            .unwrap_or_default();
-        let sqlite = ctx.run.single_or_rank0_sqlite();
-        if let Some(why) = stop.status(|| watch::graph_launches(&sqlite)) {
-            st = why;
-        }
-        st.duration_s = Some(duration.as_secs_f64());
-        st.warnings.extend(warnings);
-        let held = early_start.as_ref().is_some_and(|e| e.attached);
-        let actual = measure_cost(ctx, plan, &watch, &out, held);
-        let mut stored = 0;
-        if have_report {
-            progress.stage("importing the report");
-            self.imports(ctx, plan, &mut st);
-            if let (Some(r), PassState::Ok) = (&plan.reuse, st.state) {
-                stored = reuse::store(
-                    ctx,
-                    r,
-                    &ctx.run.ncu_raw(&plan.base),
-                    &ctx.run.ncu_raw_mangled(&plan.base),
-                );
-            }
-        }
-        // Kernels the budget left for the next run (deferred) mean that run needs ncu: it is
-        // not to expect the cache to answer, so it holds its copy early.
-        let deferred = plan.cost.as_ref().is_some_and(|c| c.deferred > 0);
-        let stored_all =
-            st.state == PassState::Ok && stop.bounded.is_none() && stored > 0 && !deferred;
-        st.ncu = Some(self.outcome_record(plan, actual, stored));
-        if let Some(r) = st.ncu.as_mut() {
-            r.stopped_early = plan.stop_early && out.tail.contains(STOPPED_EARLY);
-            r.bounded = stop.bounded;
-            r.budget = stop.budget;
-            r.early_start = early_start;
-        }
-        self.remember(ctx, plan, false, stored_all);
+        let mut launched = self.launch(ctx, plan, &watch)?;
+        launched.warnings.splice(0..0, hits_said);
+        let (mut st, stop) = settle(ctx, plan, &launched, &watch);
+        let actual = measure_cost(ctx, plan, &watch, &launched.out, launched.attached());
+        let stored = self.keep(ctx, plan, &mut st, progress);
+        let bounded = stop.bounded.is_some();
+        let mut rec = self.outcome_record(plan, actual, stored.entries);
+        rec.stopped_early = plan.stop_early && launched.out.tail.contains(STOPPED_EARLY);
+        rec.bounded = stop.bounded;
+        rec.budget = stop.budget;
+        rec.early_start = launched.early_start;
+        st.ncu = Some(rec);
         stopping.join();
         graph_step(ctx, plan, progress, &mut st, step_held);
+        // The next run may expect the cache to answer it where this pass, its graph step
+        // included, went well and stored every kernel ncu was given. Kernels the budget left
+        // for the next run (deferred) mean that run needs ncu: it holds its copy early.
+        let given = plan.filter.as_ref().map_or(0, KernelFilter::len);
+        let deferred = plan.cost.as_ref().is_some_and(|c| c.deferred > 0);
+        let stored_all = st.state == PassState::Ok
+            && !bounded
+            && stored.kernels > 0
+            && stored.kernels >= given
+            && !deferred;
+        self.remember(ctx, plan, false, stored_all);
         Ok(st)
     }
 
@@ -401,8 +275,58 @@ impl Pass for NcuPass {
     }
 }
 
+impl NcuPass {
+    /// Every chosen kernel is in the metrics cache: ncu does not run (the graph step may).
+    fn all_cached(
+        &self,
+        ctx: &Ctx,
+        plan: &NcuPlan,
+        progress: &Progress,
+        warning: Option<String>,
+    ) -> PassStatus {
+        let hits = plan.reuse.as_ref().map_or(0, |r| r.hits.len());
+        let mut st = PassStatus::new(
+            PassState::Ok,
+            Some(format!(
+                "no kernel profiled: all {hits} chosen kernels are in the metrics cache"
+            )),
+        );
+        st.duration_s = Some(0.0);
+        st.warnings.extend(warning);
+        st.ncu = Some(self.outcome_record(plan, None, 0));
+        graph_step(ctx, plan, progress, &mut st, None);
+        self.remember(ctx, plan, st.state == PassState::Ok, false);
+        st
+    }
+}
+
+/// What the launch's outcome means for the pass: ncu's own words, or the bound that stopped
+/// it; with how long it took and what to warn of.
+fn settle(
+    ctx: &Ctx,
+    plan: &NcuPlan,
+    launched: &Launched,
+    watch: &Watch,
+) -> (PassStatus, watch::Stop) {
+    let out = &launched.out;
+    let report = process::nonempty(&plan.report);
+    let filtered = plan.filter.as_ref().is_some_and(|f| !f.is_empty());
+    let mut st = classify(out, report, filtered);
+    let stop = (plan.bound.as_ref())
+        .map(|b| b.stop(out, report, watch.done().len()))
+        .unwrap_or_default();
+    let sqlite = ctx.run.single_or_rank0_sqlite();
+    if let Some(why) = stop.status(|| watch::graph_launches(&sqlite)) {
+        st = why;
+    }
+    st.duration_s = Some(launched.duration.as_secs_f64());
+    st.warnings.extend(launched.warnings.iter().cloned());
+    (st, stop)
+}
+
 /// The planned graph step, after a pass that went well (a failed or interrupted one would
-/// fail or stop it the same way); its record joins the pass's.
+/// fail or stop it the same way); its record joins the pass's. A signal before or during it
+/// leaves the pass interrupted, what the kernel pass measured kept.
 /// `held`: its copy of the workload, held since the kernel pass began (dropped, so stopped,
 /// where the step does not run).
 fn graph_step(
@@ -412,23 +336,31 @@ fn graph_step(
     st: &mut PassStatus,
     held: Option<early::Held>,
 ) {
-    let Some(s) = &plan.step else { return };
-    if st.state != PassState::Ok || crate::passes::signals::interrupted() {
+    let Some(s) = plan.step.as_ref().filter(|_| st.state == PassState::Ok) else {
         return;
+    };
+    if !crate::passes::signals::interrupted() {
+        let rec = step::run(ctx, s, progress, held);
+        if let Some(d) = rec.duration_s {
+            st.duration_s = Some(st.duration_s.unwrap_or(0.0) + d);
+        }
+        if rec.state == GraphStepState::NotMeasured {
+            let note = rec.note.as_ref();
+            st.warnings
+                .extend(note.map(|n| format!("graph step not measured: {n}")));
+        }
+        if let Some(r) = st.ncu.as_mut() {
+            r.graph_step = Some(rec);
+        }
     }
-    let rec = step::run(ctx, s, progress, held);
-    if let Some(d) = rec.duration_s {
-        st.duration_s = Some(st.duration_s.unwrap_or(0.0) + d);
-    }
-    if rec.state == GraphStepState::NotMeasured {
-        st.warnings.extend(
-            rec.note
-                .as_ref()
-                .map(|n| format!("graph step not measured: {n}")),
-        );
-    }
-    if let Some(r) = st.ncu.as_mut() {
-        r.graph_step = Some(rec);
+    if crate::passes::signals::interrupted() {
+        let why =
+            "interrupted before its graph step was measured; what the kernel pass measured is kept";
+        let mut now = PassStatus::new(PassState::Interrupted, Some(why.into()));
+        now.duration_s = st.duration_s;
+        now.warnings = std::mem::take(&mut st.warnings);
+        now.ncu = st.ncu.take();
+        *st = now;
     }
 }
 
@@ -440,6 +372,8 @@ mod tests;
 
 mod after;
 use after::{log_plan, measure_cost};
+mod launch;
+use launch::Launched;
 mod args;
 pub(crate) mod cache;
 pub(crate) mod cost;

@@ -1,149 +1,159 @@
-//! The passes a profile runs, in order: each a line of [`SEQUENCE`]. A step reads the driver
-//! (status.json so far) and what start-up found (tools, the metric check), then runs its pass
-//! through the driver's loop or records why it has nothing to do. A new pass is a file with a
-//! [`Pass`](super::driver::Pass) and a line here.
+//! The passes a profile runs, in order, and what each hands the next: start-up's tools and
+//! metric check go to the nsys step, which hands the repeats its GPU-metrics set and the ncu
+//! pass its check and how its workload starts (held since the nsys pass began, or as usual).
+//! A new pass is a file with a [`Pass`](super::driver::Pass), a line in [`PASSES`] and a call
+//! in [`run`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::driver::Driver;
-use super::ncu::{query, NcuPass};
+use super::ncu::early::{self, Start};
+use super::ncu::query::Check;
+use super::ncu::NcuPass;
+use super::nsys::metric_set::Derived;
 use super::nsys::NsysPass;
 use super::provenance::Env;
 use super::tools::Found;
 use super::Ctx;
 use crate::config::Config;
 use crate::error::Error;
-use crate::rundir::status::{PassState, PassStatus, Status};
+use crate::rundir::status::{PassState, PassStatus, SecondGpu, Status};
 
-/// What start-up found that the passes need.
-pub(crate) struct Setup<'a> {
+/// What start-up found that the passes use.
+pub(crate) struct Tools<'a> {
     pub(crate) nsys: Option<PathBuf>,
     pub(crate) ncu: Option<Found>,
     pub(crate) env: &'a Env,
-    /// The check of ncu's metric names, when it is still under way or still to ask.
-    pub(crate) check: Option<Check>,
-    /// The reports' metrics this GPU knows, when known before the passes.
-    pub(crate) known: Option<Vec<String>>,
-    /// Set when the ncu pass already ran beside the nsys pass (`ncu.second_gpu`).
-    pub(crate) ncu_done: bool,
-    /// The ncu pass's workload, started beside the nsys pass and held (`ncu.early_start`).
-    pub(crate) early: Option<super::ncu::early::Held>,
-    /// The run whose kernels the metrics cache is expected to answer (no early start).
-    pub(crate) warm: Option<String>,
-    /// The GPU-metrics set made for this run's nsys passes (see `nsys::metric_set`).
-    pub(crate) metric_set: Option<super::nsys::metric_set::Derived>,
 }
 
-/// A pass's step: its name in status.json, whether this run has it (it is `pending` until it
-/// runs), and how it runs.
-pub(crate) struct Step {
-    pub(crate) name: &'static str,
-    pub(crate) wanted: fn(&Config) -> bool,
-    pub(crate) run: fn(&mut Driver, &mut Setup) -> Result<(), Error>,
-}
-
-/// Every pass, in the order a profile runs them.
-pub(crate) const SEQUENCE: &[Step] = &[
-    Step {
-        name: "nsys",
-        wanted: |_| true,
-        run: nsys,
-    },
-    Step {
-        name: "nsys_repeat",
-        wanted: |_| false,
-        run: |d, s| repeat_nsys(d, &s.nsys, s.metric_set.clone()),
-    },
-    Step {
-        name: "ncu",
-        wanted: |_| true,
-        run: ncu,
-    },
-    Step {
-        name: "packages",
-        wanted: |_| true,
-        run: |d, _| d.drive(&super::packages::PackagesPass),
-    },
-    Step {
-        name: "baseline",
-        wanted: |c| c.run.baseline,
-        run: baseline,
-    },
-    Step {
-        name: "nvidia",
-        wanted: |c| c.run.crosscheck,
-        run: |d, s| match d.ctx.cfg.run.crosscheck {
-            true => d.drive(&super::crosscheck::CrosscheckPass {
-                nsys: s.nsys.clone(),
-                ncu: s.ncu.as_ref().map(|t| t.path.clone()),
-                dry_run: d.dry_run,
-            }),
-            false => Ok(()),
-        },
-    },
+/// Every pass a run may have, in order, and whether this run has it: it is `pending` until it
+/// runs. (The repeats of the nsys pass are recorded once they have run.)
+const PASSES: &[(&str, Wanted)] = &[
+    ("nsys", |_| true),
+    ("ncu", |_| true),
+    ("packages", |_| true),
+    ("baseline", |c| c.run.baseline),
+    ("nvidia", |c| c.run.crosscheck),
 ];
 
-/// Run every step; an error that stops the run is returned (the driver has recorded it).
-pub(crate) fn run(driver: &mut Driver, setup: &mut Setup) -> Result<(), Error> {
-    for step in SEQUENCE.iter().filter(|s| (s.wanted)(driver.ctx.cfg)) {
+/// Whether this run has a pass.
+type Wanted = fn(&Config) -> bool;
+
+/// Run every pass; an error that stops the run is returned (the driver has recorded it).
+pub(crate) fn run(driver: &mut Driver, tools: &Tools, check: Check) -> Result<(), Error> {
+    for (name, _) in PASSES.iter().filter(|(_, wanted)| wanted(driver.ctx.cfg)) {
         driver
             .status
-            .set(step.name, PassStatus::new(PassState::Pending, None));
+            .set(name, PassStatus::new(PassState::Pending, None));
     }
     driver.save();
-    for step in SEQUENCE {
-        (step.run)(driver, setup)?;
+    let after = nsys(driver, tools, check)?;
+    repeat_nsys(driver, tools.nsys.as_deref(), after.metric_set.as_ref())?;
+    if let Some(next) = after.ncu {
+        ncu(driver, tools, next)?;
     }
-    Ok(())
+    driver.drive(&super::packages::PackagesPass)?;
+    baseline(driver)?;
+    crosscheck(driver, tools)
+}
+
+/// What the nsys step hands on: the GPU-metrics set its pass sampled with (the repeats sample
+/// with it too), and the ncu pass still to run (None: it ran beside, on the second GPU).
+struct AfterNsys {
+    metric_set: Option<Derived>,
+    ncu: Option<NcuNext>,
+}
+
+/// The ncu pass as the nsys step leaves it: its metric check, and how its workload starts.
+struct NcuNext {
+    check: Check,
+    start: Start,
 }
 
 /// The nsys pass; with `ncu.second_gpu`, the ncu pass beside it on the other GPU.
-fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
+fn nsys(driver: &mut Driver, tools: &Tools, check: Check) -> Result<AfterNsys, Error> {
     let ctx = driver.ctx;
-    let Some(gpus) = second_gpu((ctx.cfg, &ctx.scope.ncu), s.env, ctx.workload) else {
-        let profiled = ask_once_profiled(&mut s.check);
-        (s.early, s.warm) = hold_early(driver, s);
-        let gpu = workload_gpu_name(s.env, ctx.cfg);
-        let reuse = super::nsys::reuse::usable(ctx.cfg, gpu);
-        if let Some(r) = &reuse {
-            tracing::info!("nsys pass: not sampling GPU metrics: the sampled figures of this command's last sampled run ({}) are reused (nsys.gpu_metrics.reuse)", r.run);
+    match second_gpu((ctx.cfg, &ctx.scope.ncu), tools.env, ctx.workload) {
+        Some(gpus) => {
+            both_at_once(driver, tools, check, gpus)?;
+            Ok(AfterNsys {
+                metric_set: None,
+                ncu: None,
+            })
         }
-        match (ctx.cfg.sampling_off(), ctx.cfg.ncu.enable) {
-            (Some(why), true) => tracing::info!("nsys pass: not sampling GPU metrics: {why}"),
-            // Neither tool then classes a kernel: said before the run, not found after it.
-            (Some(why), false) => tracing::warn!(
-                "nsys pass: not sampling GPU metrics: {why}; with the ncu pass off, no kernel gets a bound class"
-            ),
-            (None, _) => {}
+        None => nsys_first(driver, tools, check),
+    }
+}
+
+/// The nsys pass on its own, the ncu pass's workload held beside it where it can be.
+fn nsys_first(driver: &mut Driver, tools: &Tools, check: Check) -> Result<AfterNsys, Error> {
+    let ctx = driver.ctx;
+    let (check, profiled) = check.once_profiled();
+    let start = hold_early(driver, tools);
+    let reuse = super::nsys::reuse::usable(ctx.cfg, workload_gpu_name(tools.env, ctx.cfg));
+    if let Some(r) = &reuse {
+        tracing::info!("nsys pass: not sampling GPU metrics: the sampled figures of this command's last sampled run ({}) are reused (nsys.gpu_metrics.reuse)", r.run);
+    }
+    let metric_set = metric_set(driver, tools, reuse.is_some());
+    let ran = driver.drive(&NsysPass {
+        tool: tools.nsys.clone(),
+        profiled,
+        reuse,
+        metric_set: metric_set.clone(),
+    });
+    if let Start::Held(held) = &start {
+        early_notes(&mut driver.status, held.busy_until_s(), held.running());
+        driver.save();
+    }
+    ran?;
+    Ok(AfterNsys {
+        metric_set,
+        ncu: Some(NcuNext { check, start }),
+    })
+}
+
+/// The GPU-metrics set made for this run's nsys passes where they sample with nsys's default
+/// set (see `nsys::metric_set`; none where the last run's samples are `reused`), said with how
+/// they sample: not at all (and why), or every GPU the workload can see.
+fn metric_set(driver: &Driver, tools: &Tools, reused: bool) -> Option<Derived> {
+    let cfg = driver.ctx.cfg;
+    match (cfg.sampling_off(), cfg.ncu.enable) {
+        (Some(why), true) => tracing::info!("nsys pass: not sampling GPU metrics: {why}"),
+        // Neither tool then classes a kernel: said before the run, not found after it.
+        (Some(why), false) => tracing::warn!(
+            "nsys pass: not sampling GPU metrics: {why}; with the ncu pass off, no kernel gets a bound class"
+        ),
+        (None, _) => {}
+    }
+    if reused {
+        return None;
+    }
+    let set = match (&tools.nsys, driver.dry_run) {
+        (Some(nsys), false) if wants_metric_set(cfg) => {
+            let gpus: Vec<String> = tools.env.gpus.iter().map(|g| g.name.clone()).collect();
+            let cache = super::nsys::metric_set::answer_cache(cfg, nsys, &gpus);
+            super::nsys::metric_set::for_run(nsys, &driver.ctx.run.path, cache.as_deref())
         }
-        let metric_set = match (&reuse, &s.nsys, driver.dry_run) {
-            (None, Some(nsys), false) if wants_metric_set(ctx.cfg) => {
-                let gpus: Vec<String> = s.env.gpus.iter().map(|g| g.name.clone()).collect();
-                let cache = super::nsys::metric_set::answer_cache(ctx.cfg, nsys, &gpus);
-                super::nsys::metric_set::for_run(nsys, &ctx.run.path, cache.as_deref())
-            }
-            _ => None,
-        };
-        let every = super::nsys::samples_every_gpu(ctx.cfg, || s.env.gpus.len());
-        if let (None, Some(every)) = (&reuse, every) {
-            let keep = super::nsys::keep_to_one(ctx.cfg);
-            tracing::info!("nsys pass: samples all {every} GPUs the workload can see (cuda-visible), each adding its rows to the export: {keep}");
-        }
-        s.metric_set = metric_set.clone();
-        let ran = driver.drive(&NsysPass {
-            tool: s.nsys.clone(),
-            profiled,
-            reuse,
-            metric_set,
-        });
-        if let Some(held) = &s.early {
-            early_notes(&mut driver.status, held.busy_until_s(), held.running());
-            driver.save();
-        }
-        return ran;
+        _ => None,
     };
-    // ncu starts now, so the names it will be given are checked first.
-    let (known, refused) = checked(s.check.take(), s.known.take());
+    if let Some(every) = super::nsys::samples_every_gpu(cfg, || tools.env.gpus.len()) {
+        let keep = super::nsys::keep_to_one(cfg);
+        tracing::info!("nsys pass: samples all {every} GPUs the workload can see (cuda-visible), each adding its rows to the export: {keep}");
+    }
+    set
+}
+
+/// `ncu.second_gpu`: both passes at once, each on its own GPU. ncu starts now, so the names
+/// it will be given are checked first.
+fn both_at_once(
+    driver: &mut Driver,
+    tools: &Tools,
+    check: Check,
+    gpus: SecondGpu,
+) -> Result<(), Error> {
+    let ctx = driver.ctx;
+    let answer = check.answer();
     let index = gpus.ncu.parse().unwrap_or(0);
     let on = |gpu: &str| super::workload::Workload {
         env: super::beside::pinned(&ctx.workload.env, gpu),
@@ -151,50 +161,51 @@ fn nsys(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
     };
     let (nsys_w, ncu_w) = (on(&gpus.nsys), on(&gpus.ncu));
     let (nsys_ctx, ncu_ctx) = (ctx.with_workload(&nsys_w), ctx.with_workload(&ncu_w));
-    s.ncu_done = true;
-    driver.drive_pair(
-        (
-            &NsysPass {
-                tool: s.nsys.clone(),
-                profiled: None,
-                reuse: None,
-                metric_set: None,
-            },
-            &nsys_ctx,
-        ),
-        (
-            &NcuPass {
-                device: cache_device(s.env, index, s.ncu.as_ref()),
-                tool: s.ncu.as_ref().map(|t| t.path.clone()),
-                refused,
-                nsys: s.nsys.clone(),
-                known_metrics: known,
-                second_gpu: Some(gpus),
-                early: std::sync::Mutex::new(None),
-                warm: None,
-            },
-            &ncu_ctx,
-        ),
-    )
+    let nsys = NsysPass {
+        tool: tools.nsys.clone(),
+        profiled: None,
+        reuse: None,
+        metric_set: None,
+    };
+    let ncu = ncu_pass(tools, index, answer, Some(gpus), Start::Usual);
+    driver.drive_pair((&nsys, &nsys_ctx), (&ncu, &ncu_ctx))
 }
 
-/// The ncu pass, after the nsys pass (and its repeats); not when it already ran beside it.
-fn ncu(driver: &mut Driver, s: &mut Setup) -> Result<(), Error> {
-    if s.ncu_done {
-        return Ok(());
+/// The ncu pass after the nsys pass (and its repeats).
+fn ncu(driver: &mut Driver, tools: &Tools, next: NcuNext) -> Result<(), Error> {
+    let answer = next.check.answer();
+    let mut pass = ncu_pass(
+        tools,
+        workload_gpu(driver.ctx.cfg),
+        answer,
+        None,
+        next.start,
+    );
+    pass.refused = pass.refused.or_else(|| workload_failed(&driver.status));
+    driver.drive(&pass)
+}
+
+/// The ncu pass on GPU `index`, with the metric check's answer and how its workload starts.
+fn ncu_pass(
+    tools: &Tools,
+    index: usize,
+    answer: Result<Option<Vec<String>>, Error>,
+    second_gpu: Option<SecondGpu>,
+    start: Start,
+) -> NcuPass {
+    let (known_metrics, refused) = match answer {
+        Ok(known) => (known, None),
+        Err(e) => (None, Some(e)),
+    };
+    NcuPass {
+        device: cache_device(tools.env, index, tools.ncu.as_ref()),
+        tool: tools.ncu.as_ref().map(|t| t.path.clone()),
+        refused,
+        nsys: tools.nsys.clone(),
+        known_metrics,
+        second_gpu,
+        start: Mutex::new(start),
     }
-    let (known, refused) = checked(s.check.take(), s.known.take());
-    let cfg = driver.ctx.cfg;
-    driver.drive(&NcuPass {
-        device: cache_device(s.env, workload_gpu(cfg), s.ncu.as_ref()),
-        tool: s.ncu.as_ref().map(|t| t.path.clone()),
-        refused: refused.or_else(|| workload_failed(&driver.status)),
-        nsys: s.nsys.clone(),
-        known_metrics: known,
-        second_gpu: None,
-        early: std::sync::Mutex::new(s.early.take()),
-        warm: s.warm.clone(),
-    })
 }
 
 /// Whether this run samples with nsys's default set, which [`super::nsys::metric_set`] cuts
@@ -207,28 +218,27 @@ fn wants_metric_set(cfg: &Config) -> bool {
 
 /// Start the ncu pass's workload now, held by ncu at its first CUDA call, when this run can
 /// (`ncu.early_start`, one process, both tools, a real run); not when the last run of this
-/// workload said the metrics cache holds every kernel it chose (the copy would go unused):
-/// that run's id instead.
-fn hold_early(driver: &Driver, s: &Setup) -> (Option<super::ncu::early::Held>, Option<String>) {
+/// workload said the metrics cache holds every kernel it chose (the copy would go unused).
+fn hold_early(driver: &Driver, tools: &Tools) -> Start {
     let ctx = driver.ctx;
-    let able = !driver.dry_run && s.nsys.is_some() && super::ncu::early::wanted(ctx.cfg);
-    let Some(ncu) = s.ncu.as_ref().filter(|_| able) else {
-        return (None, None);
+    let able = !driver.dry_run && tools.nsys.is_some() && early::wanted(ctx.cfg);
+    let Some(ncu) = tools.ncu.as_ref().filter(|_| able) else {
+        return Start::Usual;
     };
     let warm = super::ncu::warm::path(ctx.cfg).and_then(|p| super::ncu::warm::expected(&p));
     if let Some(run) = warm {
         tracing::info!("ncu pass: not started early: the metrics cache held every kernel of this workload's last run ({run})");
-        return (None, Some(run));
+        return Start::Warm(run);
     }
-    let port = super::ncu::early::free_ports();
+    let port = early::free_ports();
     if port.is_none() {
         tracing::warn!("ncu pass: no block of free ports for the held workload; ncu's default ports are used (another run's held workload there could be attached instead)");
     }
-    let args = super::ncu::early::launch_args(&ctx.workload.argv, port);
-    let log = super::ncu::early::log(&ctx.run.path.join("ncu"));
+    let args = early::launch_args(&ctx.workload.argv, port);
+    let log = early::log(&ctx.run.path.join("ncu"));
     let spec = ctx.spec(&ncu.path, args, log);
     tracing::info!("ncu pass: its workload starts now, held by ncu at its first CUDA call until the kernels are chosen (ncu.early_start)");
-    (Some(super::ncu::early::Held::start(spec, port)), None)
+    Start::Held(early::Held::start(spec, port))
 }
 
 /// What the held workload meant for the nsys pass: CPU work of its start-up during the
@@ -251,12 +261,12 @@ fn early_notes(status: &mut Status, held_at: f64, copy_running: bool) {
         }
     }
     if nsys.state == PassState::Failed && copy_running {
-        nsys.warnings.push("the ncu pass's copy of the workload was starting beside this one (ncu.early_start): a workload that cannot run twice at once (a port, a lock, a file both write) fails so; ncu.early_start=false runs the passes one after the other".to_string());
+        nsys.warnings.push("the ncu pass's copy of the workload was starting beside this one (ncu.early_start), so the workload's start ran twice at once: one that binds a port, takes a lock or writes a fixed file before its first CUDA call fails so; ncu.early_start=false runs the passes one after the other".to_string());
     }
 }
 
 /// The workload once more without a profiler (`run.baseline`).
-fn baseline(driver: &mut Driver, _: &mut Setup) -> Result<(), Error> {
+fn baseline(driver: &mut Driver) -> Result<(), Error> {
     if !driver.ctx.cfg.run.baseline {
         return Ok(());
     }
@@ -264,47 +274,16 @@ fn baseline(driver: &mut Driver, _: &mut Setup) -> Result<(), Error> {
     driver.drive(&super::baseline::BaselinePass { workload_failed })
 }
 
-/// The metric check with an nsys pass first: running beside it, or (when nsys samples the
-/// GPU's counters) what to ask once its profile has ended.
-pub(crate) enum Check {
-    Beside(std::thread::JoinHandle<Result<Option<Vec<String>>, Error>>),
-    After(query::Source, Vec<String>),
-}
-
-/// A check to ask after the nsys pass starts now, on a thread that waits until `nsys
-/// profile` has ended (or the pass is over, whatever happened to it): the query then runs
-/// beside the pass's export and stats instead of after them. The sender goes to the pass.
-fn ask_once_profiled(check: &mut Option<Check>) -> Option<std::sync::mpsc::Sender<()>> {
-    if !matches!(check, Some(Check::After(..))) {
-        return None;
+/// NVIDIA's own summaries of the captures, compared (`run.crosscheck`).
+fn crosscheck(driver: &mut Driver, tools: &Tools) -> Result<(), Error> {
+    if !driver.ctx.cfg.run.crosscheck {
+        return Ok(());
     }
-    let Some(Check::After(source, metrics)) = check.take() else {
-        return None;
-    };
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    *check = Some(Check::Beside(std::thread::spawn(move || {
-        // Err: the pass ended without telling (it failed or was skipped); ask all the same.
-        let _ = rx.recv();
-        query::decide(source.ask_and_keep().as_deref(), &metrics)
-    })));
-    Some(tx)
-}
-
-/// The metric check's answer: the reports' metrics this GPU knows (or what was known before),
-/// and the error that refuses the ncu pass.
-fn checked(
-    check: Option<Check>,
-    known: Option<Vec<String>>,
-) -> (Option<Vec<String>>, Option<Error>) {
-    let answer = check.map(|c| match c {
-        Check::Beside(h) => h.join().unwrap_or(Ok(None)),
-        Check::After(source, metrics) => query::decide(source.ask_and_keep().as_deref(), &metrics),
-    });
-    match answer {
-        Some(Ok(k)) => (k, None),
-        Some(Err(e)) => (None, Some(e)),
-        None => (known, None),
-    }
+    driver.drive(&super::crosscheck::CrosscheckPass {
+        nsys: tools.nsys.clone(),
+        ncu: tools.ncu.as_ref().map(|t| t.path.clone()),
+        dry_run: driver.dry_run,
+    })
 }
 
 /// The GPUs for `ncu.second_gpu`, when it is on and the two passes can run at once; why not
@@ -313,7 +292,7 @@ fn second_gpu(
     (cfg, target): (&Config, &crate::config::NcuTarget),
     env: &Env,
     workload: &crate::passes::workload::Workload,
-) -> Option<crate::rundir::status::SecondGpu> {
+) -> Option<SecondGpu> {
     if !cfg.ncu.second_gpu {
         return None;
     }
@@ -387,8 +366,8 @@ fn workload_failed(status: &Status) -> Option<Error> {
 /// good first pass (a capture that found nothing once finds nothing again).
 fn repeat_nsys(
     driver: &mut Driver,
-    nsys: &Option<PathBuf>,
-    metric_set: Option<super::nsys::metric_set::Derived>,
+    nsys: Option<&Path>,
+    metric_set: Option<&Derived>,
 ) -> Result<(), Error> {
     let dry_run = driver.dry_run;
     let (ctx, n) = (driver.ctx, driver.ctx.cfg.run.repeat);
@@ -411,10 +390,10 @@ fn repeat_nsys(
         };
         tracing::info!("nsys pass {i} of {n}");
         d.drive(&NsysPass {
-            tool: nsys.clone(),
+            tool: nsys.map(Path::to_path_buf),
             profiled: None,
             reuse: None,
-            metric_set: metric_set.clone(),
+            metric_set: metric_set.cloned(),
         })?;
         d.status.finish(dry_run);
         d.save();

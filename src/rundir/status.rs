@@ -291,7 +291,7 @@ impl PassStatus {
 pub(crate) struct Status {
     pub(crate) schema_version: u32,
     pub(crate) run_id: String,
-    /// running, ok, no-data, failed, interrupted, planned.
+    /// running, ok, no-data, partial, failed, interrupted, planned.
     pub(crate) state: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub(crate) exit_code: Option<i32>,
@@ -324,18 +324,35 @@ impl Status {
     }
 
     pub(crate) fn finish(&mut self, dry_run: bool) -> i32 {
-        let code = self.worst_exit();
+        let code = match self.partial() {
+            true => exit_codes::PARTIAL,
+            false => self.worst_exit(),
+        };
         self.exit_code = Some(code);
         self.finished = Some(now());
         self.state = match code {
             _ if dry_run && code == exit_codes::OK => "planned",
             exit_codes::OK => "ok",
             exit_codes::NO_DATA => "no-data",
+            exit_codes::PARTIAL => "partial",
             exit_codes::INTERRUPTED => "interrupted",
             _ => "failed",
         }
         .to_string();
         code
+    }
+
+    /// The nsys pass stands and the ncu pass, alone of all, failed or found nothing (not
+    /// interrupted): the reports hold the nsys findings, and the run says that part stands.
+    fn partial(&self) -> bool {
+        let bad = |p: &PassStatus| p.exit_code != exit_codes::OK;
+        let nsys = self
+            .passes
+            .get("nsys")
+            .is_some_and(|p| p.state == PassState::Ok);
+        let ncu = self.passes.get("ncu");
+        nsys && ncu.is_some_and(|p| bad(p) && p.state != PassState::Interrupted)
+            && self.passes.iter().all(|(name, p)| name == "ncu" || !bad(p))
     }
 
     /// Write atomically (temp file + rename): a reader never sees half a file. The text is
@@ -426,6 +443,41 @@ mod tests {
         assert_eq!(plain(PassState::Interrupted), exit_codes::INTERRUPTED);
         assert_eq!(plain(PassState::TimedOut), exit_codes::WORKLOAD);
         assert_eq!(plain(PassState::Skipped), exit_codes::OK);
+    }
+
+    /// A good nsys pass whose ncu pass failed or found nothing: the run says the nsys part
+    /// stands; any other failure beside it, or an interrupt, says what it says.
+    #[test]
+    fn a_run_whose_ncu_pass_alone_failed_after_a_good_nsys_pass_is_partial() {
+        let run = |ncu: PassStatus, other: Option<PassStatus>| {
+            let mut s = Status::new("r");
+            s.set("nsys", PassStatus::new(PassState::Ok, None));
+            s.set("ncu", ncu);
+            s.set("report", PassStatus::new(PassState::Ok, None));
+            if let Some(o) = other {
+                s.set("baseline", o);
+            }
+            let code = s.finish(false);
+            (code, s.state)
+        };
+        let partial = (exit_codes::PARTIAL, "partial".to_string());
+        assert_eq!(
+            run(PassStatus::failed(Cause::Workload, None), None),
+            partial
+        );
+        assert_eq!(run(PassStatus::new(PassState::NoData, None), None), partial);
+        assert_eq!(
+            run(PassStatus::new(PassState::TimedOut, None), None),
+            partial
+        );
+        let stopped = run(PassStatus::new(PassState::Interrupted, None), None);
+        assert_eq!(stopped.0, exit_codes::INTERRUPTED);
+        let both = run(
+            PassStatus::new(PassState::NoData, None),
+            Some(PassStatus::failed(Cause::Workload, None)),
+        );
+        assert_eq!(both, (exit_codes::WORKLOAD, "failed".to_string()));
+        assert_eq!(run(PassStatus::skipped("off"), None).1, "ok");
     }
 
     #[test]

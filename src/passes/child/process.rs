@@ -44,9 +44,11 @@ pub(crate) struct Spec {
     /// Run it (and what it starts) only on CPU time nothing else wants (SCHED_IDLE), so it
     /// does not slow another pass running at the same time.
     pub(crate) idle_cpu: bool,
-    /// The signals already counted when the caller decided to start it (None: when `run`
-    /// starts). Any later one is forwarded, even one that came before the child's wait loop
-    /// (two nvidia-smi probes side by side lost a SIGTERM so and waited their 30 s out).
+    /// The signals already counted that the child is not to get. None: it gets every signal
+    /// of the run, even one that came before it started (while its pass was planned: ncu then
+    /// ran its workload to its end; two nvidia-smi probes side by side lost a SIGTERM so and
+    /// waited their 30 s out). A step that finalizes what a stopped profiler wrote (an export,
+    /// an import) runs after the stop on purpose: only a later signal reaches it.
     pub(crate) signals_seen: Option<usize>,
 }
 
@@ -182,8 +184,8 @@ impl Drop for Echo {
 
 /// Run the child to its end. Errors only when it cannot be started.
 pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
-    // Counted before the child starts: a signal while it starts is forwarded to it.
-    let seen_signals = spec.signals_seen.unwrap_or_else(signals::count);
+    // Every signal of the run but those the caller has seen reaches the child, however early.
+    let seen_signals = spec.signals_seen.unwrap_or(0);
     // The child's secret-named variables join the values its output is redacted of.
     crate::secrets::learn(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let log = SharedLog(Arc::new(Mutex::new(
@@ -272,9 +274,17 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
     let mut interrupted = false;
     let mut timed_out = false;
     let mut soft_stopped = false;
+    let mut ended = None;
     let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
+        if ended.is_none() {
+            ended = child.try_wait()?;
+        }
+        if let Some(status) = ended {
+            // A stop sent to the group reaches what the leader left in it too: a member that
+            // outlives the grace is killed, as the leader would have been.
+            if forwarded_at.is_none() || killed || !group_alive(pgid) {
+                break status;
+            }
         }
         let now = Instant::now();
         let new_signals = signals::count().saturating_sub(seen_signals);
@@ -285,7 +295,7 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
             let _ = killpg(pgid, sig);
             forwarded_at.get_or_insert(now);
         }
-        if let (Some(limit), false) = (spec.timeout, timed_out) {
+        if let (Some(limit), false, None) = (spec.timeout, timed_out, ended) {
             if now.duration_since(start) > limit {
                 timed_out = true;
                 tracing::warn!("timed out after {}s: sending SIGTERM", limit.as_secs());
@@ -293,18 +303,26 @@ pub(crate) fn run(spec: &Spec) -> io::Result<Outcome> {
                 forwarded_at.get_or_insert(now);
             }
         }
-        if let Some(stop) = spec.soft_stop.as_ref().filter(|_| forwarded_at.is_none()) {
+        if let Some(stop) =
+            (spec.soft_stop.as_ref()).filter(|_| forwarded_at.is_none() && ended.is_none())
+        {
             if stop.due(now.duration_since(start)) {
                 soft_stopped = true;
                 let _ = killpg(pgid, Signal::SIGINT);
                 forwarded_at = Some(now);
             }
         }
-        let escalate =
-            new_signals > 1 || forwarded_at.is_some_and(|t| now.duration_since(t) > spec.grace);
+        // What a child stopped on purpose left behind is not waited for (see `join_readers`).
+        let escalate = new_signals > 1
+            || (ended.is_some() && soft_stopped)
+            || forwarded_at.is_some_and(|t| now.duration_since(t) > spec.grace);
         if escalate && !killed {
             killed = true;
-            tracing::warn!("sending SIGKILL");
+            match (ended.is_some(), soft_stopped) {
+                (true, true) => tracing::debug!("stopping what the stopped child left behind"),
+                (true, false) => tracing::warn!("sending SIGKILL to what the child left running"),
+                (false, _) => tracing::warn!("sending SIGKILL"),
+            }
             let _ = killpg(pgid, Signal::SIGKILL);
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -360,6 +378,37 @@ fn join_readers(readers: Vec<std::thread::JoinHandle<()>>, pgid: Pid, stopped: b
             let _ = r.join();
         }
     }
+}
+
+/// The /proc stat fields after the command name (state, ppid, pgrp, ...) of each process in
+/// process group `pgid`.
+pub(crate) fn group_stats(pgid: u32) -> Vec<Vec<String>> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let numeric = |e: &std::fs::DirEntry| {
+        e.file_name()
+            .to_str()
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+    };
+    dir.flatten()
+        .filter(numeric)
+        .filter_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let rest = stat.rsplit_once(')')?.1.split_whitespace();
+            let fields: Vec<String> = rest.map(str::to_string).collect();
+            (fields.get(2)?.parse::<u32>().ok()? == pgid).then_some(fields)
+        })
+        .collect()
+}
+
+/// Whether a member of process group `pgid` still runs: one that ended and was not reaped (a
+/// zombie, where init does not reap orphans) does not.
+fn group_alive(pgid: Pid) -> bool {
+    killpg(pgid, None).is_ok()
+        && group_stats(pgid.as_raw() as u32)
+            .iter()
+            .any(|f| f.first().is_some_and(|s| s != "Z" && s != "X"))
 }
 
 /// A short query (`--version`, `ncu --query-metrics`, `nvidia-smi`) run like a pass: its own
@@ -499,183 +548,4 @@ pub(crate) fn nonempty(path: &Path) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_probe_that_hangs_is_stopped_by_its_timeout() {
-        let t0 = Instant::now();
-        let out = probe(Path::new("sleep"), &["100"], Duration::from_millis(300));
-        assert_eq!(out, None);
-        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
-        let echo = probe(Path::new("echo"), &["hi"], Duration::from_secs(10));
-        assert_eq!(echo.as_deref(), Some("hi\n"));
-    }
-
-    #[test]
-    fn a_background_child_holding_stdout_does_not_hang_the_run() {
-        let tmp = tempfile::tempdir().unwrap();
-        // The shell exits at once; the sleep it leaves behind keeps the pipe open.
-        let args = vec!["-c".to_string(), "sleep 100 & echo started".to_string()];
-        let spec = Spec::new("sh", args, tmp.path().join("x.log"));
-        let t0 = Instant::now();
-        let out = run(&spec).unwrap();
-        assert!(out.success());
-        assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
-    }
-
-    fn sh(script: &str, log: &Path) -> Spec {
-        Spec::new("/bin/sh", vec!["-c".into(), script.into()], log)
-    }
-
-    #[test]
-    fn an_idle_cpu_child_and_what_it_starts_run_under_sched_idle() {
-        let tmp = tempfile::tempdir().unwrap();
-        // The policy is field 41 of /proc/PID/stat, read by a process the child starts.
-        let policy = |idle_cpu: bool| {
-            let mut spec = sh("cat /proc/self/stat", &tmp.path().join("x.log"));
-            spec.idle_cpu = idle_cpu;
-            let out = run(&spec).unwrap();
-            let rest = out.tail.rsplit_once(')').unwrap().1.to_string();
-            rest.split_whitespace()
-                .nth(38)
-                .unwrap()
-                .parse::<i32>()
-                .unwrap()
-        };
-        assert_eq!(policy(true), libc::SCHED_IDLE);
-        assert_eq!(policy(false), libc::SCHED_OTHER);
-    }
-
-    #[test]
-    fn captures_exit_code_output_and_log() {
-        let tmp = tempfile::tempdir().unwrap();
-        let log = tmp.path().join("x.log");
-        let out = run(&sh("echo out; echo err >&2; exit 3", &log)).unwrap();
-        assert_eq!(out.code, Some(3));
-        assert!(out.tail.contains("out") && out.tail.contains("err"));
-        let text = std::fs::read_to_string(&log).unwrap();
-        assert!(text.contains("out") && text.contains("err"));
-    }
-
-    #[test]
-    fn stdout_file_takes_stdout_only() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut spec = sh("printf 'a,b\\n'; echo note >&2", &tmp.path().join("l"));
-        spec.stdout_file = Some(tmp.path().join("o.csv"));
-        assert!(run(&spec).unwrap().success());
-        assert_eq!(
-            std::fs::read_to_string(tmp.path().join("o.csv")).unwrap(),
-            "a,b\n"
-        );
-        assert_eq!(
-            std::fs::read_to_string(tmp.path().join("l")).unwrap(),
-            "note\n"
-        );
-    }
-
-    #[test]
-    fn timeout_terminates_the_process_group() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut spec = sh("sleep 30", &tmp.path().join("l"));
-        spec.timeout = Some(Duration::from_millis(200));
-        spec.grace = Duration::from_secs(5);
-        let out = run(&spec).unwrap();
-        assert!(out.timed_out);
-        assert_eq!(out.signal, Some(libc_sigterm()));
-        assert!(out.duration < Duration::from_secs(10));
-    }
-
-    #[test]
-    fn a_soft_stop_asks_with_sigint_and_keeps_what_the_child_wrote() {
-        let tmp = tempfile::tempdir().unwrap();
-        let script = "trap 'echo finalized; exit 0' INT; echo ready; while :; do sleep 0.05; done";
-        // By its deadline.
-        let mut spec = sh(script, &tmp.path().join("a"));
-        spec.soft_stop = Some(SoftStop {
-            after: Some(Duration::from_millis(300)),
-            ..SoftStop::default()
-        });
-        let out = run(&spec).unwrap();
-        assert!(out.soft_stopped && !out.timed_out && !out.interrupted);
-        assert!(out.tail.contains("finalized"), "{}", out.tail);
-        assert_eq!(out.code, Some(0));
-        // By its flag, set from a line hook as the child prints.
-        let mut spec = sh(script, &tmp.path().join("b"));
-        let stop = SoftStop::default();
-        let flag = stop.flag.clone();
-        spec.on_line = Some(LineHook(Arc::new(move |l: &str| {
-            if l.starts_with("ready") {
-                flag.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-        })));
-        spec.soft_stop = Some(stop);
-        let out = run(&spec).unwrap();
-        assert!(
-            out.soft_stopped && out.tail.contains("finalized"),
-            "{}",
-            out.tail
-        );
-        // A child that ignores it is killed after the grace.
-        let mut spec = sh("trap '' INT; sleep 30", &tmp.path().join("c"));
-        spec.grace = Duration::from_millis(300);
-        spec.soft_stop = Some(SoftStop {
-            after: Some(Duration::from_millis(100)),
-            ..SoftStop::default()
-        });
-        let out = run(&spec).unwrap();
-        assert!(out.soft_stopped && out.duration < Duration::from_secs(10));
-    }
-
-    #[test]
-    fn what_a_stopped_child_left_holding_its_output_is_killed_with_it() {
-        let tmp = tempfile::tempdir().unwrap();
-        let pid_file = tmp.path().join("left.pid");
-        // A worker that ignores SIGINT outlives the stopped shell and keeps its stdout open.
-        let script = format!(
-            "(trap '' INT; exec sleep 100) & echo $! > {}; trap 'exit 0' INT; while :; do sleep 0.05; done",
-            pid_file.display()
-        );
-        let mut spec = sh(&script, &tmp.path().join("l"));
-        spec.soft_stop = Some(SoftStop {
-            after: Some(Duration::from_millis(300)),
-            ..SoftStop::default()
-        });
-        let out = run(&spec).unwrap();
-        assert!(out.soft_stopped && out.code == Some(0), "{out:?}");
-        let pid: i32 = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let t0 = Instant::now();
-        let alive = || nix::sys::signal::kill(Pid::from_raw(pid), None).is_ok() && !zombie(pid);
-        while alive() && t0.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert!(!alive(), "the worker {pid} still runs");
-    }
-
-    fn zombie(pid: i32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| {
-                s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            })
-            .unwrap_or(true)
-    }
-
-    fn libc_sigterm() -> i32 {
-        Signal::SIGTERM as i32
-    }
-
-    #[test]
-    fn shell_line_round_trips_metacharacters() {
-        let argv: Vec<String> = ["python3", "-c", "print('a b'); $(touch X) | > ;", ""]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let line = shell_line(&argv);
-        assert_eq!(shlex::split(&line).unwrap(), argv);
-    }
-}
+mod tests;

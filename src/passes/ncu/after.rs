@@ -61,6 +61,31 @@ impl NcuPass {
         st.warnings.extend(sections.err());
     }
 
+    /// The report's imports, and what ncu measured stored in the metrics cache where the pass
+    /// went well.
+    pub(super) fn keep(
+        &self,
+        ctx: &Ctx,
+        plan: &NcuPlan,
+        st: &mut PassStatus,
+        progress: &Progress,
+    ) -> reuse::Stored {
+        if !process::nonempty(&plan.report) {
+            return reuse::Stored::default();
+        }
+        progress.stage("importing the report");
+        self.imports(ctx, plan, st);
+        match (&plan.reuse, st.state) {
+            (Some(r), PassState::Ok) => reuse::store(
+                ctx,
+                r,
+                &ctx.run.ncu_raw(&plan.base),
+                &ctx.run.ncu_raw_mangled(&plan.base),
+            ),
+            _ => reuse::Stored::default(),
+        }
+    }
+
     /// Tell the next run of this workload whether the metrics cache should answer it (see
     /// `warm`); only where the cache is used.
     pub(super) fn remember(&self, ctx: &Ctx, plan: &NcuPlan, nothing_left: bool, stored_all: bool) {
@@ -69,7 +94,7 @@ impl NcuPass {
         }
         if let Some(path) = warm::path(ctx.cfg) {
             let last = warm::Last {
-                cache_answers: warm::next(nothing_left, stored_all, self.warm.is_some()),
+                cache_answers: warm::next(nothing_left, stored_all, self.warm().is_some()),
                 run: ctx.run.id(),
             };
             warm::remember(&path, &last);
@@ -105,7 +130,7 @@ impl NcuPass {
             graph_step: None,
             second_gpu: self.second_gpu.clone(),
             early_start: None,
-            warm_expected: self.warm.clone(),
+            warm_expected: self.warm(),
         }
     }
 }

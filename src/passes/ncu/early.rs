@@ -28,6 +28,15 @@ const NOT_FOUND: &str = "No attachable process found";
 /// What ncu says of an option the attach cannot take (it belongs to the launch).
 pub(crate) const REFUSED_OPTION: &str = "specified for --mode attach";
 
+/// How the ncu pass's workload starts, decided before the nsys pass: held since then, or
+/// under ncu as usual, where early start is off or cannot be, or where the last run of this
+/// workload said the metrics cache answers every kernel it chose (that run: `warm`).
+pub(crate) enum Start {
+    Held(Held),
+    Warm(String),
+    Usual,
+}
+
 /// The held workload: its `ncu --mode=launch` process on a thread, and what the threads that
 /// follow it share.
 pub(crate) struct Held {
@@ -392,6 +401,21 @@ pub(crate) enum NotAttached {
     Stopped(String),
     /// The copy ended before ncu held it (or the run was interrupted, or the wait timed out).
     Ended,
+}
+
+impl NotAttached {
+    /// Why, in the words of a warning (`log`: the held copy's own output).
+    pub(crate) fn said(&self, log: &str) -> String {
+        match self {
+            NotAttached::Refused(line) => {
+                format!("ncu would not attach with these options ({line})")
+            }
+            NotAttached::Stopped(why) => format!("the workload held for it was {why}"),
+            NotAttached::Ended => format!(
+                "the workload held for it ended before ncu attached (see {log}; its start ran beside another run of the workload: one that binds a port, takes a lock or writes a fixed file before its first CUDA call cannot start twice at once and needs ncu.early_start=false)"
+            ),
+        }
+    }
 }
 
 /// How long a held workload may go on after its attach ended before it is stopped: the

@@ -13,6 +13,13 @@ use crate::error::Error;
 use crate::passes::launcher::Launcher;
 use crate::passes::Ctx;
 
+mod budget;
+mod export;
+use budget::{finish_step, predict, time_bound, which_launches};
+#[cfg(test)]
+pub(super) use export::{first_start_s, range_began_s};
+use export::{nsys_basis, read_export};
+
 /// What the ncu pass runs.
 pub(crate) struct NcuPlan {
     /// The NVTX include expression (None: not gated) and the files' base name.
@@ -73,72 +80,71 @@ impl ShapePlan {
     }
 }
 
-/// What the nsys export says of ncu's range: each kernel's launch configurations in it (None:
-/// the export cannot be read for them), when its first instance began, in seconds on the
-/// nsys pass's clock (what a launched ncu must reach again before its first kernel), and,
-/// where it is also the range the kernel table lists (`kernels`), that table's rows from the
-/// same read of the export.
-fn read_export(ctx: &Ctx, range: Option<&str>, kernels: bool) -> FromExport {
-    let none = (None, None, None);
-    let path = ctx.run.single_or_rank0_sqlite();
-    if !crate::files::present(&path).unwrap_or(false) {
-        return none;
+/// [`NcuPass::kernels`]'s answer: the cache's part, the kernels left for ncu and which
+/// launches of them, how many (None: not known before ncu runs), and the pass's bound.
+struct Kernels {
+    reuse: Option<reuse::Reuse>,
+    filter: Option<KernelFilter>,
+    shapes: Option<ShapePlan>,
+    launches: Launches,
+    profiles: Option<usize>,
+    bound: Option<Bound>,
+}
+
+impl Kernels {
+    fn hits(&self) -> usize {
+        self.reuse.as_ref().map_or(0, |r| r.hits.len())
     }
-    let Ok(db) = crate::parse::sqlite::NsysDb::open(&path) else {
-        return none;
-    };
-    // The ranges are read only to find the launches made inside one.
-    let ranges = match range {
-        Some(_) => db.ranges(),
-        None => Ok(Vec::new()),
-    };
-    let began = ranges
-        .as_ref()
-        .ok()
-        .zip(range)
-        .and_then(|(r, name)| range_began_s(&db, r, name));
-    let read = ranges.and_then(|r| match (range, kernels) {
-        (Some(name), true) => crate::analysis::kernels::with_shapes(&db, &r, name)
-            .map(|(rows, shapes)| (shapes, Some(rows).filter(|l| !l.rows.is_empty()))),
-        _ => crate::analysis::shapes::Shapes::read(&db, &r, range).map(|s| (s, None)),
-    });
-    match read {
-        Ok((shapes, rows)) => (Some(shapes), began, rows),
-        Err(e) => {
-            tracing::info!("kernel launch configurations not read from the nsys export: {e}");
-            (None, began, None)
-        }
+
+    /// Every chosen kernel is in the cache: ncu does not run.
+    fn nothing_left(&self) -> bool {
+        self.hits() > 0 && self.filter.as_ref().map(KernelFilter::len) == Some(0)
     }
 }
 
-/// [`read_export`]'s answer: shapes, the range's start, the kernel table's rows.
-type FromExport = (
-    Option<crate::analysis::shapes::Shapes>,
-    Option<f64>,
-    Option<crate::analysis::kernels::Loaded>,
-);
-
-/// When the first instance of `name` began, in seconds from the launch of `nsys profile`.
-/// Event times in the export count from the trace's start (ANALYSIS_DETAILS.startTime, on that
-/// clock): a capture that began 20 s in has its first range a few ms after it.
-pub(super) fn range_began_s(
-    db: &crate::parse::sqlite::NsysDb,
-    ranges: &[crate::parse::sqlite::NvtxRange],
-    name: &str,
-) -> Option<f64> {
-    let (trace_start, _) = db.capture_window().ok()??;
-    Some(trace_start as f64 / 1e9 + first_start_s(ranges, name)?)
+/// [`NcuPass::timing`]'s answer: whether the pass attaches to the held workload (and why not
+/// where that needs a word), what the predictions read, and the predicted cost.
+struct Timing {
+    attach: bool,
+    not_attached: Option<String>,
+    basis: cost::Basis,
+    learned: Option<cost::Model>,
+    cost: Option<cost::Plan>,
 }
 
-/// When the first instance of `name` began, in seconds on the export's clock (from the trace's
-/// start).
-pub(super) fn first_start_s(ranges: &[crate::parse::sqlite::NvtxRange], name: &str) -> Option<f64> {
-    ranges
-        .iter()
-        .filter(|r| *r.name == *name)
-        .map(|r| r.start)
-        .min()
-        .map(|ns| ns as f64 / 1e9)
+/// Where ncu profiles: its NVTX include (None: not gated) and its files' base name, the range
+/// whose launches in the nsys export name its kernels, whether nsys captured that range, and
+/// the report ncu writes.
+pub(super) struct Target {
+    include: Option<String>,
+    base: String,
+    range: Option<String>,
+    same: bool,
+    multi: bool,
+    report: PathBuf,
+}
+
+fn target(ctx: &Ctx) -> Target {
+    use crate::analysis::nvtx::{include_and_base, style_for};
+    let target = &ctx.scope.ncu;
+    let (include, base, warning) = include_and_base(target, style_for(ctx.cfg, target, ctx.run));
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
+    // The range: nsys's own, or ncu's when the capture ran on into it.
+    let same = target.same_as_capture;
+    let range = match same {
+        true => ctx.scope.capture.range().map(str::to_string),
+        false => crate::analysis::select::range_in_export(target, ctx.run),
+    };
+    Target {
+        report: kernel_report(ctx, &base),
+        include,
+        base,
+        range,
+        same,
+        multi: ctx.cfg.workload.launcher != Launcher::None,
+    }
 }
 
 /// `ncu.shapes` applied to the chosen kernels: all of their shapes (`all`, or `auto` when the
@@ -165,22 +171,6 @@ fn shape_plan(
     })
 }
 
-/// What the nsys pass of this run measured of the workload (nothing without one).
-fn nsys_basis(ctx: &Ctx) -> cost::Basis {
-    let status = crate::rundir::status::Status::read(&ctx.run.path);
-    let Some(nsys) = status.as_ref().and_then(|s| s.passes.get("nsys")) else {
-        return cost::Basis::default();
-    };
-    let timing = nsys.nsys.as_ref().and_then(|r| r.timing.clone());
-    cost::Basis {
-        pass_s: nsys.duration_s,
-        capture_start_s: timing.as_ref().and_then(|t| t.capture_start_s),
-        capture_end_s: timing.and_then(|t| t.capture_end_s),
-        range_start_s: None,
-        held: false,
-    }
-}
-
 /// The ranks ncu profiles (rank 0 unless `ncu.ranks` names others).
 pub(super) fn profiled_ranks(cfg: &Config) -> Vec<u32> {
     if cfg.ncu.ranks.is_empty() {
@@ -201,64 +191,6 @@ pub(super) fn cost_model_path(ctx: &Ctx, r: &reuse::Reuse) -> PathBuf {
     cost::model_path(&r.cache.dir, &identity)
 }
 
-/// Which launches ncu profiles (each chosen kernel's first, stopped after the last where it
-/// can be; or one of each launch configuration, within a bound), how many (None: not known
-/// before ncu runs), and the bound.
-fn which_launches(
-    cfg: &Config,
-    multi: bool,
-    per_shape: bool,
-    filter: Option<&KernelFilter>,
-    shapes: Option<&crate::analysis::shapes::Shapes>,
-) -> (Launches, Option<usize>, Option<Bound>) {
-    let to_profile = filter.map(KernelFilter::len);
-    // Per shape, ncu cannot tell when the last one has come: the workload runs to its end.
-    let launches = match per_shape {
-        true => Launches::EveryShape,
-        false if !multi && cfg.ncu.stop_when_done && to_profile.is_some() => {
-            Launches::FirstThenStop
-        }
-        false => Launches::First,
-    };
-    // Launches ncu profiles: one per kernel, or one per shape of each kernel.
-    let profiles = to_profile.map(|n| match (per_shape, filter, shapes) {
-        (true, Some(KernelFilter::Mangled(names)), Some(s)) => {
-            names.iter().map(|m| s.of(m).len().max(1)).sum()
-        }
-        _ => n,
-    });
-    let bound = (launches == Launches::EveryShape).then(|| {
-        let per_kernel = cfg.ncu.instances_per_kernel.max(1) as usize;
-        Bound::new(&cfg.ncu, profiles.map(|p| p * per_kernel), multi)
-    });
-    // A bounded pass profiles at most its bound.
-    let profiles = profiles.map(|n| {
-        bound
-            .as_ref()
-            .and_then(|b| b.launches)
-            .map_or(n, |b| n.min(b))
-    });
-    (launches, profiles, bound)
-}
-
-/// Where the pace an earlier run measured (`learned`) says the chosen kernels overrun the
-/// budget, ncu gets the largest that fit (the filter is in rank order) and the rest wait for
-/// the next run: ncu reaches kernels in the order the workload launches them, so a budget stop
-/// would leave out whichever come last, large or small. Returns how many were deferred.
-fn defer_past_budget(
-    launches: Launches,
-    filter: Option<&mut KernelFilter>,
-    learned: Option<&cost::Model>,
-    held: bool,
-    budget: Option<std::time::Duration>,
-) -> Option<usize> {
-    let f = filter.filter(|_| matches!(launches, Launches::First | Launches::FirstThenStop))?;
-    let n = cost::affordable(learned, held, f.len(), budget)?;
-    let left = f.len() - n;
-    f.truncate(n);
-    Some(left)
-}
-
 /// The report the kernel pass writes for `base` (the first profiled rank's where a launcher's
 /// ranks get one each).
 pub(crate) fn kernel_report(ctx: &Ctx, base: &str) -> std::path::PathBuf {
@@ -270,175 +202,146 @@ pub(crate) fn kernel_report(ctx: &Ctx, base: &str) -> std::path::PathBuf {
 }
 
 impl NcuPass {
+    /// The plan, concern by concern: where ncu profiles, what the nsys export says of it, which
+    /// kernels (the cache's part split off), which launches and within what bound, attached to
+    /// the held workload or launched, what it should cost, then the command lines.
     pub(super) fn make_plan(&self, ctx: &Ctx) -> Result<NcuPlan, Error> {
-        use crate::analysis::nvtx::{include_and_base, style_for};
-        let target = &ctx.scope.ncu;
-        let (include, base, warning) =
-            include_and_base(target, style_for(ctx.cfg, target, ctx.run));
-        if let Some(w) = warning {
-            tracing::warn!("{w}");
-        }
-        let multi = ctx.cfg.workload.launcher != Launcher::None;
-        let report = kernel_report(ctx, &base);
+        let t = target(ctx);
         let collect = metrics_to_collect(&ctx.cfg.ncu, self.known_metrics.as_deref());
-        // The range whose launches in the nsys export name ncu's kernels: nsys's own, or ncu's
-        // when the capture ran on into it.
-        let same = target.same_as_capture;
-        let range = match same {
-            true => ctx.scope.capture.range().map(str::to_string),
-            false => crate::analysis::select::range_in_export(target, ctx.run),
-        };
-        // Each kernel's launch configurations in that range (the whole capture when nsys's
-        // range is ncu's and no range is named), for the shapes ncu measures and the cache.
-        // The kernel table's rows come from the single export (rank 0's CSV under a launcher).
-        let table = same && ctx.run.nsys_sqlite(None).is_file();
-        let (shapes, range_began_s, rows) = match same || range.is_some() {
-            true => read_export(ctx, range.as_deref(), table),
-            false => (None, None, None),
-        };
+        let mut export = read_export(ctx, &t);
+        let (include, range) = (t.include.as_deref(), t.range.as_deref());
         let step = step::plan(
             ctx,
             &self.program(),
-            (include.as_deref(), range.as_deref()),
-            &base,
+            (include, range),
+            &t.base,
             self.device.as_ref(),
         );
-        let (reuse, mut filter, shape_plan) = self.choose(ctx, &collect, shapes.as_ref(), rows);
-        let per_shape = shape_plan.as_ref().is_some_and(|p| p.every_shape);
-        let hits = reuse.as_ref().map_or(0, |r| r.hits.len());
-        let to_profile = filter.as_ref().map(KernelFilter::len);
-        let nothing_left = hits > 0 && to_profile == Some(0);
+        let rows = export.rows.take();
+        let mut k = self.kernels(ctx, t.multi, &collect, export.shapes.as_ref(), rows);
+        let time = self.timing(ctx, t.multi, export.began_s, &collect, &mut k);
+        let profile = self.argv(
+            ctx,
+            include,
+            k.filter.as_ref(),
+            &t.base,
+            &collect,
+            k.launches,
+        );
+        let attach = time.attach.then(|| self.attach_lines(&profile)).flatten();
+        let pace = (time.basis, time.learned.as_ref());
+        let step = step.map(|s| finish_step(ctx, s, attach.is_some(), pace, t.multi));
+        Ok(NcuPlan {
+            unfiltered: self.argv(ctx, include, None, &t.base, &collect, Launches::First),
+            profile,
+            attach,
+            env: rank_env(ctx.cfg),
+            // The one place ncu's expression is read for its range; the record keeps it.
+            ncu_range: include.and_then(crate::config::range_of),
+            same: t.same,
+            include: t.include,
+            base: t.base,
+            report: t.report,
+            multi: t.multi,
+            collect,
+            nothing_left: k.nothing_left(),
+            stop_early: k.launches == Launches::FirstThenStop,
+            shapes: k.shapes,
+            filter: k.filter,
+            reuse: k.reuse,
+            bound: k.bound,
+            cost: time.cost,
+            step,
+            not_attached: time.not_attached,
+        })
+    }
+
+    /// Which kernels ncu profiles (the cache's part split off) and which of their launches,
+    /// with the bound over every launch configuration.
+    fn kernels(
+        &self,
+        ctx: &Ctx,
+        multi: bool,
+        collect: &Collect,
+        shapes: Option<&crate::analysis::shapes::Shapes>,
+        rows: Option<crate::analysis::kernels::Loaded>,
+    ) -> Kernels {
+        let (reuse, filter, shape_plan) = self.choose(ctx, collect, shapes, rows);
         if let Some(p) = &shape_plan {
             tracing::info!("{}", p.describe());
         }
-        let (launches, mut profiles, bound) =
-            which_launches(ctx.cfg, multi, per_shape, filter.as_ref(), shapes.as_ref());
-        let stop_early = launches == Launches::FirstThenStop;
-        // A held workload is attached to unless the pass must launch ncu itself: a launcher's
-        // ranks, nothing to profile, a pass over every launch configuration (its launch count
-        // was measured with a launched ncu only), or kernels in more than one process.
-        let attachable = self.held(|_| ()).is_some() && !(multi || nothing_left || bound.is_some());
-        let not_attached = match attachable {
-            true => early::one_process(ctx).err(),
-            false => None,
-        };
-        let attachable = attachable && not_attached.is_none();
-        // What the nsys pass measured of the workload, read once for both predictions.
+        let per_shape = shape_plan.as_ref().is_some_and(|p| p.every_shape);
+        let (launches, profiles, bound) =
+            which_launches(ctx.cfg, multi, per_shape, filter.as_ref(), shapes);
+        Kernels {
+            reuse,
+            filter,
+            shapes: shape_plan,
+            launches,
+            profiles,
+            bound,
+        }
+    }
+
+    /// How the pass runs against time: attached to the held workload or launched, its bound
+    /// (`ncu.budget_s` where none is set over every launch configuration), and its predicted
+    /// cost, the kernels its budget cannot afford cut from `k` for the next run.
+    fn timing(
+        &self,
+        ctx: &Ctx,
+        multi: bool,
+        began_s: Option<f64>,
+        collect: &Collect,
+        k: &mut Kernels,
+    ) -> Timing {
+        let launched = multi || k.nothing_left() || k.bound.is_some();
+        let (attach, not_attached) = self.attachable(ctx, launched);
+        // What the nsys pass measured of the workload, read once for both predictions, and
+        // what earlier runs of this workload measured.
         let basis = cost::Basis {
-            held: attachable,
-            range_start_s: range_began_s,
+            held: attach,
+            range_start_s: began_s,
             ..nsys_basis(ctx)
         };
-        // Any other pass is bounded in time (`ncu.budget_s`): launched, ncu starts the workload
-        // again and must reach its range, which the nsys pass reached at its first instance (at
-        // the capture's start when nsys's range is ncu's; later when nsys captured the whole run).
-        let restart = (!attachable).then(|| basis.range_reached_s()).flatten();
-        let bound = bound.or_else(|| Bound::time(&ctx.cfg.ncu, basis.pass_s, restart, multi));
-        let budget = bound.as_ref().and_then(|b| b.budget);
-        // What earlier runs of this workload measured, for both predictions.
-        let learned = reuse
-            .as_ref()
-            .and_then(|r| cost::load(&cost_model_path(ctx, r)));
-        let deferred = defer_past_budget(
-            launches,
-            filter.as_mut(),
-            learned.as_ref(),
-            basis.held,
-            budget,
-        );
-        if let Some(f) = filter.as_ref().filter(|_| deferred.is_some()) {
-            profiles = Some(f.len());
+        let learned = (k.reuse.as_ref()).and_then(|r| cost::load(&cost_model_path(ctx, r)));
+        if k.bound.is_none() {
+            k.bound = time_bound(&ctx.cfg.ncu, basis, !attach, multi);
         }
-        let cost = profiles
-            .map(|n| {
-                cost::plan(
-                    learned.as_ref(),
-                    n,
-                    hits,
-                    collect.set.as_deref(),
-                    basis,
-                    stop_early || bound.as_ref().is_some_and(|b| b.all_known),
-                )
-            })
-            .map(|c| cost::within(c, budget))
-            .map(|mut c| {
-                if let Some(left) = deferred {
-                    c.deferred = left;
-                    c.basis = format!(
-                        "{}; its time budget affords the {} largest of the {} kernels at that pace, {left} left for the next run",
-                        c.basis,
-                        c.kernels,
-                        c.kernels + left
-                    );
-                }
-                c
-            });
-        let profile = self.argv(
-            ctx,
-            include.as_deref(),
-            filter.as_ref(),
-            &base,
-            &collect,
-            launches,
-        );
-        let attach = match attachable {
-            false => None,
-            true => self
-                .held(|h| {
-                    let launch = with_env(&h.env, h.argv.clone());
-                    Some((launch, early::attach_argv(&profile, h.port)?))
-                })
-                .flatten(),
-        };
-        let mut step = step;
-        if let Some(s) = step.as_mut().filter(|s| s.hit.is_none()) {
-            // Where the kernel pass attaches, the step's own copy is held from its start.
-            if attach.is_some() {
-                s.early = step::hold_plan(&s.argv, &ctx.workload.argv, &ctx.workload.env);
-            }
-            s.eta_s = Some(cost::step_s(
-                learned.as_ref(),
-                basis,
-                s.choice.work.workloads(),
-                s.early.is_some(),
-            ));
-            // The step is bounded as the kernel pass is (seen on an H100: a torch.compile
-            // loop's step never reached its instance and ran the workload to its end under
-            // ncu, 310 s); launched, it gets its time to ncu's range on top.
-            let restart = s.early.is_none().then(|| basis.range_reached_s()).flatten();
-            s.budget = Bound::time(&ctx.cfg.ncu, basis.pass_s, restart, multi)
-                .and_then(|b| Some((b.budget?, b.budget_from)));
-        }
-        Ok(NcuPlan {
-            profile,
+        let hits = k.hits();
+        let launches = (k.launches, k.profiles, k.bound.as_ref());
+        let pace = (basis, learned.as_ref());
+        let cost = predict(pace, launches, k.filter.as_mut(), hits, collect);
+        Timing {
             attach,
-            unfiltered: self.argv(
-                ctx,
-                include.as_deref(),
-                None,
-                &base,
-                &collect,
-                Launches::First,
-            ),
-            shapes: shape_plan,
-            env: rank_env(ctx.cfg),
-            // The one place ncu's expression is read for its range; the record keeps it.
-            ncu_range: include.as_deref().and_then(crate::config::range_of),
-            same,
-            include,
-            base,
-            filter,
-            report,
-            multi,
-            collect,
-            reuse,
-            nothing_left,
-            stop_early,
-            cost,
-            bound,
-            step,
             not_attached,
+            basis,
+            learned,
+            cost,
+        }
+    }
+
+    /// Whether the pass attaches to the held workload, and why not where there is one it does
+    /// not attach to for a reason worth a word. Where the pass must launch ncu itself
+    /// (`launched`: a launcher's ranks, nothing to profile, a pass over every launch
+    /// configuration, whose launch count was measured with a launched ncu only), no word is
+    /// needed; kernels in more than one process get one.
+    fn attachable(&self, ctx: &Ctx, launched: bool) -> (bool, Option<String>) {
+        if launched || self.held(|_| ()).is_none() {
+            return (false, None);
+        }
+        match early::one_process(ctx) {
+            Ok(()) => (true, None),
+            Err(why) => (false, Some(why)),
+        }
+    }
+
+    /// The held workload's launch line and the attach that profiles it as `profile` would.
+    fn attach_lines(&self, profile: &[String]) -> Option<(Vec<String>, Vec<String>)> {
+        self.held(|h| {
+            let launch = with_env(&h.env, h.argv.clone());
+            Some((launch, early::attach_argv(profile, h.port)?))
         })
+        .flatten()
     }
 
     /// The kernels ncu profiles: the selection, which prefers what the metrics cache holds

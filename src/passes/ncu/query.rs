@@ -169,6 +169,42 @@ impl Source {
     }
 }
 
+/// The check of ncu's metric names as the passes carry it: settled before any pass (the list
+/// kept for this device, a dry run's full list, ncu's answer where no nsys pass comes first;
+/// None: not known), under way beside the nsys pass, or to ask once `nsys profile` has ended
+/// (when nsys samples the GPU's counters).
+pub(crate) enum Check {
+    Settled(Option<Vec<String>>),
+    Beside(std::thread::JoinHandle<Result<Option<Vec<String>>, Error>>),
+    After(Source, Vec<String>),
+}
+
+impl Check {
+    /// The check for an nsys pass that starts now: one to ask after it waits on a thread until
+    /// `nsys profile` has ended, then runs beside the pass's export and stats. The sender goes
+    /// to the pass, which tells it (or drops it, ending otherwise: asked all the same).
+    pub(crate) fn once_profiled(self) -> (Check, Option<std::sync::mpsc::Sender<()>>) {
+        let Check::After(source, metrics) = self else {
+            return (self, None);
+        };
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let check = Check::Beside(std::thread::spawn(move || {
+            let _ = rx.recv();
+            decide(source.ask_and_keep().as_deref(), &metrics)
+        }));
+        (check, Some(tx))
+    }
+
+    /// The reports' metrics this GPU knows, or the error that refuses the ncu pass.
+    pub(crate) fn answer(self) -> Result<Option<Vec<String>>, Error> {
+        match self {
+            Check::Settled(known) => Ok(known),
+            Check::Beside(h) => h.join().unwrap_or(Ok(None)),
+            Check::After(source, metrics) => decide(source.ask_and_keep().as_deref(), &metrics),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

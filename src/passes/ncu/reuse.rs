@@ -248,8 +248,16 @@ pub(crate) fn record_hits(ctx: &Ctx, reuse: &Reuse) -> Result<(), String> {
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Store every kernel of this run's ncu report; returns how many were stored.
-pub(crate) fn store(ctx: &Ctx, reuse: &Reuse, raw: &Path, mangled: &Path) -> usize {
+/// What one pass stored in the cache: entries (one per kernel and launch configuration), and
+/// the kernels they are of.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Stored {
+    pub(crate) entries: usize,
+    pub(crate) kernels: usize,
+}
+
+/// Store every kernel of this run's ncu report.
+pub(crate) fn store(ctx: &Ctx, reuse: &Reuse, raw: &Path, mangled: &Path) -> Stored {
     let report = crate::parse::ncu::read_raw(raw).and_then(|mut r| {
         crate::parse::ncu::attach_mangled(&mut r, mangled)?;
         Ok(r)
@@ -258,11 +266,11 @@ pub(crate) fn store(ctx: &Ctx, reuse: &Reuse, raw: &Path, mangled: &Path) -> usi
         Ok(r) => r,
         Err(e) => {
             tracing::warn!("ncu metrics cache: nothing stored ({e})");
-            return 0;
+            return Stored::default();
         }
     };
     let now = crate::rundir::status::now();
-    let mut stored = 0;
+    let (mut stored, mut kernels) = (0, std::collections::BTreeSet::new());
     let mut failed = Vec::new();
     for k in report.kernels.iter().flat_map(per_shape) {
         let Some(key) = Cache::key_for(&k, &report.units, &reuse.device, &reuse.settings) else {
@@ -281,8 +289,12 @@ pub(crate) fn store(ctx: &Ctx, reuse: &Reuse, raw: &Path, mangled: &Path) -> usi
             nsys_mean_ns,
         };
         // One entry that cannot be written (a folder in its place) costs that entry only.
+        let kernel = key.mangled.clone();
         match reuse.cache.put(key, entry) {
-            Ok(()) => stored += 1,
+            Ok(()) => {
+                stored += 1;
+                kernels.insert(kernel);
+            }
             Err(e) => failed.push(e.to_string()),
         }
     }
@@ -295,7 +307,10 @@ pub(crate) fn store(ctx: &Ctx, reuse: &Reuse, raw: &Path, mangled: &Path) -> usi
         );
     }
     reuse.cache.prune();
-    stored
+    Stored {
+        entries: stored,
+        kernels: kernels.len(),
+    }
 }
 
 #[cfg(test)]

@@ -340,17 +340,9 @@ fn measure(
         let limit = ctx.cfg.ncu_timeout().unwrap_or(super::early::LISTEN_LIMIT);
         let why = match held.attach(limit, attach, run)?.0 {
             Ok(out) => return Ok(out),
-            Err(super::early::NotAttached::Refused(line)) => {
-                format!("was refused: ncu would not attach with these options ({line})")
-            }
-            Err(super::early::NotAttached::Stopped(why)) => why,
-            Err(super::early::NotAttached::Ended) => {
-                "ended before ncu attached (see ncu/graph-step-workload.log)".to_string()
-            }
+            Err(not) => not.said("ncu/graph-step-workload.log"),
         };
-        tracing::warn!(
-            "graph step: its held workload {why}; starting the workload under ncu as usual"
-        );
+        tracing::warn!("graph step: {why}; starting the workload under ncu as usual");
         let _ = super::append_cmd_txt(&ctx.workload.env, &ctx.run.ncu("cmd.txt"), &p.argv);
     }
     run(&p.argv)

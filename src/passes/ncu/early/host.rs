@@ -26,17 +26,11 @@ fn group_cpu_s(pgid: u32) -> f64 {
         .ok()
         .flatten()
         .unwrap_or(100) as f64;
-    processes("stat")
-        .filter_map(|(_, stat)| {
-            let stat = String::from_utf8_lossy(&stat);
-            // After the command name (in parentheses, which may hold spaces): state, ppid,
-            // pgrp, ..., utime and stime as the 12th and 13th fields.
-            let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-            (rest.get(2)?.parse::<u32>().ok()? == pgid).then(|| {
-                let t = |i: usize| rest.get(i).and_then(|v| v.parse::<f64>().ok());
-                (t(11).unwrap_or(0.0) + t(12).unwrap_or(0.0)) / ticks
-            })
-        })
+    // utime and stime are the 12th and 13th fields after the command name.
+    let t = |f: &[String], i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());
+    crate::passes::process::group_stats(pgid)
+        .iter()
+        .map(|f| (t(f, 11).unwrap_or(0.0) + t(f, 12).unwrap_or(0.0)) / ticks)
         .sum()
 }
 
