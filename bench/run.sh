@@ -19,6 +19,11 @@
 #                                     stage2's figures). Default: auto startend chunked profapi
 #                                     graphs topp nested neox; more: opt mistral qwen3moe
 #                                     deepseek3 mamba t5
+#   bench/run.sh levers               each lever stage2 sizes on a base run, applied for real: nsys
+#                                     passes (--no-ncu) of eager against static (CUDA graphs) and
+#                                     torch.compile, batch 1 against 8, and the cuDNN loop against
+#                                     the same loop without cuDNN's attention; predicted saving per
+#                                     step against the measured change of the step
 #   bench/run.sh scale [COPIES...]    `stage2 report` on the sample run's export repeated COPIES
 #                                     times (scripts/synth-export.py) against the sqlite3 scan
 #                                     floor; no GPU (default 1024 4096: 1.5M, 6M launches)
@@ -284,7 +289,50 @@ scale() {
   done
 }
 
+levers() {
+  need_bin; mkdir -p "$root"; warm_files
+  local hf="$hf_workload --arch qwen2 --new-tokens 32 --batch" id
+  local -A argv=([eager]="$hf 1" [static]="$hf 1 --static" [compile]="$hf 1 --compile"
+    [batch8]="$hf 8" [cudnn]="examples/workloads/tiny_llm.py --new-tokens 32"
+    [nocudnn]="examples/workloads/tiny_llm.py --new-tokens 32 --no-cudnn-sdp")
+  for id in eager static compile batch8 cudnn nocudnn; do
+    # shellcheck disable=SC2086
+    "$bin" profile --run-root "$root" --run-id "$id" --cache-dir "$root/cache-$id" --no-ncu \
+      --nvtx-capture decode ${STAGE2_EXTRA:-} -- "$py" ${argv[$id]} >"$root/$id.log" 2>&1 \
+      || echo "bench: $id failed (see $root/$id.log)" >&2
+  done
+  "$py" - "$root" <<'PY'
+import json, os, sys
+root = sys.argv[1]
+def load(i):
+    p = os.path.join(root, i, "summary.json")
+    return json.load(open(p)) if os.path.exists(p) else None
+def fig(f, q):
+    return next((e["value"] for e in f["evidence"] if e["quantity"] == q), None)
+def step(s):
+    f = next(f for f in s["findings"] if f["kind"] == "step")
+    return fig(f, "step_ms"), f["basis"], fig(f, "gpu_work_of_step_pct") or 0.0
+def levers(s):
+    return [(f["lever"]["what"], fig(f, "saving_ms_per_step")) for f in s["findings"]
+            if f["kind"] == "lever" and "abstain" not in f]
+print("| base -> change | base step (ms, basis, GPU work %) | levers on the base (saving per step, ms) | changed step (ms) | measured saving (ms) | measured / predicted |")
+print("|---|---|---|--:|--:|--:|")
+for base, var, lever in [("eager", "static", "host_work"), ("eager", "compile", "host_work"),
+                         ("eager", "batch8", "host_work"), ("cudnn", "nocudnn", "compile")]:
+    a, b = load(base), load(var)
+    if not a or not b:
+        print(f"| {base} -> {var} | no run | | | | |")
+        continue
+    (sa, basis, work), (sb, _, _) = step(a), step(b)
+    lv = levers(a)
+    pred = next((ms for k, ms in lv if k == lever), None)
+    ratio = f"{(sa - sb) / pred:.2f}" if pred else "-"
+    print(f"| {base} -> {var} | {sa:.2f}, {basis}, {work:.1f} | "
+          f"{'; '.join(f'{k} {ms:.2f}' for k, ms in lv)} | {sb:.2f} | {sa - sb:.2f} | {ratio} |")
+PY
+}
+
 case $what in
-  gpu|warm|sampling|families|scale) "$what" "$@" ;;
-  *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  gpu|warm|sampling|families|scale|levers) "$what" "$@" ;;
+  *) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
