@@ -87,8 +87,8 @@ pub(crate) enum StepBasis {
 #[serde(rename_all = "snake_case", tag = "what")]
 pub(crate) enum LeverKind {
     /// Stop compiling and loading GPU code in the step (fixed or bucketed shapes, warmed
-    /// shapes, another backend).
-    Compile,
+    /// shapes, another backend); `once`: in the warm-up before the steady steps only.
+    Compile { once: bool },
     /// Move the host work the GPU waits for off the step; the ledger's verdict says which.
     HostWork {
         verdict: Option<CpuVerdict>,

@@ -120,6 +120,8 @@ pub(crate) enum Quantity {
     GpuWorkOfStepPct,
     SavingMsPerStep,
     SavingOfStepPct,
+    /// A one-off saving: the warm-up's cost, paid once before the steady steps.
+    SavingMsOnce,
     /// The loop's median cycle per token (the range's tokens per instance).
     LoopMsPerToken,
     /// Per instance of a phase.
@@ -183,6 +185,7 @@ impl Quantity {
             | CycleMs
             | StepMs
             | SavingMsPerStep
+            | SavingMsOnce
             | FastestInstanceMs
             | SlowestInstanceMs
             | MsPerToken

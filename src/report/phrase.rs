@@ -161,7 +161,14 @@ pub(crate) fn loop_clause(
 /// A lever and what it buys per step (no sources, no full stop).
 pub(crate) fn lever_clause(f: &Finding, lever: LeverKind) -> String {
     let (what, bound) = match lever {
-        LeverKind::Compile => (
+        LeverKind::Compile { once: true } => {
+            return format!(
+                "warm the shapes before the measured work (or keep fewer of them): the instances before the steady ones spend {} compiling and loading GPU code, paid once, not in the {} steady step",
+                f.text(Q::SavingMsOnce),
+                f.text(Q::StepMs)
+            )
+        }
+        LeverKind::Compile { once: false } => (
             "stop compiling and loading GPU code inside the step (fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles)".to_string(),
             "the compiling and loading measured in it",
         ),

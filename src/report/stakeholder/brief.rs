@@ -80,13 +80,15 @@ pub(crate) fn in_short(f: &Findings) -> Option<String> {
             0 => "First change",
             _ => "Next",
         };
-        let _ = write!(
-            s,
-            "\n\n{lead}: {}. It can save up to {} a step ({} of it).",
-            plain(lever),
-            l.text(Q::SavingMsPerStep),
-            l.text(Q::SavingOfStepPct)
-        );
+        let buys = match l.figure(Q::SavingMsOnce) {
+            Some(once) => format!("It saves {} once, at the start", once.text),
+            None => format!(
+                "It can save up to {} a step ({} of it)",
+                l.text(Q::SavingMsPerStep),
+                l.text(Q::SavingOfStepPct)
+            ),
+        };
+        let _ = write!(s, "\n\n{lead}: {}. {buys}.", plain(lever));
     }
     if levers.is_empty() {
         s.push_str(
@@ -130,7 +132,8 @@ fn waits_for(f: &Findings, name: &str) -> Option<&'static str> {
 /// A lever in plain words.
 fn plain(l: LeverKind) -> &'static str {
     match l {
-        LeverKind::Compile => "stop rebuilding GPU code inside the step (keep input shapes fixed or to a few sizes, and run each size once before the real work)",
+        LeverKind::Compile { once: true } => "run each input size once before the real work, so the GPU code it needs is built before it",
+        LeverKind::Compile { once: false } => "stop rebuilding GPU code inside the step (keep input shapes fixed or to a few sizes, and run each size once before the real work)",
         LeverKind::HostWork { from_graphs: true, .. } => "cut the CPU work around the recorded GPU steps (bookkeeping between steps), or give each step more work (a larger batch)",
         LeverKind::HostWork { verdict: Some(CpuVerdict::Sync), .. } => "stop the CPU from waiting for GPU results inside the step",
         LeverKind::HostWork { .. } => "cut the CPU work the GPU waits for (compile the step, record it once and replay it, or give each step more work)",
