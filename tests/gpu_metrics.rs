@@ -889,3 +889,130 @@ fn a_process_on_two_devices_has_each_launch_sampled_on_its_own() {
         "{summary}"
     );
 }
+
+/// Hand-made from the real capture (error paths): one GPU_METRICS row nsys could not have
+/// written (a negative share, a text value, a timestamp between nanoseconds). The reports name
+/// the table, the row and what is wrong with it, attribute none of the samples, and print no
+/// figure from them; they do not say the export holds none.
+#[test]
+fn an_unreadable_samples_table_is_named_with_what_is_wrong() {
+    let row = "(SELECT min(rowid) FROM GPU_METRICS WHERE metricId = 18 AND timestamp > 20000000)";
+    for (set, why) in [
+        (
+            "value = -724.3",
+            "its value is -724.3: a share of peak is never below 0% or above 100%",
+        ),
+        ("value = 'x'", "its value is the text 'x', not a number"),
+        (
+            "timestamp = timestamp + 0.5",
+            "its timestamp is the real number",
+        ),
+    ] {
+        let sb = Sandbox::new();
+        let run = edited_capture(
+            &sb,
+            "bad",
+            &format!("UPDATE GPU_METRICS SET {set} WHERE rowid = {row};"),
+        );
+        sb.stage2().arg("report").arg(&run).assert().success();
+        let md = read(run.join("kernels.md"));
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("The nsys pass sampled GPU metrics, but"))
+            .unwrap_or_else(|| panic!("{md}"));
+        assert!(
+            line.contains("but its samples cannot be read (GPU_METRICS row ") && line.contains(why),
+            "{line}"
+        );
+        assert!(!md.contains("-724") || line.contains("-724"), "{md}");
+        let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+        assert!(
+            s["gpu_metrics"]["all_kernels"].is_null(),
+            "{}",
+            s["gpu_metrics"]
+        );
+    }
+}
+
+/// Hand-made from a real entry (error path): the sampled figures a run keeps for the next,
+/// edited to what no sampled run could store. The next run does not reuse them (it samples,
+/// saying why), and a run's own copy so edited is refused by the reports, never printed as
+/// "500.0% covered" or "-50000 Hz".
+#[test]
+fn sampled_figures_out_of_range_are_not_reused() {
+    let sb = sampled_sandbox();
+    sampled_profile(&sb, "a", &[]);
+    sampled_profile(&sb, "r", &[]);
+    assert!(
+        !profile_line(&sb, "r").contains("--gpu-metrics"),
+        "r reuses a's"
+    );
+    let big = format!("1{}", "0".repeat(299));
+    for (i, (field, value, why)) in [
+        (
+            "coverage_pct",
+            "500.0",
+            "coverage_pct = 500: a share is 0% to 100%",
+        ),
+        (
+            "dram_pct",
+            big.as_str(),
+            "dram_pct = 1e299: a share is 0% to 100%",
+        ),
+        (
+            "frequency_hz",
+            "-50000",
+            "frequency_hz = -50000: a sampling frequency is above 0",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let edit = |path: &std::path::Path| {
+            let text = read(path);
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let at = match field {
+                "frequency_hz" => &mut v[field],
+                _ => &mut v["configs"][0][field],
+            };
+            *at = serde_json::from_str(value).unwrap();
+            std::fs::write(path, serde_json::to_string(&v).unwrap()).unwrap();
+        };
+        edit(&sampled_entry(&sb).unwrap());
+        let id = format!("b{i}");
+        let out = with_capture(&mut sb.profile_of(
+            &id,
+            &["--nvtx-capture", "decode", "--no-ncu"],
+            &["true"],
+        ))
+        .env("FAKE_SMI", "1")
+        .assert()
+        .success();
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(
+            profile_line(&sb, &id).contains("--gpu-metrics-devices="),
+            "{id} reused"
+        );
+        assert!(
+            err.contains("are not reused, so it samples: ") && err.contains(why),
+            "{err}"
+        );
+        // The reusing run's own copy, edited the same way.
+        let copy = sb.run("r").join("nsys/gpu_metrics_reused.json");
+        let kept = read(&copy);
+        edit(&copy);
+        sb.stage2()
+            .arg("report")
+            .arg(sb.run("r"))
+            .assert()
+            .success();
+        let md = read(sb.run("r").join("kernels.md"));
+        assert!(
+            md.contains("The nsys pass took no GPU-metrics samples: it was to reuse an earlier run's figures, and nsys/gpu_metrics_reused.json holds figures no sampled run could have (")
+                && md.contains(why),
+            "{md}"
+        );
+        assert!(!md.contains("500.0%") && !md.contains("-50000 Hz"), "{md}");
+        std::fs::write(&copy, kept).unwrap();
+    }
+}

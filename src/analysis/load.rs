@@ -359,8 +359,20 @@ fn sampled_figures(
         (None, true) => sampled::Numbering::AsCuda,
         _ => sampled::Numbering::Unknown,
     };
-    if let Some(s) = sampled::read(db, &t.phases, range, renumbered, numbering)? {
-        return Ok(Some(s));
+    match sampled::read(db, &t.phases, range, renumbered, numbering) {
+        Ok(Some(s)) => return Ok(Some(s)),
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!("sampled GPU metrics left out: {e}");
+            // Said in the reports too, without the export's full path: the export holds
+            // samples that could not be read, not none.
+            let why = match &e {
+                Error::Parse(crate::error::ParseError::At { message, .. }) => message.clone(),
+                e => e.to_string(),
+            };
+            let why = format!("its samples could not be read ({why})");
+            return Ok(Some(sampled::Sampled::noted(why)));
+        }
     }
     let path = run.path.join(sampled::reuse::FILE);
     if !path.is_file() {
@@ -375,6 +387,13 @@ fn sampled_figures(
             format!("not the sampled figures of an earlier run ({e})"),
         )
     })?;
+    if let Err(why) = stored.check() {
+        // This run's nsys pass did not sample: its figures would be these alone.
+        return Ok(Some(sampled::Sampled::not_taken(format!(
+            "it was to reuse an earlier run's figures, and {} holds figures no sampled run could have ({why})",
+            sampled::reuse::FILE
+        ))));
+    }
     let launches = sampled::launches(db, &t.phases, range)?;
     Ok(Some(sampled::reuse::attribute(
         &launches,

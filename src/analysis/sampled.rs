@@ -15,7 +15,7 @@ use crate::analysis::nesting::{Cursor, Nesting};
 use crate::error::Error;
 use crate::model::{Bound, KernelRecord, SampledConfig, SampledFigures, SampledKernel};
 use crate::parse::ncu::NcuReport;
-use crate::parse::sqlite::{NsysDb, NvtxRange, Sample, Series};
+use crate::parse::sqlite::{NsysDb, NvtxRange, Sample, Samples, Series};
 
 const GR: usize = 0;
 const DRAM_READ: usize = 1;
@@ -378,16 +378,20 @@ pub(crate) fn read(
     let launches = launches(db, ranges, range)?;
     let from = launches.iter().map(|l| l.start).min().unwrap_or(0);
     let to = launches.iter().map(|l| l.end).max().unwrap_or(0);
-    let series = db.gpu_metric_samples(from.saturating_sub(1_000_000), to)?;
-    let series: Vec<Series> = series.unwrap_or_default();
+    let one = Sampled::noted;
+    let series = match db.gpu_metric_samples(from.saturating_sub(1_000_000), to)? {
+        Samples::Absent => Vec::new(),
+        Samples::Read(s) => s,
+        Samples::Unreadable(why) => {
+            return Ok(Some(one(format!(
+                "its samples cannot be read ({why}), so none are attributed"
+            ))))
+        }
+    };
     // The devices the range's own launches ran on, read with them.
     let mut devices: Vec<i64> = launches.iter().map(|l| l.device).collect();
     devices.sort_unstable();
     devices.dedup();
-    let one = |why: String| Sampled {
-        note: Some(why),
-        ..Sampled::default()
-    };
     Ok(Some(match (series.as_slice(), devices.as_slice()) {
         ([], _) => one("the export holds no GPU-metrics samples over the range's kernels".into()),
         ([s], [device])
@@ -464,6 +468,23 @@ pub(crate) fn launches(
 }
 
 impl Sampled {
+    /// No figures, and why (the words follow "The nsys pass sampled GPU metrics, but").
+    pub(crate) fn noted(why: String) -> Sampled {
+        Sampled {
+            note: Some(why),
+            ..Sampled::default()
+        }
+    }
+
+    /// No samples taken, and why (the words follow "The nsys pass took no GPU-metrics
+    /// samples:").
+    pub(crate) fn not_taken(why: String) -> Sampled {
+        Sampled {
+            not_sampled: Some(why),
+            ..Sampled::default()
+        }
+    }
+
     /// Set the configurations ncu measured too, once, for every reader (summary, reports,
     /// findings) after the records have their sampled figures.
     pub(crate) fn beside(&mut self, records: &[KernelRecord], ncu: Option<&NcuReport>) {

@@ -2,7 +2,12 @@ use super::*;
 
 /// A sample at `t` (us) with GR Active, DRAM read, DRAM write, SM issue, tensor (%).
 fn at(t_us: i64, v: [f32; 5]) -> Sample {
-    Sample { t: t_us * 1000, v }
+    let mut all = [f32::NAN; crate::parse::sqlite::SLOTS];
+    all[..5].copy_from_slice(&v);
+    Sample {
+        t: t_us * 1000,
+        v: all,
+    }
 }
 
 fn launch(name: &str, grid: &str, start_us: f64, end_us: f64) -> SampledLaunch {
@@ -251,10 +256,12 @@ fn of_several_sampled_gpus_the_kernels_device_is_theirs() {
     let gpu0 = Series {
         gpu: 281_479_271_677_952,
         samples: steady(6, [100.0, 40.0, 10.0, 5.0, 1.0]),
+        names: Vec::new(),
     };
     let gpu1 = Series {
         gpu: 281_479_271_677_953,
         samples: steady(6, [100.0, 2.0, 1.0, 50.0, 1.0]),
+        names: Vec::new(),
     };
     let launches = [launch("k", "(4,1,1)", 21.0, 59.0)];
     for (device, own) in [(0, &gpu0), (1, &gpu1)] {
