@@ -1016,3 +1016,46 @@ fn sampled_figures_out_of_range_are_not_reused() {
         std::fs::write(&copy, kept).unwrap();
     }
 }
+
+/// Hand-made from the real capture (error path): `decode` instances of no length (pushed and
+/// popped at once), all of them, then two in three. No division by an instance's length
+/// reaches an output: no `inf` or `NaN` in any report, no "inf%" floor, and summary.json
+/// holds to its schema.
+#[test]
+fn instances_of_no_length_put_no_inf_in_any_output() {
+    let schema: serde_json::Value = serde_json::from_str(&read(
+        common::root().join("src/findings/summary.schema.json"),
+    ))
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for (i, which) in ["1 = 1", "rowid % 3 <> 0"].into_iter().enumerate() {
+        let sb = Sandbox::new();
+        let sql = format!(
+            "UPDATE NVTX_EVENTS SET end = start WHERE COALESCE(text, (SELECT value FROM StringIds WHERE id = textId)) = 'decode' AND {which};"
+        );
+        let run = edited_capture(&sb, &format!("zero{i}"), &sql);
+        sb.stage2().arg("report").arg(&run).assert().success();
+        for f in [
+            "kernels.md",
+            "stakeholder_summary.md",
+            "kernels.csv",
+            "ranges.csv",
+            "summary.json",
+        ] {
+            let text = read(run.join(f));
+            for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+                assert!(
+                    word != "inf" && word != "NaN",
+                    "{which}: {f} has {word}:\n{text}"
+                );
+            }
+        }
+        let doc: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&doc)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .take(5)
+            .collect();
+        assert!(errors.is_empty(), "{which}: {errors:#?}");
+    }
+}
