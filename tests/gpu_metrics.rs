@@ -537,13 +537,28 @@ fn the_pass_samples_nsyss_set_for_the_chip_cut_to_the_metrics_read() {
             "SM Issue",
             "Tensor Active",
             "DRAM Read Bandwidth",
-            "DRAM Write Bandwidth"
+            "DRAM Write Bandwidth",
+            "DRAM Read Bytes",
+            "DRAM Write Bytes"
         ]
     );
     let st = common::status(&sb.run("s"));
     assert_eq!(
         st["passes"]["nsys"]["nsys"]["sampling"]["set"],
-        "nsys/gpu_metrics.config: gh100 (GH100), 5 of 24 metrics"
+        "nsys/gpu_metrics.config: gh100 (GH100), 5 of 24 metrics, and the DRAM byte counters"
+    );
+    // The run records every metric it asked for, as the export names them.
+    let asked = st["passes"]["nsys"]["nsys"]["sampling"]["asked"]
+        .as_array()
+        .unwrap();
+    assert_eq!(asked.len(), 7, "{asked:?}");
+    assert!(asked.contains(&serde_json::json!("DRAM Read Bytes [Bytes]")));
+    // The replayed export is of nsys's own set, without the counters: the reports say nsys
+    // left them out, and the bytes are from the shares.
+    let md = read(sb.run("s").join("kernels.md"));
+    assert!(
+        md.contains("The export lacks 2 of the metrics the pass asked for, left out by nsys without a word (a counter this GPU cannot sample): DRAM Read Bytes \\[Bytes\\], DRAM Write Bytes \\[Bytes\\]."),
+        "{md}"
     );
     // A set given in the config is nsys's to choose, and none is made.
     sampled_profile(

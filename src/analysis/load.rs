@@ -187,8 +187,10 @@ impl Artifacts {
             serde_json::from_str(&text).ok()
         };
         let mut env = json("env.json");
+        let peaks = ncu.peaks();
         let read = (db.as_ref(), timeline.as_ref(), capture.range());
-        let sampled = sampled_of(run, (&config, &record.nsys), env.as_ref(), read).map(|mut s| {
+        let given = (env.as_ref(), peaks.as_ref());
+        let sampled = sampled_of(run, (&config, &record.nsys), given, read).map(|mut s| {
             // Under a launcher the timeline is the first rank's, and rank 0 alone samples.
             s.rank = first_rank;
             s.attach(&mut records);
@@ -209,7 +211,6 @@ impl Artifacts {
         {
             e.insert("python".to_string(), p);
         }
-        let peaks = ncu.peaks();
         // Moved out, not copied: at 73,000 range names a copy of these was a fifth of the
         // report's allocations. The phases and the sample index stay for what follows.
         use std::mem::take;
@@ -322,24 +323,95 @@ fn visible_devices(config: &Config, env: Option<&serde_json::Value>) -> Option<S
 fn sampled_of(
     run: &RunDir,
     (config, nsys): (&Config, &NsysRecord),
-    env: Option<&serde_json::Value>,
+    (env, peaks): (Option<&serde_json::Value>, Option<&roofline::Peaks>),
     (db, timeline, range): (Option<&NsysDb>, Option<&Timeline>, Option<&str>),
 ) -> Option<sampled::Sampled> {
     let visible = visible_devices(config, env);
-    let asked = nsys.sampled_devices().map(str::to_string);
+    let devices = nsys.sampled_devices().map(str::to_string);
+    let gpu = env.and_then(|e| e["gpus"][0]["name"].as_str());
+    let (shares_of, ceiling) = bandwidths(peaks, gpu);
     let read = match (db, timeline) {
         (Some(db), Some(t)) => {
-            sampled_figures(run, db, t, range, visible.as_deref(), asked.as_deref()).unwrap_or_else(
-                |e| {
-                    tracing::warn!("sampled GPU metrics left out: {e}");
-                    None
-                },
-            )
+            let renumbered = visible.as_deref().filter(|v| sampled::renumbers(v));
+            // GPUs asked for by number are numbered as CUDA numbers them where nothing
+            // renumbers.
+            let by_number = devices.as_deref().is_some_and(crate::config::gpu_numbers);
+            let numbering = match (renumbered, by_number) {
+                (None, true) => sampled::Numbering::AsCuda,
+                _ => sampled::Numbering::Unknown,
+            };
+            let asked = nsys.sampling.as_ref().map_or(&[][..], |s| &s.asked[..]);
+            let reading = sampled::Reading {
+                renumbered,
+                numbering,
+                shares_of,
+                asked,
+            };
+            sampled_figures(run, db, t, range, &reading).unwrap_or_else(|e| {
+                tracing::warn!("sampled GPU metrics left out: {e}");
+                None
+            })
         }
         _ => None,
     };
     let off = nsys.sampling_off.clone();
-    read.or_else(|| sampled::none_taken(db.is_some() && asked.is_some(), off))
+    let mut s = read.or_else(|| sampled::none_taken(db.is_some() && devices.is_some(), off))?;
+    if let (Some(t), Some(range)) = (timeline, range) {
+        s.steps = steps(&s, t, range, shares_of, ceiling);
+    }
+    Some(s)
+}
+
+/// The DRAM bandwidth the sampled shares are of (ncu's peak, else the datasheet's), and the
+/// ceiling a step's bytes are set against (the datasheet's, else ncu's peak): nothing on the
+/// GPU measures a copy bandwidth today.
+fn bandwidths(
+    peaks: Option<&roofline::Peaks>,
+    gpu: Option<&str>,
+) -> (
+    Option<sampled::bytes::Bandwidth>,
+    Option<sampled::bytes::Bandwidth>,
+) {
+    use sampled::bytes::{Bandwidth, BandwidthSource};
+    let ncu = peaks
+        .map(|p| p.dram_bytes_per_s)
+        .filter(|b| b.is_finite() && *b > 0.0)
+        .map(|bytes_per_s| Bandwidth {
+            bytes_per_s,
+            source: BandwidthSource::NcuPeak,
+        });
+    let sheet = gpu
+        .and_then(super::datasheet::dram_bytes_per_s)
+        .map(|bytes_per_s| Bandwidth {
+            bytes_per_s,
+            source: BandwidthSource::Datasheet,
+        });
+    (ncu.or(sheet), sheet.or(ncu))
+}
+
+/// The captured range's bytes per step over its steady instances: where the analysis set some
+/// apart (a warm-up, compiling instances), the most numerous group's.
+fn steps(
+    s: &sampled::Sampled,
+    t: &Timeline,
+    range: &str,
+    shares_of: Option<sampled::bytes::Bandwidth>,
+    ceiling: Option<sampled::bytes::Bandwidth>,
+) -> Option<sampled::bytes::StepBytes> {
+    let typical = t
+        .groups
+        .iter()
+        .find(|g| g.name == range)
+        .and_then(|g| g.typical());
+    let steady = |k: &sampled::InstanceKey| match typical {
+        None => true,
+        Some(grp) => t
+            .group_of
+            .get(&(k.start, k.tid))
+            .is_some_and(|(_, label)| *label == grp.label),
+    };
+    let group = typical.map(|g| g.label.clone());
+    sampled::bytes::per_step(range, &s.instances, steady, group, shares_of, ceiling)
 }
 
 /// This run's samples, or where its nsys pass did not sample, the figures it reused from an
@@ -349,17 +421,9 @@ fn sampled_figures(
     db: &NsysDb,
     t: &Timeline,
     range: Option<&str>,
-    visible: Option<&str>,
-    asked: Option<&str>,
+    reading: &sampled::Reading,
 ) -> Result<Option<sampled::Sampled>, Error> {
-    let renumbered = visible.filter(|v| sampled::renumbers(v));
-    // GPUs asked for by number are numbered as CUDA numbers them where nothing renumbers.
-    let by_number = asked.is_some_and(crate::config::gpu_numbers);
-    let numbering = match (renumbered, by_number) {
-        (None, true) => sampled::Numbering::AsCuda,
-        _ => sampled::Numbering::Unknown,
-    };
-    match sampled::read(db, &t.phases, range, renumbered, numbering) {
+    match sampled::read(db, &t.phases, range, reading) {
         Ok(Some(s)) => return Ok(Some(s)),
         Ok(None) => {}
         Err(e) => {

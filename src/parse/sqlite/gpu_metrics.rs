@@ -53,6 +53,9 @@ pub struct Series {
     pub samples: Vec<Sample>,
     /// The metric names the export lists for this GPU (`TARGET_INFO_GPU_METRICS`), all of them.
     pub names: Vec<String>,
+    /// Every share of peak read is a whole number (nsys writes them as whole per cents): each
+    /// is within a point of the share it stands for.
+    pub whole_shares: bool,
 }
 
 /// What the export holds of GPU-metrics samples.
@@ -73,10 +76,14 @@ struct Packer {
     samples: Vec<Sample>,
     current: Option<Sample>,
     in_order: bool,
+    whole_shares: bool,
 }
 
 impl Packer {
     fn row(&mut self, t: i64, slot: usize, value: f32) {
+        if slot < METRICS.len() {
+            self.whole_shares &= value.fract() == 0.0;
+        }
         match &mut self.current {
             Some(c) if c.t == t => c.v[slot] = value,
             current => {
@@ -246,6 +253,7 @@ impl NsysDb {
                 samples: Vec::new(),
                 current: None,
                 in_order: true,
+                whole_shares: true,
             })
             .collect();
         if !slot.is_empty() {
@@ -258,6 +266,7 @@ impl NsysDb {
             .zip(gpus)
             .map(|(p, (_, names))| Series {
                 gpu: p.gpu,
+                whole_shares: p.whole_shares,
                 samples: p.finish(),
                 names,
             })
