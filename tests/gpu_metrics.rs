@@ -917,10 +917,10 @@ fn an_unreadable_samples_table_is_named_with_what_is_wrong() {
             "value = -724.3",
             "its value is -724.3: a share of peak is never below 0% or above 100%",
         ),
-        ("value = 'x'", "its value is the text 'x', not a number"),
+        ("value = 'x'", "its value is text or a blob, not a number"),
         (
             "timestamp = timestamp + 0.5",
-            "its timestamp is the real number",
+            "column timestamp: a real number where an integer belongs",
         ),
     ] {
         let sb = Sandbox::new();

@@ -10,6 +10,7 @@
 //! reads as idle say nothing of the launch: that time is left uncovered, and coverage says so.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::model::{Bound, KernelRecord, SampledConfig, SampledFigures, SampledKernel};
 use crate::parse::ncu::NcuReport;
@@ -211,9 +212,11 @@ pub(crate) struct InstanceKey {
 /// instance it was launched in (None: no range asked for).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SampledLaunch {
-    pub(crate) name: String,
-    pub(crate) grid: String,
-    pub(crate) block: String,
+    /// Shared by every launch of one configuration: a capture holds millions of launches of a
+    /// few dozen.
+    pub(crate) name: Arc<str>,
+    pub(crate) grid: Arc<str>,
+    pub(crate) block: Arc<str>,
     pub(crate) start: i64,
     pub(crate) end: i64,
     pub(crate) instance: Option<InstanceKey>,
@@ -257,7 +260,9 @@ fn attribute_with<'w>(
     launches: &[SampledLaunch],
 ) -> Sampled {
     let mut bytes = bytes::per_instance(launches, &windows_of, how_of);
-    let mut kernels: HashMap<String, KernelAcc> = HashMap::new();
+    // Per launch configuration while reading (a million launches are a few dozen of them),
+    // per kernel once at the end.
+    let mut configs: rustc_hash::FxHashMap<(&str, &str, &str), Acc> = Default::default();
     let mut instances: std::collections::BTreeMap<InstanceKey, Acc> = Default::default();
     let mut whole = Acc::default();
     for l in launches {
@@ -270,12 +275,16 @@ fn attribute_with<'w>(
         if let Some(i) = l.instance {
             instances.entry(i).or_default().merge(&one);
         }
-        let k = kernels.entry(l.name.clone()).or_default();
-        k.all.merge(&one);
-        k.configs
-            .entry((l.grid.clone(), l.block.clone()))
+        configs
+            .entry((&l.name, &l.grid, &l.block))
             .or_default()
             .merge(&one);
+    }
+    let mut kernels: HashMap<String, KernelAcc> = HashMap::new();
+    for ((name, grid, block), acc) in configs {
+        let k = kernels.entry(name.to_string()).or_default();
+        k.all.merge(&acc);
+        k.configs.insert((grid.to_string(), block.to_string()), acc);
     }
     Sampled {
         frequency_hz,

@@ -2,6 +2,7 @@
 //! launch takes: the one sampled GPU's, or of several, its own device's.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::bytes::{self, Bandwidth, How};
 use super::{attribute_with, InstanceKey, Sampled, SampledLaunch, Windows};
@@ -211,10 +212,12 @@ pub(crate) fn launches(
     let nest = Nesting::new(ranges);
     let mut cursor = Cursor::default();
     let mut launches: Vec<SampledLaunch> = Vec::new();
-    // Text once per distinct configuration, shared by its launches.
     let names = db.strings()?;
     let text = |id: i64| names.get(&id).cloned().unwrap_or_default();
-    let mut configs: rustc_hash::FxHashMap<[i32; 7], (String, String)> = Default::default();
+    // Text once per distinct kernel and configuration, shared by its launches.
+    type Named = (Arc<str>, Arc<str>, Arc<str>);
+    let mut configs: rustc_hash::FxHashMap<(i64, Option<i64>, [i32; 7]), Named> =
+        Default::default();
     db.shaped_launches(|l| {
         let instance = match range {
             Some(name) => match nest.holding_named(&mut cursor, ranges, l.tid, l.api_start, name) {
@@ -227,16 +230,16 @@ pub(crate) fn launches(
             },
             None => None,
         };
-        let demangled = l.demangled.map(text).unwrap_or_default();
-        let name = match demangled.is_empty() {
-            true => text(l.mangled),
-            false => demangled,
-        };
-        let (grid, block) = configs
-            .entry(l.config)
+        let (name, grid, block) = configs
+            .entry((l.mangled, l.demangled, l.config))
             .or_insert_with(|| {
+                let demangled = l.demangled.map(text).unwrap_or_default();
+                let name = match demangled.is_empty() {
+                    true => text(l.mangled),
+                    false => demangled,
+                };
                 let c = l.launch();
-                (c.grid, c.block)
+                (name.into(), c.grid.into(), c.block.into())
             })
             .clone();
         launches.push(SampledLaunch {

@@ -139,7 +139,7 @@ struct Tally {
 pub(crate) fn attribute(launches: &[SampledLaunch], stored: &Stored, source: &str) -> Sampled {
     let mut tallies: HashMap<(&str, &str, &str), Tally> = HashMap::new();
     for l in launches {
-        let t = tallies.entry((&l.name, &l.grid, &l.block)).or_default();
+        let t = tallies.entry((&*l.name, &*l.grid, &*l.block)).or_default();
         t.launches += 1;
         t.time_ns += (l.end - l.start).max(0) as f64;
     }

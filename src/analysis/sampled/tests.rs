@@ -14,9 +14,9 @@ fn at(t_us: i64, v: [f32; 5]) -> Sample {
 
 fn launch(name: &str, grid: &str, start_us: f64, end_us: f64) -> SampledLaunch {
     SampledLaunch {
-        name: name.to_string(),
-        grid: grid.to_string(),
-        block: "(128,1,1)".to_string(),
+        name: name.into(),
+        grid: grid.into(),
+        block: "(128,1,1)".into(),
         start: (start_us * 1000.0) as i64,
         end: (end_us * 1000.0) as i64,
         instance: None,
@@ -189,7 +189,7 @@ fn stored_of(samples: &[Sample], launches: &[SampledLaunch]) -> reuse::Stored {
     let mut records: Vec<KernelRecord> = Vec::new();
     let a = attribute(samples, launches).unwrap();
     for l in launches {
-        if records.iter().all(|r| r.name != l.name) {
+        if records.iter().all(|r| *r.name != *l.name) {
             records.push(record(&l.name));
         }
     }

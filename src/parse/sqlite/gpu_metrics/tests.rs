@@ -101,8 +101,8 @@ fn a_table_nsys_could_not_have_written_says_what_is_wrong_with_it() {
         ("100", "-724.3", "GPU_METRICS row 2: DRAM Read Bandwidth [Throughput %] at 100 ns: its value is -724.3: a share of peak is never below 0% or above 100%"),
         ("100", "500", "its value is 500: a share of peak"),
         ("100", "NULL", "GPU_METRICS row 2: DRAM Read Bandwidth [Throughput %] at 100 ns: its value is NULL, not a number"),
-        ("100", "'abc'", "its value is the text 'abc', not a number"),
-        ("100.5", "3", "GPU_METRICS row 2: its timestamp is the real number 100.5, not a whole number"),
+        ("100", "'abc'", "its value is text or a blob, not a number"),
+        ("100.5", "3", "GPU_METRICS row 2: column timestamp: a real number where an integer belongs"),
     ] {
         let (_d, db) = export(&[("100", 7, GR, "5"), (t, 7, READ, v)]);
         match read_all(&db) {
