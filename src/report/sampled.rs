@@ -309,11 +309,6 @@ pub(crate) fn step_bytes(a: &Decided, s: &mut String) {
         ),
         None => format!("median of its {} instances", b.instances),
     };
-    // Under a launcher rank 0 alone samples: the instances are its.
-    let over = match a.summary.gpu_metrics.as_ref().and_then(|g| g.rank) {
-        Some(r) => format!("{over}, rank {r}'s"),
-        None => over,
-    };
     let how = match (b.source, b.shares_of) {
         (BytesSource::Counters, _) => "counted by the sampled DRAM byte counters".to_string(),
         (BytesSource::Shares, Some(p)) => format!(
