@@ -213,3 +213,22 @@ fn byte_counters_are_counted_where_the_export_has_them() {
     assert!(read(run.join("kernels.md"))
         .contains("Bytes per step: the DRAM byte counters read more than twice"));
 }
+
+/// Where nothing gives the peak the shares are of (no ncu pass, a GPU the datasheet table does
+/// not know) and the export has no counters, no bytes are given, and the reports say why.
+#[test]
+fn no_bytes_without_a_peak_or_counters_and_a_line_why() {
+    let sb = Sandbox::new();
+    let run = sb.copy_of("tests/data/hf/gpu-metrics", "nopeak");
+    std::fs::remove_dir_all(run.join("ncu")).unwrap();
+    let env = read(run.join("env.json")).replace("NVIDIA H100 80GB HBM3", "NVIDIA X1");
+    std::fs::write(run.join("env.json"), env).unwrap();
+    sb.stage2().arg("report").arg(&run).assert().success();
+    let s: Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    assert!(decode(&s).is_null(), "{}", decode(&s));
+    let md = read(run.join("kernels.md"));
+    assert!(
+        md.contains("Bytes per step: none are given: the export holds no DRAM byte counters, and no DRAM bandwidth is known for NVIDIA X1 to read the shares against"),
+        "{md}"
+    );
+}

@@ -358,6 +358,12 @@ fn sampled_of(
     let mut s = read.or_else(|| sampled::none_taken(db.is_some() && devices.is_some(), off))?;
     if let (Some(t), Some(range)) = (timeline, range) {
         s.steps = steps(&s, t, range, shares_of, ceiling);
+        if s.steps.is_none() && shares_of.is_none() && !s.instances.is_empty() {
+            s.bytes_note = Some(format!(
+                "none are given: the export holds no DRAM byte counters, and no DRAM bandwidth is known for {} to read the shares against (ncu measured no peak; the datasheet table has no such GPU)",
+                gpu.unwrap_or("this GPU")
+            ));
+        }
     }
     Some(s)
 }

@@ -194,7 +194,8 @@ pub(crate) struct Sampled {
     /// The metrics the nsys pass asked for that its export does not list: nsys leaves out a
     /// counter the GPU cannot sample without a word.
     pub(crate) dropped: Vec<String>,
-    /// Why DRAM byte counters the export lists were not used.
+    /// Why the bytes per step are not from the byte counters the export lists, or why none
+    /// are given.
     pub(crate) bytes_note: Option<String>,
     /// The captured range's bytes per step (None: no instance has bytes).
     pub(crate) steps: Option<bytes::StepBytes>,

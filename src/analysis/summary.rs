@@ -230,7 +230,8 @@ pub(crate) struct GpuMetrics {
     /// counter the GPU cannot sample without a word).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) dropped: Vec<String>,
-    /// Why DRAM byte counters the export lists were not used for the bytes.
+    /// Why the bytes per step are not from the byte counters the export lists, or why none
+    /// are given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) bytes_note: Option<String>,
 }
