@@ -18,19 +18,21 @@ out=${OUT:-tmp/bytes-check}
 root="$out/runs"
 [ -x "$bin" ] || { echo "bytes-check: no stage2 binary at $bin (cargo build --release)" >&2; exit 1; }
 mkdir -p "$root"
-w=(examples/workloads/copy_steps.py)
+w=examples/workloads/copy_steps.py
 nsys --version; ncu --version | tail -1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+"$py" "$w" --known >"$out/known.json" || exit 1
+s=$(date -u +%H%M%S)
 for r in copy step; do
   # Sampling is not reused from an earlier run of the same command: this one samples.
-  "$bin" profile --run-root "$root" --run-id "$r" --nvtx-capture "$r" ncu.clock_control=none \
-    ncu.max_kernels=8 nsys.gpu_metrics.reuse=false -- "$py" "${w[@]}" >"$out/$r.log" 2>&1
-  echo "profile $r: exit $? (log: $out/$r.log)"
+  "$bin" profile --run-root "$root" --run-id "$r-$s" --nvtx-capture "$r" ncu.clock_control=none \
+    ncu.max_kernels=8 nsys.gpu_metrics.reuse=false -- "$py" "$w" >"$out/$r-$s.log" 2>&1
+  echo "profile $r-$s: exit $? (log: $out/$r-$s.log)"
 done
-"$py" - "$root" "$out/copy.log" <<'PY' | tee "$out/bytes-check.md"
+"$py" - "$root" "$s" "$out/known.json" <<'PY' | tee "$out/bytes-check.md"
 import csv, json, os, sqlite3, sys
-root, log = sys.argv[1:]
-known = json.loads([l for l in open(log) if l.startswith('{"copy"')][-1])
+root, stamp, known = sys.argv[1:]
+known = json.load(open(known))
 UNIT = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}
 
 def ncu_bytes(run, rng):
@@ -45,14 +47,17 @@ def ncu_bytes(run, rng):
         return {}
     out = {}
     for r in rows:
-        v = sum(float(r[c].replace(",", "")) * UNIT.get(units[c], 1) for c in cols)
+        try:
+            v = sum(float(r[c].replace(",", "")) * UNIT.get(units[c], 1) for c in cols)
+        except ValueError:
+            continue
         out.setdefault(r[head.index("Kernel Name")], []).append(v)
     return {k: sum(v) / len(v) for k, v in out.items()}
 
 print("| range | instances | source | coverage | known read (GB) | stage2 read (GB) | ratio | known write (GB) | stage2 write (GB) | ratio | ncu, same kernels (GB) | stage2 / ncu | ncu's share of kernel time |")
 print("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 for rng in ("copy", "step"):
-    run = f"{root}/{rng}"
+    run = f"{root}/{rng}-{stamp}"
     try:
         s = json.load(open(f"{run}/summary.json"))
     except OSError as e:
@@ -81,7 +86,7 @@ for rng in ("copy", "step"):
           f"{100 * measured / total if total else 0:.1f}% |")
 print()
 for rng in ("copy", "step"):
-    run = f"{root}/{rng}"
+    run = f"{root}/{rng}-{stamp}"
     try:
         s = json.load(open(f"{run}/summary.json"))
         st = json.load(open(f"{run}/status.json"))
@@ -94,15 +99,19 @@ for rng in ("copy", "step"):
           f"bytes note: {gm.get('bytes_note') or 'none'}; within ±{(step.get('bytes_within') or 0) / 1e9:.3f} GB; "
           f"floor {step.get('memory_floor_ms')} ms at {step.get('ceiling')}; use {step.get('bandwidth_use_pct')}%; "
           f"step {step.get('step_ms')} ms")
+    line = next((l for l in open(f"{run}/kernels.md") if l.startswith("DRAM traffic per step")), "-")
+    print(f"{rng}: kernels.md: {line.strip()}")
     db = f"{run}/nsys/run.sqlite"
-    if os.path.exists(db):
-        c = sqlite3.connect(db)
+    try:
+        c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         names = [r[0] for r in c.execute("SELECT DISTINCT metricName FROM TARGET_INFO_GPU_METRICS")]
         print(f"{rng}: the export's metrics: {names}")
         for m in ("DRAM Read Bytes [Bytes]", "DRAM Write Bytes [Bytes]"):
             row = c.execute("SELECT count(*), min(g.value), max(g.value) FROM GPU_METRICS g JOIN TARGET_INFO_GPU_METRICS t "
                             "ON t.metricId = g.metricId AND t.typeId = g.typeId WHERE t.metricName = ?", (m,)).fetchone()
             print(f"{rng}: {m}: {row[0]} samples, {row[1]} to {row[2]} bytes a window")
+    except sqlite3.Error as e:
+        print(f"{rng}: {db}: {e}")
 PY
 # What comes back: the table, the logs, the run directories without the reports.
 find "$root" \( -name '*.nsys-rep' -o -name '*.qdstrm' -o -name '*.ncu-rep' \) -delete
