@@ -4,9 +4,7 @@
 use std::fmt::Write;
 
 use super::fmt::{md, opt1, pct, us};
-use crate::findings::document::{
-    Agreement, BandwidthSource, BytesSource, Decided, GpuMetrics, Reused,
-};
+use crate::findings::document::{Agreement, BytesSource, Decided, GpuMetrics, Reused};
 use crate::findings::Findings;
 use crate::model::{Bound, KernelRecord, SampledFigures};
 
@@ -313,7 +311,7 @@ pub(crate) fn step_bytes(a: &Decided, s: &mut String) {
         (BytesSource::Counters, _) => "counted by the sampled DRAM byte counters".to_string(),
         (BytesSource::Shares, Some(p)) => format!(
             "from the sampled DRAM bandwidth shares of {} {:.2} TB/s",
-            bandwidth_of(p.source),
+            p.source.label(),
             p.bytes_per_s / 1e12
         ),
         (BytesSource::Shares, None) => "from the sampled DRAM bandwidth shares".to_string(),
@@ -338,18 +336,11 @@ pub(crate) fn step_bytes(a: &Decided, s: &mut String) {
         let _ = write!(
             s,
             " Memory floor {floor:.4} ms a step at {} {:.2} TB/s (no copy bandwidth measured); bandwidth use {} over the {:.2} ms step.",
-            bandwidth_of(c.source),
+            c.source.label(),
             c.bytes_per_s / 1e12,
             pct(used),
             b.step_ms
         );
     }
     let _ = writeln!(s);
-}
-
-fn bandwidth_of(source: BandwidthSource) -> &'static str {
-    match source {
-        BandwidthSource::NcuPeak => "ncu's peak",
-        BandwidthSource::Datasheet => "the datasheet's",
-    }
 }

@@ -51,6 +51,7 @@ pub(crate) enum BandwidthSource {
 }
 
 impl BandwidthSource {
+    /// Whose bandwidth, in the reports' words ("the datasheet's 3.35 TB/s").
     pub(crate) fn label(self) -> &'static str {
         match self {
             BandwidthSource::NcuPeak => "ncu's peak",
