@@ -27,6 +27,11 @@
 #   bench/run.sh scale [COPIES...]    `stage2 report` on the sample run's export repeated COPIES
 #                                     times (scripts/synth-export.py) against the sqlite3 scan
 #                                     floor; no GPU (default 1024 4096: 1.5M, 6M launches)
+#   bench/run.sh samples [COPIES...]  reading GPU-metrics samples: `stage2 report` on the
+#                                     GPU-metrics capture (tests/data/hf/gpu-metrics) repeated
+#                                     COPIES times, with and without its GPU_METRICS rows (the
+#                                     difference is the samples' cost), against sqlite3 scanning
+#                                     the rows; no GPU (default 12 243: 1M, 20M rows)
 #
 # env: STAGE2_BIN (target/release/stage2), PYTHON (python3), RUN_ROOT (tmp/bench-WHAT),
 #      STAGE2_EXTRA (overrides for every profile, e.g. ncu.clock_control=none), CAPTURE (the
@@ -332,7 +337,41 @@ for base, var, lever in [("eager", "static", "host_work"), ("eager", "compile", 
 PY
 }
 
+samples() {
+  need_bin
+  local n run rows launches mb s0 s1 k1 s2 k2 u0 u1 u2 y0 y1 y2 sizes=("$@")
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT  # global: the trap runs after the function
+  [ ${#sizes[@]} -gt 0 ] || sizes=(12 243)
+  # Each time is wall (CPU: user + system) seconds: a shared VM's wall times move with its load.
+  echo "| copies | GPU_METRICS rows | kernel launches | export (MB) | sqlite3 scan of the rows (s) | stage2 report (s) | the same without GPU_METRICS (s) | the samples' share: launches, samples, attribution (s) | share / scan | peak RSS with / without (MB) |"
+  echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+  for n in "${sizes[@]}"; do
+    run="$tmp/r$n"
+    cp -r tests/data/hf/gpu-metrics "$run" && rm -f "$run"/nsys/*.sqlite
+    "$py" scripts/synth-export.py tests/data/hf/gpu-metrics/nsys/run.sqlite "$run/nsys/run.sqlite" "$n" >/dev/null || exit 1
+    rows=$(sqlite3 "$run/nsys/run.sqlite" "SELECT count(*) FROM GPU_METRICS")
+    launches=$(sqlite3 "$run/nsys/run.sqlite" "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    mb=$(( $(stat -c %s "$run/nsys/run.sqlite") / 1048576 ))
+    cp -r "$run" "$run-none"
+    sqlite3 "$run-none/nsys/run.sqlite" "DROP TABLE GPU_METRICS; DROP TABLE TARGET_INFO_GPU_METRICS;"
+    # The floor: every column the reader takes, of every row, once.
+    /usr/bin/time -o "$tmp/t0" -f "%e %U %S %M" sqlite3 "$run/nsys/run.sqlite" \
+      "SELECT total(timestamp), total(typeId), total(metricId), total(value) FROM GPU_METRICS;" >/dev/null
+    /usr/bin/time -o "$tmp/t1" -f "%e %U %S %M" "$bin" report "$run" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+    /usr/bin/time -o "$tmp/t2" -f "%e %U %S %M" "$bin" report "$run-none" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; exit 1; }
+    read -r s0 u0 y0 _ <"$tmp/t0"; read -r s1 u1 y1 k1 <"$tmp/t1"; read -r s2 u2 y2 k2 <"$tmp/t2"
+    local c0 c1 c2 d dc
+    c0=$(awk -v u="$u0" -v s="$y0" 'BEGIN { printf "%.2f", u + s }')
+    c1=$(awk -v u="$u1" -v s="$y1" 'BEGIN { printf "%.2f", u + s }')
+    c2=$(awk -v u="$u2" -v s="$y2" 'BEGIN { printf "%.2f", u + s }')
+    d=$(awk -v a="$s1" -v b="$s2" 'BEGIN { printf "%.2f", a - b }')
+    dc=$(awk -v a="$c1" -v b="$c2" 'BEGIN { printf "%.2f", a - b }')
+    echo "| $n | $rows | $launches | $mb | $s0 ($c0) | $s1 ($c1) | $s2 ($c2) | $d ($dc) | $(ratio "$c0" "$dc") CPU | $((k1 / 1024)) / $((k2 / 1024)) |"
+    rm -rf "$run" "$run-none"
+  done
+}
+
 case $what in
-  gpu|warm|sampling|families|scale|levers) "$what" "$@" ;;
+  gpu|warm|sampling|families|scale|samples|levers) "$what" "$@" ;;
   *) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

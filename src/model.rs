@@ -118,6 +118,32 @@ pub(crate) struct SampledFigures {
 }
 
 impl SampledFigures {
+    /// Each figure in its range: time 0 to 1e18 ns, coverage and the shares of peak 0-100%.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let time = self.time_ns;
+        if !(time.is_finite() && (0.0..=1e18).contains(&time)) {
+            return Err(format!(
+                "time_ns = {}: a time is 0 to 1e18 ns",
+                crate::parse::number(time)
+            ));
+        }
+        let shares = [
+            ("coverage_pct", Some(self.coverage_pct)),
+            ("dram_pct", self.dram_pct),
+            ("sm_issue_pct", self.sm_issue_pct),
+            ("tensor_pct", self.tensor_pct),
+        ];
+        for (name, v) in shares {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && (0.0..=100.0).contains(v))) {
+                return Err(format!(
+                    "{name} = {}: a share is 0% to 100%",
+                    crate::parse::number(v)
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The compute side the sampled rule weighs against DRAM: the larger of SM issue and
     /// tensor activity.
     pub(crate) fn compute_pct(&self) -> Option<f64> {

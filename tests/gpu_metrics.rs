@@ -537,13 +537,28 @@ fn the_pass_samples_nsyss_set_for_the_chip_cut_to_the_metrics_read() {
             "SM Issue",
             "Tensor Active",
             "DRAM Read Bandwidth",
-            "DRAM Write Bandwidth"
+            "DRAM Write Bandwidth",
+            "DRAM Read Bytes",
+            "DRAM Write Bytes"
         ]
     );
     let st = common::status(&sb.run("s"));
     assert_eq!(
         st["passes"]["nsys"]["nsys"]["sampling"]["set"],
-        "nsys/gpu_metrics.config: gh100 (GH100), 5 of 24 metrics"
+        "nsys/gpu_metrics.config: gh100 (GH100), 5 of 24 metrics, and the DRAM byte counters"
+    );
+    // The run records every metric it asked for, as the export names them.
+    let asked = st["passes"]["nsys"]["nsys"]["sampling"]["asked"]
+        .as_array()
+        .unwrap();
+    assert_eq!(asked.len(), 7, "{asked:?}");
+    assert!(asked.contains(&serde_json::json!("DRAM Read Bytes [Bytes]")));
+    // The replayed export is of nsys's own set, without the counters: the reports say nsys
+    // left them out, and the bytes are from the shares.
+    let md = read(sb.run("s").join("kernels.md"));
+    assert!(
+        md.contains("The export lacks 2 of the metrics the pass asked for, left out by nsys without a word (a counter this GPU cannot sample): DRAM Read Bytes \\[Bytes\\], DRAM Write Bytes \\[Bytes\\]."),
+        "{md}"
     );
     // A set given in the config is nsys's to choose, and none is made.
     sampled_profile(
@@ -888,4 +903,174 @@ fn a_process_on_two_devices_has_each_launch_sampled_on_its_own() {
             && summary.contains(": the GPUs mostly wait on the CPU"),
         "{summary}"
     );
+}
+
+/// Hand-made from the real capture (error paths): one GPU_METRICS row nsys could not have
+/// written (a negative share, a text value, a timestamp between nanoseconds). The reports name
+/// the table, the row and what is wrong with it, attribute none of the samples, and print no
+/// figure from them; they do not say the export holds none.
+#[test]
+fn an_unreadable_samples_table_is_named_with_what_is_wrong() {
+    let row = "(SELECT min(rowid) FROM GPU_METRICS WHERE metricId = 18 AND timestamp > 20000000)";
+    for (set, why) in [
+        (
+            "value = -724.3",
+            "its value is -724.3: a share of peak is never below 0% or above 100%",
+        ),
+        ("value = 'x'", "its value is text or a blob, not a number"),
+        (
+            "timestamp = timestamp + 0.5",
+            "column timestamp: a real number where an integer belongs",
+        ),
+    ] {
+        let sb = Sandbox::new();
+        let run = edited_capture(
+            &sb,
+            "bad",
+            &format!("UPDATE GPU_METRICS SET {set} WHERE rowid = {row};"),
+        );
+        sb.stage2().arg("report").arg(&run).assert().success();
+        let md = read(run.join("kernels.md"));
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("The nsys pass sampled GPU metrics, but"))
+            .unwrap_or_else(|| panic!("{md}"));
+        assert!(
+            line.contains("but its samples cannot be read (GPU_METRICS row ") && line.contains(why),
+            "{line}"
+        );
+        assert!(!md.contains("-724") || line.contains("-724"), "{md}");
+        let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+        assert!(
+            s["gpu_metrics"]["all_kernels"].is_null(),
+            "{}",
+            s["gpu_metrics"]
+        );
+    }
+}
+
+/// Hand-made from a real entry (error path): the sampled figures a run keeps for the next,
+/// edited to what no sampled run could store. The next run does not reuse them (it samples,
+/// saying why), and a run's own copy so edited is refused by the reports, never printed as
+/// "500.0% covered" or "-50000 Hz".
+#[test]
+fn sampled_figures_out_of_range_are_not_reused() {
+    let sb = sampled_sandbox();
+    sampled_profile(&sb, "a", &[]);
+    sampled_profile(&sb, "r", &[]);
+    assert!(
+        !profile_line(&sb, "r").contains("--gpu-metrics"),
+        "r reuses a's"
+    );
+    let big = format!("1{}", "0".repeat(299));
+    for (i, (field, value, why)) in [
+        (
+            "coverage_pct",
+            "500.0",
+            "coverage_pct = 500: a share is 0% to 100%",
+        ),
+        (
+            "dram_pct",
+            big.as_str(),
+            "dram_pct = 1e299: a share is 0% to 100%",
+        ),
+        (
+            "frequency_hz",
+            "-50000",
+            "frequency_hz = -50000: a sampling frequency is above 0",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let edit = |path: &std::path::Path| {
+            let text = read(path);
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let at = match field {
+                "frequency_hz" => &mut v[field],
+                _ => &mut v["configs"][0][field],
+            };
+            *at = serde_json::from_str(value).unwrap();
+            std::fs::write(path, serde_json::to_string(&v).unwrap()).unwrap();
+        };
+        edit(&sampled_entry(&sb).unwrap());
+        let id = format!("b{i}");
+        let out = with_capture(&mut sb.profile_of(
+            &id,
+            &["--nvtx-capture", "decode", "--no-ncu"],
+            &["true"],
+        ))
+        .env("FAKE_SMI", "1")
+        .assert()
+        .success();
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(
+            profile_line(&sb, &id).contains("--gpu-metrics-devices="),
+            "{id} reused"
+        );
+        assert!(
+            err.contains("are not reused, so it samples: ") && err.contains(why),
+            "{err}"
+        );
+        // The reusing run's own copy, edited the same way.
+        let copy = sb.run("r").join("nsys/gpu_metrics_reused.json");
+        let kept = read(&copy);
+        edit(&copy);
+        sb.stage2()
+            .arg("report")
+            .arg(sb.run("r"))
+            .assert()
+            .success();
+        let md = read(sb.run("r").join("kernels.md"));
+        assert!(
+            md.contains("The nsys pass took no GPU-metrics samples: it was to reuse an earlier run's figures, and nsys/gpu_metrics_reused.json holds figures no sampled run could have (")
+                && md.contains(why),
+            "{md}"
+        );
+        assert!(!md.contains("500.0%") && !md.contains("-50000 Hz"), "{md}");
+        std::fs::write(&copy, kept).unwrap();
+    }
+}
+
+/// Hand-made from the real capture (error path): `decode` instances of no length (pushed and
+/// popped at once), all of them, then two in three. No division by an instance's length
+/// reaches an output: no `inf` or `NaN` in any report, no "inf%" floor, and summary.json
+/// holds to its schema.
+#[test]
+fn instances_of_no_length_put_no_inf_in_any_output() {
+    let schema: serde_json::Value = serde_json::from_str(&read(
+        common::root().join("src/findings/summary.schema.json"),
+    ))
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for (i, which) in ["1 = 1", "rowid % 3 <> 0"].into_iter().enumerate() {
+        let sb = Sandbox::new();
+        let sql = format!(
+            "UPDATE NVTX_EVENTS SET end = start WHERE COALESCE(text, (SELECT value FROM StringIds WHERE id = textId)) = 'decode' AND {which};"
+        );
+        let run = edited_capture(&sb, &format!("zero{i}"), &sql);
+        sb.stage2().arg("report").arg(&run).assert().success();
+        for f in [
+            "kernels.md",
+            "stakeholder_summary.md",
+            "kernels.csv",
+            "ranges.csv",
+            "summary.json",
+        ] {
+            let text = read(run.join(f));
+            for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+                assert!(
+                    word != "inf" && word != "NaN",
+                    "{which}: {f} has {word}:\n{text}"
+                );
+            }
+        }
+        let doc: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&doc)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .take(5)
+            .collect();
+        assert!(errors.is_empty(), "{which}: {errors:#?}");
+    }
 }

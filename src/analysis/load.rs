@@ -21,8 +21,10 @@ use crate::rundir::status::Status;
 use crate::rundir::{RunDir, KERN_SUM};
 
 mod ncu_side;
+mod samples;
 mod timeline;
 use ncu_side::*;
+use samples::sampled_of;
 use timeline::*;
 
 fn optional<T>(
@@ -187,8 +189,10 @@ impl Artifacts {
             serde_json::from_str(&text).ok()
         };
         let mut env = json("env.json");
+        let peaks = ncu.peaks();
         let read = (db.as_ref(), timeline.as_ref(), capture.range());
-        let sampled = sampled_of(run, (&config, &record.nsys), env.as_ref(), read).map(|mut s| {
+        let given = (env.as_ref(), peaks.as_ref());
+        let sampled = sampled_of(run, (&config, &record.nsys), given, read).map(|mut s| {
             // Under a launcher the timeline is the first rank's, and rank 0 alone samples.
             s.rank = first_rank;
             s.attach(&mut records);
@@ -209,7 +213,6 @@ impl Artifacts {
         {
             e.insert("python".to_string(), p);
         }
-        let peaks = ncu.peaks();
         // Moved out, not copied: at 73,000 range names a copy of these was a fifth of the
         // report's allocations. The phases and the sample index stay for what follows.
         use std::mem::take;
@@ -308,82 +311,6 @@ impl Artifacts {
             tokens::floor(s, &self.records, |r| self.point(r), peaks, whole)
         })
     }
-}
-
-/// The workload's `CUDA_VISIBLE_DEVICES`: `workload.device`, else the workload's own env, else
-/// stage2's as env.json kept it.
-fn visible_devices(config: &Config, env: Option<&serde_json::Value>) -> Option<String> {
-    config.visible_devices().or_else(|| {
-        env?["env"]["CUDA_VISIBLE_DEVICES"]
-            .as_str()
-            .map(str::to_string)
-    })
-}
-
-/// The run's sampled figures, or what it says of their absence. Sampled figures are evidence
-/// beside the timeline: a broken table costs them alone.
-fn sampled_of(
-    run: &RunDir,
-    (config, nsys): (&Config, &NsysRecord),
-    env: Option<&serde_json::Value>,
-    (db, timeline, range): (Option<&NsysDb>, Option<&Timeline>, Option<&str>),
-) -> Option<sampled::Sampled> {
-    let visible = visible_devices(config, env);
-    let asked = nsys.sampled_devices().map(str::to_string);
-    let read = match (db, timeline) {
-        (Some(db), Some(t)) => {
-            sampled_figures(run, db, t, range, visible.as_deref(), asked.as_deref()).unwrap_or_else(
-                |e| {
-                    tracing::warn!("sampled GPU metrics left out: {e}");
-                    None
-                },
-            )
-        }
-        _ => None,
-    };
-    let off = nsys.sampling_off.clone();
-    read.or_else(|| sampled::none_taken(db.is_some() && asked.is_some(), off))
-}
-
-/// This run's samples, or where its nsys pass did not sample, the figures it reused from an
-/// earlier run (`nsys/gpu_metrics_reused.json`).
-fn sampled_figures(
-    run: &RunDir,
-    db: &NsysDb,
-    t: &Timeline,
-    range: Option<&str>,
-    visible: Option<&str>,
-    asked: Option<&str>,
-) -> Result<Option<sampled::Sampled>, Error> {
-    let renumbered = visible.filter(|v| sampled::renumbers(v));
-    // GPUs asked for by number are numbered as CUDA numbers them where nothing renumbers.
-    let by_number = asked.is_some_and(crate::config::gpu_numbers);
-    let numbering = match (renumbered, by_number) {
-        (None, true) => sampled::Numbering::AsCuda,
-        _ => sampled::Numbering::Unknown,
-    };
-    if let Some(s) = sampled::read(db, &t.phases, range, renumbered, numbering)? {
-        return Ok(Some(s));
-    }
-    let path = run.path.join(sampled::reuse::FILE);
-    if !path.is_file() {
-        return Ok(None);
-    }
-    let text = crate::files::read_capped(&path, crate::files::RUN_FILE_CAP)
-        .map_err(|e| Error::io("read", path.clone(), e))?;
-    let stored: sampled::reuse::Stored = serde_json::from_str(&text).map_err(|e| {
-        Error::parse(
-            &path,
-            Some(e.line() as u64),
-            format!("not the sampled figures of an earlier run ({e})"),
-        )
-    })?;
-    let launches = sampled::launches(db, &t.phases, range)?;
-    Ok(Some(sampled::reuse::attribute(
-        &launches,
-        &stored,
-        sampled::reuse::FILE,
-    )))
 }
 
 /// The Python samples of the nsys pass (none when the run took none), placed in its ranges.

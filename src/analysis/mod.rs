@@ -3,6 +3,7 @@
 //! these values and writes files.
 
 pub(crate) mod cadence;
+pub(crate) mod datasheet;
 pub(crate) mod diff;
 pub(crate) mod durations;
 pub(crate) mod graphs;
@@ -253,6 +254,11 @@ impl Artifacts {
     pub(crate) fn second_gpu(&self) -> Option<&crate::rundir::status::SecondGpu> {
         let ncu = self.status.as_ref()?.passes.get("ncu")?.ncu.as_ref()?;
         ncu.second_gpu.as_ref()
+    }
+
+    /// The captured range's DRAM bytes per step from the samples (None: none measured).
+    pub(crate) fn steps(&self) -> Option<&sampled::bytes::StepBytes> {
+        self.sampled.as_ref()?.steps.as_ref()
     }
 
     /// The file the sampled figures come from: the export, or the earlier run's figures this

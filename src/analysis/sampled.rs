@@ -10,16 +10,15 @@
 //! reads as idle say nothing of the launch: that time is left uncovered, and coverage says so.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use crate::analysis::nesting::{Cursor, Nesting};
-use crate::error::Error;
 use crate::model::{Bound, KernelRecord, SampledConfig, SampledFigures, SampledKernel};
 use crate::parse::ncu::NcuReport;
-use crate::parse::sqlite::{NsysDb, NvtxRange, Sample, Series};
+use crate::parse::sqlite::Sample;
 
 const GR: usize = 0;
-const DRAM_READ: usize = 1;
-const DRAM_WRITE: usize = 2;
+pub(crate) const DRAM_READ: usize = 1;
+pub(crate) const DRAM_WRITE: usize = 2;
 const SM_ISSUE: usize = 3;
 const TENSOR: usize = 4;
 
@@ -51,8 +50,13 @@ impl<'a> Windows<'a> {
         }
     }
 
-    /// Each window that `[start, end)` overlaps, with the overlap (ns).
-    fn overlapping(&self, start: i64, end: i64, mut f: impl FnMut(&Sample, i64)) {
+    /// The length of window `i` (ns).
+    pub(crate) fn len(&self, i: usize) -> i64 {
+        self.end(i) - self.samples[i].t
+    }
+
+    /// Each window that `[start, end)` overlaps, with the overlap and the window's length (ns).
+    fn overlapping(&self, start: i64, end: i64, mut f: impl FnMut(&Sample, i64, i64)) {
         let first = self
             .samples
             .partition_point(|s| s.t <= start)
@@ -64,7 +68,7 @@ impl<'a> Windows<'a> {
             }
             let ov = end.min(self.end(i)) - start.max(s.t);
             if ov > 0 {
-                f(s, ov);
+                f(s, ov, self.len(i));
             }
         }
     }
@@ -91,7 +95,7 @@ impl Acc {
     pub(crate) fn add(&mut self, w: &Windows, start: i64, end: i64) {
         self.launches += 1;
         self.time_ns += (end - start).max(0) as f64;
-        w.overlapping(start, end, |s, ov| {
+        w.overlapping(start, end, |s, ov, _| {
             let gr = s.v[GR];
             // A set without GR Active: the raw window average. A window that saw the GPU idle
             // while the launch ran (timestamps of two clocks) says nothing of it.
@@ -187,18 +191,36 @@ pub(crate) struct Sampled {
     pub(crate) rank: Option<u32>,
     /// Set when the figures are an earlier run's, reused (this run's nsys pass sampled none).
     pub(crate) reused: Option<reuse::Reused>,
+    /// The metrics the nsys pass asked for that its export does not list: nsys leaves out a
+    /// counter the GPU cannot sample without a word.
+    pub(crate) dropped: Vec<String>,
+    /// Why the bytes per step are not from the byte counters the export lists, or why none
+    /// are given.
+    pub(crate) bytes_note: Option<String>,
+    /// The captured range's bytes per step (None: no instance has bytes).
+    pub(crate) steps: Option<bytes::StepBytes>,
 }
 
-/// One launch: its kernel (demangled name), grid, block, GPU start and end, and the start of
-/// the range instance it was launched in (None: no range asked for).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SampledLaunch {
-    pub(crate) name: String,
-    pub(crate) grid: String,
-    pub(crate) block: String,
+/// One instance of the range: its CPU start and end (ns, the export's clock) and thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct InstanceKey {
     pub(crate) start: i64,
     pub(crate) end: i64,
-    pub(crate) instance: Option<i64>,
+    pub(crate) tid: i64,
+}
+
+/// One launch: its kernel (demangled name), grid, block, GPU start and end, and the range
+/// instance it was launched in (None: no range asked for).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SampledLaunch {
+    /// Shared by every launch of one configuration: a capture holds millions of launches of a
+    /// few dozen.
+    pub(crate) name: Arc<str>,
+    pub(crate) grid: Arc<str>,
+    pub(crate) block: Arc<str>,
+    pub(crate) start: i64,
+    pub(crate) end: i64,
+    pub(crate) instance: Option<InstanceKey>,
     /// The CUDA device it ran on.
     pub(crate) device: i64,
 }
@@ -208,25 +230,41 @@ pub(crate) struct SampledLaunch {
 pub(crate) struct InstanceFigures {
     /// The instance's CPU start (ns, the export's clock).
     pub(crate) start_ns: i64,
+    #[serde(skip)]
+    pub(crate) key: InstanceKey,
     #[serde(flatten)]
     pub(crate) figures: SampledFigures,
+    /// Its DRAM bytes (None: no sampled GPU's windows, or no way to read them).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub(crate) bytes: Option<bytes::InstanceBytes>,
 }
 
 /// Attribute one GPU's samples to launches.
+#[cfg(test)]
 pub(crate) fn attribute(samples: &[Sample], launches: &[SampledLaunch]) -> Option<Sampled> {
     let w = Windows::new(samples)?;
-    Some(attribute_with(|_| Some(&w), w.frequency_hz(), launches))
+    Some(attribute_with(
+        |_| Some(&w),
+        |_| None,
+        w.frequency_hz(),
+        launches,
+    ))
 }
 
 /// Attribute to each launch the samples of its device's GPU (`windows_of`); a launch whose
-/// device has none adds its time uncovered.
+/// device has none adds its time uncovered. Each instance gets its DRAM bytes where its
+/// devices' windows can be read for them (`how_of`).
 fn attribute_with<'w>(
     windows_of: impl Fn(i64) -> Option<&'w Windows<'w>>,
+    how_of: impl Fn(i64) -> Option<bytes::How>,
     frequency_hz: f64,
     launches: &[SampledLaunch],
 ) -> Sampled {
-    let mut kernels: HashMap<String, KernelAcc> = HashMap::new();
-    let mut instances: std::collections::BTreeMap<i64, Acc> = Default::default();
+    let mut bytes = bytes::per_instance(launches, &windows_of, how_of);
+    // Per launch configuration while reading (a million launches are a few dozen of them),
+    // per kernel once at the end.
+    let mut configs: rustc_hash::FxHashMap<(&str, &str, &str), Acc> = Default::default();
+    let mut instances: std::collections::BTreeMap<InstanceKey, Acc> = Default::default();
     let mut whole = Acc::default();
     for l in launches {
         let mut one = Acc::default();
@@ -238,12 +276,16 @@ fn attribute_with<'w>(
         if let Some(i) = l.instance {
             instances.entry(i).or_default().merge(&one);
         }
-        let k = kernels.entry(l.name.clone()).or_default();
-        k.all.merge(&one);
-        k.configs
-            .entry((l.grid.clone(), l.block.clone()))
+        configs
+            .entry((&l.name, &l.grid, &l.block))
             .or_default()
             .merge(&one);
+    }
+    let mut kernels: HashMap<String, KernelAcc> = HashMap::new();
+    for ((name, grid, block), acc) in configs {
+        let k = kernels.entry(name.to_string()).or_default();
+        k.all.merge(&acc);
+        k.configs.insert((grid.to_string(), block.to_string()), acc);
     }
     Sampled {
         frequency_hz,
@@ -251,226 +293,35 @@ fn attribute_with<'w>(
         kernels,
         instances: instances
             .into_iter()
-            .map(|(start_ns, acc)| InstanceFigures {
-                start_ns,
+            .map(|(key, acc)| InstanceFigures {
+                start_ns: key.start,
+                key,
                 figures: acc.figures(),
+                bytes: bytes.remove(&key),
             })
             .collect(),
-        beside_ncu: Vec::new(),
-        note: None,
-        not_sampled: None,
-        picked: None,
-        rank: None,
-        reused: None,
-    }
-}
-
-/// Of the sampled GPUs (`--gpu-metrics-devices=cuda-visible` on a machine of several), each
-/// launch takes its own device's samples. nsys numbers a sampled GPU in the low byte of its
-/// sample stream's id (NVIDIA's `gpu_metric_util_map` recipe reads `typeId & 0xFF` as the GPU;
-/// an H100 pair's export had two streams, ids ending 00 and 01). A device that no stream is
-/// numbered as leaves its launches uncovered. Err: why none are attributed.
-fn of_devices(
-    series: &[Series],
-    devices: &[i64],
-    launches: &[SampledLaunch],
-) -> Result<Sampled, String> {
-    let n = series.len();
-    let list = |d: &[i64]| crate::text::listed(d, ", ");
-    let found: Vec<(i64, &Series)> = devices
-        .iter()
-        .filter_map(|&d| series.iter().find(|s| s.gpu & 0xFF == d).map(|s| (d, s)))
-        .collect();
-    if found.is_empty() {
-        return Err(format!(
-            "{} sampled and none numbered as the range's kernels' device {}, so none of their samples are attributed",
-            gpus(n),
-            list(devices)
-        ));
-    }
-    let windows: HashMap<i64, Windows> = found
-        .iter()
-        .filter_map(|&(d, s)| Windows::new(&s.samples).map(|w| (d, w)))
-        .collect();
-    let Some(frequency_hz) = windows.values().map(Windows::frequency_hz).next() else {
-        return Err(format!(
-            "fewer than two samples of device {} over the range's kernels",
-            list(devices)
-        ));
-    };
-    let mut a = attribute_with(|d| windows.get(&d), frequency_hz, launches);
-    let how = "nsys numbers a sampled GPU in the low byte of its stream id, as NVIDIA's gpu_metric_util_map recipe reads it";
-    let unsampled: Vec<i64> = devices
-        .iter()
-        .copied()
-        .filter(|d| !windows.contains_key(d))
-        .collect();
-    a.picked = Some(match (devices, unsampled.is_empty()) {
-        ([d], _) => format!(
-            "nsys sampled {} and the range's kernels ran on device {d}: its samples are theirs ({how})",
-            gpus(n)
-        ),
-        (_, true) => format!(
-            "nsys sampled {} and the range's kernels ran on devices {}: each launch takes its own device's samples ({how})",
-            gpus(n),
-            list(devices)
-        ),
-        (_, false) => format!(
-            "nsys sampled {} and the range's kernels ran on devices {}: each launch takes its own device's samples ({how}), and device {}'s launches, with none, are uncovered",
-            gpus(n),
-            list(devices),
-            list(&unsampled)
-        ),
-    });
-    Ok(a)
-}
-
-/// "1 GPU", "2 GPUs".
-fn gpus(n: usize) -> String {
-    match n {
-        1 => "1 GPU".to_string(),
-        n => format!("{n} GPUs"),
-    }
-}
-
-/// A `CUDA_VISIBLE_DEVICES` value that renumbers GPUs: anything but `0`, `0,1`, `0,1,2`, ...
-pub(crate) fn renumbers(visible: &str) -> bool {
-    visible
-        .split(',')
-        .map(str::trim)
-        .enumerate()
-        .any(|(i, v)| v != i.to_string())
-}
-
-/// What a run whose export holds no samples says of it: the nsys pass was asked to sample
-/// (`asked`: its command line) and the export has none, or sampling was left off and why.
-pub(crate) fn none_taken(asked: bool, off: Option<String>) -> Option<Sampled> {
-    match (asked, off) {
-        (true, _) => Some(Sampled {
-            note: Some("its export holds none (no GPU_METRICS table)".into()),
-            ..Sampled::default()
-        }),
-        (false, Some(why)) => Some(Sampled {
-            not_sampled: Some(why),
-            ..Sampled::default()
-        }),
-        (false, None) => None,
-    }
-}
-
-/// Whether a lone sampled GPU's number can be held against the kernels' device: asked for by
-/// number with nothing renumbering the GPUs, nsys's number is CUDA's. With `cuda-visible` a
-/// GPU bound to the process (srun's per-task binding, say) keeps the machine's number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Numbering {
-    AsCuda,
-    Unknown,
-}
-
-/// Read the samples of the export and attribute them to the launches made inside an
-/// instance of `range` (anywhere when None). None when the run sampled nothing.
-/// `renumbered`: the workload's `CUDA_VISIBLE_DEVICES` where it renumbers the GPUs (not
-/// `0,1,...`), when several were sampled: which stream is the kernels' device is then not known.
-pub(crate) fn read(
-    db: &NsysDb,
-    ranges: &[NvtxRange],
-    range: Option<&str>,
-    renumbered: Option<&str>,
-    numbering: Numbering,
-) -> Result<Option<Sampled>, Error> {
-    // A run that sampled nothing costs one schema look.
-    if !db.has_gpu_metrics()? {
-        return Ok(None);
-    }
-    let launches = launches(db, ranges, range)?;
-    let from = launches.iter().map(|l| l.start).min().unwrap_or(0);
-    let to = launches.iter().map(|l| l.end).max().unwrap_or(0);
-    let series = db.gpu_metric_samples(from.saturating_sub(1_000_000), to)?;
-    let series: Vec<Series> = series.unwrap_or_default();
-    // The devices the range's own launches ran on, read with them.
-    let mut devices: Vec<i64> = launches.iter().map(|l| l.device).collect();
-    devices.sort_unstable();
-    devices.dedup();
-    let one = |why: String| Sampled {
-        note: Some(why),
         ..Sampled::default()
-    };
-    Ok(Some(match (series.as_slice(), devices.as_slice()) {
-        ([], _) => one("the export holds no GPU-metrics samples over the range's kernels".into()),
-        ([s], [device])
-            if numbering == Numbering::AsCuda && s.gpu & 0xFF != *device =>
-        {
-            one(format!(
-                "nsys sampled GPU {} and the range's kernels ran on device {device}: its samples are another GPU's, so none are attributed (nsys.gpu_metrics.devices names the GPU to sample)",
-                s.gpu & 0xFF
-            ))
-        }
-        ([s], [] | [_]) => match attribute(&s.samples, &launches) {
-            Some(a) => a,
-            None => one("fewer than two GPU-metrics samples over the range's kernels".into()),
-        },
-        (many, []) => one(format!(
-            "{} GPUs sampled and the range has no kernel launch to attribute them to",
-            many.len()
-        )),
-        (many, devices) => match renumbered {
-            Some(v) => one(format!(
-                "{} sampled while CUDA_VISIBLE_DEVICES={v} renumbers the GPUs the workload sees, so which stream is which of the kernels' devices is not known and none are attributed",
-                gpus(many.len()),
-            )),
-            None => of_devices(many, devices, &launches).unwrap_or_else(one),
-        },
-    }))
-}
-
-/// Every kernel launch made inside an instance of `range` (anywhere when None), with its
-/// name and configuration.
-pub(crate) fn launches(
-    db: &NsysDb,
-    ranges: &[NvtxRange],
-    range: Option<&str>,
-) -> Result<Vec<SampledLaunch>, Error> {
-    let nest = Nesting::new(ranges);
-    let mut cursor = Cursor::default();
-    let mut launches: Vec<SampledLaunch> = Vec::new();
-    // Text once per distinct configuration, shared by its launches.
-    let names = db.strings()?;
-    let text = |id: i64| names.get(&id).cloned().unwrap_or_default();
-    let mut configs: rustc_hash::FxHashMap<[i32; 7], (String, String)> = Default::default();
-    db.shaped_launches(|l| {
-        let instance = match range {
-            Some(name) => match nest.holding_named(&mut cursor, ranges, l.tid, l.api_start, name) {
-                Some(i) => Some(ranges[i].start),
-                None => return,
-            },
-            None => None,
-        };
-        let demangled = l.demangled.map(text).unwrap_or_default();
-        let name = match demangled.is_empty() {
-            true => text(l.mangled),
-            false => demangled,
-        };
-        let (grid, block) = configs
-            .entry(l.config)
-            .or_insert_with(|| {
-                let c = l.launch();
-                (c.grid, c.block)
-            })
-            .clone();
-        launches.push(SampledLaunch {
-            name,
-            grid,
-            block,
-            start: l.start,
-            end: l.start + l.ns,
-            instance,
-            device: l.device,
-        });
-    })?;
-    Ok(launches)
+    }
 }
 
 impl Sampled {
+    /// No figures, and why (the words follow "The nsys pass sampled GPU metrics, but").
+    pub(crate) fn noted(why: String) -> Sampled {
+        Sampled {
+            note: Some(why),
+            ..Sampled::default()
+        }
+    }
+
+    /// No samples taken, and why (the words follow "The nsys pass took no GPU-metrics
+    /// samples:").
+    pub(crate) fn not_taken(why: String) -> Sampled {
+        Sampled {
+            not_sampled: Some(why),
+            ..Sampled::default()
+        }
+    }
+
     /// Set the configurations ncu measured too, once, for every reader (summary, reports,
     /// findings) after the records have their sampled figures.
     pub(crate) fn beside(&mut self, records: &[KernelRecord], ncu: Option<&NcuReport>) {
@@ -600,7 +451,10 @@ pub(crate) fn agreement_stats(
     Some((mean, worst, 100.0 * same / time, kept.len()))
 }
 
+pub(crate) mod bytes;
+mod read;
 pub(crate) mod reuse;
+pub(crate) use read::{launches, none_taken, read, renumbers, Numbering, Reading};
 
 #[cfg(test)]
 mod tests;

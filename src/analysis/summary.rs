@@ -35,7 +35,11 @@ use crate::rundir::status::PassStatus;
 /// 9: `ranges`, `ledger` and the `range_verdict` findings hold the ranges kernels.md lists
 /// (`report.max_ranges`, the ranges with the most range time); `ranges_left_out` counts the
 /// rest, which ranges.csv lists with every range (a run with 73k range names wrote 156 MB).
-pub(crate) const SCHEMA_VERSION: u32 = 9;
+/// 10: the captured range's `dram_per_step` (DRAM bytes per step from the nsys pass's samples,
+/// over its steady instances: median bytes, memory floor and bandwidth use against a labelled
+/// ceiling); each sampled instance's DRAM bytes and their coverage; `gpu_metrics.dropped` (the
+/// metrics asked for that the export lacks) and `bytes_note`.
+pub(crate) const SCHEMA_VERSION: u32 = 10;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct Summary {
@@ -137,6 +141,9 @@ pub(crate) struct Range {
     /// and memcpy/memset execution time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gpu_idle: Option<GpuIdle>,
+    /// The captured range's DRAM bytes per step, from the nsys pass's samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) dram_per_step: Option<crate::analysis::sampled::bytes::StepBytes>,
 }
 
 #[derive(Debug, Serialize)]
@@ -219,6 +226,14 @@ pub(crate) struct GpuMetrics {
     /// Over the configurations of at least 5% of the range's time at 80% coverage or more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) agreement: Option<AgreementSummary>,
+    /// The metrics the pass's set asked for that the export does not list (nsys leaves out a
+    /// counter the GPU cannot sample without a word).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) dropped: Vec<String>,
+    /// Why the bytes per step are not from the byte counters the export lists, or why none
+    /// are given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) bytes_note: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -270,6 +285,8 @@ pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
         instances: s.instances.clone(),
         beside_ncu: s.beside_ncu.clone(),
         agreement,
+        dropped: s.dropped.clone(),
+        bytes_note: s.bytes_note.clone(),
     })
 }
 
@@ -357,6 +374,7 @@ pub(crate) fn summary_of(a: &Artifacts, keep: &dyn Fn(&str) -> bool) -> Summary 
                     per_instance: None,
                     runs: range_runs(a, r.name()),
                     gpu_idle: None,
+                    dram_per_step: None,
                 })
                 .collect()
         } else {
@@ -388,6 +406,7 @@ pub(crate) fn summary_of(a: &Artifacts, keep: &dyn Fn(&str) -> bool) -> Summary 
                         largest_gap_ns: r.largest_gap_ns,
                         memcpy_ns: r.memcpy_ns,
                     }),
+                    dram_per_step: a.steps().filter(|s| s.range == r.name).cloned(),
                 })
                 .collect()
         },

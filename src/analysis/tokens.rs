@@ -156,11 +156,13 @@ pub(crate) fn floor(
             measured_ns += r.total_time_ns;
         }
     }
-    if measured_ns <= 0.0 || s.instances == 0 || peaks.dram_bytes_per_s <= 0.0 {
+    let n = s.instances as f64;
+    let actual_ms = s.wall_ns.max(s.proj_ns) as f64 / 1e6 / n.max(1.0);
+    // Instances of no length (a range pushed and popped at once) have no time to set a
+    // floor against.
+    if measured_ns <= 0.0 || s.instances == 0 || peaks.dram_bytes_per_s <= 0.0 || actual_ms <= 0.0 {
         return None;
     }
-    let n = s.instances as f64;
-    let actual_ms = s.wall_ns.max(s.proj_ns) as f64 / 1e6 / n;
     let per_instance = whole.map_or(bytes / n, |w| w.dram_bytes);
     let memory_floor_ms = per_instance / peaks.dram_bytes_per_s * 1e3;
     let compute_floor_ms = peaks

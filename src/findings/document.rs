@@ -17,6 +17,7 @@ pub(crate) use crate::analysis::instances::Group;
 pub(crate) use crate::analysis::ledger::{Parts, RangeLedger};
 pub(crate) use crate::analysis::repeats::Repeats;
 pub(crate) use crate::analysis::roofline::Peaks;
+pub(crate) use crate::analysis::sampled::bytes::{BandwidthSource, BytesSource, StepBytes};
 pub(crate) use crate::analysis::sampled::reuse::{Reused, FILE as REUSED_FIGURES};
 pub(crate) use crate::analysis::sampled::Agreement;
 pub(crate) use crate::analysis::summary::{GpuMetrics, RangesLeftOut, Summary};
@@ -115,6 +116,10 @@ pub(crate) struct Layout {
 }
 
 impl<'a> Decided<'a> {
+    /// The captured range's DRAM bytes per step from the nsys pass's samples.
+    pub(crate) fn summary_steps(&self) -> Option<&'a StepBytes> {
+        self.analysis.steps()
+    }
     /// What the nsys pass captured.
     pub(crate) fn capture(&self) -> &'a crate::config::Capture {
         self.analysis.capture()

@@ -170,6 +170,10 @@ impl Pass for NsysPass {
                 refused: None,
                 reused_from: reused_from.clone(),
                 set: set.filter(|_| reused_from.is_none()),
+                asked: derived
+                    .filter(|_| reused_from.is_none())
+                    .map(|d| d.asked.clone())
+                    .unwrap_or_default(),
             }),
             sampling_off: ctx
                 .cfg
@@ -270,6 +274,7 @@ impl Pass for NsysPass {
                 s.refused = refused.clone();
                 if set_refused.is_some() {
                     s.set = None;
+                    s.asked.clear();
                 }
             }
             st.nsys = Some(rec);

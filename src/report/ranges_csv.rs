@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use crate::findings::document::{Decided, RANGES_CSV};
+use crate::findings::document::{BandwidthSource, BytesSource, Decided, StepBytes, RANGES_CSV};
 
 const HEADER: &[&str] = &[
     "name",
@@ -28,8 +28,23 @@ const HEADER: &[&str] = &[
     "compile_ns",
     "children_ns",
     "rest_ns",
+    // The captured range's DRAM traffic per step from the nsys pass's samples (empty for the
+    // others): medians over its steady instances, see analysis::sampled::bytes.
+    "dram_bytes_per_step",
+    "dram_read_bytes_per_step",
+    "dram_write_bytes_per_step",
+    "dram_bytes_within",
+    "dram_bytes_source",
+    "dram_bytes_coverage_pct",
+    "memory_floor_ms_per_step",
+    "dram_ceiling_bytes_per_s",
+    "dram_ceiling_source",
+    "dram_bandwidth_use_pct",
     "listed",
 ];
+
+/// The fields of [`HEADER`] from `dram_bytes_per_step` to `dram_bandwidth_use_pct`.
+const STEP_FIELDS: usize = 10;
 
 /// `ranges.csv`.
 pub(crate) struct RangesCsv;
@@ -103,6 +118,10 @@ impl super::Output for RangesCsv {
                 }
                 None => (0..6).try_for_each(|_| w.write_field(""))?,
             }
+            match d.summary_steps().filter(|s| s.range == r.name) {
+                Some(s) => step_fields(&mut w, &mut num, s)?,
+                None => (0..STEP_FIELDS).try_for_each(|_| w.write_field(""))?,
+            }
             w.write_field(if d.listed.has(&r.name) {
                 "true"
             } else {
@@ -125,6 +144,43 @@ impl super::Output for RangesCsv {
         }
         w.flush()?;
         Ok(true)
+    }
+}
+
+/// The captured range's bytes per step, [`STEP_FIELDS`] fields.
+fn step_fields<W: Write>(
+    w: &mut csv::Writer<W>,
+    num: &mut String,
+    s: &StepBytes,
+) -> csv::Result<()> {
+    let opt = |w: &mut csv::Writer<W>, num: &mut String, v: Option<f64>, digits: usize| match v {
+        Some(v) => field(w, num, format_args!("{v:.digits$}")),
+        None => w.write_field(""),
+    };
+    field(w, num, format_args!("{:.0}", s.dram_bytes))?;
+    field(w, num, format_args!("{:.0}", s.dram_read_bytes))?;
+    field(w, num, format_args!("{:.0}", s.dram_write_bytes))?;
+    opt(w, num, s.bytes_within, 0)?;
+    w.write_field(source_name(s.source))?;
+    field(w, num, format_args!("{:.1}", s.coverage_pct))?;
+    opt(w, num, s.memory_floor_ms, 4)?;
+    opt(w, num, s.ceiling.map(|c| c.bytes_per_s), 0)?;
+    w.write_field(s.ceiling.map_or("", |c| ceiling_name(c.source)))?;
+    opt(w, num, s.bandwidth_use_pct, 2)
+}
+
+/// The names summary.json gives the sources.
+fn source_name(s: BytesSource) -> &'static str {
+    match s {
+        BytesSource::Counters => "counters",
+        BytesSource::Shares => "shares",
+    }
+}
+
+fn ceiling_name(s: BandwidthSource) -> &'static str {
+    match s {
+        BandwidthSource::NcuPeak => "ncu_peak",
+        BandwidthSource::Datasheet => "datasheet",
     }
 }
 

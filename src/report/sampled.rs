@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::fmt::{md, opt1, pct, us};
-use crate::findings::document::{Agreement, Decided, GpuMetrics, Reused};
+use crate::findings::document::{Agreement, BytesSource, Decided, GpuMetrics, Reused};
 use crate::findings::Findings;
 use crate::model::{Bound, KernelRecord, SampledFigures};
 
@@ -52,6 +52,17 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
     );
     if let Some(p) = &gm.picked {
         let _ = writeln!(s, "{}.\n", md(p));
+    }
+    if !gm.dropped.is_empty() {
+        let _ = writeln!(
+            s,
+            "The export lacks {} of the metrics the pass asked for, left out by nsys without a word (a counter this GPU cannot sample): {}.\n",
+            gm.dropped.len(),
+            gm.dropped.iter().map(|m| md(m)).collect::<Vec<_>>().join(", ")
+        );
+    }
+    if let Some(why) = &gm.bytes_note {
+        let _ = writeln!(s, "Bytes per step: {}.\n", md(why));
     }
     if let Some(r) = gm.rank {
         let _ = writeln!(s, "Rank {r}'s launches alone: under a launcher only rank 0's nsys samples, as nsys refuses a second sampler of a GPU; the figures below are of its launches.\n");
@@ -281,4 +292,55 @@ fn agreement(gm: &GpuMetrics, findings: &Findings, s: &mut String) {
     {
         let _ = writeln!(s, "\n{}", super::phrase::sentence(d));
     }
+}
+
+/// kernels.md's line of the captured range's DRAM traffic per step, in the ranges section:
+/// the figure, its source, its coverage, and the floor and use against a labelled ceiling.
+pub(crate) fn step_bytes(a: &Decided, s: &mut String) {
+    let Some(b) = a.summary_steps() else { return };
+    let mb = |v: f64| format!("{:.2} MB", v / 1e6);
+    let over = match &b.group {
+        Some(g) => format!(
+            "median of the {} of its most numerous group, {}",
+            b.instances,
+            md(g)
+        ),
+        None => format!("median of its {} instances", b.instances),
+    };
+    let how = match (b.source, b.shares_of) {
+        (BytesSource::Counters, _) => "counted by the sampled DRAM byte counters".to_string(),
+        (BytesSource::Shares, Some(p)) => format!(
+            "from the sampled DRAM bandwidth shares of {} {:.2} TB/s",
+            p.source.label(),
+            p.bytes_per_s / 1e12
+        ),
+        (BytesSource::Shares, None) => "from the sampled DRAM bandwidth shares".to_string(),
+    };
+    let within = b.bytes_within.map_or(String::new(), |w| {
+        format!(
+            "; the export keeps each share as a whole per cent, so within ±{}",
+            mb(w)
+        )
+    });
+    let _ = write!(
+        s,
+        "\nDRAM traffic per step of `{}` (the nsys pass's samples, {over}; summary.json `dram_per_step`): {} ({} read, {} written), all the GPU's DRAM traffic over each step's GPU span, {how}, {} covered{within}.",
+        md(&b.range),
+        mb(b.dram_bytes),
+        mb(b.dram_read_bytes),
+        mb(b.dram_write_bytes),
+        pct(b.coverage_pct),
+    );
+    if let (Some(c), Some(floor), Some(used)) = (b.ceiling, b.memory_floor_ms, b.bandwidth_use_pct)
+    {
+        let _ = write!(
+            s,
+            " Memory floor {floor:.4} ms a step at {} {:.2} TB/s (no copy bandwidth measured); bandwidth use {} over the {:.2} ms step.",
+            c.source.label(),
+            c.bytes_per_s / 1e12,
+            pct(used),
+            b.step_ms
+        );
+    }
+    let _ = writeln!(s);
 }

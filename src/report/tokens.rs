@@ -96,14 +96,15 @@ fn baseline_row(f: &Findings, p: &PhaseCost, s: &mut String) {
     let Some(ms) = m.figure(Q::BaselineMsPerInstance).map(|e| e.value) else {
         return;
     };
-    let scale = ms / p.ms_per_instance;
+    // Instances of no length under nsys have no rate to scale: those cells stay empty.
+    let scale = Some(ms / p.ms_per_instance).filter(|s| s.is_finite());
     let _ = writeln!(
         s,
         "| {} — without a profiler (baseline pass) | {} | | | {ms:.3} | {} | {} | | | | | | | |",
         md(&p.phase),
         p.instances,
-        opt(p.ms_per_token.map(|t| t * scale), 3),
-        opt(p.tokens_per_s.map(|t| t / scale), 0),
+        opt(p.ms_per_token.zip(scale).map(|(t, k)| t * k), 3),
+        opt(p.tokens_per_s.zip(scale).map(|(t, k)| t / k), 0),
     );
 }
 
@@ -196,10 +197,11 @@ fn bare_first(p: &Finding, m: &Finding, under_nsys: String) -> String {
     };
     let scale = bare / nsys;
     let mut t = format!("takes {bare:.2} ms per instance without a profiler (the baseline pass)");
+    // Instances of no length under nsys have no rate to scale.
     if let (Some(ms), Some(tps), true) = (
         p.figure(Q::MsPerToken).map(|e| e.value),
         p.figure(Q::TokensPerS).map(|e| e.value),
-        scale > 0.0,
+        scale.is_finite() && scale > 0.0,
     ) {
         let _ = write!(
             t,
@@ -390,6 +392,54 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("per token (400 tokens/s)"), "{text}");
+    }
+
+    /// Hand-made: a phase whose instances under nsys have no length (pushed and popped at
+    /// once) beside a baseline that timed them: the per-token figures are not scaled by an
+    /// infinite ratio, so no cell or sentence reads `NaN` or `inf`.
+    #[test]
+    fn instances_of_no_length_scale_no_per_token_figure() {
+        let scope = Scope::range("decode").instances(15);
+        let fig = |q, v| Figure::new(q, v, "nsys/run.sqlite", &scope);
+        let mut f = Findings::default();
+        let per_instance = vec![
+            fig(Q::MsPerInstance, 0.0),
+            fig(Q::MsPerToken, 0.0),
+            fig(Q::TokensPerS, 0.0),
+        ];
+        f.push(Claim::PerToken, scope.clone(), None, per_instance);
+        let cost = Claim::MeasurementCost {
+            compared: 15,
+            timed: 15,
+            from_start: false,
+        };
+        let bare = Figure::new(
+            Q::BaselineMsPerInstance,
+            4.0,
+            "baseline/ranges.1.txt",
+            &Scope::range("decode"),
+        );
+        f.push(cost, Scope::range("decode"), None, vec![bare]);
+        let p = f
+            .made()
+            .find(|x| matches!(x.claim, Claim::PerToken))
+            .unwrap();
+        let text = bare_first(p, baseline_of(&f, p).unwrap(), sentence(p));
+        let phase = PhaseCost {
+            phase: "decode".into(),
+            instances: 15,
+            tokens: Some(15),
+            ms_per_token: Some(0.0),
+            tokens_per_s: Some(0.0),
+            ..PhaseCost::default()
+        };
+        let mut row = String::new();
+        baseline_row(&f, &phase, &mut row);
+        assert!(row.starts_with("| decode — without a profiler"), "{row}");
+        for t in [&text, &row] {
+            let words: Vec<&str> = t.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+            assert!(!words.contains(&"NaN") && !words.contains(&"inf"), "{t}");
+        }
     }
 
     /// Two instances, one a warm-up (as assisted generation's two `decode` forwards on an

@@ -100,6 +100,11 @@ pub(crate) struct SamplingRecord {
     /// file cut from nsys's set for the GPU and where it came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) set: Option<String>,
+    /// The metrics that set asks for, as the export names them, where it is the run's own
+    /// file (empty: nsys's own set, whose list is nsys's): nsys leaves out a counter the GPU
+    /// cannot sample without a word, so the export is checked for each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) asked: Vec<String>,
 }
 
 /// What the nsys pass traced.

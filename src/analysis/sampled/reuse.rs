@@ -64,6 +64,33 @@ impl Stored {
     }
 }
 
+impl Stored {
+    /// Figures a sampled run could have stored: a positive frequency of at most 1 GHz (a
+    /// window of at least 1 ns), and each configuration's time, coverage and shares of peak
+    /// in range. A file edited by hand or broken is refused naming the figure, not served as
+    /// "500.0% covered" or "-50000 Hz".
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let f = self.frequency_hz;
+        if !(f.is_finite() && f > 0.0 && f <= 1e9) {
+            return Err(format!(
+                "frequency_hz = {}: a sampling frequency is above 0 and at most 1 GHz",
+                crate::parse::number(f)
+            ));
+        }
+        for c in &self.configs {
+            c.figures.check().map_err(|why| {
+                format!(
+                    "kernel {} {} {}: {why}",
+                    crate::files::shown(&c.kernel),
+                    c.grid,
+                    c.block
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
 /// What reusing left out: configurations and their kernel time in this run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub(crate) struct Gap {
@@ -112,7 +139,7 @@ struct Tally {
 pub(crate) fn attribute(launches: &[SampledLaunch], stored: &Stored, source: &str) -> Sampled {
     let mut tallies: HashMap<(&str, &str, &str), Tally> = HashMap::new();
     for l in launches {
-        let t = tallies.entry((&l.name, &l.grid, &l.block)).or_default();
+        let t = tallies.entry((&*l.name, &*l.grid, &*l.block)).or_default();
         t.launches += 1;
         t.time_ns += (l.end - l.start).max(0) as f64;
     }

@@ -1,15 +1,22 @@
+use super::read::of_devices;
 use super::*;
+use crate::parse::sqlite::Series;
 
 /// A sample at `t` (us) with GR Active, DRAM read, DRAM write, SM issue, tensor (%).
 fn at(t_us: i64, v: [f32; 5]) -> Sample {
-    Sample { t: t_us * 1000, v }
+    let mut all = [f32::NAN; crate::parse::sqlite::SLOTS];
+    all[..5].copy_from_slice(&v);
+    Sample {
+        t: t_us * 1000,
+        v: all,
+    }
 }
 
 fn launch(name: &str, grid: &str, start_us: f64, end_us: f64) -> SampledLaunch {
     SampledLaunch {
-        name: name.to_string(),
-        grid: grid.to_string(),
-        block: "(128,1,1)".to_string(),
+        name: name.into(),
+        grid: grid.into(),
+        block: "(128,1,1)".into(),
         start: (start_us * 1000.0) as i64,
         end: (end_us * 1000.0) as i64,
         instance: None,
@@ -161,9 +168,15 @@ fn each_range_instance_has_its_own_figures() {
     let mut s = steady(2, [100.0, 80.0, 0.0, 1.0, 0.0]);
     s.extend((2..4).map(|i| at(i * 20, [100.0, 10.0, 0.0, 1.0, 0.0])));
     let mut a = launch("k", "(1,1,1)", 0.0, 40.0);
-    a.instance = Some(7);
+    a.instance = Some(InstanceKey {
+        start: 7,
+        ..InstanceKey::default()
+    });
     let mut b = launch("k", "(1,1,1)", 40.0, 80.0);
-    b.instance = Some(3);
+    b.instance = Some(InstanceKey {
+        start: 3,
+        ..InstanceKey::default()
+    });
     let got = attribute(&s, &[a, b]).unwrap();
     let starts: Vec<i64> = got.instances.iter().map(|i| i.start_ns).collect();
     assert_eq!(starts, [3, 7], "in start order");
@@ -176,7 +189,7 @@ fn stored_of(samples: &[Sample], launches: &[SampledLaunch]) -> reuse::Stored {
     let mut records: Vec<KernelRecord> = Vec::new();
     let a = attribute(samples, launches).unwrap();
     for l in launches {
-        if records.iter().all(|r| r.name != l.name) {
+        if records.iter().all(|r| *r.name != *l.name) {
             records.push(record(&l.name));
         }
     }
@@ -251,10 +264,14 @@ fn of_several_sampled_gpus_the_kernels_device_is_theirs() {
     let gpu0 = Series {
         gpu: 281_479_271_677_952,
         samples: steady(6, [100.0, 40.0, 10.0, 5.0, 1.0]),
+        names: Vec::new(),
+        whole_shares: true,
     };
     let gpu1 = Series {
         gpu: 281_479_271_677_953,
         samples: steady(6, [100.0, 2.0, 1.0, 50.0, 1.0]),
+        names: Vec::new(),
+        whole_shares: true,
     };
     let launches = [launch("k", "(4,1,1)", 21.0, 59.0)];
     for (device, own) in [(0, &gpu0), (1, &gpu1)] {
@@ -265,13 +282,13 @@ fn of_several_sampled_gpus_the_kernels_device_is_theirs() {
                 l
             };
             let mine: Vec<SampledLaunch> = launches.iter().cloned().map(on).collect();
-            let a = of_devices(&order, &[device], &mine).unwrap();
+            let a = of_devices(&order, &[device], &mine, None).unwrap();
             assert_eq!(a.whole, alone.whole);
             let p = a.picked.unwrap();
             assert!(p.starts_with(&format!("nsys sampled 2 GPUs and the range's kernels ran on device {device}: its samples are theirs")), "{p}");
         }
     }
-    let why = of_devices(&[gpu0.clone(), gpu1.clone()], &[2], &launches).unwrap_err();
+    let why = of_devices(&[gpu0.clone(), gpu1.clone()], &[2], &launches, None).unwrap_err();
     assert!(
         why.contains("2 GPUs sampled and none numbered as the range's kernels' device 2"),
         "{why}"
@@ -284,7 +301,7 @@ fn of_several_sampled_gpus_the_kernels_device_is_theirs() {
         l
     };
     let both = [on(0, 21.0), on(1, 21.0)];
-    let a = of_devices(&[gpu1.clone(), gpu0.clone()], &[0, 1], &both).unwrap();
+    let a = of_devices(&[gpu1.clone(), gpu0.clone()], &[0, 1], &both, None).unwrap();
     let w = a.whole.unwrap();
     assert_eq!((w.launches, w.coverage_pct), (2, 100.0));
     let dram = |s: &Series| {
@@ -302,11 +319,11 @@ fn of_several_sampled_gpus_the_kernels_device_is_theirs() {
         "{p}"
     );
     // One GPU sampled, the kernels on two: "1 GPU", not "1 GPUs".
-    let one = of_devices(std::slice::from_ref(&gpu0), &[0, 1], &both).unwrap();
+    let one = of_devices(std::slice::from_ref(&gpu0), &[0, 1], &both, None).unwrap();
     let p = one.picked.unwrap();
     assert!(p.starts_with("nsys sampled 1 GPU and"), "{p}");
     let three = [on(0, 21.0), on(1, 21.0), on(2, 21.0)];
-    let a = of_devices(&[gpu0, gpu1], &[0, 1, 2], &three).unwrap();
+    let a = of_devices(&[gpu0, gpu1], &[0, 1, 2], &three, None).unwrap();
     let w = a.whole.unwrap();
     assert!((w.coverage_pct - 200.0 / 3.0).abs() < 1e-9, "{w:?}");
     assert!(a

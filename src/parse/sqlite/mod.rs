@@ -15,7 +15,7 @@ mod raw;
 mod shapes;
 mod stream;
 mod trace;
-pub use gpu_metrics::{Sample, Series, METRICS};
+pub use gpu_metrics::{export_name, Sample, Samples, Series, COUNTERS, METRICS, SLOTS};
 pub use graphs::GraphLaunch;
 pub use shapes::ShapedLaunch;
 pub use stream::{Ignore, Sink, Tee};

@@ -88,6 +88,31 @@ impl<'c> RawRows<'c> {
         }
     }
 
+    /// Column `i` of the current row as a number: an integer or a real (None: NULL). Text or
+    /// a blob is an error naming the column. As [`RawRows::int`], only on a row.
+    pub(crate) fn number(&self, i: usize) -> Result<Option<f64>, String> {
+        if i >= self.columns {
+            return Err(format!("no column {i} in a query of {}", self.columns));
+        }
+        // SAFETY: as in `int`.
+        unsafe {
+            let v = ffi::sqlite3_column_value(self.stmt.as_ptr(), i as c_int);
+            match ffi::sqlite3_value_type(v) {
+                ffi::SQLITE_INTEGER => Ok(Some(ffi::sqlite3_value_int64(v) as f64)),
+                ffi::SQLITE_FLOAT => Ok(Some(ffi::sqlite3_value_double(v))),
+                ffi::SQLITE_NULL => Ok(None),
+                t => Err(format!(
+                    "column {}: {} where a number belongs",
+                    self.name(i),
+                    match t {
+                        ffi::SQLITE_TEXT => "text",
+                        _ => "a blob",
+                    }
+                )),
+            }
+        }
+    }
+
     /// Column `i` as an integer that must be there: NULL is an error naming the column.
     pub(crate) fn need(&self, i: usize) -> Result<i64, String> {
         self.int(i)?
@@ -164,8 +189,14 @@ mod tests {
         assert_eq!(rows.int(0).unwrap(), Some(5_000_000_000));
         assert!(rows.int(1).unwrap_err().contains("column b: text"));
         assert_eq!(rows.need(0).unwrap(), 5_000_000_000);
+        assert!(rows
+            .number(1)
+            .unwrap_err()
+            .contains("column b: text where a number belongs"));
         assert!(rows.step().unwrap());
         assert!(rows.int(1).unwrap_err().contains("a real number"));
+        assert_eq!(rows.number(1).unwrap(), Some(2.5));
+        assert_eq!(rows.number(0).unwrap(), Some(2.0));
         assert!(!rows.step().unwrap());
         let bad = RawRows::prepare(&conn, "SELECT nothere FROM t")
             .err()

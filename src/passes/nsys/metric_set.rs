@@ -6,6 +6,12 @@
 //! 2026-11-26), the CUDA-graph decode's export went from 361 MB, 11.3M rows and
 //! 9.9 s to 79 MB, 2.5M rows and 2.3 s, the eager decode's from 1.8 s to 0.7 s.
 //!
+//! The set also asks for the raw DRAM byte counters (`dram__bytes_read.sum`,
+//! `dram__bytes_write.sum`: each window's bytes), which make the bytes per step a count rather
+//! than shares of peak (analysis::sampled::bytes); nsys leaves out a counter the GPU cannot
+//! sample without a word, so the run records every metric asked for and the reports check the
+//! export for each.
+//!
 //! Anything unexpected (no set folder beside nsys, no chip, GPUs of several chips, a file that
 //! does not parse) leaves nsys's default set, with a line saying why.
 
@@ -14,7 +20,7 @@ use std::path::{Path, PathBuf};
 use serde_yaml::Value;
 
 use crate::files::{read_capped, CONFIG_CAP};
-use crate::parse::sqlite::METRICS;
+use crate::parse::sqlite::{export_name, METRICS};
 
 /// The run's copy of the set, and its alias: nsys takes a set file whose alias is its name.
 pub(crate) const FILE: &str = "nsys/gpu_metrics.config";
@@ -24,9 +30,20 @@ const ALIAS: &str = "gpu_metrics";
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Derived {
     pub(crate) path: PathBuf,
-    /// "gh100 (GH100), 5 of 22 metrics".
+    /// "gh100 (GH100), 5 of 22 metrics, and the DRAM byte counters".
     pub(crate) from: String,
+    /// Every metric the file asks for, as the export names them.
+    pub(crate) asked: Vec<String>,
 }
+
+/// The raw DRAM byte counters added to the set: (the metric's name, its counter). Each
+/// window's `.sum` is its bytes; the export names them `<name> [Bytes]`
+/// (`parse::sqlite::COUNTERS`).
+const COUNTERS: [(&str, &str); 2] = [
+    ("DRAM Read Bytes", "dram__bytes_read"),
+    ("DRAM Write Bytes", "dram__bytes_write"),
+];
+const COUNTER_SUB_METRIC: &str = "Bytes";
 
 /// The chips of the GPUs `nsys profile --gpu-metrics-devices=help` lists, e.g.
 /// "\t0: Hopper GH100 | NVIDIA H100 80GB HBM3 PCI[0000:00:06.0]" gives GH100.
@@ -81,10 +98,19 @@ pub(crate) fn folder(nsys: &Path) -> Option<PathBuf> {
     .find(|d| d.join("index.config").is_file())
 }
 
+/// A set cut for a run: its YAML text, its words, and every metric it asks for as the export
+/// names them.
+#[derive(Debug)]
+pub(crate) struct Cut {
+    pub(crate) text: String,
+    pub(crate) from: String,
+    pub(crate) asked: Vec<String>,
+}
+
 /// nsys's general set for `chip` (the first in its index that names the chip; graphics and
-/// triage variants, whose aliases carry a suffix, are not general), cut to the metrics read:
-/// the YAML text and its words.
-pub(crate) fn reduced(folder: &Path, chip: &str) -> Result<(String, String), String> {
+/// triage variants, whose aliases carry a suffix, are not general), cut to the metrics read,
+/// with the DRAM byte counters added.
+pub(crate) fn reduced(folder: &Path, chip: &str) -> Result<Cut, String> {
     let index = read_capped(&folder.join("index.config"), CONFIG_CAP)
         .map_err(|e| format!("{}: {e}", folder.join("index.config").display()))?;
     for alias in index.lines().map(str::trim).filter(|a| !a.is_empty()) {
@@ -129,8 +155,32 @@ fn read_names() -> Vec<&'static str> {
         .collect()
 }
 
-/// `doc` with only the metrics read, in its metrics and its display rows.
-fn cut(mut doc: Value, alias: &str, chip: &str) -> Result<(String, String), String> {
+/// One of the DRAM byte counters as a metric of a set, in the shape of nsys's own.
+fn counter((name, id): (&str, &str)) -> Result<Value, String> {
+    let text = format!(
+        "name: {name}\nid: {id}\ndescription: Bytes of DRAM traffic in the sample window (added by stage2)\ncolor: '#FFA5A5'\nsubMetrics:\n- name: {COUNTER_SUB_METRIC}\n  suffix: .sum\n"
+    );
+    serde_yaml::from_str(&text).map_err(|e| e.to_string())
+}
+
+/// Every metric of a set's `metrics` with each of its sub-metrics, as the export names them.
+fn export_names(metrics: &[Value]) -> Vec<String> {
+    let name = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    metrics
+        .iter()
+        .flat_map(|m| {
+            let subs = m.get("subMetrics").and_then(Value::as_sequence);
+            let metric = name(m, "name");
+            subs.into_iter()
+                .flatten()
+                .filter_map(move |sub| Some(export_name(metric.as_deref()?, &name(sub, "name")?)))
+        })
+        .collect()
+}
+
+/// `doc` with only the metrics read, in its metrics and its display rows, and the DRAM byte
+/// counters.
+fn cut(mut doc: Value, alias: &str, chip: &str) -> Result<Cut, String> {
     let keep = read_names();
     let named = |v: &Value| {
         v.get("name")
@@ -153,6 +203,10 @@ fn cut(mut doc: Value, alias: &str, chip: &str) -> Result<(String, String), Stri
     if kept == 0 {
         return Err(format!("the {alias} set has none of the metrics read"));
     }
+    for c in COUNTERS {
+        metrics.push(counter(c)?);
+    }
+    let asked = export_names(metrics);
     if let Some(rows) = set.get_mut("displayRows").and_then(Value::as_sequence_mut) {
         for r in rows.iter_mut() {
             if let Some(m) = r.get_mut("metrics").and_then(Value::as_sequence_mut) {
@@ -164,6 +218,13 @@ fn cut(mut doc: Value, alias: &str, chip: &str) -> Result<(String, String), Stri
                 .and_then(Value::as_sequence)
                 .is_some_and(|m| !m.is_empty())
         });
+        let names: Vec<Value> = COUNTERS.iter().map(|c| c.0.into()).collect();
+        let row = serde_yaml::Mapping::from_iter([
+            ("name".into(), "DRAM Bytes".into()),
+            ("type".into(), "stacked".into()),
+            ("metrics".into(), Value::Sequence(names)),
+        ]);
+        rows.push(Value::Mapping(row));
     }
     if let Some(m) = set.as_mapping_mut() {
         // nsys refuses a set file whose alias is not its file name ("Metric set alias doesn't
@@ -175,7 +236,8 @@ fn cut(mut doc: Value, alias: &str, chip: &str) -> Result<(String, String), Stri
         );
     }
     let text = serde_yaml::to_string(&doc).map_err(|e| e.to_string())?;
-    Ok((text, format!("{alias} ({chip}), {kept} of {all} metrics")))
+    let from = format!("{alias} ({chip}), {kept} of {all} metrics, and the DRAM byte counters");
+    Ok(Cut { text, from, asked })
 }
 
 /// The set for this run, written into `run`: from nsys's answer of which GPUs it can sample
@@ -193,11 +255,11 @@ pub(crate) fn derive(nsys: &Path, help: &str, run: &Path) -> Result<Derived, Str
         }
     };
     let folder = folder(nsys).ok_or("no GpuMetrics folder beside nsys")?;
-    let (text, from) = reduced(&folder, &chip)?;
+    let Cut { text, from, asked } = reduced(&folder, &chip)?;
     let path = run.join(FILE);
     crate::rundir::status::write_atomic(&path, text.as_bytes())
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(Derived { path, from })
+    Ok(Derived { path, from, asked })
 }
 
 /// The set for `run`: asks nsys which GPUs it can sample (0.8 s on the H100 machine; the
@@ -287,14 +349,17 @@ mod tests {
     }
 
     #[test]
-    fn each_chips_general_set_is_cut_to_the_five_metrics_read() {
+    fn each_chips_general_set_is_cut_to_the_five_metrics_read_and_the_byte_counters() {
         for (chip, from) in [
-            ("GH100", "gh100 (GH100), 5 of 24 metrics"),
+            (
+                "GH100",
+                "gh100 (GH100), 5 of 24 metrics, and the DRAM byte counters",
+            ),
             ("GA100", "ga100 (GA100)"),
         ] {
-            let (text, words) = reduced(&sets(), chip).unwrap();
-            assert!(words.starts_with(from), "{words}");
-            let doc: Value = serde_yaml::from_str(&text).unwrap();
+            let cut = reduced(&sets(), chip).unwrap();
+            assert!(cut.from.starts_with(from), "{}", cut.from);
+            let doc: Value = serde_yaml::from_str(&cut.text).unwrap();
             let set = one_set(&doc).expect("one set, as nsys takes");
             // Its alias is the file's name, as nsys requires.
             assert_eq!(
@@ -306,8 +371,11 @@ mod tests {
                 .iter()
                 .map(|m| m["name"].as_str().unwrap())
                 .collect();
-            assert!(names.iter().all(|n| read_names().contains(n)), "{names:?}");
+            let counters: Vec<&str> = COUNTERS.iter().map(|c| c.0).collect();
+            let ours = |n: &str| read_names().contains(&n) || counters.contains(&n);
+            assert!(names.iter().all(|n| ours(n)), "{names:?}");
             assert!(names.contains(&"DRAM Read Bandwidth"), "{names:?}");
+            assert_eq!(names[names.len() - 2..], counters[..]);
             // Every metric keeps its counter and sub-metric, so the export names it as before.
             assert!(metrics
                 .iter()
@@ -315,10 +383,15 @@ mod tests {
             for row in set["displayRows"].as_sequence().unwrap() {
                 let shown = row["metrics"].as_sequence().unwrap();
                 assert!(!shown.is_empty());
-                assert!(shown
-                    .iter()
-                    .all(|m| read_names().contains(&m.as_str().unwrap())));
+                assert!(shown.iter().all(|m| ours(m.as_str().unwrap())));
             }
+            // What the run records as asked for: the export's names, the counters' those the
+            // reports look for.
+            assert!(cut.asked.contains(&"GR Active [Throughput %]".to_string()));
+            for c in crate::parse::sqlite::COUNTERS {
+                assert!(cut.asked.contains(&c.to_string()), "{:?}", cut.asked);
+            }
+            assert_eq!(cut.asked.len(), names.len(), "one sub-metric each");
         }
         let err = reduced(&sets(), "GB100").unwrap_err();
         assert!(err.contains("no metric set"), "{err}");

@@ -44,6 +44,13 @@ pub(crate) fn usable(cfg: &Config, gpu: Option<&str>) -> Option<Stored> {
     let path = path(cfg)?;
     let text = crate::files::read_capped(&path, crate::files::RUN_FILE_CAP).ok()?;
     let stored: Stored = serde_json::from_str(&text).ok()?;
+    if let Err(why) = stored.check() {
+        tracing::warn!(
+            "nsys pass: the sampled figures kept for this command ({}) are not reused, so it samples: {why}",
+            path.display()
+        );
+        return None;
+    }
     let same_gpu = gpu.is_some() && stored.gpu.as_deref() == gpu;
     (same_gpu && !stored.configs.is_empty()).then_some(stored)
 }

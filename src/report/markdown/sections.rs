@@ -76,6 +76,7 @@ pub(super) fn ranges_section(a: &Decided, f: &Findings, s: &mut String) {
             code(&r.name)
         );
     }
+    crate::report::sampled::step_bytes(a, s);
     for x in f.made().filter(|x| x.claim.of_instances()) {
         let _ = writeln!(s, "\n{}", phrase::sentence(x));
     }
