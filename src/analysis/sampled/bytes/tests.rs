@@ -55,7 +55,7 @@ fn windows_at_the_edges_count_by_the_part_inside() {
         at(40, 30.0, 6.0, None),
     ];
     let w = Windows::new(&s).unwrap();
-    let (read, write, covered) = integrate(&w, 15_000, 45_000, shares());
+    let (read, write, covered) = integrate(&w, 15_000, 45_000, shares(), &Busy::default());
     assert!(
         close(read, of(10.0, 5.0) + of(50.0, 20.0) + of(30.0, 5.0)),
         "{read}"
@@ -75,10 +75,31 @@ fn counters_count_a_windows_bytes_by_the_part_inside() {
     ];
     let w = Windows::new(&s).unwrap();
     // Half of the first window and the first quarter of the second.
-    let (read, write, covered) = integrate(&w, 10_000, 25_000, How::Counters);
+    let (read, write, covered) = integrate(&w, 10_000, 25_000, How::Counters, &Busy::default());
     assert!(close(read, 2000.0 + 2000.0), "{read}");
     assert!(close(write, 200.0 + 200.0), "{write}");
     assert_eq!(covered, 15_000.0);
+}
+
+/// An edge window whose kernels all ran inside the span is the span's, whole: the GPU moves
+/// next to nothing while idle. Where a kernel outside the span shares the window, the bytes
+/// split by busy time.
+#[test]
+fn an_edge_window_counts_by_the_kernels_busy_time_inside() {
+    let s = vec![
+        at(0, 0.0, 0.0, Some((4000.0, 400.0))),
+        at(20, 0.0, 0.0, Some((8000.0, 800.0))),
+    ];
+    let w = Windows::new(&s).unwrap();
+    // Kernels from 10 to 25 us: the first window is idle before 10 us.
+    let busy = Busy::new(vec![(10_000, 25_000)]);
+    let (read, _, covered) = integrate(&w, 10_000, 25_000, How::Counters, &busy);
+    assert!(close(read, 4000.0 + 8000.0), "{read}");
+    assert_eq!(covered, 15_000.0);
+    // Another kernel from 2 to 6 us shares the first window: 10 of its 14 busy us are inside.
+    let busy = Busy::new(vec![(2_000, 6_000), (10_000, 25_000)]);
+    let (read, _, _) = integrate(&w, 10_000, 25_000, How::Counters, &busy);
+    assert!(close(read, 4000.0 * 10.0 / 14.0 + 8000.0), "{read}");
 }
 
 #[test]
@@ -87,7 +108,7 @@ fn time_outside_every_window_is_uncovered_and_moves_nothing() {
     let mut s: Vec<Sample> = (0..3).map(|i| at(i * 20, 40.0, 0.0, None)).collect();
     s.extend((10..13).map(|i| at(i * 20, 40.0, 0.0, None)));
     let w = Windows::new(&s).unwrap();
-    let (read, _, covered) = integrate(&w, 40_000, 140_000, shares());
+    let (read, _, covered) = integrate(&w, 40_000, 140_000, shares(), &Busy::default());
     assert_eq!(covered, 20_000.0);
     assert!(close(read, of(40.0, 20.0)));
 }
@@ -129,8 +150,14 @@ fn an_instance_spans_its_first_kernel_to_its_last_and_idle_time_between_counts()
     assert_eq!(got.len(), 2);
     let x = got[&a];
     assert_eq!(x.gpu_span_ns, 60_000);
-    assert!(close(x.dram_read_bytes, of(10.0, 60.0)));
-    assert!(close(x.dram_write_bytes, of(5.0, 60.0)));
+    // The span's edge windows (0-20 and 60-80 us) hold only its own kernels' busy time, so
+    // they count whole: 80 us of windows.
+    assert!(
+        close(x.dram_read_bytes, of(10.0, 80.0)),
+        "{}",
+        x.dram_read_bytes
+    );
+    assert!(close(x.dram_write_bytes, of(5.0, 80.0)));
     assert_eq!(x.bytes_coverage_pct, 100.0);
     assert_eq!(x.bytes_source, BytesSource::Shares);
     // A point of each share over the covered time.
