@@ -485,7 +485,7 @@ fn the_headline_is_printed_on_the_console() {
         .lines()
         .find(|l| {
             l.starts_with(
-                "stage2: headline (sources: stakeholder_summary.md): In the captured `decode` range (",
+                "stage2: headline (sources: stakeholder_summary.md): A step of `decode` takes ",
             )
         })
         .unwrap_or_else(|| panic!("{err}"));

@@ -375,6 +375,9 @@ pub(crate) enum Claim {
     /// are sized against.
     Step {
         basis: StepBasis,
+        /// Whether the GPU works at least rules::GPU_IDLE's share of the step (None: unknown).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gpu_bound: Option<bool>,
     },
     /// What to change first, sized per step (findings::derive::levers); `rank` 1 saves most.
     Lever {

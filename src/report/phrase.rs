@@ -158,6 +158,39 @@ pub(crate) fn loop_clause(
     }
 }
 
+/// A step's time and the GPU's share of it (no sources).
+pub(crate) fn step_clause(f: &Finding, basis: StepBasis, gpu_bound: Option<bool>) -> String {
+    let how = match basis {
+        StepBasis::Loop => "the median time from one instance's start to the next",
+        StepBasis::Steady => "the median of the steady instances",
+        StepBasis::Mean => "the mean instance",
+    };
+    let verdict = match gpu_bound {
+        Some(true) => ": GPU-bound",
+        Some(false) => ": the GPU waits on the CPU the rest",
+        None => "",
+    };
+    let work = f.figure(Q::GpuWorkOfStepPct).map_or(String::new(), |b| {
+        format!(", the GPU working {} of it{verdict}", b.text)
+    });
+    format!(
+        "A step of {} takes {} ({how}){work}",
+        range_name(f.scope.range.as_deref().unwrap_or("")),
+        f.text(Q::StepMs)
+    )
+}
+
+/// A lever in a few words, for the headline.
+pub(crate) fn lever_name(lever: LeverKind) -> &'static str {
+    match lever {
+        LeverKind::Compile { once: true } => "warming the shapes before the measured work",
+        LeverKind::Compile { once: false } => "not compiling GPU code inside the step",
+        LeverKind::HostWork { .. } => "moving the host work the GPU waits for off the step",
+        LeverKind::Bandwidth => "bringing the memory-bound kernels nearer the DRAM peak",
+        LeverKind::LateRank => "bringing the late rank in step",
+    }
+}
+
 /// A lever and what it buys per step (no sources, no full stop).
 pub(crate) fn lever_clause(f: &Finding, lever: LeverKind) -> String {
     let (what, bound) = match lever {
@@ -263,21 +296,8 @@ pub(crate) fn sentence(f: &Finding) -> String {
             loop_clause(f, *decides, *gpu_bound, between),
             cite(f)
         ),
-        Claim::Step { basis } => {
-            let how = match basis {
-                StepBasis::Loop => "the median time from one instance's start to the next",
-                StepBasis::Steady => "the median of the steady instances",
-                StepBasis::Mean => "the mean instance",
-            };
-            let work = f
-                .figure(Q::GpuWorkOfStepPct)
-                .map_or(String::new(), |b| format!(", the GPU working {} of it", b.text));
-            format!(
-                "A step of {} takes {} ({how}){work}{}",
-                range_name(f.scope.range.as_deref().unwrap_or("")),
-                f.text(Q::StepMs),
-                cite(f)
-            )
+        Claim::Step { basis, gpu_bound } => {
+            format!("{}{}", step_clause(f, *basis, *gpu_bound), cite(f))
         }
         Claim::Lever { lever, .. } => format!("{}{}.", lever_clause(f, *lever), cite(f)),
         Claim::GpuWaitsInNccl => format!(

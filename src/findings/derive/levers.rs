@@ -113,7 +113,10 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
         ));
     }
     out.push(
-        Claim::Step { basis: step.basis },
+        Claim::Step {
+            basis: step.basis,
+            gpu_bound: busy.map(|b| b >= rules::GPU_IDLE.threshold),
+        },
         step.scope.clone(),
         None,
         ev,

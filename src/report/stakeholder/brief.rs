@@ -40,7 +40,7 @@ const JARGON: &[&str] = &[
 /// "## In short" and its lines; None without a step to speak of.
 pub(crate) fn in_short(f: &Findings) -> Option<String> {
     let step = f.find(|x| matches!(x.claim, Claim::Step { .. }))?;
-    let Claim::Step { basis } = step.claim else {
+    let Claim::Step { basis, .. } = step.claim else {
         return None;
     };
     let name = step.scope.range.as_deref().unwrap_or("");
