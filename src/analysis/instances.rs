@@ -51,6 +51,11 @@ pub(crate) struct Group {
     pub(crate) first: u64,
     pub(crate) last: u64,
     pub(crate) median_wall_ns: f64,
+    /// The median of its instances' time on either clock (the longer of CPU wall and GPU
+    /// projection: a prefill's kernels run on after the CPU has queued them); 0 before the
+    /// stream is read.
+    #[serde(skip)]
+    pub(crate) median_time_ns: f64,
     pub(crate) min_wall_ns: f64,
     pub(crate) max_wall_ns: f64,
     /// Its instances' 0-based ordinals (start order).
@@ -81,11 +86,19 @@ impl Group {
     /// Set the busy share from each instance's (wall, projection, busy) in ns.
     pub(crate) fn set_busy(&mut self, figures: impl Iterator<Item = (i64, i64, i64)>) {
         let (mut wall, mut proj, mut busy) = (0i64, 0i64, 0i64);
+        let mut times = Vec::new();
         for (w, p, b) in figures {
             wall = wall.saturating_add(w);
             proj = proj.saturating_add(p);
             busy = busy.saturating_add(b);
+            times.push(w.max(p));
         }
+        times.sort_unstable();
+        self.median_time_ns = match times.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => times[n / 2] as f64,
+            n => (times[n / 2 - 1] as f64 + times[n / 2] as f64) / 2.0,
+        };
         let span = wall.max(proj);
         self.gpu_busy_of_range_pct =
             (span > 0).then(|| (100.0 * busy as f64 / span as f64).min(100.0));
@@ -127,6 +140,7 @@ fn group(label: String, members: Vec<usize>, all: &[Inst]) -> Group {
         first: members.first().map_or(0, |&i| i as u64 + 1),
         last: members.last().map_or(0, |&i| i as u64 + 1),
         median_wall_ns: walls.median,
+        median_time_ns: 0.0,
         min_wall_ns: walls.min,
         max_wall_ns: walls.max,
         members,

@@ -207,7 +207,7 @@ pub(crate) fn lever_clause(f: &Finding, lever: LeverKind) -> String {
         ),
         LeverKind::HostWork { verdict, from_graphs } => (
             format!("move the host work the GPU waits for off the step: {}", groups::host_next(verdict, from_graphs)),
-            "at most: the time the GPU waits, beyond compiling",
+            "the time the GPU waits beyond compiling; a change that also fuses kernels can save more",
         ),
         LeverKind::Bandwidth => (
             "bring the memory-bound kernels nearer the DRAM peak (fuse them with their neighbours, move fewer bytes)".to_string(),

@@ -37,7 +37,8 @@ fn step(a: &Artifacts, name: &str) -> Option<Step> {
     }
     if let Some(g) = warmed_up(a, name) {
         return Some(Step {
-            ms: g.median_wall_ns / 1e6,
+            // The longer of CPU wall and GPU projection: a prefill's kernels outlast its range.
+            ms: g.median_wall_ns.max(g.median_time_ns) / 1e6,
             scope: range.group(&g.label).instances(g.instances),
             instances: n,
             basis: StepBasis::Steady,
@@ -51,16 +52,17 @@ fn step(a: &Artifacts, name: &str) -> Option<Step> {
     })
 }
 
-/// The steady group of `name` where the instances set apart from it all come first (a
-/// warm-up): the step is then the steady one's. Set-apart instances among the steady ones
-/// (a new shape compiled every few steps) recur, and the step is the mean of them all.
+/// The steady group of `name` where the instances set apart from it are a warm-up: they all
+/// come first, and are at most rules::WARMUP_MAX_INSTANCES. Others recur (a new shape compiled
+/// every few steps, or for every new KV length a serving loop meets), and the step is the
+/// mean of them all.
 fn warmed_up<'a>(a: &'a Artifacts, name: &str) -> Option<&'a crate::analysis::instances::Group> {
     let steady = a.steady_group(name)?;
     let groups = &a.instance_groups.iter().find(|g| g.name == name)?.groups;
     groups
         .iter()
         .filter(|g| g.label != steady.label)
-        .all(|g| g.last < steady.first)
+        .all(|g| g.last < steady.first && g.instances as usize <= rules::WARMUP_MAX_INSTANCES)
         .then_some(steady)
 }
 

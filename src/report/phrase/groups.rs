@@ -67,8 +67,8 @@ pub(crate) fn host_next(verdict: Option<CpuVerdict>, from_graphs: bool) -> Strin
         (Some(CpuVerdict::Launch), true) => "fewer, larger CUDA graphs or fused ops cut the launches that remain".to_string(),
         (Some(CpuVerdict::Launch), false) => "capture the step in CUDA graphs (torch.compile mode=\"reduce-overhead\") or fuse small ops".to_string(),
         (Some(CpuVerdict::CudaCall), _) => "move the CUDA calls that are neither launches nor synchronisations out of the loop".to_string(),
-        (_, true) => "the kernels already run from CUDA graphs; the host work around the graph launches (sampling, stopping checks, bookkeeping) is what is left, so overlap it with the graph's run or do more work per step (a larger batch)".to_string(),
-        _ => "compile the step (torch.compile), capture it in CUDA graphs, or do more work per step (a larger batch)".to_string(),
+        (_, true) => "the kernels already run from CUDA graphs; the host work around the graph launches (sampling, stopping checks, bookkeeping) is what is left: move it into the graph or overlap it with the graph's run".to_string(),
+        _ => "compile the step (torch.compile) and capture it in CUDA graphs".to_string(),
     }
 }
 

@@ -134,9 +134,9 @@ fn plain(l: LeverKind) -> &'static str {
     match l {
         LeverKind::Compile { once: true } => "run each input size once before the real work, so the GPU code it needs is built before it",
         LeverKind::Compile { once: false } => "stop rebuilding GPU code inside the step (keep input shapes fixed or to a few sizes, and run each size once before the real work)",
-        LeverKind::HostWork { from_graphs: true, .. } => "cut the CPU work around the recorded GPU steps (bookkeeping between steps), or give each step more work (a larger batch)",
+        LeverKind::HostWork { from_graphs: true, .. } => "cut the CPU work around the recorded GPU steps (the bookkeeping between them)",
         LeverKind::HostWork { verdict: Some(CpuVerdict::Sync), .. } => "stop the CPU from waiting for GPU results inside the step",
-        LeverKind::HostWork { .. } => "cut the CPU work the GPU waits for (compile the step, record it once and replay it, or give each step more work)",
+        LeverKind::HostWork { .. } => "cut the CPU work the GPU waits for (compile the step, record it once and replay it)",
         LeverKind::Bandwidth => "make the memory-heavy GPU work read and write less memory (merge small steps, smaller data types)",
         LeverKind::LateRank => "make the slowest GPU keep pace with the others",
     }
@@ -154,10 +154,10 @@ fn how_sure(f: &Findings, step: &Finding) -> String {
         .and_then(|m| m.get(Q::MeasurementAddedPct));
     match cost {
         Some(c) => format!(
-            "How sure: measured{n} of one run while profiling, which made the step {c:.0}% slower than without it; the savings are upper bounds."
+            "How sure: measured{n} of one run while profiling, which made the step {c:.0}% slower than without it; each saving is time this run measured, and a change that also speeds up the GPU work can save more."
         ),
         None => format!(
-            "How sure: measured{n} of one run while profiling, whose own cost on the step was not measured; the savings are upper bounds."
+            "How sure: measured{n} of one run while profiling, whose own cost on the step was not measured; each saving is time this run measured, and a change that also speeds up the GPU work can save more."
         ),
     }
 }
