@@ -112,14 +112,13 @@ impl NcuSide {
         }
     }
 
+    /// The device's peaks over every measured kernel (see `roofline::device_peaks`).
     pub(super) fn peaks(&self) -> Option<roofline::Peaks> {
         let r = self.report.as_ref()?;
-        r.kernels.iter().find_map(|k| {
-            roofline::peaks(&roofline::Metrics {
-                values: &k.metrics,
-                units: &r.units,
-            })
-        })
+        roofline::device_peaks(r.kernels.iter().map(|k| roofline::Metrics {
+            values: &k.metrics,
+            units: &r.units,
+        }))
     }
 }
 
