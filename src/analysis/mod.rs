@@ -286,6 +286,26 @@ impl Artifacts {
         })
     }
 
+    /// The run's kernels by full name: the kernel table's and ncu's own table's.
+    fn kernel_names(&self) -> impl Iterator<Item = &str> {
+        self.records
+            .iter()
+            .chain(&self.ncu_records)
+            .map(|r| r.name.as_str())
+    }
+
+    /// A kernel as the reports list it outside the tables: its display name, with the tag the
+    /// tables give it where another of the run's kernels shares that name.
+    pub(crate) fn kernel_label(&self, name: &str) -> String {
+        model::label_in(name, self.kernel_names())
+    }
+
+    /// Whether the tables tag this kernel (another of the run's kernels shares its display
+    /// name).
+    pub(crate) fn kernel_tagged(&self, name: &str) -> bool {
+        model::shares_display_name(name, self.kernel_names())
+    }
+
     /// Total kernel time and launches on the ranking basis (nsys when present).
     pub(crate) fn kernel_totals(&self) -> (f64, u64) {
         self.records

@@ -127,6 +127,10 @@ impl<'a> Decided<'a> {
     pub(crate) fn ncu_range(&self) -> Option<String> {
         self.analysis.ncu_range()
     }
+    /// A kernel as a list or chart names it: its display name, tagged as the tables tag it.
+    pub(crate) fn kernel_label(&self, name: &str) -> String {
+        self.analysis.kernel_label(name)
+    }
     /// A string in env.json at `path`.
     pub(crate) fn env_str(&self, path: &[&str]) -> Option<String> {
         self.analysis.env_str(path)

@@ -509,10 +509,20 @@ fn per_kernel(f: &Finding, quantities: &[(Q, &str)]) -> String {
             kernels.push(k);
         }
     }
+    // Tagged where the run's tables tag it, and where two of these would read the same.
+    let tagged = |k: &str| {
+        f.evidence
+            .iter()
+            .any(|e| e.scope.tagged && e.scope.kernel.as_deref() == Some(k))
+    };
     let labels = crate::model::labels(kernels.iter().copied(), 40);
     kernels
         .iter()
         .zip(labels)
+        .map(|(k, label)| match tagged(k) {
+            true => (k, crate::model::tagged(k, 40)),
+            false => (k, label),
+        })
         .map(|(k, label)| {
             let figs: Vec<String> = quantities
                 .iter()

@@ -5,7 +5,6 @@
 use super::super::{Claim, Figure, Findings, Quantity, Scope};
 use super::kernels::table_scope;
 use crate::analysis::Artifacts;
-use crate::model::display_name;
 
 /// How much of the kernel time ncu measured, and the rest, on one basis (all kernel time, or
 /// the time outside NCCL when ncu leaves NCCL out): the two add up to 100%.
@@ -39,7 +38,7 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
         .filter(|r| r.ncu_instances == 0 && !(nccl_out && crate::model::is_nccl(&r.name)))
         .find_map(|r| Some((r, r.gpu_time_pct?)));
     if let (Some(stop), Some((r, share))) = (stop.as_mut(), left_out) {
-        stop.largest_left_out = Some(display_name(&r.name));
+        stop.largest_left_out = Some(a.kernel_label(&r.name));
         let k = scope.clone().kernel(&r.name);
         figures.push(Figure::new(
             Quantity::KernelSharePct,

@@ -47,7 +47,19 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
             vec![],
         );
     }
+    tag_kernels(a, &mut out);
     out
+}
+
+/// Mark each figure's kernel that the tables tag, so that a sentence naming it tags it too.
+fn tag_kernels(a: &Artifacts, out: &mut Findings) {
+    for f in &mut out.0 {
+        for e in &mut f.evidence {
+            if let Some(k) = &e.scope.kernel {
+                e.scope.tagged = a.kernel_tagged(k);
+            }
+        }
+    }
 }
 
 /// Kernel advice where faster kernels cannot move the wall time (rules::KERNEL_ADVICE): each

@@ -1,0 +1,66 @@
+//! What the committed samples (real runs) say of each figure's scope and source: a kernel keeps
+//! its tag in every list, ncu's figures have one scope, per-token figures name their batch, the
+//! operators table names what it covers. The samples re-render byte for byte (sample_run.rs),
+//! so these hold for what stage2 writes today.
+
+mod common;
+
+use common::{read, root};
+
+/// Every committed sample run.
+const SAMPLES: &[&str] = &[
+    "sample-run",
+    "sample-run-2gpu",
+    "sample-run-2gpu-tp",
+    "sample-run-hf-eager",
+    "sample-run-hf-static",
+    "sample-run-hf-large",
+    "sample-run-hf-moe",
+    "sample-run-hf-auto",
+    "sample-run-hf-window",
+    "sample-run-hf-prefill",
+    "sample-run-hf-second-gpu",
+    "diff/base",
+    "diff/same",
+    "diff/slow",
+];
+
+fn report(name: &str, file: &str) -> String {
+    read(root().join("examples").join(name).join(file))
+}
+
+/// The lines of one `## ` section of a Markdown report (heading excluded).
+fn section<'a>(md: &'a str, heading: &str) -> Vec<&'a str> {
+    md.lines()
+        .skip_while(|l| !l.starts_with(heading))
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .collect()
+}
+
+/// Two kernels of one display name (`unrolled_elementwise_kernel [direct_copy]` twice in the
+/// MoE run) keep the tags that tell them apart in the "Left out" list, as in the kernel table.
+#[test]
+fn kernels_keep_their_tags_in_the_left_out_list() {
+    for name in SAMPLES {
+        let md = report(name, "kernels.md");
+        let labels: Vec<&str> = section(&md, "## Left out of the ncu pass")
+            .into_iter()
+            .filter_map(|l| l.strip_prefix("- #"))
+            .map(|l| {
+                let label = l.split_once(' ').map_or(l, |(_, rest)| rest);
+                label.rsplit_once(" (").map_or(label, |(label, _)| label)
+            })
+            .collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for l in &labels {
+            assert!(seen.insert(*l), "{name}: {l} listed twice: {labels:?}");
+        }
+    }
+    let moe = report("sample-run-hf-moe", "kernels.md");
+    let copies: Vec<&str> = section(&moe, "## Left out of the ncu pass")
+        .into_iter()
+        .filter(|l| l.contains("unrolled_elementwise_kernel \\[direct_copy\\] ~"))
+        .collect();
+    assert_eq!(copies.len(), 2, "{copies:?}");
+}
