@@ -66,7 +66,8 @@ pub(crate) struct Artifacts {
     pub(crate) ranges: Option<Vec<RangeSum>>,
     pub(crate) api: Option<Vec<ApiSum>>,
     pub(crate) ncu: Option<NcuReport>,
-    /// `ncu_csv` as the reports cite it, relative to the run directory (empty without one).
+    /// The file the reports cite for ncu's figures, relative to the run directory: its raw
+    /// CSV, or `ncu/cached.json` where the metrics cache served them all (empty without one).
     pub(crate) ncu_csv_file: String,
     pub(crate) env: Option<serde_json::Value>,
     pub(crate) status: Option<Status>,

@@ -52,7 +52,8 @@ pub(crate) struct Facts<'a> {
     pub(crate) kern_sum_file: &'a str,
     /// Where the NVTX summary came from (rank 0's in a multi-rank run).
     pub(crate) nvtx_sum_file: &'a str,
-    /// The ncu raw CSV the reports cite (empty without one).
+    /// The file the reports cite for ncu's figures: its raw CSV, or `ncu/cached.json` where
+    /// the metrics cache served them all (empty without one).
     pub(crate) ncu_csv_file: &'a str,
     /// The baseline pass's file (empty without one).
     pub(crate) baseline_file: &'a str,
