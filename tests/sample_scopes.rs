@@ -64,3 +64,37 @@ fn kernels_keep_their_tags_in_the_left_out_list() {
         .collect();
     assert_eq!(copies.len(), 2, "{copies:?}");
 }
+
+/// ncu measured one range: its coverage and its launch configurations' share name the same
+/// scope (the two-GPU runs captured `decode`'s first instance on each rank, so their whole
+/// capture is `decode`, the range ncu measured in).
+#[test]
+fn ncu_figures_have_one_scope() {
+    for name in SAMPLES {
+        for file in ["kernels.md", "stakeholder_summary.md"] {
+            let md = report(name, file);
+            let scopes: Vec<&str> = md
+                .lines()
+                .filter_map(|l| {
+                    let l = l.trim_start_matches("- ");
+                    match l.strip_prefix("Hardware counters (ncu) measured ") {
+                        // "measured in `decode` for 12 kernels, which hold ..."
+                        Some(rest) if rest.starts_with("in ") => rest.split(" for ").next(),
+                        // "measured for 18 kernels in `decode`: ..."
+                        Some(rest) => {
+                            let at = rest.find(" in ")?;
+                            rest[at + 1..].split(':').next()
+                        }
+                        None => l.strip_prefix("Launch configurations ")?.split(':').next(),
+                    }
+                })
+                .collect();
+            assert!(!scopes.is_empty(), "{name}/{file}");
+            assert!(
+                scopes.iter().all(|s| *s == scopes[0]),
+                "{name}/{file}: {scopes:?}"
+            );
+            assert!(!scopes[0].contains("whole capture"), "{name}/{file}");
+        }
+    }
+}

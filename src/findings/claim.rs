@@ -223,6 +223,10 @@ pub(crate) enum Claim {
     /// its time budget, that budget.
     NcuCoverage {
         nccl_left_out: bool,
+        /// The range ncu measured in, where it is not the scope of the kernel time the
+        /// coverage is a share of (a whole-run capture, ncu on `decode`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        measured_in: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         budget_stop: Option<BudgetStop>,
         #[serde(skip_serializing_if = "Option::is_none")]

@@ -466,12 +466,13 @@ pub(crate) fn sentence(f: &Finding) -> String {
         Claim::LaunchCalls => fact::launch_calls(f, &w),
         Claim::NcuCoverage {
             nccl_left_out,
+            measured_in,
             budget_stop,
             budget_plan,
         } => fact::ncu_coverage(
             f,
             &w,
-            *nccl_left_out,
+            (*nccl_left_out, measured_in.as_deref()),
             budget_stop.as_ref(),
             budget_plan.as_ref(),
         ),

@@ -15,9 +15,11 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
     // Of the kernel table's range, or of ncu's own where it profiled another.
     let other = !a.ncu_records.is_empty();
     let scope = match other {
-        false => table_scope(a),
+        false => coverage_scope(a),
         true => Scope::of(a.ncu_range().as_deref()),
     };
+    // Where ncu measured in a range the kernel time's scope is not, the sentence says both.
+    let measured_in = a.ncu_range().filter(|r| scope.range.as_deref() != Some(r.as_str()));
     let rows = if other { &a.ncu_records } else { &a.records };
     let measured = rows.iter().filter(|r| r.ncu_instances > 0).count();
     let fig = |q, v| Figure::new(q, v, &a.ncu_csv_file, &scope.clone().ncu());
@@ -50,6 +52,7 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
     out.push(
         Claim::NcuCoverage {
             nccl_left_out: nccl_out,
+            measured_in,
             budget_stop: stop,
             budget_plan: budget_plan(a),
         },
@@ -57,6 +60,20 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
         None,
         figures,
     );
+}
+
+/// The scope of the kernel table's time that ncu's coverage is a share of: the table's own,
+/// except where the table sums the whole capture and the capture is exactly the range ncu
+/// measured in (its first instance in each process: nsys stopped when it closed). The whole
+/// capture is then that range, and ncu's figures have one scope in the report, as the
+/// launch configurations' share (in ncu's range) has.
+fn coverage_scope(a: &Artifacts) -> Scope {
+    let table = table_scope(a);
+    let capture = a.capture();
+    match (table.range.is_none(), capture.range(), a.ncu_range()) {
+        (true, Some(c), Some(n)) if capture.first_only() && c == n => Scope::range(&n),
+        _ => table,
+    }
 }
 
 /// The ncu pass's time budget, where it afforded ncu fewer kernels than were chosen
