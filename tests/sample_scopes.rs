@@ -98,3 +98,32 @@ fn ncu_figures_have_one_scope() {
         }
     }
 }
+
+/// A time per token divides an instance by every sequence's tokens: where the batch holds
+/// several sequences, each per-token figure says so (the prefill sample's `decode`: 26.88 ms a
+/// step of 8 sequences, 3.360 ms per token over them).
+#[test]
+fn per_token_figures_name_their_batch() {
+    let stake = report("sample-run-hf-prefill", "stakeholder_summary.md");
+    assert!(
+        stake.contains("`decode` takes 26.88 ms per instance, 3.360 ms per token, over a batch of 8 (298 tokens/s)"),
+        "{stake}"
+    );
+    for name in SAMPLES {
+        let s: serde_json::Value =
+            serde_json::from_str(&report(name, "summary.json")).unwrap();
+        let batched = s["per_token"].as_array().is_some_and(|p| {
+            p.iter()
+                .any(|x| x["batch"].as_u64().is_some_and(|b| b > 1) && x["ms_per_token"].is_number())
+        });
+        let stake = report(name, "stakeholder_summary.md");
+        let md = report(name, "kernels.md");
+        // Every phase with token marks in the samples has a batch of several sequences.
+        assert_eq!(
+            stake.matches(" ms per token").count(),
+            stake.matches(" ms per token, over a batch of ").count(),
+            "{name}"
+        );
+        assert_eq!(md.contains("| ms per token, over the batch |"), batched, "{name}");
+    }
+}

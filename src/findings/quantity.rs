@@ -130,6 +130,9 @@ pub(crate) enum Quantity {
     SlowestInstanceMs,
     MsPerToken,
     TokensPerS,
+    /// Sequences per instance (the marks' `batch=B`), where more than one: a per-token time
+    /// divides an instance by all of their tokens.
+    BatchSequences,
     /// A floor's time as a share of the measured time per instance (100%: at the floor).
     MemoryFloorOfMeasuredPct,
     ComputeFloorOfMeasuredPct,
@@ -176,6 +179,7 @@ impl Quantity {
             | NvidiaKernels
             | GpuSms
             | Cycles
+            | BatchSequences
             | ThreadBlocks => Unit::Count,
             StepDramMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
