@@ -127,3 +127,30 @@ fn per_token_figures_name_their_batch() {
         assert_eq!(md.contains("| ms per token, over the batch |"), batched, "{name}");
     }
 }
+
+/// The operators table names the calls its rows cover: every call in the capture, said as the
+/// run facts say the capture (the `--operators` sample: `decode`, 15 instances captured).
+#[test]
+fn the_operators_table_names_its_scope() {
+    let mut seen = 0;
+    for name in SAMPLES {
+        let stake = report(name, "stakeholder_summary.md");
+        let Some(capture) = stake
+            .lines()
+            .find_map(|l| l.strip_prefix("| Capture | nsys: "))
+            .and_then(|l| l.split("; ncu: ").next())
+        else {
+            continue;
+        };
+        for text in [&stake, &report(name, "kernels.md")] {
+            if let Some(line) = text.lines().find(|l| l.starts_with("PyTorch operators (")) {
+                let scope = format!("over every operator call in the capture ({capture}): ");
+                assert!(line.contains(&scope), "{name}: {line}");
+                seen += 1;
+            }
+        }
+    }
+    assert_eq!(seen, 2, "the hf-auto sample's two reports");
+    assert!(report("sample-run-hf-auto", "kernels.md")
+        .contains("over every operator call in the capture (NVTX range `decode`, 15 instances captured)"));
+}

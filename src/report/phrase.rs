@@ -33,6 +33,15 @@ pub(crate) fn kernel_scope(d: &crate::findings::document::Decided) -> String {
     }
 }
 
+/// What the nsys capture holds: "the whole run", "NVTX range `decode`, 15 instances
+/// captured" (the run facts' words, and the scope of every table over the whole capture).
+pub(crate) fn capture_held(d: &crate::findings::document::Decided) -> String {
+    match d.capture().range() {
+        Some(_) => format!("{}, {}", d.capture().describe(), instances_captured(d)),
+        None => d.capture().describe(),
+    }
+}
+
 /// How many instances of the captured range the report holds, and whether that is all:
 /// "15 instances captured" or "first instance only (...)". Empty without a range.
 pub(crate) fn instances_captured(d: &crate::findings::document::Decided) -> String {

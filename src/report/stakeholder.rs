@@ -369,14 +369,7 @@ fn run_facts(a: &Decided, s: &mut String) {
         workload
     };
     let _ = writeln!(s, "| Workload | {} |", md(&cut(&workload, 120)));
-    let nsys = match a.capture().range() {
-        Some(_) => format!(
-            "{}, {}",
-            a.capture().describe(),
-            super::phrase::instances_captured(a)
-        ),
-        None => a.capture().describe(),
-    };
+    let nsys = super::phrase::capture_held(a);
     let inc = a.ncu_include().map(str::to_string);
     let record = a
         .facts
