@@ -179,7 +179,24 @@ impl Artifacts {
     /// Whether the kernel table's rows sum the captured range's launches (else every launch
     /// in the capture).
     pub(crate) fn kernel_table_in_range(&self) -> bool {
-        self.capture().range().is_some() && self.kern_sum_file == self.sqlite_file
+        self.capture().range().is_some()
+            && self.kern_sum_file == self.sqlite_file
+            && self.capture_range_missing().is_none()
+    }
+
+    /// The NVTX range the capture names, where the export's ranges hold no instance of it (a
+    /// typo such as `decod`, or a capture that opened on another name): nothing in the
+    /// export is that range's. None where the capture names no range, or no range was read.
+    pub(crate) fn capture_range_missing(&self) -> Option<&str> {
+        let Capture::NvtxRange { name, .. } = self.capture() else {
+            return None;
+        };
+        let read = self.range_stats.iter().any(|r| r.instances > 0);
+        let held = self
+            .range_stats
+            .iter()
+            .any(|r| r.name == *name && r.instances > 0);
+        (read && !held).then_some(name.as_str())
     }
 
     /// The captured range and how many of its instances the export holds (None: no range).

@@ -399,6 +399,14 @@ pub(crate) enum Claim {
         pass: String,
         reason: String,
     },
+    /// The capture names an NVTX range of which the export holds no instance (a typo such as
+    /// `decod`): no figure is that range's, and no advice is given on the capture. `close`:
+    /// the export's range names nearest to it (`near`), or its first few where none is.
+    CaptureRangeMissing {
+        range: String,
+        close: Vec<String>,
+        near: bool,
+    },
     NothingStandsOut,
 }
 
@@ -433,6 +441,7 @@ impl Claim {
             | SampledDisagrees { .. }
             | ReplayDiffers { .. }
             | InstanceTrend { .. }
+            | CaptureRangeMissing { .. }
             | InstanceGroups { .. } => Role::Caveat,
             NoNcuMetrics { .. } | NothingStandsOut => Role::Advice,
             Loop { decides: true, .. } => Role::Verdict,
@@ -475,6 +484,7 @@ impl Claim {
             | GraphLevelTrace
             | KernelsExceedWall { .. }
             | PassIncomplete { .. }
+            | CaptureRangeMissing { .. }
             | SampledDisagrees { .. }
             | ReplayDiffers { .. }
             | NvidiaSummaries { .. }

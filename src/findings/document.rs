@@ -167,6 +167,10 @@ impl<'a> Decided<'a> {
     pub(crate) fn kernel_table_in_range(&self) -> bool {
         self.analysis.kernel_table_in_range()
     }
+    /// The range the capture names, where the export holds no instance of it.
+    pub(crate) fn capture_range_missing(&self) -> Option<&'a str> {
+        self.analysis.capture_range_missing()
+    }
     /// The captured range and how many of its instances the export holds.
     pub(crate) fn captured_instances(&self) -> Option<(&'a str, u64)> {
         self.analysis.captured_instances()

@@ -130,6 +130,10 @@ pub(crate) enum Quantity {
     SlowestInstanceMs,
     MsPerToken,
     TokensPerS,
+    /// Instances of a range in the export (the capture's range, where it holds none).
+    RangeInstances,
+    /// Range names in the export.
+    RangeNames,
     /// Sequences per instance (the marks' `batch=B`), where more than one: a per-token time
     /// divides an instance by all of their tokens.
     BatchSequences,
@@ -180,6 +184,8 @@ impl Quantity {
             | GpuSms
             | Cycles
             | BatchSequences
+            | RangeInstances
+            | RangeNames
             | ThreadBlocks => Unit::Count,
             StepDramMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,

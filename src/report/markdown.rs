@@ -64,7 +64,12 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
     }
     for g in f
         .made()
-        .filter(|x| matches!(x.claim, Claim::GraphLevelTrace))
+        .filter(|x| {
+            matches!(
+                x.claim,
+                Claim::GraphLevelTrace | Claim::CaptureRangeMissing { .. }
+            )
+        })
     {
         let _ = writeln!(s, "Note: {}", phrase::sentence(g));
     }

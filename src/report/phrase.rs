@@ -467,6 +467,36 @@ pub(crate) fn sentence(f: &Finding) -> String {
                 false => format!("The {pass} pass did not complete: {first} {}", quoted.join(" / ")),
             }
         }
+        Claim::CaptureRangeMissing { range, close, near } => {
+            let names: Vec<String> = close.iter().map(|n| range_name(n)).collect();
+            let listed = match (near, names.is_empty()) {
+                (_, true) => "it holds no NVTX range".to_string(),
+                (true, false) => format!("its range names nearest to it: {}", names.join(", ")),
+                (false, false) => format!(
+                    "none of its {} range names is near it ({}{})",
+                    f.text(Q::RangeNames),
+                    names.join(", "),
+                    if names.len() as f64 > f.get(Q::RangeNames).unwrap_or(0.0) - 0.5 {
+                        ""
+                    } else {
+                        ", ..."
+                    }
+                ),
+            };
+            format!(
+                "The capture names NVTX range {} and the export holds no instance of it{}: no figure here is that range's, and no advice is given on this capture; {listed}. {}",
+                range_name(range),
+                cite(f),
+                match close.as_slice() {
+                    [one] => format!(
+                        "Capture it by its exact name ({}).",
+                        code(&crate::files::shell_line(&["--nvtx-capture".into(), one.clone()]))
+                    ),
+                    [] => "Mark the work to capture with an NVTX range first.".to_string(),
+                    _ => "Capture one of them by its exact name (`--nvtx-capture NAME`).".to_string(),
+                }
+            )
+        }
         Claim::NothingStandsOut => {
             "No rule fired on this run's figures (the rules are listed in kernels.md); compare against a previous run with `stage2 diff`.".to_string()
         }

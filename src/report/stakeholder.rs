@@ -93,11 +93,17 @@ fn headline(a: &Decided, f: &Findings) -> String {
     // Where the kernel totals are the captured range's own (one process), its sentence says
     // them once; otherwise the totals' scope leads and the captured range follows.
     let same = captured.is_some_and(|c| c.scope.range == totals.scope.range) && ranks <= 1;
+    // A capture whose range the export never holds: said first, as everything after is not
+    // that range's.
+    let lead = match f.find(|x| is(x, |c| matches!(c, Claim::CaptureRangeMissing { .. }))) {
+        Some(m) => format!("**Headline:** {} ", phrase::sentence(m)),
+        None => "**Headline:** ".to_string(),
+    };
     let mut h = match same {
-        true => "**Headline:** ".to_string(),
+        true => lead,
         false => {
             let mut h = format!(
-                "**Headline:** {}, {who} ran {} of kernels in {} launches{summed}",
+                "{lead}{}, {who} ran {} of kernels in {} launches{summed}",
                 capitalise(&phrase::scope(&totals.scope)),
                 totals.text(Q::KernelTimeNs),
                 totals.text(Q::KernelLaunches)

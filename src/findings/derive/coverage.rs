@@ -19,7 +19,12 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
         true => Scope::of(a.ncu_range().as_deref()),
     };
     // Where ncu measured in a range the kernel time's scope is not, the sentence says both.
-    let measured_in = a.ncu_range().filter(|r| scope.range.as_deref() != Some(r.as_str()));
+    // A range of which the export holds no instance (the capture's typo, ncu told the same)
+    // is not named as where anything was measured.
+    let measured_in = a
+        .ncu_range()
+        .filter(|r| scope.range.as_deref() != Some(r.as_str()))
+        .filter(|r| a.capture_range_missing() != Some(r.as_str()));
     let rows = if other { &a.ncu_records } else { &a.records };
     let measured = rows.iter().filter(|r| r.ncu_instances > 0).count();
     let fig = |q, v| Figure::new(q, v, &a.ncu_csv_file, &scope.clone().ncu());

@@ -12,7 +12,7 @@ use crate::rundir::status::PassState;
 /// The scope of the kernel table: the captured range when its rows are that range's launches
 /// (from the SQLite export), else everything the capture holds.
 pub(crate) fn table_scope(a: &Artifacts) -> Scope {
-    match (a.capture().range(), a.kern_sum_file == a.sqlite_file) {
+    match (a.capture().range(), a.kernel_table_in_range()) {
         (Some(r), true) => Scope::range(r),
         _ => Scope::capture(),
     }

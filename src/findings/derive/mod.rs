@@ -6,6 +6,7 @@ mod cycle;
 mod groups;
 mod kernels;
 mod levers;
+mod missing;
 mod ranges;
 mod run;
 
@@ -31,6 +32,7 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
     kernels::launch_size(a, &mut out);
     kernels::bounds(a, &mut out);
     withhold_kernel_advice(a, &mut out);
+    missing::capture_missing(a, &mut out);
     levers::levers(a, &mut out);
     run::passes(a, &mut out);
     run::nvidia(a, &mut out);
