@@ -144,8 +144,11 @@ fn srun_and_mpirun_name_reports_by_their_rank_variables() {
             ncu.contains(&format!("__rank-exec {rank_var} 1 2 -- ")),
             "{ncu}"
         );
+        // The kernels rank 0's nsys export chooses, and, where it chooses none, every kernel
+        // but NCCL's (the dry run's note says so).
         assert!(
-            ncu.contains("--kernel-id '::regex:^(?!.*nccl).*:1'"),
+            ncu.contains("--kernel-id '::regex:^(<kernels chosen from the nsys export>)$:1'")
+                && ncu.contains("--kernel-name-base demangled --kernel-id ::regex:^(?!.*nccl).*:1)"),
             "{ncu}"
         );
         // mpirun hands ranks on other nodes only the variables it is told about.

@@ -35,6 +35,8 @@ pub(crate) enum Start {
     Held(Held),
     Warm(String),
     Usual,
+    /// A dry run: nothing starts; the plan writes what a real run would (see `plan::dry`).
+    Dry(super::plan::Dry),
 }
 
 /// The held workload: its `ncu --mode=launch` process on a thread, and what the threads that
