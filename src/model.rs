@@ -533,10 +533,7 @@ pub(crate) fn tagged(name: &str, width: usize) -> String {
 
 /// Whether another kernel of `universe` (the run's kernels) has `name`'s display name: then
 /// every list of a report tags it, as the kernel table does.
-pub(crate) fn shares_display_name<'a>(
-    name: &str,
-    universe: impl Iterator<Item = &'a str>,
-) -> bool {
+pub(crate) fn shares_display_name<'a>(name: &str, universe: impl Iterator<Item = &'a str>) -> bool {
     let display = display_name(name);
     universe
         .filter(|n| *n != name)

@@ -361,8 +361,10 @@ fn a_dry_run_claims_no_capture() {
         .assert()
         .success()
         .stderr(
-            predicate::str::contains("after the nsys pass, a real run puts the mangled names of the kernels it chooses")
-                .and(predicate::str::contains("nsys captured").not()),
+            predicate::str::contains(
+                "after the nsys pass, a real run puts the mangled names of the kernels it chooses",
+            )
+            .and(predicate::str::contains("nsys captured").not()),
         );
 }
 

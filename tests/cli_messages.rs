@@ -237,5 +237,7 @@ fn a_capture_of_a_range_not_in_the_export_names_the_nearest_and_advises_nothing(
     assert_eq!(missing["close"], serde_json::json!(["decode"]));
     // Advice on the capture is withheld, with the reason.
     assert!(findings.iter().any(|x| x["kind"] == "tensor_cores_idle"
-        && x["abstain"].as_str().is_some_and(|w| w.contains("`decod` has no instance"))));
+        && x["abstain"]
+            .as_str()
+            .is_some_and(|w| w.contains("`decod` has no instance"))));
 }

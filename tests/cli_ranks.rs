@@ -148,7 +148,8 @@ fn srun_and_mpirun_name_reports_by_their_rank_variables() {
         // but NCCL's (the dry run's note says so).
         assert!(
             ncu.contains("--kernel-id '::regex:^(<kernels chosen from the nsys export>)$:1'")
-                && ncu.contains("--kernel-name-base demangled --kernel-id ::regex:^(?!.*nccl).*:1)"),
+                && ncu
+                    .contains("--kernel-name-base demangled --kernel-id ::regex:^(?!.*nccl).*:1)"),
             "{ncu}"
         );
         // mpirun hands ranks on other nodes only the variables it is told about.

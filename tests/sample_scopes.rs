@@ -110,11 +110,11 @@ fn per_token_figures_name_their_batch() {
         "{stake}"
     );
     for name in SAMPLES {
-        let s: serde_json::Value =
-            serde_json::from_str(&report(name, "summary.json")).unwrap();
+        let s: serde_json::Value = serde_json::from_str(&report(name, "summary.json")).unwrap();
         let batched = s["per_token"].as_array().is_some_and(|p| {
-            p.iter()
-                .any(|x| x["batch"].as_u64().is_some_and(|b| b > 1) && x["ms_per_token"].is_number())
+            p.iter().any(|x| {
+                x["batch"].as_u64().is_some_and(|b| b > 1) && x["ms_per_token"].is_number()
+            })
         });
         let stake = report(name, "stakeholder_summary.md");
         let md = report(name, "kernels.md");
@@ -124,7 +124,11 @@ fn per_token_figures_name_their_batch() {
             stake.matches(" ms per token, over a batch of ").count(),
             "{name}"
         );
-        assert_eq!(md.contains("| ms per token, over the batch |"), batched, "{name}");
+        assert_eq!(
+            md.contains("| ms per token, over the batch |"),
+            batched,
+            "{name}"
+        );
     }
 }
 
@@ -151,6 +155,7 @@ fn the_operators_table_names_its_scope() {
         }
     }
     assert_eq!(seen, 2, "the hf-auto sample's two reports");
-    assert!(report("sample-run-hf-auto", "kernels.md")
-        .contains("over every operator call in the capture (NVTX range `decode`, 15 instances captured)"));
+    assert!(report("sample-run-hf-auto", "kernels.md").contains(
+        "over every operator call in the capture (NVTX range `decode`, 15 instances captured)"
+    ));
 }

@@ -166,7 +166,10 @@ mod tests {
         let names = ["step", "decode", "prefill", "decode_step", "decode"];
         assert_eq!(close_names("decod", names.into_iter()), ["decode"]);
         assert_eq!(close_names("decode", names.into_iter()), ["decode"]);
-        assert_eq!(close_names("decodestep", names.into_iter()), ["decode_step"]);
+        assert_eq!(
+            close_names("decodestep", names.into_iter()),
+            ["decode_step"]
+        );
         assert_eq!(
             close_names("decod", ["decoder", "decode"].into_iter()),
             ["decode", "decoder"]

@@ -168,21 +168,19 @@ pub(crate) fn device_peaks<'a>(kernels: impl Iterator<Item = Metrics<'a>>) -> Op
     // NaN never wins a comparison (`f64::max` keeps the other side), so input cannot make the
     // result depend on the order either.
     let top = |a: f64, b: f64| a.max(b);
-    kernels
-        .filter_map(|m| peaks(&m))
-        .reduce(|a, b| Peaks {
-            fp32_flops: top(a.fp32_flops, b.fp32_flops),
-            fp16_flops: top(a.fp16_flops, b.fp16_flops),
-            fp64_flops: top(a.fp64_flops, b.fp64_flops),
-            tensor_flops: match (a.tensor_flops, b.tensor_flops) {
-                (Some(x), Some(y)) => Some(top(x, y)),
-                (x, y) => x.or(y),
-            },
-            dram_bytes_per_s: top(a.dram_bytes_per_s, b.dram_bytes_per_s),
-            sm_hz: top(a.sm_hz, b.sm_hz),
-            dram_hz: top(a.dram_hz, b.dram_hz),
-            kernels: a.kernels + b.kernels,
-        })
+    kernels.filter_map(|m| peaks(&m)).reduce(|a, b| Peaks {
+        fp32_flops: top(a.fp32_flops, b.fp32_flops),
+        fp16_flops: top(a.fp16_flops, b.fp16_flops),
+        fp64_flops: top(a.fp64_flops, b.fp64_flops),
+        tensor_flops: match (a.tensor_flops, b.tensor_flops) {
+            (Some(x), Some(y)) => Some(top(x, y)),
+            (x, y) => x.or(y),
+        },
+        dram_bytes_per_s: top(a.dram_bytes_per_s, b.dram_bytes_per_s),
+        sm_hz: top(a.sm_hz, b.sm_hz),
+        dram_hz: top(a.dram_hz, b.dram_hz),
+        kernels: a.kernels + b.kernels,
+    })
 }
 
 /// One kernel's peaks: ncu's peak metrics at the clocks that kernel ran at.

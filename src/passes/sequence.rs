@@ -136,9 +136,9 @@ fn metric_set(driver: &Driver, tools: &Tools, reused: bool) -> Option<Derived> {
             super::nsys::metric_set::for_run(nsys, &driver.ctx.run.path, cache.as_deref())
         }
         // The line a real run writes, its file made when that run starts.
-        (Some(_), true) if wants_metric_set(cfg) => Some(super::nsys::metric_set::for_dry_run(
-            &driver.ctx.run.path,
-        )),
+        (Some(_), true) if wants_metric_set(cfg) => {
+            Some(super::nsys::metric_set::for_dry_run(&driver.ctx.run.path))
+        }
         _ => None,
     };
     if let Some(every) = super::nsys::samples_every_gpu(cfg, || tools.env.gpus.len()) {

@@ -62,15 +62,12 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
             a.facts.sqlite_file
         );
     }
-    for g in f
-        .made()
-        .filter(|x| {
-            matches!(
-                x.claim,
-                Claim::GraphLevelTrace | Claim::CaptureRangeMissing { .. }
-            )
-        })
-    {
+    for g in f.made().filter(|x| {
+        matches!(
+            x.claim,
+            Claim::GraphLevelTrace | Claim::CaptureRangeMissing { .. }
+        )
+    }) {
         let _ = writeln!(s, "Note: {}", phrase::sentence(g));
     }
     if let Some(e) = &a.facts.ncu_problem {

@@ -332,7 +332,9 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
         .filter_map(|r| Some(fig(Quantity::DramThroughputPct, r.dram_throughput_pct?, r)))
         .collect();
     if !mem.is_empty() {
-        let kernels = with(Bound::Memory).map(|r| a.kernel_label(&r.name)).collect();
+        let kernels = with(Bound::Memory)
+            .map(|r| a.kernel_label(&r.name))
+            .collect();
         // Kernels that issue tensor-core operations multiply matrices: their bytes are mostly
         // weights. The others (element-wise, reductions, copies) move activations.
         let matmul = with(Bound::Memory)

@@ -64,7 +64,11 @@ pub(super) fn fill(mut argv: Vec<String>, count: bool) -> Vec<String> {
 
 impl NcuPass {
     /// The held launch and its attach, as a real run would write them (ports to be found).
-    pub(super) fn dry_attach(&self, ctx: &Ctx, profile: &[String]) -> Option<(Vec<String>, Vec<String>)> {
+    pub(super) fn dry_attach(
+        &self,
+        ctx: &Ctx,
+        profile: &[String],
+    ) -> Option<(Vec<String>, Vec<String>)> {
         let launch = self.with_prog(early::launch_args(&ctx.workload.argv, Some(0)));
         let launch = with_env(&early::held_env(&ctx.workload.env), fill(launch, false));
         Some((launch, fill(early::attach_argv(profile, Some(0))?, true)))
@@ -74,7 +78,12 @@ impl NcuPass {
 /// What a real run fills in, one note per placeholder or difference. `lines`: the dry run's
 /// ncu lines (what they hold decides which notes apply); `unfiltered`: the line a real run
 /// falls back to where the export gives no kernel.
-pub(super) fn notes(cfg: &Config, d: &Dry, lines: &[&[String]], unfiltered: &[String]) -> Vec<String> {
+pub(super) fn notes(
+    cfg: &Config,
+    d: &Dry,
+    lines: &[&[String]],
+    unfiltered: &[String],
+) -> Vec<String> {
     let has = |p: &str| lines.iter().any(|l| l.iter().any(|a| a.contains(p)));
     let mut out = Vec::new();
     if d.after_nsys && has(KERNELS) {
