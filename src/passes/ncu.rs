@@ -143,7 +143,7 @@ impl NcuPass {
     }
 
     /// A dry run's facts of how a real run would start (None: a real run).
-    fn dry(&self) -> Option<plan::Dry> {
+    fn dry(&self) -> Option<early::Dry> {
         match &*self.start.lock().unwrap_or_else(|p| p.into_inner()) {
             early::Start::Dry(d) => Some(d.clone()),
             _ => None,
@@ -405,7 +405,7 @@ fn never_opened(ctx: &Ctx) -> Option<String> {
 mod outcome;
 mod plan;
 use plan::{cost_model_path, profiled_ranks};
-pub(crate) use plan::{kernel_report, Dry, NcuPlan};
+pub(crate) use plan::{kernel_report, NcuPlan};
 pub(crate) mod query;
 mod reuse;
 mod step;

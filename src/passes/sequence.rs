@@ -227,7 +227,7 @@ fn hold_early(driver: &Driver, tools: &Tools) -> Start {
     let ctx = driver.ctx;
     // A dry run starts nothing: its plan writes the lines a real run's start would.
     if driver.dry_run {
-        return Start::Dry(super::ncu::Dry::of(ctx.cfg, tools.nsys.is_some()));
+        return Start::Dry(early::Dry::of(ctx.cfg, tools.nsys.is_some()));
     }
     let able = !driver.dry_run && tools.nsys.is_some() && early::wanted(ctx.cfg);
     let Some(ncu) = tools.ncu.as_ref().filter(|_| able) else {

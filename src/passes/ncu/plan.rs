@@ -17,7 +17,6 @@ mod budget;
 mod dry;
 mod export;
 use budget::{finish_step, predict, time_bound, which_launches};
-pub(crate) use dry::Dry;
 #[cfg(test)]
 pub(super) use export::{first_start_s, range_began_s};
 use export::{nsys_basis, read_export};

@@ -13,28 +13,6 @@ pub(crate) const COUNT: &str = "<their number>";
 /// The first of the free ports the held launch and its attach use.
 pub(crate) const PORT: &str = "<free port>";
 
-/// How a real run's ncu pass would start, as a dry run can tell without running anything.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Dry {
-    /// An nsys pass runs first and its export chooses ncu's kernels.
-    pub(crate) after_nsys: bool,
-    /// The workload would be held since the nsys pass began (`ncu.early_start`).
-    pub(crate) held: bool,
-}
-
-impl Dry {
-    /// `nsys_found`: the nsys program is known (a dry run without it still writes nsys's line
-    /// as `nsys ...` and so counts it). Held as `sequence::hold_early` would hold it, but for
-    /// the metrics cache's guess that it answers every kernel (a dry run does not read it).
-    pub(crate) fn of(cfg: &Config, nsys_found: bool) -> Dry {
-        let after_nsys = nsys_found && cfg.nsys.enable;
-        Dry {
-            after_nsys,
-            held: after_nsys && early::wanted(cfg),
-        }
-    }
-}
-
 /// The kernels and launches a real run gets from the nsys export, as placeholders (no cache
 /// lookup, no launch configurations: both need the export).
 pub(super) fn after_nsys(cfg: &Config, multi: bool) -> Kernels {
@@ -80,7 +58,7 @@ impl NcuPass {
 /// falls back to where the export gives no kernel.
 pub(super) fn notes(
     cfg: &Config,
-    d: &Dry,
+    d: &early::Dry,
     lines: &[&[String]],
     unfiltered: &[String],
 ) -> Vec<String> {
