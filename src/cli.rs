@@ -276,6 +276,7 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "SECS")]
     pub grace: Option<u64>,
     /// Create the run directory, write config, provenance and every cmd.txt; run nothing.
+    /// What only the nsys pass decides (ncu's kernels, their number) is a placeholder there.
     #[arg(long)]
     pub dry_run: bool,
     /// Time the nsys pass N times (one ncu pass); kernels.csv and summary.json keep the

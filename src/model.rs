@@ -534,15 +534,45 @@ pub(crate) fn labels_in<'a>(
             let short = cut(display_name(n), width);
             let shared = full.get(&display_name(n)).is_some_and(|k| k.len() > 1);
             match count[&short].len() > 1 || shared {
-                true => format!(
-                    "{} ~{:06x}",
-                    cut(display_name(n), width.saturating_sub(8).max(8)),
-                    fnv(n) & 0xff_ffff
-                ),
+                true => tagged(n, width),
                 false => short,
             }
         })
         .collect()
+}
+
+/// A kernel's display name cut to `width` with its tag (`~3fa2c1`): the label every table
+/// gives it where another kernel shares its display name.
+pub(crate) fn tagged(name: &str, width: usize) -> String {
+    let room = width.saturating_sub(8).max(8);
+    let display = display_name(name);
+    let cut = match display.chars().count() <= room {
+        true => display,
+        false => {
+            let mut t: String = display.chars().take(room.saturating_sub(1)).collect();
+            t.push('…');
+            t
+        }
+    };
+    format!("{cut} ~{:06x}", fnv(name) & 0xff_ffff)
+}
+
+/// Whether another kernel of `universe` (the run's kernels) has `name`'s display name: then
+/// every list of a report tags it, as the kernel table does.
+pub(crate) fn shares_display_name<'a>(name: &str, universe: impl Iterator<Item = &'a str>) -> bool {
+    let display = display_name(name);
+    universe
+        .filter(|n| *n != name)
+        .any(|n| display_name(n) == display)
+}
+
+/// A kernel's label in a sentence or list (uncut): its display name, tagged where another
+/// kernel of `universe` shares it (see [`labels_in`]).
+pub(crate) fn label_in<'a>(name: &str, universe: impl Iterator<Item = &'a str>) -> String {
+    match shares_display_name(name, universe) {
+        true => tagged(name, usize::MAX),
+        false => display_name(name),
+    }
 }
 
 /// FNV-1a: a short, stable tag of a full name (the same in every run and build).

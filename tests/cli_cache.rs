@@ -77,6 +77,15 @@ fn a_rerun_takes_every_kernel_from_the_cache_and_skips_ncu() {
         "{stake}"
     );
     assert!(read(sb.run("one").join("stakeholder_summary.md")).contains("kernels profiled"));
+    // Nor that there is no ncu data above a table of cached figures: it names where they
+    // come from, the run that measured them and the list of what the cache served.
+    assert!(!stake.contains("no ncu data"), "{stake}");
+    assert!(
+        stake.contains("bound classes from ncu's SM and DRAM throughput, measured by run `one` and served from the metrics cache"),
+        "{stake}"
+    );
+    assert!(stake.contains("]: ncu/cached.json\n"), "{stake}");
+    assert_eq!(summary["sources"]["ncu_metrics"], "ncu/cached.json");
 }
 
 #[test]

@@ -200,3 +200,44 @@ fn an_export_of_launch_calls_without_kernels_is_refused_with_the_fix() {
         "{st}"
     );
 }
+
+/// A capture of a range the export does not hold (`--nvtx-capture decod`, a typo; the fake
+/// nsys replays its `decode` capture whatever it is asked): the reports say the range was not
+/// found, name the export's range nearest to it, and give no advice on `decod` or the capture.
+#[test]
+fn a_capture_of_a_range_not_in_the_export_names_the_nearest_and_advises_nothing() {
+    let sb = Sandbox::with_gpu();
+    sb.profile("typo", &["--nvtx-capture", "decod"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(
+            "headline (a replayed capture's figures, not this workload's; sources: stakeholder_summary.md): The capture names NVTX range `decod` and the export holds no instance of it",
+        ));
+    let run = sb.run("typo");
+    let said = "The capture names NVTX range `decod` and the export holds no instance of it";
+    let nearest = "its range names nearest to it: `decode`. Capture it by its exact name (`--nvtx-capture decode`).";
+    for f in ["kernels.md", "stakeholder_summary.md"] {
+        let text = read(run.join(f));
+        assert!(text.contains(said) && text.contains(nearest), "{f}: {text}");
+        // `decod` is named only where the missing range is said (and the run facts' capture).
+        for line in text.lines().filter(|l| l.contains("`decod`")) {
+            assert!(
+                line.contains(said) || line.starts_with("| Capture |"),
+                "{f}: {line}"
+            );
+        }
+        assert!(!text.contains("Tensor cores are barely used"), "{f}");
+    }
+    let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    let findings = s["findings"].as_array().unwrap();
+    let missing = findings
+        .iter()
+        .find(|x| x["kind"] == "capture_range_missing")
+        .unwrap_or_else(|| panic!("{findings:?}"));
+    assert_eq!(missing["close"], serde_json::json!(["decode"]));
+    // Advice on the capture is withheld, with the reason.
+    assert!(findings.iter().any(|x| x["kind"] == "tensor_cores_idle"
+        && x["abstain"]
+            .as_str()
+            .is_some_and(|w| w.contains("`decod` has no instance"))));
+}

@@ -88,6 +88,12 @@ fn torchrun_two_ranks_per_rank_nsys_one_rank_ncu_merged_reports() {
         "{md}"
     );
     assert!(md.contains("NCCL share"), "{md}");
+    // The capture ran on past `decode` (nsys.capture_range_end=none), so the kernel time is the
+    // whole capture's; ncu measured in `decode`: the sentence names each for what it is.
+    assert!(
+        md.contains("Hardware counters (ncu) measured in `decode` for 12 kernels, which hold 80.2% of the kernel time in the whole capture, 19.8% left out"),
+        "{md}"
+    );
     let summary: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
     assert_eq!(summary["ranks"].as_array().unwrap().len(), 2);
     assert_eq!(summary["ranks"][1]["launches"], 1464);
@@ -138,8 +144,12 @@ fn srun_and_mpirun_name_reports_by_their_rank_variables() {
             ncu.contains(&format!("__rank-exec {rank_var} 1 2 -- ")),
             "{ncu}"
         );
+        // The kernels rank 0's nsys export chooses, and, where it chooses none, every kernel
+        // but NCCL's (the dry run's note says so).
         assert!(
-            ncu.contains("--kernel-id '::regex:^(?!.*nccl).*:1'"),
+            ncu.contains("--kernel-id '::regex:^(<kernels chosen from the nsys export>)$:1'")
+                && ncu
+                    .contains("--kernel-name-base demangled --kernel-id ::regex:^(?!.*nccl).*:1)"),
             "{ncu}"
         );
         // mpirun hands ranks on other nodes only the variables it is told about.

@@ -165,7 +165,7 @@ fn ncus_bytes_lie_inside_the_sampled_figure_and_its_bound() {
         .find(|l| l.starts_with("DRAM traffic per step of `decode`"))
         .unwrap_or_else(|| panic!("{md}"));
     assert!(
-        line.contains("(the nsys pass's samples, median of its 15 instances; summary.json `dram_per_step`): 544.24 MB (390.57 MB read, 155.03 MB written), all the GPU's DRAM traffic over each step's GPU span, from the sampled DRAM bandwidth shares of ncu's peak 3.33 TB/s, 100.0% covered; the export keeps each share as a whole per cent, so within ±870.03 MB. Memory floor 0.1625 ms a step at the datasheet's 3.35 TB/s (no copy bandwidth measured); bandwidth use 1.2% over the 13.27 ms step."),
+        line.contains("(the nsys pass's samples, median of its 15 instances; summary.json `dram_per_step`): 547.86 MB (393.16 MB read, 156.06 MB written), all the GPU's DRAM traffic over each step's GPU span, from the sampled DRAM bandwidth shares of ncu's peak 3.35 TB/s, 100.0% covered; the export keeps each share as a whole per cent, so within ±875.81 MB. Memory floor 0.1635 ms a step at the datasheet's 3.35 TB/s (no copy bandwidth measured); bandwidth use 1.2% over the 13.27 ms step."),
         "{line}"
     );
     let csv = read(run.join("ranges.csv"));
@@ -222,7 +222,7 @@ fn byte_counters_are_counted_where_the_export_has_them() {
     assert_eq!(decode(&s)["source"], "shares");
     let note = s["gpu_metrics"]["bytes_note"].as_str().unwrap();
     assert!(
-        note.starts_with("the DRAM byte counters read more than twice ncu's peak bandwidth (3.33 TB/s) in the window at "),
+        note.starts_with("the DRAM byte counters read more than twice ncu's peak bandwidth (3.35 TB/s) in the window at "),
         "{note}"
     );
     assert!(read(run.join("kernels.md"))

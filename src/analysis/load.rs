@@ -213,6 +213,7 @@ impl Artifacts {
         {
             e.insert("python".to_string(), p);
         }
+        let ncu_cited = ncu.cited(run);
         // Moved out, not copied: at 73,000 range names a copy of these was a fifth of the
         // report's allocations. The phases and the sample index stay for what follows.
         use std::mem::take;
@@ -239,11 +240,7 @@ impl Artifacts {
                 .map(|r| r.units.clone())
                 .unwrap_or_default(),
             ncu: ncu.report,
-            ncu_csv_file: ncu
-                .csv
-                .as_deref()
-                .map(|p| run.relative(p))
-                .unwrap_or_default(),
+            ncu_csv_file: ncu_cited,
             shape_cover: ncu.shapes,
             kernel_blocks,
             sm_count,

@@ -67,7 +67,8 @@ pub(crate) struct Artifacts {
     pub(crate) ranges: Option<Vec<RangeSum>>,
     pub(crate) api: Option<Vec<ApiSum>>,
     pub(crate) ncu: Option<NcuReport>,
-    /// `ncu_csv` as the reports cite it, relative to the run directory (empty without one).
+    /// The file the reports cite for ncu's figures, relative to the run directory: its raw
+    /// CSV, or `ncu/cached.json` where the metrics cache served them all (empty without one).
     pub(crate) ncu_csv_file: String,
     pub(crate) env: Option<serde_json::Value>,
     pub(crate) status: Option<Status>,
@@ -179,7 +180,24 @@ impl Artifacts {
     /// Whether the kernel table's rows sum the captured range's launches (else every launch
     /// in the capture).
     pub(crate) fn kernel_table_in_range(&self) -> bool {
-        self.capture().range().is_some() && self.kern_sum_file == self.sqlite_file
+        self.capture().range().is_some()
+            && self.kern_sum_file == self.sqlite_file
+            && self.capture_range_missing().is_none()
+    }
+
+    /// The NVTX range the capture names, where the export's ranges hold no instance of it (a
+    /// typo such as `decod`, or a capture that opened on another name): nothing in the
+    /// export is that range's. None where the capture names no range, or no range was read.
+    pub(crate) fn capture_range_missing(&self) -> Option<&str> {
+        let Capture::NvtxRange { name, .. } = self.capture() else {
+            return None;
+        };
+        let read = self.range_stats.iter().any(|r| r.instances > 0);
+        let held = self
+            .range_stats
+            .iter()
+            .any(|r| r.name == *name && r.instances > 0);
+        (read && !held).then_some(name.as_str())
     }
 
     /// The captured range and how many of its instances the export holds (None: no range).
@@ -290,6 +308,26 @@ impl Artifacts {
             ns,
             share_pct: (total > 0.0).then(|| 100.0 * ns as f64 / total),
         })
+    }
+
+    /// The run's kernels by full name: the kernel table's and ncu's own table's.
+    fn kernel_names(&self) -> impl Iterator<Item = &str> {
+        self.records
+            .iter()
+            .chain(&self.ncu_records)
+            .map(|r| r.name.as_str())
+    }
+
+    /// A kernel as the reports list it outside the tables: its display name, with the tag the
+    /// tables give it where another of the run's kernels shares that name.
+    pub(crate) fn kernel_label(&self, name: &str) -> String {
+        model::label_in(name, self.kernel_names())
+    }
+
+    /// Whether the tables tag this kernel (another of the run's kernels shares its display
+    /// name).
+    pub(crate) fn kernel_tagged(&self, name: &str) -> bool {
+        model::shares_display_name(name, self.kernel_names())
     }
 
     /// Total kernel time and launches on the ranking basis (nsys when present).

@@ -45,6 +45,25 @@ pub(crate) fn ncu_include(
     (plain(n), None)
 }
 
+/// The names of `names` close to `wanted` (a typo's distance: at most 3 edits, or a third of
+/// its length), nearest first, each once; `wanted` itself first where it is there.
+pub(crate) fn close_names<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let limit = 3.max(wanted.chars().count() / 3);
+    let mut near: Vec<(usize, &str)> = names
+        .map(|n| (strsim::damerau_levenshtein(wanted, n), n))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
+    // Stable: of equal distance, the order given.
+    near.sort_by_key(|(d, _)| *d);
+    let mut out: Vec<&str> = Vec::new();
+    for (_, n) in near {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
 /// The nsys `--nvtx-capture` expression: `NAME`, or `NAME@DOMAIN` with a domain.
 pub(crate) fn nsys_capture(name: &str, domain: Option<&str>) -> String {
     let n = name.trim();
@@ -141,6 +160,22 @@ pub(crate) fn include_and_base(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn close_names_are_a_typo_away_nearest_first() {
+        let names = ["step", "decode", "prefill", "decode_step", "decode"];
+        assert_eq!(close_names("decod", names.into_iter()), ["decode"]);
+        assert_eq!(close_names("decode", names.into_iter()), ["decode"]);
+        assert_eq!(
+            close_names("decodestep", names.into_iter()),
+            ["decode_step"]
+        );
+        assert_eq!(
+            close_names("decod", ["decoder", "decode"].into_iter()),
+            ["decode", "decoder"]
+        );
+        assert!(close_names("generate", names.into_iter()).is_empty());
+    }
 
     #[test]
     fn a_multi_rank_run_reads_the_style_from_its_first_rank() {

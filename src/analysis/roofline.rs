@@ -1,5 +1,10 @@
 //! Roofline figures from ncu's raw metrics: achieved FLOP/s (FMA counts twice), DRAM bytes/s,
 //! arithmetic intensity, and the device's peaks from ncu's own peak metrics.
+//!
+//! ncu's peaks are per cycle times the clock each kernel ran at, and the clock varies from
+//! kernel to kernel (`--clock-control none`: 1.82-1.98 GHz SM on one H100 run). The device's
+//! peaks are the highest over every measured kernel, so the same kernels in another order
+//! (a warm re-run served from the metrics cache) give the same peaks.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +18,14 @@ pub(crate) struct Peaks {
     /// Dense BF16 tensor-core peak (FP32 accumulate), where ncu reports it.
     pub(crate) tensor_flops: Option<f64>,
     pub(crate) dram_bytes_per_s: f64,
+    /// The SM and DRAM clocks the peaks are at (the highest any measured kernel ran at), in Hz.
+    #[serde(default)]
+    pub(crate) sm_hz: f64,
+    #[serde(default)]
+    pub(crate) dram_hz: f64,
+    /// How many kernels' peak metrics they are the highest of.
+    #[serde(default)]
+    pub(crate) kernels: usize,
 }
 
 impl Peaks {
@@ -148,8 +161,30 @@ pub(crate) fn point(m: &Metrics) -> Option<Point> {
     })
 }
 
-/// The device's peaks, from ncu's peak metrics of any profiled kernel.
-pub(crate) fn peaks(m: &Metrics) -> Option<Peaks> {
+/// The device's peaks over every kernel that has ncu's peak metrics: each the highest of them,
+/// so that neither the order of the kernels nor which comes first changes them. None where no
+/// kernel has them.
+pub(crate) fn device_peaks<'a>(kernels: impl Iterator<Item = Metrics<'a>>) -> Option<Peaks> {
+    // NaN never wins a comparison (`f64::max` keeps the other side), so input cannot make the
+    // result depend on the order either.
+    let top = |a: f64, b: f64| a.max(b);
+    kernels.filter_map(|m| peaks(&m)).reduce(|a, b| Peaks {
+        fp32_flops: top(a.fp32_flops, b.fp32_flops),
+        fp16_flops: top(a.fp16_flops, b.fp16_flops),
+        fp64_flops: top(a.fp64_flops, b.fp64_flops),
+        tensor_flops: match (a.tensor_flops, b.tensor_flops) {
+            (Some(x), Some(y)) => Some(top(x, y)),
+            (x, y) => x.or(y),
+        },
+        dram_bytes_per_s: top(a.dram_bytes_per_s, b.dram_bytes_per_s),
+        sm_hz: top(a.sm_hz, b.sm_hz),
+        dram_hz: top(a.dram_hz, b.dram_hz),
+        kernels: a.kernels + b.kernels,
+    })
+}
+
+/// One kernel's peaks: ncu's peak metrics at the clocks that kernel ran at.
+fn peaks(m: &Metrics) -> Option<Peaks> {
     let sm_hz = m.get("sm__cycles_elapsed.avg.per_second")?;
     let dram_hz = m.get("dram__cycles_elapsed.avg.per_second")?;
     // The roofline sections' derived peaks (`..._x2`: an FMA is two operations, `_x4` a packed
@@ -177,6 +212,9 @@ pub(crate) fn peaks(m: &Metrics) -> Option<Peaks> {
         .iter()
         .find_map(|n| m.get(n)),
         dram_bytes_per_s: m.get("dram__bytes.sum.peak_sustained")? * dram_hz,
+        sm_hz,
+        dram_hz,
+        kernels: 1,
     })
 }
 
@@ -231,6 +269,42 @@ mod tests {
             .unwrap();
             assert!(pt.flops() >= 0.0 && pt.dram_bytes_per_s >= 0.0);
             assert!(pt.flops() < peaks.fp32_flops + peaks.fp16_flops + tensor);
+        }
+    }
+
+    /// The same kernels in another order give the same peaks (a warm re-run lists the cached
+    /// kernels in another order): the highest of each, not the first kernel's, whose clock is
+    /// one of many (ncu ran with `--clock-control none`).
+    #[test]
+    fn the_same_kernels_in_another_order_give_the_same_peaks() {
+        let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/sample-run-hf-static/ncu/decode_raw.csv");
+        let r = read_raw(&p).unwrap();
+        let of = |ks: &[&crate::parse::ncu::NcuKernel]| {
+            device_peaks(ks.iter().map(|k| Metrics {
+                values: &k.metrics,
+                units: &r.units,
+            }))
+            .unwrap()
+        };
+        let mut ks: Vec<&crate::parse::ncu::NcuKernel> = r.kernels.iter().collect();
+        let first = of(&ks[..1]);
+        let all = of(&ks);
+        ks.reverse();
+        assert_eq!(of(&ks), all);
+        let third = ks.len() / 3;
+        ks.rotate_left(third);
+        assert_eq!(of(&ks), all);
+        // In this run the first kernel's clock is not the highest: the old rule's answer
+        // depended on which came first.
+        assert!(first.sm_hz < all.sm_hz, "{first:?} {all:?}");
+        assert!(all.tensor_flops.unwrap() > first.tensor_flops.unwrap());
+        assert_eq!(all.kernels, r.kernels.len());
+        // Every kernel's own peaks are at most the device's.
+        for k in &r.kernels {
+            let own = of(&[k]);
+            assert!(own.fp32_flops <= all.fp32_flops && own.sm_hz <= all.sm_hz);
+            assert!(own.dram_bytes_per_s <= all.dram_bytes_per_s);
         }
     }
 

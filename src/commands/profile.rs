@@ -108,8 +108,8 @@ fn find_tools(cfg: &Config, dry_run: bool) -> Result<FoundTools, Error> {
     let mut known = None;
     if dry_run && cfg.ncu.enable {
         // Nothing runs, ncu's query neither: cmd.txt shows the list a real run asks for, of
-        // which it drops what this GPU's `ncu --query-metrics` does not list.
-        tracing::info!("dry run: ncu's line lists every metric the reports read; a real run drops those `ncu --query-metrics` does not list for this GPU");
+        // which it drops what this GPU's `ncu --query-metrics` does not list (the ncu pass's
+        // dry-run notes say so).
         known = Some(
             crate::parse::ncu::REPORT_METRICS
                 .iter()

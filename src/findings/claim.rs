@@ -223,6 +223,10 @@ pub(crate) enum Claim {
     /// its time budget, that budget.
     NcuCoverage {
         nccl_left_out: bool,
+        /// The range ncu measured in, where it is not the scope of the kernel time the
+        /// coverage is a share of (a whole-run capture, ncu on `decode`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        measured_in: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         budget_stop: Option<BudgetStop>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -398,6 +402,14 @@ pub(crate) enum Claim {
         pass: String,
         reason: String,
     },
+    /// The capture names an NVTX range of which the export holds no instance (a typo such as
+    /// `decod`): no figure is that range's, and no advice is given on the capture. `close`:
+    /// the export's range names nearest to it (`near`), or its first few where none is.
+    CaptureRangeMissing {
+        range: String,
+        close: Vec<String>,
+        near: bool,
+    },
     NothingStandsOut,
 }
 
@@ -432,6 +444,7 @@ impl Claim {
             | SampledDisagrees { .. }
             | ReplayDiffers { .. }
             | InstanceTrend { .. }
+            | CaptureRangeMissing { .. }
             | InstanceGroups { .. } => Role::Caveat,
             NoNcuMetrics { .. } | NothingStandsOut => Role::Advice,
             Loop { decides: true, .. } => Role::Verdict,
@@ -474,6 +487,7 @@ impl Claim {
             | GraphLevelTrace
             | KernelsExceedWall { .. }
             | PassIncomplete { .. }
+            | CaptureRangeMissing { .. }
             | SampledDisagrees { .. }
             | ReplayDiffers { .. }
             | NvidiaSummaries { .. }

@@ -53,7 +53,8 @@ pub(crate) struct Facts<'a> {
     pub(crate) kern_sum_file: &'a str,
     /// Where the NVTX summary came from (rank 0's in a multi-rank run).
     pub(crate) nvtx_sum_file: &'a str,
-    /// The ncu raw CSV the reports cite (empty without one).
+    /// The file the reports cite for ncu's figures: its raw CSV, or `ncu/cached.json` where
+    /// the metrics cache served them all (empty without one).
     pub(crate) ncu_csv_file: &'a str,
     /// The baseline pass's file (empty without one).
     pub(crate) baseline_file: &'a str,
@@ -132,6 +133,10 @@ impl<'a> Decided<'a> {
     pub(crate) fn ncu_range(&self) -> Option<String> {
         self.analysis.ncu_range()
     }
+    /// A kernel as a list or chart names it: its display name, tagged as the tables tag it.
+    pub(crate) fn kernel_label(&self, name: &str) -> String {
+        self.analysis.kernel_label(name)
+    }
     /// A string in env.json at `path`.
     pub(crate) fn env_str(&self, path: &[&str]) -> Option<String> {
         self.analysis.env_str(path)
@@ -166,6 +171,10 @@ impl<'a> Decided<'a> {
     /// Whether the kernel table's rows sum the captured range's launches.
     pub(crate) fn kernel_table_in_range(&self) -> bool {
         self.analysis.kernel_table_in_range()
+    }
+    /// The range the capture names, where the export holds no instance of it.
+    pub(crate) fn capture_range_missing(&self) -> Option<&'a str> {
+        self.analysis.capture_range_missing()
     }
     /// The captured range and how many of its instances the export holds.
     pub(crate) fn captured_instances(&self) -> Option<(&'a str, u64)> {

@@ -44,6 +44,10 @@ pub(crate) struct Scope {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) group: Option<String>,
     pub(crate) pass: Pass,
+    /// The tables tag `kernel` (another of the run's kernels shares its display name), so
+    /// every sentence that names it does too.
+    #[serde(skip)]
+    pub(crate) tagged: bool,
 }
 
 impl Scope {

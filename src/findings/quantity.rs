@@ -132,6 +132,13 @@ pub(crate) enum Quantity {
     SlowestInstanceMs,
     MsPerToken,
     TokensPerS,
+    /// Instances of a range in the export (the capture's range, where it holds none).
+    RangeInstances,
+    /// Range names in the export.
+    RangeNames,
+    /// Sequences per instance (the marks' `batch=B`), where more than one: a per-token time
+    /// divides an instance by all of their tokens.
+    BatchSequences,
     /// A floor's time as a share of the measured time per instance (100%: at the floor).
     MemoryFloorOfMeasuredPct,
     ComputeFloorOfMeasuredPct,
@@ -178,6 +185,9 @@ impl Quantity {
             | NvidiaKernels
             | GpuSms
             | Cycles
+            | BatchSequences
+            | RangeInstances
+            | RangeNames
             | ThreadBlocks => Unit::Count,
             StepDramMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,

@@ -32,16 +32,11 @@ pub(crate) fn describe(ranges: &[RangeSum], wanted: &str, domain: Option<&str>) 
         .unwrap_or(wanted)
         .trim_end_matches('/')
         .trim_end_matches('*');
-    let closest = ranges
-        .iter()
-        .map(|r| (strsim::damerau_levenshtein(bare, r.name()), r.name()))
-        .min_by_key(|(d, _)| *d);
-    match closest {
-        Some((0, name)) => text.push_str(&exists(ranges, name, domain)),
-        Some((d, name)) if d <= 3.max(bare.len() / 3) => {
-            text.push_str(&format!("; did you mean `{name}`?"));
-        }
-        _ => {}
+    let close = crate::analysis::nvtx::close_names(bare, ranges.iter().map(|r| r.name()));
+    match close.first() {
+        Some(&name) if name == bare => text.push_str(&exists(ranges, name, domain)),
+        Some(name) => text.push_str(&format!("; did you mean `{name}`?")),
+        None => {}
     }
     text
 }

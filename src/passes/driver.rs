@@ -47,6 +47,12 @@ pub(crate) trait Pass {
         None
     }
 
+    /// What a dry run's plan leaves to be filled in once earlier passes have run (each part
+    /// written as a placeholder in its command lines), one note each; cmd.txt ends with them.
+    fn pending(&self, _plan: &Self::Plan) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Facts of the plan the reports read back from status.json.
     fn record(&self, _plan: &Self::Plan, _st: &mut PassStatus) {}
 }
@@ -188,7 +194,15 @@ impl Driver<'_> {
             .map_err(|e| Error::io("write", &cmd_txt, e))?;
         if self.dry_run {
             tracing::info!("{name} pass: writing its command lines (dry run)");
-            let mut st = PassStatus::new(PassState::Planned, None);
+            let pending = pass.pending(&plan);
+            write_pending(&cmd_txt, &pending).map_err(|e| Error::io("write", &cmd_txt, e))?;
+            for note in &pending {
+                tracing::info!("{name} pass (dry run): {note}");
+            }
+            let why = (!pending.is_empty()).then(|| {
+                format!("dry run: parts of its command lines are filled in by a real run ({name}/cmd.txt says which)")
+            });
+            let mut st = PassStatus::new(PassState::Planned, why);
             pass.record(&plan, &mut st);
             return Ok(Begun::Done(Box::new(st)));
         }
@@ -202,6 +216,20 @@ impl Driver<'_> {
         self.save();
         Ok(Begun::Ready(plan, before))
     }
+}
+
+/// A dry run's notes after its command lines, as shell comments (pasting cmd.txt whole still
+/// runs only the commands).
+fn write_pending(cmd_txt: &std::path::Path, notes: &[String]) -> std::io::Result<()> {
+    if notes.is_empty() {
+        return Ok(());
+    }
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(cmd_txt)?;
+    for n in notes {
+        writeln!(f, "# dry run: {}", n.replace('\n', " "))?;
+    }
+    Ok(())
 }
 
 /// A pass after [`Driver::begin`]: done already, or planned with the disk's warnings.

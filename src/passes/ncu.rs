@@ -142,6 +142,14 @@ impl NcuPass {
         }
     }
 
+    /// A dry run's facts of how a real run would start (None: a real run).
+    fn dry(&self) -> Option<early::Dry> {
+        match &*self.start.lock().unwrap_or_else(|p| p.into_inner()) {
+            early::Start::Dry(d) => Some(d.clone()),
+            _ => None,
+        }
+    }
+
     /// The run whose kernels the metrics cache was expected to answer (the workload was not
     /// started early for that reason; `warm`).
     fn warm(&self) -> Option<String> {
@@ -265,6 +273,10 @@ impl Pass for NcuPass {
             &wanted,
             ctx.scope.ncu.domain.as_deref(),
         ))
+    }
+
+    fn pending(&self, plan: &NcuPlan) -> Vec<String> {
+        plan.pending.clone()
     }
 
     fn record(&self, plan: &NcuPlan, st: &mut PassStatus) {

@@ -363,6 +363,17 @@ impl Pass for NsysPass {
         ))
     }
 
+    fn pending(&self, plan: &NsysPlan) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.metric_set.as_ref().is_some_and(|d| !d.path.exists()) {
+            out.push(metric_set::DRY_NOTE.to_string());
+        }
+        if plan.multi {
+            out.push("a real run adds each rank's `nsys export` and `nsys stats` lines here once its report exists".to_string());
+        }
+        out
+    }
+
     fn record(&self, plan: &NsysPlan, st: &mut PassStatus) {
         // A refusal seen while the pass ran is kept.
         if st.nsys.is_none() {

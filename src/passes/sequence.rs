@@ -135,6 +135,10 @@ fn metric_set(driver: &Driver, tools: &Tools, reused: bool) -> Option<Derived> {
             let cache = super::nsys::metric_set::answer_cache(cfg, nsys, &gpus);
             super::nsys::metric_set::for_run(nsys, &driver.ctx.run.path, cache.as_deref())
         }
+        // The line a real run writes, its file made when that run starts.
+        (Some(_), true) if wants_metric_set(cfg) => {
+            Some(super::nsys::metric_set::for_dry_run(&driver.ctx.run.path))
+        }
         _ => None,
     };
     if let Some(every) = super::nsys::samples_every_gpu(cfg, || tools.env.gpus.len()) {
@@ -221,6 +225,10 @@ fn wants_metric_set(cfg: &Config) -> bool {
 /// workload said the metrics cache holds every kernel it chose (the copy would go unused).
 fn hold_early(driver: &Driver, tools: &Tools) -> Start {
     let ctx = driver.ctx;
+    // A dry run starts nothing: its plan writes the lines a real run's start would.
+    if driver.dry_run {
+        return Start::Dry(early::Dry::of(ctx.cfg, tools.nsys.is_some()));
+    }
     let able = !driver.dry_run && tools.nsys.is_some() && early::wanted(ctx.cfg);
     let Some(ncu) = tools.ncu.as_ref().filter(|_| able) else {
         return Start::Usual;

@@ -2,12 +2,12 @@
 
 use std::fmt::Write;
 
-use super::fmt::{capitalise, cut, md, ms, opt1, pct, us};
+use super::fmt::{capitalise, md, ms, opt1, pct, us};
 use super::phrase;
 use super::second_gpu_note;
 use crate::findings::document::Decided;
 use crate::findings::{rules, Claim, Finding, Findings, Quantity as Q};
-use crate::model::{display_name, Bound, KernelRecord, TimeSource};
+use crate::model::{Bound, KernelRecord, TimeSource};
 use crate::rundir::KERN_SUM;
 use crate::text::code;
 
@@ -62,10 +62,12 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
             a.facts.sqlite_file
         );
     }
-    for g in f
-        .made()
-        .filter(|x| matches!(x.claim, Claim::GraphLevelTrace))
-    {
+    for g in f.made().filter(|x| {
+        matches!(
+            x.claim,
+            Claim::GraphLevelTrace | Claim::CaptureRangeMissing { .. }
+        )
+    }) {
         let _ = writeln!(s, "Note: {}", phrase::sentence(g));
     }
     if let Some(e) = &a.facts.ncu_problem {
@@ -202,13 +204,15 @@ fn left_out(a: &Decided, c: &Finding, s: &mut String, width: usize) {
         left.len(),
         c.text(Q::NcuLeftOutPct)
     );
-    for r in left {
+    // Labelled as the kernel table labels them: two kernels of one display name keep their tags.
+    let labels = super::run_labels(a, left.iter().map(|r| r.name.as_str()), width);
+    for (r, label) in left.iter().zip(labels) {
         let nccl = nccl_out && crate::model::is_nccl(&r.name);
         let _ = writeln!(
             s,
             "- #{} {} ({} of all kernel time{})",
             r.rank,
-            md(&cut(&display_name(&r.name), width)),
+            md(&label),
             r.gpu_time_pct.map(pct).unwrap_or_default(),
             if nccl {
                 "; NCCL, outside the basis: ncu.include_nccl=true profiles it"

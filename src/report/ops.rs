@@ -13,9 +13,10 @@ pub(crate) fn table(a: &Decided, s: &mut String, rows: usize) {
     let gpu: i64 = a.tables.operators.iter().map(|o| o.gpu_ns).sum();
     let _ = writeln!(
         s,
-        "PyTorch operators ({} distinct, from their NVTX ranges; {}): calls, CPU time on their own (nested operators taken out), the GPU time of the kernels launched while each was the innermost operator ({:.2} ms in all), the input shapes of most calls, and the top kernels.\n",
+        "PyTorch operators ({} distinct, from their NVTX ranges; {}), over every operator call in the capture ({}): calls, CPU time on their own (nested operators taken out), the GPU time of the kernels launched while each was the innermost operator ({:.2} ms in all), the input shapes of most calls, and the top kernels.\n",
         a.tables.operators.len(),
         a.facts.sqlite_file,
+        super::phrase::capture_held(a),
         gpu as f64 / 1e6
     );
     let _ = writeln!(

@@ -33,6 +33,15 @@ pub(crate) fn kernel_scope(d: &crate::findings::document::Decided) -> String {
     }
 }
 
+/// What the nsys capture holds: "the whole run", "NVTX range `decode`, 15 instances
+/// captured" (the run facts' words, and the scope of every table over the whole capture).
+pub(crate) fn capture_held(d: &crate::findings::document::Decided) -> String {
+    match d.capture().range() {
+        Some(_) => format!("{}, {}", d.capture().describe(), instances_captured(d)),
+        None => d.capture().describe(),
+    }
+}
+
 /// How many instances of the captured range the report holds, and whether that is all:
 /// "15 instances captured" or "first instance only (...)". Empty without a range.
 pub(crate) fn instances_captured(d: &crate::findings::document::Decided) -> String {
@@ -485,6 +494,36 @@ pub(crate) fn sentence(f: &Finding) -> String {
                 false => format!("The {pass} pass did not complete: {first} {}", quoted.join(" / ")),
             }
         }
+        Claim::CaptureRangeMissing { range, close, near } => {
+            let names: Vec<String> = close.iter().map(|n| range_name(n)).collect();
+            let listed = match (near, names.is_empty()) {
+                (_, true) => "it holds no NVTX range".to_string(),
+                (true, false) => format!("its range names nearest to it: {}", names.join(", ")),
+                (false, false) => format!(
+                    "none of its {} range names is near it ({}{})",
+                    f.text(Q::RangeNames),
+                    names.join(", "),
+                    if names.len() as f64 > f.get(Q::RangeNames).unwrap_or(0.0) - 0.5 {
+                        ""
+                    } else {
+                        ", ..."
+                    }
+                ),
+            };
+            format!(
+                "The capture names NVTX range {} and the export holds no instance of it{}: no figure here is that range's, and no advice is given on this capture; {listed}. {}",
+                range_name(range),
+                cite(f),
+                match close.as_slice() {
+                    [one] => format!(
+                        "Capture it by its exact name ({}).",
+                        code(&crate::files::shell_line(&["--nvtx-capture".into(), one.clone()]))
+                    ),
+                    [] => "Mark the work to capture with an NVTX range first.".to_string(),
+                    _ => "Capture one of them by its exact name (`--nvtx-capture NAME`).".to_string(),
+                }
+            )
+        }
         Claim::NothingStandsOut => {
             "No rule fired on this run's figures (the rules are listed in kernels.md); compare against a previous run with `stage2 diff`.".to_string()
         }
@@ -493,12 +532,13 @@ pub(crate) fn sentence(f: &Finding) -> String {
         Claim::LaunchCalls => fact::launch_calls(f, &w),
         Claim::NcuCoverage {
             nccl_left_out,
+            measured_in,
             budget_stop,
             budget_plan,
         } => fact::ncu_coverage(
             f,
             &w,
-            *nccl_left_out,
+            (*nccl_left_out, measured_in.as_deref()),
             budget_stop.as_ref(),
             budget_plan.as_ref(),
         ),
@@ -536,10 +576,20 @@ fn per_kernel(f: &Finding, quantities: &[(Q, &str)]) -> String {
             kernels.push(k);
         }
     }
+    // Tagged where the run's tables tag it, and where two of these would read the same.
+    let tagged = |k: &str| {
+        f.evidence
+            .iter()
+            .any(|e| e.scope.tagged && e.scope.kernel.as_deref() == Some(k))
+    };
     let labels = crate::model::labels(kernels.iter().copied(), 40);
     kernels
         .iter()
         .zip(labels)
+        .map(|(k, label)| match tagged(k) {
+            true => (k, crate::model::tagged(k, 40)),
+            false => (k, label),
+        })
         .map(|(k, label)| {
             let figs: Vec<String> = quantities
                 .iter()

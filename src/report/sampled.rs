@@ -15,7 +15,11 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
     let Some(gm) = &a.summary.gpu_metrics else {
         return;
     };
-    let scope = match a.capture().range() {
+    let scope = match a
+        .capture()
+        .range()
+        .filter(|_| a.capture_range_missing().is_none())
+    {
         Some(r) => format!("every launch in {}", crate::text::code(r)),
         None => "every launch of the capture".to_string(),
     };

@@ -93,11 +93,17 @@ fn headline(a: &Decided, f: &Findings) -> String {
     // Where the kernel totals are the captured range's own (one process), its sentence says
     // them once; otherwise the totals' scope leads and the captured range follows.
     let same = captured.is_some_and(|c| c.scope.range == totals.scope.range) && ranks <= 1;
+    // A capture whose range the export never holds: said first, as everything after is not
+    // that range's.
+    let lead = match f.find(|x| is(x, |c| matches!(c, Claim::CaptureRangeMissing { .. }))) {
+        Some(m) => format!("**Headline:** {} ", phrase::sentence(m)),
+        None => format!("**Headline:** {}", step_lead(f)),
+    };
     let mut h = match same {
-        true => format!("**Headline:** {}", step_lead(f)),
+        true => lead,
         false => {
             let mut h = format!(
-                "**Headline:** {}, {who} ran {} of kernels in {} launches{summed}",
+                "{lead}{}, {who} ran {} of kernels in {} launches{summed}",
                 capitalise(&phrase::scope(&totals.scope)),
                 totals.text(Q::KernelTimeNs),
                 totals.text(Q::KernelLaunches)
@@ -403,14 +409,7 @@ fn run_facts(a: &Decided, s: &mut String) {
         workload
     };
     let _ = writeln!(s, "| Workload | {} |", md(&cut(&workload, 120)));
-    let nsys = match a.capture().range() {
-        Some(_) => format!(
-            "{}, {}",
-            a.capture().describe(),
-            super::phrase::instances_captured(a)
-        ),
-        None => a.capture().describe(),
-    };
+    let nsys = super::phrase::capture_held(a);
     let inc = a.ncu_include().map(str::to_string);
     let record = a
         .facts

@@ -7,7 +7,6 @@
 use std::fmt::Write;
 
 use crate::findings::document::{Decided, Peaks};
-use crate::model::display_name;
 
 const W: f64 = 760.0;
 const H: f64 = 500.0;
@@ -70,7 +69,7 @@ pub(crate) fn roofline_svg(a: &Decided, peaks: &Peaks) -> String {
         match a.point(r) {
             Some(p) if p.flops() > 0.0 && p.dram_bytes_per_s > 0.0 => pts.push((
                 r.rank,
-                display_name(&r.name),
+                a.kernel_label(&r.name),
                 p.intensity().unwrap_or(0.0),
                 p.flops(),
                 r.gpu_time_pct.unwrap_or(0.0),

@@ -19,6 +19,14 @@ pub(crate) fn heading(a: &Decided) -> &'static str {
     }
 }
 
+/// Whether a phase's time per token is over a batch of several sequences.
+fn batched(a: &Decided) -> bool {
+    a.tables
+        .per_token
+        .iter()
+        .any(|p| p.ms_per_token.is_some() && p.batch.is_some_and(|b| b > 1))
+}
+
 /// kernels.md's table; nothing without phases.
 pub(crate) fn section(a: &Decided, f_all: &Findings, s: &mut String) {
     if a.tables.per_token.is_empty() {
@@ -26,13 +34,18 @@ pub(crate) fn section(a: &Decided, f_all: &Findings, s: &mut String) {
     }
     let _ = writeln!(
         s,
-        "\n## {}\n\nTokens come from the `stage2:tokens batch=B new=N` NVTX marks inside each phase's instances (`{}`; `--auto-nvtx` puts them there); time is the phases' CPU wall time. The floors of the captured range: the DRAM bytes and FLOPs of its kernels (ncu's rates times nsys's durations, per instance) at the GPU's peak DRAM bandwidth and dense BF16 tensor rate (ncu's peaks); \"floor / measured\" is the floor's time over the measured time per instance (the longer of the CPU wall time and the GPU projection), so 100% would be running at the floor.\n",
+        "\n## {}\n\nTokens come from the `stage2:tokens batch=B new=N` NVTX marks inside each phase's instances (`{}`; `--auto-nvtx` puts them there); time is the phases' CPU wall time{}. The floors of the captured range: the DRAM bytes and FLOPs of its kernels (ncu's rates times nsys's durations, per instance) at the GPU's peak DRAM bandwidth and dense BF16 tensor rate (ncu's peaks); \"floor / measured\" is the floor's time over the measured time per instance (the longer of the CPU wall time and the GPU projection), so 100% would be running at the floor.\n",
         heading(a),
-        a.facts.sqlite_file
+        a.facts.sqlite_file,
+        match batched(a) {
+            true => "; a time per token divides an instance by the tokens of every sequence in its batch (batch × new tokens), so each sequence waits batch times as long for one of its own",
+            false => "",
+        }
     );
     let _ = writeln!(
         s,
-        "| phase | instances | batch | tokens | ms per instance | ms per token | tokens/s | DRAM MB per instance | memory floor (ms) | memory floor / measured | GFLOP per instance | compute floor (ms) | compute floor / measured | kernel time measured by ncu |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+        "| phase | instances | batch | tokens | ms per instance | ms per token{} | tokens/s | DRAM MB per instance | memory floor (ms) | memory floor / measured | GFLOP per instance | compute floor (ms) | compute floor / measured | kernel time measured by ncu |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        if batched(a) { ", over the batch" } else { "" }
     );
     for p in a.tables.per_token {
         let f = p.floor.as_ref();
@@ -205,8 +218,9 @@ fn bare_first(p: &Finding, m: &Finding, under_nsys: String) -> String {
     ) {
         let _ = write!(
             t,
-            ", {:.3} ms per token ({:.0} tokens/s)",
+            ", {:.3} ms per token{} ({:.0} tokens/s)",
             ms * scale,
+            over_batch(p),
             tps / scale
         );
     }
@@ -253,6 +267,14 @@ fn grouped(p: &Finding, g: &Finding) -> String {
     format!("takes per instance {}", per.join(", "))
 }
 
+/// ", over a batch of 8": a per-token time divides an instance by the tokens of every sequence
+/// in it, so a sequence waits that many times as long for each of its tokens. Empty for one
+/// sequence.
+fn over_batch(p: &Finding) -> String {
+    p.figure(Q::BatchSequences)
+        .map_or(String::new(), |b| format!(", over a batch of {}", b.text))
+}
+
 /// "takes X per instance, ..." of one phase (its name is the caller's).
 fn sentence(p: &Finding) -> String {
     let mut t = match (p.figure(Q::FastestInstanceMs), p.figure(Q::SlowestInstanceMs)) {
@@ -266,13 +288,13 @@ fn sentence(p: &Finding) -> String {
         _ => format!("takes {} per instance", p.text(Q::MsPerInstance)),
     };
     if let (Some(ms), Some(tps)) = (p.figure(Q::MsPerToken), p.figure(Q::TokensPerS)) {
-        let _ = write!(t, ", {} per token ({})", ms.text, tps.text);
+        let _ = write!(t, ", {} per token{} ({})", ms.text, over_batch(p), tps.text);
     }
     // The range is a fraction of its loop: the step's time is the loop's (rules::LOOP_SHARE).
     if let Some(c) = p.figure(Q::CycleMs) {
         let _ = write!(t, ", in a loop that starts one every {}", c.text);
         if let Some(m) = p.figure(Q::LoopMsPerToken) {
-            let _ = write!(t, " ({} per token over the loop)", m.text);
+            let _ = write!(t, " ({} per token{} over the loop)", m.text, over_batch(p));
         }
         t.push_str(", the time per step that counts");
     }

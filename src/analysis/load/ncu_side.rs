@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// The list of kernels the metrics cache gave a run, in its ncu folder.
+const CACHED: &str = "cached.json";
+
 /// The ncu export, the kernels the metrics cache gave this run, and the range ncu profiled.
 pub(super) struct NcuSide {
     pub(super) report: Option<NcuReport>,
@@ -55,7 +58,7 @@ impl NcuSide {
         };
         // Kernels whose figures the metrics cache gave this run (all of them when ncu did not
         // need to run).
-        match optional(&run.ncu("cached.json"), ncu::read_cached) {
+        match optional(&run.ncu(CACHED), ncu::read_cached) {
             Ok(Some(cached)) if !cached.is_empty() && problem.is_none() => {
                 ncu::merge_cached(report.get_or_insert_with(NcuReport::default), cached);
             }
@@ -112,14 +115,26 @@ impl NcuSide {
         }
     }
 
+    /// The file the reports cite for ncu's figures: the raw export, or, where the metrics cache
+    /// served every figure (a warm re-run: ncu did not run), the list of what it served. Empty
+    /// without either.
+    pub(super) fn cited(&self, run: &RunDir) -> String {
+        match (&self.csv, &self.report) {
+            (Some(csv), _) => run.relative(csv),
+            (None, Some(r)) if r.kernels.iter().any(|k| k.cached_from.is_some()) => {
+                run.relative(&run.ncu(CACHED))
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// The device's peaks over every measured kernel (see `roofline::device_peaks`).
     pub(super) fn peaks(&self) -> Option<roofline::Peaks> {
         let r = self.report.as_ref()?;
-        r.kernels.iter().find_map(|k| {
-            roofline::peaks(&roofline::Metrics {
-                values: &k.metrics,
-                units: &r.units,
-            })
-        })
+        roofline::device_peaks(r.kernels.iter().map(|k| roofline::Metrics {
+            values: &k.metrics,
+            units: &r.units,
+        }))
     }
 }
 

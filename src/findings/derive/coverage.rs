@@ -5,7 +5,6 @@
 use super::super::{Claim, Figure, Findings, Quantity, Scope};
 use super::kernels::table_scope;
 use crate::analysis::Artifacts;
-use crate::model::display_name;
 
 /// How much of the kernel time ncu measured, and the rest, on one basis (all kernel time, or
 /// the time outside NCCL when ncu leaves NCCL out): the two add up to 100%.
@@ -16,9 +15,16 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
     // Of the kernel table's range, or of ncu's own where it profiled another.
     let other = !a.ncu_records.is_empty();
     let scope = match other {
-        false => table_scope(a),
+        false => coverage_scope(a),
         true => Scope::of(a.ncu_range().as_deref()),
     };
+    // Where ncu measured in a range the kernel time's scope is not, the sentence says both.
+    // A range of which the export holds no instance (the capture's typo, ncu told the same)
+    // is not named as where anything was measured.
+    let measured_in = a
+        .ncu_range()
+        .filter(|r| scope.range.as_deref() != Some(r.as_str()))
+        .filter(|r| a.capture_range_missing() != Some(r.as_str()));
     let rows = if other { &a.ncu_records } else { &a.records };
     let measured = rows.iter().filter(|r| r.ncu_instances > 0).count();
     let fig = |q, v| Figure::new(q, v, &a.ncu_csv_file, &scope.clone().ncu());
@@ -39,7 +45,7 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
         .filter(|r| r.ncu_instances == 0 && !(nccl_out && crate::model::is_nccl(&r.name)))
         .find_map(|r| Some((r, r.gpu_time_pct?)));
     if let (Some(stop), Some((r, share))) = (stop.as_mut(), left_out) {
-        stop.largest_left_out = Some(display_name(&r.name));
+        stop.largest_left_out = Some(a.kernel_label(&r.name));
         let k = scope.clone().kernel(&r.name);
         figures.push(Figure::new(
             Quantity::KernelSharePct,
@@ -51,6 +57,7 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
     out.push(
         Claim::NcuCoverage {
             nccl_left_out: nccl_out,
+            measured_in,
             budget_stop: stop,
             budget_plan: budget_plan(a),
         },
@@ -58,6 +65,20 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
         None,
         figures,
     );
+}
+
+/// The scope of the kernel table's time that ncu's coverage is a share of: the table's own,
+/// except where the table sums the whole capture and the capture is exactly the range ncu
+/// measured in (its first instance in each process: nsys stopped when it closed). The whole
+/// capture is then that range, and ncu's figures have one scope in the report, as the
+/// launch configurations' share (in ncu's range) has.
+fn coverage_scope(a: &Artifacts) -> Scope {
+    let table = table_scope(a);
+    let capture = a.capture();
+    match (table.range.is_none(), capture.range(), a.ncu_range()) {
+        (true, Some(c), Some(n)) if capture.first_only() && c == n => Scope::range(&n),
+        _ => table,
+    }
 }
 
 /// The ncu pass's time budget, where it afforded ncu fewer kernels than were chosen

@@ -5,14 +5,14 @@
 use super::super::{Claim, Figure, Finding, Findings, Quantity, Scope};
 use crate::analysis::scan::{most_time_within, time_within};
 use crate::analysis::Artifacts;
-use crate::model::{display_name, Bound, KernelRecord};
+use crate::model::{Bound, KernelRecord};
 use crate::rules;
 use crate::rundir::status::PassState;
 
 /// The scope of the kernel table: the captured range when its rows are that range's launches
 /// (from the SQLite export), else everything the capture holds.
 pub(crate) fn table_scope(a: &Artifacts) -> Scope {
-    match (a.capture().range(), a.kern_sum_file == a.sqlite_file) {
+    match (a.capture().range(), a.kernel_table_in_range()) {
         (Some(r), true) => Scope::range(r),
         _ => Scope::capture(),
     }
@@ -43,7 +43,7 @@ pub(super) fn totals(a: &Artifacts, out: &mut Findings) {
         let k = scope.clone().kernel(&top.name);
         out.push(
             Claim::TopKernel {
-                name: display_name(&top.name),
+                name: a.kernel_label(&top.name),
             },
             k.clone(),
             None,
@@ -276,7 +276,7 @@ fn sampled_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut 
         if f.coverage_pct < crate::rules::SAMPLED_MIN_COVERAGE_PCT {
             thin.push(format!(
                 "{} ({:.1}%)",
-                display_name(&r.name),
+                a.kernel_label(&r.name),
                 f.coverage_pct
             ));
         }
@@ -286,7 +286,7 @@ fn sampled_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut 
             // The sampled rule classes memory and compute only; the others are ncu's words.
             Some(Bound::Latency | Bound::Instruction) | None => continue,
         };
-        into.push(display_name(&r.name));
+        into.push(a.kernel_label(&r.name));
         let at = scope.clone().kernel(&r.name);
         for (q, v) in [
             (Quantity::SampledDramPct, f.dram_pct),
@@ -332,7 +332,9 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
         .filter_map(|r| Some(fig(Quantity::DramThroughputPct, r.dram_throughput_pct?, r)))
         .collect();
     if !mem.is_empty() {
-        let kernels = with(Bound::Memory).map(|r| display_name(&r.name)).collect();
+        let kernels = with(Bound::Memory)
+            .map(|r| a.kernel_label(&r.name))
+            .collect();
         // Kernels that issue tensor-core operations multiply matrices: their bytes are mostly
         // weights. The others (element-wise, reductions, copies) move activations.
         let matmul = with(Bound::Memory)
@@ -390,7 +392,7 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
             ));
         }
         let kernels = with(Bound::Compute)
-            .map(|r| display_name(&r.name))
+            .map(|r| a.kernel_label(&r.name))
             .collect();
         out.push(
             Claim::ComputeBound { kernels, tensor },
@@ -447,7 +449,7 @@ fn disagreements(a: &Artifacts, scope: Scope, out: &mut Findings) {
         ];
         out.push(
             Claim::SampledDisagrees {
-                kernel: display_name(&x.kernel),
+                kernel: a.kernel_label(&x.kernel),
                 grid: x.grid,
             },
             at,
@@ -487,7 +489,7 @@ fn replays(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Finding
         ];
         out.push(
             Claim::ReplayDiffers {
-                kernel: display_name(&r.name),
+                kernel: a.kernel_label(&r.name),
             },
             at,
             Some(rules::REPLAY_DIFFERS),

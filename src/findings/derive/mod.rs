@@ -6,6 +6,7 @@ mod cycle;
 mod groups;
 mod kernels;
 mod levers;
+mod missing;
 mod ranges;
 mod run;
 
@@ -31,6 +32,7 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
     kernels::launch_size(a, &mut out);
     kernels::bounds(a, &mut out);
     withhold_kernel_advice(a, &mut out);
+    missing::capture_missing(a, &mut out);
     levers::levers(a, &mut out);
     run::passes(a, &mut out);
     run::nvidia(a, &mut out);
@@ -47,7 +49,19 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
             vec![],
         );
     }
+    tag_kernels(a, &mut out);
     out
+}
+
+/// Mark each figure's kernel that the tables tag, so that a sentence naming it tags it too.
+fn tag_kernels(a: &Artifacts, out: &mut Findings) {
+    for f in &mut out.0 {
+        for e in &mut f.evidence {
+            if let Some(k) = &e.scope.kernel {
+                e.scope.tagged = a.kernel_tagged(k);
+            }
+        }
+    }
 }
 
 /// Kernel advice where faster kernels cannot move the wall time (rules::KERNEL_ADVICE): each

@@ -361,6 +361,10 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
         if let (Some(ms), Some(tps)) = (p.ms_per_token, p.tokens_per_s) {
             ev.push(fig(Quantity::MsPerToken, ms));
             ev.push(fig(Quantity::TokensPerS, tps));
+            // The time per token divides an instance by every sequence's tokens: said with it.
+            if let Some(b) = p.batch.filter(|b| *b > 1) {
+                ev.push(fig(Quantity::BatchSequences, b as f64));
+            }
         }
         // A range that is a fraction of its loop: the step's time is the loop's.
         if let Some(l) = super::cycle::deciding(a, &p.phase) {

@@ -35,6 +35,30 @@ pub(crate) enum Start {
     Held(Held),
     Warm(String),
     Usual,
+    /// A dry run: nothing starts; the plan writes what a real run would (see `plan::dry`).
+    Dry(Dry),
+}
+
+/// How a real run's ncu pass would start, as a dry run can tell without running anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Dry {
+    /// An nsys pass runs first and its export chooses ncu's kernels.
+    pub(crate) after_nsys: bool,
+    /// The workload would be held since the nsys pass began (`ncu.early_start`).
+    pub(crate) held: bool,
+}
+
+impl Dry {
+    /// `nsys_found`: the nsys program is known (a dry run without it still writes nsys's line
+    /// as `nsys ...` and so counts it). Held as `sequence::hold_early` would hold it, but for
+    /// the metrics cache's guess that it answers every kernel (a dry run does not read it).
+    pub(crate) fn of(cfg: &crate::config::Config, nsys_found: bool) -> Dry {
+        let after_nsys = nsys_found && cfg.nsys.enable;
+        Dry {
+            after_nsys,
+            held: after_nsys && wanted(cfg),
+        }
+    }
 }
 
 /// The held workload: its `ncu --mode=launch` process on a thread, and what the threads that

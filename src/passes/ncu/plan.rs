@@ -14,6 +14,7 @@ use crate::passes::launcher::Launcher;
 use crate::passes::Ctx;
 
 mod budget;
+mod dry;
 mod export;
 use budget::{finish_step, predict, time_bound, which_launches};
 #[cfg(test)]
@@ -59,6 +60,8 @@ pub(crate) struct NcuPlan {
     /// Why a held workload is not attached to but started again as usual (None: it is, or
     /// there is none).
     pub(crate) not_attached: Option<String>,
+    /// A dry run: what its lines leave to a real run to fill in (empty for a real run).
+    pub(crate) pending: Vec<String>,
 }
 
 impl ShapePlan {
@@ -218,9 +221,14 @@ impl NcuPass {
             self.device.as_ref(),
         );
         let rows = export.rows.take();
-        let mut k = self.kernels(ctx, t.multi, &collect, export.shapes.as_ref(), rows);
+        // A dry run shows the kernels the nsys export would choose as placeholders.
+        let dry = self.dry();
+        let mut k = match dry.as_ref().is_some_and(|d| d.after_nsys) {
+            true => dry::after_nsys(ctx.cfg, t.multi),
+            false => self.kernels(ctx, t.multi, &collect, export.shapes.as_ref(), rows),
+        };
         let time = self.timing(ctx, t.multi, export.began_s, &collect, &mut k);
-        let profile = self.argv(
+        let mut profile = self.argv(
             ctx,
             include,
             k.filter.as_ref(),
@@ -228,11 +236,27 @@ impl NcuPass {
             &collect,
             k.launches,
         );
-        let attach = time.attach.then(|| self.attach_lines(&profile)).flatten();
+        let attach = match &dry {
+            Some(d) if d.held && !t.multi && k.bound.is_none() => self.dry_attach(ctx, &profile),
+            Some(_) => None,
+            None => time.attach.then(|| self.attach_lines(&profile)).flatten(),
+        };
+        let unfiltered = self.argv(ctx, include, None, &t.base, &collect, Launches::First);
+        let pending = match &dry {
+            Some(d) => {
+                profile = dry::fill(profile, d.after_nsys);
+                let lines: Vec<&[String]> = match &attach {
+                    Some((launch, attach)) => vec![launch, attach],
+                    None => vec![&profile],
+                };
+                dry::notes(ctx.cfg, d, &lines, &unfiltered)
+            }
+            None => Vec::new(),
+        };
         let pace = (time.basis, time.learned.as_ref());
         let step = step.map(|s| finish_step(ctx, s, attach.is_some(), pace, t.multi));
         Ok(NcuPlan {
-            unfiltered: self.argv(ctx, include, None, &t.base, &collect, Launches::First),
+            unfiltered,
             profile,
             attach,
             env: rank_env(ctx.cfg),
@@ -253,6 +277,7 @@ impl NcuPass {
             cost: time.cost,
             step,
             not_attached: time.not_attached,
+            pending,
         })
     }
 

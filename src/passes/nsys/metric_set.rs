@@ -286,6 +286,20 @@ pub(crate) fn ask(
     derive(nsys, &help, run)
 }
 
+/// What a dry run writes for the set a real run makes when it starts (it asks nsys, which a
+/// dry run does not run): the same file, not yet written; [`DRY_NOTE`] says so in cmd.txt.
+pub(crate) fn for_dry_run(run: &Path) -> Derived {
+    Derived {
+        path: run.join(FILE),
+        from: "not made: a dry run (a real run makes it when it starts)".to_string(),
+        // Which metrics the set holds is known once nsys has named the chip's set.
+        asked: Vec::new(),
+    }
+}
+
+/// The note a dry run's nsys cmd.txt ends with while the set file does not exist yet.
+pub(crate) const DRY_NOTE: &str = "a real run first writes nsys/gpu_metrics.config, nsys's own GPU-metrics set for this GPU cut to the metrics the reports read; where nsys lists no set for it, the run keeps nsys's default set and drops --gpu-metrics-set";
+
 /// The set for this run when nsys's default would be used (`nsys.gpu_metrics.set` null), by
 /// [`ask`]. None, with a line why, keeps nsys's default.
 pub(crate) fn for_run(nsys: &Path, run: &Path, cache: Option<&Path>) -> Option<Derived> {

@@ -91,13 +91,33 @@ fn tensor_sources(a: &Decided) -> String {
     }
 }
 
+/// Which clocks the peaks are at: ncu's peaks per second follow the clock each kernel ran at,
+/// and the peaks are the highest over the kernels (" at the highest SM and DRAM clocks among the
+/// 18 kernels it measured (SM 1.98 GHz, DRAM 3.19 GHz)"); nothing where the clocks are unknown.
+fn peak_clocks(p: &crate::findings::document::Peaks) -> String {
+    match (p.kernels, p.sm_hz > 0.0 && p.dram_hz > 0.0) {
+        (0, _) | (_, false) => String::new(),
+        (1, true) => format!(
+            " at the clocks of the one kernel it measured (SM {:.2} GHz, DRAM {:.2} GHz)",
+            p.sm_hz / 1e9,
+            p.dram_hz / 1e9
+        ),
+        (n, true) => format!(
+            " at the highest SM and DRAM clocks among the {n} kernels it measured (SM {:.2} GHz, DRAM {:.2} GHz)",
+            p.sm_hz / 1e9,
+            p.dram_hz / 1e9
+        ),
+    }
+}
+
 pub(super) fn roofline_section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
     let Some(p) = a.tables.peaks else {
         return;
     };
     let _ = writeln!(
         s,
-        "\n## Roofline\n\nDevice peaks from ncu's own peak metrics: FP32 {:.1} TFLOP/s, FP16 (non-tensor) {:.1} TFLOP/s, FP64 {:.1} TFLOP/s, BF16 tensor {} TFLOP/s, DRAM {:.2} TB/s; the FP32 ridge is at {:.1} FLOP/byte. Achieved FLOP/s add the FP64/FP32/FP16 instruction counters (sm__sass_thread_inst_executed_op_*, FMA counted twice) and the tensor-core operations of the source types ncu measured ({}). \"% of DRAM peak\" is the kernel's DRAM bytes over its duration at the DRAM peak above; the kernel table's DRAM % is ncu's own percentage-of-peak metric over elapsed cycles: two measurements of the same launch, which need not agree exactly. Chart: roofline.svg.\n",
+        "\n## Roofline\n\nDevice peaks from ncu's own peak metrics{}: FP32 {:.1} TFLOP/s, FP16 (non-tensor) {:.1} TFLOP/s, FP64 {:.1} TFLOP/s, BF16 tensor {} TFLOP/s, DRAM {:.2} TB/s; the FP32 ridge is at {:.1} FLOP/byte. Achieved FLOP/s add the FP64/FP32/FP16 instruction counters (sm__sass_thread_inst_executed_op_*, FMA counted twice) and the tensor-core operations of the source types ncu measured ({}). \"% of DRAM peak\" is the kernel's DRAM bytes over its duration at the DRAM peak above; the kernel table's DRAM % is ncu's own percentage-of-peak metric over elapsed cycles: two measurements of the same launch, which need not agree exactly. Chart: roofline.svg.\n",
+        peak_clocks(p),
         p.fp32_flops / 1e12,
         p.fp16_flops / 1e12,
         p.fp64_flops / 1e12,

@@ -58,17 +58,32 @@ pub(super) fn launch_calls(f: &Finding, w: &str) -> String {
     )
 }
 
+/// "Hardware counters (ncu) measured for 18 kernels in `decode`: 96.0% of the kernel time";
+/// where ncu measured in another range than the kernel time's (`measured_in`), both are named:
+/// "... measured in `decode` for 18 kernels, which hold 90.1% of the kernel time in the whole
+/// capture".
 pub(super) fn ncu_coverage(
     f: &Finding,
     w: &str,
-    nccl_left_out: bool,
+    (nccl_left_out, measured_in): (bool, Option<&str>),
     budget_stop: Option<&BudgetStop>,
     budget_plan: Option<&BudgetPlan>,
 ) -> String {
+    let lead = match measured_in {
+        None => format!(
+            "Hardware counters (ncu) measured for {} kernels {w}: {} of the kernel time",
+            f.text(Q::NcuKernelsMeasured),
+            f.text(Q::NcuCoveragePct),
+        ),
+        Some(r) => format!(
+            "Hardware counters (ncu) measured in {} for {} kernels, which hold {} of the kernel time {w}",
+            super::range_name(r),
+            f.text(Q::NcuKernelsMeasured),
+            f.text(Q::NcuCoveragePct),
+        ),
+    };
     format!(
-        "Hardware counters (ncu) measured for {} kernels {w}: {} of the kernel time{}, {} left out{}{}{}",
-        f.text(Q::NcuKernelsMeasured),
-        f.text(Q::NcuCoveragePct),
+        "{lead}{}, {} left out{}{}{}",
         if nccl_left_out {
             " outside NCCL (ncu leaves NCCL kernels out)"
         } else {

@@ -74,15 +74,9 @@ fn csv_as_table(path: &std::path::Path, rows: usize) -> String {
 pub(super) fn top_kernels(a: &Decided, s: &mut String) {
     let _ = writeln!(
         s,
-        "## Top kernels\n\nShares of GPU time as nsys measured them ({}); bound classes from ncu's SM and DRAM throughput ({}).\n",
+        "## Top kernels\n\nShares of GPU time as nsys measured them ({}); bound classes from ncu's SM and DRAM throughput{}.\n",
         a.facts.kern_sum_file,
-        if a.facts.ncu_problem.is_some() {
-            "ncu export unreadable, see kernels.md"
-        } else if a.facts.ncu_csv_file.is_empty() {
-            "no ncu data"
-        } else {
-            &a.facts.ncu_csv_file
-        }
+        ncu_source(a)
     );
     if a.tables
         .kernels
@@ -123,6 +117,41 @@ pub(super) fn top_kernels(a: &Decided, s: &mut String) {
         s,
         "\nFull tables: kernels.md. Bound: memory-bound when the kernel keeps DRAM bandwidth near its peak, compute-bound when it keeps the SMs near theirs doing arithmetic, instruction-bound when the SMs are that busy moving data (loads, stores, copies), latency-bound when neither is near its peak (rules `memory_bound`, `compute_bound`: `stage2 explain` gives their thresholds).\n"
     );
+}
+
+/// Where the bound classes' ncu figures come from: ncu's export in this run, the metrics
+/// cache (the runs that measured them, ncu/cached.json listing what it served), or neither.
+fn ncu_source(a: &Decided) -> String {
+    if a.facts.ncu_problem.is_some() {
+        return " (ncu export unreadable, see kernels.md)".into();
+    }
+    // One kernel may be in both tables: counted once.
+    let cached: std::collections::BTreeMap<&str, &str> = a
+        .tables
+        .kernels
+        .iter()
+        .chain(a.tables.ncu_kernels)
+        .filter_map(|r| Some((r.name.as_str(), r.ncu_cached_from.as_deref()?)))
+        .collect();
+    let mut runs: Vec<String> = cached.values().map(|r| code(r)).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    let from = format!(
+        "measured by {} {} and served from the metrics cache (ncu/cached.json)",
+        if runs.len() == 1 { "run" } else { "runs" },
+        runs.join(", ")
+    );
+    let file = a.facts.ncu_csv_file;
+    match (cached.is_empty(), file) {
+        (true, "") => " (no ncu data)".into(),
+        (true, f) => format!(" ({f})"),
+        // ncu did not run: every figure is an earlier run's.
+        (false, f) if f.is_empty() || f.ends_with("cached.json") => format!(", {from}"),
+        (false, f) => format!(
+            " ({f}); the figures of {} of these kernels were {from}",
+            cached.len()
+        ),
+    }
 }
 
 /// The columns of a table of nsys's times, and of one of ncu's replayed launches.
