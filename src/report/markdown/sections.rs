@@ -192,6 +192,9 @@ fn roofline_context(a: &Decided, f: &Findings, s: &mut String) {
                     );
                 }
             }
+            Claim::TensorPeak { .. } => {
+                let _ = writeln!(s, "{}.", phrase::sentence(x));
+            }
             _ => {}
         }
     }
