@@ -41,8 +41,5 @@ pub(super) fn speculation_section(f: &Findings, s: &mut String) {
     if found.is_empty() {
         return;
     }
-    let _ = writeln!(s, "\n## Speculative decoding\n");
-    for l in found {
-        let _ = writeln!(s, "{l}\n");
-    }
+    let _ = writeln!(s, "\n## Speculative decoding\n\n{}", found.join("\n\n"));
 }

@@ -233,7 +233,10 @@ pub(super) fn speculation(f: &Finding, w: &str) -> String {
         }
     }
     if let Some(ms) = f.figure(Q::SpeculativeMsPerToken) {
-        s.push_str(&format!(", {} per token they yield", ms.text));
+        s.push_str(&format!(
+            "; the two take {} per token they yield",
+            ms.text
+        ));
         if let Some(d) = f.figure(Q::DecodeMsPerToken) {
             s.push_str(&format!(
                 ", {} of the target's plain decode step (`decode`, its median {})",
