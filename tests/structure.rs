@@ -41,15 +41,17 @@ fn figure(f: &Value, quantity: &str, kernel: Option<&str>) -> f64 {
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| {
-            e["quantity"] == quantity && e["scope"]["kernel"].as_str() == kernel
-        })
+        .find(|e| e["quantity"] == quantity && e["scope"]["kernel"].as_str() == kernel)
         .and_then(|e| e["value"].as_f64())
         .unwrap_or_else(|| panic!("{quantity} {kernel:?} in {f}"))
 }
 
 fn nvidia(name: &str, file: &str) -> Vec<HashMap<String, String>> {
-    let p: PathBuf = root().join("tests/data").join(name).join("nvidia").join(file);
+    let p: PathBuf = root()
+        .join("tests/data")
+        .join(name)
+        .join("nvidia")
+        .join(file);
     csv::Reader::from_path(&p)
         .unwrap()
         .deserialize()
@@ -94,7 +96,10 @@ fn each_phase_names_its_attention_kernel_as_nvidia_counts_it() {
         let total: f64 = theirs.values().sum();
         let share = 100.0 * theirs[name] / total;
         let ours = figure(f, "kernel_share_pct", Some(name));
-        assert!((ours - share).abs() < 0.01, "{range}: {ours} vs NVIDIA {share}");
+        assert!(
+            (ours - share).abs() < 0.01,
+            "{range}: {ours} vs NVIDIA {share}"
+        );
     }
     assert!(md.contains("## What the kernels are for"), "{md}");
     assert!(md.contains("Attention in `prefill` (8 instances, 2.24 ms of kernels): cuDNN SDPA"));
@@ -117,7 +122,10 @@ fn fp8_products_and_the_work_around_them_as_nvidia_counts_them() {
         let name = k["name"].as_str().unwrap();
         let share = 100.0 * theirs[name] / total;
         let ours = figure(w, "kernel_share_pct", Some(name));
-        assert!((ours - share).abs() < 0.01, "{name}: {ours} vs NVIDIA {share}");
+        assert!(
+            (ours - share).abs() < 0.01,
+            "{name}: {ours} vs NVIDIA {share}"
+        );
         *by_role.entry(k["kind"].as_str().unwrap()).or_default() += share;
     }
     assert_eq!(by_role.len(), 3, "{by_role:?}");
@@ -130,7 +138,10 @@ fn fp8_products_and_the_work_around_them_as_nvidia_counts_them() {
     }
     let around = figure(w, "fp8_around_of_gemm_pct", None);
     let nvidia_around = 100.0 * (by_role["cast"] + by_role["abs_max"]) / by_role["gemm"];
-    assert!((around - nvidia_around).abs() < 0.05, "{around} {nvidia_around}");
+    assert!(
+        (around - nvidia_around).abs() < 0.05,
+        "{around} {nvidia_around}"
+    );
     assert!((around - 159.3).abs() < 0.1, "{around}");
     let gemm = w["kernels"]
         .as_array()
@@ -138,7 +149,10 @@ fn fp8_products_and_the_work_around_them_as_nvidia_counts_them() {
         .iter()
         .find(|k| k["kind"] == "gemm")
         .unwrap();
-    assert_eq!(gemm["name"], "nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT");
+    assert_eq!(
+        gemm["name"],
+        "nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT"
+    );
     // The verdict is made, then withheld: the GPU waits on the CPU most of the step.
     let v = findings(&s, "fp8_overhead");
     assert_eq!(v.len(), 1);
@@ -174,13 +188,19 @@ fn mixed_and_decode_only_steps_are_told_apart_by_their_work() {
         .collect();
     assert_eq!(
         got,
-        [(4, vec!["decode", "prefill"], 337), (16, vec!["decode"], 288)]
+        [
+            (4, vec!["decode", "prefill"], 337),
+            (16, vec!["decode"], 288)
+        ]
     );
     let medians: Vec<f64> = kinds
         .iter()
         .map(|k| k["median_wall_ns"].as_f64().unwrap() / 1e6)
         .collect();
-    assert!((medians[0] - 7.33).abs() < 0.01 && (medians[1] - 5.85).abs() < 0.01, "{medians:?}");
+    assert!(
+        (medians[0] - 7.33).abs() < 0.01 && (medians[1] - 5.85).abs() < 0.01,
+        "{medians:?}"
+    );
     assert_eq!(w[0]["steady"], "the 20 steady");
     assert!(md.contains("The instances of `step` do 2 kinds of work"));
     assert!(md.contains("(337 kernel launches each; #21, #26, #31, #36) at a median of 7.33 ms"));
@@ -244,16 +264,25 @@ fn a_steady_prefill_is_stated_against_the_tensor_peak() {
         .map(|r| num(&r["Min (ns)"]))
         .unwrap();
     let theirs = ops / 2.0 / (steady_ns / 1e9) / 1e12;
-    assert!((tflops - theirs).abs() / theirs < 0.005, "{tflops} vs NVIDIA {theirs}");
+    assert!(
+        (tflops - theirs).abs() / theirs < 0.005,
+        "{tflops} vs NVIDIA {theirs}"
+    );
     // The peak is one of ncu's own peak figures of the same report.
     let peak = figure(t, "tensor_peak_tflop_per_s", None);
-    assert!(peaks.iter().any(|p| (p - peak).abs() / peak < 1e-4), "{peak} {peaks:?}");
+    assert!(
+        peaks.iter().any(|p| (p - peak).abs() / peak < 1e-4),
+        "{peak} {peaks:?}"
+    );
     assert!(md.contains(
         "The steady step of `prefill` (the 1 steady) is compute-bound at 63.4% of the tensor peak"
     ));
     // The headline says it too.
     let brief = read(dir.path().join("hf-prefill2/stakeholder_summary.md"));
-    let headline = brief.lines().find(|l| l.starts_with("**Headline:**")).unwrap();
+    let headline = brief
+        .lines()
+        .find(|l| l.starts_with("**Headline:**"))
+        .unwrap();
     assert!(
         headline.contains("The steady step of `prefill` (the 1 steady) is compute-bound at 63.4% of the tensor peak"),
         "{headline}"
@@ -304,8 +333,11 @@ fn hand_made_spec(run: &Path, decode_as_verify: bool) {
     mark(33_910_000, "stage2:spec proposed=5 accepted=1");
     if decode_as_verify {
         // The real 15.6 ms step as a verify pass, and a made-up 0.05 ms plain decode step.
-        db.execute("UPDATE NVTX_EVENTS SET text = 'verify' WHERE text = 'decode'", [])
-            .unwrap();
+        db.execute(
+            "UPDATE NVTX_EVENTS SET text = 'verify' WHERE text = 'decode'",
+            [],
+        )
+        .unwrap();
         range("decode", 33_950_000, 34_000_000);
     }
 }
@@ -358,7 +390,10 @@ fn speculation_from_the_hooks_marks_on_a_hand_made_capture() {
     assert!((wall - 100.0 * 0.9 / 1.7).abs() < 1e-6, "{wall}");
     let kernel = figure(f, "draft_share_of_kernel_pct", None);
     let want = 100.0 * kernels.0 / (kernels.0 + kernels.1);
-    assert!(kernels.0 > 0.0 && (kernel - want).abs() < 1e-6, "{kernel} {want}");
+    assert!(
+        kernels.0 > 0.0 && (kernel - want).abs() < 1e-6,
+        "{kernel} {want}"
+    );
     let per_token = figure(f, "speculative_ms_per_token", None);
     assert!((per_token - 1.7 / 6.0).abs() < 1e-9, "{per_token}");
     let decode = figure(f, "decode_ms_per_token", None);
@@ -375,5 +410,8 @@ fn speculation_from_the_hooks_marks_on_a_hand_made_capture() {
     // (0.9 ms of drafts + 0.8 ms + 15.65 ms of verify passes) over 6 tokens, against 0.05 ms.
     let want = 100.0 * ((0.9 + 0.8 + 15.645878) / 6.0) / 0.05;
     assert!((ratio - want).abs() / want < 1e-6, "{ratio} {want}");
-    assert!(md.contains("Speculation is slower than plain decode"), "{md}");
+    assert!(
+        md.contains("Speculation is slower than plain decode"),
+        "{md}"
+    );
 }

@@ -40,12 +40,15 @@ pub(crate) struct WorkKind {
 }
 
 /// The work of every instance of `name` (push/pop or start/end), in start order; `launches`
-/// gives an instance's kernel launches by its index.
+/// gives an instance's kernel launches by its index; `step_like` says which ranges count as
+/// child ranges (not PyTorch's operator ranges nor a library's own: they name calls, not work
+/// of a kind).
 pub(crate) fn of_range(
     ranges: &[NvtxRange],
     nest: &Nesting,
     name: &str,
     launches: impl Fn(usize) -> u64,
+    step_like: impl Fn(&str) -> bool,
 ) -> Vec<Work> {
     let mut out: Vec<Work> = ranges
         .iter()
@@ -64,7 +67,11 @@ pub(crate) fn of_range(
     }
     let at: rustc_hash::FxHashMap<usize, usize> =
         out.iter().enumerate().map(|(k, w)| (w.range, k)).collect();
-    for (j, r) in ranges.iter().enumerate().filter(|(_, r)| r.push_pop) {
+    for (j, r) in ranges
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.push_pop && step_like(&r.name))
+    {
         if let Some(&k) = nest.parent(j).and_then(|p| at.get(&p)) {
             let c = &mut out[k].children;
             if !c.iter().any(|n| **n == *r.name) {
@@ -83,13 +90,18 @@ pub(crate) fn of_range(
 }
 
 /// The kinds of work among `work` (in start order): keyed by the child ranges and the
-/// launches, or by the child ranges alone where that gives more than `max_kinds` kinds.
-/// Kinds in order of their first instance; one kind or none when the instances do not differ.
+/// launches, or by the child ranges alone where that gives more than `max_kinds` kinds; none
+/// where even those are more (the instances are not a few kinds of step). Kinds in order of
+/// their first instance; one kind when the instances do not differ.
 pub(crate) fn kinds(work: &[Work], max_kinds: usize) -> Vec<WorkKind> {
     let exact = group(work, true);
-    match exact.len() > max_kinds {
-        true => group(work, false),
-        false => exact,
+    if exact.len() <= max_kinds {
+        return exact;
+    }
+    let by_children = group(work, false);
+    match by_children.len() <= max_kinds {
+        true => by_children,
+        false => Vec::new(),
     }
 }
 
@@ -162,7 +174,7 @@ mod tests {
             700 => 337,
             _ => 288,
         };
-        let work = of_range(&ranges, &nest, "step", launches);
+        let work = of_range(&ranges, &nest, "step", launches, |_| true);
         assert_eq!(work.len(), 10);
         assert_eq!(work[0].children, ["decode", "prefill"]);
         let k = kinds(&work, 6);
@@ -175,9 +187,13 @@ mod tests {
         assert_eq!((k[1].instances, k[1].children.len()), (8, 1));
         // More kinds of launches than allowed: by the child ranges alone.
         let varied = |i: usize| ranges[i].start as u64 / 1_000;
-        let work = of_range(&ranges, &nest, "step", varied);
+        let work = of_range(&ranges, &nest, "step", varied, |_| true);
         let k = kinds(&work, 6);
         assert_eq!(k.len(), 2);
         assert_eq!(k[1].launches, [1, 9]);
+        // Child ranges left out (operator ranges): one kind by their child ranges, of as many
+        // kinds of launches as steps; too many to be kinds of step.
+        let work = of_range(&ranges, &nest, "step", varied, |n| n != "prefill");
+        assert!(kinds(&work, 6).is_empty());
     }
 }

@@ -162,9 +162,13 @@ impl Timeline {
             st.nested_in_own_name = nested.get(st.name.as_str()).copied().unwrap_or(0);
         }
         let work = captured.map_or_else(Vec::new, |name| {
-            crate::analysis::work::of_range(&all, &nest, name, |i| {
-                u64::from(scan.instance(i).kernels().1)
-            })
+            crate::analysis::work::of_range(
+                &all,
+                &nest,
+                name,
+                |i| u64::from(scan.instance(i).kernels().1),
+                |n| !ops::is_op(n) && !library.contains(n),
+            )
         });
         // The instances' figures go before the ledger's are aggregated: at most one set held.
         drop(scan);

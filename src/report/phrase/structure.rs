@@ -35,9 +35,10 @@ pub(super) fn attention(f: &Finding, kernels: &[Named<Attention>]) -> String {
         .map(|(k, label)| {
             let text = |q| of_kernel(f, &k.name, q).map_or("–".to_string(), |e| e.text.clone());
             format!(
-                "{} {} ({} of that kernel time, {} launches)",
+                "{} {} ({}, {} of that kernel time, in {} launches)",
                 attention_kind(k.kind),
                 md(&label),
+                text(Q::KernelTimeNs),
                 text(Q::KernelSharePct),
                 text(Q::KernelLaunches)
             )
@@ -233,10 +234,7 @@ pub(super) fn speculation(f: &Finding, w: &str) -> String {
         }
     }
     if let Some(ms) = f.figure(Q::SpeculativeMsPerToken) {
-        s.push_str(&format!(
-            "; the two take {} per token they yield",
-            ms.text
-        ));
+        s.push_str(&format!("; the two take {} per token they yield", ms.text));
         if let Some(d) = f.figure(Q::DecodeMsPerToken) {
             s.push_str(&format!(
                 ", {} of the target's plain decode step (`decode`, its median {})",
