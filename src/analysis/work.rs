@@ -191,9 +191,18 @@ mod tests {
         let k = kinds(&work, 6);
         assert_eq!(k.len(), 2);
         assert_eq!(k[1].launches, [1, 9]);
-        // Child ranges left out (operator ranges): one kind by their child ranges, of as many
-        // kinds of launches as steps; too many to be kinds of step.
+        // A child range left out (as operator ranges are): one kind.
         let work = of_range(&ranges, &nest, "step", varied, |n| n != "prefill");
+        assert_eq!(kinds(&work, 6).len(), 1);
+        // Steps that each hold a child range of their own name (operator ranges named by
+        // their op id): too many kinds to be kinds of step, none.
+        let mut own = Vec::new();
+        for k in 0..10i64 {
+            own.push(r("step", k * 100, k * 100 + 50));
+            own.push(r(&format!("op {k}"), k * 100 + 1, k * 100 + 2));
+        }
+        let nest = Nesting::new(&own);
+        let work = of_range(&own, &nest, "step", |_| 1, |_| true);
         assert!(kinds(&work, 6).is_empty());
     }
 }

@@ -57,10 +57,13 @@ impl Timeline {
         let mut groups = crate::analysis::instances::groups(&all, &nest, rule);
         groups.retain(|g| !ops::is_op(&g.name) && !library.contains(&g.name));
         let mut scan = scan::Scan::with(&all, std::borrow::Cow::Borrowed(&nest), captured);
-        let strings = db.strings()?;
+        // Read before the stream (the kernels watched are named by it); a broken string table
+        // is reported after the stream, which names the tables it needs first.
+        let strings = db.strings();
         scan.watched = Some(scan::Watched::of(
             strings
                 .iter()
+                .flatten()
                 .filter(|(_, n)| crate::analysis::attention::watched(n))
                 .map(|(id, _)| *id)
                 .collect(),
@@ -134,6 +137,7 @@ impl Timeline {
                 .collect();
             grp.set_busy(figures.into_iter());
         }
+        let strings = strings?;
         let attention = scan
             .watched_by_range()
             .into_iter()
