@@ -308,7 +308,7 @@ const TID: i64 = 281_484_690_719_299;
 /// `draft` then `verify` over the real launches after the real `decode` step, each followed by
 /// the hook's `stage2:spec` mark (5 proposed, 3 then 1 accepted). The ranges and marks are made
 /// up; the kernels, calls and the `decode` step are the capture's.
-fn hand_made_spec(run: &Path, decode_as_verify: bool) {
+fn hand_made_spec(run: &Path, decode_as_verify: bool, marks: bool) {
     let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
     let range = |name: &str, start: i64, end: i64| {
         db.execute(
@@ -318,6 +318,9 @@ fn hand_made_spec(run: &Path, decode_as_verify: bool) {
         .unwrap();
     };
     let mark = |at: i64, text: &str| {
+        if !marks {
+            return;
+        }
         db.execute(
             "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (?1, NULL, 34, ?2, ?3, 0)",
             rusqlite::params![at, text, TID],
@@ -363,12 +366,13 @@ fn kernels_in(run: &Path, windows: &[(i64, i64)]) -> f64 {
 /// The hook's marks parsed: 2 verify steps, 10 candidates proposed, 4 accepted (40%), 3 tokens
 /// a step; the draft's share of the two models' wall and kernel time; (0.9 + 0.8) ms over 6
 /// tokens against the real 15.65 ms decode step. With the real step as a verify pass and a
-/// 0.05 ms decode step instead, speculation is the slower and the verdict says so.
+/// 0.05 ms decode step instead, speculation is the slower and the verdict says so. Without the
+/// marks, the draft's share alone.
 #[test]
 fn speculation_from_the_hooks_marks_on_a_hand_made_capture() {
     let mut kernels = (0.0, 0.0);
     let (s, md, t) = report("hf-spec", |run| {
-        hand_made_spec(run, false);
+        hand_made_spec(run, false, true);
         kernels = (
             kernels_in(run, &[(32_150_000, 32_600_000), (33_050_000, 33_500_000)]),
             kernels_in(run, &[(32_600_000, 33_000_000), (33_500_000, 33_900_000)]),
@@ -402,7 +406,7 @@ fn speculation_from_the_hooks_marks_on_a_hand_made_capture() {
     assert!(md.contains("## Speculative decoding"), "{md}");
     drop(t);
 
-    let (s, md, _t) = report("hf-spec", |run| hand_made_spec(run, true));
+    let (s, md, t) = report("hf-spec", |run| hand_made_spec(run, true, true));
     let v = findings(&s, "speculation_slower");
     assert_eq!(v.len(), 1, "{md}");
     assert!(v[0]["abstain"].is_null());
@@ -414,4 +418,20 @@ fn speculation_from_the_hooks_marks_on_a_hand_made_capture() {
         md.contains("Speculation is slower than plain decode"),
         "{md}"
     );
+    drop(t);
+
+    // The ranges without the marks (a capture from before the hook wrote them): the two
+    // models' shares, and no acceptance, time per token or verdict.
+    let (s, md, _t) = report("hf-spec", |run| hand_made_spec(run, false, false));
+    let f = findings(&s, "speculation");
+    assert_eq!(f.len(), 1, "{md}");
+    let qs: Vec<&str> = f[0]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["quantity"].as_str().unwrap())
+        .collect();
+    assert_eq!(qs, ["draft_share_of_wall_pct", "draft_share_of_kernel_pct"]);
+    assert!(findings(&s, "speculation_slower").is_empty());
+    assert!(md.contains("no `stage2:spec` mark, so the draft tokens accepted are not known"));
 }

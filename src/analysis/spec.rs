@@ -28,7 +28,8 @@ pub(crate) struct Time {
 /// The speculative decoding a capture holds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Speculation {
-    /// Verify steps (marks), draft tokens proposed and accepted over them.
+    /// Verify steps (marks), draft tokens proposed and accepted over them (all 0: the export
+    /// has the draft's and verify passes' ranges but no mark, as before the hook wrote them).
     pub(crate) steps: u64,
     pub(crate) proposed: u64,
     pub(crate) accepted: u64,
@@ -45,16 +46,16 @@ impl Speculation {
         (self.proposed > 0).then(|| 100.0 * self.accepted as f64 / self.proposed as f64)
     }
 
-    /// Tokens each verify step yields: its accepted draft tokens and the target's own next one.
-    pub(crate) fn tokens(&self) -> u64 {
-        self.accepted + self.steps
+    /// Tokens the verify steps yield: their accepted draft tokens and the target's own next
+    /// one each (None without marks).
+    pub(crate) fn tokens(&self) -> Option<u64> {
+        (self.steps > 0).then_some(self.accepted + self.steps)
     }
 
     /// The draft's and the verify passes' wall time per token they yield, in ms.
     pub(crate) fn ms_per_token(&self) -> Option<f64> {
-        let (d, v) = (self.draft?, self.verify?);
-        let tokens = self.tokens();
-        (tokens > 0).then(|| (d.wall_ns + v.wall_ns) as f64 / 1e6 / tokens as f64)
+        let (d, v, tokens) = (self.draft?, self.verify?, self.tokens()?);
+        Some((d.wall_ns + v.wall_ns) as f64 / 1e6 / tokens as f64)
     }
 
     /// The draft's share of the draft's and verify passes' time: (wall, kernel), in %.
@@ -83,12 +84,9 @@ fn parse(text: &str) -> Option<(u64, u64)> {
 }
 
 /// The speculation of a capture from its marks (time, thread, text) and its ranges' figures;
-/// None without a well-formed mark.
+/// None without a well-formed mark and without both the draft's and the verify passes' ranges.
 pub(crate) fn of(marks: &[(i64, i64, String)], stats: &[RangeStats]) -> Option<Speculation> {
     let steps: Vec<(u64, u64)> = marks.iter().filter_map(|(_, _, t)| parse(t)).collect();
-    if steps.is_empty() {
-        return None;
-    }
     let time = |name: &str| {
         stats
             .iter()
@@ -102,12 +100,16 @@ pub(crate) fn of(marks: &[(i64, i64, String)], stats: &[RangeStats]) -> Option<S
                 })
             })
     };
+    let (draft, verify) = (time(DRAFT), time(VERIFY));
+    if steps.is_empty() && (draft.is_none() || verify.is_none()) {
+        return None;
+    }
     Some(Speculation {
         steps: steps.len() as u64,
         proposed: steps.iter().map(|s| s.0).sum(),
         accepted: steps.iter().map(|s| s.1).sum(),
-        draft: time(DRAFT),
-        verify: time(VERIFY),
+        draft,
+        verify,
         decode_median_ns: stats
             .iter()
             .find(|s| s.name == DECODE && s.instances > 0)
@@ -151,12 +153,19 @@ mod tests {
         let s = of(&marks, &stats).unwrap();
         assert_eq!((s.steps, s.proposed, s.accepted), (2, 10, 4));
         assert_eq!(s.acceptance_pct(), Some(40.0));
-        assert_eq!(s.tokens(), 6);
+        assert_eq!(s.tokens(), Some(6));
         // (6 + 14) ms over 6 tokens, against a 10 ms decode step.
         assert!((s.ms_per_token().unwrap() - 20.0 / 6.0).abs() < 1e-9);
         assert_eq!(s.decode_median_ns, Some(10_000_000.0));
         let (wall, kernel) = s.draft_share_pct().unwrap();
         assert!((wall - 30.0).abs() < 1e-9 && (kernel.unwrap() - 25.0).abs() < 1e-9);
-        assert!(of(&[m("stage2:tokens batch=1 new=1")], &stats).is_none());
+        // No mark (a capture from before the hook wrote them): the two models' shares alone.
+        let s = of(&[m("stage2:tokens batch=1 new=1")], &stats).unwrap();
+        assert_eq!(
+            (s.steps, s.acceptance_pct(), s.ms_per_token()),
+            (0, None, None)
+        );
+        assert!(s.draft_share_pct().is_some());
+        assert!(of(&[], &stats[2..]).is_none());
     }
 }

@@ -11,18 +11,19 @@ pub(super) fn speculation(a: &Artifacts, out: &mut Findings) {
     // The marks and the ranges are the whole capture's.
     let scope = Scope::capture();
     let fig = |q, v| Figure::new(q, v, &a.sqlite_file, &scope);
-    let mut ev = vec![
-        fig(Quantity::VerifySteps, s.steps as f64),
-        fig(Quantity::DraftTokensProposed, s.proposed as f64),
-        fig(Quantity::DraftTokensAccepted, s.accepted as f64),
-    ];
-    if let Some(p) = s.acceptance_pct() {
-        ev.push(fig(Quantity::AcceptancePct, p));
+    let mut ev = Vec::new();
+    if let Some(tokens) = s.tokens() {
+        ev.push(fig(Quantity::VerifySteps, s.steps as f64));
+        ev.push(fig(Quantity::DraftTokensProposed, s.proposed as f64));
+        ev.push(fig(Quantity::DraftTokensAccepted, s.accepted as f64));
+        if let Some(p) = s.acceptance_pct() {
+            ev.push(fig(Quantity::AcceptancePct, p));
+        }
+        ev.push(fig(
+            Quantity::TokensPerVerify,
+            tokens as f64 / s.steps as f64,
+        ));
     }
-    ev.push(fig(
-        Quantity::TokensPerVerify,
-        s.tokens() as f64 / s.steps.max(1) as f64,
-    ));
     if let Some((wall, kernel)) = s.draft_share_pct() {
         ev.push(fig(Quantity::DraftShareOfWallPct, wall));
         if let Some(k) = kernel {

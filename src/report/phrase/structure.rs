@@ -206,6 +206,9 @@ pub(super) fn step_work(
 
 /// The speculation's figures as one clause (no sources, no full stop).
 fn speculation_clause(f: &Finding) -> String {
+    if f.figure(Q::VerifySteps).is_none() {
+        return "no `stage2:spec` mark, so the draft tokens accepted are not known".to_string();
+    }
     let mut s = format!(
         "{} verify steps, {} draft tokens proposed and {} accepted",
         f.text(Q::VerifySteps),
