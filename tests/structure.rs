@@ -21,6 +21,15 @@ fn report(name: &str, edit: impl FnOnce(&Path)) -> (Value, String, tempfile::Tem
     edit(&run);
     sb.stage2().arg("report").arg(&run).assert().success();
     let summary = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    // Every summary.json these findings are in holds to its schema.
+    let schema = serde_json::from_str(&read(root().join("src/findings/summary.schema.json")));
+    let validator = jsonschema::validator_for(&schema.unwrap()).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&summary)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .take(5)
+        .collect();
+    assert!(errors.is_empty(), "{name}: {errors:#?}");
     let md = read(run.join("kernels.md"));
     (summary, md, sb.dir)
 }
