@@ -252,7 +252,7 @@ pub(super) fn speculation(f: &Finding, w: &str) -> String {
 
 pub(super) fn speculation_slower(f: &Finding, w: &str) -> String {
     format!(
-        "Speculation is slower than plain decode {w}: the draft and verify passes take {} per token they yield, against {} for the target's plain decode step ({}), with {}: a cheaper draft model, fewer candidate tokens per step, or plain decode yields tokens faster{}.",
+        "Speculation is slower than plain decode {w}: the draft and verify passes take {} per token they yield, against {} for the target's plain decode step ({}), with {}; a cheaper draft model, fewer candidate tokens per step, or plain decode is what to try{}.",
         f.text(Q::SpeculativeMsPerToken),
         f.text(Q::DecodeMsPerToken),
         f.text(Q::SpeculativeOfDecodePct),
