@@ -189,10 +189,16 @@ pub(super) fn step_work(
                 }
                 _ => format!("between #{} and #{}", k.first, k.last),
             };
+            let inside = match k.children.as_slice() {
+                [] => "holding no range".to_string(),
+                c => {
+                    let names: Vec<String> = c.iter().map(|n| code(n)).collect();
+                    format!("holding {}", names.join(" and "))
+                }
+            };
             format!(
-                "{} ({launches}; {which}) at a median of {}",
-                md(m.scope.group.as_deref().unwrap_or("")),
-                m.text
+                "the {} {inside} ({launches}; {which}) at a median of {}",
+                k.instances, m.text
             )
         })
         .collect();
