@@ -274,6 +274,12 @@ impl Sink<Launch> for Scan<'_> {
             .holding_call(&mut self.cursor, ranges, l.tid, l.api_start);
         let mut innermost_op = None;
         let mut tallied = false;
+        // One lookup per launch, not per range holding it.
+        let watched = l.kernel
+            && self
+                .watched
+                .as_ref()
+                .is_some_and(|w| w.kernels.contains(&l.name));
         for i in holding {
             let key = self.keys.of[i];
             if key == Keys::NONE {
@@ -290,11 +296,7 @@ impl Sink<Launch> for Scan<'_> {
                 t.tally
                     .add(l.mangled, l.config, l.end - l.start, l.api_start);
             }
-            if let Some(w) = self
-                .watched
-                .as_mut()
-                .filter(|w| l.kernel && w.kernels.contains(&l.name))
-            {
+            if let Some(w) = self.watched.as_mut().filter(|_| watched) {
                 let t = w.tally.entry((key, l.name)).or_default();
                 t.0 += l.end - l.start;
                 t.1 += 1;
