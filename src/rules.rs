@@ -139,7 +139,46 @@ pub(crate) const ALL: &[Rule] = &[
     CLUSTERS.rule(),
     SKIP.rule(),
     COMPILING.rule(),
+    FP8_AROUND,
+    TENSOR_PEAK,
+    WORK_KINDS,
+    SPECULATION_SLOWER,
 ];
+
+/// The work an FP8 layer does around its matrix products (casting activations to FP8,
+/// computing the scale's absolute maximum) costs kernels of its own; where that is a large
+/// part of the products' own time, the saving FP8 buys in the products is spent beside them.
+pub(crate) const FP8_AROUND: Rule = Rule {
+    id: "fp8_around",
+    text: "in a range whose kernels include FP8 matrix products, known by ncu's tensor operations of an FP8 source type in them or by an FP8 type in their name, the casts to FP8, copy kernels writing float8, and the abs and max reductions, element-wise Abs kernels and reduce kernels with a Max functor, take at least 50% of the FP8 matrix products' kernel time; other element-wise kernels such as the scaling division or clamps are not counted, as their names do not say what they are for",
+    threshold: 50.0,
+};
+
+/// A GPU-bound step said against the tensor peak: how far the step's tensor work is from
+/// what the GPU's tensor cores can do.
+pub(crate) const TENSOR_PEAK: Rule = Rule {
+    id: "tensor_peak",
+    text: "where the captured range's steady instances, those after a warm-up or compiling ones set apart or else every instance, keep the GPU busy at least 50% of their time and launch as many kernels each, their tensor-core rate is the tensor operations of the kernels ncu measured, ncu's rates times nsys's durations per instance, over the step's time, the steady instances' median wall time or else the mean of the longer of wall time and GPU projection, as a share of the dense BF16 tensor peak; it is compute-bound there when the kernels ncu classed compute-bound hold more of the kernel time than those of any other class",
+    threshold: 50.0,
+};
+
+/// Steps of a loop that do different work (a step that also runs a prefill) are told apart by
+/// it, not averaged together.
+pub(crate) const WORK_KINDS: Rule = Rule {
+    id: "work_kinds",
+    text: "the captured range's instances, its steady ones where a warm-up or compiling ones are set apart, are kinds of work by the names of the ranges directly inside them, PyTorch's operator ranges and a library's own left out, and by their kernel launches; by the child ranges alone where that gives more than 6 kinds, and none where those do too; at least 4 instances and 2 kinds",
+    threshold: 6.0,
+};
+
+/// Fewer instances than this are not told apart by their work.
+pub(crate) const WORK_KINDS_MIN_INSTANCES: usize = 4;
+
+/// Speculative decoding pays where its tokens come cheaper than the target's own decode steps.
+pub(crate) const SPECULATION_SLOWER: Rule = Rule {
+    id: "speculation_slower",
+    text: "the wall time of the draft model's passes, `draft`, and the target's verify passes, `verify`, per token they yield, the accepted draft tokens and one of the target's own per verify step as stage2's `stage2:spec` marks count them, is at least 100% of the median wall time of the target's plain decode step, `decode`, of one token per sequence",
+    threshold: 100.0,
+};
 
 /// Compute-bound kernels whose tensor pipe is at least this active keep the tensor cores busy
 /// (COMPUTE_BOUND's words).

@@ -128,9 +128,10 @@ fn generate_and_its_compiled_decode_steps_are_marked() {
 }
 
 /// Speculative decoding: the target's passes after its prompt check candidates (`verify`, no
-/// tokens mark: how many are accepted is not known per pass), and the assistant's generate()
-/// inside is `draft`, its passes `draft_prefill` / `draft_decode`; each generate() call's own
-/// mark counts the tokens its output gained, accepted ones included.
+/// tokens mark on the pass), each followed by a `stage2:spec` mark of the candidates proposed
+/// and accepted; the assistant's generate() inside is `draft`, its passes `draft_prefill` /
+/// `draft_decode`; each generate() call's own mark counts the tokens its output gained,
+/// accepted ones included.
 #[test]
 fn assisted_generation_is_marked_as_draft_and_verify() {
     let (seen, _tmp) = drive(&[("STAGE2_AUTO_NVTX", "1")], &[]);
@@ -151,9 +152,14 @@ fn assisted_generation_is_marked_as_draft_and_verify() {
         "mark stage2:tokens batch=1 new=4",
         "pop",
     ];
-    for _ in 0..2 {
+    // Each verify step's candidates (2) and how many the target kept (1, then 2), after it.
+    for accepted in ["1", "2"] {
         want.extend(draft);
         want.extend(["push verify", "pop"]);
+        want.push(match accepted {
+            "1" => "mark stage2:spec proposed=2 accepted=1",
+            _ => "mark stage2:spec proposed=2 accepted=2",
+        });
     }
     // The tokens the assisted call's output gained, accepted draft tokens included: its time
     // per generated token.

@@ -123,6 +123,22 @@ fn prefill_gets_tokens_and_its_compute_floor() {
     // GFLOP per prefill: about 2 x parameters x tokens (~1.1B x 8192 tokens).
     let tflop = p["floor"]["flops"].as_f64().unwrap() / 1e12;
     assert!((10.0..25.0).contains(&tflop), "{tflop}");
+    // GPU-bound (74% busy) and mostly in compute-bound kernels: stated against the tensor
+    // peak, its tensor operations alone (the compute floor above counts every FLOP).
+    let peak: Vec<&serde_json::Value> = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "tensor_peak")
+        .collect();
+    assert_eq!(peak.len(), 1);
+    assert_eq!(peak[0]["compute_bound"], true);
+    let pct = peak[0]["evidence"][0]["value"].as_f64().unwrap();
+    assert!(pct > 20.0 && pct <= compute, "{pct} {compute}");
+    // The large model's captured decode waits on the CPU: no such statement.
+    let large = summary("sample-run-hf-large");
+    let kinds = large["findings"].as_array().unwrap();
+    assert!(kinds.iter().all(|f| f["kind"] != "tensor_peak"));
 }
 
 #[test]

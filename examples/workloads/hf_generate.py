@@ -17,7 +17,9 @@ Switches for profiling experiments:
   --repeat K        K measured generate() calls (each in its own profiler window)
   --extra-work N    N extra (hidden x hidden) matrix products in every decode step (a slowdown)
   --assistant-layers N  speculative decoding: generate(assistant_model=...) with a draft model of
-                    N layers of the same shape
+                    N layers of the same shape; the target's passes over the draft's candidates
+                    are marked `verify` (the draft model's passes are not marked: `--no-nvtx`
+                    under stage2's `--auto-nvtx` marks them, and each step's tokens accepted)
   --compile         a hand-written decode loop over torch.compile(mode="reduce-overhead") (CUDA
                     graphs) instead of generate(); each step is marked `decode`
 """
@@ -107,13 +109,17 @@ class PhaseMarks:
     compiled call, since hooks are traced away inside a compiled region.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, assisted=False):
         self.enabled = False
+        # Assisted generation: the target's passes over several tokens after its first check
+        # the draft's candidates (`verify`, as stage2's hook names them), not a prompt.
+        self.assisted = assisted
+        self.passes = 0
         # Inside a wrapped compiled call the hooks may still run (eagerly, around the compiled
         # region): the wrapper's range is the one that counts.
         self.in_compiled = False
         self.open = 0
-        self.counts = {"prefill": 0, "decode": 0}
+        self.counts = {"prefill": 0, "decode": 0, "verify": 0}
         model.register_forward_pre_hook(self._pre, with_kwargs=True)
         # always_call: an exception in forward still closes the range.
         model.register_forward_hook(self._post, with_kwargs=True, always_call=True)
@@ -136,6 +142,9 @@ class PhaseMarks:
 
     def _push(self, args, kwargs):
         name = self._phase(args, kwargs)
+        if self.assisted and self.passes > 0 and name == "prefill":
+            name = "verify"
+        self.passes += 1
         self.counts[name] += 1
         torch.cuda.nvtx.range_push(name)
         self.open += 1
@@ -252,7 +261,7 @@ def main():
         add_extra_work(model, args.extra_work, dtype)
     if args.split_gpus:
         split_across_gpus(model)
-    marks = None if args.no_nvtx or args.compile else PhaseMarks(model)
+    marks = None if args.no_nvtx or args.compile else PhaseMarks(model, bool(args.assistant_layers))
     ids = torch.randint(1, args.vocab, (args.batch, args.prompt_len), device="cuda")
     mask = torch.ones_like(ids)
     gen = dict(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens, do_sample=False)
@@ -277,6 +286,7 @@ def main():
         for _ in range(args.repeat):
             if marks:
                 marks.enabled = True
+                marks.passes = 0
             if args.profiler_api:
                 torch.cuda.profiler.start()
             s = time.perf_counter()
@@ -299,7 +309,12 @@ def main():
         f"dtype={args.dtype} static={args.static} compiled_decode={compiled} "
         f"extra_work={args.extra_work}: warm-up {t1 - t0:.1f} s, generate {1e3 * best:.1f} ms "
         f"({args.batch * new / best:.0f} tokens/s)"
-        + (f", nvtx prefill={marks.counts['prefill']} decode={marks.counts['decode']}" if marks else "")
+        + (
+            f", nvtx prefill={marks.counts['prefill']} decode={marks.counts['decode']}"
+            + (f" verify={marks.counts['verify']}" if args.assistant_layers else "")
+            if marks
+            else ""
+        )
         + f"; since start: model built {built:.2f} s, measured from {measured:.2f} s, "
         f"done {time.time() - T_START:.2f} s",
         flush=True,

@@ -229,6 +229,12 @@ impl Artifacts {
                 ),
                 None => Default::default(),
             };
+        let attention = timeline.as_ref().map_or_else(Vec::new, |t| {
+            super::attention::per_phase(&range_stats, &t.attention, capture.range())
+        });
+        let step_work = timeline
+            .as_mut()
+            .map_or_else(Vec::new, |t| take(&mut t.work));
         let mut a = Artifacts {
             run_id: run.id(),
             kernels_nsys,
@@ -272,6 +278,9 @@ impl Artifacts {
             nvidia_ncu: None,
             operators,
             per_token: Vec::new(),
+            attention,
+            step_work,
+            speculation: None,
             observed: Vec::new(),
             baseline_file: String::new(),
         };
@@ -281,6 +290,7 @@ impl Artifacts {
         a.nvidia_ncu = ncu_crosscheck(run, &a);
         if let (Some(db), Some(t)) = (&db, &timeline) {
             a.per_token = a.phase_costs(&t.phases, &db.marks("stage2:tokens ")?);
+            a.speculation = super::spec::of(&db.marks(super::spec::MARK)?, &a.range_stats);
         }
         if let Some(more) = repeat_passes(run, &a.config)? {
             let mut passes = vec![repeats::Pass::of(&a)];

@@ -2,6 +2,7 @@
 //! figures, selection, roofline points and comparisons. Nothing here renders; `report/` reads
 //! these values and writes files.
 
+pub(crate) mod attention;
 pub(crate) mod cadence;
 pub(crate) mod datasheet;
 pub(crate) mod diff;
@@ -18,17 +19,22 @@ pub(crate) mod nvidia;
 pub(crate) mod nvtx;
 pub(crate) mod observer;
 pub(crate) mod ops;
+pub(crate) mod precision;
 pub(crate) mod pysamples;
 pub mod ranges;
 pub(crate) mod ranks;
 pub(crate) mod repeats;
+pub(crate) mod roles;
 pub(crate) mod roofline;
 pub(crate) mod sampled;
 pub mod scan;
 pub(crate) mod select;
 pub(crate) mod shapes;
+pub(crate) mod spec;
 pub(crate) mod summary;
+pub(crate) mod tensor;
 pub(crate) mod tokens;
+pub(crate) mod work;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -120,6 +126,12 @@ pub(crate) struct Artifacts {
     /// Where each push/pop range's wall time goes on its thread (empty without the SQLite
     /// export's API table).
     pub(crate) ledger: Vec<ledger::RangeLedger>,
+    /// The attention kernels each phase ran (empty without the SQLite export).
+    pub(crate) attention: Vec<attention::PhaseAttention>,
+    /// The captured range's instances and the work each did (empty without the export).
+    pub(crate) step_work: Vec<work::Work>,
+    /// Speculative decoding's marks and ranges (None: the export has no `stage2:spec` mark).
+    pub(crate) speculation: Option<spec::Speculation>,
 }
 
 /// The captured range's headline figures, from the best source the run has.

@@ -11,6 +11,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::parse::sqlite::{Launch, NvtxRange};
 
+/// The phase ranges stage2's hook emits (and hand-marked workloads use): prefill and decode,
+/// and under speculative decoding the target's verify passes and the assistant's passes.
+pub(crate) const PHASES: &[&str] = &[
+    "prefill",
+    "decode",
+    "verify",
+    "draft_prefill",
+    "draft_decode",
+];
+
 /// Smallest, median and largest value over a range's instances.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Spread {

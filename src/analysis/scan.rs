@@ -35,6 +35,36 @@ pub(crate) struct Scan<'a> {
     pub(crate) shapes: Option<ShapeScope>,
     /// No kernel: the configurations read without a shape scope.
     no_configs: rustc_hash::FxHashSet<i64>,
+    /// Kernels whose time is tallied per range name (attention kernels: which one each phase
+    /// ran), as the launches go by.
+    pub(crate) watched: Option<Watched>,
+}
+
+/// Kernels (demangled name ids) whose time and launches a scan tallies per range name.
+#[derive(Debug, Default)]
+pub(crate) struct Watched {
+    kernels: rustc_hash::FxHashSet<i64>,
+    /// (range name key, kernel name id) -> (ns, launches).
+    tally: rustc_hash::FxHashMap<(u32, i64), (i64, u64)>,
+}
+
+impl Watched {
+    /// A watch on the kernels of these name ids.
+    pub(crate) fn of(kernels: rustc_hash::FxHashSet<i64>) -> Watched {
+        Watched {
+            kernels,
+            tally: Default::default(),
+        }
+    }
+}
+
+/// One watched kernel's time in one range name (every instance, push/pop or start/end alike).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RangeKernel {
+    pub(crate) range: std::sync::Arc<str>,
+    pub(crate) kernel: i64,
+    pub(crate) ns: i64,
+    pub(crate) launches: u64,
 }
 
 /// Which kernels' launch configurations a scan tallies (mangled name ids), in which range.
@@ -79,6 +109,7 @@ impl<'a> Scan<'a> {
             cursor: Default::default(),
             shapes: None,
             no_configs: Default::default(),
+            watched: None,
         }
     }
 
@@ -98,6 +129,25 @@ impl<'a> Scan<'a> {
     /// One range instance's own figures (by its index in the ranges).
     pub(crate) fn instance(&self, i: usize) -> crate::analysis::ranges::Instance {
         self.inst[i]
+    }
+
+    /// The watched kernels' time per range name, by range and kernel id (empty without a watch).
+    pub(crate) fn watched_by_range(&self) -> Vec<RangeKernel> {
+        let Some(w) = &self.watched else {
+            return Vec::new();
+        };
+        let mut out: Vec<RangeKernel> = w
+            .tally
+            .iter()
+            .map(|(&(key, kernel), &(ns, launches))| RangeKernel {
+                range: self.keys.names[key as usize].0.clone(),
+                kernel,
+                ns,
+                launches,
+            })
+            .collect();
+        out.sort_by(|a, b| a.range.cmp(&b.range).then(a.kernel.cmp(&b.kernel)));
+        out
     }
 
     /// The per-range figures (operator ranges left out).
@@ -224,6 +274,12 @@ impl Sink<Launch> for Scan<'_> {
             .holding_call(&mut self.cursor, ranges, l.tid, l.api_start);
         let mut innermost_op = None;
         let mut tallied = false;
+        // One lookup per launch, not per range holding it.
+        let watched = l.kernel
+            && self
+                .watched
+                .as_ref()
+                .is_some_and(|w| w.kernels.contains(&l.name));
         for i in holding {
             let key = self.keys.of[i];
             if key == Keys::NONE {
@@ -239,6 +295,11 @@ impl Sink<Launch> for Scan<'_> {
                 tallied = true;
                 t.tally
                     .add(l.mangled, l.config, l.end - l.start, l.api_start);
+            }
+            if let Some(w) = self.watched.as_mut().filter(|_| watched) {
+                let t = w.tally.entry((key, l.name)).or_default();
+                t.0 += l.end - l.start;
+                t.1 += 1;
             }
             let new_op = !l.graph || self.graph_calls.insert((i as u32, l.tid, l.api_start));
             self.inst[i].add(l, &mut self.sums[key as usize], new_op);
@@ -277,6 +338,9 @@ impl Sink<Launch> for Scan<'_> {
         self.graph_calls.clear();
         self.durations.clear();
         self.ops = OpsGpu::default();
+        if let Some(w) = self.watched.as_mut() {
+            w.tally.clear();
+        }
     }
 }
 

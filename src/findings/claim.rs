@@ -5,6 +5,8 @@
 pub(crate) use crate::analysis::nvidia::{Differ, Grids, NcuDiffer};
 use serde::Serialize;
 
+pub(crate) use crate::analysis::roles::{Attention, Fp8Role};
+
 /// What a finding is for in a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -410,7 +412,48 @@ pub(crate) enum Claim {
         close: Vec<String>,
         near: bool,
     },
+    /// The attention kernels a phase ran (analysis::attention), each by name and kind with its
+    /// share of the phase's kernel time; its softmax kernels where it ran no attention kernel.
+    AttentionKernels {
+        kernels: Vec<Named<Attention>>,
+    },
+    /// A range with FP8 matrix products: their time beside the casts to FP8 and the abs and
+    /// max reductions around them (analysis::precision), by kernel.
+    Fp8Work {
+        kernels: Vec<Named<Fp8Role>>,
+    },
+    /// The casts and abs/max reductions take at least rules::FP8_AROUND of the FP8 matrix
+    /// products' time.
+    Fp8Overhead,
+    /// A GPU-bound step's tensor-core rate against the dense BF16 tensor peak (rules::
+    /// TENSOR_PEAK); `compute_bound`: its kernels ncu classed compute-bound hold more of its
+    /// kernel time than those of any other class.
+    TensorPeak {
+        compute_bound: bool,
+    },
+    /// The captured range's instances by the work they do (analysis::work, rules::
+    /// WORK_KINDS): each kind's child ranges and launches, with its median wall time.
+    StepWork {
+        kinds: Vec<crate::analysis::work::WorkKind>,
+        /// Over the instances after a warm-up or compiling ones (the steady group's label),
+        /// or over every instance (None).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        steady: Option<String>,
+    },
+    /// Speculative decoding (analysis::spec): the draft tokens proposed and accepted, the
+    /// draft's share of the two models' time, and the time per token against plain decode.
+    Speculation,
+    /// Speculation yields tokens slower than the target's plain decode step
+    /// (rules::SPECULATION_SLOWER).
+    SpeculationSlower,
     NothingStandsOut,
+}
+
+/// A kernel by its full name, with what it is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Named<T> {
+    pub(crate) name: String,
+    pub(crate) kind: T,
 }
 
 /// The group label of instances `first..=last` (1-based): "#1-#5", as an instance_trend
@@ -433,7 +476,13 @@ impl Claim {
             | ShapeCoverage
             | MeasurementCost { .. }
             | NcclTime
-            | Straggler { .. } => Role::Fact,
+            | Straggler { .. }
+            | AttentionKernels { .. }
+            | Fp8Work { .. }
+            | TensorPeak { .. }
+            | StepWork { .. }
+            | Speculation => Role::Fact,
+            Fp8Overhead | SpeculationSlower => Role::Verdict,
             NvidiaSummaries { differ, .. } if differ.is_empty() => Role::Fact,
             NvidiaSummaries { .. } => Role::Caveat,
             NvidiaNcuSummary { differ, .. } if differ.is_empty() => Role::Fact,
@@ -472,7 +521,11 @@ impl Claim {
     pub(crate) fn of_instances(&self) -> bool {
         use Claim::*;
         match self {
-            InstanceGroups { .. } | GraphsRerecorded | InstanceTrend { .. } | Loop { .. } => true,
+            InstanceGroups { .. }
+            | GraphsRerecorded
+            | InstanceTrend { .. }
+            | Loop { .. }
+            | StepWork { .. } => true,
             KernelTotals
             | TopKernel { .. }
             | CapturedRange
@@ -507,7 +560,13 @@ impl Claim {
             | ComputeBound { .. }
             | TensorCoresIdle
             | SampledBound { .. }
-            | RangeVerdict { .. } => false,
+            | RangeVerdict { .. }
+            | AttentionKernels { .. }
+            | Fp8Work { .. }
+            | Fp8Overhead
+            | TensorPeak { .. }
+            | Speculation
+            | SpeculationSlower => false,
         }
     }
 }

@@ -16,6 +16,10 @@ pub(crate) enum Unit {
     Mb,
     /// A coefficient without a unit, -1 to 1.
     Coefficient,
+    /// Tera floating-point operations per second.
+    TflopPerS,
+    /// Tokens per step of a loop (a mean: not a whole number).
+    TokensPerStep,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -157,6 +161,38 @@ pub(crate) enum Quantity {
     NvidiaFiguresDiffer,
     /// Kernels matched in NVIDIA's `ncu --print-summary per-kernel` of the same report.
     NvidiaKernels,
+    /// A range with FP8 matrix products: their share of its kernel time, that of the casts to
+    /// FP8 and of the abs and max reductions (an FP8 scale's amax), and the last two together
+    /// as a share of the matrix products' time (analysis::precision).
+    Fp8GemmSharePct,
+    Fp8CastSharePct,
+    AbsMaxSharePct,
+    Fp8AroundOfGemmPct,
+    /// A step's tensor-core rate: its kernels' tensor operations (ncu's rates times nsys's
+    /// durations, per instance) over the step's time; the GPU's dense BF16 tensor peak; the
+    /// first as a share of the second; and the share of the kernel time in kernels ncu classed
+    /// compute-bound.
+    TensorTflopPerS,
+    TensorPeakTflopPerS,
+    TensorPeakPct,
+    ComputeBoundSharePct,
+    /// Speculative decoding: the target's verify steps, the draft tokens proposed and accepted
+    /// over them, the acceptance rate, and the tokens each step yields (accepted + one).
+    VerifySteps,
+    DraftTokensProposed,
+    DraftTokensAccepted,
+    AcceptancePct,
+    TokensPerVerify,
+    /// The draft model's share of the time of its passes and the target's verify passes, on
+    /// the CPU (wall) and on the GPU (kernel time).
+    DraftShareOfWallPct,
+    DraftShareOfKernelPct,
+    /// The draft's and the verify passes' wall time per token they yield, and the target's
+    /// plain decode step (its median wall: one token per sequence), and the first as a share
+    /// of the second.
+    SpeculativeMsPerToken,
+    DecodeMsPerToken,
+    SpeculativeOfDecodePct,
 }
 
 impl Quantity {
@@ -188,7 +224,12 @@ impl Quantity {
             | BatchSequences
             | RangeInstances
             | RangeNames
-            | ThreadBlocks => Unit::Count,
+            | ThreadBlocks
+            | VerifySteps
+            | DraftTokensProposed
+            | DraftTokensAccepted => Unit::Count,
+            TensorTflopPerS | TensorPeakTflopPerS => Unit::TflopPerS,
+            TokensPerVerify => Unit::TokensPerStep,
             StepDramMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
@@ -202,7 +243,9 @@ impl Quantity {
             | LoopMsPerToken
             | NsysMsPerInstance
             | BaselineMsPerInstance
-            | FloorBasisMsPerInstance => Unit::Ms,
+            | FloorBasisMsPerInstance
+            | SpeculativeMsPerToken
+            | DecodeMsPerToken => Unit::Ms,
             TokensPerS => Unit::TokensPerS,
             RankCorrelation => Unit::Coefficient,
             _ => Unit::Pct,
@@ -244,11 +287,19 @@ impl Quantity {
             (_, Unit::Pct) => format!("{:.1}%", z(v)),
             (_, Unit::Count) => format!("{}", v.round() as i64),
             (_, Unit::FlopPerByte) => format!("{:.2} FLOP/byte", z(v)),
-            (Quantity::MsPerToken | Quantity::LoopMsPerToken, _) => format!("{:.3} ms", z(v)),
+            (
+                Quantity::MsPerToken
+                | Quantity::LoopMsPerToken
+                | Quantity::SpeculativeMsPerToken
+                | Quantity::DecodeMsPerToken,
+                _,
+            ) => format!("{:.3} ms", z(v)),
             (_, Unit::Ms) => format!("{:.2} ms", z(v)),
             (_, Unit::TokensPerS) => format!("{:.0} tokens/s", z(v)),
             (_, Unit::Mb) => format!("{:.1} MB", z(v)),
             (_, Unit::Coefficient) => format!("{:.2}", z(v)),
+            (_, Unit::TflopPerS) => format!("{:.1} TFLOP/s", z(v)),
+            (_, Unit::TokensPerStep) => format!("{:.2} tokens", z(v)),
         }
     }
 }
@@ -271,7 +322,9 @@ mod tests {
             | Unit::Ms
             | Unit::TokensPerS
             | Unit::Mb
-            | Unit::Coefficient => u,
+            | Unit::Coefficient
+            | Unit::TflopPerS
+            | Unit::TokensPerStep => u,
         };
         let schema: serde_json::Value =
             serde_json::from_str(include_str!("summary.schema.json")).unwrap();
@@ -285,6 +338,8 @@ mod tests {
             Unit::TokensPerS,
             Unit::Mb,
             Unit::Coefficient,
+            Unit::TflopPerS,
+            Unit::TokensPerStep,
         ] {
             let name = serde_json::to_value(all(u)).unwrap();
             assert!(

@@ -11,7 +11,9 @@ use crate::model::{Bound, KernelRecord, TimeSource};
 use crate::rundir::KERN_SUM;
 use crate::text::code;
 
+mod roles;
 mod sections;
+use roles::{roles_section, speculation_section};
 use sections::{ranges_section, ranks_section, roofline_section};
 
 pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
@@ -111,10 +113,12 @@ pub(crate) fn kernels_md(a: &Decided, f: &Findings) -> String {
     if let Some(note) = one_pass_note(a.tables.kernels) {
         let _ = writeln!(s, "{note}");
     }
+    roles_section(f, &mut s);
     super::sampled::section(a, f, &mut s, width);
     ranks_section(a, &mut s, width);
     ranges_section(a, f, &mut s);
     super::tokens::section(a, f, &mut s);
+    speculation_section(f, &mut s);
     measurement_cost(f, &mut s);
     super::ledger::section(a, &mut s);
     if !a.tables.operators.is_empty() {

@@ -4,9 +4,11 @@
 
 mod fact;
 mod groups;
+mod structure;
 
 pub(crate) use groups::{group_wall, ranges_left_out};
 use groups::{groups_sentence, idle};
+pub(crate) use structure::{step_of, tensor_peak_clause};
 
 use super::fmt::md;
 use crate::findings::{
@@ -558,6 +560,13 @@ pub(crate) fn sentence(f: &Finding) -> String {
             fact::nvidia_ncu_summary(f, &w, differ, *ambiguous)
         }
         Claim::Straggler { slowest } => fact::straggler(f, &w, *slowest),
+        Claim::AttentionKernels { kernels } => structure::attention(f, kernels),
+        Claim::Fp8Work { kernels } => structure::fp8_work(f, &w, kernels),
+        Claim::Fp8Overhead => structure::fp8_overhead(f, &w),
+        Claim::TensorPeak { compute_bound } => structure::tensor_peak(f, *compute_bound),
+        Claim::StepWork { kinds, steady } => structure::step_work(f, kinds, steady.as_deref()),
+        Claim::Speculation => structure::speculation(f, &w),
+        Claim::SpeculationSlower => structure::speculation_slower(f, &w),
         // Laid out by the renderers' own headline and tables, never as a lone sentence.
         Claim::TopKernel { .. }
         | Claim::CapturedRange

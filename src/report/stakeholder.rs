@@ -162,6 +162,21 @@ fn headline(a: &Decided, f: &Findings) -> String {
         if let (true, Some(t)) = (same, &top) {
             let _ = write!(h, " {}.", capitalise(t));
         }
+        // A GPU-bound step against the tensor peak (its sentence in the numbers below).
+        let peak = |x: &Finding| {
+            matches!(x.claim, Claim::TensorPeak { .. }) && x.scope.range == c.scope.range
+        };
+        if let Some(x) = f.find(peak) {
+            if let Claim::TensorPeak { compute_bound } = x.claim {
+                let _ = write!(
+                    h,
+                    " {} is {} ({}).",
+                    capitalise(&phrase::step_of(x)),
+                    phrase::tensor_peak_clause(x, compute_bound),
+                    x.sources().join(", ")
+                );
+            }
+        }
     }
     let mut h = h.trim_end().to_string();
     // Each phase's time, but the captured range's: its sentence above has it.
@@ -489,6 +504,8 @@ fn numbers(a: &Decided, f: &Findings, s: &mut String) {
             Claim::CapturedRange => captured_line(a, x),
             // Laid out by the headline and the tables below.
             Claim::TopKernel { .. } | Claim::PhaseTime | Claim::PerToken => continue,
+            // kernels.md's, by phase: a table's detail, not a headline number.
+            Claim::AttentionKernels { .. } => continue,
             // Every other fact, as phrase::fact words it (a new fact kind needs no line here).
             c if c.role() == Role::Fact => phrase::fact(x),
             _ => continue,

@@ -26,6 +26,10 @@ pub(super) struct Timeline {
     pub(super) shapes: Option<crate::analysis::shapes::Shapes>,
     /// The loop around the captured range (None: fewer than two instances in a row).
     pub(super) cycle: Option<cadence::Loop>,
+    /// The attention kernels' time per range name (analysis::attention).
+    pub(super) attention: Vec<crate::analysis::attention::Tally>,
+    /// The captured range's instances and the work each did (analysis::work).
+    pub(super) work: Vec<crate::analysis::work::Work>,
 }
 
 /// Which kernels' launch configurations a pass over the export tallies, and in which range.
@@ -53,6 +57,17 @@ impl Timeline {
         let mut groups = crate::analysis::instances::groups(&all, &nest, rule);
         groups.retain(|g| !ops::is_op(&g.name) && !library.contains(&g.name));
         let mut scan = scan::Scan::with(&all, std::borrow::Cow::Borrowed(&nest), captured);
+        // Read before the stream (the kernels watched are named by it); a broken string table
+        // is reported after the stream, which names the tables it needs first.
+        let strings = db.strings();
+        scan.watched = Some(scan::Watched::of(
+            strings
+                .iter()
+                .flatten()
+                .filter(|(_, n)| crate::analysis::attention::watched(n))
+                .map(|(id, _)| *id)
+                .collect(),
+        ));
         if let Some(req) = shapes_of {
             scan.shapes = Some(scan::ShapeScope {
                 range: req.range.clone(),
@@ -122,7 +137,19 @@ impl Timeline {
                 .collect();
             grp.set_busy(figures.into_iter());
         }
-        let strings = db.strings()?;
+        let strings = strings?;
+        let attention = scan
+            .watched_by_range()
+            .into_iter()
+            .filter_map(|t| {
+                Some(crate::analysis::attention::Tally {
+                    range: t.range.to_string(),
+                    kernel: strings.get(&t.kernel)?.clone(),
+                    ns: t.ns,
+                    launches: t.launches,
+                })
+            })
+            .collect();
         let shapes = scan.shapes.as_ref().map(|t| t.tally.shapes(&strings));
         let operators = match has_ops {
             true => ops::table(&all, &scan.ops, &strings),
@@ -138,6 +165,15 @@ impl Timeline {
         for st in &mut stats {
             st.nested_in_own_name = nested.get(st.name.as_str()).copied().unwrap_or(0);
         }
+        let work = captured.map_or_else(Vec::new, |name| {
+            crate::analysis::work::of_range(
+                &all,
+                &nest,
+                name,
+                |i| u64::from(scan.instance(i).kernels().1),
+                |n| !ops::is_op(n) && !library.contains(n),
+            )
+        });
         // The instances' figures go before the ledger's are aggregated: at most one set held.
         drop(scan);
         let mut ledger = ledger.finish();
@@ -159,6 +195,8 @@ impl Timeline {
             groups,
             group_of,
             cycle,
+            attention,
+            work,
         })
     }
 }

@@ -11,15 +11,15 @@ use crate::model::Bound;
 use crate::rules;
 
 /// A step's time and what it is.
-struct Step {
-    ms: f64,
-    scope: Scope,
-    instances: f64,
-    basis: StepBasis,
+pub(super) struct Step {
+    pub(super) ms: f64,
+    pub(super) scope: Scope,
+    pub(super) instances: f64,
+    pub(super) basis: StepBasis,
 }
 
 /// The time per step the levers are sized against.
-fn step(a: &Artifacts, name: &str) -> Option<Step> {
+pub(super) fn step(a: &Artifacts, name: &str) -> Option<Step> {
     let c = a.captured().filter(|c| c.name == name)?;
     let n = a
         .range_stats

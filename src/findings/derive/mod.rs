@@ -8,7 +8,10 @@ mod kernels;
 mod levers;
 mod missing;
 mod ranges;
+mod roles;
 mod run;
+mod spec;
+mod steps;
 
 use super::{Claim, Findings, Role, Scope};
 use crate::analysis::Artifacts;
@@ -21,8 +24,11 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
     ranges::captured(a, &mut out);
     ranges::phases(a, &mut out);
     ranges::per_token(a, &mut out);
+    steps::tensor_peak(a, &mut out);
+    spec::speculation(a, &mut out);
     cycle::cycle(a, &mut out);
     groups::instances(a, &mut out);
+    steps::work_kinds(a, &mut out);
     ranges::verdicts(a, listed, &mut out);
     run::ranks(a, &mut out);
     kernels::launch_calls(a, &mut out);
@@ -31,6 +37,8 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
     ranges::measurement_cost(a, &mut out);
     kernels::launch_size(a, &mut out);
     kernels::bounds(a, &mut out);
+    roles::attention(a, &mut out);
+    roles::fp8(a, &mut out);
     withhold_kernel_advice(a, &mut out);
     missing::capture_missing(a, &mut out);
     levers::levers(a, &mut out);
@@ -84,6 +92,7 @@ fn withhold_kernel_advice(a: &Artifacts, out: &mut Findings) {
                 | Claim::TensorCoresIdle
                 | Claim::SampledBound { .. }
                 | Claim::ReplayDiffers { .. }
+                | Claim::Fp8Overhead
         );
         if kernel_advice && (f.scope.range == range || f.scope.range.is_none()) {
             f.abstain = Some(format!(

@@ -312,13 +312,7 @@ fn past_wall(c: &Captured, scope: &Scope, out: &mut Findings) {
 /// The automatic phases' wall and kernel time, when the export has them: prefill and decode,
 /// and under speculative decoding the target's verify passes and the assistant's draft passes.
 pub(super) fn phases(a: &Artifacts, out: &mut Findings) {
-    for name in [
-        "prefill",
-        "decode",
-        "verify",
-        "draft_prefill",
-        "draft_decode",
-    ] {
+    for &name in crate::analysis::ranges::PHASES {
         let Some(r) = a.range_stats.iter().find(|r| r.name == name) else {
             continue;
         };

@@ -212,6 +212,9 @@ fn roofline_context(a: &Decided, f: &Findings, s: &mut String) {
                     );
                 }
             }
+            Claim::TensorPeak { .. } => {
+                let _ = writeln!(s, "{}.", phrase::sentence(x));
+            }
             _ => {}
         }
     }

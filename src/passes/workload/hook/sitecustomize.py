@@ -13,11 +13,13 @@ STAGE2_AUTO_NVTX=1
     `stage2:tokens batch=B new=N` says how many tokens the pass handled.
     Speculative decoding (`generate(assistant_model=...)` or `prompt_lookup_num_tokens=...`):
     the target's passes over several new tokens after its first are `verify` (candidate tokens
-    checked, of which an unknown number is accepted: no tokens mark), and a `generate()` call
-    made inside one (the assistant drafting) is `draft`, its passes `draft_prefill` and
-    `draft_decode`. Each generate() call ends with a tokens mark of the tokens its output
-    gained per sequence, so `generate` (and `draft`) have a time per generated token, accepted
-    draft tokens included.
+    checked: no tokens mark on the pass), and a `generate()` call made inside one (the
+    assistant drafting) is `draft`, its passes `draft_prefill` and `draft_decode`. After each
+    verify step an NVTX mark `stage2:spec proposed=K accepted=A` says how many candidate
+    tokens were proposed and how many the target kept, read from the token ids' lengths
+    transformers hands its candidate generator (no GPU sync). Each generate() call ends with a
+    tokens mark of the tokens its output gained per sequence, so `generate` (and `draft`) have
+    a time per generated token, accepted draft tokens included.
 STAGE2_AUTO_NVTX_SKIP=K
     The first K `generate()` calls (warm-up: compilation, CUDA graph capture) and the forward
     passes inside them are left unmarked.
@@ -224,11 +226,65 @@ def _mark_generated(nvtx, model, args, kwargs, result):
         nvtx.mark(f"stage2:tokens batch={batch} new={new}")
 
 
+def _ids_length(ids):
+    shape = getattr(ids, "shape", None)
+    return int(shape[-1]) if shape is not None and len(shape) >= 1 else None
+
+
+def _watch_candidates(generator):
+    """Mark each verify step of an assisted generate() with the candidate tokens the
+    generator proposed and how many the target accepted: transformers calls get_candidates with
+    the ids so far and, after the verify pass, update_candidate_strategy with the ids it kept,
+    which hold the accepted candidates and the target's own next token."""
+    get, update = generator.get_candidates, generator.update_candidate_strategy
+    last = {}
+
+    def get_candidates(input_ids, *args, **kwargs):
+        out = get(input_ids, *args, **kwargs)
+        ids = out[0] if isinstance(out, tuple) else out
+        before, after = _ids_length(input_ids), _ids_length(ids)
+        last.clear()
+        if before is not None and after is not None:
+            last.update(before=before, proposed=after - before)
+        return out
+
+    def update_candidate_strategy(input_ids, *args, **kwargs):
+        kept = _ids_length(input_ids)
+        nvtx = _nvtx()
+        if last and kept is not None and nvtx is not None and not _phases.quiet:
+            proposed = last["proposed"]
+            accepted = kept - last["before"] - 1
+            if proposed > 0 and 0 <= accepted <= proposed:
+                nvtx.mark(f"stage2:spec proposed={proposed} accepted={accepted}")
+        last.clear()
+        return update(input_ids, *args, **kwargs)
+
+    generator.get_candidates = get_candidates
+    generator.update_candidate_strategy = update_candidate_strategy
+
+
+def _patch_candidates(Mixin):
+    original = getattr(Mixin, "_get_candidate_generator", None)
+    if original is None:
+        return
+
+    def _get_candidate_generator(self, *args, **kwargs):
+        generator = original(self, *args, **kwargs)
+        try:
+            _watch_candidates(generator)
+        except Exception as err:  # the workload must run even if transformers changed
+            _warn("cannot mark speculative decoding's steps", err)
+        return generator
+
+    Mixin._get_candidate_generator = _get_candidate_generator
+
+
 def _patch_generate(generation_utils):
     Mixin = getattr(generation_utils, "GenerationMixin", None)
     original = getattr(Mixin, "generate", None)
     if original is None:
         return
+    _patch_candidates(Mixin)
 
     skip = int(os.environ.get("STAGE2_AUTO_NVTX_SKIP") or 0)
 

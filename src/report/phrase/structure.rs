@@ -1,0 +1,268 @@
+//! The workload's structure phrased: the attention kernel each phase ran, FP8 matrix products
+//! and the work around them, a step's tensor-core rate against the peak, steps by their work,
+//! and speculative decoding's acceptance and cost.
+
+use super::*;
+use crate::findings::{Attention, Fp8Role, Named};
+
+/// How the reports name an attention kind.
+fn attention_kind(k: Attention) -> &'static str {
+    match k {
+        Attention::Flash => "flash attention",
+        Attention::CudnnSdpa => "cuDNN SDPA",
+        Attention::MemEfficient => "memory-efficient attention",
+        Attention::Softmax => "softmax",
+    }
+}
+
+/// One kernel's figure of a finding, by its full name.
+fn of_kernel<'a>(f: &'a Finding, name: &str, q: Q) -> Option<&'a crate::findings::Figure> {
+    f.evidence
+        .iter()
+        .find(|e| e.quantity == q && e.scope.kernel.as_deref() == Some(name))
+}
+
+/// Kernels' labels as the tables print them, in the order given.
+fn labels<T>(kernels: &[&Named<T>]) -> Vec<String> {
+    crate::model::labels(kernels.iter().map(|k| k.name.as_str()), 60)
+}
+
+pub(super) fn attention(f: &Finding, kernels: &[Named<Attention>]) -> String {
+    let all: Vec<&Named<Attention>> = kernels.iter().collect();
+    let list: Vec<String> = all
+        .iter()
+        .zip(labels(&all))
+        .map(|(k, label)| {
+            let text = |q| of_kernel(f, &k.name, q).map_or("–".to_string(), |e| e.text.clone());
+            format!(
+                "{} {} ({}, {} of that kernel time, in {} launches)",
+                attention_kind(k.kind),
+                md(&label),
+                text(Q::KernelTimeNs),
+                text(Q::KernelSharePct),
+                text(Q::KernelLaunches)
+            )
+        })
+        .collect();
+    let basis = f
+        .evidence
+        .iter()
+        .find(|e| e.quantity == Q::KernelTimeNs && e.scope.kernel.is_none())
+        .map_or(String::new(), |e| format!(", {} of kernels", e.text));
+    let scope = match f.scope.instances {
+        Some(n) if n > 1 => format!("{n} instances{basis}"),
+        _ => basis.trim_start_matches(", ").to_string(),
+    };
+    let range = range_name(f.scope.range.as_deref().unwrap_or(""));
+    let head = match scope.is_empty() {
+        true => range,
+        false => format!("{range} ({scope})"),
+    };
+    match kernels.iter().all(|k| k.kind == Attention::Softmax) {
+        true => format!(
+            "No kernel in {head} is named as a flash, cuDNN SDPA or memory-efficient attention kernel; its softmax kernels (attention's math path runs one between two matrix products, as other layers may): {}{}",
+            list.join("; "),
+            cite(f)
+        ),
+        false => format!("Attention in {head}: {}{}", list.join("; "), cite(f)),
+    }
+}
+
+/// The kernels of one FP8 role with their shares: "name 24.1%, name 3.2%".
+fn role_list(f: &Finding, kernels: &[Named<Fp8Role>], role: Fp8Role) -> String {
+    let of: Vec<&Named<Fp8Role>> = kernels.iter().filter(|k| k.kind == role).collect();
+    if of.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = of
+        .iter()
+        .zip(labels(&of))
+        .map(|(k, label)| {
+            let share =
+                of_kernel(f, &k.name, Q::KernelSharePct).map_or("–".into(), |e| e.text.clone());
+            format!("{} {share}", md(&label))
+        })
+        .collect();
+    format!(" ({})", items.join(", "))
+}
+
+pub(super) fn fp8_work(f: &Finding, w: &str, kernels: &[Named<Fp8Role>]) -> String {
+    format!(
+        "FP8 matrix products {w}: {} of the kernel time{}; around them, casts to FP8 {}{} and abs and max reductions {}{}: {} of the FP8 products' own time{}",
+        f.text(Q::Fp8GemmSharePct),
+        role_list(f, kernels, Fp8Role::Gemm),
+        f.text(Q::Fp8CastSharePct),
+        role_list(f, kernels, Fp8Role::Cast),
+        f.text(Q::AbsMaxSharePct),
+        role_list(f, kernels, Fp8Role::AbsMax),
+        f.text(Q::Fp8AroundOfGemmPct),
+        cite(f)
+    )
+}
+
+pub(super) fn fp8_overhead(f: &Finding, w: &str) -> String {
+    format!(
+        "The work around the FP8 matrix products {w} takes {} of their own kernel time (casts to FP8 {}, abs and max reductions {}, against {} of the kernel time in the products): kernels a BF16 layer does not launch. Fusing the cast and the scale's absolute maximum into neighbouring kernels (torch.compile, a fused FP8 linear layer) or scaling from an amax history (delayed scaling) instead of a reduction per step cuts them{}.",
+        f.text(Q::Fp8AroundOfGemmPct),
+        f.text(Q::Fp8CastSharePct),
+        f.text(Q::AbsMaxSharePct),
+        f.text(Q::Fp8GemmSharePct),
+        cite(f)
+    )
+}
+
+/// "compute-bound at 63.7% of the tensor peak", or the rate alone where it is not
+/// compute-bound (no sources, no full stop).
+pub(crate) fn tensor_peak_clause(f: &Finding, compute_bound: bool) -> String {
+    match compute_bound {
+        true => format!(
+            "compute-bound at {} of the tensor peak",
+            f.text(Q::TensorPeakPct)
+        ),
+        false => format!(
+            "its tensor-core work at {} of the tensor peak",
+            f.text(Q::TensorPeakPct)
+        ),
+    }
+}
+
+/// "The steady step of `prefill` (the 1 steady)", "A step of `prefill`".
+pub(crate) fn step_of(f: &Finding) -> String {
+    let name = range_name(f.scope.range.as_deref().unwrap_or(""));
+    match &f.scope.group {
+        Some(g) => format!("the steady step of {name} ({})", md(g)),
+        None => format!("a step of {name}"),
+    }
+}
+
+pub(super) fn tensor_peak(f: &Finding, compute_bound: bool) -> String {
+    let class = match compute_bound {
+        true => "more than any other class",
+        false => "less than another class, so it is not compute-bound",
+    };
+    let measured = f.figure(Q::NcuCoveragePct).map_or(String::new(), |c| {
+        format!(
+            " (the operations of the kernels ncu measured, {} of the kernel time: a lower bound)",
+            c.text
+        )
+    });
+    format!(
+        "{} is {}: its kernels' tensor operations run at {} over the {} step{measured}, against the GPU's {} dense BF16 tensor peak, the GPU busy {} of the step; kernels ncu classed compute-bound hold {} of its kernel time, {class}{}",
+        crate::report::fmt::capitalise(&step_of(f)),
+        tensor_peak_clause(f, compute_bound),
+        f.text(Q::TensorTflopPerS),
+        f.text(Q::StepMs),
+        f.text(Q::TensorPeakTflopPerS),
+        f.text(Q::GpuBusyOfRangePct),
+        f.text(Q::ComputeBoundSharePct),
+        cite(f)
+    )
+}
+
+pub(super) fn step_work(
+    f: &Finding,
+    kinds: &[crate::analysis::work::WorkKind],
+    steady: Option<&str>,
+) -> String {
+    let name = range_name(f.scope.range.as_deref().unwrap_or(""));
+    let over = match steady {
+        Some(g) => md_group(g),
+        None => format!("its {} instances", f.scope.instances.unwrap_or(0)),
+    };
+    let median: Vec<&crate::findings::Figure> = f
+        .evidence
+        .iter()
+        .filter(|e| e.quantity == Q::GroupMedianWallNs)
+        .collect();
+    let parts: Vec<String> = kinds
+        .iter()
+        .zip(median)
+        .map(|(k, m)| {
+            let launches = match k.launches {
+                [a, b] if a == b => format!("{a} kernel launches each"),
+                [a, b] => format!("{a} to {b} kernel launches"),
+            };
+            let which = match k.ordinals.as_slice() {
+                few if few.len() <= 5 => {
+                    let n: Vec<String> = few.iter().map(|o| format!("#{o}")).collect();
+                    n.join(", ")
+                }
+                _ => format!("between #{} and #{}", k.first, k.last),
+            };
+            let inside = match k.children.as_slice() {
+                [] => "holding no range".to_string(),
+                c => {
+                    let names: Vec<String> = c.iter().map(|n| code(n)).collect();
+                    format!("holding {}", names.join(" and "))
+                }
+            };
+            format!(
+                "the {} {inside} ({launches}; {which}) at a median of {}",
+                k.instances, m.text
+            )
+        })
+        .collect();
+    format!(
+        "The instances of {name} do {} kinds of work ({over}): {}; a mean over them describes none of these kinds{}",
+        kinds.len(),
+        parts.join("; "),
+        cite(f)
+    )
+}
+
+/// The speculation's figures as one clause (no sources, no full stop).
+fn speculation_clause(f: &Finding) -> String {
+    if f.figure(Q::VerifySteps).is_none() {
+        return "no `stage2:spec` mark, so the draft tokens accepted are not known".to_string();
+    }
+    let mut s = format!(
+        "{} verify steps, {} draft tokens proposed and {} accepted",
+        f.text(Q::VerifySteps),
+        f.text(Q::DraftTokensProposed),
+        f.text(Q::DraftTokensAccepted),
+    );
+    if let Some(p) = f.figure(Q::AcceptancePct) {
+        s.push_str(&format!(" ({})", p.text));
+    }
+    s.push_str(&format!(
+        ", {} per verify step (the accepted ones and the target's own)",
+        f.text(Q::TokensPerVerify)
+    ));
+    s
+}
+
+pub(super) fn speculation(f: &Finding, w: &str) -> String {
+    let mut s = format!("Speculative decoding {w}: {}", speculation_clause(f));
+    if let Some(d) = f.figure(Q::DraftShareOfWallPct) {
+        s.push_str(&format!(
+            "; the draft model's passes (`draft`) take {} of the wall time of its passes and the target's verify passes (`verify`)",
+            d.text
+        ));
+        if let Some(k) = f.figure(Q::DraftShareOfKernelPct) {
+            s.push_str(&format!(" and {} of their kernel time", k.text));
+        }
+    }
+    if let Some(ms) = f.figure(Q::SpeculativeMsPerToken) {
+        s.push_str(&format!("; the two take {} per token they yield", ms.text));
+        if let Some(d) = f.figure(Q::DecodeMsPerToken) {
+            s.push_str(&format!(
+                ", {} of the target's plain decode step (`decode`, its median {})",
+                f.text(Q::SpeculativeOfDecodePct),
+                d.text
+            ));
+        }
+    }
+    s.push_str(&cite(f));
+    s
+}
+
+pub(super) fn speculation_slower(f: &Finding, w: &str) -> String {
+    format!(
+        "Speculation is slower than plain decode {w}: the draft and verify passes take {} per token they yield, against {} for the target's plain decode step ({}), with {}; a cheaper draft model, fewer candidate tokens per step, or plain decode is what to try{}.",
+        f.text(Q::SpeculativeMsPerToken),
+        f.text(Q::DecodeMsPerToken),
+        f.text(Q::SpeculativeOfDecodePct),
+        speculation_clause(f),
+        cite(f)
+    )
+}
