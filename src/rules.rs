@@ -215,7 +215,7 @@ pub(crate) const KERNELS_BESIDE_GRAPHS: Rule = Rule {
 /// One verdict per range (kernels.md's table): GPU-bound unless the GPU is mostly idle.
 pub(crate) const RANGE_VERDICT: Rule = Rule {
     id: "range_verdict",
-    text: "GPU-bound unless GPU busy is under 50% of the range time; then the largest part of the range's wall time on its CPU thread decides: synchronize calls (sync-bound), launch calls (launch-bound), other CUDA calls (CUDA-call-bound), code compiled and loaded (a CPU gap ending in a module or library load, and the load: compile-bound) or the thread's own work (CPU-bound), followed into the child range that holds most of it",
+    text: "GPU-bound unless GPU busy is under 50% of the range time (where the range holds under 80% of its loop, the loop's busy share and the largest part of the time between its instances decide instead: rule loop_share); then the largest part of the range's wall time on its CPU thread decides: synchronize calls (sync-bound), launch calls (launch-bound), other CUDA calls (CUDA-call-bound), code compiled and loaded (a CPU gap ending in a module or library load, and the load: compile-bound) or the thread's own work (CPU-bound), followed into the child range that holds most of it",
     threshold: 50.0,
 };
 

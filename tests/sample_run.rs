@@ -787,6 +787,15 @@ fn a_range_that_is_a_fraction_of_its_loop_is_judged_over_the_loop() {
     assert_eq!(eager["decides"], false);
     assert_eq!(eager["role"], "fact");
     assert!(fig(&eager, "range_share_of_cycle_pct") > 90.0);
+    // The range table's verdict is the loop's too: not GPU-bound on the range's own 68% busy.
+    let verdict = summary("sample-run-hf-static")["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "range_verdict" && f["scope"]["range"] == "decode")
+        .map(|f| f["verdict"].clone())
+        .unwrap();
+    assert_eq!(verdict, "CPU-bound");
     let head = read(root().join("examples/sample-run-hf-static/stakeholder_summary.md"));
     assert!(head.contains("so the loop, not the range alone, is bound by the CPU thread"));
     assert!(head.contains("in a loop that starts one every 1.35 ms"));

@@ -28,6 +28,25 @@ pub(super) fn deciding(a: &Artifacts, range: &str) -> Option<LoopFigures> {
         .filter(|f| f.range_share_pct < rules::LOOP_SHARE.threshold)
 }
 
+/// Where the loop decides `range`'s verdict: the GPU's busy share of the loop, and what the
+/// thread spends the largest part of the time between instances on (None: another range).
+pub(super) fn loop_verdict(
+    a: &Artifacts,
+    range: &str,
+) -> Option<(f64, Option<crate::findings::CpuVerdict>)> {
+    use crate::findings::CpuVerdict;
+    let f = deciding(a, range)?;
+    let why = between(&f).first().and_then(|(p, _)| match p {
+        LoopPart::Sync => Some(CpuVerdict::Sync),
+        LoopPart::Launch => Some(CpuVerdict::Launch),
+        LoopPart::OtherApi => Some(CpuVerdict::CudaCall),
+        LoopPart::Compile => Some(CpuVerdict::Compile),
+        LoopPart::Own => Some(CpuVerdict::Cpu),
+        LoopPart::Range(_) => None,
+    });
+    Some((f.busy_pct, why))
+}
+
 pub(super) fn cycle(a: &Artifacts, out: &mut Findings) {
     let Some(lp) = &a.cycle else { return };
     let Some((f, steady)) = figures(a) else {

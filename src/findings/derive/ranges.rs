@@ -466,8 +466,25 @@ pub(super) fn verdicts(a: &Artifacts, listed: &Listed, out: &mut Findings) {
             &a.sqlite_file,
             &scope,
         );
+        let looped = super::cycle::loop_verdict(a, &r.name);
+        let mut evidence = vec![busy, of_proj];
+        if let Some((b, _)) = looped {
+            // A range that is a fraction of its loop is judged over the loop (rules::LOOP_SHARE).
+            evidence.push(Figure::new(
+                Quantity::GpuBusyOfCyclePct,
+                b,
+                &a.sqlite_file,
+                &scope,
+            ));
+        }
         let class = if a.graph_level(&r.name).is_some() {
             RangeClass::GraphsUntraced
+        } else if let Some((b, why)) = looped {
+            match (b >= rules::RANGE_VERDICT.threshold, why) {
+                (true, _) => RangeClass::GpuBound,
+                (false, Some(v)) => RangeClass::Waits(v),
+                (false, None) => RangeClass::MostlyIdle,
+            }
         } else if r.busy_of_range_pct() < rules::RANGE_VERDICT.threshold {
             crate::analysis::ledger::cpu_story(&ledger, &r.name, a.python.as_ref())
                 .map_or(RangeClass::MostlyIdle, |(label, _)| {
@@ -489,7 +506,7 @@ pub(super) fn verdicts(a: &Artifacts, listed: &Listed, out: &mut Findings) {
             Claim::RangeVerdict { verdict },
             scope,
             Some(rules::RANGE_VERDICT),
-            vec![busy, of_proj],
+            evidence,
         );
     }
 }
