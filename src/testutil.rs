@@ -21,3 +21,14 @@ pub(crate) fn data(path: &str) -> PathBuf {
         .join("tests/data")
         .join(path)
 }
+
+/// A push/pop range on thread 1.
+pub(crate) fn push_pop(name: &str, start: i64, end: i64) -> crate::parse::sqlite::NvtxRange {
+    crate::parse::sqlite::NvtxRange {
+        name: name.into(),
+        start,
+        end,
+        push_pop: true,
+        tid: 1,
+    }
+}

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::analysis::ledger::{Parts, RangeLedger};
 use crate::analysis::nesting::Nesting;
-use crate::analysis::ranges::Instance;
+use crate::analysis::ranges::{Instance, Spread};
 use crate::parse::sqlite::NvtxRange;
 
 /// The name the gaps go by in their own ledger (never an export's range: NVTX names in the
@@ -103,13 +103,7 @@ impl Loop {
 }
 
 fn median(v: impl Iterator<Item = i64>) -> f64 {
-    let mut v: Vec<i64> = v.collect();
-    v.sort_unstable();
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2] as f64,
-        n => (v[n / 2 - 1] + v[n / 2]) as f64 / 2.0,
-    }
+    Spread::of(v.map(|x| x as f64).collect()).median
 }
 
 /// The gaps between one range's consecutive instances, as ranges of their own with the other
@@ -230,15 +224,7 @@ fn children(all: &[NvtxRange], gaps: &[NvtxRange]) -> Vec<NvtxRange> {
 mod tests {
     use super::*;
 
-    fn r(name: &str, start: i64, end: i64) -> NvtxRange {
-        NvtxRange {
-            name: name.into(),
-            start,
-            end,
-            push_pop: true,
-            tid: 1,
-        }
-    }
+    use crate::testutil::push_pop as r;
 
     #[test]
     fn cycles_run_start_to_start_and_the_gap_holds_the_ranges_between() {

@@ -91,14 +91,9 @@ impl Group {
             wall = wall.saturating_add(w);
             proj = proj.saturating_add(p);
             busy = busy.saturating_add(b);
-            times.push(w.max(p));
+            times.push(w.max(p) as f64);
         }
-        times.sort_unstable();
-        self.median_time_ns = match times.len() {
-            0 => 0.0,
-            n if n % 2 == 1 => times[n / 2] as f64,
-            n => (times[n / 2 - 1] as f64 + times[n / 2] as f64) / 2.0,
-        };
+        self.median_time_ns = Spread::of(times).median;
         let span = wall.max(proj);
         self.gpu_busy_of_range_pct =
             (span > 0).then(|| (100.0 * busy as f64 / span as f64).min(100.0));
@@ -659,16 +654,7 @@ mod tests {
         assert!(d.groups[1].median_wall_ns > 60e6, "{d:?}");
     }
 
-    /// A push/pop range on thread 1.
-    fn r(name: &str, start: i64, end: i64) -> crate::parse::sqlite::NvtxRange {
-        crate::parse::sqlite::NvtxRange {
-            name: name.into(),
-            start,
-            end,
-            push_pop: true,
-            tid: 1,
-        }
-    }
+    use crate::testutil::push_pop as r;
 
     /// Steps that carry a prefill chunk are named by it: the slower steps each hold a
     /// `prefill` range that no faster step holds (`decode` is in both, so it names neither).

@@ -648,15 +648,7 @@ fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
 mod tests {
     use super::*;
 
-    fn r(name: &str, start: i64, end: i64) -> NvtxRange {
-        NvtxRange {
-            name: name.into(),
-            start,
-            end,
-            push_pop: true,
-            tid: 1,
-        }
-    }
+    use crate::testutil::push_pop as r;
 
     fn call(start: i64, end: i64, kind: ApiKind) -> ApiCall {
         ApiCall {

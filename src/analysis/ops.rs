@@ -153,15 +153,7 @@ fn self_times<'a>(ops: &[&'a NvtxRange], acc: &mut HashMap<&'a str, Acc>) {
 mod tests {
     use super::*;
 
-    fn r(name: &str, start: i64, end: i64) -> NvtxRange {
-        NvtxRange {
-            name: name.into(),
-            start,
-            end,
-            push_pop: true,
-            tid: 1,
-        }
-    }
+    use crate::testutil::push_pop as r;
 
     fn k(api_start: i64, ns: i64, name: i64) -> Launch {
         Launch {

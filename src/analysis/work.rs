@@ -146,15 +146,7 @@ fn group(work: &[Work], by_launches: bool) -> Vec<WorkKind> {
 mod tests {
     use super::*;
 
-    fn r(name: &str, start: i64, end: i64) -> NvtxRange {
-        NvtxRange {
-            name: name.into(),
-            start,
-            end,
-            push_pop: true,
-            tid: 1,
-        }
-    }
+    use crate::testutil::push_pop as r;
 
     /// A serving loop: every fifth step also runs a prefill, and launches more.
     #[test]

@@ -3,9 +3,7 @@
 //! cycle where the loop decides (rules::LOOP_SHARE); the steady instances' where a warm-up or
 //! compiling instances are set apart. What cannot move the wall time is no lever.
 
-use super::super::{
-    Claim, CpuVerdict, Figure, Findings, LeverKind, LoopPart, Quantity, Scope, StepBasis,
-};
+use super::super::{Claim, CpuVerdict, Figure, Findings, LeverKind, Quantity, Scope, StepBasis};
 use crate::analysis::Artifacts;
 use crate::model::Bound;
 use crate::rules;
@@ -174,29 +172,18 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
     }
 }
 
-/// What the GPU waits for: the largest part of the time between instances where the loop
-/// decides, else the ledger's verdict on the range; and whether its kernels already run from
-/// CUDA graphs.
+/// What the GPU waits for: the ledger's verdict on the range where it has one, else the
+/// largest part of the time between instances where the loop decides; and whether its kernels
+/// already run from CUDA graphs.
 fn idle_verdict(a: &Artifacts, out: &Findings, name: &str) -> (Option<CpuVerdict>, bool) {
     let graphs = a.captured().is_some_and(|c| c.graph_kernels > 0);
     let of_range = |f: &&crate::findings::Finding| f.scope.range.as_deref() == Some(name);
-    let verdict = out.made().filter(of_range).find_map(|f| match &f.claim {
-        Claim::Loop {
-            decides: true,
-            between,
-            ..
-        } => Some(between.first().and_then(|(p, _)| match p {
-            LoopPart::Sync => Some(CpuVerdict::Sync),
-            LoopPart::Launch => Some(CpuVerdict::Launch),
-            LoopPart::OtherApi => Some(CpuVerdict::CudaCall),
-            LoopPart::Compile => Some(CpuVerdict::Compile),
-            LoopPart::Own => Some(CpuVerdict::Cpu),
-            LoopPart::Range(_) => None,
-        })),
+    let idle = out.made().filter(of_range).find_map(|f| match &f.claim {
         Claim::GpuIdle { verdict, .. } => Some(*verdict),
         _ => None,
     });
-    (verdict.flatten(), graphs)
+    let verdict = idle.unwrap_or_else(|| super::cycle::loop_verdict(a, name).and_then(|(_, v)| v));
+    (verdict, graphs)
 }
 
 /// Per step, the time memory-bound kernels spend beyond what their bandwidth use needs: a
