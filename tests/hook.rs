@@ -63,6 +63,53 @@ fn events(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The events with the model's census fields left out of the tokens marks (one test below
+/// reads them).
+fn phases(v: &Value) -> Vec<String> {
+    let census = ["weights=", "kv=", "window=", "experts=", "top_k=", "expert_weights="];
+    events(v)
+        .into_iter()
+        .map(|e| {
+            e.split(' ')
+                .filter(|w| !census.iter().any(|c| w.starts_with(c)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+/// Each pass's tokens mark says what the pass must read by the model's own numbers: its
+/// weights in bytes without the input embedding table (a lookup reads rows of it), KV-cache
+/// bytes per token, the expert weights of a mixture-of-experts model; and, inside a plain
+/// generate() call, the tokens already in the cache.
+#[test]
+fn each_pass_carries_the_models_census() {
+    let (seen, _tmp) = drive(&[("STAGE2_AUTO_NVTX", "1")], &[]);
+    let facts = "weights=4000 kv=256 experts=8 top_k=2 expert_weights=2000";
+    assert_eq!(
+        events(&seen["decode"])[1],
+        format!("mark stage2:tokens batch=4 new=1 {facts}")
+    );
+    let generate = events(&seen["generate"]);
+    assert_eq!(
+        generate[2],
+        format!("mark stage2:tokens batch=1 new=4 past=0 {facts}")
+    );
+    assert_eq!(
+        generate[5],
+        format!("mark stage2:tokens batch=1 new=1 past=4 {facts}")
+    );
+    assert_eq!(
+        generate[8],
+        format!("mark stage2:tokens batch=1 new=1 past=5 {facts}")
+    );
+    // A model whose config tells no attention layout: its weights alone.
+    assert_eq!(
+        events(&seen["seq2seq_decoder"])[1],
+        "mark stage2:tokens batch=2 new=1 weights=0"
+    );
+}
+
 #[test]
 fn forward_passes_are_marked_by_their_new_tokens_outermost_only() {
     let (seen, _tmp) = drive(&[("STAGE2_AUTO_NVTX", "1")], &[]);
@@ -70,35 +117,35 @@ fn forward_passes_are_marked_by_their_new_tokens_outermost_only() {
     assert_eq!(events(&seen["startup"]), ["chained sitecustomize ran"]);
     // The inner PreTrainedModel's pass is not a phase of its own.
     assert_eq!(
-        events(&seen["prefill"]),
+        phases(&seen["prefill"]),
         ["push prefill", "mark stage2:tokens batch=2 new=5", "pop"]
     );
     assert_eq!(
-        events(&seen["decode"]),
+        phases(&seen["decode"]),
         ["push decode", "mark stage2:tokens batch=4 new=1", "pop"]
     );
     assert_eq!(
-        events(&seen["embeds"]),
+        phases(&seen["embeds"]),
         ["push prefill", "mark stage2:tokens batch=1 new=7", "pop"]
     );
-    assert_eq!(events(&seen["no_ids"]), ["push forward", "pop"]);
+    assert_eq!(phases(&seen["no_ids"]), ["push forward", "pop"]);
     // An encoder-decoder: the encoder's pass over the prompt is prefill, a decoder pass given
     // the encoder's output counts the decoder's token, and a pass that runs both the prompt's.
     assert_eq!(
-        events(&seen["seq2seq_encoder"]),
+        phases(&seen["seq2seq_encoder"]),
         ["push prefill", "mark stage2:tokens batch=2 new=6", "pop"]
     );
     assert_eq!(
-        events(&seen["seq2seq_decoder"]),
+        phases(&seen["seq2seq_decoder"]),
         ["push decode", "mark stage2:tokens batch=2 new=1", "pop"]
     );
     assert_eq!(
-        events(&seen["seq2seq_whole"]),
+        phases(&seen["seq2seq_whole"]),
         ["push prefill", "mark stage2:tokens batch=2 new=6", "pop"]
     );
     // An exception in forward still closes the range, and reaches the caller.
     assert_eq!(
-        events(&seen["exception"]),
+        phases(&seen["exception"]),
         [
             "push decode",
             "mark stage2:tokens batch=1 new=1",
@@ -111,20 +158,25 @@ fn forward_passes_are_marked_by_their_new_tokens_outermost_only() {
 #[test]
 fn generate_and_its_compiled_decode_steps_are_marked() {
     let (seen, _tmp) = drive(&[("STAGE2_AUTO_NVTX", "1")], &[]);
-    let step = ["push decode", "mark stage2:tokens batch=1 new=1", "pop"];
     let mut want = vec![
         "push generate",
         "push prefill",
-        "mark stage2:tokens batch=1 new=4",
+        "mark stage2:tokens batch=1 new=4 past=0",
         "pop",
     ];
-    want.extend(step);
-    want.extend(step);
+    for past in ["4", "5"] {
+        want.push("push decode");
+        want.push(match past {
+            "4" => "mark stage2:tokens batch=1 new=1 past=4",
+            _ => "mark stage2:tokens batch=1 new=1 past=5",
+        });
+        want.push("pop");
+    }
     // The call's own mark: the 3 tokens its output gained.
     want.extend(["mark stage2:tokens batch=1 new=3", "pop"]);
-    assert_eq!(events(&seen["generate"]), want);
+    assert_eq!(phases(&seen["generate"]), want);
     // Compiled: the wrapper marks each call once; the trace and the eager run inside it do not.
-    assert_eq!(events(&seen["generate_compiled"]), want);
+    assert_eq!(phases(&seen["generate_compiled"]), want);
 }
 
 /// Speculative decoding: the target's passes after its prompt check candidates (`verify`, no
@@ -164,10 +216,10 @@ fn assisted_generation_is_marked_as_draft_and_verify() {
     // The tokens the assisted call's output gained, accepted draft tokens included: its time
     // per generated token.
     want.extend(["mark stage2:tokens batch=1 new=6", "pop"]);
-    assert_eq!(events(&seen["assisted"]), want);
+    assert_eq!(phases(&seen["assisted"]), want);
     // A plain generate() after it is marked as before.
     assert_eq!(
-        events(&seen["generate"])[..2],
+        phases(&seen["generate"])[..2],
         ["push generate", "push prefill"]
     );
 }
@@ -175,8 +227,8 @@ fn assisted_generation_is_marked_as_draft_and_verify() {
 #[test]
 fn without_the_switch_nothing_is_marked() {
     let (seen, _tmp) = drive(&[], &[]);
-    assert_eq!(events(&seen["prefill"]), Vec::<String>::new());
-    assert_eq!(events(&seen["generate"]), Vec::<String>::new());
+    assert_eq!(phases(&seen["prefill"]), Vec::<String>::new());
+    assert_eq!(phases(&seen["generate"]), Vec::<String>::new());
 }
 
 #[test]
@@ -219,8 +271,8 @@ fn the_first_generate_calls_can_be_left_unmarked() {
         &[],
     );
     // drive.py's first generate() is skipped whole; the compiled one after it is marked.
-    assert_eq!(events(&seen["generate"]), Vec::<String>::new());
-    assert_eq!(events(&seen["generate_compiled"])[0], "push generate");
+    assert_eq!(phases(&seen["generate"]), Vec::<String>::new());
+    assert_eq!(phases(&seen["generate_compiled"])[0], "push generate");
     // Forward passes outside generate() are still marked.
-    assert_eq!(events(&seen["decode"])[0], "push decode");
+    assert_eq!(phases(&seen["decode"])[0], "push decode");
 }

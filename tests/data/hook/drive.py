@@ -13,9 +13,40 @@ class Inner(PreTrainedModel):
         return input_ids
 
 
+class Embedding:
+    def __init__(self, *shape):
+        self.weight = torch.Tensor(*shape)
+
+
+class MoeConfig:
+    num_hidden_layers = 2
+    num_attention_heads = 4
+    num_key_value_heads = 2
+    hidden_size = 64
+    num_local_experts = 8
+    num_experts_per_tok = 2
+
+
 class Outer(PreTrainedModel, GenerationMixin):
+    """A mixture-of-experts model in bf16: a 1000-byte embedding table (not shared with the
+    output layer), 4000 bytes of other weights, 2000 of them expert weights; KV: 2 layers x 2
+    heads x 16 dims."""
+
+    config = MoeConfig()
+
     def __init__(self):
         self.inner = Inner()
+        self.embed = Embedding(500)
+
+    def named_parameters(self):
+        return [
+            ("embed.weight", self.embed.weight),
+            ("layers.0.attn.weight", torch.Tensor(1000)),
+            ("layers.0.mlp.experts.gate_up_proj", torch.Tensor(1000)),
+        ]
+
+    def get_input_embeddings(self):
+        return self.embed
 
     def forward(self, input_ids=None, inputs_embeds=None, fail=False):
         self.inner(input_ids=input_ids)

@@ -10,7 +10,14 @@ STAGE2_AUTO_NVTX=1
     pass over the prompt is `prefill`, its decoder's passes count the decoder's tokens. A compiled forward (static
     cache: transformers' `get_compiled_call`, CUDA graphs) is marked around the compiled call,
     since nothing runs in Python inside it. Inside each phase range an NVTX mark
-    `stage2:tokens batch=B new=N` says how many tokens the pass handled.
+    `stage2:tokens batch=B new=N` says how many tokens the pass handled, followed by what the
+    pass must read by the model's own numbers (read once per model from its parameters and
+    config, never from the GPU): `past=P` tokens per sequence already in the KV cache (plain
+    generate() calls: the earlier passes' new tokens), `weights=W` bytes of parameters (the
+    input embedding table left out unless the output layer shares it: a lookup reads B rows),
+    `kv=K` bytes of KV cache per token per sequence (full attention only; `window=S` where a
+    sliding window caps it), and for mixture-of-experts layers `experts=E top_k=T
+    expert_weights=X` (X of W are expert weights).
     Speculative decoding (`generate(assistant_model=...)` or `prompt_lookup_num_tokens=...`):
     the target's passes over several new tokens after its first are `verify` (candidate tokens
     checked: no tokens mark on the pass), and a `generate()` call made inside one (the
@@ -91,6 +98,8 @@ class _Call:
         self.draft = draft
         self.assisted = assisted
         self.passes = 0
+        # Tokens per sequence the model's cache holds before its next pass.
+        self.past = 0
 
 
 _phases = _Phases()
@@ -143,19 +152,86 @@ def phase_in(call, tokens):
     return phase
 
 
-def _open(args, kwargs):
+_facts = {}
+
+
+def _kv_per_token(config, itemsize):
+    """KV-cache bytes per token per sequence under full attention (` kv=K`, with ` window=S`
+    where one sliding window caps every layer), or "" where the layout is another (latent
+    attention, layers of mixed kinds) or not told."""
+    if getattr(config, "kv_lora_rank", None) or len(set(getattr(config, "layer_types", None) or [])) > 1:
+        return ""
+    layers = getattr(config, "num_hidden_layers", None)
+    heads = getattr(config, "num_attention_heads", None)
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or (
+        getattr(config, "hidden_size", 0) // heads if heads else None
+    )
+    if not (layers and kv_heads and head_dim):
+        return ""
+    out = f" kv={2 * layers * kv_heads * head_dim * itemsize}"
+    window = getattr(config, "sliding_window", None)
+    if window and getattr(config, "use_sliding_window", True):
+        out += f" window={int(window)}"
+    return out
+
+
+def _census_of(model):
+    weights, experts = 0, 0
+    for name, p in model.named_parameters():  # a shared parameter once
+        n = p.numel() * p.element_size()
+        weights += n
+        if ".experts." in name:
+            experts += n
+    table = getattr(model.get_input_embeddings(), "weight", None)
+    head = model.get_output_embeddings()
+    if table is not None and getattr(head, "weight", None) is not table:
+        weights -= table.numel() * table.element_size()
+    config = model.config
+    config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    out = f" weights={weights}" + _kv_per_token(config, model.dtype.itemsize)
+    count = next(
+        (getattr(config, k) for k in ("num_local_experts", "num_experts", "n_routed_experts")
+         if getattr(config, k, None)),
+        None,
+    )
+    top_k = getattr(config, "num_experts_per_tok", None)
+    if experts and count and top_k:
+        out += f" experts={int(count)} top_k={int(top_k)} expert_weights={experts}"
+    return out
+
+
+def _model_facts(model):
+    """The census part of a pass's tokens mark, read once per model (no GPU work)."""
+    key = id(model)
+    if key not in _facts:
+        try:
+            _facts[key] = _census_of(model)
+        except Exception as err:  # the workload must run even if transformers changed
+            _warn("cannot read the model's size", err)
+            _facts[key] = ""
+    return _facts[key]
+
+
+def _open(model, args, kwargs):
     nvtx = _nvtx()
     if nvtx is None:
         return False
     tokens = _tokens(args, kwargs)
     call = _phases.calls[-1] if _phases.calls else None
     phase = phase_in(call, tokens)
+    past = ""
     if call is not None:
         call.passes += 1
+        # An assisted call's cache drops rejected candidates, a draft's outlives its call.
+        if not (call.draft or call.assisted):
+            past = f" past={call.past}"
+        call.past += tokens[1] if tokens is not None else 0
     nvtx.range_push(phase)
     # A verify pass handles candidate tokens, not tokens of the output: no per-token figure.
     if tokens is not None and phase != "verify":
-        nvtx.mark(f"stage2:tokens batch={tokens[0]} new={tokens[1]}")
+        facts = _model_facts(model)
+        nvtx.mark(f"stage2:tokens batch={tokens[0]} new={tokens[1]}{past}{facts}")
     return True
 
 
@@ -177,7 +253,7 @@ def _patch_transformers(modeling_utils):
         # nothing may run here (the compiled call is marked by its wrapper instead).
         if compiling() or _phases.depth or _phases.in_compiled or _phases.quiet:
             return module_call(self, *args, **kwargs)
-        opened = _open(args, kwargs)
+        opened = _open(self, args, kwargs)
         _phases.depth += 1
         try:
             return module_call(self, *args, **kwargs)
@@ -196,7 +272,7 @@ def _patch_transformers(modeling_utils):
             def call(*args, **kwargs):
                 if _phases.depth or _phases.in_compiled or _phases.quiet:
                     return compiled(*args, **kwargs)
-                opened = _open(args, kwargs)
+                opened = _open(self, args, kwargs)
                 _phases.in_compiled = True
                 try:
                     return compiled(*args, **kwargs)
