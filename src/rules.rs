@@ -143,6 +143,7 @@ pub(crate) const ALL: &[Rule] = &[
     TENSOR_PEAK,
     WORK_KINDS,
     SPECULATION_SLOWER,
+    CENSUS,
 ];
 
 /// The work an FP8 layer does around its matrix products (casting activations to FP8,
@@ -178,6 +179,15 @@ pub(crate) const SPECULATION_SLOWER: Rule = Rule {
     id: "speculation_slower",
     text: "the wall time of the draft model's passes, `draft`, and the target's verify passes, `verify`, per token they yield, the accepted draft tokens and one of the target's own per verify step as stage2's `stage2:spec` marks count them, is at least 100% of the median wall time of the target's plain decode step, `decode`, of one token per sequence",
     threshold: 100.0,
+};
+
+/// A step reads what its model needs where the DRAM bytes it read are within this share of
+/// its census: a ~1.2B Llama's eager decode on an H200 read 2.082 GB a step against 2.077 GB
+/// of weights (docs/measured.md).
+pub(crate) const CENSUS: Rule = Rule {
+    id: "census",
+    text: "a step's DRAM bytes read (the nsys pass's samples, the median over its steady instances) within 10% of what the model's own numbers say it must read (stage2's hook: its weights without the input embedding table, each sequence's KV cache so far, expert weights expected were tokens routed uniformly; the median pass) read what the model needs; more than 10% above, the step moves bytes beyond them (activations, weights read again or copied); more than 10% below, it reads less than its weights (served from the L2 cache, or layers skipped)",
+    threshold: 10.0,
 };
 
 /// Compute-bound kernels whose tensor pipe is at least this active keep the tensor cores busy

@@ -281,6 +281,7 @@ impl Artifacts {
             attention,
             step_work,
             speculation: None,
+            census: None,
             observed: Vec::new(),
             baseline_file: String::new(),
         };
@@ -289,7 +290,11 @@ impl Artifacts {
         a.nvidia = crosscheck(run, &sqlite, &a);
         a.nvidia_ncu = ncu_crosscheck(run, &a);
         if let (Some(db), Some(t)) = (&db, &timeline) {
-            a.per_token = a.phase_costs(&t.phases, &db.marks("stage2:tokens ")?);
+            let tokens = db.marks("stage2:tokens ")?;
+            a.per_token = a.phase_costs(&t.phases, &tokens);
+            a.census = a
+                .steps()
+                .and_then(|s| super::census::of(&t.phases, &tokens, &s.range));
             a.speculation = super::spec::of(&db.marks(super::spec::MARK)?, &a.range_stats);
         }
         if let Some(more) = repeat_passes(run, &a.config)? {

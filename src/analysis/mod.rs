@@ -4,6 +4,7 @@
 
 pub(crate) mod attention;
 pub(crate) mod cadence;
+pub(crate) mod census;
 pub(crate) mod datasheet;
 pub(crate) mod diff;
 pub(crate) mod durations;
@@ -132,6 +133,8 @@ pub(crate) struct Artifacts {
     pub(crate) step_work: Vec<work::Work>,
     /// Speculative decoding's marks and ranges (None: the export has no `stage2:spec` mark).
     pub(crate) speculation: Option<spec::Speculation>,
+    /// What the sampled steps' range must read by the model's own numbers (the hook's marks).
+    pub(crate) census: Option<census::Census>,
 }
 
 /// The captured range's headline figures, from the best source the run has.

@@ -442,6 +442,11 @@ pub(crate) enum Claim {
     },
     /// Speculative decoding (analysis::spec): the draft tokens proposed and accepted, the
     /// draft's share of the two models' time, and the time per token against plain decode.
+    /// A step's DRAM bytes read against its census (rules::CENSUS): None within the band, else
+    /// whether it reads more.
+    Census {
+        above: Option<bool>,
+    },
     Speculation,
     /// Speculation yields tokens slower than the target's plain decode step
     /// (rules::SPECULATION_SLOWER).
@@ -481,7 +486,9 @@ impl Claim {
             | Fp8Work { .. }
             | TensorPeak { .. }
             | StepWork { .. }
-            | Speculation => Role::Fact,
+            | Speculation
+            | Census { above: None } => Role::Fact,
+            Census { .. } => Role::Verdict,
             Fp8Overhead | SpeculationSlower => Role::Verdict,
             NvidiaSummaries { differ, .. } if differ.is_empty() => Role::Fact,
             NvidiaSummaries { .. } => Role::Caveat,
@@ -566,7 +573,8 @@ impl Claim {
             | Fp8Overhead
             | TensorPeak { .. }
             | Speculation
-            | SpeculationSlower => false,
+            | SpeculationSlower
+            | Census { .. } => false,
         }
     }
 }

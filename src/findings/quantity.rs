@@ -193,6 +193,17 @@ pub(crate) enum Quantity {
     SpeculativeMsPerToken,
     DecodeMsPerToken,
     SpeculativeOfDecodePct,
+    /// A step's DRAM bytes read (the nsys pass's samples, the steady instances' median) beside
+    /// what the model's own numbers say it must read (analysis::census): the sum, its parts
+    /// (weights outside expert layers, the KV cache, expert weights expected under uniform
+    /// routing), the tokens per sequence already cached, and the first as a share of the sum.
+    StepReadMb,
+    CensusReadMb,
+    CensusWeightsMb,
+    CensusKvMb,
+    CensusExpertsMb,
+    CachedTokens,
+    ReadOfCensusPct,
 }
 
 impl Quantity {
@@ -227,10 +238,12 @@ impl Quantity {
             | ThreadBlocks
             | VerifySteps
             | DraftTokensProposed
-            | DraftTokensAccepted => Unit::Count,
+            | DraftTokensAccepted
+            | CachedTokens => Unit::Count,
             TensorTflopPerS | TensorPeakTflopPerS => Unit::TflopPerS,
             TokensPerVerify => Unit::TokensPerStep,
-            StepDramMb => Unit::Mb,
+            StepDramMb | StepReadMb | CensusReadMb | CensusWeightsMb | CensusKvMb
+            | CensusExpertsMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
             | CycleMs

@@ -567,6 +567,7 @@ pub(crate) fn sentence(f: &Finding) -> String {
         Claim::StepWork { kinds, steady } => structure::step_work(f, kinds, steady.as_deref()),
         Claim::Speculation => structure::speculation(f, &w),
         Claim::SpeculationSlower => structure::speculation_slower(f, &w),
+        Claim::Census { above } => structure::census(f, *above),
         // Laid out by the renderers' own headline and tables, never as a lone sentence.
         Claim::TopKernel { .. }
         | Claim::CapturedRange

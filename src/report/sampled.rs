@@ -346,5 +346,12 @@ pub(crate) fn step_bytes(a: &Decided, s: &mut String) {
             b.step_ms
         );
     }
+    for c in a
+        .findings
+        .made()
+        .filter(|c| matches!(c.claim, crate::findings::Claim::Census { .. }))
+    {
+        let _ = write!(s, " {}.", super::phrase::sentence(c));
+    }
     let _ = writeln!(s);
 }

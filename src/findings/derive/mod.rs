@@ -1,6 +1,7 @@
 //! The rules applied to a run's figures: one function per subject, each adding the findings
 //! its figures support (and the ones it abstains from) in the order the reports read them.
 
+mod census;
 mod coverage;
 mod cycle;
 mod groups;
@@ -25,6 +26,7 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
     ranges::phases(a, &mut out);
     ranges::per_token(a, &mut out);
     steps::tensor_peak(a, &mut out);
+    census::census(a, &mut out);
     spec::speculation(a, &mut out);
     cycle::cycle(a, &mut out);
     groups::instances(a, &mut out);

@@ -266,3 +266,43 @@ pub(super) fn speculation_slower(f: &Finding, w: &str) -> String {
         cite(f)
     )
 }
+
+/// A step's DRAM bytes read against what the model's own numbers say it must read.
+pub(super) fn census(f: &Finding, above: Option<bool>) -> String {
+    let step = crate::report::fmt::capitalise(&step_of(f));
+    let mut parts = vec![format!(
+        "{} of weights (the input embedding table left out: a lookup reads rows of it)",
+        f.text(Q::CensusWeightsMb)
+    )];
+    match (f.figure(Q::CensusKvMb), f.figure(Q::CachedTokens)) {
+        (Some(kv), Some(past)) => parts.push(format!(
+            "{} of KV cache ({} sequences, {} tokens each already cached)",
+            kv.text,
+            f.text(Q::BatchSequences),
+            past.text
+        )),
+        _ => parts.push(
+            "no KV cache (the cache's length or this model's attention layout is not one stage2's hook reads)"
+                .to_string(),
+        ),
+    }
+    if let Some(x) = f.figure(Q::CensusExpertsMb) {
+        parts.push(format!(
+            "{} of expert weights (expected were its tokens routed uniformly over the experts)",
+            x.text
+        ));
+    }
+    let verdict = match above {
+        None => "what the model needs",
+        Some(true) => "more than its weights and KV cache: bytes beyond them move every step (activations, weights read again or copied)",
+        Some(false) => "less than its weights: some are served from the L2 cache, or layers are skipped",
+    };
+    format!(
+        "{step} reads {} of DRAM (the nsys pass's samples), {} of the {} its model's own numbers say it must read ({}): {verdict}{}",
+        f.text(Q::StepReadMb),
+        f.text(Q::ReadOfCensusPct),
+        f.text(Q::CensusReadMb),
+        parts.join(", "),
+        cite(f)
+    )
+}
