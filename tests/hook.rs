@@ -66,7 +66,14 @@ fn events(v: &Value) -> Vec<String> {
 /// The events with the model's census fields left out of the tokens marks (one test below
 /// reads them).
 fn phases(v: &Value) -> Vec<String> {
-    let census = ["weights=", "kv=", "window=", "experts=", "top_k=", "expert_weights="];
+    let census = [
+        "weights=",
+        "kv=",
+        "window=",
+        "experts=",
+        "top_k=",
+        "expert_weights=",
+    ];
     events(v)
         .into_iter()
         .map(|e| {

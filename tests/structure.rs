@@ -168,6 +168,14 @@ fn fp8_products_and_the_work_around_them_as_nvidia_counts_them() {
     let why = v[0]["abstain"].as_str().unwrap();
     assert!(why.contains("kernel_advice"), "{why}");
     assert!(md.contains("FP8 matrix products in `decode`: 24.1% of the kernel time"));
+    // The FP8 product runs against the FP8 tensor roof, twice the BF16 peak ncu reports.
+    let row = md
+        .lines()
+        .find(|l| l.contains("| nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT | 65049.70"))
+        .unwrap();
+    let cells: Vec<&str> = row.split(" | ").collect();
+    assert_eq!(cells[4], "3.047% (FP8 tensor)", "{row}");
+    assert!(md.contains("BF16 tensor 1067 TFLOP/s (FP8 tensor 2135 TFLOP/s: twice it"));
 }
 
 /// The serving loop's steady steps (the first 20 compile): the four that also run a prefill

@@ -27,7 +27,10 @@ fn parse(text: &str) -> Option<Pass> {
     let (mut weights, mut count, mut top_k, mut expert) = (None, None, None, None);
     for kv in text.strip_prefix("stage2:tokens ")?.split_whitespace() {
         let (k, v) = kv.split_once('=')?;
-        let v: f64 = v.parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0)?;
+        let v: f64 = v
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0)?;
         match k {
             "batch" => p.batch = v,
             "new" => p.new = v,
@@ -114,16 +117,13 @@ pub(crate) fn of(ranges: &[NvtxRange], marks: &[(i64, i64, String)], name: &str)
     if passes.is_empty() {
         return None;
     }
-    let median = |f: &dyn Fn(&Pass) -> f64| {
-        super::ranges::Spread::of(passes.iter().map(f).collect()).median
-    };
+    let median =
+        |f: &dyn Fn(&Pass) -> f64| super::ranges::Spread::of(passes.iter().map(f).collect()).median;
     let known = |f: &dyn Fn(&Pass) -> Option<f64>| match passes.iter().all(|p| f(p).is_some()) {
         true => Some(median(&|p| f(p).unwrap_or(0.0))),
         false => None,
     };
-    let expert = |i: usize| {
-        known(&|p| p.experts_read().map(|x| [x.0, x.1, x.2][i]))
-    };
+    let expert = |i: usize| known(&|p| p.experts_read().map(|x| [x.0, x.1, x.2][i]));
     let experts = match (expert(0), expert(1), expert(2)) {
         (Some(least), Some(expected), Some(most)) => Some(ExpertBytes {
             least,
@@ -162,12 +162,22 @@ mod tests {
 
     #[test]
     fn a_decode_step_reads_its_weights_and_each_sequences_cache() {
-        let ranges = [r("prefill", 0, 100), r("decode", 200, 210), r("decode", 300, 310)];
+        let ranges = [
+            r("prefill", 0, 100),
+            r("decode", 200, 210),
+            r("decode", 300, 310),
+        ];
         let m = |t, text: &str| (t, 3, text.to_string());
         let marks = [
             m(1, "stage2:tokens batch=2 new=100 past=0 weights=1000 kv=10"),
-            m(201, "stage2:tokens batch=2 new=1 past=100 weights=1000 kv=10"),
-            m(301, "stage2:tokens batch=2 new=1 past=101 weights=1000 kv=10"),
+            m(
+                201,
+                "stage2:tokens batch=2 new=1 past=100 weights=1000 kv=10",
+            ),
+            m(
+                301,
+                "stage2:tokens batch=2 new=1 past=101 weights=1000 kv=10",
+            ),
         ];
         let c = of(&ranges, &marks, "decode").unwrap();
         assert_eq!(c.passes, 2);
@@ -175,13 +185,19 @@ mod tests {
         assert_eq!(c.kv_bytes, Some(2.0 * 101.5 * 10.0));
         assert_eq!(c.read_bytes, 1000.0 + 2030.0);
         // A window caps the cache read; a mark without the cache's length leaves it unknown.
-        let w = [m(201, "stage2:tokens batch=1 new=1 past=500 weights=1000 kv=10 window=64")];
+        let w = [m(
+            201,
+            "stage2:tokens batch=1 new=1 past=500 weights=1000 kv=10 window=64",
+        )];
         assert_eq!(of(&ranges, &w, "decode").unwrap().kv_bytes, Some(640.0));
         let u = [m(201, "stage2:tokens batch=1 new=1 weights=1000 kv=10")];
         let u = of(&ranges, &u, "decode").unwrap();
         assert_eq!((u.kv_bytes, u.read_bytes), (None, 1000.0));
         // Marks of the hook before it wrote the model's figures: no census.
-        assert_eq!(of(&ranges, &[m(201, "stage2:tokens batch=1 new=1")], "decode"), None);
+        assert_eq!(
+            of(&ranges, &[m(201, "stage2:tokens batch=1 new=1")], "decode"),
+            None
+        );
     }
 
     #[test]

@@ -32,11 +32,13 @@ impl Peaks {
     /// The roof a kernel's work runs against: the tensor cores when most of its operations are
     /// tensor operations, else FP16, FP64 or FP32 by the same rule.
     pub(crate) fn roof_for(&self, p: &Point) -> (&'static str, f64) {
+        let bf16 = self.tensor_flops.unwrap_or(0.0);
         let candidates = [
+            ("BF16 tensor", p.tensor_flops - p.fp8_tensor_flops, bf16),
             (
-                "BF16 tensor",
-                p.tensor_flops,
-                self.tensor_flops.unwrap_or(0.0),
+                "FP8 tensor",
+                p.fp8_tensor_flops,
+                self.fp8_tensor_flops().unwrap_or(0.0),
             ),
             ("FP16", p.fp16_flops, self.fp16_flops),
             ("FP64", p.fp64_flops, self.fp64_flops),
@@ -50,19 +52,30 @@ impl Peaks {
             .unwrap_or(("FP32", self.fp32_flops))
     }
 
+    /// The dense FP8 tensor peak: FP8_OVER_BF16 times the BF16 one.
+    pub(crate) fn fp8_tensor_flops(&self) -> Option<f64> {
+        self.tensor_flops.map(|t| t * FP8_OVER_BF16)
+    }
+
     /// The arithmetic intensity (FLOP/byte) where FP32 stops being memory-bound.
     pub(crate) fn ridge_fp32(&self) -> f64 {
         self.fp32_flops / self.dram_bytes_per_s
     }
 }
 
+/// Dense FP8 tensor operations run at twice the dense BF16 rate on every GPU with FP8 tensor
+/// cores (NVIDIA's H100, H200, L40S, L4 and B200 datasheets); ncu reports no FP8 peak metric.
+pub(crate) const FP8_OVER_BF16: f64 = 2.0;
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Point {
     pub(crate) fp32_flops: f64,
     pub(crate) fp16_flops: f64,
     pub(crate) fp64_flops: f64,
-    /// Tensor-core operations per second (all source types).
+    /// Tensor-core operations per second (all source types), and those of an FP8 source.
     pub(crate) tensor_flops: f64,
+    #[serde(default)]
+    pub(crate) fp8_tensor_flops: f64,
     pub(crate) dram_bytes_per_s: f64,
     /// Tensor pipe busy, % of peak, where ncu measured it.
     pub(crate) tensor_pipe_pct: Option<f64>,
@@ -151,8 +164,15 @@ pub(crate) fn point(m: &Metrics) -> Option<Point> {
         .filter(|k| tensor_source(k).is_some())
         .filter_map(|k| m.get(k))
         .sum();
+    let fp8_tensor_flops = m
+        .values
+        .keys()
+        .filter(|k| tensor_source(k).is_some_and(|t| t.starts_with("fp8")))
+        .filter_map(|k| m.get(k))
+        .sum();
     Some(Point {
         tensor_flops,
+        fp8_tensor_flops,
         fp32_flops: per_cycle("f")? * hz,
         fp16_flops: per_cycle("h").unwrap_or(0.0) * hz,
         fp64_flops: per_cycle("d").unwrap_or(0.0) * hz,

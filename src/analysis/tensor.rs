@@ -39,10 +39,14 @@ pub(crate) fn rate(
         .filter(|r| r.gpu_time_pct.is_some())
         .collect();
     let all_ns: f64 = rows.iter().map(|r| r.total_time_ns).sum();
-    let (mut ops, mut measured_ns) = (0.0, 0.0);
+    // FP8 operations count against their own peak, twice the BF16 one: as BF16 time, half.
+    let (mut ops, mut at_bf16, mut measured_ns) = (0.0, 0.0, 0.0);
     for r in &rows {
         if let Some(p) = point(r) {
-            ops += p.tensor_flops * r.total_time_ns / 1e9;
+            let secs = r.total_time_ns / 1e9;
+            ops += p.tensor_flops * secs;
+            at_bf16 +=
+                (p.tensor_flops - p.fp8_tensor_flops / super::roofline::FP8_OVER_BF16) * secs;
             measured_ns += r.total_time_ns;
         }
     }
@@ -61,7 +65,7 @@ pub(crate) fn rate(
     Some(TensorRate {
         tflops: per_s / 1e12,
         peak_tflops: peak / 1e12,
-        pct_of_peak: 100.0 * per_s / peak,
+        pct_of_peak: 100.0 * at_bf16 / instances as f64 / (step_ms / 1e3) / peak,
         measured_pct: 100.0 * measured_ns / all_ns,
         compute_bound_pct: 100.0 * compute / all_ns,
         compute_bound_most: compute > 0.0 && others.iter().all(|b| compute > class_ns(*b)),

@@ -110,18 +110,37 @@ fn peak_clocks(p: &crate::findings::document::Peaks) -> String {
     }
 }
 
+/// The FP8 tensor roof, where a kernel's work runs against it: ncu has no FP8 peak metric.
+fn fp8_roof(a: &Decided, p: &crate::findings::document::Peaks) -> String {
+    let fp8 = a
+        .tables
+        .kernels
+        .iter()
+        .chain(a.tables.ncu_kernels)
+        .filter_map(|r| a.point(r))
+        .any(|pt| p.roof_for(&pt).0 == "FP8 tensor");
+    match (fp8, p.fp8_tensor_flops()) {
+        (true, Some(t)) => format!(
+            " (FP8 tensor {:.0} TFLOP/s: twice it, as NVIDIA's datasheets give dense FP8)",
+            t / 1e12
+        ),
+        _ => String::new(),
+    }
+}
+
 pub(super) fn roofline_section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
     let Some(p) = a.tables.peaks else {
         return;
     };
     let _ = writeln!(
         s,
-        "\n## Roofline\n\nDevice peaks from ncu's own peak metrics{}: FP32 {:.1} TFLOP/s, FP16 (non-tensor) {:.1} TFLOP/s, FP64 {:.1} TFLOP/s, BF16 tensor {} TFLOP/s, DRAM {:.2} TB/s; the FP32 ridge is at {:.1} FLOP/byte. Achieved FLOP/s add the FP64/FP32/FP16 instruction counters (sm__sass_thread_inst_executed_op_*, FMA counted twice) and the tensor-core operations of the source types ncu measured ({}). \"% of DRAM peak\" is the kernel's DRAM bytes over its duration at the DRAM peak above; the kernel table's DRAM % is ncu's own percentage-of-peak metric over elapsed cycles: two measurements of the same launch, which need not agree exactly. Chart: roofline.svg.\n",
+        "\n## Roofline\n\nDevice peaks from ncu's own peak metrics{}: FP32 {:.1} TFLOP/s, FP16 (non-tensor) {:.1} TFLOP/s, FP64 {:.1} TFLOP/s, BF16 tensor {} TFLOP/s{}, DRAM {:.2} TB/s; the FP32 ridge is at {:.1} FLOP/byte. Achieved FLOP/s add the FP64/FP32/FP16 instruction counters (sm__sass_thread_inst_executed_op_*, FMA counted twice) and the tensor-core operations of the source types ncu measured ({}). \"% of DRAM peak\" is the kernel's DRAM bytes over its duration at the DRAM peak above; the kernel table's DRAM % is ncu's own percentage-of-peak metric over elapsed cycles: two measurements of the same launch, which need not agree exactly. Chart: roofline.svg.\n",
         peak_clocks(p),
         p.fp32_flops / 1e12,
         p.fp16_flops / 1e12,
         p.fp64_flops / 1e12,
         p.tensor_flops.map(|t| format!("{:.0}", t / 1e12)).unwrap_or_else(|| "–".into()),
+        fp8_roof(a, &p),
         p.dram_bytes_per_s / 1e12,
         p.ridge_fp32(),
         tensor_sources(a)
