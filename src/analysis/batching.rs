@@ -5,7 +5,8 @@
 //! The cost model, stated where the lever is phrased too: a step is a fixed part (the time
 //! the GPU waits for the host, and reading the DRAM bytes of a step at the ceiling bandwidth:
 //! at small batches mostly the weights, read once a step whatever the batch) and a growing
-//! part (the rest of the GPU's work, taken to grow in proportion to the sequences).
+//! part (the rest of the GPU's work, taken to grow in proportion to the sequences). Compiling
+//! in the step stays once a step however its passes are merged.
 
 use serde::Serialize;
 
@@ -84,8 +85,10 @@ pub(crate) fn of(
 pub(crate) struct StepCost {
     /// The whole step now.
     pub(crate) step_ms: f64,
-    /// What stays per forward pass whatever its sequences: the host work the GPU waits for,
-    /// and reading the step's bytes at the ceiling.
+    /// What stays once a step whatever its passes: the GPU code it compiles.
+    pub(crate) per_step_ms: f64,
+    /// What stays per forward pass whatever its sequences: the rest of the host work the GPU
+    /// waits for, and reading the step's bytes at the ceiling.
     pub(crate) fixed_ms: f64,
     /// The rest of the GPU's work, taken to grow in proportion to the sequences.
     pub(crate) growing_ms: f64,
@@ -93,23 +96,38 @@ pub(crate) struct StepCost {
 
 impl StepCost {
     /// The split of a step of `step_ms` whose GPU works `gpu_ms` of it, `bytes_ms` of which is
-    /// reading the step's bytes at the ceiling (None: not sampled, all of it grows).
-    pub(crate) fn of(step_ms: f64, gpu_ms: f64, bytes_ms: Option<f64>) -> StepCost {
+    /// reading the step's bytes at the ceiling (None: not sampled, all of it grows), and whose
+    /// host spends `compile_ms` of the time the GPU waits compiling.
+    pub(crate) fn of(
+        step_ms: f64,
+        gpu_ms: f64,
+        bytes_ms: Option<f64>,
+        compile_ms: f64,
+    ) -> StepCost {
         let gpu_ms = gpu_ms.clamp(0.0, step_ms);
         let bytes_ms = bytes_ms.unwrap_or(0.0).clamp(0.0, gpu_ms);
+        let per_step_ms = compile_ms.clamp(0.0, step_ms - gpu_ms);
         StepCost {
             step_ms,
-            fixed_ms: step_ms - gpu_ms + bytes_ms,
+            per_step_ms,
+            fixed_ms: step_ms - gpu_ms - per_step_ms + bytes_ms,
             growing_ms: gpu_ms - bytes_ms,
         }
     }
 
+    /// The part of the step that does not grow with the sequences.
+    pub(crate) fn unchanging_ms(&self) -> f64 {
+        self.per_step_ms + self.fixed_ms
+    }
+
     /// The time per token now, of a step of `forwards` passes of `batch` sequences each; and
-    /// with one pass of `to` sequences: the fixed part of one pass, the growing part scaled
-    /// from the step's `forwards * batch` sequences to `to`.
+    /// with one pass of `to` sequences: the compiling once, the fixed part of one pass, the
+    /// growing part scaled from the step's `forwards * batch` sequences to `to`.
     pub(crate) fn per_token(&self, forwards: u64, batch: u64, to: u64) -> (f64, f64) {
         let rows = (forwards * batch).max(1) as f64;
-        let then = self.fixed_ms / forwards.max(1) as f64 + self.growing_ms * to as f64 / rows;
+        let then = self.per_step_ms
+            + self.fixed_ms / forwards.max(1) as f64
+            + self.growing_ms * to as f64 / rows;
         (self.step_ms / rows, then / to.max(1) as f64)
     }
 }
@@ -154,17 +172,25 @@ mod tests {
     /// token). With nothing sampled all of the GPU's work grows: 9.79 + 8 x 0.77 ms over 8.
     #[test]
     fn the_step_at_more_sequences_keeps_its_fixed_part() {
-        let c = StepCost::of(10.56, 10.56 * 0.073, None);
+        let c = StepCost::of(10.56, 10.56 * 0.073, None, 0.0);
         assert!((c.fixed_ms - 9.789).abs() < 1e-3, "{c:?}");
         let (now, then) = c.per_token(1, 1, 8);
         assert_eq!(now, 10.56);
         assert!((then - (9.789 + 8.0 * 0.771) / 8.0).abs() < 1e-3, "{then}");
         // The step's bytes at the ceiling are fixed too, never more than the GPU's work.
-        let c = StepCost::of(10.56, 0.771, Some(5.0));
+        let c = StepCost::of(10.56, 0.771, Some(5.0), 0.0);
         assert_eq!((c.fixed_ms, c.growing_ms), (10.56, 0.0));
         // Three passes of one sequence made one pass of three: one pass's fixed part.
-        let c = StepCost::of(3.0, 0.3, None);
+        let c = StepCost::of(3.0, 0.3, None, 0.0);
         let (now, then) = c.per_token(3, 1, 3);
         assert!((now - 1.0).abs() < 1e-12 && (then - (0.9 + 0.3) / 3.0).abs() < 1e-12);
+        // Compiling in the step stays once a step, not once a pass.
+        let c = StepCost::of(3.0, 0.3, None, 1.5);
+        assert_eq!((c.per_step_ms, c.unchanging_ms()), (1.5, 2.7));
+        let (_, then) = c.per_token(3, 1, 3);
+        assert!(
+            (then - (1.5 + 1.2 / 3.0 + 0.3) / 3.0).abs() < 1e-12,
+            "{then}"
+        );
     }
 }

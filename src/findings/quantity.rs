@@ -138,6 +138,8 @@ pub(crate) enum Quantity {
     StepMsThen,
     FixedMsPerStep,
     GrowingMsPerStep,
+    /// The compiling in a step, which stays once a step when its passes are merged.
+    CompileMsPerStep,
     BatchThen,
     PassesPerStep,
     /// The step's DRAM bytes from the nsys pass's samples (median over its steady instances)
@@ -277,6 +279,7 @@ impl Quantity {
             | StepMsThen
             | FixedMsPerStep
             | GrowingMsPerStep
+            | CompileMsPerStep
             | StepDramFloorMs
             | GpuWorkMsPerStep
             | FastestInstanceMs

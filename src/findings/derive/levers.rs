@@ -165,7 +165,7 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
         let ms = c.nccl_wait_ns / step.instances / 1e6;
         found.push(per_step(LeverKind::LateRank, ms));
     }
-    found.extend(super::batching::lever(a, &step, busy));
+    found.extend(super::batching::lever(a, &step, busy, compile_ms));
     found.extend(super::copies::lever(a, &step, busy));
     found.retain(|s| s.pct >= rules::LEVER_MIN_PCT);
     // Savings of the step and of its tokens first, by their share; then those that move the
@@ -254,4 +254,83 @@ fn bandwidth_ms(a: &Artifacts, instances: f64) -> f64 {
         .sum::<f64>()
         / instances
         / 1e6
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use crate::findings::{Claim, Finding, LeverKind, Quantity};
+    use crate::rules;
+
+    /// The levers of a committed run, rank 1 first, as the reports get them.
+    pub(crate) fn levers(path: &str) -> Vec<Finding> {
+        let a = crate::testutil::artifacts(path);
+        let all = crate::findings::derive(&a);
+        let mut out: Vec<Finding> = all
+            .made()
+            .filter(|f| matches!(f.claim, Claim::Lever { .. }))
+            .cloned()
+            .collect();
+        out.sort_by_key(|f| match f.claim {
+            Claim::Lever { rank, .. } => rank,
+            _ => 0,
+        });
+        out
+    }
+
+    pub(crate) fn kind(f: &Finding) -> LeverKind {
+        match f.claim {
+            Claim::Lever { lever, .. } => lever,
+            _ => unreachable!("a lever"),
+        }
+    }
+
+    fn band(f: &Finding) -> Option<rules::Band> {
+        match f.claim {
+            Claim::Lever { band, .. } => band,
+            _ => None,
+        }
+    }
+
+    /// The bands come from the measured table: a CPU-bound eager step's host work (the H200
+    /// qwen2 decode, 0.86-0.94) and compiling in the step (the cuDNN loop, 1.001); host work
+    /// of another verdict, and every other kind, has none.
+    #[test]
+    fn a_lever_carries_the_band_its_kind_was_measured_in() {
+        let eager = levers("examples/sample-run-hf-eager");
+        assert_eq!(eager.len(), 1);
+        assert!(matches!(kind(&eager[0]), LeverKind::HostWork { .. }));
+        assert_eq!(band(&eager[0]), Some(rules::HOST_WORK_BAND));
+        let compile = levers("examples/sample-run");
+        assert_eq!(kind(&compile[0]), LeverKind::Compile { once: false });
+        assert_eq!(band(&compile[0]), Some(rules::COMPILE_BAND));
+        // Compile-bound host work (the rest of the step beyond compiling) was never measured.
+        assert!(matches!(kind(&compile[1]), LeverKind::HostWork { .. }));
+        assert_eq!(band(&compile[1]), None);
+        // Host work around CUDA graphs was not either.
+        let graphs = levers("examples/sample-run-hf-static");
+        assert_eq!(band(&graphs[0]), None);
+        let ranks = levers("examples/sample-run-2gpu");
+        assert_eq!(kind(&ranks[0]), LeverKind::LateRank);
+        assert_eq!(band(&ranks[0]), None);
+    }
+
+    /// A one-off saving ranks after the per-step ones; a per-token saving by its share of the
+    /// time per token among them; a saving of the GPU's work in a host-bound step after those.
+    #[test]
+    fn levers_rank_by_their_share_and_unit() {
+        let auto = levers("examples/sample-run-hf-auto");
+        let shares: Vec<f64> = auto
+            .iter()
+            .filter_map(|f| {
+                f.get(Quantity::SavingOfStepPct)
+                    .or(f.get(Quantity::SavingOfTokenPct))
+            })
+            .collect();
+        assert_eq!(shares.len(), 2);
+        assert!(shares[0] > shares[1], "{shares:?}");
+        let moe = levers("examples/sample-run-hf-moe");
+        assert_eq!(kind(&moe[1]), LeverKind::WeightCopy { after_host: true });
+        // Its share is of the GPU's work, larger than a share of the step it follows would be.
+        assert!(moe[1].get(Quantity::SavingOfGpuWorkPct).unwrap() > 26.0);
+    }
 }

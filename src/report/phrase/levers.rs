@@ -86,8 +86,14 @@ fn batch(f: &Finding, lever: LeverKind, band: Option<Band>) -> String {
         ),
         _ => String::new(),
     };
+    let compiling = f.figure(Q::CompileMsPerStep).map_or(String::new(), |c| {
+        format!(
+            " beyond its {} of compiling, which stays once a step",
+            c.text
+        )
+    });
     format!(
-        "{what}: a token costs {} now (the {} step over its tokens) and would cost {}, {} less ({}), each step then taking {}; predicted from this run's split of the step, {} fixed per pass (the time the GPU waits for the host{bytes}) and {} of the GPU's work taken to grow in proportion to the sequences (faster than small-batch work grows, so the new step is an upper bound); {}",
+        "{what}: a token costs {} now (the {} step over its tokens) and would cost {}, {} less ({}), each step then taking {}; predicted from this run's split of the step, {} fixed per pass (the time the GPU waits for the host{compiling}{bytes}) and {} of the GPU's work taken to grow in proportion to the sequences (faster than small-batch work grows, so the new step is an upper bound); {}",
         f.text(Q::TokenMsNow),
         f.text(Q::StepMs),
         f.text(Q::TokenMsThen),

@@ -148,9 +148,13 @@ fn buys(l: &Finding) -> String {
     if let Some(once) = l.figure(Q::SavingMsOnce) {
         return format!("It saves {} once, at the start", once.text);
     }
-    if l.figure(Q::SavingMsPerToken).is_some() {
+    if let (Some(then), Some(now)) = (l.get(Q::StepMsThen), l.get(Q::StepMs)) {
+        let step = match then > now {
+            true => "though each step would take",
+            false => "and each step would take",
+        };
         return format!(
-            "Each token would cost about {} instead of {} ({} less), though each step takes {} instead of {}",
+            "Each token would cost about {} instead of {} ({} less), {step} {} instead of {}",
             l.text(Q::TokenMsThen),
             l.text(Q::TokenMsNow),
             l.text(Q::SavingOfTokenPct),
