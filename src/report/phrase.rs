@@ -566,8 +566,8 @@ fn per_kernel(f: &Finding, quantities: &[(Q, &str)]) -> String {
                         .evidence
                         .iter()
                         .find(|e| e.quantity == *q && e.scope.kernel.as_deref() == Some(k))?;
-                    Some(match name {
-                        n if n.is_empty() => e.text.clone(),
+                    Some(match *name {
+                        "" => e.text.clone(),
                         n if n.contains("{}") => n.replace("{}", &e.text),
                         n => format!("{n} {}", e.text),
                     })
