@@ -1,6 +1,7 @@
 //! Levers on real captures edited by hand where a test says so: the serving loop that forwards
 //! each request alone (tests/data/batching-loop, H200) gets "batch the requests" only once its
-//! steps' tokens marks say how many passes of one sequence each step runs.
+//! steps' tokens marks say how many passes of one sequence each step runs; the eager decode with
+//! its DRAM bytes sampled (tests/data/hf/gpu-metrics, H100) counts reading them as fixed.
 
 mod common;
 
@@ -9,15 +10,49 @@ use std::path::Path;
 use common::{copy_dir, read, root, Sandbox};
 use serde_json::Value;
 
-/// A copy of tests/data/batching-loop, edited, reported: its summary.json and summary.
-fn report(edit: impl FnOnce(&Path)) -> (Value, String) {
+/// A copy of tests/data/`name`, edited, reported: its summary.json and summary.
+fn report_of(name: &str, edit: impl FnOnce(&Path)) -> (Value, String) {
     let sb = Sandbox::new();
-    let run = sb.path().join("batching-loop");
-    copy_dir(&root().join("tests/data/batching-loop"), &run);
+    let run = sb.path().join("run");
+    copy_dir(&root().join("tests/data").join(name), &run);
     edit(&run);
     sb.stage2().arg("report").arg(&run).assert().success();
     let s = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
     (s, read(run.join("stakeholder_summary.md")))
+}
+
+fn report(edit: impl FnOnce(&Path)) -> (Value, String) {
+    report_of("batching-loop", edit)
+}
+
+/// A figure of a finding by its quantity.
+fn fig(f: &Value, q: &str) -> Option<f64> {
+    let ev = f["evidence"].as_array().unwrap();
+    ev.iter().find(|e| e["quantity"] == q)?["value"].as_f64()
+}
+
+/// Hand-made from the real export: a `stage2:tokens batch=B new=1` mark inside each instance of
+/// `range`, on its thread.
+fn mark_each(run: &Path, range: &str, batch: u32) {
+    let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
+    let sql =
+        "SELECT e.start, e.globalTid FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId \
+               WHERE COALESCE(e.text, s.value) = ?1 AND e.eventType = 59";
+    let rows: Vec<(i64, i64)> = {
+        let mut q = db.prepare(sql).unwrap();
+        let r = q
+            .query_map([range], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap();
+        r.map(Result::unwrap).collect()
+    };
+    assert!(!rows.is_empty());
+    for (start, tid) in rows {
+        db.execute(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (?1, NULL, 34, ?2, ?3, 0)",
+            rusqlite::params![start + 1, format!("stage2:tokens batch={batch} new=1"), tid],
+        )
+        .unwrap();
+    }
 }
 
 fn batch_levers(s: &Value) -> Vec<&Value> {
@@ -92,4 +127,33 @@ fn the_serving_loop_batches_its_requests_once_the_marks_say_so() {
     assert!((fig("token_ms_then") - then).abs() < 1e-9);
     assert!(md.contains("if they are separate requests"), "{md}");
     assert!(md.contains("not one sequence's successive tokens"), "{md}");
+}
+
+/// The eager decode with its DRAM bytes per step sampled, marked batch 1: reading the step's
+/// bytes at the ceiling (at most the GPU's work) is fixed beside the time the GPU waits, and
+/// the summary says where that figure comes from.
+#[test]
+fn the_sampled_bytes_of_a_step_count_as_fixed() {
+    let (s, md) = report_of("hf/gpu-metrics", |run| mark_each(run, "decode", 1));
+    let b = batch_levers(&s);
+    assert_eq!(b.len(), 1, "{b:?}");
+    let f = b[0];
+    assert_eq!(
+        (f["lever"]["batch"].as_u64(), f["lever"]["to"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let floor = fig(f, "step_dram_floor_ms").unwrap();
+    let step = fig(f, "step_ms").unwrap();
+    let steps = s["findings"].as_array().unwrap();
+    let work = steps.iter().find(|x| x["kind"] == "step").unwrap();
+    let gpu = step * fig(work, "gpu_work_of_step_pct").unwrap() / 100.0;
+    let fixed = fig(f, "fixed_ms_per_step").unwrap();
+    assert!(floor > 0.0 && floor <= gpu, "{floor} of {gpu}");
+    assert!((fixed - (step - gpu + floor)).abs() < 1e-9, "{fixed}");
+    assert!((fig(f, "growing_ms_per_step").unwrap() - (gpu - floor)).abs() < 1e-9);
+    let ranges = s["ranges"].as_array().unwrap();
+    let decode = ranges.iter().find(|r| r["name"] == "decode").unwrap();
+    let mb = decode["dram_per_step"]["dram_bytes"].as_f64().unwrap() / 1e6;
+    assert!((fig(f, "step_sampled_dram_mb").unwrap() - mb).abs() < 1e-9);
+    assert!(md.contains("of DRAM traffic (the nsys pass's samples) at the ceiling bandwidth"));
 }
