@@ -23,7 +23,8 @@
 #                                     passes (--no-ncu) of eager against static (CUDA graphs) and
 #                                     torch.compile, batch 1 against 8, and the cuDNN loop against
 #                                     the same loop without cuDNN's attention; predicted saving per
-#                                     step against the measured change of the step
+#                                     step (per token for the batch) against the measured change,
+#                                     and whether their ratio is in the band the reports state
 #   bench/run.sh scale [COPIES...]    `stage2 report` on the sample run's export repeated COPIES
 #                                     times (scripts/synth-export.py) against the sqlite3 scan
 #                                     floor; no GPU (default 1024 4096: 1.5M, 6M launches)
@@ -318,22 +319,57 @@ def step(s):
     f = next(f for f in s["findings"] if f["kind"] == "step")
     return fig(f, "step_ms"), f["basis"], fig(f, "gpu_work_of_step_pct") or 0.0
 def levers(s):
-    return [(f["lever"]["what"], fig(f, "saving_ms_per_step")) for f in s["findings"]
-            if f["kind"] == "lever" and "abstain" not in f]
-print("| base -> change | base step (ms, basis, GPU work %) | levers on the base (saving per step, ms) | changed step (ms) | measured saving (ms) | measured / predicted |")
-print("|---|---|---|--:|--:|--:|")
-for base, var, lever in [("eager", "static", "host_work"), ("eager", "compile", "host_work"),
-                         ("eager", "batch8", "host_work"), ("cudnn", "nocudnn", "compile")]:
+    return [f for f in s["findings"] if f["kind"] == "lever" and "abstain" not in f]
+def saving(f):
+    ms = fig(f, "saving_ms_per_step")
+    return (f"{ms:.2f}" if ms is not None else
+            f"{fig(f, 'saving_ms_per_token'):.3f}/token" if fig(f, "saving_ms_per_token") is not None else
+            f"{fig(f, 'saving_ms_once'):.2f} once")
+def band(f, ratio):
+    """The band the base run's reports print for the lever, and whether the ratio is in it at
+    the reports' two decimals."""
+    b = (f or {}).get("band")
+    if not b:
+        return "none stated (not yet checked)", "-"
+    lo, hi = (f"{b['lo']:.2f}", f"{b['hi']:.2f}")
+    text = lo if lo == hi else f"{lo}-{hi}"
+    if ratio is None:
+        return text, "-"
+    return text, "within its band" if float(lo) <= round(ratio, 2) <= float(hi) else "misses its band"
+def batch_at(f, to):
+    """The small-batch lever's time per token at `to` sequences a pass, by its own split of the
+    step (analysis::batching::StepCost): the compiling once a step, one pass's fixed part, the
+    growing part scaled from the step's sequences to `to`."""
+    lv = f["lever"]
+    rows = lv["forwards"] * lv["batch"]
+    then = ((fig(f, "compile_ms_per_step") or 0.0) + fig(f, "fixed_ms_per_step") / lv["forwards"]
+            + fig(f, "growing_ms_per_step") * to / rows)
+    return fig(f, "token_ms_now"), then / to
+print("| base -> change | base step (ms, basis, GPU work %) | levers on the base (saving, ms) | changed step (ms) | predicted saving (ms) | measured saving (ms) | measured / predicted | band the reports state | |")
+print("|---|---|---|--:|--:|--:|--:|---|---|")
+for base, var, lever, to in [("eager", "static", "host_work", None), ("eager", "compile", "host_work", None),
+                             ("eager", "batch8", "batch", 8), ("cudnn", "nocudnn", "compile", None)]:
     a, b = load(base), load(var)
     if not a or not b:
-        print(f"| {base} -> {var} | no run | | | | |")
+        print(f"| {base} -> {var} | no run | | | | | | | |")
         continue
     (sa, basis, work), (sb, _, _) = step(a), step(b)
     lv = levers(a)
-    pred = next((ms for k, ms in lv if k == lever), None)
-    ratio = f"{(sa - sb) / pred:.2f}" if pred else "-"
-    print(f"| {base} -> {var} | {sa:.2f}, {basis}, {work:.1f} | "
-          f"{'; '.join(f'{k} {ms:.2f}' for k, ms in lv)} | {sb:.2f} | {sa - sb:.2f} | {ratio} |")
+    f = next((f for f in lv if f["lever"]["what"] == lever), None)
+    listed = "; ".join(f"{x['lever']['what']} {saving(x)}" for x in lv)
+    if f is None:
+        print(f"| {base} -> {var} | {sa:.2f}, {basis}, {work:.1f} | {listed} | {sb:.2f} | no {lever} lever | {sa - sb:.2f} | - | - | |")
+        continue
+    if to is None:
+        pred, meas, unit = fig(f, "saving_ms_per_step"), sa - sb, ""
+    else:
+        # Per token: the changed run's step carries `to` sequences' tokens.
+        now, then = batch_at(f, to)
+        pred, meas, unit = now - then, now - sb / to, f" a token at {to} ({now:.3f} now, {then:.3f} predicted, {sb / to:.3f} measured)"
+    ratio = meas / pred if pred else None
+    text, verdict = band(f, ratio)
+    print(f"| {base} -> {var} | {sa:.2f}, {basis}, {work:.1f} | {listed} | {sb:.2f} | {pred:.3f}{unit} | "
+          f"{meas:.3f} | {'-' if ratio is None else f'{ratio:.2f}'} | {text} | {verdict} |")
 PY
 }
 
@@ -373,5 +409,5 @@ samples() {
 
 case $what in
   gpu|warm|sampling|families|scale|samples|levers) "$what" "$@" ;;
-  *) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

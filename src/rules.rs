@@ -4,6 +4,9 @@
 
 use serde::Serialize;
 
+mod levers;
+pub(crate) use levers::*;
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub(crate) struct Rule {
     pub(crate) id: &'static str,
@@ -125,6 +128,8 @@ pub(crate) const ALL: &[Rule] = &[
     LOOP_SHARE,
     KERNEL_ADVICE,
     LEVER,
+    SMALL_BATCH,
+    WEIGHT_COPY,
     SAMPLED_BOUND,
     SAMPLED_DISAGREES,
     SAMPLED_REUSE,
@@ -247,16 +252,6 @@ pub(crate) const KERNEL_ADVICE: Rule = Rule {
     text: "advice about the captured range's kernels (tiny kernels, small grids, memory- or compute-bound, tensor cores, replay) is given only where the GPU is busy at least 50% of the range time (its steady instances', or its loop's where the loop decides): below that, faster kernels move the wall time by at most the busy share",
     threshold: 50.0,
 };
-
-/// Levers: each sized per step from this run's figures, ranked by that saving.
-pub(crate) const LEVER: Rule = Rule {
-    id: "lever",
-    text: "a lever is sized per step (the loop's cycle where the loop decides, else the steady instances' median, else the mean instance): compiling and loading GPU code, its measured time per instance; host work where the GPU works under 50% of the step, the step's time the GPU waits beyond that compiling (an upper bound: the kernels stay); memory-bound kernels where the GPU is busy, (1 - DRAM throughput) of their time (an upper bound at the peak bandwidth); NCCL waiting for late ranks, its time per step; levers under 5% of the step are not given",
-    threshold: 5.0,
-};
-
-/// A lever that saves under this share of the step is no lever.
-pub(crate) const LEVER_MIN_PCT: f64 = 5.0;
 
 /// The busier unit at >= this % of its peak decides a kernel's bound class (ncu's SM and DRAM
 /// throughput, or the sampled SM issue, tensor activity and DRAM bandwidth).

@@ -32,3 +32,12 @@ pub(crate) fn push_pop(name: &str, start: i64, end: i64) -> crate::parse::sqlite
         tid: 1,
     }
 }
+
+/// A committed run (`examples/...` or `tests/data/...`, from the repository root) loaded as
+/// `stage2 report` loads it, with its own config.yaml.
+pub(crate) fn artifacts(path: &str) -> crate::analysis::Artifacts {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path);
+    let run = crate::rundir::RunDir::open(&dir).expect("a committed run");
+    let config = crate::commands::report::run_config(&run).expect("its config");
+    crate::analysis::Artifacts::load(&run, config).expect("it loads")
+}

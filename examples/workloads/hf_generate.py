@@ -3,7 +3,8 @@
 
 transformers' own `generate()` drives prefill and decode. NVTX marks are added from outside the
 model code: a forward pre/post hook on the outermost model marks each forward pass `prefill`
-(more than one new token) or `decode` (one new token), and `generate` surrounds the call. With
+(more than one new token) or `decode` (one new token), with a `stage2:tokens batch=B new=N` mark
+inside as stage2's hook puts it, and `generate` surrounds the call. With
 `--static` the KV cache is static and transformers compiles the decode step with torch.compile
 (CUDA graphs); the compiled call is wrapped so its steps are marked too (hooks do not run inside
 a compiled region).
@@ -132,21 +133,26 @@ class PhaseMarks:
             model.get_compiled_call = compiled_call
 
     @staticmethod
-    def _phase(args, kwargs):
+    def _ids(args, kwargs):
         ids = kwargs.get("input_ids")
         if ids is None:
             ids = kwargs.get("inputs_embeds")
         if ids is None and args:
             ids = args[0]
-        return "decode" if ids is not None and ids.shape[1] == 1 else "prefill"
+        return ids
 
     def _push(self, args, kwargs):
-        name = self._phase(args, kwargs)
+        ids = self._ids(args, kwargs)
+        name = "decode" if ids is not None and ids.shape[1] == 1 else "prefill"
         if self.assisted and self.passes > 0 and name == "prefill":
             name = "verify"
         self.passes += 1
         self.counts[name] += 1
         torch.cuda.nvtx.range_push(name)
+        # The tokens the pass handles, as stage2's hook marks them (a verify pass's are
+        # candidates, not output): per-token figures and the small-batch lever read them.
+        if ids is not None and name != "verify":
+            torch.cuda.nvtx.mark(f"stage2:tokens batch={ids.shape[0]} new={ids.shape[1]}")
         self.open += 1
 
     def _pop(self):
@@ -234,12 +240,14 @@ def compiled_loop(model, ids, new_tokens):
     step = torch.compile(model.forward, mode="reduce-overhead", fullgraph=False)
     pos = torch.arange(prompt, device=ids.device)
     torch.cuda.nvtx.range_push("prefill")
+    torch.cuda.nvtx.mark(f"stage2:tokens batch={batch} new={prompt}")
     logits = model(input_ids=ids, past_key_values=cache, cache_position=pos, use_cache=True).logits
     torch.cuda.nvtx.range_pop()
     tok = logits[:, -1:].argmax(-1)
     out = [tok]
     for i in range(new_tokens - 1):
         torch.cuda.nvtx.range_push("decode")
+        torch.cuda.nvtx.mark(f"stage2:tokens batch={batch} new=1")
         pos = torch.tensor([prompt + i], device=ids.device)
         logits = step(input_ids=tok, past_key_values=cache, cache_position=pos, use_cache=True).logits
         tok = logits[:, -1:].argmax(-1).clone()

@@ -278,6 +278,7 @@ impl Artifacts {
             nvidia_ncu: None,
             operators,
             per_token: Vec::new(),
+            forwards: None,
             attention,
             step_work,
             speculation: None,
@@ -290,11 +291,13 @@ impl Artifacts {
         a.nvidia = crosscheck(run, &sqlite, &a);
         a.nvidia_ncu = ncu_crosscheck(run, &a);
         if let (Some(db), Some(t)) = (&db, &timeline) {
-            let tokens = db.marks("stage2:tokens ")?;
-            a.per_token = a.phase_costs(&t.phases, &tokens);
+            let marks = db.marks("stage2:tokens ")?;
+            a.per_token = a.phase_costs(&t.phases, &marks);
+            a.forwards =
+                (a.capture().range()).and_then(|name| super::batching::of(&t.phases, &marks, name));
             a.census = a
                 .steps()
-                .and_then(|s| super::census::of(&t.phases, &tokens, &s.range));
+                .and_then(|s| super::census::of(&t.phases, &marks, &s.range));
             a.speculation = super::spec::of(&db.marks(super::spec::MARK)?, &a.range_stats);
         }
         if let Some(more) = repeat_passes(run, &a.config)? {

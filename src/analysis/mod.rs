@@ -3,8 +3,10 @@
 //! these values and writes files.
 
 pub(crate) mod attention;
+pub(crate) mod batching;
 pub(crate) mod cadence;
 pub(crate) mod census;
+pub(crate) mod copies;
 pub(crate) mod datasheet;
 pub(crate) mod diff;
 pub(crate) mod durations;
@@ -67,6 +69,9 @@ pub(crate) struct Artifacts {
     pub(crate) operators: Vec<ops::OpRow>,
     /// Per phase: tokens, time per instance and per token, floors (see analysis::tokens).
     pub(crate) per_token: Vec<tokens::PhaseCost>,
+    /// The captured range's forward passes per step and sequences per pass, by its tokens
+    /// marks (None: no marks inside its instances).
+    pub(crate) forwards: Option<batching::Forwards>,
     /// Each range under nsys and in the baseline pass (no profiler), and the baseline's file.
     pub(crate) observed: Vec<observer::Observed>,
     pub(crate) baseline_file: String,

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::batching::parse;
 use crate::analysis::nesting::{Cursor, Nesting};
 use crate::analysis::ranges::RangeStats;
 use crate::analysis::roofline::{self, Peaks};
@@ -55,20 +56,6 @@ pub(crate) struct Floor {
     /// `measured_pct`) sum to, for comparison.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) replay_dram_bytes: Option<f64>,
-}
-
-/// `batch=B new=N` -> (B, N).
-fn parse(text: &str) -> Option<(u64, u64)> {
-    let mut b = None;
-    let mut n = None;
-    for kv in text.strip_prefix("stage2:tokens ")?.split_whitespace() {
-        match kv.split_once('=')? {
-            ("batch", v) => b = v.parse().ok(),
-            ("new", v) => n = v.parse().ok(),
-            _ => {}
-        }
-    }
-    Some((b?, n?))
 }
 
 /// Token counts per range name: (largest batch, tokens) of the marks whose innermost

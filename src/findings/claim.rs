@@ -100,6 +100,37 @@ pub(crate) enum LeverKind {
     Bandwidth,
     /// Bring the late rank in step.
     LateRank,
+    /// Run more sequences per forward pass, sized per token (analysis::batching): `batch`
+    /// sequences a pass now in `forwards` passes a step, one pass of `to` then (twice the
+    /// batch, or every pass of the step at once where it runs several of one sequence each).
+    Batch { batch: u64, forwards: u64, to: u64 },
+    /// Stop copying weight-sized data by index in the step (analysis::copies); `after_host`:
+    /// the GPU waits on the host most of the step, so this saves GPU work that moves the wall
+    /// time once the host work is off the step.
+    WeightCopy { after_host: bool },
+}
+
+impl LeverKind {
+    /// What its saving is counted in.
+    pub(crate) fn per(self) -> LeverUnit {
+        match self {
+            LeverKind::Compile { once: true } => LeverUnit::Once,
+            LeverKind::Batch { .. } => LeverUnit::Token,
+            LeverKind::WeightCopy { after_host: true } => LeverUnit::GpuWork,
+            _ => LeverUnit::Step,
+        }
+    }
+}
+
+/// What a lever's saving is counted in, and so where it ranks: per step and per token first
+/// (a share of the step is a share of each of its tokens), by that share; then a saving of the
+/// GPU's work that moves the wall time only after another lever; then a one-off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum LeverUnit {
+    Step,
+    Token,
+    GpuWork,
+    Once,
 }
 
 /// A part of the time between a range's instances on its thread (analysis::ledger's parts).
@@ -389,6 +420,10 @@ pub(crate) enum Claim {
     Lever {
         lever: LeverKind,
         rank: u32,
+        /// How such a saving held when the change was made for real (rules' bands); None:
+        /// never checked.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        band: Option<crate::rules::Band>,
     },
     /// One range's verdict for kernels.md's table.
     RangeVerdict {

@@ -126,6 +126,37 @@ pub(crate) enum Quantity {
     SavingOfStepPct,
     /// A one-off saving: the warm-up's cost, paid once before the steady steps.
     SavingMsOnce,
+    /// A per-token lever (more sequences per pass): the time per token now (the step over its
+    /// tokens) and then, what that saves and its share of the time per token now; the step
+    /// then; its part fixed per pass (the time the GPU waits, and the step's DRAM bytes at the
+    /// ceiling bandwidth) and its part taken to grow with the sequences; the sequences per
+    /// pass then, and the passes a step runs now.
+    TokenMsNow,
+    TokenMsThen,
+    SavingMsPerToken,
+    SavingOfTokenPct,
+    StepMsThen,
+    FixedMsPerStep,
+    GrowingMsPerStep,
+    /// The compiling in a step, which stays once a step when its passes are merged.
+    CompileMsPerStep,
+    BatchThen,
+    PassesPerStep,
+    /// The step's DRAM bytes from the nsys pass's samples (median over its steady instances)
+    /// and their time at the ceiling bandwidth.
+    StepSampledDramMb,
+    StepDramFloorMs,
+    /// A lever on the GPU's work where the GPU waits on the host most of the step: the GPU's
+    /// work per step (busy) and the saving's share of it.
+    GpuWorkMsPerStep,
+    SavingOfGpuWorkPct,
+    /// Copies by index of weight-sized data: MB a call (ncu's DRAM rate times the mean nsys
+    /// duration) of each, its calls per step, all of them per step; the largest matrix
+    /// product's MB a call they are measured against.
+    CopyMbPerCall,
+    CopyCallsPerStep,
+    CopyMbPerStep,
+    MatrixMbPerCall,
     /// The loop's median cycle per token (the range's tokens per instance).
     LoopMsPerToken,
     /// Per instance of a phase.
@@ -232,6 +263,9 @@ impl Quantity {
             | NvidiaKernels
             | GpuSms
             | Cycles
+            | BatchThen
+            | PassesPerStep
+            | CopyCallsPerStep
             | BatchSequences
             | RangeInstances
             | RangeNames
@@ -242,14 +276,25 @@ impl Quantity {
             | CachedTokens => Unit::Count,
             TensorTflopPerS | TensorPeakTflopPerS => Unit::TflopPerS,
             TokensPerVerify => Unit::TokensPerStep,
-            StepDramMb | StepReadMb | CensusReadMb | CensusWeightsMb | CensusKvMb
-            | CensusExpertsMb => Unit::Mb,
+            StepDramMb | StepSampledDramMb | CopyMbPerCall | CopyMbPerStep | MatrixMbPerCall
+            | StepReadMb | CensusReadMb | CensusWeightsMb | CensusKvMb | CensusExpertsMb => {
+                Unit::Mb
+            }
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
             | CycleMs
             | StepMs
             | SavingMsPerStep
             | SavingMsOnce
+            | TokenMsNow
+            | TokenMsThen
+            | SavingMsPerToken
+            | StepMsThen
+            | FixedMsPerStep
+            | GrowingMsPerStep
+            | CompileMsPerStep
+            | StepDramFloorMs
+            | GpuWorkMsPerStep
             | FastestInstanceMs
             | SlowestInstanceMs
             | MsPerToken
@@ -304,7 +349,10 @@ impl Quantity {
                 Quantity::MsPerToken
                 | Quantity::LoopMsPerToken
                 | Quantity::SpeculativeMsPerToken
-                | Quantity::DecodeMsPerToken,
+                | Quantity::DecodeMsPerToken
+                | Quantity::TokenMsNow
+                | Quantity::TokenMsThen
+                | Quantity::SavingMsPerToken,
                 _,
             ) => format!("{:.3} ms", z(v)),
             (_, Unit::Ms) => format!("{:.2} ms", z(v)),

@@ -4,16 +4,18 @@
 
 mod fact;
 mod groups;
+mod levers;
 mod structure;
 
 pub(crate) use groups::{group_wall, ranges_left_out};
 use groups::{groups_sentence, idle};
+pub(crate) use levers::{band_plain, lever_clause, lever_name};
 pub(crate) use structure::{step_of, tensor_peak_clause};
 
 use super::fmt::md;
 use crate::findings::{
-    span, BytesOf, Claim, CpuVerdict, Finding, GpuUse, LeverKind, LoopPart, Pass, PastWall,
-    Quantity as Q, Scope, StepBasis, TensorUse,
+    span, BytesOf, Claim, CpuVerdict, Finding, GpuUse, LoopPart, Pass, PastWall, Quantity as Q,
+    Scope, StepBasis, TensorUse,
 };
 use crate::text::code;
 
@@ -191,52 +193,6 @@ pub(crate) fn step_clause(f: &Finding, basis: StepBasis, gpu_bound: Option<bool>
     )
 }
 
-/// A lever in a few words, for the headline.
-pub(crate) fn lever_name(lever: LeverKind) -> &'static str {
-    match lever {
-        LeverKind::Compile { once: true } => "warming the shapes before the measured work",
-        LeverKind::Compile { once: false } => "not compiling GPU code inside the step",
-        LeverKind::HostWork { .. } => "moving the host work the GPU waits for off the step",
-        LeverKind::Bandwidth => "bringing the memory-bound kernels nearer the DRAM peak",
-        LeverKind::LateRank => "bringing the late rank in step",
-    }
-}
-
-/// A lever and what it buys per step (no sources, no full stop).
-pub(crate) fn lever_clause(f: &Finding, lever: LeverKind) -> String {
-    let (what, bound) = match lever {
-        LeverKind::Compile { once: true } => {
-            return format!(
-                "warm the shapes before the measured work (or keep fewer of them): the instances before the steady ones spend {} compiling and loading GPU code, paid once, not in the {} steady step",
-                f.text(Q::SavingMsOnce),
-                f.text(Q::StepMs)
-            )
-        }
-        LeverKind::Compile { once: false } => (
-            "stop compiling and loading GPU code inside the step (fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles)".to_string(),
-            "the compiling and loading measured in it",
-        ),
-        LeverKind::HostWork { verdict, from_graphs } => (
-            format!("move the host work the GPU waits for off the step: {}", groups::host_next(verdict, from_graphs)),
-            "the time the GPU waits beyond compiling; a change that also fuses kernels can save more",
-        ),
-        LeverKind::Bandwidth => (
-            "bring the memory-bound kernels nearer the DRAM peak (fuse them with their neighbours, move fewer bytes)".to_string(),
-            "at most: their time beyond what their DRAM traffic needs at the peak",
-        ),
-        LeverKind::LateRank => (
-            "bring the late rank in step (its host work, launches or shard size)".to_string(),
-            "the NCCL waiting in it",
-        ),
-    };
-    format!(
-        "{what}; it saves {} per step, {} of the {} step ({bound})",
-        f.text(Q::SavingMsPerStep),
-        f.text(Q::SavingOfStepPct),
-        f.text(Q::StepMs)
-    )
-}
-
 /// A part of the time between instances, as the loop sentence names it.
 fn loop_part(p: &LoopPart) -> String {
     match p {
@@ -310,7 +266,9 @@ pub(crate) fn sentence(f: &Finding) -> String {
         Claim::Step { basis, gpu_bound } => {
             format!("{}{}", step_clause(f, *basis, *gpu_bound), cite(f))
         }
-        Claim::Lever { lever, .. } => format!("{}{}.", lever_clause(f, *lever), cite(f)),
+        Claim::Lever { lever, band, .. } => {
+            format!("{}{}.", lever_clause(f, *lever, *band), cite(f))
+        }
         Claim::GpuWaitsInNccl => format!(
             "The GPU is busy {} of the range time {w} but working only {} of it: it mostly waits for the other ranks inside NCCL kernels{}.",
             f.text(Q::GpuBusyOfRangePct),
@@ -577,8 +535,9 @@ pub(crate) fn sentence(f: &Finding) -> String {
     }
 }
 
-/// "gemm (SM 86.7%, 310.2 FLOP/byte), copy (SM 64.1%, ...)": each kernel's figures of the
-/// finding, in the order it holds them.
+/// "gemm (SM 86.7%, 310.2 FLOP/byte), copy (SM 64.1%, ...)": each kernel of the finding's
+/// figures that has any of `quantities`, in the order it holds them, each figure after its
+/// name ("SM 86.7%") or in its place ("{} a call").
 fn per_kernel(f: &Finding, quantities: &[(Q, &str)]) -> String {
     let mut kernels: Vec<&str> = Vec::new();
     for e in &f.evidence {
@@ -600,7 +559,7 @@ fn per_kernel(f: &Finding, quantities: &[(Q, &str)]) -> String {
             true => (k, crate::model::tagged(k, 40)),
             false => (k, label),
         })
-        .map(|(k, label)| {
+        .filter_map(|(k, label)| {
             let figs: Vec<String> = quantities
                 .iter()
                 .filter_map(|(q, name)| {
@@ -608,13 +567,14 @@ fn per_kernel(f: &Finding, quantities: &[(Q, &str)]) -> String {
                         .evidence
                         .iter()
                         .find(|e| e.quantity == *q && e.scope.kernel.as_deref() == Some(k))?;
-                    Some(match name.is_empty() {
-                        true => e.text.clone(),
-                        false => format!("{name} {}", e.text),
+                    Some(match *name {
+                        "" => e.text.clone(),
+                        n if n.contains("{}") => n.replace("{}", &e.text),
+                        n => format!("{n} {}", e.text),
                     })
                 })
                 .collect();
-            format!("{} ({})", md(&label), figs.join(", "))
+            (!figs.is_empty()).then(|| format!("{} ({})", md(&label), figs.join(", ")))
         })
         .collect::<Vec<_>>()
         .join("; ")

@@ -249,17 +249,20 @@ fn step_lead(f: &Findings) -> String {
     }) else {
         return format!("{lead}. ");
     };
-    match (l.figure(Q::SavingMsPerStep), l.figure(Q::SavingOfStepPct)) {
-        (Some(ms), Some(pct)) => format!(
-            "{lead}; {name} (the first lever, \"Levers\" below) saves up to {} a step ({}). ",
-            ms.text, pct.text
-        ),
-        _ => match l.figure(Q::SavingMsOnce) {
-            Some(once) => format!(
-                "{lead}; {name} (the first lever, \"Levers\" below) saves {} once, before the steady steps. ",
-                once.text
-            ),
-            None => format!("{lead}. "),
+    let first = format!("{lead}; {name} (the first lever, \"Levers\" below)");
+    let fig = |q| l.figure(q).map(|x| x.text.as_str());
+    match (fig(Q::SavingMsPerStep), fig(Q::SavingOfStepPct)) {
+        (Some(ms), Some(pct)) => format!("{first} saves up to {ms} a step ({pct}). "),
+        _ => match (
+            fig(Q::SavingMsPerToken),
+            fig(Q::SavingOfTokenPct),
+            fig(Q::SavingMsOnce),
+        ) {
+            (Some(ms), Some(pct), _) => {
+                format!("{first} would save about {ms} a token ({pct}). ")
+            }
+            (_, _, Some(once)) => format!("{first} saves {once} once, before the steady steps. "),
+            _ => format!("{lead}. "),
         },
     }
 }

@@ -3,7 +3,9 @@
 //! cycle where the loop decides (rules::LOOP_SHARE); the steady instances' where a warm-up or
 //! compiling instances are set apart. What cannot move the wall time is no lever.
 
-use super::super::{Claim, CpuVerdict, Figure, Findings, LeverKind, Quantity, Scope, StepBasis};
+use super::super::{
+    Claim, CpuVerdict, Figure, Findings, LeverKind, LeverUnit, Quantity, Scope, StepBasis,
+};
 use crate::analysis::Artifacts;
 use crate::model::Bound;
 use crate::rules;
@@ -121,9 +123,25 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
         None,
         ev,
     );
-    let mut found: Vec<(LeverKind, f64)> = Vec::new();
+    let fig = |q, v| Figure::new(q, v, &a.sqlite_file, &step.scope);
+    let per_step = |kind, ms: f64| Sized {
+        kind,
+        pct: (100.0 * ms / step.ms).min(100.0),
+        figures: vec![
+            fig(Quantity::SavingMsPerStep, ms),
+            fig(Quantity::SavingOfStepPct, (100.0 * ms / step.ms).min(100.0)),
+        ],
+    };
+    let mut found: Vec<Sized> = Vec::new();
     let (compile_ms, once) = compile_cost(a, &name, &step);
-    found.push((LeverKind::Compile { once }, compile_ms));
+    found.push(match once {
+        true => Sized {
+            kind: LeverKind::Compile { once },
+            pct: 100.0 * compile_ms / step.ms,
+            figures: vec![fig(Quantity::SavingMsOnce, compile_ms)],
+        },
+        false => per_step(LeverKind::Compile { once }, compile_ms),
+    });
     // A one-off cost is not part of the steady step the other levers share.
     let compile_ms = if once { 0.0 } else { compile_ms };
     if let Some(b) = busy.filter(|b| *b < rules::GPU_IDLE.threshold) {
@@ -131,44 +149,81 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
         // (its compiling counted once, above).
         let wait = step.ms * (1.0 - b / 100.0);
         let (verdict, from_graphs) = idle_verdict(a, out, &name);
-        found.push((
-            LeverKind::HostWork {
-                verdict,
-                from_graphs,
-            },
-            (wait - compile_ms).max(0.0),
-        ));
+        let kind = LeverKind::HostWork {
+            verdict,
+            from_graphs,
+        };
+        found.push(per_step(kind, (wait - compile_ms).max(0.0)));
     }
     if busy.is_some_and(|b| b >= rules::GPU_IDLE.threshold) {
-        found.push((LeverKind::Bandwidth, bandwidth_ms(a, step.instances)));
+        found.push(per_step(
+            LeverKind::Bandwidth,
+            bandwidth_ms(a, step.instances),
+        ));
     }
     if let Some(c) = a.captured().filter(|c| c.nccl_wait_ns > 0.0) {
-        found.push((LeverKind::LateRank, c.nccl_wait_ns / step.instances / 1e6));
+        let ms = c.nccl_wait_ns / step.instances / 1e6;
+        found.push(per_step(LeverKind::LateRank, ms));
     }
-    found.retain(|(_, ms)| 100.0 * ms / step.ms >= rules::LEVER_MIN_PCT);
-    // Savings per step first, most first; a one-off saving after them.
-    let once = |k: &LeverKind| matches!(k, LeverKind::Compile { once: true });
-    found.sort_by(|x, y| once(&x.0).cmp(&once(&y.0)).then(y.1.total_cmp(&x.1)));
-    for (rank, (kind, ms)) in found.into_iter().enumerate() {
-        let fig = |q, v| Figure::new(q, v, &a.sqlite_file, &step.scope);
-        let saving = match once(&kind) {
-            true => vec![fig(Quantity::SavingMsOnce, ms)],
-            false => vec![
-                fig(Quantity::SavingMsPerStep, ms),
-                fig(Quantity::SavingOfStepPct, (100.0 * ms / step.ms).min(100.0)),
-            ],
-        };
+    found.extend(super::batching::lever(a, &step, busy, compile_ms));
+    found.extend(super::copies::lever(a, &step, busy));
+    found.retain(|s| s.pct >= rules::LEVER_MIN_PCT);
+    // Savings of the step and of its tokens first, by their share; then those that move the
+    // wall time only after another lever; a one-off saving last.
+    let group = |k: LeverKind| match k.per() {
+        LeverUnit::Step | LeverUnit::Token => 0,
+        LeverUnit::GpuWork => 1,
+        LeverUnit::Once => 2,
+    };
+    found.sort_by(|x, y| (group(x.kind).cmp(&group(y.kind))).then(y.pct.total_cmp(&x.pct)));
+    for (rank, s) in found.into_iter().enumerate() {
         let mut ev = vec![fig(Quantity::StepMs, step.ms)];
-        ev.extend(saving);
-        out.push(
-            Claim::Lever {
-                lever: kind,
-                rank: rank as u32 + 1,
-            },
-            step.scope.clone(),
-            Some(rules::LEVER),
-            ev,
-        );
+        ev.extend(s.figures);
+        let claim = Claim::Lever {
+            lever: s.kind,
+            rank: rank as u32 + 1,
+            band: band(s.kind),
+        };
+        out.push(claim, step.scope.clone(), Some(rule(s.kind)), ev);
+    }
+}
+
+/// A lever sized: its saving's share of what it is counted against (the step, a token, the
+/// GPU's work), and its figures beside the step's time.
+pub(super) struct Sized {
+    pub(super) kind: LeverKind,
+    pub(super) pct: f64,
+    pub(super) figures: Vec<Figure>,
+}
+
+/// The rule a lever kind is sized by.
+fn rule(k: LeverKind) -> rules::Rule {
+    match k {
+        LeverKind::Batch { .. } => rules::SMALL_BATCH,
+        LeverKind::WeightCopy { .. } => rules::WEIGHT_COPY,
+        LeverKind::Compile { .. }
+        | LeverKind::HostWork { .. }
+        | LeverKind::Bandwidth
+        | LeverKind::LateRank => rules::LEVER,
+    }
+}
+
+/// How a lever of this kind held when made for real: the host work of a CPU-bound eager step
+/// (recorded in CUDA graphs or compiled) and compiling in the step (the backend that compiled
+/// turned off) were measured; every other kind was not.
+fn band(k: LeverKind) -> Option<rules::Band> {
+    match k {
+        LeverKind::HostWork {
+            verdict: Some(CpuVerdict::Cpu),
+            from_graphs: false,
+        } => Some(rules::HOST_WORK_BAND),
+        LeverKind::Compile { once: false } => Some(rules::COMPILE_BAND),
+        LeverKind::Compile { once: true }
+        | LeverKind::HostWork { .. }
+        | LeverKind::Bandwidth
+        | LeverKind::LateRank
+        | LeverKind::Batch { .. }
+        | LeverKind::WeightCopy { .. } => None,
     }
 }
 
@@ -199,4 +254,83 @@ fn bandwidth_ms(a: &Artifacts, instances: f64) -> f64 {
         .sum::<f64>()
         / instances
         / 1e6
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use crate::findings::{Claim, Finding, LeverKind, Quantity};
+    use crate::rules;
+
+    /// The levers of a committed run, rank 1 first, as the reports get them.
+    pub(crate) fn levers(path: &str) -> Vec<Finding> {
+        let a = crate::testutil::artifacts(path);
+        let all = crate::findings::derive(&a);
+        let mut out: Vec<Finding> = all
+            .made()
+            .filter(|f| matches!(f.claim, Claim::Lever { .. }))
+            .cloned()
+            .collect();
+        out.sort_by_key(|f| match f.claim {
+            Claim::Lever { rank, .. } => rank,
+            _ => 0,
+        });
+        out
+    }
+
+    pub(crate) fn kind(f: &Finding) -> LeverKind {
+        match f.claim {
+            Claim::Lever { lever, .. } => lever,
+            _ => unreachable!("a lever"),
+        }
+    }
+
+    fn band(f: &Finding) -> Option<rules::Band> {
+        match f.claim {
+            Claim::Lever { band, .. } => band,
+            _ => None,
+        }
+    }
+
+    /// The bands come from the measured table: a CPU-bound eager step's host work (the H200
+    /// qwen2 decode, 0.86-0.94) and compiling in the step (the cuDNN loop, 1.001); host work
+    /// of another verdict, and every other kind, has none.
+    #[test]
+    fn a_lever_carries_the_band_its_kind_was_measured_in() {
+        let eager = levers("examples/sample-run-hf-eager");
+        assert_eq!(eager.len(), 1);
+        assert!(matches!(kind(&eager[0]), LeverKind::HostWork { .. }));
+        assert_eq!(band(&eager[0]), Some(rules::HOST_WORK_BAND));
+        let compile = levers("examples/sample-run");
+        assert_eq!(kind(&compile[0]), LeverKind::Compile { once: false });
+        assert_eq!(band(&compile[0]), Some(rules::COMPILE_BAND));
+        // Compile-bound host work (the rest of the step beyond compiling) was never measured.
+        assert!(matches!(kind(&compile[1]), LeverKind::HostWork { .. }));
+        assert_eq!(band(&compile[1]), None);
+        // Host work around CUDA graphs was not either.
+        let graphs = levers("examples/sample-run-hf-static");
+        assert_eq!(band(&graphs[0]), None);
+        let ranks = levers("examples/sample-run-2gpu");
+        assert_eq!(kind(&ranks[0]), LeverKind::LateRank);
+        assert_eq!(band(&ranks[0]), None);
+    }
+
+    /// A one-off saving ranks after the per-step ones; a per-token saving by its share of the
+    /// time per token among them; a saving of the GPU's work in a host-bound step after those.
+    #[test]
+    fn levers_rank_by_their_share_and_unit() {
+        let auto = levers("examples/sample-run-hf-auto");
+        let shares: Vec<f64> = auto
+            .iter()
+            .filter_map(|f| {
+                f.get(Quantity::SavingOfStepPct)
+                    .or(f.get(Quantity::SavingOfTokenPct))
+            })
+            .collect();
+        assert_eq!(shares.len(), 2);
+        assert!(shares[0] > shares[1], "{shares:?}");
+        let moe = levers("examples/sample-run-hf-moe");
+        assert_eq!(kind(&moe[1]), LeverKind::WeightCopy { after_host: true });
+        // Its share is of the GPU's work, larger than a share of the step it follows would be.
+        assert!(moe[1].get(Quantity::SavingOfGpuWorkPct).unwrap() > 26.0);
+    }
 }

@@ -1,7 +1,9 @@
 //! The rules applied to a run's figures: one function per subject, each adding the findings
 //! its figures support (and the ones it abstains from) in the order the reports read them.
 
+mod batching;
 mod census;
+mod copies;
 mod coverage;
 mod cycle;
 mod groups;

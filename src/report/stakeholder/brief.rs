@@ -73,22 +73,20 @@ pub(crate) fn in_short(f: &Findings) -> Option<String> {
         .take(3)
         .collect();
     for (i, l) in levers.iter().enumerate() {
-        let Claim::Lever { lever, .. } = l.claim else {
+        let Claim::Lever { lever, band, .. } = l.claim else {
             continue;
         };
         let lead = match i {
             0 => "First change",
             _ => "Next",
         };
-        let buys = match l.figure(Q::SavingMsOnce) {
-            Some(once) => format!("It saves {} once, at the start", once.text),
-            None => format!(
-                "It can save up to {} a step ({} of it)",
-                l.text(Q::SavingMsPerStep),
-                l.text(Q::SavingOfStepPct)
-            ),
-        };
-        let _ = write!(s, "\n\n{lead}: {}. {buys}.", plain(lever));
+        let _ = write!(
+            s,
+            "\n\n{lead}: {}. {}. {}",
+            plain(lever),
+            buys(l),
+            crate::report::phrase::band_plain(band)
+        );
     }
     if levers.is_empty() {
         s.push_str(
@@ -130,15 +128,52 @@ fn waits_for(f: &Findings, name: &str) -> Option<&'static str> {
 }
 
 /// A lever in plain words.
-fn plain(l: LeverKind) -> &'static str {
+fn plain(l: LeverKind) -> String {
     match l {
-        LeverKind::Compile { once: true } => "run each input size once before the real work, so the GPU code it needs is built before it",
-        LeverKind::Compile { once: false } => "stop rebuilding GPU code inside the step (keep input shapes fixed or to a few sizes, and run each size once before the real work)",
-        LeverKind::HostWork { from_graphs: true, .. } => "cut the CPU work around the recorded GPU steps (the bookkeeping between them)",
-        LeverKind::HostWork { verdict: Some(CpuVerdict::Sync), .. } => "stop the CPU from waiting for GPU results inside the step",
-        LeverKind::HostWork { .. } => "cut the CPU work the GPU waits for (compile the step, record it once and replay it)",
-        LeverKind::Bandwidth => "make the memory-heavy GPU work read and write less memory (merge small steps, smaller data types)",
-        LeverKind::LateRank => "make the slowest GPU keep pace with the others",
+        LeverKind::Compile { once: true } => "run each input size once before the real work, so the GPU code it needs is built before it".into(),
+        LeverKind::Compile { once: false } => "stop rebuilding GPU code inside the step (keep input shapes fixed or to a few sizes, and run each size once before the real work)".into(),
+        LeverKind::HostWork { from_graphs: true, .. } => "cut the CPU work around the recorded GPU steps (the bookkeeping between them)".into(),
+        LeverKind::HostWork { verdict: Some(CpuVerdict::Sync), .. } => "stop the CPU from waiting for GPU results inside the step".into(),
+        LeverKind::HostWork { .. } => "cut the CPU work the GPU waits for (compile the step, record it once and replay it)".into(),
+        LeverKind::Bandwidth => "make the memory-heavy GPU work read and write less memory (merge small steps, smaller data types)".into(),
+        LeverKind::LateRank => "make the slowest GPU keep pace with the others".into(),
+        LeverKind::Batch { batch, forwards: 1, to } => format!("serve {to} sequences at once instead of {batch}, where the GPU's memory allows"),
+        LeverKind::Batch { to, .. } => format!("serve the {to} requests of a step together, not one at a time, if they are separate requests"),
+        LeverKind::WeightCopy { .. } => "stop copying large blocks of model weights inside each step (in a mixture-of-experts model, read the chosen experts' weights where they are)".into(),
+    }
+}
+
+/// What a lever buys, in its unit.
+fn buys(l: &Finding) -> String {
+    if let Some(once) = l.figure(Q::SavingMsOnce) {
+        return format!("It saves {} once, at the start", once.text);
+    }
+    if let (Some(then), Some(now)) = (l.get(Q::StepMsThen), l.get(Q::StepMs)) {
+        let step = match then > now {
+            true => "though each step would take",
+            false => "and each step would take",
+        };
+        return format!(
+            "Each token would cost about {} instead of {} ({} less), {step} {} instead of {}",
+            l.text(Q::TokenMsThen),
+            l.text(Q::TokenMsNow),
+            l.text(Q::SavingOfTokenPct),
+            l.text(Q::StepMsThen),
+            l.text(Q::StepMs)
+        );
+    }
+    match l.figure(Q::GpuWorkMsPerStep) {
+        Some(gpu) => format!(
+            "Once the CPU work above is gone, it can save up to {} of the GPU's {} of work a step ({} of it)",
+            l.text(Q::SavingMsPerStep),
+            gpu.text,
+            l.text(Q::SavingOfGpuWorkPct)
+        ),
+        None => format!(
+            "It can save up to {} a step ({} of it)",
+            l.text(Q::SavingMsPerStep),
+            l.text(Q::SavingOfStepPct)
+        ),
     }
 }
 

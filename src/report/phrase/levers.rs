@@ -1,0 +1,185 @@
+//! Levers phrased: what to change, what it saves in its unit (a step, a token, the GPU's work,
+//! once), what the saving rests on, and how such a saving held when the change was made for
+//! real (the lever's band), or that it never was.
+
+use super::groups;
+use crate::findings::{Finding, LeverKind, Quantity as Q};
+use crate::rules::Band;
+
+/// A lever in a few words, for the headline.
+pub(crate) fn lever_name(lever: LeverKind) -> String {
+    match lever {
+        LeverKind::Compile { once: true } => "warming the shapes before the measured work".into(),
+        LeverKind::Compile { once: false } => "not compiling GPU code inside the step".into(),
+        LeverKind::HostWork { .. } => "moving the host work the GPU waits for off the step".into(),
+        LeverKind::Bandwidth => "bringing the memory-bound kernels nearer the DRAM peak".into(),
+        LeverKind::LateRank => "bringing the late rank in step".into(),
+        LeverKind::Batch {
+            forwards: 1, to, ..
+        } => {
+            format!("running {to} sequences per forward pass")
+        }
+        LeverKind::Batch { to, .. } => format!("forwarding the step's {to} requests in one pass"),
+        LeverKind::WeightCopy { .. } => {
+            "reading the weights in place instead of copying them by index".into()
+        }
+    }
+}
+
+/// A lever, what it buys and how sure that is (no sources, no full stop).
+pub(crate) fn lever_clause(f: &Finding, lever: LeverKind, band: Option<Band>) -> String {
+    let (what, bound) = match lever {
+        LeverKind::Compile { once: true } => {
+            return format!(
+                "warm the shapes before the measured work (or keep fewer of them): the instances before the steady ones spend {} compiling and loading GPU code, paid once, not in the {} steady step; {}",
+                f.text(Q::SavingMsOnce),
+                f.text(Q::StepMs),
+                band_clause(lever, band)
+            )
+        }
+        LeverKind::Batch { .. } => return batch(f, lever, band),
+        LeverKind::WeightCopy { after_host } => return copies(f, after_host, band),
+        LeverKind::Compile { once: false } => (
+            "stop compiling and loading GPU code inside the step (fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles)".to_string(),
+            "the compiling and loading measured in it",
+        ),
+        LeverKind::HostWork { verdict, from_graphs } => (
+            format!("move the host work the GPU waits for off the step: {}", groups::host_next(verdict, from_graphs)),
+            "the time the GPU waits beyond compiling; a change that also fuses kernels can save more",
+        ),
+        LeverKind::Bandwidth => (
+            "bring the memory-bound kernels nearer the DRAM peak (fuse them with their neighbours, move fewer bytes)".to_string(),
+            "at most: their time beyond what their DRAM traffic needs at the peak",
+        ),
+        LeverKind::LateRank => (
+            "bring the late rank in step (its host work, launches or shard size)".to_string(),
+            "the NCCL waiting in it",
+        ),
+    };
+    format!(
+        "{what}; it saves {} per step, {} of the {} step ({bound}); {}",
+        f.text(Q::SavingMsPerStep),
+        f.text(Q::SavingOfStepPct),
+        f.text(Q::StepMs),
+        band_clause(lever, band)
+    )
+}
+
+/// More sequences per pass, per token, with the split of the step it is predicted from.
+fn batch(f: &Finding, lever: LeverKind, band: Option<Band>) -> String {
+    let what = match lever {
+        LeverKind::Batch { forwards: 1, .. } => format!(
+            "run {} sequences per forward pass instead of {} (where the GPU's memory holds their KV cache)",
+            f.text(Q::BatchThen),
+            f.text(Q::BatchSequences)
+        ),
+        _ => format!(
+            "forward the step's {} passes of one sequence each as one pass of {} (each step's tokens marks say one sequence a pass; where the passes are different requests', as a serving loop that forwards each request alone runs them, and not one sequence's successive tokens, which cannot share a pass)",
+            f.text(Q::PassesPerStep),
+            f.text(Q::BatchThen)
+        ),
+    };
+    let bytes = match (f.figure(Q::StepSampledDramMb), f.figure(Q::StepDramFloorMs)) {
+        (Some(mb), Some(ms)) => format!(
+            ", and reading the step's {} of DRAM traffic (the nsys pass's samples) at the ceiling bandwidth, {}",
+            mb.text, ms.text
+        ),
+        _ => String::new(),
+    };
+    let compiling = f.figure(Q::CompileMsPerStep).map_or(String::new(), |c| {
+        format!(
+            " beyond its {} of compiling, which stays once a step",
+            c.text
+        )
+    });
+    format!(
+        "{what}: a token costs {} now (the {} step over its tokens) and would cost {}, {} less ({}), each step then taking {}; predicted from this run's split of the step, {} fixed per pass (the time the GPU waits for the host{compiling}{bytes}) and {} of the GPU's work taken to grow in proportion to the sequences (faster than small-batch work grows, so the new step is an upper bound); {}",
+        f.text(Q::TokenMsNow),
+        f.text(Q::StepMs),
+        f.text(Q::TokenMsThen),
+        f.text(Q::SavingMsPerToken),
+        f.text(Q::SavingOfTokenPct),
+        f.text(Q::StepMsThen),
+        f.text(Q::FixedMsPerStep),
+        f.text(Q::GrowingMsPerStep),
+        band_clause(lever, band)
+    )
+}
+
+/// Copies of weight-sized data by index, with the bytes that make them weight-sized.
+fn copies(f: &Finding, after_host: bool, band: Option<Band>) -> String {
+    let saves = match after_host {
+        true => format!(
+            "it saves their {} of kernel time per step, {} of the GPU's {} of work per step: the GPU waits for the host most of the {} step, so the wall time moves by it only once the host work is off the step",
+            f.text(Q::SavingMsPerStep),
+            f.text(Q::SavingOfGpuWorkPct),
+            f.text(Q::GpuWorkMsPerStep),
+            f.text(Q::StepMs)
+        ),
+        false => format!(
+            "it saves their {} of kernel time per step, {} of the {} step",
+            f.text(Q::SavingMsPerStep),
+            f.text(Q::SavingOfStepPct),
+            f.text(Q::StepMs)
+        ),
+    };
+    format!(
+        "read the weights in place instead of copying them by index every step: the kernels that copy by index, {}, move {} a step (ncu's DRAM rate times the launches' mean time), at the scale of the largest matrix product, {}; a mixture-of-experts layer's eager path copies this way the chosen experts' weights before its matrix products read them again, which a grouped matrix-product kernel reads in place; {saves}; {}",
+        super::per_kernel(f, &[(Q::CopyMbPerCall, "{} a call"), (Q::CopyCallsPerStep, "{} calls a step")]),
+        f.text(Q::CopyMbPerStep),
+        super::per_kernel(f, &[(Q::MatrixMbPerCall, "{} a call")]),
+        band_clause(LeverKind::WeightCopy { after_host }, band)
+    )
+}
+
+/// How such a saving held when the change was made for real: its band, or what the saving is
+/// where it was never checked.
+fn band_clause(lever: LeverKind, band: Option<Band>) -> String {
+    let Some(b) = band else {
+        let what = match lever {
+            LeverKind::Batch { .. } => "a prediction",
+            LeverKind::Compile { once: true } => "this run's measured cost",
+            _ => "an upper bound",
+        };
+        return format!("{what} not yet checked against a real change");
+    };
+    let changes = b.changes.join(", ");
+    // A file of stage2's repository, not of the run directory: quoted, not a footnote.
+    let from = format!("stage2's {}", crate::text::code(b.source));
+    match ratio(b.lo) == ratio(b.hi) {
+        true => format!(
+            "made for real once ({changes}), it saved {} of the predicted saving on an {} ({from})",
+            ratio(b.lo),
+            b.gpu
+        ),
+        false => format!(
+            "made for real, it saved {}-{} of the predicted saving on an {} ({changes}; {from})",
+            ratio(b.lo),
+            ratio(b.hi),
+            b.gpu
+        ),
+    }
+}
+
+/// A measured over predicted saving as the reports print it and the bench compares it.
+fn ratio(r: f64) -> String {
+    format!("{r:.2}")
+}
+
+/// How sure a lever's saving is, in a manager's words: "On a test GPU this kind of change
+/// saved 86-94% of its estimate."
+pub(crate) fn band_plain(band: Option<Band>) -> String {
+    let pct = |r: f64| format!("{:.0}%", 100.0 * r);
+    match band {
+        Some(b) if pct(b.lo) == pct(b.hi) => format!(
+            "On a test GPU this kind of change saved {} of its estimate.",
+            pct(b.lo)
+        ),
+        Some(b) => format!(
+            "On a test GPU this kind of change saved {:.0}-{} of its estimate.",
+            100.0 * b.lo,
+            pct(b.hi)
+        ),
+        None => "This estimate has not yet been checked against a real change.".into(),
+    }
+}

@@ -1,0 +1,71 @@
+//! The levers' rules, and the band each lever's saving held in when the change was made for
+//! real on a GPU (`bench/run.sh levers`): the reports print a lever's band beside its saving,
+//! and a lever with none says that its saving was never checked against a real change.
+
+use serde::Serialize;
+
+use super::Rule;
+
+/// Levers: each sized per step from this run's figures, ranked by that saving.
+pub(crate) const LEVER: Rule = Rule {
+    id: "lever",
+    text: "a lever is sized per step (the loop's cycle where the loop decides, else the steady instances' median, else the mean instance): compiling and loading GPU code, its measured time per instance; host work where the GPU works under 50% of the step, the step's time the GPU waits beyond that compiling (an upper bound: the kernels stay); memory-bound kernels where the GPU is busy, (1 - DRAM throughput) of their time (an upper bound at the peak bandwidth); NCCL waiting for late ranks, its time per step; levers are ranked by their saving's share of the step (a per-token lever's of the time per token), those that move the wall time only after another lever last; levers under 5% of the step are not given",
+    threshold: 5.0,
+};
+
+/// A lever that saves under this share of the step is no lever.
+pub(crate) const LEVER_MIN_PCT: f64 = 5.0;
+
+/// More sequences per forward pass where a decode step's cost is mostly fixed per step: the
+/// host work the GPU waits for is the same for one sequence or several, and so is reading the
+/// weights.
+pub(crate) const SMALL_BATCH: Rule = Rule {
+    id: "small_batch",
+    text: "where every tokens mark (stage2:tokens batch=B new=N) in the captured range's steps is of one new token per sequence, and the step's unchanging part is at least 50% of it: the step's compiling stays once a step; the rest of the time the GPU waits stays once a forward pass, and so does, where the samples give the step's DRAM bytes, reading them at the ceiling bandwidth (at most the GPU's work); the rest of the GPU's work grows by B'/B (an upper bound on how that work grows); the time per token at B' sequences is that step over B' tokens, against the step over its tokens now; B' is 2B, or where the steps (4 or more) run several passes of one sequence each, one pass of all of them, said to hold only where they are separate requests",
+    threshold: 50.0,
+};
+
+/// Copies by index of weight-sized data: a mixture-of-experts layer's eager path gathers the
+/// chosen experts' weights every step before its matrix products read them.
+pub(crate) const WEIGHT_COPY: Rule = Rule {
+    id: "weight_copy",
+    text: "kernels that copy by index (gather or index in their name) moving per call, ncu's DRAM rate times the launches' mean nsys duration, at least 50% of what the captured range's largest matrix product (a kernel issuing tensor-core operations) moves per call: their kernel time per step is the saving; where the GPU works under 50% of the step it moves the wall time only once the host work is off the step, and is sized against the GPU's work per step",
+    threshold: 50.0,
+};
+
+/// How a lever's predicted saving held when the change was made for real: the measured saving
+/// over the predicted one, lowest and highest, over the changes named, on one GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct Band {
+    pub(crate) lo: f64,
+    pub(crate) hi: f64,
+    pub(crate) gpu: &'static str,
+    pub(crate) changes: &'static [&'static str],
+    pub(crate) source: &'static str,
+}
+
+/// The run of `bench/run.sh levers` the bands come from.
+const LEVERS_RUN: &str = "bench/runs/2026-11-28-h200-levers.md";
+
+/// Host work of a CPU-bound eager decode (the GPU waiting on Python and launches), removed by
+/// recording the step in CUDA graphs (0.86) or compiling it (0.94).
+pub(crate) const HOST_WORK_BAND: Band = Band {
+    lo: 0.86,
+    hi: 0.94,
+    gpu: "H200",
+    changes: &[
+        "eager -> static cache with CUDA graphs",
+        "eager -> torch.compile",
+    ],
+    source: LEVERS_RUN,
+};
+
+/// Compiling inside the step (cuDNN's SDPA built for each new KV length), removed by turning
+/// cuDNN's SDPA off.
+pub(crate) const COMPILE_BAND: Band = Band {
+    lo: 1.001,
+    hi: 1.001,
+    gpu: "H200",
+    changes: &["cuDNN SDPA -> SDPA without cuDNN"],
+    source: LEVERS_RUN,
+};
