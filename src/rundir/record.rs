@@ -200,7 +200,8 @@ impl NcuScope {
     ) -> Self {
         NcuScope {
             range: include.as_deref().and_then(crate::config::range_of),
-            same_as_capture: include.is_none() || NcuTarget::of(config, capture).same_as_capture,
+            same_as_capture: include.is_none()
+                || NcuTarget::beside(config, capture).same_as_capture,
             include,
         }
     }

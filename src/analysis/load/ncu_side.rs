@@ -38,7 +38,7 @@ impl NcuSide {
         let (include, base) = match recorded {
             Some(r) => (r.include, r.base),
             None => {
-                let target = crate::config::NcuTarget::of(config, capture);
+                let target = crate::config::NcuTarget::beside(config, capture);
                 let (include, base, _) = include_and_base(&target, style_for(config, &target, run));
                 (include, base)
             }
