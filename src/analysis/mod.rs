@@ -141,7 +141,8 @@ pub(crate) struct Artifacts {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Focus {
     range: Option<String>,
-    domain: Option<String>,
+    /// The NVTX domain the range lives in, where the capture named one.
+    pub(crate) domain: Option<String>,
     /// The capture held the range's first instance (or window) alone.
     pub(crate) first_only: bool,
 }
@@ -158,11 +159,6 @@ impl Focus {
     /// The range's name (None: the capture is the whole run).
     pub(crate) fn range(&self) -> Option<&str> {
         self.range.as_deref()
-    }
-
-    /// The NVTX domain the range lives in, where the capture named one.
-    pub(crate) fn domain(&self) -> Option<&str> {
-        self.domain.as_deref()
     }
 }
 

@@ -351,28 +351,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn osrt_over_a_long_capture_warns() {
-        let warned = |over: &[&str]| {
-            let (_tmp, cfg, run, workload) =
-                fixture(&[&["workload.argv=[python3,w.py]"], over].concat());
-            let ctx = quiet(&cfg, &run, &workload);
-            let nsys = NsysPass {
-                tool: Some("/no/such/nsys".into()),
-                profiled: None,
-                reuse: None,
-                metric_set: None,
-            };
-            let w = nsys.warnings(&ctx, &nsys.plan(&ctx).unwrap());
-            w.iter().any(|x| x.contains("2.5 GB"))
-        };
-        let osrt = "nsys.trace=cuda,nvtx,osrt";
-        assert!(warned(&["nsys.gating_nvtx=false", osrt]));
-        assert!(warned(&[osrt]));
-        assert!(!warned(&["nsys.gating_nvtx=false", "nsys.trace=cuda,nvtx"]));
-        assert!(!warned(&[osrt, "nsys.capture_range_end=stop"]));
-    }
-
     /// Both passes planned and driven as a dry run: command lines and status, nothing run
     /// (the programs named do not exist).
     #[test]

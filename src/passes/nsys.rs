@@ -344,11 +344,9 @@ impl Pass for NsysPass {
     }
 
     fn warnings(&self, ctx: &Ctx, plan: &NsysPlan) -> Vec<String> {
-        let c = &plan.record.capture;
-        let osrt = ctx.cfg.nsys.trace.split(',').any(|t| t.trim() == "osrt");
-        // The whole run, or on past the range's first instance.
-        let long = c.range().is_none() || !c.first_only();
-        (osrt && long).then(|| "nsys traces osrt over a long capture: osrt once wrote a 2.5 GB intermediate file for a 1-second range of a tiny workload. Gate on a short range or drop it (nsys.trace=cuda,nvtx)".to_string()).into_iter().collect()
+        osrt_warning(&ctx.cfg.nsys, &plan.record.capture)
+            .into_iter()
+            .collect()
     }
 
     fn diagnose(&self, ctx: &Ctx, plan: &NsysPlan, st: &PassStatus) -> Option<String> {

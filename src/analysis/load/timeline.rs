@@ -50,7 +50,7 @@ impl Timeline {
         // Operator ranges are not steps, nor are the ranges a library emits in its own NVTX
         // domain (CUB's `cub::DeviceRadixSort` inside a sampling step): their instances are not
         // grouped.
-        let (all, library) = db.ranges_and_library_names(focus.domain())?;
+        let (all, library) = db.ranges_and_library_names(focus.domain.as_deref())?;
         let has_ops = all.iter().any(|r| ops::is_op(&r.name));
         // One nesting index for every consumer.
         let nest = nesting::Nesting::new(&all);

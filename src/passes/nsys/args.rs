@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::config::{CaptureRange, Launcher, Nsys};
+use crate::config::{Capture, CaptureRange, Launcher, Nsys};
 use crate::error::Error;
 
 /// The reports `nsys stats` writes as `summary_<report>.csv`.
@@ -62,6 +62,13 @@ pub(crate) fn capture_args(cfg: &Nsys, domain: Option<&str>) -> Result<Vec<Strin
         }
     }
     Ok(a)
+}
+
+/// osrt traced over a long capture (the whole run, or on past its range's first instance).
+pub(crate) fn osrt_warning(cfg: &Nsys, capture: &Capture) -> Option<String> {
+    let osrt = cfg.trace.split(',').any(|t| t.trim() == "osrt");
+    let long = capture.range().is_none() || !capture.first_only();
+    (osrt && long).then(|| "nsys traces osrt over a long capture: osrt once wrote a 2.5 GB intermediate file for a 1-second range of a tiny workload. Gate on a short range or drop it (nsys.trace=cuda,nvtx)".to_string())
 }
 
 /// How many GPUs the nsys pass samples where `cuda-visible` is every GPU of a machine of
