@@ -1,6 +1,6 @@
 //! What each pass is scoped to, typed once from the config: the nsys capture and ncu's NVTX
 //! range. The passes decide them at plan time and write them into the run record
-//! (status.json); the analysis reads that record back.
+//! (status.json), which the analysis and `stage2 diff` read back.
 
 use serde::{Deserialize, Serialize};
 
