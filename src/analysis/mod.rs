@@ -463,7 +463,8 @@ impl Artifacts {
                 source: self.sqlite_file.clone(),
             });
         }
-        let r = self.capture_range()?;
+        // The range as nvtx_sum reports it.
+        let r = self.ranges.as_ref()?.iter().find(|r| r.name() == name)?;
         let (kernel_ns, launches) = self.kernel_totals();
         Some(Captured {
             name,
@@ -477,12 +478,6 @@ impl Artifacts {
             nccl_wait_ns: wait.unwrap_or(0.0).min(kernel_ns),
             source: format!("{NVTX_SUM}, {KERN_SUM}"),
         })
-    }
-
-    /// The NVTX range the nsys capture was gated on, as nvtx_sum reports it.
-    pub(crate) fn capture_range(&self) -> Option<&RangeSum> {
-        let name = self.focus.range()?;
-        self.ranges.as_ref()?.iter().find(|r| r.name() == name)
     }
 
     /// The profilers of this run that were test doubles replaying a recorded capture (env.json
