@@ -8,15 +8,15 @@ use std::path::{Path, PathBuf};
 use super::nvtx::{include_and_base, style_for};
 use super::{
     cadence, graphs, kernels, ledger, nesting, ops, pysamples, ranks, repeats, roofline, sampled,
-    scan, tokens, Artifacts,
+    scan, tokens, Artifacts, Focus,
 };
-use crate::config::{Capture, Config};
+use crate::config::{Config, NcuTarget};
 use crate::error::Error;
 use crate::model::{self, KernelRecord};
 use crate::parse::ncu::{self, NcuReport};
 use crate::parse::nsys::{self, ApiSum, KernelSum, RangeSum};
 use crate::parse::sqlite::{NsysDb, NvtxRange};
-use crate::rundir::record::{NcuScope, NsysRecord, RunRecord};
+use crate::rundir::record::{NcuScope, RunRecord, SamplingRecord};
 use crate::rundir::status::Status;
 use crate::rundir::{RunDir, KERN_SUM};
 
@@ -65,15 +65,15 @@ fn baseline(
 fn crosscheck(run: &RunDir, sqlite: &Path, a: &Artifacts) -> Option<super::nvidia::Crosscheck> {
     let name = sqlite.file_name()?.to_string_lossy();
     let base = name.strip_suffix(".sqlite").unwrap_or(&name);
-    let grids =
-        a.small_grids()
-            .zip(a.capture().range())
-            .map(|(g, range)| super::nvidia::OurGrids {
-                range,
-                blocks: g.blocks,
-                small_ns: g.ns,
-                kernels: &a.kernel_blocks,
-            });
+    let grids = a
+        .small_grids()
+        .zip(a.focus.range())
+        .map(|(g, range)| super::nvidia::OurGrids {
+            range,
+            blocks: g.blocks,
+            small_ns: g.ns,
+            kernels: &a.kernel_blocks,
+        });
     let dir = run.path.join("nvidia");
     super::nvidia::read(&dir, base, &a.range_stats, grids, |p| run.relative(p)).unwrap_or_else(
         |e| {
@@ -132,24 +132,19 @@ impl Artifacts {
     pub(crate) fn load(run: &RunDir, config: Config) -> Result<Artifacts, Error> {
         let status = Status::read(&run.path);
         let mut record = RunRecord::read(status.as_ref(), &config);
+        let focus = Focus::of(&record.nsys.capture);
         let stats = Stats::load(run)?;
-        let mut ncu = NcuSide::load(run, &config, status.as_ref(), &record.nsys.capture);
+        let unrecorded = NcuTarget::beside(&config, &record.nsys.capture);
+        let mut ncu = NcuSide::load(run, &config, status.as_ref(), &unrecorded);
         if record.ncu.is_none() {
-            let capture = &record.nsys.capture;
-            record.ncu = Some(NcuScope::of_expression(
-                ncu.include.clone(),
-                &config,
-                capture,
-            ));
+            record.ncu = Some(NcuScope::of_expression(ncu.include.clone(), &unrecorded));
         }
         ncu.named = record.ncu.as_ref().and_then(|n| n.range.clone());
-        let capture = record.nsys.capture.clone();
         let first_rank = stats.rank_data.first().map(|r| r.rank);
         let rule = super::instances::Rule::parse(&config.report.instances)
             .unwrap_or(super::instances::Rule::Auto);
         let request = ncu.shape_request();
-        let (sqlite, db, mut timeline) =
-            timeline(run, first_rank, &capture, rule, request.as_ref())?;
+        let (sqlite, db, mut timeline) = timeline(run, first_rank, &focus, rule, request.as_ref())?;
         if let Some(t) = &timeline {
             ncu.shapes = ncu.weigh_shapes(t.shapes.as_ref());
         }
@@ -159,8 +154,7 @@ impl Artifacts {
         let (mut kernel_blocks, mut sm_count) = (HashMap::new(), None);
         let kernel_devices = db.as_ref().map(|d| d.kernel_devices()).transpose()?;
         // One process with a captured range in the export: its kernels, not the whole capture's.
-        if let (Some(t), Some(_), true) =
-            (&mut timeline, capture.range(), stats.rank_data.is_empty())
+        if let (Some(t), Some(_), true) = (&mut timeline, focus.range(), stats.rank_data.is_empty())
         {
             if !t.kernel_rows.is_empty() {
                 kernels_nsys = Some(std::mem::take(&mut t.kernel_rows));
@@ -182,7 +176,7 @@ impl Artifacts {
             kernels_nsys.as_deref(),
             mangled.as_ref(),
             &ncu,
-            capture.range(),
+            focus.range(),
         );
         let json = |f: &str| -> Option<serde_json::Value> {
             let text = crate::files::read_capped(&run.file(f), crate::files::RUN_FILE_CAP).ok()?;
@@ -190,9 +184,13 @@ impl Artifacts {
         };
         let mut env = json("env.json");
         let peaks = ncu.peaks();
-        let read = (db.as_ref(), timeline.as_ref(), capture.range());
+        let read = (db.as_ref(), timeline.as_ref(), focus.range());
         let given = (env.as_ref(), peaks.as_ref());
-        let sampled = sampled_of(run, (&config, &record.nsys), given, read).map(|mut s| {
+        let sampling = (
+            record.nsys.sampling.as_ref(),
+            record.nsys.sampling_off.as_deref(),
+        );
+        let sampled = sampled_of(run, (&config, sampling), given, read).map(|mut s| {
             // Under a launcher the timeline is the first rank's, and rank 0 alone samples.
             s.rank = first_rank;
             s.attach(&mut records);
@@ -230,7 +228,7 @@ impl Artifacts {
                 None => Default::default(),
             };
         let attention = timeline.as_ref().map_or_else(Vec::new, |t| {
-            super::attention::per_phase(&range_stats, &t.attention, capture.range())
+            super::attention::per_phase(&range_stats, &t.attention, focus.range())
         });
         let step_work = timeline
             .as_mut()
@@ -265,6 +263,7 @@ impl Artifacts {
             api_sum_file: run.relative(&stats.api_sum),
             kern_sum_file,
             record,
+            focus,
             rank_data: stats.rank_data,
             peaks,
             config,
@@ -287,7 +286,7 @@ impl Artifacts {
             baseline_file: String::new(),
         };
         a.classify_bounds();
-        (a.observed, a.baseline_file) = baseline(run, &a.range_stats, a.capture().first_only());
+        (a.observed, a.baseline_file) = baseline(run, &a.range_stats, a.focus.first_only);
         a.nvidia = crosscheck(run, &sqlite, &a);
         a.nvidia_ncu = ncu_crosscheck(run, &a);
         if let (Some(db), Some(t)) = (&db, &timeline) {
@@ -315,7 +314,7 @@ impl Artifacts {
         ranges: &[NvtxRange],
         marks: &[(i64, i64, String)],
     ) -> Vec<tokens::PhaseCost> {
-        let captured = self.capture().range();
+        let captured = self.focus.range();
         tokens::costs(&self.range_stats, ranges, marks, captured, |s| {
             let peaks = self.peaks.as_ref()?;
             let whole = self

@@ -113,6 +113,8 @@ pub(crate) struct Artifacts {
     /// What the run decided at plan time (the capture, its sampling, ncu's scope), read back
     /// from status.json.
     pub(crate) record: RunRecord,
+    /// The range the run is about, decided once from the record's capture.
+    pub(crate) focus: Focus,
     /// CUDA graph launches per range name, read from the export (see analysis::graphs).
     pub(crate) graphs: BTreeMap<String, graphs::GraphUse>,
     /// Repeated ranges whose instances fall into groups (see analysis::instances).
@@ -140,6 +142,32 @@ pub(crate) struct Artifacts {
     pub(crate) speculation: Option<spec::Speculation>,
     /// What the sampled steps' range must read by the model's own numbers (the hook's marks).
     pub(crate) census: Option<census::Census>,
+}
+
+/// The range a run is about, decided once from its record: the one nsys's capture was gated
+/// on, as the export names it (the cudaProfilerStart/Stop windows read as one), in its domain.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Focus {
+    range: Option<String>,
+    /// The NVTX domain the range lives in, where the capture named one.
+    pub(crate) domain: Option<String>,
+    /// The capture held the range's first instance (or window) alone.
+    pub(crate) first_only: bool,
+}
+
+impl Focus {
+    pub(crate) fn of(c: &Capture) -> Focus {
+        Focus {
+            range: c.range().map(str::to_string),
+            domain: c.domain().map(str::to_string),
+            first_only: c.first_only(),
+        }
+    }
+
+    /// The range's name (None: the capture is the whole run).
+    pub(crate) fn range(&self) -> Option<&str> {
+        self.range.as_deref()
+    }
 }
 
 /// The captured range's headline figures, from the best source the run has.
@@ -200,7 +228,7 @@ impl Artifacts {
     /// Whether the kernel table's rows sum the captured range's launches (else every launch
     /// in the capture).
     pub(crate) fn kernel_table_in_range(&self) -> bool {
-        self.capture().range().is_some()
+        self.focus.range().is_some()
             && self.kern_sum_file == self.sqlite_file
             && self.capture_range_missing().is_none()
     }
@@ -209,7 +237,7 @@ impl Artifacts {
     /// typo such as `decod`, or a capture that opened on another name): nothing in the
     /// export is that range's. None where the capture names no range, or no range was read.
     pub(crate) fn capture_range_missing(&self) -> Option<&str> {
-        let Capture::NvtxRange { name, .. } = self.capture() else {
+        let Capture::NvtxRange { name, .. } = &self.record.nsys.capture else {
             return None;
         };
         let read = self.range_stats.iter().any(|r| r.instances > 0);
@@ -222,7 +250,7 @@ impl Artifacts {
 
     /// The captured range and how many of its instances the export holds (None: no range).
     pub(crate) fn captured_instances(&self) -> Option<(&str, u64)> {
-        let range = self.capture().range()?;
+        let range = self.focus.range()?;
         let n = self
             .range_stats
             .iter()
@@ -401,11 +429,6 @@ impl Artifacts {
         Some((100.0 * measured / r.kernel_ns as f64).min(100.0))
     }
 
-    /// What the nsys pass captured.
-    pub(crate) fn capture(&self) -> &Capture {
-        &self.record.nsys.capture
-    }
-
     /// The NVTX include expression the ncu pass used (None: not gated, or no ncu pass).
     pub(crate) fn ncu_include(&self) -> Option<&str> {
         self.record.ncu.as_ref()?.include.as_deref()
@@ -432,7 +455,7 @@ impl Artifacts {
     /// The captured range's wall time, kernel time and launches: from the SQLite export's
     /// per-range attribution when there is one, else from the stats CSVs.
     pub(crate) fn captured(&self) -> Option<Captured> {
-        let name = self.capture().range()?.to_string();
+        let name = self.focus.range()?.to_string();
         // Single-rank views are the first rank's; so is the wait (see ranks::nccl_waits).
         let wait = self.rank_data.first().and_then(|r| r.nccl_wait_ns);
         if let Some(s) = self.range_stats.iter().find(|s| s.name == name) {
@@ -448,7 +471,8 @@ impl Artifacts {
                 source: self.sqlite_file.clone(),
             });
         }
-        let r = self.capture_range()?;
+        // The range as nvtx_sum reports it.
+        let r = self.ranges.as_ref()?.iter().find(|r| r.name() == name)?;
         let (kernel_ns, launches) = self.kernel_totals();
         Some(Captured {
             name,
@@ -462,12 +486,6 @@ impl Artifacts {
             nccl_wait_ns: wait.unwrap_or(0.0).min(kernel_ns),
             source: format!("{NVTX_SUM}, {KERN_SUM}"),
         })
-    }
-
-    /// The NVTX range the nsys capture was gated on, as nvtx_sum reports it.
-    pub(crate) fn capture_range(&self) -> Option<&RangeSum> {
-        let name = self.capture().range()?;
-        self.ranges.as_ref()?.iter().find(|r| r.name() == name)
     }
 
     /// The profilers of this run that were test doubles replaying a recorded capture (env.json

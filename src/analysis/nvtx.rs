@@ -200,7 +200,7 @@ mod tests {
         })
         .unwrap()
         .config;
-        let target = crate::config::Scope::of(&cfg).ncu;
+        let target = crate::config::NcuTarget::of(&cfg);
         assert_eq!(style_for(&cfg, &target, &run), Style::StartEnd);
     }
 

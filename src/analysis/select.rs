@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, NcuTarget, Scope};
+use crate::config::{Config, NcuTarget};
 use crate::parse::nsys::{read_kernels, KernelSum};
 use crate::parse::sqlite::NsysDb;
 use crate::rundir::RunDir;
@@ -100,7 +100,7 @@ pub(crate) fn select(
 /// the metrics cache (None: no cache). `read`: the kernel table's rows where the caller read
 /// them with its own pass over the export (else they are read here).
 pub(crate) fn kernel_filter(
-    (cfg, scope): (&Config, &Scope),
+    (cfg, target): (&Config, &NcuTarget),
     run: &RunDir,
     cached: Option<&dyn Fn(&str) -> bool>,
     read: Option<crate::analysis::kernels::Loaded>,
@@ -108,9 +108,9 @@ pub(crate) fn kernel_filter(
     if cfg.ncu.top_n == 0 && cfg.ncu.coverage <= 0.0 {
         return None;
     }
-    let (all, streamed) = if scope.ncu.same_as_capture {
+    let (all, streamed) = if target.same_as_capture {
         // The kernel table's rows (the captured range's kernels), or rank 0's under a launcher.
-        let range = scope.capture.range().map(str::to_string);
+        let range = target.nsys_range.clone();
         match read.map_or_else(
             || crate::analysis::kernels::load(run, range.as_deref()),
             |l| Ok(Some(l)),
@@ -131,7 +131,7 @@ pub(crate) fn kernel_filter(
     } else {
         // ncu profiles another range than nsys's capture began with; a capture that ran on
         // (nsys.capture_range_end=none) holds that range's launches too: its kernels by time.
-        other_range(scope, run)?
+        other_range(target, run)?
     };
     // ncu serialises kernels across processes: an NCCL kernel waits for ranks that cannot run
     // meanwhile, and the profile hangs. They are left out unless asked for.
@@ -205,11 +205,11 @@ pub(crate) fn range_in_export(target: &NcuTarget, run: &RunDir) -> Option<String
 /// and none is named like ncu's range. None when that cannot be told: no export, no NVTX at
 /// all, a raw ncu expression, or a gated capture (a range opened before the capture started,
 /// such as an enclosing `generate`, is not in its export, yet ncu would find it).
-pub(crate) fn range_never_ran(scope: &Scope, run: &RunDir) -> Option<String> {
-    if scope.capture != crate::config::Capture::WholeRun {
+pub(crate) fn range_never_ran(target: &NcuTarget, run: &RunDir) -> Option<String> {
+    if target.nsys_range.is_some() {
         return None;
     }
-    let range = scope.ncu.range()?;
+    let range = target.range()?;
     let db = run.single_or_rank0_sqlite();
     if !crate::files::present(&db).unwrap_or(false) {
         return None;
@@ -228,10 +228,10 @@ pub(crate) fn range_never_ran(scope: &Scope, run: &RunDir) -> Option<String> {
 /// ncu's range's kernels from the nsys export, when it holds instances of that range; None
 /// (each distinct kernel there, said on the console) when it holds none.
 fn other_range(
-    scope: &Scope,
+    target: &NcuTarget,
     run: &RunDir,
 ) -> Option<(Vec<KernelSum>, Option<crate::model::MangledNames>)> {
-    let name = &scope.ncu.name;
+    let name = &target.name;
     let range =
         crate::config::range_of(name).unwrap_or_else(|| crate::analysis::nvtx::base_name(name));
     let db = run.nsys_sqlite(None);
@@ -256,14 +256,14 @@ fn other_range(
         Some(l) => {
             tracing::info!(
                 "nsys captured {} and ran on: its export holds `{range}`, so ncu's kernels are chosen from its launches there",
-                scope.capture.describe()
+                target.nsys_captured
             );
             Some((l.rows, l.mangled))
         }
         None => {
             tracing::info!(
                 "nsys captured {} but its export holds no instance of `{range}` (nsys.capture_range_end=none captures on past the range): ncu profiles each distinct kernel there once",
-                scope.capture.describe()
+                target.nsys_captured
             );
             None
         }
@@ -316,7 +316,7 @@ mod tests {
             .unwrap()
             .config
         };
-        let filter = |c: Config| kernel_filter((&c, &Scope::of(&c)), &run, None, None);
+        let filter = |c: Config| kernel_filter((&c, &NcuTarget::of(&c)), &run, None, None);
         let Some(KernelFilter::Mangled(names)) = filter(cfg(&[])) else {
             panic!("no mangled filter")
         };

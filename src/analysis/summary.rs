@@ -320,7 +320,7 @@ pub(crate) fn summary_of(a: &Artifacts, keep: &dyn Fn(&str) -> bool) -> Summary 
         run_id: a.run_id.clone(),
         stage2_version: env!("CARGO_PKG_VERSION").to_string(),
         gpu: a.env_str(&["gpus", "0", "name"]),
-        nsys_capture: a.capture().range().map(str::to_string),
+        nsys_capture: a.focus.range().map(str::to_string),
         ncu_include: a.ncu_include().map(str::to_string),
         timed_passes: a.repeats.as_ref().map_or(1, |r| r.passes),
         passes: a

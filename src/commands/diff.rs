@@ -53,7 +53,10 @@ fn load(dir: &Path) -> Result<Loaded, Error> {
         groups: a.instance_groups.clone(),
         env: a.env.clone(),
         config: tree,
-        sampled: recorded.then(|| a.record.nsys.sampled_devices().is_some()),
+        sampled: recorded.then(|| {
+            let s = a.record.nsys.sampling.as_ref();
+            s.and_then(|s| s.sampled_devices()).is_some()
+        }),
         trends,
     })
 }

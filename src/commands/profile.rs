@@ -52,10 +52,10 @@ pub(crate) fn run(args: &ProfileArgs, quiet: bool) -> Result<i32> {
         _ => Check::Settled(known),
     };
 
-    let scope = crate::config::Scope::of(cfg);
+    let ncu = crate::config::NcuTarget::of(cfg);
     let ctx = Ctx {
         cfg,
-        scope: &scope,
+        ncu: &ncu,
         run: &run,
         workload: &workload,
         echo: args.show_output && !quiet,
@@ -237,11 +237,8 @@ fn preflight(cfg: &Config) -> Result<(), Error> {
             "both passes are off (--no-nsys and --no-ncu, or nsys.enable/ncu.enable=false): nothing to run",
         ));
     }
-    if cfg.nsys.enable
-        && cfg.nsys.gating_nvtx
-        && cfg.nsys.capture_range == crate::config::CaptureRange::Nvtx
-    {
-        nsys::capture_expr(&cfg.nsys, cfg.nvtx.domain.as_deref())?;
+    if cfg.nsys.enable {
+        nsys::capture_args(&cfg.nsys, cfg.nvtx.domain.as_deref())?;
     }
     if cfg.ncu.enable {
         ncu::check_metric_names(&cfg.ncu.metrics)?;

@@ -1,6 +1,6 @@
 //! What each pass is scoped to, typed once from the config: the nsys capture and ncu's NVTX
 //! range. The passes decide them at plan time and write them into the run record
-//! (status.json); the analysis, the findings and `stage2 diff` read that record back.
+//! (status.json), which the analysis and `stage2 diff` read back.
 
 use serde::{Deserialize, Serialize};
 
@@ -127,22 +127,6 @@ impl Capture {
     }
 }
 
-/// Both passes' scopes, decided once per run from the config: the passes read this, write
-/// it into the run record, and everything after reads the record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scope {
-    pub capture: Capture,
-    pub ncu: NcuTarget,
-}
-
-impl Scope {
-    pub fn of(cfg: &Config) -> Scope {
-        let capture = Capture::of(cfg);
-        let ncu = NcuTarget::of(cfg, &capture);
-        Scope { capture, ncu }
-    }
-}
-
 /// What ncu's NVTX scope is made from, decided once from the config and the capture: the
 /// user's range (`ncu.nvtx_include`), else the range the nsys capture starts on (its domain
 /// too), else the cudaProfilerStart/Stop windows nsys captured (ncu then profiles inside them,
@@ -163,10 +147,23 @@ pub struct NcuTarget {
     pub follows_capture: bool,
     /// Whether nsys captured the range ncu profiles (an ungated side counts as the same).
     pub same_as_capture: bool,
+    /// The range nsys's capture holds, as the export names it (None: the whole run): ncu's
+    /// kernels are chosen from its launches there.
+    pub nsys_range: Option<String>,
+    /// What nsys captured, as a message names it.
+    pub nsys_captured: String,
+    /// nsys captures the cudaProfilerStart/Stop windows: ncu profiles inside them too.
+    pub in_windows: bool,
 }
 
 impl NcuTarget {
-    pub fn of(cfg: &Config, capture: &Capture) -> NcuTarget {
+    /// ncu's scope for a run of `cfg`, beside the capture that config asks of nsys.
+    pub fn of(cfg: &Config) -> NcuTarget {
+        NcuTarget::beside(cfg, &Capture::of(cfg))
+    }
+
+    /// ncu's scope beside the capture a run recorded.
+    pub fn beside(cfg: &Config, capture: &Capture) -> NcuTarget {
         let n = &cfg.ncu;
         let raw = n
             .nvtx_include_raw
@@ -209,6 +206,9 @@ impl NcuTarget {
             domain: domain.filter(|d| !d.is_empty()),
             follows_capture,
             same_as_capture,
+            nsys_range: capture.range().map(str::to_string),
+            nsys_captured: capture.describe(),
+            in_windows: matches!(capture, Capture::ProfilerApi { .. }),
         }
     }
 

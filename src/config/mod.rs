@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
-pub use capture::{range_of, Capture, NcuTarget, Scope, PROFILER_WINDOW};
+pub use capture::{range_of, Capture, NcuTarget, PROFILER_WINDOW};
 pub use extra::Extra;
 pub use launcher::Launcher;
 pub use overrides::{parse as parse_override, Op, Override};
@@ -104,7 +104,7 @@ impl Resolved {
                 .map_or("embedded defaults", String::as_str)
                 .to_string();
             if key == "ncu.nvtx_include" && v.is_null() {
-                let t = Scope::of(&self.config).ncu;
+                let t = NcuTarget::of(&self.config);
                 origin += &match (t.follows_capture, t.gated) {
                     (true, true) => {
                         format!(" (null: ncu's range is the nsys capture's, `{}`)", t.name)

@@ -281,7 +281,7 @@ fn one_capture_decides_both_passes_unless_ncu_names_its_range() {
     use crate::config::{Capture, NcuTarget};
     let target = |o: &[&str]| {
         let c = crate::testutil::config(o);
-        let t = NcuTarget::of(&c, &Capture::of(&c));
+        let t = NcuTarget::of(&c);
         (t.name.clone(), t.domain.clone(), t.follows_capture)
     };
     let named = |n: &str, d: Option<&str>, f: bool| (n.to_string(), d.map(str::to_string), f);
@@ -308,16 +308,16 @@ fn one_capture_decides_both_passes_unless_ncu_names_its_range() {
     );
     // The profiler-API windows: ncu profiles inside them, gated on no NVTX range.
     let c = crate::testutil::config(&["nsys.capture_range=cudaProfilerApi"]);
-    let t = NcuTarget::of(&c, &Capture::of(&c));
+    let t = NcuTarget::of(&c);
     assert!(t.follows_capture && !t.gated && t.same_as_capture, "{t:?}");
     let c = crate::testutil::config(&[
         "nsys.capture_range=cudaProfilerApi",
         "ncu.nvtx_include=decode",
     ]);
-    assert!(NcuTarget::of(&c, &Capture::of(&c)).gated);
+    assert!(NcuTarget::of(&c).gated);
     // Named by the user: kept, and no longer the capture's range.
     let c = crate::testutil::config(&["nsys.nvtx_capture=step", "ncu.nvtx_include=decode"]);
-    let t = NcuTarget::of(&c, &Capture::of(&c));
+    let t = NcuTarget::of(&c);
     assert_eq!(
         (t.range().as_deref(), t.same_as_capture),
         (Some("decode"), false)
@@ -325,6 +325,6 @@ fn one_capture_decides_both_passes_unless_ncu_names_its_range() {
     // The config itself keeps what the user wrote: nothing derived is written back.
     assert_eq!(c.ncu.nvtx_include.as_deref(), Some("decode"));
     let raw = crate::testutil::config(&["ncu.nvtx_include_raw=regex:dec.*"]);
-    let t = NcuTarget::of(&raw, &Capture::of(&raw));
+    let t = NcuTarget::of(&raw);
     assert_eq!((raw.ncu.nvtx_include, t.range()), (None, None));
 }

@@ -22,7 +22,7 @@ pub(crate) use crate::analysis::sampled::reuse::{Reused, FILE as REUSED_FIGURES}
 pub(crate) use crate::analysis::sampled::Agreement;
 pub(crate) use crate::analysis::summary::{GpuMetrics, RangesLeftOut, Summary};
 pub(crate) use crate::analysis::tokens::PhaseCost;
-pub(crate) use crate::analysis::Artifacts;
+pub(crate) use crate::analysis::{Artifacts, Focus};
 use crate::config::Capture;
 
 /// What the renderers read: the run's facts, its named tables, the layout the config asks
@@ -47,6 +47,10 @@ pub(crate) struct Decided<'a> {
 /// The run's facts: what it is, where each figure's file is, what it asked of the tools.
 pub(crate) struct Facts<'a> {
     pub(crate) run_id: &'a str,
+    /// What the nsys pass captured, as the run recorded it.
+    pub(crate) capture: &'a Capture,
+    /// The range the run is about (see [`Focus`]).
+    pub(crate) focus: &'a Focus,
     /// The SQLite export the per-range figures come from, relative to the run directory.
     pub(crate) sqlite_file: &'a str,
     /// Where the kernel table's totals come from.
@@ -120,10 +124,6 @@ impl<'a> Decided<'a> {
     /// The captured range's DRAM bytes per step from the nsys pass's samples.
     pub(crate) fn summary_steps(&self) -> Option<&'a StepBytes> {
         self.analysis.steps()
-    }
-    /// What the nsys pass captured.
-    pub(crate) fn capture(&self) -> &'a crate::config::Capture {
-        self.analysis.capture()
     }
     /// The NVTX include expression the ncu pass used.
     pub(crate) fn ncu_include(&self) -> Option<&'a str> {
@@ -235,6 +235,8 @@ pub(crate) fn decide(a: &Artifacts) -> Decided<'_> {
 fn facts(a: &Artifacts) -> Facts<'_> {
     Facts {
         run_id: &a.run_id,
+        capture: &a.record.nsys.capture,
+        focus: &a.focus,
         sqlite_file: &a.sqlite_file,
         kern_sum_file: &a.kern_sum_file,
         nvtx_sum_file: &a.nvtx_sum_file,
@@ -294,7 +296,7 @@ impl Decided<'_> {
     pub(crate) fn document(&self) -> Document<'_> {
         Document {
             summary: &self.summary,
-            capture: self.capture(),
+            capture: self.facts.capture,
             findings: &self.findings,
             rules: crate::rules::table(self.findings.0.iter().filter_map(|f| f.rule.as_ref())),
         }

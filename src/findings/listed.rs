@@ -18,12 +18,7 @@ impl Listed {
     /// The listed ranges of a run's figures.
     pub(crate) fn of_run(a: &crate::analysis::Artifacts) -> Listed {
         let ncu = a.ncu_range();
-        let always: Vec<&str> = a
-            .capture()
-            .range()
-            .into_iter()
-            .chain(ncu.as_deref())
-            .collect();
+        let always: Vec<&str> = a.focus.range().into_iter().chain(ncu.as_deref()).collect();
         Listed::of(&a.range_stats, a.config.report.max_ranges, &always)
     }
 

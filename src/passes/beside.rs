@@ -112,8 +112,7 @@ mod tests {
 
     /// A config with the ncu target it decides (leaked: a test's few bytes).
     fn with_target(cfg: &Config) -> (&Config, &NcuTarget) {
-        let c = crate::config::Capture::of(cfg);
-        (cfg, Box::leak(Box::new(NcuTarget::of(cfg, &c))))
+        (cfg, Box::leak(Box::new(NcuTarget::of(cfg))))
     }
 
     fn distinct_ranges() -> Config {

@@ -47,7 +47,7 @@ impl CrosscheckPass {
             .enable
             .then(|| ctx.run.nsys_sqlite(launcher.then_some(0)));
         let ncu = ctx.cfg.ncu.enable.then(|| {
-            let target = &ctx.scope.ncu;
+            let target = ctx.ncu;
             let style = crate::analysis::nvtx::style_for(ctx.cfg, target, ctx.run);
             let (_, base, _) = crate::analysis::nvtx::include_and_base(target, style);
             super::ncu::kernel_report(ctx, &base)

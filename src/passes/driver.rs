@@ -42,8 +42,13 @@ pub(crate) trait Pass {
         progress: &super::progress::Progress,
     ) -> Result<PassStatus, Error>;
 
+    /// What the plan risks, said before it runs (after the disk's warnings).
+    fn warnings(&self, _ctx: &Ctx, _plan: &Self::Plan) -> Vec<String> {
+        Vec::new()
+    }
+
     /// When the pass captured nothing: what the workload emits instead, if it can say.
-    fn diagnose(&self, _ctx: &Ctx, _st: &PassStatus) -> Option<String> {
+    fn diagnose(&self, _ctx: &Ctx, _plan: &Self::Plan, _st: &PassStatus) -> Option<String> {
         None
     }
 
@@ -207,7 +212,8 @@ impl Driver<'_> {
             return Ok(Begun::Done(Box::new(st)));
         }
         tracing::info!("{name} pass: running");
-        let before = guards::warnings(ctx.cfg, name, guards::free_gb(&ctx.run.path));
+        let mut before = guards::warnings(ctx.cfg, name, guards::free_gb(&ctx.run.path));
+        before.extend(pass.warnings(ctx, &plan));
         for w in &before {
             tracing::warn!("{name}: {w}");
         }
@@ -261,7 +267,7 @@ fn end<P: Pass>(
 ) -> PassStatus {
     st.warnings.splice(0..0, before);
     if st.state == PassState::NoData && !signals::interrupted() {
-        if let Some(more) = pass.diagnose(ctx, &st) {
+        if let Some(more) = pass.diagnose(ctx, plan, &st) {
             let reason = st.reason.take().unwrap_or_default();
             st.reason = Some(format!("{reason}\n{more}"));
         }
@@ -337,7 +343,7 @@ mod tests {
         Ctx {
             cfg,
             // Leaked: a test's few bytes, for a scope that lives as long as the config.
-            scope: Box::leak(Box::new(crate::config::Scope::of(cfg))),
+            ncu: Box::leak(Box::new(crate::config::NcuTarget::of(cfg))),
             run,
             workload,
             echo: false,
@@ -366,8 +372,8 @@ mod tests {
         assert_eq!(lines[0][0], "/no/such/nsys");
         assert!(lines[0].contains(&"--nvtx-capture=decode@llm".to_string()));
         assert_eq!(lines[0][lines[0].len() - 2..], ["python3", "w.py"]);
-        assert_eq!(plan.capture.capture.range(), Some("decode"));
-        assert!(!plan.capture.capture.first_only());
+        assert_eq!(plan.record.capture.range(), Some("decode"));
+        assert!(!plan.record.capture.first_only());
         let ncu = NcuPass {
             tool: Some("/no/such/ncu".into()),
             refused: None,

@@ -1,5 +1,4 @@
-//! Disk and size guards: before a pass, is there room for what it will write, and are the
-//! trace options known to blow up?
+//! Disk and size guards: before a pass, is there room for what it will write?
 
 use std::path::Path;
 
@@ -40,15 +39,6 @@ pub(crate) fn warnings(cfg: &Config, pass: &str, free: Option<f64>) -> Vec<Strin
             cfg.run.min_free_gb
         ));
     }
-    if pass == "nsys" && cfg.nsys.trace.split(',').any(|t| t.trim() == "osrt") {
-        let ungated =
-            !cfg.nsys.gating_nvtx || cfg.nsys.capture_range == crate::config::CaptureRange::None;
-        let long =
-            ungated || !crate::config::CaptureRangeEnd::first_only(cfg.nsys.capture_range_end);
-        if long {
-            out.push("nsys traces osrt over a long capture: osrt once wrote a 2.5 GB intermediate file for a 1-second range of a tiny workload. Gate on a short range or drop it (nsys.trace=cuda,nvtx)".to_string());
-        }
-    }
     out
 }
 
@@ -66,23 +56,6 @@ mod tests {
         );
         assert!(warnings(&cfg(&[]), "nsys", Some(500.0)).is_empty());
         assert!(warnings(&cfg(&["run.min_free_gb=0"]), "ncu", Some(0.5)).is_empty());
-    }
-
-    #[test]
-    fn osrt_over_a_long_capture_warns() {
-        let osrt = "nsys.trace=cuda,nvtx,osrt";
-        let w = warnings(&cfg(&["nsys.gating_nvtx=false", osrt]), "nsys", Some(500.0));
-        assert!(w.iter().any(|x| x.contains("2.5 GB")), "{w:?}");
-        let w = warnings(&cfg(&[osrt]), "nsys", Some(500.0));
-        assert!(w.iter().any(|x| x.contains("2.5 GB")), "{w:?}");
-        assert!(warnings(
-            &cfg(&["nsys.gating_nvtx=false", "nsys.trace=cuda,nvtx"]),
-            "nsys",
-            Some(500.0)
-        )
-        .is_empty());
-        let stop = "nsys.capture_range_end=stop";
-        assert!(warnings(&cfg(&[osrt, stop]), "nsys", Some(500.0)).is_empty());
     }
 
     #[test]

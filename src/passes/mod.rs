@@ -32,8 +32,8 @@ use process::{Outcome, Spec};
 /// What a pass needs to know about the run.
 pub(crate) struct Ctx<'a> {
     pub(crate) cfg: &'a Config,
-    /// The capture and ncu's scope, decided once for the run (written into its record).
-    pub(crate) scope: &'a crate::config::Scope,
+    /// ncu's scope, decided once for the run (written into its record).
+    pub(crate) ncu: &'a crate::config::NcuTarget,
     pub(crate) run: &'a RunDir,
     pub(crate) workload: &'a Workload,
     /// Show the children's output live.
@@ -50,7 +50,7 @@ impl<'a> Ctx<'a> {
     {
         Ctx {
             cfg: self.cfg,
-            scope: self.scope,
+            ncu: self.ncu,
             run: self.run,
             workload,
             echo: self.echo,

@@ -104,7 +104,7 @@ impl NcuPass {
             collect,
         };
         let mut profiled = self.with_prog(profile_args(&ctx.cfg.ncu, &scope));
-        profiled.splice(1..1, window_args(ctx.cfg));
+        profiled.splice(1..1, window_args(ctx.ncu));
         if !multi {
             return profiled;
         }
@@ -185,7 +185,7 @@ impl Pass for NcuPass {
                 "disabled by ncu.enable=false or --no-ncu",
             ));
         }
-        crate::analysis::select::range_never_ran(ctx.scope, ctx.run)
+        crate::analysis::select::range_never_ran(ctx.ncu, ctx.run)
             .or_else(|| never_opened(ctx))
             .map(|why| {
                 tracing::warn!("{why}");
@@ -265,13 +265,13 @@ impl Pass for NcuPass {
         Ok(st)
     }
 
-    fn diagnose(&self, ctx: &Ctx, _st: &PassStatus) -> Option<String> {
-        let wanted = ctx.scope.ncu.name.clone();
+    fn diagnose(&self, ctx: &Ctx, _plan: &NcuPlan, _st: &PassStatus) -> Option<String> {
+        let wanted = ctx.ncu.name.clone();
         let ranges = diagnose::ranges_for(ctx, self.nsys.as_deref(), &wanted)?;
         Some(diagnose::describe(
             &ranges,
             &wanted,
-            ctx.scope.ncu.domain.as_deref(),
+            ctx.ncu.domain.as_deref(),
         ))
     }
 
@@ -395,11 +395,11 @@ pub(crate) mod early;
 /// ranges it emits is ncu's (a gated capture of the same name that never opened). None where
 /// there was no diagnosis, or ncu's range is a raw expression.
 fn never_opened(ctx: &Ctx) -> Option<String> {
-    let range = ctx.scope.ncu.range()?;
+    let range = ctx.ncu.range()?;
     let ranges = diagnose::diagnosed_without(ctx, &range)?;
     Some(format!(
         "ncu's range `{range}` never opened in a whole run of the workload under nsys ({}): ncu would run it again and profile nothing, so it is not run",
-        diagnose::describe(&ranges, &range, ctx.scope.ncu.domain.as_deref())
+        diagnose::describe(&ranges, &range, ctx.ncu.domain.as_deref())
     ))
 }
 mod outcome;

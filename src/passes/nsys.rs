@@ -40,8 +40,8 @@ pub(crate) struct NsysPlan {
     /// reports exist, and are appended to cmd.txt then).
     pub(crate) post: Vec<Vec<String>>,
     pub(crate) multi: bool,
-    /// What status.json records about the capture.
-    pub(crate) capture: NsysRecord,
+    /// What status.json records: the capture, decided here once, and its sampling.
+    pub(crate) record: NsysRecord,
 }
 
 /// What nsys refused: sampling at all, and the set cut for this run.
@@ -162,8 +162,8 @@ impl Pass for NsysPass {
             (None, Some(d)) => Some(format!("{}: {}", metric_set::FILE, d.from)),
             (None, None) => None,
         };
-        let capture = NsysRecord {
-            capture: ctx.scope.capture.clone(),
+        let record = NsysRecord {
+            capture: crate::config::Capture::of(ctx.cfg),
             sampling: devices.map(|devices| SamplingRecord {
                 frequency_hz: gm.frequency_hz,
                 devices,
@@ -188,7 +188,7 @@ impl Pass for NsysPass {
             }),
             timing: None,
         };
-        if multi && capture.sampling.is_some() && reused_from.is_none() {
+        if multi && record.sampling.is_some() && reused_from.is_none() {
             // nsys refuses a second sampler of a GPU, and every rank's would sample the same.
             use crate::passes::launcher::{rank_exec_args, stage2_exe, Others};
             let others = Others::Drop("--gpu-metrics-".into());
@@ -207,7 +207,7 @@ impl Pass for NsysPass {
             profile,
             post,
             multi,
-            capture,
+            record,
         })
     }
 
@@ -225,7 +225,7 @@ impl Pass for NsysPass {
             Some(p) => p,
             None => self.program(),
         };
-        if let (Some(stored), Some(_)) = (&self.reuse, &plan.capture.sampling) {
+        if let (Some(stored), Some(_)) = (&self.reuse, &plan.record.sampling) {
             // The reports read the figures from the run folder: a run re-rendered later, or
             // elsewhere, needs no cache.
             let path = ctx.run.path.join(crate::analysis::sampled::reuse::FILE);
@@ -237,7 +237,7 @@ impl Pass for NsysPass {
         spec.on_line = Some(stage_hook(progress));
         let mut out = process::run(&spec).map_err(|e| Error::start(program.display(), e))?;
         let dir = ctx.run.path.join("nsys");
-        let sampled = plan.capture.sampling.as_ref();
+        let sampled = plan.record.sampling.as_ref();
         let (mut refused, mut set_refused) = (None, None);
         if sampled.is_some_and(|s| s.reused_from.is_none())
             && !crate::passes::signals::interrupted()
@@ -259,7 +259,7 @@ impl Pass for NsysPass {
             &out,
             first.as_deref(),
             qdstrm,
-            (&ctx.cfg.nsys, &ctx.scope.capture),
+            (&ctx.cfg.nsys, &plan.record.capture),
         );
         st.duration_s = Some(out.duration.as_secs_f64());
         if let Some(why) = &set_refused {
@@ -269,7 +269,7 @@ impl Pass for NsysPass {
             ));
         }
         if refused.is_some() || set_refused.is_some() {
-            let mut rec = plan.capture.clone();
+            let mut rec = plan.record.clone();
             if let Some(s) = rec.sampling.as_mut() {
                 s.refused = refused.clone();
                 if set_refused.is_some() {
@@ -339,27 +339,30 @@ impl Pass for NsysPass {
             capture_end_s: window.map(|w| w.1),
             post_steps_s: (!reports.is_empty()).then(|| post_began.elapsed().as_secs_f64()),
         };
-        st.nsys.get_or_insert_with(|| plan.capture.clone()).timing = Some(timing);
+        st.nsys.get_or_insert_with(|| plan.record.clone()).timing = Some(timing);
         Ok(st)
     }
 
-    fn diagnose(&self, ctx: &Ctx, st: &PassStatus) -> Option<String> {
+    fn warnings(&self, ctx: &Ctx, plan: &NsysPlan) -> Vec<String> {
+        osrt_warning(&ctx.cfg.nsys, &plan.record.capture)
+            .into_iter()
+            .collect()
+    }
+
+    fn diagnose(&self, ctx: &Ctx, plan: &NsysPlan, st: &PassStatus) -> Option<String> {
+        let capture = &plan.record.capture;
         // NVTX names say nothing about a cudaProfilerStart never called.
-        let windows = matches!(
-            ctx.scope.capture,
-            crate::config::Capture::ProfilerApi { .. }
-        );
+        let windows = matches!(capture, crate::config::Capture::ProfilerApi { .. });
         let empty = !windows && st.reason.as_deref().is_some_and(|r| r.contains(NO_REPORTS));
         let nsys = self
             .tool
             .as_deref()
             .filter(|_| empty && ctx.cfg.nsys.diagnose)?;
-        let wanted = ctx.scope.capture.nvtx_name();
         let ranges = diagnose::ungated(ctx, nsys)?;
         Some(diagnose::describe(
             &ranges,
-            wanted,
-            ctx.scope.capture.domain(),
+            capture.nvtx_name(),
+            capture.domain(),
         ))
     }
 
@@ -377,7 +380,7 @@ impl Pass for NsysPass {
     fn record(&self, plan: &NsysPlan, st: &mut PassStatus) {
         // A refusal seen while the pass ran is kept.
         if st.nsys.is_none() {
-            st.nsys = Some(plan.capture.clone());
+            st.nsys = Some(plan.record.clone());
         }
     }
 }
@@ -466,7 +469,7 @@ fn check_trace(sqlite: &Path, plan: &NsysPlan, st: &mut PassStatus) {
     let Ok(seen) = crate::parse::sqlite::NsysDb::open(sqlite).and_then(|db| db.cuda_trace()) else {
         return;
     };
-    let rec = st.nsys.get_or_insert_with(|| plan.capture.clone());
+    let rec = st.nsys.get_or_insert_with(|| plan.record.clone());
     if let Some(t) = rec.trace.as_mut() {
         t.cuda_seen = CudaTrace::seen(&seen);
     }

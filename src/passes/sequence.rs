@@ -74,7 +74,7 @@ struct NcuNext {
 /// The nsys pass; with `ncu.second_gpu`, the ncu pass beside it on the other GPU.
 fn nsys(driver: &mut Driver, tools: &Tools, check: Check) -> Result<AfterNsys, Error> {
     let ctx = driver.ctx;
-    match second_gpu((ctx.cfg, &ctx.scope.ncu), tools.env, ctx.workload) {
+    match second_gpu((ctx.cfg, ctx.ncu), tools.env, ctx.workload) {
         Some(gpus) => {
             both_at_once(driver, tools, check, gpus)?;
             Ok(AfterNsys {

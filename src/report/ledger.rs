@@ -181,7 +181,7 @@ fn gpu(a: &Decided, s: &mut String) {
 
 /// The per-instance view of the step range (report.step_range), or of the captured range.
 fn steps(a: &Decided, s: &mut String) {
-    let wanted = [Some(a.layout.step_range.as_str()), a.capture().range()];
+    let wanted = [Some(a.layout.step_range.as_str()), a.facts.focus.range()];
     let Some(l): Option<&RangeLedger> = wanted
         .iter()
         .flatten()

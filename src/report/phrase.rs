@@ -31,7 +31,7 @@ pub(crate) fn range_name(r: &str) -> String {
 /// Which launches the kernel table's rows sum: "every launch in the capture", or those of
 /// the captured range's instances (saying when the capture held only the first).
 pub(crate) fn kernel_scope(d: &crate::findings::document::Decided) -> String {
-    match (d.kernel_table_in_range(), d.capture().range()) {
+    match (d.kernel_table_in_range(), d.facts.focus.range()) {
         (true, Some(r)) => format!("every launch in {}, {}", code(r), instances_captured(d)),
         _ => "every launch in the capture".to_string(),
     }
@@ -40,9 +40,9 @@ pub(crate) fn kernel_scope(d: &crate::findings::document::Decided) -> String {
 /// What the nsys capture holds: "the whole run", "NVTX range `decode`, 15 instances
 /// captured" (the run facts' words, and the scope of every table over the whole capture).
 pub(crate) fn capture_held(d: &crate::findings::document::Decided) -> String {
-    match d.capture().range() {
-        Some(_) => format!("{}, {}", d.capture().describe(), instances_captured(d)),
-        None => d.capture().describe(),
+    match d.facts.focus.range() {
+        Some(_) => format!("{}, {}", d.facts.capture.describe(), instances_captured(d)),
+        None => d.facts.capture.describe(),
     }
 }
 
@@ -52,7 +52,7 @@ pub(crate) fn instances_captured(d: &crate::findings::document::Decided) -> Stri
     match d.captured_instances() {
         None => String::new(),
         Some((_, 0)) => "no instance in the SQLite export".to_string(),
-        Some((_, 1)) if d.capture().first_only() => "first instance only (the capture stopped when it closed; nsys.capture_range_end=none captures every instance)".to_string(),
+        Some((_, 1)) if d.facts.focus.first_only => "first instance only (the capture stopped when it closed; nsys.capture_range_end=none captures every instance)".to_string(),
         Some((_, 1)) => "1 instance captured".to_string(),
         Some((_, n)) => format!("{n} instances captured"),
     }

@@ -16,7 +16,8 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
         return;
     };
     let scope = match a
-        .capture()
+        .facts
+        .focus
         .range()
         .filter(|_| a.capture_range_missing().is_none())
     {
@@ -172,7 +173,7 @@ fn instances(a: &Decided, gm: &GpuMetrics, s: &mut String) {
     let _ = writeln!(
         s,
         "Per instance of {} ({} instances, each over the launches made in it; summary.json `gpu_metrics.instances`): DRAM {}, SM issue {}, tensor {}, coverage {}.{none}\n",
-        crate::text::code(a.capture().range().unwrap_or("")),
+        crate::text::code(a.facts.focus.range().unwrap_or("")),
         gm.instances.len(),
         spread(&|f| f.dram_pct),
         spread(&|f| f.sm_issue_pct),

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::fmt::{capitalise, cut, dur, md, ms, pct, us};
 use super::phrase;
 use super::second_gpu_note;
-use crate::config::Capture;
+use crate::config::PROFILER_WINDOW;
 use crate::findings::document::Decided;
 use crate::findings::{Claim, Finding, Findings, Quantity as Q, Role};
 use crate::model::Bound;
@@ -50,9 +50,9 @@ fn is(f: &Finding, claim: fn(&Claim) -> bool) -> bool {
 /// How the headline names the captured range: "captured `decode` range", "captured
 /// cudaProfilerStart/Stop windows".
 fn captured_name(a: &Decided) -> String {
-    match a.capture() {
-        Capture::ProfilerApi { .. } => "captured cudaProfilerStart/Stop windows".to_string(),
-        _ => format!("captured {} range", code(a.capture().range().unwrap_or(""))),
+    match a.facts.focus.range() {
+        Some(PROFILER_WINDOW) => "captured cudaProfilerStart/Stop windows".to_string(),
+        r => format!("captured {} range", code(r.unwrap_or(""))),
     }
 }
 

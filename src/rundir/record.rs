@@ -160,14 +160,11 @@ impl CudaTrace {
     }
 }
 
-impl NsysRecord {
-    /// The GPUs the pass's last profile sampled (None: it sampled none: not asked, refused,
-    /// or the run reused an earlier run's figures).
+impl SamplingRecord {
+    /// The GPUs the pass's last profile sampled (None: nsys refused, or the run reused an
+    /// earlier run's figures).
     pub(crate) fn sampled_devices(&self) -> Option<&str> {
-        self.sampling
-            .as_ref()
-            .filter(|s| s.refused.is_none() && s.reused_from.is_none())
-            .map(|s| s.devices.as_str())
+        (self.refused.is_none() && self.reused_from.is_none()).then_some(self.devices.as_str())
     }
 }
 
@@ -193,14 +190,10 @@ pub(crate) struct NcuScope {
 impl NcuScope {
     /// The scope of a run whose record lacks it (made by hand, or older than the record):
     /// its include expression as the config gave it then, read once here.
-    pub(crate) fn of_expression(
-        include: Option<String>,
-        config: &Config,
-        capture: &Capture,
-    ) -> Self {
+    pub(crate) fn of_expression(include: Option<String>, target: &NcuTarget) -> Self {
         NcuScope {
             range: include.as_deref().and_then(crate::config::range_of),
-            same_as_capture: include.is_none() || NcuTarget::of(config, capture).same_as_capture,
+            same_as_capture: include.is_none() || target.same_as_capture,
             include,
         }
     }
@@ -231,7 +224,7 @@ impl RunRecord {
         }
         let ncu = pass("ncu")
             .and_then(|p| p.ncu.as_ref())
-            .map(|r| scope_of(r, config, &nsys.capture));
+            .map(|r| scope_of(r, &NcuTarget::beside(config, &nsys.capture)));
         RunRecord { nsys, ncu }
     }
 
@@ -242,8 +235,8 @@ impl RunRecord {
     }
 }
 
-fn scope_of(r: &NcuRecord, config: &Config, capture: &Capture) -> NcuScope {
-    let old = NcuScope::of_expression(r.include.clone(), config, capture);
+fn scope_of(r: &NcuRecord, target: &NcuTarget) -> NcuScope {
+    let old = NcuScope::of_expression(r.include.clone(), target);
     NcuScope {
         include: r.include.clone(),
         range: r.range.clone().or(old.range),

@@ -26,7 +26,8 @@ impl NcuSide {
         run: &RunDir,
         config: &Config,
         status: Option<&Status>,
-        capture: &Capture,
+        // ncu's scope for a run that did not record it.
+        unrecorded: &crate::config::NcuTarget,
     ) -> NcuSide {
         // The pass records the ncu include and file base; runs made before it did get them
         // recomputed from the config, which is what the pass used then.
@@ -38,8 +39,8 @@ impl NcuSide {
         let (include, base) = match recorded {
             Some(r) => (r.include, r.base),
             None => {
-                let target = crate::config::NcuTarget::of(config, capture);
-                let (include, base, _) = include_and_base(&target, style_for(config, &target, run));
+                let style = style_for(config, unrecorded, run);
+                let (include, base, _) = include_and_base(unrecorded, style);
                 (include, base)
             }
         };

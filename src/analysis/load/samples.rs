@@ -18,12 +18,14 @@ fn visible_devices(config: &Config, env: Option<&serde_json::Value>) -> Option<S
 /// beside the timeline: a broken table costs them alone.
 pub(super) fn sampled_of(
     run: &RunDir,
-    (config, nsys): (&Config, &NsysRecord),
+    (config, (sampling, off)): (&Config, (Option<&SamplingRecord>, Option<&str>)),
     (env, peaks): (Option<&serde_json::Value>, Option<&roofline::Peaks>),
     (db, timeline, range): (Option<&NsysDb>, Option<&Timeline>, Option<&str>),
 ) -> Option<sampled::Sampled> {
     let visible = visible_devices(config, env);
-    let devices = nsys.sampled_devices().map(str::to_string);
+    let devices = sampling
+        .and_then(SamplingRecord::sampled_devices)
+        .map(str::to_string);
     let gpu = env.and_then(|e| e["gpus"][0]["name"].as_str());
     let (shares_of, ceiling) = bandwidths(peaks, gpu);
     let read = match (db, timeline) {
@@ -36,7 +38,7 @@ pub(super) fn sampled_of(
                 (None, true) => sampled::Numbering::AsCuda,
                 _ => sampled::Numbering::Unknown,
             };
-            let asked = nsys.sampling.as_ref().map_or(&[][..], |s| &s.asked[..]);
+            let asked = sampling.map_or(&[][..], |s| &s.asked[..]);
             let reading = sampled::Reading {
                 renumbered,
                 numbering,
@@ -50,7 +52,7 @@ pub(super) fn sampled_of(
         }
         _ => None,
     };
-    let off = nsys.sampling_off.clone();
+    let off = off.map(str::to_string);
     let mut s = read.or_else(|| sampled::none_taken(db.is_some() && devices.is_some(), off))?;
     if let (Some(t), Some(range)) = (timeline, range) {
         s.steps = steps(&s, t, range, shares_of, ceiling);

@@ -42,15 +42,15 @@ impl Timeline {
     /// One pass over the export: launches into the scan, API calls into the ledger.
     pub(super) fn read(
         db: &NsysDb,
-        capture: &Capture,
+        focus: &Focus,
         rule: crate::analysis::instances::Rule,
         shapes_of: Option<&ShapeRequest>,
     ) -> Result<Timeline, Error> {
-        let captured = capture.range();
+        let captured = focus.range();
         // Operator ranges are not steps, nor are the ranges a library emits in its own NVTX
         // domain (CUB's `cub::DeviceRadixSort` inside a sampling step): their instances are not
         // grouped.
-        let (all, library) = db.ranges_and_library_names(capture.domain())?;
+        let (all, library) = db.ranges_and_library_names(focus.domain.as_deref())?;
         let has_ops = all.iter().any(|r| ops::is_op(&r.name));
         // One nesting index for every consumer.
         let nest = nesting::Nesting::new(&all);
@@ -273,7 +273,7 @@ impl Stats {
 pub(super) fn timeline(
     run: &RunDir,
     first_rank: Option<u32>,
-    capture: &Capture,
+    focus: &Focus,
     rule: crate::analysis::instances::Rule,
     shapes_of: Option<&ShapeRequest>,
 ) -> Result<(PathBuf, Option<NsysDb>, Option<Timeline>), Error> {
@@ -288,7 +288,7 @@ pub(super) fn timeline(
         crate::analysis::kernels::untraced(&db.cuda_trace()?, &sqlite)?;
     }
     let t = match &db {
-        Some(db) => Some(Timeline::read(db, capture, rule, shapes_of)?),
+        Some(db) => Some(Timeline::read(db, focus, rule, shapes_of)?),
         None => None,
     };
     Ok((sqlite, db, t))

@@ -74,9 +74,8 @@ pub(super) fn coverage(a: &Artifacts, out: &mut Findings) {
 /// launch configurations' share (in ncu's range) has.
 fn coverage_scope(a: &Artifacts) -> Scope {
     let table = table_scope(a);
-    let capture = a.capture();
-    match (table.range.is_none(), capture.range(), a.ncu_range()) {
-        (true, Some(c), Some(n)) if capture.first_only() && c == n => Scope::range(&n),
+    match (table.range.is_none(), a.focus.range(), a.ncu_range()) {
+        (true, Some(c), Some(n)) if a.focus.first_only && c == n => Scope::range(&n),
         _ => table,
     }
 }

@@ -12,7 +12,7 @@ use crate::rundir::status::PassState;
 /// The scope of the kernel table: the captured range when its rows are that range's launches
 /// (from the SQLite export), else everything the capture holds.
 pub(crate) fn table_scope(a: &Artifacts) -> Scope {
-    match (a.capture().range(), a.kernel_table_in_range()) {
+    match (a.focus.range(), a.kernel_table_in_range()) {
         (Some(r), true) => Scope::range(r),
         _ => Scope::capture(),
     }
@@ -169,7 +169,7 @@ fn tiny(a: &Artifacts, out: &mut Findings) {
 /// thread blocks as the GPU has SMs, where they hold enough of its time. From the export's
 /// grids and its GPU's SM count, so every launch of the range counts, measured or not by ncu.
 fn grids(a: &Artifacts, out: &mut Findings) {
-    let (Some(g), Some(range)) = (a.small_grids(), a.capture().range()) else {
+    let (Some(g), Some(range)) = (a.small_grids(), a.focus.range()) else {
         return;
     };
     // Graph kernels nsys traced as whole graphs are not in the table, nor their grids.

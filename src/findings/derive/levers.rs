@@ -93,7 +93,7 @@ fn compile_cost(a: &Artifacts, name: &str, step: &Step) -> (f64, bool) {
 }
 
 pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
-    let Some(name) = a.capture().range().map(str::to_string) else {
+    let Some(name) = a.focus.range().map(str::to_string) else {
         return;
     };
     let Some(step) = step(a, &name).filter(|s| s.ms > 0.0) else {

@@ -114,7 +114,7 @@ fn withhold_kernel_advice(a: &Artifacts, out: &mut Findings) {
 /// The captured range's GPU busy that kernel advice is weighed by: its loop's where the loop
 /// decides, else its steady instances', else all of its instances' (NCCL waiting left out).
 pub(super) fn gpu_busy(a: &Artifacts) -> Option<(f64, Scope)> {
-    let name = a.capture().range()?;
+    let name = a.focus.range()?;
     if let Some(l) = cycle::deciding(a, name) {
         return Some((l.busy_pct, Scope::range(name).group("over its loop")));
     }

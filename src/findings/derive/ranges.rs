@@ -520,7 +520,7 @@ pub(super) fn measurement_cost(a: &Artifacts, out: &mut Findings) {
             Claim::MeasurementCost {
                 compared: o.baseline_instances,
                 timed: o.baseline_timed,
-                from_start: a.capture().first_only(),
+                from_start: a.focus.first_only,
             },
             scope.clone(),
             None,

@@ -53,7 +53,7 @@ pub(super) fn ranks(a: &Artifacts, out: &mut Findings) {
         ev.extend(rank_nccl(r, wait));
     }
     out.push(Claim::NcclTime, scope.clone(), None, ev);
-    if let Some(range) = a.capture().range() {
+    if let Some(range) = a.focus.range() {
         if let Some((median, rank, slow)) = crate::analysis::ranks::straggler(ranks, range) {
             let s = Scope::range(range);
             let src = "nsys/summary.rank<N>_nvtx_sum.csv";

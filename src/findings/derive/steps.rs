@@ -9,7 +9,7 @@ use crate::rules;
 /// The captured range's instances by their work, where they differ (rules::WORK_KINDS): over
 /// the steady instances where a warm-up or compiling instances are set apart.
 pub(super) fn work_kinds(a: &Artifacts, out: &mut Findings) {
-    let Some(name) = a.capture().range() else {
+    let Some(name) = a.focus.range() else {
         return;
     };
     let steady = a.steady_group(name);
@@ -67,7 +67,7 @@ fn label(k: &crate::analysis::work::WorkKind) -> String {
 
 /// A GPU-bound captured range's tensor-core rate against the tensor peak (rules::TENSOR_PEAK).
 pub(super) fn tensor_peak(a: &Artifacts, out: &mut Findings) {
-    let (Some(name), Some(peaks)) = (a.capture().range(), a.peaks.as_ref()) else {
+    let (Some(name), Some(peaks)) = (a.focus.range(), a.peaks.as_ref()) else {
         return;
     };
     let Some(step) = super::levers::step(a, name) else {

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::KernelFilter;
-use crate::config::{Config, Ncu};
+use crate::config::Ncu;
 use crate::error::Error;
 
 /// What one ncu profile command covers.
@@ -161,10 +161,8 @@ pub(crate) fn metrics_to_collect(cfg: &Ncu, known: Option<&[String]>) -> Collect
 
 /// When nsys captures the workload's cudaProfilerStart/Stop windows, ncu profiles inside them
 /// too (`--profile-from-start off`), so both tools look at the same part of the run.
-pub(crate) fn window_args(cfg: &Config) -> Vec<String> {
-    let windows = cfg.nsys.gating_nvtx
-        && cfg.nsys.capture_range == crate::config::CaptureRange::CudaProfilerApi;
-    match windows {
+pub(crate) fn window_args(target: &crate::config::NcuTarget) -> Vec<String> {
+    match target.in_windows {
         true => vec!["--profile-from-start".into(), "off".into()],
         false => Vec::new(),
     }

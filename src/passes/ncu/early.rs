@@ -575,7 +575,10 @@ mod tests {
         let c = crate::testutil::config(&["nsys.capture_range=cudaProfilerApi"]);
         assert!(wanted(&c));
         let mut line = v(&["/cuda/ncu", "--target-processes", "all", "--nvtx"]);
-        line.splice(1..1, crate::passes::ncu::window_args(&c));
+        line.splice(
+            1..1,
+            crate::passes::ncu::window_args(&crate::config::NcuTarget::of(&c)),
+        );
         line.extend(v(&["-o", "/run/ncu/decode", "python3", "w.py"]));
         let attach = attach_argv(&line, None).unwrap().join(" ");
         assert!(

@@ -129,7 +129,7 @@ pub(super) struct Target {
 
 fn target(ctx: &Ctx) -> Target {
     use crate::analysis::nvtx::{include_and_base, style_for};
-    let target = &ctx.scope.ncu;
+    let target = ctx.ncu;
     let (include, base, warning) = include_and_base(target, style_for(ctx.cfg, target, ctx.run));
     if let Some(w) = warning {
         tracing::warn!("{w}");
@@ -137,7 +137,7 @@ fn target(ctx: &Ctx) -> Target {
     // The range: nsys's own, or ncu's when the capture ran on into it.
     let same = target.same_as_capture;
     let range = match same {
-        true => ctx.scope.capture.range().map(str::to_string),
+        true => target.nsys_range.clone(),
         false => crate::analysis::select::range_in_export(target, ctx.run),
     };
     Target {
@@ -407,7 +407,7 @@ impl NcuPass {
             .as_ref()
             .map(|l| move |m: &str| l.holds(m, every_shape));
         let chosen = crate::analysis::select::kernel_filter(
-            (ctx.cfg, ctx.scope),
+            (ctx.cfg, ctx.ncu),
             ctx.run,
             holds.as_ref().map(|f| f as &dyn Fn(&str) -> bool),
             rows,

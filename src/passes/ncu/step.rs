@@ -115,7 +115,7 @@ pub(crate) fn plan(
         program,
         step_args(&cfg.ncu, include, &choice, &out, &ctx.workload.argv),
     );
-    argv.splice(1..1, window_args(cfg));
+    argv.splice(1..1, window_args(ctx.ncu));
     let report = ctx.run.ncu(&format!("{base}.graph-step.ncu-rep"));
     let entry = match (reuse::unusable(ctx, device), device) {
         (None, Some(d)) => cache::default_dir(cfg.ncu.cache.dir.as_deref())

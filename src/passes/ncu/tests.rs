@@ -1,6 +1,6 @@
 use super::*;
 use crate::analysis::nvtx::include_and_base;
-use crate::config::Ncu;
+use crate::config::{Ncu, NcuTarget};
 use crate::exit_codes;
 use crate::testutil::config as full;
 
@@ -48,7 +48,7 @@ fn args(
 fn default_plan_profiles_the_decode_push_pop_range() {
     let c = cfg(&["nsys.nvtx_capture=decode"]);
     let (inc, base, warn) = include_and_base(
-        &crate::config::Scope::of(&full(&["nsys.nvtx_capture=decode"])).ncu,
+        &NcuTarget::of(&full(&["nsys.nvtx_capture=decode"])),
         crate::analysis::nvtx::Style::PushPop,
     );
     assert_eq!(
@@ -154,7 +154,7 @@ fn the_metric_list_follows_the_set_and_what_this_gpu_knows() {
 #[test]
 fn raw_include_and_domain() {
     let (inc, base, _) = include_and_base(
-        &crate::config::Scope::of(&full(&["ncu.nvtx_include_raw=regex:dec.*"])).ncu,
+        &NcuTarget::of(&full(&["ncu.nvtx_include_raw=regex:dec.*"])),
         crate::analysis::nvtx::Style::PushPop,
     );
     assert_eq!(
@@ -162,7 +162,7 @@ fn raw_include_and_domain() {
         (Some("regex:dec.*"), "dec.")
     );
     let (inc, _, _) = include_and_base(
-        &crate::config::Scope::of(&full(&["nvtx.domain=llm", "ncu.nvtx_include=decode"])).ncu,
+        &NcuTarget::of(&full(&["nvtx.domain=llm", "ncu.nvtx_include=decode"])),
         crate::analysis::nvtx::Style::StartEnd,
     );
     assert_eq!(inc.as_deref(), Some("llm@decode"));
@@ -177,13 +177,13 @@ fn regex_escaping_covers_metacharacters() {
 #[test]
 fn star_names_are_turned_into_push_pop_with_a_warning() {
     let (inc, base, warn) = include_and_base(
-        &crate::config::Scope::of(&full(&["ncu.nvtx_include=decode*"])).ncu,
+        &NcuTarget::of(&full(&["ncu.nvtx_include=decode*"])),
         crate::analysis::nvtx::Style::PushPop,
     );
     assert_eq!((inc.as_deref(), base.as_str()), (Some("decode/"), "decode"));
     assert!(warn.is_some());
     let (inc, base, _) = include_and_base(
-        &crate::config::Scope::of(&full(&["ncu.gating_nvtx=false"])).ncu,
+        &NcuTarget::of(&full(&["ncu.gating_nvtx=false"])),
         crate::analysis::nvtx::Style::PushPop,
     );
     assert_eq!((inc, base.as_str()), (None, "all"));
@@ -299,14 +299,17 @@ fn multi_rank_ncu_passes_turn_nccl_p2p_off_unless_told_otherwise() {
 
 #[test]
 fn profiler_api_windows_gate_ncu_too() {
-    let c = crate::testutil::config(&["nsys.capture_range=cudaProfilerApi"]);
-    assert_eq!(window_args(&c), ["--profile-from-start", "off"]);
-    assert!(window_args(&crate::testutil::config(&[])).is_empty());
-    let c = crate::testutil::config(&[
+    let windows = |over: &[&str]| window_args(&NcuTarget::of(&crate::testutil::config(over)));
+    assert_eq!(
+        windows(&["nsys.capture_range=cudaProfilerApi"]),
+        ["--profile-from-start", "off"]
+    );
+    assert!(windows(&[]).is_empty());
+    assert!(windows(&[
         "nsys.capture_range=cudaProfilerApi",
-        "nsys.gating_nvtx=false",
-    ]);
-    assert!(window_args(&c).is_empty());
+        "nsys.gating_nvtx=false"
+    ])
+    .is_empty());
 }
 
 /// Real ncu 2025.3 output of a workload that raised before `decode` opened (H100): the

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::config::{CaptureRange, Launcher, Nsys};
+use crate::config::{Capture, CaptureRange, Launcher, Nsys};
 use crate::error::Error;
 
 /// The reports `nsys stats` writes as `summary_<report>.csv`.
@@ -31,6 +31,23 @@ pub(crate) fn profile_args(
     if let Some(p) = cfg.pytorch {
         a.push(format!("--pytorch={}", p.as_str()));
     }
+    a.extend(capture_args(cfg, domain)?);
+    if let Some(d) = cfg.nvtx_domain_include.as_deref().filter(|d| !d.is_empty()) {
+        a.push(format!("--nvtx-domain-include={d}"));
+    }
+    if let Some(d) = cfg.nvtx_domain_exclude.as_deref().filter(|d| !d.is_empty()) {
+        a.push(format!("--nvtx-domain-exclude={d}"));
+    }
+    a.extend(cfg.extra_args.iter().cloned());
+    a.push("-o".to_string());
+    a.push(out_base.display().to_string());
+    a.extend(workload.iter().cloned());
+    Ok(a)
+}
+
+/// The capture's flags (none: the whole run). Fails when NVTX gating has no range name.
+pub(crate) fn capture_args(cfg: &Nsys, domain: Option<&str>) -> Result<Vec<String>, Error> {
+    let mut a = Vec::new();
     if cfg.gating_nvtx && cfg.capture_range != CaptureRange::None {
         a.push(format!("--capture-range={}", cfg.capture_range.as_str()));
         if cfg.capture_range == CaptureRange::Nvtx {
@@ -44,17 +61,14 @@ pub(crate) fn profile_args(
             a.push(format!("--capture-range-end={}", end.as_str()));
         }
     }
-    if let Some(d) = cfg.nvtx_domain_include.as_deref().filter(|d| !d.is_empty()) {
-        a.push(format!("--nvtx-domain-include={d}"));
-    }
-    if let Some(d) = cfg.nvtx_domain_exclude.as_deref().filter(|d| !d.is_empty()) {
-        a.push(format!("--nvtx-domain-exclude={d}"));
-    }
-    a.extend(cfg.extra_args.iter().cloned());
-    a.push("-o".to_string());
-    a.push(out_base.display().to_string());
-    a.extend(workload.iter().cloned());
     Ok(a)
+}
+
+/// osrt traced over a long capture (the whole run, or on past its range's first instance).
+pub(crate) fn osrt_warning(cfg: &Nsys, capture: &Capture) -> Option<String> {
+    let osrt = cfg.trace.split(',').any(|t| t.trim() == "osrt");
+    let long = capture.range().is_none() || !capture.first_only();
+    (osrt && long).then(|| "nsys traces osrt over a long capture: osrt once wrote a 2.5 GB intermediate file for a 1-second range of a tiny workload. Gate on a short range or drop it (nsys.trace=cuda,nvtx)".to_string())
 }
 
 /// How many GPUs the nsys pass samples where `cuda-visible` is every GPU of a machine of

@@ -13,6 +13,19 @@ fn both(overrides: &[&str]) -> (Nsys, crate::config::Capture) {
     (c.nsys.clone(), crate::config::Capture::of(&c))
 }
 
+#[test]
+fn osrt_over_a_long_capture_warns() {
+    let warned = |over: &[&str]| {
+        let (n, c) = both(over);
+        osrt_warning(&n, &c).is_some_and(|w| w.contains("2.5 GB"))
+    };
+    let osrt = "nsys.trace=cuda,nvtx,osrt";
+    assert!(warned(&["nsys.gating_nvtx=false", osrt]));
+    assert!(warned(&[osrt]));
+    assert!(!warned(&["nsys.gating_nvtx=false", "nsys.trace=cuda,nvtx"]));
+    assert!(!warned(&[osrt, "nsys.capture_range_end=stop"]));
+}
+
 fn args(overrides: &[&str]) -> Vec<String> {
     profile_args(
         &cfg(overrides),
