@@ -292,8 +292,10 @@ impl Artifacts {
         if let (Some(db), Some(t)) = (&db, &timeline) {
             let marks = db.marks("stage2:tokens ")?;
             a.per_token = a.phase_costs(&t.phases, &marks);
-            a.forwards =
-                (a.capture().range()).and_then(|name| super::batching::of(&t.phases, &marks, name));
+            a.forwards = a
+                .focus
+                .range()
+                .and_then(|name| super::batching::of(&t.phases, &marks, name));
             a.census = a
                 .steps()
                 .and_then(|s| super::census::of(&t.phases, &marks, &s.range));
