@@ -164,7 +164,7 @@ pub(crate) const FP8_AROUND: Rule = Rule {
 /// what the GPU's tensor cores can do.
 pub(crate) const TENSOR_PEAK: Rule = Rule {
     id: "tensor_peak",
-    text: "where the captured range's steady instances, those after a warm-up or compiling ones set apart or else every instance, keep the GPU busy at least 50% of their time and launch as many kernels each, their tensor-core rate is the tensor operations of the kernels ncu measured, ncu's rates times nsys's durations per instance, over the step's time, the steady instances' median wall time or else the mean of the longer of wall time and GPU projection, as a share of the dense BF16 tensor peak, operations of an FP8 source counted against the dense FP8 peak, twice that (NVIDIA's datasheets); it is compute-bound there when the kernels ncu classed compute-bound hold more of the kernel time than those of any other class",
+    text: "where the captured range's steady instances, those after a warm-up or compiling ones set apart or else every instance, keep the GPU busy at least 50% of their time and launch as many kernels each, their tensor-core rate is the tensor operations of the kernels ncu measured, ncu's rates times nsys's durations per instance, over the step's time, the steady instances' median wall time or else the mean of the longer of wall time and GPU projection, as a share of the dense BF16 tensor peak, operations of an FP8 source counted against the dense FP8 peak, twice that by NVIDIA's datasheets; it is compute-bound there when the kernels ncu classed compute-bound hold more of the kernel time than those of any other class",
     threshold: 50.0,
 };
 

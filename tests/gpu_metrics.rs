@@ -749,7 +749,7 @@ fn a_second_sampled_gpu_leaves_the_kernels_figures_as_they_were() {
             &format!(
                 "{edit}
                  INSERT INTO TARGET_INFO_GPU_METRICS SELECT typeId + 1, sourceId, typeName, metricId, metricName FROM TARGET_INFO_GPU_METRICS;
-                 INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 1, metricId, 0 FROM GPU_METRICS;"
+                 INSERT INTO GPU_METRICS (timestamp, typeId, metricId, value) SELECT timestamp, typeId + 1, metricId, 0 FROM GPU_METRICS;"
             ),
         );
         let cfg = read(run.join("config.yaml"));
@@ -885,7 +885,7 @@ fn a_process_on_two_devices_has_each_launch_sampled_on_its_own() {
         "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE rowid % 2 = 0;
          INSERT INTO TARGET_INFO_CUDA_CONTEXT_INFO SELECT nullStreamId, hwId, vmId, processId, 1, contextId + 1, parentContextId, isGreenContext FROM TARGET_INFO_CUDA_CONTEXT_INFO;
          INSERT INTO TARGET_INFO_GPU_METRICS SELECT typeId + 1, sourceId, typeName, metricId, metricName FROM TARGET_INFO_GPU_METRICS;
-         INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 1, metricId, value FROM GPU_METRICS;",
+         INSERT INTO GPU_METRICS (timestamp, typeId, metricId, value) SELECT timestamp, typeId + 1, metricId, value FROM GPU_METRICS;",
     );
     sb.stage2().arg("report").arg(&run).assert().success();
     let s: serde_json::Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();

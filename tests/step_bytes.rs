@@ -195,7 +195,7 @@ fn byte_counters_are_counted_where_the_export_has_them() {
         "INSERT INTO TARGET_INFO_GPU_METRICS SELECT typeId, sourceId, typeName, metricId + 100, \
            REPLACE(metricName, 'Bandwidth [Throughput %]', 'Bytes [Bytes]') \
            FROM TARGET_INFO_GPU_METRICS WHERE metricName LIKE 'DRAM % Bandwidth [Throughput %]';
-         INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId, metricId + 100, ROUND(value * {window}) \
+         INSERT INTO GPU_METRICS (timestamp, typeId, metricId, value) SELECT timestamp, typeId, metricId + 100, ROUND(value * {window}) \
            FROM GPU_METRICS WHERE metricId IN (SELECT metricId - 100 FROM TARGET_INFO_GPU_METRICS WHERE metricName LIKE '% Bytes [Bytes]');"
     );
     let (run, s) = rendered(&sb, "counted", &counters);

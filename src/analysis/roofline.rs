@@ -74,11 +74,15 @@ pub(crate) struct Point {
     pub(crate) fp64_flops: f64,
     /// Tensor-core operations per second (all source types), and those of an FP8 source.
     pub(crate) tensor_flops: f64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "none")]
     pub(crate) fp8_tensor_flops: f64,
     pub(crate) dram_bytes_per_s: f64,
     /// Tensor pipe busy, % of peak, where ncu measured it.
     pub(crate) tensor_pipe_pct: Option<f64>,
+}
+
+fn none(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl Point {

@@ -108,6 +108,9 @@ pub(crate) enum LeverKind {
     /// the GPU waits on the host most of the step, so this saves GPU work that moves the wall
     /// time once the host work is off the step.
     WeightCopy { after_host: bool },
+    /// Decode without the draft model, sized per token: speculation's draft and verify passes
+    /// cost more a token than the target's plain decode step (rules::SPECULATION_SLOWER).
+    PlainDecode,
 }
 
 impl LeverKind {
@@ -115,7 +118,7 @@ impl LeverKind {
     pub(crate) fn per(self) -> LeverUnit {
         match self {
             LeverKind::Compile { once: true } => LeverUnit::Once,
-            LeverKind::Batch { .. } => LeverUnit::Token,
+            LeverKind::Batch { .. } | LeverKind::PlainDecode => LeverUnit::Token,
             LeverKind::WeightCopy { after_host: true } => LeverUnit::GpuWork,
             _ => LeverUnit::Step,
         }

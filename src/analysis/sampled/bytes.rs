@@ -83,12 +83,10 @@ pub(crate) struct InstanceBytes {
 /// How one GPU's windows give bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum How {
-    Counters,
+    /// The counters; `peak` (bytes/s): the bandwidth their shares are of, to unwrap them by.
+    Counters { peak: Option<f64> },
     /// The shares, of this peak (bytes/s); `whole`: written as whole per cents.
-    Shares {
-        peak: f64,
-        whole: bool,
-    },
+    Shares { peak: f64, whole: bool },
 }
 
 /// How `series`' bytes are read: its counters where the export lists both and none reads
@@ -109,7 +107,7 @@ pub(crate) fn how(
         return (shares, None);
     }
     let Some(p) = peak else {
-        return (Some(How::Counters), None);
+        return (Some(How::Counters { peak: None }), None);
     };
     let over = (0..series.samples.len()).find(|&i| {
         let s = &series.samples[i];
@@ -118,8 +116,25 @@ pub(crate) fn how(
             .iter()
             .any(|&k| f64::from(s.v[k]) > most)
     });
+    // Only a series that shows the wrap is unwrapped: a share is of a peak that may be a few
+    // per cent off, and whole counters need no help.
+    let wrapped = series
+        .samples
+        .iter()
+        .filter(|s| s.v[READ_BYTES] < 0.0 || s.v[WRITE_BYTES] < 0.0)
+        .count();
     match over {
-        None => (Some(How::Counters), None),
+        None if wrapped > 0 => (
+            Some(How::Counters {
+                peak: Some(p.bytes_per_s),
+            }),
+            Some(format!(
+                "the DRAM byte counters came back negative in {wrapped} windows, as nsys writes them modulo 2^24 on some runs: each window's bytes are its counter plus the multiple of 2^24 nearest the bytes its bandwidth share of {} {:.2} TB/s says",
+                p.source.label(),
+                p.bytes_per_s / 1e12
+            )),
+        ),
+        None => (Some(How::Counters { peak: None }), None),
         Some(i) => (
             shares,
             Some(format!(
@@ -129,6 +144,25 @@ pub(crate) fn how(
                 series.samples[i].t
             )),
         ),
+    }
+}
+
+/// One window's bytes from its counter. nsys writes a DRAM byte counter modulo 2^24 on some
+/// runs, as a signed 24-bit value (H200, Nsight Systems 2025.3.1: windows of 20 us that wrote
+/// 11.6 MB by their 12% share came back as -5.2 MB; 49 MB windows of another run came back
+/// whole): the bytes are the counter plus the multiple of 2^24 nearest the bytes its share
+/// says, `point` bytes a point of share. A negative counter with no share to go by is unknown
+/// (NaN: the window is left uncovered).
+fn unwrapped(counter: f32, share: f32, point: Option<f64>) -> f32 {
+    const WRAP: f64 = (1u32 << 24) as f64;
+    let v = f64::from(counter);
+    match point.filter(|_| share.is_finite()) {
+        Some(p) => {
+            let k = ((f64::from(share) * p - v) / WRAP).round().max(0.0);
+            (v + k * WRAP) as f32
+        }
+        None if v < 0.0 => f32::NAN,
+        None => counter,
     }
 }
 
@@ -173,7 +207,13 @@ pub(crate) fn integrate(
     let (mut read, mut write, mut covered) = (0.0, 0.0, 0.0);
     w.overlapping(start, end, |s, ov, len| {
         let (r, wr) = match how {
-            How::Counters => (s.v[READ_BYTES], s.v[WRITE_BYTES]),
+            How::Counters { peak } => {
+                let point = peak.map(|p| p / 100.0 * len as f64 / 1e9);
+                (
+                    unwrapped(s.v[READ_BYTES], s.v[DRAM_READ], point),
+                    unwrapped(s.v[WRITE_BYTES], s.v[DRAM_WRITE], point),
+                )
+            }
             How::Shares { .. } => (s.v[DRAM_READ], s.v[DRAM_WRITE]),
         };
         if r.is_nan() || wr.is_nan() || len <= 0 {
@@ -187,7 +227,7 @@ pub(crate) fn integrate(
             },
         };
         let whole = match how {
-            How::Counters => 1.0,
+            How::Counters { .. } => 1.0,
             How::Shares { peak, .. } => peak / 100.0 * len as f64 / 1e9,
         };
         read += f64::from(r) * whole * part;

@@ -167,6 +167,7 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
     }
     found.extend(super::batching::lever(a, &step, busy, compile_ms));
     found.extend(super::copies::lever(a, &step, busy));
+    found.extend(super::spec::lever(a, &step));
     found.retain(|s| s.pct >= rules::LEVER_MIN_PCT);
     // Savings of the step and of its tokens first, by their share; then those that move the
     // wall time only after another lever; a one-off saving last.
@@ -201,6 +202,7 @@ fn rule(k: LeverKind) -> rules::Rule {
     match k {
         LeverKind::Batch { .. } => rules::SMALL_BATCH,
         LeverKind::WeightCopy { .. } => rules::WEIGHT_COPY,
+        LeverKind::PlainDecode => rules::SPECULATION_SLOWER,
         LeverKind::Compile { .. }
         | LeverKind::HostWork { .. }
         | LeverKind::Bandwidth
@@ -210,7 +212,7 @@ fn rule(k: LeverKind) -> rules::Rule {
 
 /// How a lever of this kind held when made for real: the host work of a CPU-bound eager step
 /// (recorded in CUDA graphs or compiled) and compiling in the step (the backend that compiled
-/// turned off) were measured; every other kind was not.
+/// turned off) and more sequences in one pass were measured; every other kind was not.
 fn band(k: LeverKind) -> Option<rules::Band> {
     match k {
         LeverKind::HostWork {
@@ -218,12 +220,14 @@ fn band(k: LeverKind) -> Option<rules::Band> {
             from_graphs: false,
         } => Some(rules::HOST_WORK_BAND),
         LeverKind::Compile { once: false } => Some(rules::COMPILE_BAND),
+        LeverKind::Batch { forwards: 1, .. } => Some(rules::BATCH_BAND),
         LeverKind::Compile { once: true }
         | LeverKind::HostWork { .. }
         | LeverKind::Bandwidth
         | LeverKind::LateRank
         | LeverKind::Batch { .. }
-        | LeverKind::WeightCopy { .. } => None,
+        | LeverKind::WeightCopy { .. }
+        | LeverKind::PlainDecode => None,
     }
 }
 

@@ -2,7 +2,8 @@
 //! target accepted, the draft's share of the two models' time, and what a token costs against
 //! the target's plain decode step; a verdict where speculation is the slower of the two.
 
-use super::super::{Claim, Figure, Findings, Quantity, Scope};
+use super::super::{Claim, Figure, Findings, LeverKind, Quantity, Scope};
+use super::levers::{Sized, Step};
 use crate::analysis::Artifacts;
 use crate::rules;
 
@@ -49,4 +50,29 @@ pub(super) fn speculation(a: &Artifacts, out: &mut Findings) {
             ev,
         );
     }
+}
+
+/// Plain decode as a lever, per token: where speculation's tokens cost more than the target's
+/// own decode step, dropping the draft saves the difference on each token.
+pub(super) fn lever(a: &Artifacts, step: &Step) -> Option<Sized> {
+    let s = a.speculation.as_ref()?;
+    let now = s.ms_per_token()?;
+    let then = s
+        .decode_median_ns
+        .map(|ns| ns / 1e6)
+        .filter(|ms| *ms > 0.0)?;
+    if now <= 0.0 || 100.0 * now / then < rules::SPECULATION_SLOWER.threshold {
+        return None;
+    }
+    let fig = |q, v| Figure::new(q, v, &a.sqlite_file, &step.scope);
+    Some(Sized {
+        kind: LeverKind::PlainDecode,
+        pct: 100.0 * (now - then) / now,
+        figures: vec![
+            fig(Quantity::SavingMsPerToken, now - then),
+            fig(Quantity::SavingOfTokenPct, 100.0 * (now - then) / now),
+            fig(Quantity::TokenMsNow, now),
+            fig(Quantity::TokenMsThen, then),
+        ],
+    })
 }

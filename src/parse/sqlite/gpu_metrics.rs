@@ -120,7 +120,8 @@ impl Packer {
 }
 
 /// A metric's value, range-checked as nsys writes it: a share of peak is 0-100%, a byte count
-/// never negative nor beyond 1e18. Err says what is wrong.
+/// at least -2^23 (nsys writes a byte counter modulo 2^24 on some runs, as a signed 24-bit
+/// value: the analysis unwraps it by its share) and at most 1e18. Err says what is wrong.
 fn checked(value: Option<f64>, slot: usize) -> Result<f32, String> {
     let Some(v) = value else {
         return Err("its value is NULL, not a number".into());
@@ -131,7 +132,11 @@ fn checked(value: Option<f64>, slot: usize) -> Result<f32, String> {
             100.0,
             "a share of peak is never below 0% or above 100%",
         ),
-        false => (0.0, 1e18, "a byte count is never negative or beyond 1e18"),
+        false => (
+            -8_388_608.0,
+            1e18,
+            "a byte count is never below -2^23 (a 24-bit counter's wrap) or beyond 1e18",
+        ),
     };
     match v.is_finite() && (lo..=hi).contains(&v) {
         true => Ok(v as f32),

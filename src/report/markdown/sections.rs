@@ -140,7 +140,7 @@ pub(super) fn roofline_section(a: &Decided, f: &Findings, s: &mut String, width:
         p.fp16_flops / 1e12,
         p.fp64_flops / 1e12,
         p.tensor_flops.map(|t| format!("{:.0}", t / 1e12)).unwrap_or_else(|| "–".into()),
-        fp8_roof(a, &p),
+        fp8_roof(a, p),
         p.dram_bytes_per_s / 1e12,
         p.ridge_fp32(),
         tensor_sources(a)

@@ -23,6 +23,7 @@ pub(crate) fn lever_name(lever: LeverKind) -> String {
         LeverKind::WeightCopy { .. } => {
             "reading the weights in place instead of copying them by index".into()
         }
+        LeverKind::PlainDecode => "decoding without the draft model".into(),
     }
 }
 
@@ -39,6 +40,16 @@ pub(crate) fn lever_clause(f: &Finding, lever: LeverKind, band: Option<Band>) ->
         }
         LeverKind::Batch { .. } => return batch(f, lever, band),
         LeverKind::WeightCopy { after_host } => return copies(f, after_host, band),
+        LeverKind::PlainDecode => {
+            return format!(
+                "decode without the draft model, or make its tokens accepted (a draft closer to the target, fewer candidates a step): speculation's draft and verify passes cost {} a token they yield, the target's plain decode step {}; dropping the draft saves {} a token ({}); {}",
+                f.text(Q::TokenMsNow),
+                f.text(Q::TokenMsThen),
+                f.text(Q::SavingMsPerToken),
+                f.text(Q::SavingOfTokenPct),
+                band_clause(lever, band)
+            )
+        }
         LeverKind::Compile { once: false } => (
             "stop compiling and loading GPU code inside the step (fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles)".to_string(),
             "the compiling and loading measured in it",
@@ -138,6 +149,8 @@ fn band_clause(lever: LeverKind, band: Option<Band>) -> String {
     let Some(b) = band else {
         let what = match lever {
             LeverKind::Batch { .. } => "a prediction",
+            // The plain step measured in the same run, not a bound on it.
+            LeverKind::PlainDecode => "an estimate from this run's own plain decode step,",
             LeverKind::Compile { once: true } => "this run's measured cost",
             _ => "an upper bound",
         };

@@ -276,10 +276,10 @@ pub(super) fn census(f: &Finding, above: Option<bool>) -> String {
     )];
     match (f.figure(Q::CensusKvMb), f.figure(Q::CachedTokens)) {
         (Some(kv), Some(past)) => parts.push(format!(
-            "{} of KV cache ({} sequences, {} tokens each already cached)",
+            "{} of KV cache ({} tokens already cached per sequence, batch {})",
             kv.text,
-            f.text(Q::BatchSequences),
-            past.text
+            past.text,
+            f.text(Q::BatchSequences)
         )),
         _ => parts.push(
             "no KV cache (the cache's length or this model's attention layout is not one stage2's hook reads)"

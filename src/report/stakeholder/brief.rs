@@ -140,6 +140,7 @@ fn plain(l: LeverKind) -> String {
         LeverKind::Batch { batch, forwards: 1, to } => format!("serve {to} sequences at once instead of {batch}, where the GPU's memory allows"),
         LeverKind::Batch { to, .. } => format!("serve the {to} requests of a step together, not one at a time, if they are separate requests"),
         LeverKind::WeightCopy { .. } => "stop copying large blocks of model weights inside each step (in a mixture-of-experts model, read the chosen experts' weights where they are)".into(),
+        LeverKind::PlainDecode => "generate without the small draft model: with it, each token costs more than without it".into(),
     }
 }
 
@@ -147,6 +148,14 @@ fn plain(l: LeverKind) -> String {
 fn buys(l: &Finding) -> String {
     if let Some(once) = l.figure(Q::SavingMsOnce) {
         return format!("It saves {} once, at the start", once.text);
+    }
+    if l.figure(Q::StepMsThen).is_none() && l.figure(Q::TokenMsThen).is_some() {
+        return format!(
+            "Each token would cost about {} instead of {} ({} less)",
+            l.text(Q::TokenMsThen),
+            l.text(Q::TokenMsNow),
+            l.text(Q::SavingOfTokenPct)
+        );
     }
     if let (Some(then), Some(now)) = (l.get(Q::StepMsThen), l.get(Q::StepMs)) {
         let step = match then > now {

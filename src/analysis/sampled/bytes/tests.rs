@@ -75,7 +75,13 @@ fn counters_count_a_windows_bytes_by_the_part_inside() {
     ];
     let w = Windows::new(&s).unwrap();
     // Half of the first window and the first quarter of the second.
-    let (read, write, covered) = integrate(&w, 10_000, 25_000, How::Counters, &Busy::default());
+    let (read, write, covered) = integrate(
+        &w,
+        10_000,
+        25_000,
+        How::Counters { peak: None },
+        &Busy::default(),
+    );
     assert!(close(read, 2000.0 + 2000.0), "{read}");
     assert!(close(write, 200.0 + 200.0), "{write}");
     assert_eq!(covered, 15_000.0);
@@ -93,12 +99,12 @@ fn an_edge_window_counts_by_the_kernels_busy_time_inside() {
     let w = Windows::new(&s).unwrap();
     // Kernels from 10 to 25 us: the first window is idle before 10 us.
     let busy = Busy::new(vec![(10_000, 25_000)]);
-    let (read, _, covered) = integrate(&w, 10_000, 25_000, How::Counters, &busy);
+    let (read, _, covered) = integrate(&w, 10_000, 25_000, How::Counters { peak: None }, &busy);
     assert!(close(read, 4000.0 + 8000.0), "{read}");
     assert_eq!(covered, 15_000.0);
     // Another kernel from 2 to 6 us shares the first window: 10 of its 14 busy us are inside.
     let busy = Busy::new(vec![(2_000, 6_000), (10_000, 25_000)]);
-    let (read, _, _) = integrate(&w, 10_000, 25_000, How::Counters, &busy);
+    let (read, _, _) = integrate(&w, 10_000, 25_000, How::Counters { peak: None }, &busy);
     assert!(close(read, 4000.0 * 10.0 / 14.0 + 8000.0), "{read}");
 }
 
@@ -180,7 +186,7 @@ fn an_instance_on_an_unsampled_device_has_no_bytes_and_one_of_no_length_covers_n
     let got = per_instance(
         &launches,
         |d| (d == 0).then_some(&w),
-        |_| Some(How::Counters),
+        |_| Some(How::Counters { peak: None }),
     );
     assert!(!got.contains_key(&a), "device 1 was not sampled");
     let z = got[&b];
@@ -205,8 +211,11 @@ fn counters_are_used_where_listed_and_plausible() {
     ];
     let s = series(ok.clone(), true);
     let w = Windows::new(&s.samples).unwrap();
-    assert_eq!(how(&s, &w, Some(&peak)), (Some(How::Counters), None));
-    assert_eq!(how(&s, &w, None).0, Some(How::Counters));
+    assert_eq!(
+        how(&s, &w, Some(&peak)),
+        (Some(How::Counters { peak: None }), None)
+    );
+    assert_eq!(how(&s, &w, None).0, Some(How::Counters { peak: None }));
     // Not listed: the shares, of the peak; without a peak, nothing.
     let s = series(ok, false);
     assert_eq!(how(&s, &w, Some(&peak)).0, Some(shares()));

@@ -1,0 +1,136 @@
+//! A step's DRAM bytes read, from the nsys pass's samples, against what its model must read by
+//! its own numbers (the hook's marks), on two real H200 captures (tests/data, trimmed as its
+//! README says): a ~1.2B Llama's eager decode at batch 4 over 4096-token prompts, whose DRAM
+//! write counter nsys wrote modulo 2^24, and a Mixtral-style decode whose experts' weights are
+//! gathered every step.
+
+mod common;
+
+use common::{read, Sandbox};
+use serde_json::Value;
+
+fn reported(sb: &Sandbox, name: &str, sql: &str) -> (Value, String) {
+    let run = sb.copy_of(&format!("tests/data/{name}"), name);
+    if !sql.is_empty() {
+        let db = rusqlite::Connection::open(run.join("nsys/run.sqlite")).unwrap();
+        db.execute_batch(sql).unwrap();
+    }
+    sb.stage2().arg("report").arg(&run).assert().success();
+    let s = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    (s, read(run.join("kernels.md")))
+}
+
+fn census(s: &Value) -> &Value {
+    let all: Vec<&Value> = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "census")
+        .collect();
+    assert_eq!(all.len(), 1, "{all:?}");
+    all[0]
+}
+
+fn fig(f: &Value, q: &str) -> f64 {
+    f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["quantity"] == q)
+        .and_then(|e| e["value"].as_f64())
+        .unwrap_or_else(|| panic!("{q} in {f}"))
+}
+
+/// The hook's marks: 2077364224 bytes of weights, 32768 of KV cache a token, 4 sequences with
+/// 4096 + 2 tokens cached at the median step of the 5 (NVIDIA's nvtx_sum counts 5 `decode`).
+/// Its 2824.6 MB read is 108.0% of the 2614.6 MB census: within the band.
+#[test]
+fn a_long_context_decode_reads_its_weights_and_kv_cache() {
+    let sb = Sandbox::new();
+    let (s, md) = reported(&sb, "census-kv", "");
+    let c = census(&s);
+    assert!(c["above"].is_null(), "{c}");
+    assert_eq!(c["scope"]["instances"], 5);
+    assert_eq!(fig(c, "census_weights_mb"), 2077.364224);
+    assert_eq!(fig(c, "cached_tokens"), 4098.0);
+    assert_eq!(fig(c, "census_kv_mb"), 4.0 * 4099.0 * 32768.0 / 1e6);
+    let read_mb = fig(c, "step_read_mb");
+    assert_eq!(
+        read_mb,
+        s["ranges"][0]["dram_per_step"]["dram_read_bytes"]
+            .as_f64()
+            .unwrap()
+            / 1e6
+    );
+    let pct = fig(c, "read_of_census_pct");
+    assert!((pct - 100.0 * read_mb / fig(c, "census_read_mb")).abs() < 1e-9);
+    assert!((pct - 108.0).abs() < 0.05, "{pct}");
+    assert!(md.contains("what the model needs"), "{md}");
+}
+
+/// nsys wrote the DRAM write counter of 169 windows as negative numbers (a signed 24-bit value:
+/// 11.6 MB as -5.2 MB): unwrapped by each window's bandwidth share, the step's bytes agree with
+/// the bytes the shares alone give, within the bound of their whole per cents.
+#[test]
+fn a_counter_nsys_wrote_modulo_2_24_is_unwrapped_by_its_share() {
+    let sb = Sandbox::new();
+    let (s, md) = reported(&sb, "census-kv", "");
+    assert!(md.contains("came back negative in 169 windows"), "{md}");
+    let counted = &s["ranges"][0]["dram_per_step"];
+    assert_eq!(counted["source"], "counters");
+    // Hand-made: the counters' names taken out of the export's list, so the shares count.
+    let (s, _) = reported(
+        &sb,
+        "census-kv",
+        "DELETE FROM TARGET_INFO_GPU_METRICS WHERE metricName LIKE '% Bytes [Bytes]';",
+    );
+    let shares = &s["ranges"][0]["dram_per_step"];
+    assert_eq!(shares["source"], "shares");
+    let within = shares["bytes_within"].as_f64().unwrap();
+    for k in ["dram_read_bytes", "dram_write_bytes"] {
+        let (c, sh) = (counted[k].as_f64().unwrap(), shares[k].as_f64().unwrap());
+        assert!(
+            (c - sh).abs() <= within,
+            "{k}: {c} counted, {sh} from shares (±{within})"
+        );
+    }
+    // Above 2^23 bytes a window: the writes are not what a wrapped counter would leave.
+    assert!(counted["dram_write_bytes"].as_f64().unwrap() > 500e6);
+}
+
+/// The MoE decode reads 187% of its census: its experts' weights are gathered (copied) every
+/// step, bytes beyond the weights and the cache. The experts' part is the expected share of
+/// 553648128 bytes when 4 tokens each pick 2 of 8 experts.
+#[test]
+fn a_moe_decode_that_copies_its_experts_reads_beyond_its_census() {
+    let sb = Sandbox::new();
+    let (s, md) = reported(&sb, "census-moe", "");
+    let c = census(&s);
+    assert_eq!(c["above"], true, "{c}");
+    let expected = 553_648_128.0 * (1.0 - 0.75f64.powi(4)) / 1e6;
+    assert!((fig(c, "census_experts_mb") - expected).abs() < 1e-9);
+    assert_eq!(
+        fig(c, "census_weights_mb"),
+        (644_433_920.0 - 553_648_128.0) / 1e6
+    );
+    assert!(fig(c, "read_of_census_pct") > 180.0);
+    assert!(md.contains("bytes beyond them move every step"), "{md}");
+}
+
+/// A capture whose marks hold no model figures (as before the hook wrote them): no census.
+#[test]
+fn marks_without_the_models_figures_make_no_census() {
+    let sb = Sandbox::new();
+    let (s, _) = reported(
+        &sb,
+        "census-kv",
+        "UPDATE NVTX_EVENTS SET text = substr(text, 1, instr(text, ' past=') - 1) \
+         WHERE text LIKE 'stage2:tokens %past=%';",
+    );
+    let none = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["kind"] != "census");
+    assert!(none);
+}
