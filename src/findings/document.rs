@@ -13,6 +13,8 @@ use serde::Serialize;
 
 pub(crate) use super::listed::{LeftOut, Listed, RANGES_CSV};
 use super::Findings;
+// `stage2 diff`'s document: two runs' figures set side by side.
+pub(crate) use crate::analysis::diff::{Diff, Presence, Test, CONFIDENCE};
 pub(crate) use crate::analysis::instances::Group;
 pub(crate) use crate::analysis::ledger::{Parts, RangeLedger};
 pub(crate) use crate::analysis::repeats::Repeats;
@@ -22,6 +24,7 @@ pub(crate) use crate::analysis::sampled::reuse::{Reused, FILE as REUSED_FIGURES}
 pub(crate) use crate::analysis::sampled::Agreement;
 pub(crate) use crate::analysis::summary::{GpuMetrics, RangesLeftOut, Summary};
 pub(crate) use crate::analysis::tokens::PhaseCost;
+pub(crate) use crate::analysis::work::WorkKind;
 pub(crate) use crate::analysis::{Artifacts, Focus};
 use crate::config::Capture;
 

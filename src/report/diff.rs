@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::fmt::{cut, md, us};
-use crate::analysis::diff::{Diff, Presence, Test, CONFIDENCE};
+use crate::findings::document::{Diff, Presence, Test, CONFIDENCE};
 
 /// "+12.3% (±1.1%)": a change and, with a noise test, the half-width of its interval in %.
 fn change(p: Option<f64>, t: Option<Test>, base: f64) -> String {

@@ -4,7 +4,7 @@
 //! rest of the GPU's work grows with the sequences.
 
 use super::super::{Figure, LeverKind, Quantity};
-use super::levers::{Sized, Step};
+use super::sized::{Sized, Step};
 use crate::analysis::batching::StepCost;
 use crate::analysis::Artifacts;
 use crate::rules;

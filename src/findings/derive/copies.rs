@@ -3,7 +3,7 @@
 //! reads the weights in place (a grouped matrix product for a mixture-of-experts layer) saves.
 
 use super::super::{Figure, LeverKind, Quantity};
-use super::levers::{Sized, Step};
+use super::sized::{Sized, Step};
 use crate::analysis::copies::weight_copies;
 use crate::analysis::Artifacts;
 use crate::rules;

@@ -10,13 +10,7 @@ use crate::analysis::Artifacts;
 use crate::model::Bound;
 use crate::rules;
 
-/// A step's time and what it is.
-pub(super) struct Step {
-    pub(super) ms: f64,
-    pub(super) scope: Scope,
-    pub(super) instances: f64,
-    pub(super) basis: StepBasis,
-}
+pub(super) use super::sized::{Sized, Step};
 
 /// The time per step the levers are sized against.
 pub(super) fn step(a: &Artifacts, name: &str) -> Option<Step> {
@@ -187,14 +181,6 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
         };
         out.push(claim, step.scope.clone(), Some(rule(s.kind)), ev);
     }
-}
-
-/// A lever sized: its saving's share of what it is counted against (the step, a token, the
-/// GPU's work), and its figures beside the step's time.
-pub(super) struct Sized {
-    pub(super) kind: LeverKind,
-    pub(super) pct: f64,
-    pub(super) figures: Vec<Figure>,
 }
 
 /// The rule a lever kind is sized by.

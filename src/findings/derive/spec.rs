@@ -3,7 +3,7 @@
 //! the target's plain decode step; a verdict where speculation is the slower of the two.
 
 use super::super::{Claim, Figure, Findings, LeverKind, Quantity, Scope};
-use super::levers::{Sized, Step};
+use super::sized::{Sized, Step};
 use crate::analysis::Artifacts;
 use crate::rules;
 

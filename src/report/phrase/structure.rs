@@ -161,7 +161,7 @@ pub(super) fn tensor_peak(f: &Finding, compute_bound: bool) -> String {
 
 pub(super) fn step_work(
     f: &Finding,
-    kinds: &[crate::analysis::work::WorkKind],
+    kinds: &[crate::findings::document::WorkKind],
     steady: Option<&str>,
 ) -> String {
     let name = range_name(f.scope.range.as_deref().unwrap_or(""));
