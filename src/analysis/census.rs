@@ -23,7 +23,13 @@ struct Pass {
 }
 
 fn parse(text: &str) -> Option<Pass> {
-    let mut p = Pass::default();
+    // Its tokens as every reader of the mark takes them; the model's figures after them.
+    let (batch, new) = super::batching::parse(text)?;
+    let mut p = Pass {
+        batch: batch as f64,
+        new: new as f64,
+        ..Pass::default()
+    };
     let (mut weights, mut count, mut top_k, mut expert) = (None, None, None, None);
     for kv in text.strip_prefix("stage2:tokens ")?.split_whitespace() {
         let (k, v) = kv.split_once('=')?;
@@ -32,8 +38,6 @@ fn parse(text: &str) -> Option<Pass> {
             .ok()
             .filter(|v: &f64| v.is_finite() && *v >= 0.0)?;
         match k {
-            "batch" => p.batch = v,
-            "new" => p.new = v,
             "past" => p.past = Some(v),
             "weights" => weights = Some(v),
             "kv" => p.kv_per_token = Some(v),
@@ -104,12 +108,7 @@ pub(crate) fn of(ranges: &[NvtxRange], marks: &[(i64, i64, String)], name: &str)
     let mut passes = Vec::new();
     for (t, tid, text) in marks {
         let Some(p) = parse(text) else { continue };
-        let inner = nest
-            .open_at_from(&mut cursor, ranges, *tid, *t, true)
-            .next()
-            .into_iter()
-            .chain(nest.spans_at(ranges, *t))
-            .max_by_key(|&i| ranges[i].start);
+        let inner = nest.holding_mark(&mut cursor, ranges, *tid, *t);
         if inner.is_some_and(|i| &*ranges[i].name == name) {
             passes.push(p);
         }

@@ -190,6 +190,23 @@ impl Nesting {
             .chain(self.spans_at(ranges, t))
     }
 
+    /// The innermost range that holds an NVTX mark made at `t` on thread `tid`: the latest to
+    /// start of the thread's innermost push/pop range open then (its end included) and the
+    /// start/end ranges that hold `t`.
+    pub(crate) fn holding_mark(
+        &self,
+        cursor: &mut Cursor,
+        ranges: &[NvtxRange],
+        tid: i64,
+        t: i64,
+    ) -> Option<usize> {
+        self.open_at_from(cursor, ranges, tid, t, true)
+            .next()
+            .into_iter()
+            .chain(self.spans_at(ranges, t))
+            .max_by_key(|&i| ranges[i].start)
+    }
+
     /// The innermost instance of range `name` that holds a CUDA call made at `t` on thread
     /// `tid` (see [`Nesting::holding_call`]), if any.
     pub(crate) fn holding_named(

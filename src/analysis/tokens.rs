@@ -70,15 +70,7 @@ fn tokens_by_range<'a>(
     let mut out: HashMap<&str, (u64, u64)> = HashMap::new();
     for (t, tid, text) in marks {
         let Some((b, n)) = parse(text) else { continue };
-        // The latest-starting range that holds the mark.
-        let push_pop = nest
-            .open_at_from(&mut cursor, ranges, *tid, *t, true)
-            .next();
-        let inner = push_pop
-            .into_iter()
-            .chain(nest.spans_at(ranges, *t))
-            .max_by_key(|&i| ranges[i].start);
-        if let Some(i) = inner {
+        if let Some(i) = nest.holding_mark(&mut cursor, ranges, *tid, *t) {
             let e = out.entry(&*ranges[i].name).or_default();
             e.0 = e.0.max(b);
             e.1 += b * n;
