@@ -32,13 +32,7 @@ fn census(s: &Value) -> &Value {
 }
 
 fn fig(f: &Value, q: &str) -> f64 {
-    f["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["quantity"] == q)
-        .and_then(|e| e["value"].as_f64())
-        .unwrap_or_else(|| panic!("{q} in {f}"))
+    common::figure(f, q, None)
 }
 
 /// The hook's marks: 2077364224 bytes of weights, 32768 of KV cache a token, 4 sequences with

@@ -10,7 +10,7 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::{copy_dir, read, root, Sandbox};
+use common::{copy_dir, figure, read, root, Sandbox};
 use serde_json::Value;
 
 /// A copy of a test run directory, reported; its summary.json and kernels.md.
@@ -42,17 +42,6 @@ fn findings<'a>(s: &'a Value, kind: &str) -> Vec<&'a Value> {
         .iter()
         .filter(|f| f["kind"] == kind)
         .collect()
-}
-
-/// A finding's figure of `quantity` (scoped to `kernel` when given).
-fn figure(f: &Value, quantity: &str, kernel: Option<&str>) -> f64 {
-    f["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["quantity"] == quantity && e["scope"]["kernel"].as_str() == kernel)
-        .and_then(|e| e["value"].as_f64())
-        .unwrap_or_else(|| panic!("{quantity} {kernel:?} in {f}"))
 }
 
 fn nvidia(name: &str, file: &str) -> Vec<HashMap<String, String>> {

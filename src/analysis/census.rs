@@ -148,16 +148,7 @@ pub(crate) fn of(ranges: &[NvtxRange], marks: &[(i64, i64, String)], name: &str)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn r(name: &str, start: i64, end: i64) -> NvtxRange {
-        NvtxRange {
-            name: name.into(),
-            start,
-            end,
-            push_pop: true,
-            tid: 3,
-        }
-    }
+    use crate::testutil::push_pop as r;
 
     #[test]
     fn a_decode_step_reads_its_weights_and_each_sequences_cache() {
@@ -166,7 +157,7 @@ mod tests {
             r("decode", 200, 210),
             r("decode", 300, 310),
         ];
-        let m = |t, text: &str| (t, 3, text.to_string());
+        let m = |t, text: &str| (t, 1, text.to_string());
         let marks = [
             m(1, "stage2:tokens batch=2 new=100 past=0 weights=1000 kv=10"),
             m(
@@ -204,7 +195,7 @@ mod tests {
         let ranges = [r("decode", 0, 10)];
         let marks = [(
             1,
-            3,
+            1,
             "stage2:tokens batch=4 new=1 past=10 weights=9000 experts=8 top_k=2 expert_weights=8000"
                 .to_string(),
         )];

@@ -183,3 +183,14 @@ pub fn stopped_at_bound(run: &Path, started: std::time::Instant, why: &str) -> s
     assert!(run.join("ncu/decode_raw.csv").is_file());
     ncu
 }
+
+/// A summary.json finding's figure of `quantity` (scoped to `kernel` when given).
+pub fn figure(f: &serde_json::Value, quantity: &str, kernel: Option<&str>) -> f64 {
+    f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["quantity"] == quantity && e["scope"]["kernel"].as_str() == kernel)
+        .and_then(|e| e["value"].as_f64())
+        .unwrap_or_else(|| panic!("{quantity} {kernel:?} in {f}"))
+}
