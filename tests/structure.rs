@@ -406,3 +406,27 @@ fn acceptance_and_missing_marks_on_hand_made_copies_of_the_real_capture() {
     assert!(findings(&s, "speculation_slower").is_empty());
     assert!(md.contains("no `stage2:spec` mark, so the draft tokens accepted are not known"));
 }
+
+/// The serving loop's step is the mean of all 40 (its 20 compiling steps are no warm-up): the
+/// GPU's share of it and the host-work lever are over the same mean step, not over the 20
+/// steady ones, so the two levers and the share add up to the step.
+#[test]
+fn a_mean_step_is_judged_on_its_own_busy_share() {
+    let (s, md, _t) = report("batching-loop", |_| {});
+    let step = &findings(&s, "step")[0];
+    assert_eq!(step["basis"], "mean", "{md}");
+    let busy = figure(step, "gpu_work_of_step_pct", None);
+    let whole = s["totals"]["gpu_working_of_range_pct"].as_f64().unwrap();
+    assert_eq!(busy, whole);
+    let ms = figure(step, "step_ms", None);
+    let levers = findings(&s, "lever");
+    let saving = |what: &str| {
+        let l = levers.iter().find(|l| l["lever"]["what"] == what).unwrap();
+        figure(l, "saving_ms_per_step", None)
+    };
+    let waits = ms * (1.0 - busy / 100.0);
+    assert!(
+        (saving("compile") + saving("host_work") - waits).abs() < 1e-6,
+        "{md}"
+    );
+}

@@ -93,7 +93,7 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
     let Some(step) = step(a, &name).filter(|s| s.ms > 0.0) else {
         return;
     };
-    let busy = super::gpu_busy(a).map(|(b, _)| b);
+    let busy = busy_over(a, &step);
     let mut ev = vec![Figure::new(
         Quantity::StepMs,
         step.ms,
@@ -180,6 +180,19 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
             band: band(s.kind),
         };
         out.push(claim, step.scope.clone(), Some(rule(s.kind)), ev);
+    }
+}
+
+/// How busy the GPU is over the step the levers are sized against: its loop's, its steady
+/// instances' or, for the mean instance, the whole range's (a steady group that is no warm-up
+/// leaves the step the mean of every instance, and its busy share with it).
+fn busy_over(a: &Artifacts, step: &Step) -> Option<f64> {
+    match step.basis {
+        StepBasis::Mean => a
+            .captured()
+            .filter(|c| step.scope.range.as_deref() == Some(c.name.as_str()))
+            .map(|c| c.working_pct()),
+        StepBasis::Loop | StepBasis::Steady => super::gpu_busy(a).map(|(b, _)| b),
     }
 }
 
