@@ -356,6 +356,15 @@ fn speculation_from_the_hooks_marks_on_a_real_assisted_generate() {
         md.contains("Speculation is slower than plain decode"),
         "{md}"
     );
+    // One plain decode step in the capture, said as one; one candidate a step already, so
+    // fewer is not what to try.
+    assert_eq!(figure(f[0], "decode_steps", None), n);
+    assert!(
+        md.contains("(`decode`, 7.791 ms, its one step in the capture)"),
+        "{md}"
+    );
+    assert!(md.contains("a draft model whose tokens the target accepts, a cheaper one, or plain decode is what to try"), "{md}");
+    assert!(!md.contains("fewer candidate tokens"), "{md}");
     // Its lever, per token: the draft dropped, a token costs the plain decode step.
     let lever = s["findings"]
         .as_array()

@@ -36,8 +36,10 @@ pub(crate) struct Speculation {
     /// The draft's and the verify passes' time (None: the export has no such range).
     pub(crate) draft: Option<Time>,
     pub(crate) verify: Option<Time>,
-    /// The median wall time of the target's plain decode step (None: no `decode` range).
+    /// The median wall time of the target's plain decode step (None: no `decode` range), and
+    /// how many such steps it is the median of.
     pub(crate) decode_median_ns: Option<f64>,
+    pub(crate) decode_steps: u64,
 }
 
 impl Speculation {
@@ -104,16 +106,15 @@ pub(crate) fn of(marks: &[(i64, i64, String)], stats: &[RangeStats]) -> Option<S
     if steps.is_empty() && (draft.is_none() || verify.is_none()) {
         return None;
     }
+    let decode = stats.iter().find(|s| s.name == DECODE && s.instances > 0);
     Some(Speculation {
         steps: steps.len() as u64,
         proposed: steps.iter().map(|s| s.0).sum(),
         accepted: steps.iter().map(|s| s.1).sum(),
         draft,
         verify,
-        decode_median_ns: stats
-            .iter()
-            .find(|s| s.name == DECODE && s.instances > 0)
-            .map(|s| s.wall_spread.median),
+        decode_median_ns: decode.map(|s| s.wall_spread.median),
+        decode_steps: decode.map_or(0, |s| s.instances),
     })
 }
 

@@ -224,6 +224,8 @@ pub(crate) enum Quantity {
     SpeculativeMsPerToken,
     DecodeMsPerToken,
     SpeculativeOfDecodePct,
+    /// The target's plain decode steps that median is over.
+    DecodeSteps,
     /// A step's DRAM bytes read (the nsys pass's samples, the steady instances' median) beside
     /// what the model's own numbers say it must read (analysis::census): the sum, its parts
     /// (weights outside expert layers, the KV cache, expert weights expected under uniform
@@ -273,6 +275,7 @@ impl Quantity {
             | VerifySteps
             | DraftTokensProposed
             | DraftTokensAccepted
+            | DecodeSteps
             | CachedTokens => Unit::Count,
             TensorTflopPerS | TensorPeakTflopPerS => Unit::TflopPerS,
             TokensPerVerify => Unit::TokensPerStep,

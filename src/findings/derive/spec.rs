@@ -39,6 +39,7 @@ pub(super) fn speculation(a: &Artifacts, out: &mut Findings) {
     let ratio = per_token.zip(decode).map(|(p, d)| 100.0 * p / d);
     if let (Some(d), Some(r)) = (decode, ratio) {
         ev.push(fig(Quantity::DecodeMsPerToken, d));
+        ev.push(fig(Quantity::DecodeSteps, s.decode_steps as f64));
         ev.push(fig(Quantity::SpeculativeOfDecodePct, r));
     }
     out.push(Claim::Speculation, scope.clone(), None, ev.clone());

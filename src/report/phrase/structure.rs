@@ -246,9 +246,9 @@ pub(super) fn speculation(f: &Finding, w: &str) -> String {
         s.push_str(&format!("; the two take {} per token they yield", ms.text));
         if let Some(d) = f.figure(Q::DecodeMsPerToken) {
             s.push_str(&format!(
-                ", {} of the target's plain decode step (`decode`, its median {})",
+                ", {} of the target's plain decode step (`decode`, {})",
                 f.text(Q::SpeculativeOfDecodePct),
-                d.text
+                decode_steps(f, &d.text)
             ));
         }
     }
@@ -256,9 +256,26 @@ pub(super) fn speculation(f: &Finding, w: &str) -> String {
     s
 }
 
+/// "its median 7.79 ms" over several plain decode steps, "7.79 ms, its one step" over one.
+fn decode_steps(f: &Finding, ms: &str) -> String {
+    match f.get(Q::DecodeSteps) {
+        Some(n) if n == 1.0 => format!("{ms}, its one step in the capture"),
+        _ => format!("its median {ms}"),
+    }
+}
+
 pub(super) fn speculation_slower(f: &Finding, w: &str) -> String {
+    // Fewer candidates is no change where each step proposes one already.
+    let several = matches!(
+        (f.get(Q::DraftTokensProposed), f.get(Q::VerifySteps)),
+        (Some(p), Some(n)) if p > n
+    );
+    let try_next = match several {
+        true => "a cheaper draft model, fewer candidate tokens per step, or plain decode",
+        false => "a draft model whose tokens the target accepts, a cheaper one, or plain decode",
+    };
     format!(
-        "Speculation is slower than plain decode {w}: the draft and verify passes take {} per token they yield, against {} for the target's plain decode step ({}), with {}; a cheaper draft model, fewer candidate tokens per step, or plain decode is what to try{}.",
+        "Speculation is slower than plain decode {w}: the draft and verify passes take {} per token they yield, against {} for the target's plain decode step ({}), with {}; {try_next} is what to try{}.",
         f.text(Q::SpeculativeMsPerToken),
         f.text(Q::DecodeMsPerToken),
         f.text(Q::SpeculativeOfDecodePct),
