@@ -60,6 +60,19 @@ fn a_long_context_decode_reads_its_weights_and_kv_cache() {
     assert!((pct - 100.0 * read_mb / fig(c, "census_read_mb")).abs() < 1e-9);
     assert!((pct - 108.0).abs() < 0.05, "{pct}");
     assert!(md.contains("what the model needs"), "{md}");
+    // It writes about its whole KV cache every step: the dynamic cache grows by concatenation.
+    let written = fig(c, "step_write_mb");
+    assert_eq!(
+        written,
+        s["ranges"][0]["dram_per_step"]["dram_write_bytes"]
+            .as_f64()
+            .unwrap()
+            / 1e6
+    );
+    let of_kv = fig(c, "write_of_kv_pct");
+    assert!((of_kv - 100.0 * written / fig(c, "census_kv_mb")).abs() < 1e-9);
+    assert!((of_kv - 102.6).abs() < 0.05, "{of_kv}");
+    assert!(md.contains("of its KV cache: about the whole cache every step"), "{md}");
 }
 
 /// nsys wrote the DRAM write counter of 169 windows as negative numbers (a signed 24-bit value:
@@ -109,6 +122,8 @@ fn a_moe_decode_that_copies_its_experts_reads_beyond_its_census() {
     );
     assert!(fig(c, "read_of_census_pct") > 180.0);
     assert!(md.contains("bytes beyond them move every step"), "{md}");
+    // Its 564.5 MB written are no cache rewrite: 8.5 MB of cache.
+    assert!(!md.contains("of its KV cache: about the whole cache every step"), "{md}");
 }
 
 /// A capture whose marks hold no model figures (as before the hook wrote them): no census.

@@ -237,6 +237,10 @@ pub(crate) enum Quantity {
     CensusExpertsMb,
     CachedTokens,
     ReadOfCensusPct,
+    /// The same steps' DRAM bytes written, and those as a share of the KV cache the census
+    /// counts (a cache grown by concatenation is rewritten whole every step).
+    StepWriteMb,
+    WriteOfKvPct,
 }
 
 impl Quantity {
@@ -280,9 +284,8 @@ impl Quantity {
             TensorTflopPerS | TensorPeakTflopPerS => Unit::TflopPerS,
             TokensPerVerify => Unit::TokensPerStep,
             StepDramMb | StepSampledDramMb | CopyMbPerCall | CopyMbPerStep | MatrixMbPerCall
-            | StepReadMb | CensusReadMb | CensusWeightsMb | CensusKvMb | CensusExpertsMb => {
-                Unit::Mb
-            }
+            | StepReadMb | StepWriteMb | CensusReadMb | CensusWeightsMb | CensusKvMb
+            | CensusExpertsMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
             | CycleMs

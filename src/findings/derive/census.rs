@@ -36,9 +36,15 @@ pub(super) fn census(a: &Artifacts, out: &mut Findings) {
         marks(Quantity::CensusWeightsMb, c.dense_bytes / 1e6),
         marks(Quantity::BatchSequences, c.batch),
     ];
-    if let (Some(kv), Some(past)) = (c.kv_bytes, c.past) {
+    let sampled = |q, v| Figure::new(q, v, a.sampled_source(), &scope);
+    ev.push(sampled(Quantity::StepWriteMb, s.dram_write_bytes / 1e6));
+    if let (Some(kv), Some(past)) = (c.kv_bytes.filter(|kv| *kv > 0.0), c.past) {
         ev.push(marks(Quantity::CensusKvMb, kv / 1e6));
         ev.push(marks(Quantity::CachedTokens, past));
+        ev.push(sampled(
+            Quantity::WriteOfKvPct,
+            100.0 * s.dram_write_bytes / kv,
+        ));
     }
     if let Some(x) = c.experts {
         ev.push(marks(Quantity::CensusExpertsMb, x.expected / 1e6));

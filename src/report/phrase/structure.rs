@@ -315,11 +315,25 @@ pub(super) fn census(f: &Finding, above: Option<bool>) -> String {
         Some(false) => "less than its weights: some are served from the L2 cache, or layers are skipped",
     };
     format!(
-        "{step} reads {} of DRAM (the nsys pass's samples), {} of the {} its model's own numbers say it must read ({}): {verdict}{}",
+        "{step} reads {} of DRAM (the nsys pass's samples), {} of the {} its model's own numbers say it must read ({}): {verdict}; it writes {}{}{}",
         f.text(Q::StepReadMb),
         f.text(Q::ReadOfCensusPct),
         f.text(Q::CensusReadMb),
         parts.join(", "),
+        f.text(Q::StepWriteMb),
+        written_of_cache(f),
         cite(f)
     )
+}
+
+/// ", 102.6% of its KV cache: about the whole cache every step (...)" where the bytes written
+/// are the cache's within rules::CENSUS's band; nothing otherwise.
+fn written_of_cache(f: &Finding) -> String {
+    match f.get(Q::WriteOfKvPct) {
+        Some(p) if (p - 100.0).abs() <= crate::rules::CENSUS.threshold => format!(
+            ", {} of its KV cache: about the whole cache every step, as a cache that grows by concatenating each new token rewrites it (a preallocated, static cache writes only the new tokens)",
+            f.text(Q::WriteOfKvPct)
+        ),
+        _ => String::new(),
+    }
 }
