@@ -259,7 +259,7 @@ pub(super) fn speculation(f: &Finding, w: &str) -> String {
 /// "its median 7.79 ms" over several plain decode steps, "7.79 ms, its one step" over one.
 fn decode_steps(f: &Finding, ms: &str) -> String {
     match f.get(Q::DecodeSteps) {
-        Some(n) if n == 1.0 => format!("{ms}, its one step in the capture"),
+        Some(1.0) => format!("{ms}, its one step in the capture"),
         _ => format!("its median {ms}"),
     }
 }
