@@ -72,7 +72,10 @@ fn a_long_context_decode_reads_its_weights_and_kv_cache() {
     let of_kv = fig(c, "write_of_kv_pct");
     assert!((of_kv - 100.0 * written / fig(c, "census_kv_mb")).abs() < 1e-9);
     assert!((of_kv - 102.6).abs() < 0.05, "{of_kv}");
-    assert!(md.contains("of its KV cache: about the whole cache every step"), "{md}");
+    assert!(
+        md.contains("of its KV cache: about the whole cache every step"),
+        "{md}"
+    );
 }
 
 /// nsys wrote the DRAM write counter of 169 windows as negative numbers (a signed 24-bit value:
@@ -123,7 +126,10 @@ fn a_moe_decode_that_copies_its_experts_reads_beyond_its_census() {
     assert!(fig(c, "read_of_census_pct") > 180.0);
     assert!(md.contains("bytes beyond them move every step"), "{md}");
     // Its 564.5 MB written are no cache rewrite: 8.5 MB of cache.
-    assert!(!md.contains("of its KV cache: about the whole cache every step"), "{md}");
+    assert!(
+        !md.contains("of its KV cache: about the whole cache every step"),
+        "{md}"
+    );
 }
 
 /// A capture whose marks hold no model figures (as before the hook wrote them): no census.

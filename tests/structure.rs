@@ -439,3 +439,24 @@ fn a_mean_step_is_judged_on_its_own_busy_share() {
         "{md}"
     );
 }
+
+/// The serving loop's compile lever names what it compiled for: its phases' ledgers together,
+/// cuDNN's SDPA kernel first, a load before each of its 20 first launches at a new length.
+#[test]
+fn the_compile_lever_names_the_kernels_its_loads_came_before() {
+    let (s, md, _t) = report("batching-loop", |_| {});
+    let levers = findings(&s, "lever");
+    let compile = levers
+        .iter()
+        .find(|l| l["lever"]["what"] == "compile")
+        .unwrap_or_else(|| panic!("{md}"));
+    let first = &compile["compiled_for"][0];
+    assert!(
+        first[0]
+            .as_str()
+            .unwrap()
+            .starts_with("cudnn_generated_fort_native_sdpa"),
+        "{first}"
+    );
+    assert_eq!(first[1], 20);
+}

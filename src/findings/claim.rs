@@ -427,6 +427,10 @@ pub(crate) enum Claim {
         /// never checked.
         #[serde(skip_serializing_if = "Option::is_none")]
         band: Option<crate::rules::Band>,
+        /// A compile lever's kernels: those whose launch each load in the range came before,
+        /// with the loads (the ledger's), most first.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        compiled_for: Vec<(String, u32)>,
     },
     /// One range's verdict for kernels.md's table.
     RangeVerdict {

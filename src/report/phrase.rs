@@ -266,9 +266,17 @@ pub(crate) fn sentence(f: &Finding) -> String {
         Claim::Step { basis, gpu_bound } => {
             format!("{}{}", step_clause(f, *basis, *gpu_bound), cite(f))
         }
-        Claim::Lever { lever, band, .. } => {
-            format!("{}{}.", lever_clause(f, *lever, *band), cite(f))
-        }
+        Claim::Lever {
+            lever,
+            band,
+            compiled_for,
+            ..
+        } => format!(
+            "{}{}{}.",
+            lever_clause(f, *lever, *band),
+            groups::loads_preceded(compiled_for),
+            cite(f)
+        ),
         Claim::GpuWaitsInNccl => format!(
             "The GPU is busy {} of the range time {w} but working only {} of it: it mostly waits for the other ranks inside NCCL kernels{}.",
             f.text(Q::GpuBusyOfRangePct),

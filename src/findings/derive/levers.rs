@@ -174,10 +174,15 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
     for (rank, s) in found.into_iter().enumerate() {
         let mut ev = vec![fig(Quantity::StepMs, step.ms)];
         ev.extend(s.figures);
+        let compiled_for = match s.kind {
+            LeverKind::Compile { .. } => compiled_for(a, out, &name),
+            _ => Vec::new(),
+        };
         let claim = Claim::Lever {
             lever: s.kind,
             rank: rank as u32 + 1,
             band: band(s.kind),
+            compiled_for,
         };
         out.push(claim, step.scope.clone(), Some(rule(s.kind)), ev);
     }
@@ -228,6 +233,37 @@ fn band(k: LeverKind) -> Option<rules::Band> {
         | LeverKind::WeightCopy { .. }
         | LeverKind::PlainDecode => None,
     }
+}
+
+/// The kernels the range's compiling came before: as the range's idle verdict followed its
+/// ledger into the child range that holds most of its time, else the range's own ledger's,
+/// else its direct child ranges' together (a serving loop compiles inside its phases).
+fn compiled_for(a: &Artifacts, out: &Findings, name: &str) -> Vec<(String, u32)> {
+    let idle = out.made().find_map(|f| match &f.claim {
+        Claim::GpuIdle { compiled_for, .. } if f.scope.range.as_deref() == Some(name) => {
+            Some(compiled_for.clone())
+        }
+        _ => None,
+    });
+    if let Some(c) = idle.filter(|c| !c.is_empty()) {
+        return c;
+    }
+    let by = a.ledger_by_name();
+    let Some(l) = by.get(name) else {
+        return Vec::new();
+    };
+    if !l.compiled_for.is_empty() {
+        return l.compiled_for.clone();
+    }
+    let mut loads: std::collections::BTreeMap<&str, u32> = Default::default();
+    for child in l.children.keys().filter_map(|c| by.get(c.as_str())) {
+        for (k, n) in &child.compiled_for {
+            *loads.entry(k.as_str()).or_default() += n;
+        }
+    }
+    let mut all: Vec<(String, u32)> = loads.into_iter().map(|(k, n)| (k.to_string(), n)).collect();
+    all.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+    all
 }
 
 /// What the GPU waits for: the ledger's verdict on the range where it has one, else the

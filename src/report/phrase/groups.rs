@@ -73,7 +73,7 @@ pub(crate) fn host_next(verdict: Option<CpuVerdict>, from_graphs: bool) -> Strin
 }
 
 /// "; the loads came before the first launch of `a` (9 loads), `b` (2)": what was compiled.
-fn loads_preceded(compiled_for: &[(String, u32)]) -> String {
+pub(super) fn loads_preceded(compiled_for: &[(String, u32)]) -> String {
     if compiled_for.is_empty() {
         return String::new();
     }
