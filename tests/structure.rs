@@ -356,6 +356,15 @@ fn speculation_from_the_hooks_marks_on_a_real_assisted_generate() {
         md.contains("Speculation is slower than plain decode"),
         "{md}"
     );
+    // 6 `verify` passes for 7 steps: the first step's candidates rode on the prompt's pass.
+    assert_eq!(
+        figure(f[0], "verify_passes", None),
+        nvtx_sum_of("hf-spec", "verify").0
+    );
+    assert!(
+        md.contains("7 verify steps (6 of them `verify` passes;"),
+        "{md}"
+    );
     // One plain decode step in the capture, said as one; one candidate a step already, so
     // fewer is not what to try.
     assert_eq!(figure(f[0], "decode_steps", None), n);

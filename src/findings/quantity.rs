@@ -226,6 +226,8 @@ pub(crate) enum Quantity {
     SpeculativeOfDecodePct,
     /// The target's plain decode steps that median is over.
     DecodeSteps,
+    /// The target's `verify` passes (a step whose candidates the prompt's pass checked has none).
+    VerifyPasses,
     /// A step's DRAM bytes read (the nsys pass's samples, the steady instances' median) beside
     /// what the model's own numbers say it must read (analysis::census): the sum, its parts
     /// (weights outside expert layers, the KV cache, expert weights expected under uniform
@@ -280,6 +282,7 @@ impl Quantity {
             | DraftTokensProposed
             | DraftTokensAccepted
             | DecodeSteps
+            | VerifyPasses
             | CachedTokens => Unit::Count,
             TensorTflopPerS | TensorPeakTflopPerS => Unit::TflopPerS,
             TokensPerVerify => Unit::TokensPerStep,

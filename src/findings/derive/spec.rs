@@ -15,6 +15,9 @@ pub(super) fn speculation(a: &Artifacts, out: &mut Findings) {
     let mut ev = Vec::new();
     if let Some(tokens) = s.tokens() {
         ev.push(fig(Quantity::VerifySteps, s.steps as f64));
+        if let Some(v) = s.verify {
+            ev.push(fig(Quantity::VerifyPasses, v.instances as f64));
+        }
         ev.push(fig(Quantity::DraftTokensProposed, s.proposed as f64));
         ev.push(fig(Quantity::DraftTokensAccepted, s.accepted as f64));
         if let Some(p) = s.acceptance_pct() {

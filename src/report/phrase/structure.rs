@@ -215,8 +215,16 @@ fn speculation_clause(f: &Finding) -> String {
     if f.figure(Q::VerifySteps).is_none() {
         return "no `stage2:spec` mark, so the draft tokens accepted are not known".to_string();
     }
+    // The first step checks its candidates in the prompt's own pass, marked `prefill`.
+    let passes = match (f.get(Q::VerifyPasses), f.get(Q::VerifySteps)) {
+        (Some(p), Some(n)) if p < n => format!(
+            " ({} of them `verify` passes; the rest checked their candidates in the prompt's own pass, `prefill`)",
+            f.text(Q::VerifyPasses)
+        ),
+        _ => String::new(),
+    };
     let mut s = format!(
-        "{} verify steps, {} draft tokens proposed and {} accepted",
+        "{} verify steps{passes}, {} draft tokens proposed and {} accepted",
         f.text(Q::VerifySteps),
         f.text(Q::DraftTokensProposed),
         f.text(Q::DraftTokensAccepted),
