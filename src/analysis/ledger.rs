@@ -95,7 +95,15 @@ pub(crate) struct RangeLedger {
     /// The correlation ids of those launches, until they are named.
     #[serde(skip)]
     pub(crate) loads_then: Vec<i64>,
+    /// Per kept instance, the ordinal of the instance that encloses it among its own name's
+    /// instances ([`NO_PARENT`]: none): a sub-ledger over some instances follows them into
+    /// their own child ranges' instances.
+    #[serde(skip)]
+    pub(crate) parents: Vec<u32>,
 }
+
+/// No enclosing instance (see [`RangeLedger::parents`]).
+pub(crate) const NO_PARENT: u32 = u32::MAX;
 
 /// Loads whose next launch is looked up per range name: enough to name what compiles.
 const LOADS_NAMED: usize = 64;
@@ -130,10 +138,21 @@ impl RangeLedger {
 }
 
 impl RangeLedger {
-    /// The same ledger over some of its instances (0-based ordinals); None when the
-    /// per-instance parts do not cover every instance, or when nested child ranges hold the
-    /// most of them (their names' shares are known only over every instance).
+    /// The same ledger over some of its instances (0-based ordinals), without its child
+    /// ranges' shares; None when the per-instance parts do not cover every instance, or when
+    /// nested child ranges hold the most of them (see [`over_members`] for those).
     pub(crate) fn of_members(&self, members: &[usize]) -> Option<RangeLedger> {
+        let l = self.members_only(members)?;
+        let t = &l.total;
+        let own = t
+            .sync_ns
+            .max(t.launch_ns)
+            .max(t.other_api_ns)
+            .max(t.rest_ns);
+        (t.children_ns <= own).then_some(l)
+    }
+
+    fn members_only(&self, members: &[usize]) -> Option<RangeLedger> {
         if self.per_instance.len() as u64 != self.instances || members.is_empty() {
             return None;
         }
@@ -143,15 +162,6 @@ impl RangeLedger {
             let p = self.per_instance.get(i)?;
             total.add(p);
             per_instance.push(*p);
-        }
-        let t = &total;
-        if t.children_ns
-            > t.sync_ns
-                .max(t.launch_ns)
-                .max(t.other_api_ns)
-                .max(t.rest_ns)
-        {
-            return None;
         }
         Some(RangeLedger {
             name: self.name.clone(),
@@ -163,8 +173,54 @@ impl RangeLedger {
             // Named over every instance: which of them each load preceded is not kept.
             compiled_for: self.compiled_for.clone(),
             loads_then: Vec::new(),
+            parents: Vec::new(),
         })
     }
+}
+
+/// `name`'s ledger over some of its instances (0-based ordinals) and, `depth` levels down,
+/// its child ranges' over the instances those enclose: a serving loop's steady steps spend
+/// their time in their phases, and the phases' steady instances are the ones inside them.
+/// Empty where some level's per-instance parts do not cover every instance.
+pub(crate) fn over_members(
+    by: &ByName,
+    name: &str,
+    members: &[usize],
+    depth: usize,
+) -> Vec<RangeLedger> {
+    let Some(mut l) = by.get(name).and_then(|l| l.members_only(members)) else {
+        return Vec::new();
+    };
+    let mut chosen = vec![false; members.iter().max().map_or(0, |m| m + 1)];
+    members.iter().for_each(|&m| chosen[m] = true);
+    let mut out = Vec::new();
+    let whole = by
+        .get(name)
+        .map(|l| l.children.keys().cloned().collect::<Vec<_>>());
+    for child in whole.unwrap_or_default() {
+        let Some(c) = by.get(&child) else { continue };
+        if c.per_instance.len() as u64 != c.instances || c.parents.len() != c.per_instance.len() {
+            return Vec::new();
+        }
+        // Instances of the child name inside the chosen ones (a name may nest elsewhere too).
+        let inside: Vec<usize> = (0..c.parents.len())
+            .filter(|&i| chosen.get(c.parents[i] as usize) == Some(&true))
+            .collect();
+        let wall: i64 = inside.iter().map(|&i| c.per_instance[i].wall_ns).sum();
+        if inside.is_empty() {
+            continue;
+        }
+        l.children.insert(child.clone(), wall);
+        if depth > 0 {
+            let deeper = over_members(by, &child, &inside, depth - 1);
+            if deeper.is_empty() {
+                return Vec::new();
+            }
+            out.extend(deeper);
+        }
+    }
+    out.insert(0, l);
+    out
 }
 
 /// What an instance did that a steady one does not (see [`Builder::first_use`]).
@@ -602,6 +658,7 @@ fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
     }
     let mut out: Vec<RangeLedger> = Vec::new();
     let mut index: rustc_hash::FxHashMap<&str, usize> = Default::default();
+    let mut ordinal = vec![NO_PARENT; nodes.len()];
     for n in order {
         let node = &nodes[n as usize];
         let name = &*ranges[node.range()].name;
@@ -617,9 +674,11 @@ fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
                 conserved: true,
                 compiled_for: Vec::new(),
                 loads_then: Vec::new(),
+                parents: Vec::new(),
             });
             out.len() - 1
         });
+        ordinal[n as usize] = out[k].instances as u32;
         let mut parts = node.parts(ranges);
         let e = &mut out[k];
         if parts.rest_ns < 0 {
@@ -630,6 +689,9 @@ fn aggregate(ranges: &[NvtxRange], nodes: &[Node]) -> Vec<RangeLedger> {
         e.total.add(&parts);
         if e.per_instance.len() < PER_INSTANCE_KEPT {
             e.per_instance.push(parts);
+            // Nodes start after their parent: its ordinal is set.
+            e.parents
+                .push(node.parent().map_or(NO_PARENT, |p| ordinal[p]));
         }
     }
     for node in nodes {

@@ -126,6 +126,15 @@ pub(crate) enum Quantity {
     SavingOfStepPct,
     /// A one-off saving: the warm-up's cost, paid once before the steady steps.
     SavingMsOnce,
+    /// Compiling that recurs in steps set apart from the steady ones: its median per such
+    /// step, how many steps, all of it over the captured instances, their time, and its share.
+    SavingMsPerCompilingStep,
+    CompilingSteps,
+    SavingMsInCapture,
+    CapturedMs,
+    SavingOfCapturePct,
+    /// The instances set apart from the steady step (its scope's group): their median time.
+    SetApartMedianMs,
     /// A per-token lever (more sequences per pass): the time per token now (the step over its
     /// tokens) and then, what that saves and its share of the time per token now; the step
     /// then; its part fixed per pass (the time the GPU waits, and the step's DRAM bytes at the
@@ -274,6 +283,7 @@ impl Quantity {
             | BatchThen
             | PassesPerStep
             | CopyCallsPerStep
+            | CompilingSteps
             | BatchSequences
             | RangeInstances
             | RangeNames
@@ -295,6 +305,10 @@ impl Quantity {
             | StepMs
             | SavingMsPerStep
             | SavingMsOnce
+            | SavingMsPerCompilingStep
+            | SavingMsInCapture
+            | CapturedMs
+            | SetApartMedianMs
             | TokenMsNow
             | TokenMsThen
             | SavingMsPerToken

@@ -187,10 +187,29 @@ pub(crate) fn step_clause(f: &Finding, basis: StepBasis, gpu_bound: Option<bool>
         format!(", the GPU working {} of it{verdict}", b.text)
     });
     format!(
-        "A step of {} takes {} ({how}){work}",
+        "A step of {} takes {} ({how}{}){work}",
         range_name(f.scope.range.as_deref().unwrap_or("")),
-        f.text(Q::StepMs)
+        f.text(Q::StepMs),
+        set_apart(f)
     )
+}
+
+/// The instances set apart from the steady ones, with their median: "; the 20 compiling GPU
+/// code take a median of 42.49 ms each".
+pub(crate) fn set_apart(f: &Finding) -> String {
+    let Some(x) = f.figure(Q::SetApartMedianMs) else {
+        return String::new();
+    };
+    let group = x.scope.group.as_deref().unwrap_or("the others");
+    // "the first, a warm-up" is an apposition: it closes with a comma too.
+    let label = match group.contains(", ") {
+        true => format!("{group},"),
+        false => group.to_string(),
+    };
+    match x.scope.instances {
+        Some(1) => format!("; {label} took {}", x.text),
+        _ => format!("; {label} took a median of {} each", x.text),
+    }
 }
 
 /// A part of the time between instances, as the loop sentence names it.

@@ -29,7 +29,7 @@ pub(super) fn step(a: &Artifacts, name: &str) -> Option<Step> {
             basis: StepBasis::Loop,
         });
     }
-    if let Some(g) = warmed_up(a, name) {
+    if let Some(g) = a.steady_group(name) {
         return Some(Step {
             // The longer of CPU wall and GPU projection: a prefill's kernels outlast its range.
             ms: g.median_wall_ns.max(g.median_time_ns) / 1e6,
@@ -48,8 +48,8 @@ pub(super) fn step(a: &Artifacts, name: &str) -> Option<Step> {
 
 /// The steady group of `name` where the instances set apart from it are a warm-up: they all
 /// come first, and are at most rules::WARMUP_MAX_INSTANCES. Others recur (a new shape compiled
-/// every few steps, or for every new KV length a serving loop meets), and the step is the
-/// mean of them all.
+/// every few steps, or for every new KV length a serving loop meets): the steady step does
+/// not pay them, but the loop pays them again and again.
 fn warmed_up<'a>(a: &'a Artifacts, name: &str) -> Option<&'a crate::analysis::instances::Group> {
     let steady = a.steady_group(name)?;
     let groups = &a.instance_groups.iter().find(|g| g.name == name)?.groups;
@@ -60,29 +60,63 @@ fn warmed_up<'a>(a: &'a Artifacts, name: &str) -> Option<&'a crate::analysis::in
         .then_some(steady)
 }
 
-/// Compiling and loading GPU code: per step where it recurs; once, in the instances before
-/// the steady ones, where they are a warm-up (the steady step does not pay it).
-fn compile_cost(a: &Artifacts, name: &str, step: &Step) -> (f64, bool) {
+/// The instances set apart from the steady ones, as one: their count and median time.
+fn set_apart(a: &Artifacts, name: &str) -> Option<(u64, f64, String)> {
+    let steady = a.steady_group(name)?;
+    let groups = &a.instance_groups.iter().find(|g| g.name == name)?.groups;
+    let other = groups.iter().find(|g| g.label != steady.label)?;
+    Some((
+        other.instances,
+        other.median_wall_ns.max(other.median_time_ns) / 1e6,
+        other.label.clone(),
+    ))
+}
+
+/// Compiling and loading GPU code in a range's instances: in every step, once (a warm-up
+/// before the steady steps), or again and again in some of them (steps set apart as compiling
+/// that are no warm-up: a serving loop meeting new lengths).
+enum Compiling {
+    PerStep(f64),
+    Once(f64),
+    Recurring {
+        per_instance_ms: f64,
+        instances: u64,
+        total_ms: f64,
+        captured_ms: f64,
+    },
+}
+
+/// How the range's compiling is paid (see [`Compiling`]).
+fn compile_cost(a: &Artifacts, name: &str, step: &Step) -> Compiling {
     let by = a.ledger_by_name();
     let Some(l) = by.get(name) else {
-        return (0.0, false);
+        return Compiling::PerStep(0.0);
     };
-    match (step.basis, warmed_up(a, name)) {
-        (StepBasis::Steady, Some(steady)) => {
-            // Each instance's own parts hold its compiling, its child ranges' included.
-            let before = steady.members.first().copied().unwrap_or(0);
-            let ns: i64 = l
-                .per_instance
-                .iter()
-                .take(before)
-                .map(|p| p.compile_within_ns)
-                .sum();
-            (ns as f64 / 1e6, true)
-        }
-        _ => (
-            l.total.compile_within_ns as f64 / step.instances / 1e6,
-            false,
-        ),
+    if step.basis != StepBasis::Steady {
+        return Compiling::PerStep(l.total.compile_within_ns as f64 / step.instances / 1e6);
+    }
+    let Some(steady) = a.steady_group(name) else {
+        return Compiling::PerStep(0.0);
+    };
+    // Each instance's own parts hold its compiling, its child ranges' included.
+    let outside: Vec<i64> = (0..l.per_instance.len())
+        .filter(|i| !steady.members.contains(i))
+        .map(|i| l.per_instance[i].compile_within_ns)
+        .collect();
+    let total_ms = outside.iter().sum::<i64>() as f64 / 1e6;
+    if warmed_up(a, name).is_some() {
+        return Compiling::Once(total_ms);
+    }
+    let mut per: Vec<f64> = outside.iter().map(|&ns| ns as f64 / 1e6).collect();
+    per.sort_by(f64::total_cmp);
+    let captured_ms = a
+        .captured()
+        .map_or(0.0, |c| c.wall_ns.max(c.proj_ns.unwrap_or(0.0)) / 1e6);
+    Compiling::Recurring {
+        per_instance_ms: per.get(per.len() / 2).copied().unwrap_or(0.0),
+        instances: per.len() as u64,
+        total_ms,
+        captured_ms,
     }
 }
 
@@ -108,12 +142,25 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
             &step.scope,
         ));
     }
+    // The whole range where the step is its steady instances': the others are named too.
+    let whole = Scope::range(&name).instances(step.instances as u64);
+    let mut claim_scope = step.scope.clone();
+    if let Some((n, ms, label)) = set_apart(a, &name).filter(|_| step.basis == StepBasis::Steady) {
+        let scope = Scope::range(&name).group(&label).instances(n);
+        ev.push(Figure::new(
+            Quantity::SetApartMedianMs,
+            ms,
+            &a.sqlite_file,
+            &scope,
+        ));
+        claim_scope = whole.clone();
+    }
     out.push(
         Claim::Step {
             basis: step.basis,
             gpu_bound: busy.map(|b| b >= rules::GPU_IDLE.threshold),
         },
-        step.scope.clone(),
+        claim_scope,
         None,
         ev,
     );
@@ -127,17 +174,44 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
         ],
     };
     let mut found: Vec<Sized> = Vec::new();
-    let (compile_ms, once) = compile_cost(a, &name, &step);
-    found.push(match once {
-        true => Sized {
-            kind: LeverKind::Compile { once },
-            pct: 100.0 * compile_ms / step.ms,
-            figures: vec![fig(Quantity::SavingMsOnce, compile_ms)],
-        },
-        false => per_step(LeverKind::Compile { once }, compile_ms),
-    });
-    // A one-off cost is not part of the steady step the other levers share.
-    let compile_ms = if once { 0.0 } else { compile_ms };
+    // A one-off or recurring cost is not part of the steady step the other levers share.
+    let mut compile_ms = 0.0;
+    // Where steps set apart compile again and again, levers rank by what they save over the
+    // captured instances: a steady step's saving counts in every instance.
+    let mut per_mean = 1.0;
+    match compile_cost(a, &name, &step) {
+        Compiling::PerStep(ms) => {
+            compile_ms = ms;
+            found.push(per_step(LeverKind::Compile { once: false }, ms));
+        }
+        Compiling::Once(ms) => found.push(Sized {
+            kind: LeverKind::Compile { once: true },
+            pct: 100.0 * ms / step.ms,
+            figures: vec![fig(Quantity::SavingMsOnce, ms)],
+        }),
+        Compiling::Recurring {
+            per_instance_ms,
+            instances,
+            total_ms,
+            captured_ms,
+        } if captured_ms > 0.0 => {
+            per_mean = step.ms * step.instances / captured_ms;
+            let pct = 100.0 * total_ms / captured_ms;
+            let all = |q, v| Figure::new(q, v, &a.sqlite_file, &whole);
+            found.push(Sized {
+                kind: LeverKind::Compile { once: false },
+                pct,
+                figures: vec![
+                    all(Quantity::SavingMsPerCompilingStep, per_instance_ms),
+                    all(Quantity::CompilingSteps, instances as f64),
+                    all(Quantity::SavingMsInCapture, total_ms),
+                    all(Quantity::CapturedMs, captured_ms),
+                    all(Quantity::SavingOfCapturePct, pct),
+                ],
+            });
+        }
+        Compiling::Recurring { .. } => {}
+    }
     if let Some(b) = busy.filter(|b| *b < rules::GPU_IDLE.threshold) {
         // The GPU waits the rest of the step: the most that moving host work off it buys
         // (its compiling counted once, above).
@@ -170,8 +244,21 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
         LeverUnit::GpuWork => 1,
         LeverUnit::Once => 2,
     };
-    found.sort_by(|x, y| (group(x.kind).cmp(&group(y.kind))).then(y.pct.total_cmp(&x.pct)));
+    let over_capture = |s: &Sized| {
+        s.figures
+            .iter()
+            .any(|f| f.quantity == Quantity::SavingOfCapturePct)
+    };
+    let key = |s: &Sized| match over_capture(s) {
+        true => s.pct,
+        false => s.pct * per_mean,
+    };
+    found.sort_by(|x, y| (group(x.kind).cmp(&group(y.kind))).then(key(y).total_cmp(&key(x))));
     for (rank, s) in found.into_iter().enumerate() {
+        let scope = match over_capture(&s) {
+            true => whole.clone(),
+            false => step.scope.clone(),
+        };
         let mut ev = vec![fig(Quantity::StepMs, step.ms)];
         ev.extend(s.figures);
         let compiled_for = match s.kind {
@@ -184,7 +271,7 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
             band: band(s.kind),
             compiled_for,
         };
-        out.push(claim, step.scope.clone(), Some(rule(s.kind)), ev);
+        out.push(claim, scope, Some(rule(s.kind)), ev);
     }
 }
 

@@ -249,13 +249,15 @@ fn steady_verdict(
         .clone()
         .group(&steady.label)
         .instances(steady.instances);
-    let sub = a
-        .ledger_by_name()
-        .get(&c.name)
-        .and_then(|l| l.of_members(&steady.members));
-    let story = sub.as_ref().and_then(|l| {
-        crate::analysis::ledger::cpu_story_with(&a.ledger_by_name().with(l), &c.name, None)
+    // The steady instances' own ledger, and their child ranges' over the instances inside them.
+    let by = a.ledger_by_name();
+    let depth = rules::RANGE_VERDICT_DEPTH;
+    let sub = crate::analysis::ledger::over_members(&by, &c.name, &steady.members, depth);
+    let story = (!sub.is_empty()).then(|| {
+        let by = sub.iter().fold(a.ledger_by_name(), |by, l| by.with(l));
+        crate::analysis::ledger::cpu_story_with(&by, &c.name, None)
     });
+    let story = story.flatten();
     let claim = Claim::GpuIdle {
         verdict: story.as_ref().map(|s| s.label),
         compiled_for: story

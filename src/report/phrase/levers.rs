@@ -50,6 +50,17 @@ pub(crate) fn lever_clause(f: &Finding, lever: LeverKind, band: Option<Band>) ->
                 band_clause(lever, band)
             )
         }
+        LeverKind::Compile { once: false } if f.figure(Q::SavingMsPerCompilingStep).is_some() => {
+            return format!(
+                "stop compiling and loading GPU code inside the step (fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles): {} of the captured instances compile and take no part in the steady step; it saves a median of {} in each of them, {} over the {} the captured instances took ({}); {}",
+                f.text(Q::CompilingSteps),
+                f.text(Q::SavingMsPerCompilingStep),
+                f.text(Q::SavingMsInCapture),
+                f.text(Q::CapturedMs),
+                f.text(Q::SavingOfCapturePct),
+                band_clause(lever, band)
+            )
+        }
         LeverKind::Compile { once: false } => (
             "stop compiling and loading GPU code inside the step (fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles)".to_string(),
             "the compiling and loading measured in it",

@@ -47,13 +47,22 @@ pub(crate) fn in_short(f: &Findings) -> Option<String> {
     let mut s = String::from("## In short\n\n");
     let how = match (basis, step.scope.instances) {
         (StepBasis::Loop, _) => "the median from one step's start to the next",
-        (StepBasis::Steady, _) => "the median of the steady steps, the first ones set apart",
+        (StepBasis::Steady, _) => "the median of the steady steps",
         (StepBasis::Mean, Some(1)) => "its one run",
         (StepBasis::Mean, _) => "on average",
     };
+    let others = match step.figure(Q::SetApartMedianMs) {
+        Some(x) if x.scope.instances == Some(1) => format!("; 1 other took {}", x.text),
+        Some(x) => format!(
+            "; {} others took a median of {} each",
+            x.scope.instances.unwrap_or(0),
+            x.text
+        ),
+        None => String::new(),
+    };
     let _ = write!(
         s,
-        "Each step of {} takes {} ({how}).",
+        "Each step of {} takes {} ({how}{others}).",
         crate::report::phrase::range_name(name),
         step.text(Q::StepMs)
     );
@@ -148,6 +157,16 @@ fn plain(l: LeverKind) -> String {
 fn buys(l: &Finding) -> String {
     if let Some(once) = l.figure(Q::SavingMsOnce) {
         return format!("It saves {} once, at the start", once.text);
+    }
+    if let Some(per) = l.figure(Q::SavingMsPerCompilingStep) {
+        return format!(
+            "It can save about {} in each of the {} steps that rebuild it, {} of the {} this run's steps took ({})",
+            per.text,
+            l.text(Q::CompilingSteps),
+            l.text(Q::SavingMsInCapture),
+            l.text(Q::CapturedMs),
+            l.text(Q::SavingOfCapturePct)
+        );
     }
     if l.figure(Q::StepMsThen).is_none() && l.figure(Q::TokenMsThen).is_some() {
         return format!(
