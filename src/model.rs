@@ -597,7 +597,9 @@ pub(crate) fn display_name(name: &str) -> String {
             ["_kernel_cuda", "_kernel_impl", "_kernel"]
                 .iter()
                 .find_map(|suf| i.strip_suffix(suf))
-                .filter(|s| !s.is_empty() && *i != short)
+                // PyTorch's generic launcher (`gpu_kernel_impl<...DivFunctor...>`) names
+                // no operation: its functor does.
+                .filter(|s| !s.is_empty() && *i != short && *s != "gpu")
                 .map(str::to_string)
         })
         .or_else(|| {
@@ -606,6 +608,14 @@ pub(crate) fn display_name(name: &str) -> String {
                 .rev()
                 .find(|i| i.contains("Functor") || i.ends_with("Ops"))
                 .map(|i| i.to_string())
+        })
+        // A lambda's launcher names its operation: `launch_clamp_scalar`.
+        .or_else(|| {
+            idents
+                .iter()
+                .find_map(|i| i.strip_prefix("launch_"))
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
         });
     match op {
         Some(op) => format!("{short} [{op}]"),

@@ -120,27 +120,43 @@ fn fp8_products_and_the_work_around_them_as_nvidia_counts_them() {
         let name = k["name"].as_str().unwrap();
         let share = 100.0 * theirs[name] / total;
         let ours = figure(w, "kernel_share_pct", Some(name));
-        assert!(
-            (ours - share).abs() < 0.01,
-            "{name}: {ours} vs NVIDIA {share}"
-        );
-        *by_role.entry(k["kind"].as_str().unwrap()).or_default() += share;
+        let role = k["kind"].as_str().unwrap();
+        // Scaling counts a kernel's launches in the step's chains only: at most its share.
+        match role {
+            "scale" => assert!(ours <= share + 0.01, "{name}: {ours} vs NVIDIA {share}"),
+            _ => assert!(
+                (ours - share).abs() < 0.01,
+                "{name}: {ours} vs NVIDIA {share}"
+            ),
+        }
+        *by_role.entry(role).or_default() += ours;
     }
-    assert_eq!(by_role.len(), 3, "{by_role:?}");
+    assert_eq!(by_role.len(), 4, "{by_role:?}");
     for (role, q) in [
         ("gemm", "fp8_gemm_share_pct"),
         ("cast", "fp8_cast_share_pct"),
         ("abs_max", "abs_max_share_pct"),
+        ("scale", "fp8_scale_share_pct"),
     ] {
         assert!((figure(w, q, None) - by_role[role]).abs() < 0.01, "{role}");
     }
+    // x / scale (PyTorch's DivFunctor, named by its functor), the clamp, the scale's multiply
+    // and its float copy: every one of their launches in the steady step is in a chain.
+    let names: Vec<&str> = w["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["kind"] == "scale")
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert!((by_role["scale"] - 24.1).abs() < 0.05, "{by_role:?}");
     let around = figure(w, "fp8_around_of_gemm_pct", None);
-    let nvidia_around = 100.0 * (by_role["cast"] + by_role["abs_max"]) / by_role["gemm"];
-    assert!(
-        (around - nvidia_around).abs() < 0.05,
-        "{around} {nvidia_around}"
-    );
-    assert!((around - 159.3).abs() < 0.1, "{around}");
+    let mine = 100.0 * (by_role["cast"] + by_role["abs_max"] + by_role["scale"]) / by_role["gemm"];
+    assert!((around - mine).abs() < 0.05, "{around} {mine}");
+    assert!((around - 259.4).abs() < 0.1, "{around}");
+    assert_eq!(figure(w, "scale_chain_launches", None), 56.0);
+    assert_eq!(figure(w, "step_launches_read", None), 82.0);
     let gemm = w["kernels"]
         .as_array()
         .unwrap()
@@ -151,11 +167,11 @@ fn fp8_products_and_the_work_around_them_as_nvidia_counts_them() {
         gemm["name"],
         "nvjet_sm90_qqtst_64x8_128x16_1x2_h_bz_algo2_TNT"
     );
-    // The verdict is made, then withheld: the GPU waits on the CPU most of the step.
+    // The verdict stands though the GPU waits on the CPU most of the step: the scaling holds
+    // most of the step's launches, so fusing it cuts the host's work too.
     let v = findings(&s, "fp8_overhead");
     assert_eq!(v.len(), 1);
-    let why = v[0]["abstain"].as_str().unwrap();
-    assert!(why.contains("kernel_advice"), "{why}");
+    assert!(v[0].get("abstain").is_none(), "{}", v[0]);
     assert!(md.contains("FP8 matrix products in `decode`: 24.1% of the kernel time"));
     // The FP8 product runs against the FP8 tensor roof, twice the BF16 peak ncu reports.
     let row = md
@@ -314,6 +330,35 @@ fn nvtx_sum_of(name: &str, range: &str) -> (f64, f64, f64) {
         num(&r["Total Time (ns)"]),
         num(&r["Med (ns)"]),
     )
+}
+
+/// The assisted generate() is captured as one `generate` range: a whole call of 7 `draft`
+/// passes and their verify steps, not a step (NVIDIA's nvtx_sum counts the instances of each).
+/// Its levers are sized per call, and none carries a band measured on decode steps.
+#[test]
+fn a_range_that_runs_its_steps_inside_it_is_a_call() {
+    let (s, md, t) = report("hf-spec", |_| {});
+    let summary = read(t.path().join("hf-spec/stakeholder_summary.md"));
+    let step = &findings(&s, "step")[0];
+    assert_eq!(step["call_of"], "draft", "{step}");
+    let count = |name: &str| {
+        nvidia("hf-spec", "run_nvtx_sum.csv")
+            .iter()
+            .find(|r| r["Range"] == format!(":{name}"))
+            .map(|r| num(&r["Instances"]))
+            .unwrap()
+    };
+    let per_call = count("draft") / count("generate");
+    assert_eq!(figure(step, "steps_per_call", None), per_call);
+    for l in findings(&s, "lever") {
+        assert_eq!(l["per_call"], true, "{l}");
+        if l["lever"]["what"] == "host_work" {
+            assert!(l.get("band").is_none(), "{l}");
+        }
+    }
+    assert!(summary.contains("Each call of `generate` takes 131.42 ms"), "{summary}");
+    assert!(summary.contains("`draft` runs 7 times inside it"), "{summary}");
+    assert!(!summary.contains("A step of `generate`"), "{md}");
 }
 
 /// A real assisted generate() (a 2-layer draft of the 8-layer target, random weights, 8 new

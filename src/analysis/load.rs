@@ -282,6 +282,7 @@ impl Artifacts {
             step_work,
             speculation: None,
             census: None,
+            scale_chains: None,
             observed: Vec::new(),
             baseline_file: String::new(),
         };
@@ -300,6 +301,12 @@ impl Artifacts {
                 .steps()
                 .and_then(|s| super::census::of(&t.phases, &marks, &s.range));
             a.speculation = super::spec::of(&db.marks(super::spec::MARK)?, &a.range_stats);
+            if super::precision::fp8_work(&a.records, None).is_some() {
+                if let Some(r) = a.one_step(&t.phases) {
+                    let launches = db.launches_between(r.tid, r.start, r.end)?;
+                    a.scale_chains = Some(super::precision::chains(&launches));
+                }
+            }
         }
         if let Some(more) = repeat_passes(run, &a.config)? {
             let mut passes = vec![repeats::Pass::of(&a)];

@@ -47,6 +47,7 @@ use crate::error::Error;
 use crate::model::{self, Bound, KernelRecord};
 use crate::parse::ncu::NcuReport;
 use crate::parse::nsys::{ApiSum, KernelSum, RangeSum};
+use crate::parse::sqlite::NvtxRange;
 use crate::rundir::record::RunRecord;
 use crate::rundir::status::Status;
 use crate::rundir::{KERN_SUM, NVTX_SUM};
@@ -142,6 +143,8 @@ pub(crate) struct Artifacts {
     pub(crate) speculation: Option<spec::Speculation>,
     /// What the sampled steps' range must read by the model's own numbers (the hook's marks).
     pub(crate) census: Option<census::Census>,
+    /// One steady step's FP8 scaling chains (None: no FP8 matrix product, or no export).
+    pub(crate) scale_chains: Option<precision::ScaleChains>,
 }
 
 /// The range a run is about, decided once from its record: the one nsys's capture was gated
@@ -310,6 +313,19 @@ impl Artifacts {
             [_, steady] if warmup && steady.gpu_busy_of_range_pct.is_some() => Some(steady),
             _ => None,
         }
+    }
+
+    /// One instance of the captured range to read a step's launches from: the middle one of
+    /// its steady instances, else of them all.
+    pub(crate) fn one_step<'r>(&self, phases: &'r [NvtxRange]) -> Option<&'r NvtxRange> {
+        let name = self.focus.range()?;
+        let mut all: Vec<&NvtxRange> = phases.iter().filter(|r| &*r.name == name).collect();
+        all.sort_by_key(|r| r.start);
+        let k = match self.steady_group(name) {
+            Some(g) => *g.members.get(g.members.len() / 2)?,
+            None => all.len() / 2,
+        };
+        all.get(k).copied()
     }
 
     pub(crate) fn ledger_by_name(&self) -> ledger::ByName<'_> {

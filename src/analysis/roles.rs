@@ -65,6 +65,10 @@ pub(crate) enum Fp8Role {
     /// A reduction with a Max functor (`reduce_kernel<... MaxNanFunctor ...>`), or an
     /// element-wise Abs: what an FP8 scale's absolute maximum (amax) is computed by.
     AbsMax,
+    /// The work between an amax and its cast to FP8 on one stream (the scale from the amax,
+    /// the activations divided by it, clamps, dtype copies): what dynamic scaling adds
+    /// beyond the amax and the cast, whatever kernels do it (analysis::precision::chains).
+    Scale,
 }
 
 /// An FP8 type in a kernel's name: cuBLASLt/CUTLASS `e4m3`/`e5m2`, PyTorch's `Float8_e4m3fn`,
@@ -79,7 +83,7 @@ fn names_fp8(lower: &str) -> bool {
 }
 
 /// A matrix-product kernel by its function name.
-fn is_gemm(short_lower: &str) -> bool {
+pub(crate) fn is_gemm(short_lower: &str) -> bool {
     ["gemm", "nvjet", "cutlass", "xmma", "matmul", "scaled_mm"]
         .iter()
         .any(|t| short_lower.contains(t))

@@ -89,8 +89,9 @@ pub(crate) enum StepBasis {
 #[serde(rename_all = "snake_case", tag = "what")]
 pub(crate) enum LeverKind {
     /// Stop compiling and loading GPU code in the step (fixed or bucketed shapes, warmed
-    /// shapes, another backend); `once`: in the warm-up before the steady steps only.
-    Compile { once: bool },
+    /// shapes, another backend): in every step, or again and again in the steps set apart
+    /// from the steady ones. A warm-up's one-off compiling is no lever: the step names it.
+    Compile,
     /// Move the host work the GPU waits for off the step; the ledger's verdict says which.
     HostWork {
         verdict: Option<CpuVerdict>,
@@ -117,7 +118,6 @@ impl LeverKind {
     /// What its saving is counted in.
     pub(crate) fn per(self) -> LeverUnit {
         match self {
-            LeverKind::Compile { once: true } => LeverUnit::Once,
             LeverKind::Batch { .. } | LeverKind::PlainDecode => LeverUnit::Token,
             LeverKind::WeightCopy { after_host: true } => LeverUnit::GpuWork,
             _ => LeverUnit::Step,
@@ -127,13 +127,12 @@ impl LeverKind {
 
 /// What a lever's saving is counted in, and so where it ranks: per step and per token first
 /// (a share of the step is a share of each of its tokens), by that share; then a saving of the
-/// GPU's work that moves the wall time only after another lever; then a one-off.
+/// GPU's work that moves the wall time only after another lever.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum LeverUnit {
     Step,
     Token,
     GpuWork,
-    Once,
 }
 
 /// A part of the time between a range's instances on its thread (analysis::ledger's parts).
@@ -418,6 +417,10 @@ pub(crate) enum Claim {
         /// Whether the GPU works at least rules::GPU_IDLE's share of the step (None: unknown).
         #[serde(skip_serializing_if = "Option::is_none")]
         gpu_bound: Option<bool>,
+        /// The child range that repeats inside each instance (rules::CALL): the instance is a
+        /// whole call of many steps (a `generate()`), not one step.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        call_of: Option<String>,
     },
     /// What to change first, sized per step (findings::derive::levers); `rank` 1 saves most.
     Lever {
@@ -431,6 +434,9 @@ pub(crate) enum Claim {
         /// with the loads (the ledger's), most first.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         compiled_for: Vec<(String, u32)>,
+        /// Sized per call: the step is a whole call of many steps (Claim::Step's `call_of`).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        per_call: bool,
     },
     /// One range's verdict for kernels.md's table.
     RangeVerdict {

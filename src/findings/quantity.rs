@@ -124,8 +124,6 @@ pub(crate) enum Quantity {
     GpuWorkOfStepPct,
     SavingMsPerStep,
     SavingOfStepPct,
-    /// A one-off saving: the warm-up's cost, paid once before the steady steps.
-    SavingMsOnce,
     /// Compiling that recurs in steps set apart from the steady ones: its median per such
     /// step, how many steps, all of it over the captured instances, their time, and its share.
     SavingMsPerCompilingStep,
@@ -135,6 +133,8 @@ pub(crate) enum Quantity {
     SavingOfCapturePct,
     /// The instances set apart from the steady step (its scope's group): their median time.
     SetApartMedianMs,
+    /// A call's instances of the child range that repeats inside it (rules::CALL), on average.
+    StepsPerCall,
     /// A per-token lever (more sequences per pass): the time per token now (the step over its
     /// tokens) and then, what that saves and its share of the time per token now; the step
     /// then; its part fixed per pass (the time the GPU waits, and the step's DRAM bytes at the
@@ -207,6 +207,10 @@ pub(crate) enum Quantity {
     Fp8GemmSharePct,
     Fp8CastSharePct,
     AbsMaxSharePct,
+    Fp8ScaleSharePct,
+    /// One steady step's launches, and those from an amax to its cast (scaling chains).
+    ScaleChainLaunches,
+    StepLaunchesRead,
     Fp8AroundOfGemmPct,
     /// A step's tensor-core rate: its kernels' tensor operations (ncu's rates times nsys's
     /// durations, per instance) over the step's time; the GPU's dense BF16 tensor peak; the
@@ -284,6 +288,9 @@ impl Quantity {
             | PassesPerStep
             | CopyCallsPerStep
             | CompilingSteps
+            | StepsPerCall
+            | ScaleChainLaunches
+            | StepLaunchesRead
             | BatchSequences
             | RangeInstances
             | RangeNames
@@ -304,7 +311,6 @@ impl Quantity {
             | CycleMs
             | StepMs
             | SavingMsPerStep
-            | SavingMsOnce
             | SavingMsPerCompilingStep
             | SavingMsInCapture
             | CapturedMs

@@ -93,6 +93,15 @@ fn display_names_say_the_operation() {
         display_name("nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"),
         "nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN"
     );
+    // PyTorch's generic launcher names no operation; its functor, or a lambda's launcher, does.
+    assert_eq!(
+        display_name("void at::native::elementwise_kernel<(int)128, (int)4, void at::native::gpu_kernel_impl<at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::DivFunctor<c10::BFloat16>>>(at::TensorIteratorBase &, const T1 &)::[lambda(int) (instance 1)]>(int, T3)"),
+        "elementwise_kernel [DivFunctor]"
+    );
+    assert_eq!(
+        display_name("void at::native::vectorized_elementwise_kernel<(int)4, at::native::<unnamed>::launch_clamp_scalar(at::TensorIteratorBase &, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::[lambda() (instance 1)]::operator ()() const::[lambda() (instance 7)]::operator ()() const::[lambda(float) (instance 1)], std::array<char *, (unsigned long)2>>(int, T2, T3)"),
+        "vectorized_elementwise_kernel [clamp_scalar]"
+    );
 }
 
 #[test]

@@ -172,10 +172,16 @@ pub(crate) fn loop_clause(
 }
 
 /// A step's time and the GPU's share of it (no sources).
-pub(crate) fn step_clause(f: &Finding, basis: StepBasis, gpu_bound: Option<bool>) -> String {
+pub(crate) fn step_clause(
+    f: &Finding,
+    basis: StepBasis,
+    gpu_bound: Option<bool>,
+    call_of: Option<&str>,
+) -> String {
     let how = match basis {
         StepBasis::Loop => "the median time from one instance's start to the next",
         StepBasis::Steady => "the median of the steady instances",
+        StepBasis::Mean if f.scope.instances == Some(1) => "its one instance",
         StepBasis::Mean => "the mean instance",
     };
     let verdict = match gpu_bound {
@@ -186,12 +192,25 @@ pub(crate) fn step_clause(f: &Finding, basis: StepBasis, gpu_bound: Option<bool>
     let work = f.figure(Q::GpuWorkOfStepPct).map_or(String::new(), |b| {
         format!(", the GPU working {} of it{verdict}", b.text)
     });
-    format!(
-        "A step of {} takes {} ({how}{}){work}",
-        range_name(f.scope.range.as_deref().unwrap_or("")),
-        f.text(Q::StepMs),
-        set_apart(f)
-    )
+    let name = range_name(f.scope.range.as_deref().unwrap_or(""));
+    match call_of {
+        Some(child) => format!(
+            "A call of {name} takes {} ({how}{}; {} runs {} times {}: it is a call of many steps, not one step){work}",
+            f.text(Q::StepMs),
+            set_apart(f),
+            range_name(child),
+            f.text(Q::StepsPerCall),
+            match f.scope.instances {
+                Some(1) => "inside it",
+                _ => "inside each on average",
+            }
+        ),
+        None => format!(
+            "A step of {name} takes {} ({how}{}){work}",
+            f.text(Q::StepMs),
+            set_apart(f)
+        ),
+    }
 }
 
 /// The instances set apart from the steady ones, with their median: "; the 20 compiling GPU
@@ -282,17 +301,24 @@ pub(crate) fn sentence(f: &Finding) -> String {
             loop_clause(f, *decides, *gpu_bound, between),
             cite(f)
         ),
-        Claim::Step { basis, gpu_bound } => {
-            format!("{}{}", step_clause(f, *basis, *gpu_bound), cite(f))
-        }
+        Claim::Step {
+            basis,
+            gpu_bound,
+            call_of,
+        } => format!(
+            "{}{}",
+            step_clause(f, *basis, *gpu_bound, call_of.as_deref()),
+            cite(f)
+        ),
         Claim::Lever {
             lever,
             band,
             compiled_for,
+            per_call,
             ..
         } => format!(
             "{}{}{}.",
-            lever_clause(f, *lever, *band),
+            lever_clause(f, *lever, *band, *per_call),
             groups::loads_preceded(compiled_for),
             cite(f)
         ),

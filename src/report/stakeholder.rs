@@ -234,14 +234,22 @@ fn headline(a: &Decided, f: &Findings) -> String {
 /// step of `decode` takes 1.35 ms (the loop's median), the GPU working 38.4% of it; the top
 /// lever saves up to 0.83 ms a step (61.6%): it is listed under Levers. " Empty without a step.
 fn step_lead(f: &Findings) -> String {
-    let Some((step, basis, gpu_bound)) = f.made().find_map(|x| match x.claim {
-        Claim::Step { basis, gpu_bound } => Some((x, basis, gpu_bound)),
+    let Some((step, basis, gpu_bound, call_of)) = f.made().find_map(|x| match x.claim {
+        Claim::Step {
+            basis,
+            gpu_bound,
+            ref call_of,
+        } => Some((x, basis, gpu_bound, call_of.as_deref())),
         _ => None,
     }) else {
         return String::new();
     };
     // Its source is cited once, where the range's figures follow.
-    let lead = phrase::step_clause(step, basis, gpu_bound);
+    let lead = phrase::step_clause(step, basis, gpu_bound, call_of);
+    let unit = match call_of {
+        Some(_) => "call",
+        None => "step",
+    };
     let top = f.find(|x| matches!(x.claim, Claim::Lever { rank: 1, .. }));
     let Some((l, name)) = top.and_then(|l| match l.claim {
         Claim::Lever { lever, .. } => Some((l, phrase::lever_name(lever))),
@@ -252,16 +260,20 @@ fn step_lead(f: &Findings) -> String {
     let first = format!("{lead}; {name} (the first lever, \"Levers\" below)");
     let fig = |q| l.figure(q).map(|x| x.text.as_str());
     match (fig(Q::SavingMsPerStep), fig(Q::SavingOfStepPct)) {
-        (Some(ms), Some(pct)) => format!("{first} saves up to {ms} a step ({pct}). "),
+        (Some(ms), Some(pct)) => format!("{first} saves up to {ms} a {unit} ({pct}). "),
         _ => match (
             fig(Q::SavingMsPerToken),
             fig(Q::SavingOfTokenPct),
-            fig(Q::SavingMsOnce),
+            fig(Q::SavingMsPerCompilingStep),
         ) {
             (Some(ms), Some(pct), _) => {
                 format!("{first} would save about {ms} a token ({pct}). ")
             }
-            (_, _, Some(once)) => format!("{first} saves {once} once, before the steady steps. "),
+            (_, _, Some(per)) => format!(
+                "{first} saves a median of {per} in each of the {} instances that compile, {} of the captured time. ",
+                fig(Q::CompilingSteps).unwrap_or("?"),
+                fig(Q::SavingOfCapturePct).unwrap_or("?")
+            ),
             _ => format!("{lead}. "),
         },
     }

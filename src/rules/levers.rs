@@ -13,6 +13,15 @@ pub(crate) const LEVER: Rule = Rule {
     threshold: 5.0,
 };
 
+/// A captured range whose instances each run a child range several times is a whole call of
+/// steps (a `generate()` holding its decode steps), not one step: its levers are per call, and
+/// a band measured on steps is not theirs.
+pub(crate) const CALL: Rule = Rule {
+    id: "call",
+    text: "the captured range is a call of steps, not a step, where a range directly inside it has at least 2 instances per instance of it on average; the one with the most names the steps; levers are then sized per call, and host work carries no band, as its band was measured on decode steps",
+    threshold: 2.0,
+};
+
 /// A lever that saves under this share of the step is no lever.
 pub(crate) const LEVER_MIN_PCT: f64 = 5.0;
 

@@ -72,12 +72,13 @@ fn set_apart(a: &Artifacts, name: &str) -> Option<(u64, f64, String)> {
     ))
 }
 
-/// Compiling and loading GPU code in a range's instances: in every step, once (a warm-up
-/// before the steady steps), or again and again in some of them (steps set apart as compiling
-/// that are no warm-up: a serving loop meeting new lengths).
+/// Compiling and loading GPU code in a range's instances: in every step; once, in a warm-up
+/// before the steady steps (no lever: the step names the warm-up with its time); or again and
+/// again in the steps set apart as compiling that are no warm-up (a serving loop meeting new
+/// lengths).
 enum Compiling {
     PerStep(f64),
-    Once(f64),
+    Once,
     Recurring {
         per_instance_ms: f64,
         instances: u64,
@@ -103,10 +104,10 @@ fn compile_cost(a: &Artifacts, name: &str, step: &Step) -> Compiling {
         .filter(|i| !steady.members.contains(i))
         .map(|i| l.per_instance[i].compile_within_ns)
         .collect();
-    let total_ms = outside.iter().sum::<i64>() as f64 / 1e6;
     if warmed_up(a, name).is_some() {
-        return Compiling::Once(total_ms);
+        return Compiling::Once;
     }
+    let total_ms = outside.iter().sum::<i64>() as f64 / 1e6;
     let mut per: Vec<f64> = outside.iter().map(|&ns| ns as f64 / 1e6).collect();
     per.sort_by(f64::total_cmp);
     let captured_ms = a
@@ -155,10 +156,21 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
         ));
         claim_scope = whole.clone();
     }
+    let call_of = repeated_child(a, &name);
+    if let Some((_, n)) = &call_of {
+        ev.push(Figure::new(
+            Quantity::StepsPerCall,
+            *n,
+            &a.sqlite_file,
+            &claim_scope,
+        ));
+    }
+    let per_call = call_of.is_some();
     out.push(
         Claim::Step {
             basis: step.basis,
             gpu_bound: busy.map(|b| b >= rules::GPU_IDLE.threshold),
+            call_of: call_of.map(|c| c.0),
         },
         claim_scope,
         None,
@@ -182,13 +194,10 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
     match compile_cost(a, &name, &step) {
         Compiling::PerStep(ms) => {
             compile_ms = ms;
-            found.push(per_step(LeverKind::Compile { once: false }, ms));
+            found.push(per_step(LeverKind::Compile, ms));
         }
-        Compiling::Once(ms) => found.push(Sized {
-            kind: LeverKind::Compile { once: true },
-            pct: 100.0 * ms / step.ms,
-            figures: vec![fig(Quantity::SavingMsOnce, ms)],
-        }),
+        // A warm-up's one-off compiling: the step names the warm-up with its time.
+        Compiling::Once => {}
         Compiling::Recurring {
             per_instance_ms,
             instances,
@@ -199,7 +208,7 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
             let pct = 100.0 * total_ms / captured_ms;
             let all = |q, v| Figure::new(q, v, &a.sqlite_file, &whole);
             found.push(Sized {
-                kind: LeverKind::Compile { once: false },
+                kind: LeverKind::Compile,
                 pct,
                 figures: vec![
                     all(Quantity::SavingMsPerCompilingStep, per_instance_ms),
@@ -238,11 +247,10 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
     found.extend(super::spec::lever(a, &step));
     found.retain(|s| s.pct >= rules::LEVER_MIN_PCT);
     // Savings of the step and of its tokens first, by their share; then those that move the
-    // wall time only after another lever; a one-off saving last.
+    // wall time only after another lever.
     let group = |k: LeverKind| match k.per() {
         LeverUnit::Step | LeverUnit::Token => 0,
         LeverUnit::GpuWork => 1,
-        LeverUnit::Once => 2,
     };
     let over_capture = |s: &Sized| {
         s.figures
@@ -262,17 +270,47 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
         let mut ev = vec![fig(Quantity::StepMs, step.ms)];
         ev.extend(s.figures);
         let compiled_for = match s.kind {
-            LeverKind::Compile { .. } => compiled_for(a, out, &name),
+            LeverKind::Compile => compiled_for(a, out, &name),
             _ => Vec::new(),
         };
         let claim = Claim::Lever {
             lever: s.kind,
             rank: rank as u32 + 1,
-            band: band(s.kind),
+            // The host work's band was measured on decode steps, not on whole calls of them.
+            band: band(s.kind)
+                .filter(|_| !(per_call && matches!(s.kind, LeverKind::HostWork { .. }))),
             compiled_for,
+            per_call,
         };
         out.push(claim, scope, Some(rule(s.kind)), ev);
     }
+}
+
+/// The child range that runs most often inside each of `name`'s instances, where it runs at
+/// least rules::CALL's count per instance on average: `name` is then a whole call of steps.
+fn repeated_child(a: &Artifacts, name: &str) -> Option<(String, f64)> {
+    let by = a.ledger_by_name();
+    let n = a
+        .range_stats
+        .iter()
+        .find(|r| r.name == name)?
+        .instances
+        .max(1) as f64;
+    // The step's own child ranges: not PyTorch's operator ranges nor a library's (analysis::work).
+    let own: std::collections::BTreeSet<&str> = a
+        .step_work
+        .iter()
+        .flat_map(|w| w.children.iter().map(String::as_str))
+        .collect();
+    by.get(name)?
+        .children
+        .keys()
+        .filter(|c| own.contains(c.as_str()))
+        .filter_map(|c| {
+            let k = a.range_stats.iter().find(|r| &r.name == c)?.instances as f64 / n;
+            (k >= rules::CALL.threshold).then(|| (c.clone(), k))
+        })
+        .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
 }
 
 /// How busy the GPU is over the step the levers are sized against: its loop's, its steady
@@ -294,7 +332,7 @@ fn rule(k: LeverKind) -> rules::Rule {
         LeverKind::Batch { .. } => rules::SMALL_BATCH,
         LeverKind::WeightCopy { .. } => rules::WEIGHT_COPY,
         LeverKind::PlainDecode => rules::SPECULATION_SLOWER,
-        LeverKind::Compile { .. }
+        LeverKind::Compile
         | LeverKind::HostWork { .. }
         | LeverKind::Bandwidth
         | LeverKind::LateRank => rules::LEVER,
@@ -310,10 +348,9 @@ fn band(k: LeverKind) -> Option<rules::Band> {
             verdict: Some(CpuVerdict::Cpu),
             from_graphs: false,
         } => Some(rules::HOST_WORK_BAND),
-        LeverKind::Compile { once: false } => Some(rules::COMPILE_BAND),
+        LeverKind::Compile => Some(rules::COMPILE_BAND),
         LeverKind::Batch { forwards: 1, .. } => Some(rules::BATCH_BAND),
-        LeverKind::Compile { once: true }
-        | LeverKind::HostWork { .. }
+        LeverKind::HostWork { .. }
         | LeverKind::Bandwidth
         | LeverKind::LateRank
         | LeverKind::Batch { .. }
@@ -427,7 +464,7 @@ pub(super) mod tests {
         assert!(matches!(kind(&eager[0]), LeverKind::HostWork { .. }));
         assert_eq!(band(&eager[0]), Some(rules::HOST_WORK_BAND));
         let compile = levers("examples/sample-run");
-        assert_eq!(kind(&compile[0]), LeverKind::Compile { once: false });
+        assert_eq!(kind(&compile[0]), LeverKind::Compile);
         assert_eq!(band(&compile[0]), Some(rules::COMPILE_BAND));
         // Compile-bound host work (the rest of the step beyond compiling) was never measured.
         assert!(matches!(kind(&compile[1]), LeverKind::HostWork { .. }));
@@ -440,8 +477,7 @@ pub(super) mod tests {
         assert_eq!(band(&ranks[0]), None);
     }
 
-    /// A one-off saving ranks after the per-step ones; a per-token saving by its share of the
-    /// time per token among them; a saving of the GPU's work in a host-bound step after those.
+    /// A per-token saving ranks by its share of the time per token among the per-step ones; a saving of the GPU's work in a host-bound step after those.
     #[test]
     fn levers_rank_by_their_share_and_unit() {
         let auto = levers("examples/sample-run-hf-auto");

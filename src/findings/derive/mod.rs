@@ -17,7 +17,7 @@ mod sized;
 mod spec;
 mod steps;
 
-use super::{Claim, Findings, Role, Scope};
+use super::{Claim, Finding, Findings, Quantity, Role, Scope};
 use crate::analysis::Artifacts;
 
 /// Every finding; range verdicts for the ranges `listed` (the tables' rows: a run with 73k
@@ -98,7 +98,7 @@ fn withhold_kernel_advice(a: &Artifacts, out: &mut Findings) {
                 | Claim::SampledBound { .. }
                 | Claim::ReplayDiffers { .. }
                 | Claim::Fp8Overhead
-        );
+        ) && !launch_heavy(f);
         if kernel_advice && (f.scope.range == range || f.scope.range.is_none()) {
             f.abstain = Some(format!(
                 "the GPU is busy {busy:.1}% of the time of `{}`{} (rule {}): faster kernels move its wall time by at most that share",
@@ -125,4 +125,16 @@ pub(super) fn gpu_busy(a: &Artifacts) -> Option<(f64, Scope)> {
     // Busy less NCCL's waiting for late ranks: a GPU that waits inside NCCL kernels does no work.
     let c = a.captured().filter(|c| c.name == name)?;
     Some((c.working_pct(), Scope::range(name)))
+}
+
+/// FP8 scaling that holds most of a step's launches: fusing it cuts the host's launch work
+/// too, so a mostly idle GPU does not make it kernel-only advice.
+fn launch_heavy(f: &Finding) -> bool {
+    match (
+        f.get(Quantity::ScaleChainLaunches),
+        f.get(Quantity::StepLaunchesRead),
+    ) {
+        (Some(c), Some(all)) => matches!(f.claim, Claim::Fp8Overhead) && 2.0 * c >= all,
+        _ => false,
+    }
 }

@@ -40,7 +40,7 @@ pub(super) fn attention(a: &Artifacts, out: &mut Findings) {
 /// around them: a fact where there are FP8 products, a verdict where the work around them is
 /// large beside them (rules::FP8_AROUND).
 pub(super) fn fp8(a: &Artifacts, out: &mut Findings) {
-    let Some(w) = crate::analysis::precision::fp8_work(&a.records) else {
+    let Some(w) = crate::analysis::precision::fp8_work(&a.records, a.scale_chains.as_ref()) else {
         return;
     };
     let scope = table_scope(a);
@@ -49,8 +49,16 @@ pub(super) fn fp8(a: &Artifacts, out: &mut Findings) {
         fig(Quantity::Fp8GemmSharePct, w.share_pct(Fp8Role::Gemm)),
         fig(Quantity::Fp8CastSharePct, w.share_pct(Fp8Role::Cast)),
         fig(Quantity::AbsMaxSharePct, w.share_pct(Fp8Role::AbsMax)),
+        fig(Quantity::Fp8ScaleSharePct, w.share_pct(Fp8Role::Scale)),
         fig(Quantity::Fp8AroundOfGemmPct, w.around_of_gemm_pct()),
     ];
+    let mut shares = shares;
+    if let Some(c) = a.scale_chains.as_ref().filter(|c| c.in_chains > 0) {
+        let step = scope.clone().instances(1);
+        let one = |q, v: u32| Figure::new(q, f64::from(v), &a.sqlite_file, &step);
+        shares.push(one(Quantity::ScaleChainLaunches, c.in_chains));
+        shares.push(one(Quantity::StepLaunchesRead, c.launches));
+    }
     let mut ev = shares.clone();
     for k in &w.kernels {
         ev.push(Figure::new(

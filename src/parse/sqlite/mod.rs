@@ -102,6 +102,40 @@ impl NsysDb {
         Ok(cols.iter().all(|c| have.iter().any(|h| h == c)))
     }
 
+    /// The kernels launched by thread `tid`'s runtime calls in `[from, to]`, in GPU start
+    /// order: (stream, demangled name, duration in ns). One step's launches: how its kernels
+    /// follow each other (an FP8 scale's chain from its amax to its cast).
+    pub fn launches_between(
+        &self,
+        tid: i64,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<(i64, String, i64)>, Error> {
+        let kernel = ["correlationId", "demangledName", "start", "end"];
+        let runtime = ["correlationId", "globalTid", "start"];
+        if !self.has_columns("CUPTI_ACTIVITY_KIND_KERNEL", &kernel)?
+            || !self.has_columns("CUPTI_ACTIVITY_KIND_RUNTIME", &runtime)?
+        {
+            return Ok(Vec::new());
+        }
+        // An export trimmed of its streams reads as one stream.
+        let stream = match self.has_columns("CUPTI_ACTIVITY_KIND_KERNEL", &["streamId"])? {
+            true => "k.streamId",
+            false => "0",
+        };
+        let sql = format!(
+            "SELECT {stream}, s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k \
+             JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId \
+             JOIN StringIds s ON s.id = k.demangledName \
+             WHERE r.globalTid = ?1 AND r.start >= ?2 AND r.start <= ?3 ORDER BY k.start"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([tid, from, to], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
     /// The short names of the kernels launched by the calls of these correlation ids.
     pub fn kernels_of_calls(&self, corrs: &[i64]) -> Result<HashMap<i64, String>, Error> {
         let mut out = HashMap::new();

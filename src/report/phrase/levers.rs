@@ -9,8 +9,7 @@ use crate::rules::Band;
 /// A lever in a few words, for the headline.
 pub(crate) fn lever_name(lever: LeverKind) -> String {
     match lever {
-        LeverKind::Compile { once: true } => "warming the shapes before the measured work".into(),
-        LeverKind::Compile { once: false } => "not compiling GPU code inside the step".into(),
+        LeverKind::Compile => "not compiling GPU code inside the step".into(),
         LeverKind::HostWork { .. } => "moving the host work the GPU waits for off the step".into(),
         LeverKind::Bandwidth => "bringing the memory-bound kernels nearer the DRAM peak".into(),
         LeverKind::LateRank => "bringing the late rank in step".into(),
@@ -28,16 +27,17 @@ pub(crate) fn lever_name(lever: LeverKind) -> String {
 }
 
 /// A lever, what it buys and how sure that is (no sources, no full stop).
-pub(crate) fn lever_clause(f: &Finding, lever: LeverKind, band: Option<Band>) -> String {
+pub(crate) fn lever_clause(
+    f: &Finding,
+    lever: LeverKind,
+    band: Option<Band>,
+    per_call: bool,
+) -> String {
+    let unit = match per_call {
+        true => "call",
+        false => "step",
+    };
     let (what, bound) = match lever {
-        LeverKind::Compile { once: true } => {
-            return format!(
-                "warm the shapes before the measured work (or keep fewer of them): the instances before the steady ones spend {} compiling and loading GPU code, paid once, not in the {} steady step; {}",
-                f.text(Q::SavingMsOnce),
-                f.text(Q::StepMs),
-                band_clause(lever, band)
-            )
-        }
         LeverKind::Batch { .. } => return batch(f, lever, band),
         LeverKind::WeightCopy { after_host } => return copies(f, after_host, band),
         LeverKind::PlainDecode => {
@@ -50,7 +50,7 @@ pub(crate) fn lever_clause(f: &Finding, lever: LeverKind, band: Option<Band>) ->
                 band_clause(lever, band)
             )
         }
-        LeverKind::Compile { once: false } if f.figure(Q::SavingMsPerCompilingStep).is_some() => {
+        LeverKind::Compile if f.figure(Q::SavingMsPerCompilingStep).is_some() => {
             return format!(
                 "stop compiling and loading GPU code inside the step (fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles): {} of the captured instances compile and take no part in the steady step; it saves a median of {} in each of them, {} over the {} the captured instances took ({}); {}",
                 f.text(Q::CompilingSteps),
@@ -61,7 +61,7 @@ pub(crate) fn lever_clause(f: &Finding, lever: LeverKind, band: Option<Band>) ->
                 band_clause(lever, band)
             )
         }
-        LeverKind::Compile { once: false } => (
+        LeverKind::Compile => (
             "stop compiling and loading GPU code inside the step (fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles)".to_string(),
             "the compiling and loading measured in it",
         ),
@@ -79,7 +79,7 @@ pub(crate) fn lever_clause(f: &Finding, lever: LeverKind, band: Option<Band>) ->
         ),
     };
     format!(
-        "{what}; it saves {} per step, {} of the {} step ({bound}); {}",
+        "{what}; it saves {} per {unit}, {} of the {} {unit} ({bound}); {}",
         f.text(Q::SavingMsPerStep),
         f.text(Q::SavingOfStepPct),
         f.text(Q::StepMs),
@@ -162,7 +162,6 @@ fn band_clause(lever: LeverKind, band: Option<Band>) -> String {
             LeverKind::Batch { .. } => "a prediction",
             // The plain step measured in the same run, not a bound on it.
             LeverKind::PlainDecode => "an estimate from this run's own plain decode step,",
-            LeverKind::Compile { once: true } => "this run's measured cost",
             _ => "an upper bound",
         };
         return format!("{what} not yet checked against a real change");

@@ -88,25 +88,55 @@ fn role_list(f: &Finding, kernels: &[Named<Fp8Role>], role: Fp8Role) -> String {
 
 pub(super) fn fp8_work(f: &Finding, w: &str, kernels: &[Named<Fp8Role>]) -> String {
     format!(
-        "FP8 matrix products {w}: {} of the kernel time{}; around them, casts to FP8 {}{} and abs and max reductions {}{}: {} of the FP8 products' own time{}",
+        "FP8 matrix products {w}: {} of the kernel time{}; around them, casts to FP8 {}{}, abs and max reductions {}{}{}: {} of the FP8 products' own time{}{}",
         f.text(Q::Fp8GemmSharePct),
         role_list(f, kernels, Fp8Role::Gemm),
         f.text(Q::Fp8CastSharePct),
         role_list(f, kernels, Fp8Role::Cast),
         f.text(Q::AbsMaxSharePct),
         role_list(f, kernels, Fp8Role::AbsMax),
+        scaling(f, kernels),
         f.text(Q::Fp8AroundOfGemmPct),
+        chain_launches(f),
         cite(f)
     )
 }
 
+/// "; in one steady step, 56 of its 82 launches run from an amax to its cast".
+fn chain_launches(f: &Finding) -> String {
+    match (
+        f.figure(Q::ScaleChainLaunches),
+        f.figure(Q::StepLaunchesRead),
+    ) {
+        (Some(c), Some(all)) => format!(
+            "; in one steady step, {} of its {} launches run from an amax to its cast",
+            c.text, all.text
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The scaling between each amax and its cast, where one step's launches showed some.
+fn scaling(f: &Finding, kernels: &[Named<Fp8Role>]) -> String {
+    match f.get(Q::Fp8ScaleSharePct).filter(|v| *v > 0.0) {
+        Some(_) => format!(
+            " and the scaling between each amax and its cast {}{}",
+            f.text(Q::Fp8ScaleSharePct),
+            role_list(f, kernels, Fp8Role::Scale)
+        ),
+        None => String::new(),
+    }
+}
+
 pub(super) fn fp8_overhead(f: &Finding, w: &str) -> String {
     format!(
-        "The work around the FP8 matrix products {w} takes {} of their own kernel time (casts to FP8 {}, abs and max reductions {}, against {} of the kernel time in the products): kernels a BF16 layer does not launch. Fusing the cast and the scale's absolute maximum into neighbouring kernels (torch.compile, a fused FP8 linear layer) or scaling from an amax history (delayed scaling) instead of a reduction per step cuts them{}.",
+        "The work around the FP8 matrix products {w} takes {} of their own kernel time (casts to FP8 {}, abs and max reductions {}, scaling between them {}, against {} of the kernel time in the products): kernels a BF16 layer does not launch{}. Fusing the cast and the scale's absolute maximum into neighbouring kernels (torch.compile, a fused FP8 linear layer) or scaling from an amax history (delayed scaling) instead of a reduction per step cuts them{}.",
         f.text(Q::Fp8AroundOfGemmPct),
         f.text(Q::Fp8CastSharePct),
         f.text(Q::AbsMaxSharePct),
+        f.text(Q::Fp8ScaleSharePct),
         f.text(Q::Fp8GemmSharePct),
+        chain_launches(f),
         cite(f)
     )
 }

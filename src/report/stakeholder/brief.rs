@@ -40,8 +40,16 @@ const JARGON: &[&str] = &[
 /// "## In short" and its lines; None without a step to speak of.
 pub(crate) fn in_short(f: &Findings) -> Option<String> {
     let step = f.find(|x| matches!(x.claim, Claim::Step { .. }))?;
-    let Claim::Step { basis, .. } = step.claim else {
+    let Claim::Step {
+        basis, ref call_of, ..
+    } = step.claim
+    else {
         return None;
+    };
+    // A whole call of many steps is named so, and its levers are per call.
+    let unit = match call_of {
+        Some(_) => "call",
+        None => "step",
     };
     let name = step.scope.range.as_deref().unwrap_or("");
     let mut s = String::from("## In short\n\n");
@@ -62,7 +70,7 @@ pub(crate) fn in_short(f: &Findings) -> Option<String> {
     };
     let _ = write!(
         s,
-        "Each step of {} takes {} ({how}{others}).",
+        "Each {unit} of {} takes {} ({how}{others}).",
         crate::report::phrase::range_name(name),
         step.text(Q::StepMs)
     );
@@ -93,7 +101,7 @@ pub(crate) fn in_short(f: &Findings) -> Option<String> {
             s,
             "\n\n{lead}: {}. {}. {}",
             plain(lever),
-            buys(l),
+            buys(l, unit),
             crate::report::phrase::band_plain(band)
         );
     }
@@ -102,7 +110,7 @@ pub(crate) fn in_short(f: &Findings) -> Option<String> {
             "\n\nNo single change stands out: none of the measured causes holds 5% of the step.",
         );
     }
-    let _ = write!(s, "\n\n{}\n", how_sure(f, step));
+    let _ = write!(s, "\n\n{}\n", how_sure(f, step, unit));
     Some(s)
 }
 
@@ -139,8 +147,7 @@ fn waits_for(f: &Findings, name: &str) -> Option<&'static str> {
 /// A lever in plain words.
 fn plain(l: LeverKind) -> String {
     match l {
-        LeverKind::Compile { once: true } => "run each input size once before the real work, so the GPU code it needs is built before it".into(),
-        LeverKind::Compile { once: false } => "stop rebuilding GPU code inside the step (keep input shapes fixed or to a few sizes, and run each size once before the real work)".into(),
+        LeverKind::Compile => "stop rebuilding GPU code inside the step (keep input shapes fixed or to a few sizes, and run each size once before the real work)".into(),
         LeverKind::HostWork { from_graphs: true, .. } => "cut the CPU work around the recorded GPU steps (the bookkeeping between them)".into(),
         LeverKind::HostWork { verdict: Some(CpuVerdict::Sync), .. } => "stop the CPU from waiting for GPU results inside the step".into(),
         LeverKind::HostWork { .. } => "cut the CPU work the GPU waits for (compile the step, record it once and replay it)".into(),
@@ -154,10 +161,7 @@ fn plain(l: LeverKind) -> String {
 }
 
 /// What a lever buys, in its unit.
-fn buys(l: &Finding) -> String {
-    if let Some(once) = l.figure(Q::SavingMsOnce) {
-        return format!("It saves {} once, at the start", once.text);
-    }
+fn buys(l: &Finding, unit: &str) -> String {
     if let Some(per) = l.figure(Q::SavingMsPerCompilingStep) {
         return format!(
             "It can save about {} in each of the {} steps that rebuild it, {} of the {} this run's steps took ({})",
@@ -198,7 +202,7 @@ fn buys(l: &Finding) -> String {
             l.text(Q::SavingOfGpuWorkPct)
         ),
         None => format!(
-            "It can save up to {} a step ({} of it)",
+            "It can save up to {} a {unit} ({} of it)",
             l.text(Q::SavingMsPerStep),
             l.text(Q::SavingOfStepPct)
         ),
@@ -206,10 +210,10 @@ fn buys(l: &Finding) -> String {
 }
 
 /// How sure: how many steps, and what the profiler adds where the baseline pass measured it.
-fn how_sure(f: &Findings, step: &Finding) -> String {
+fn how_sure(f: &Findings, step: &Finding, unit: &str) -> String {
     let n = match step.scope.instances {
-        Some(1) => " on one step".to_string(),
-        Some(n) => format!(" over {n} steps"),
+        Some(1) => format!(" on one {unit}"),
+        Some(n) => format!(" over {n} {unit}s"),
         None => String::new(),
     };
     let cost = f
@@ -217,10 +221,10 @@ fn how_sure(f: &Findings, step: &Finding) -> String {
         .and_then(|m| m.get(Q::MeasurementAddedPct));
     match cost {
         Some(c) => format!(
-            "How sure: measured{n} of one run while profiling, which made the step {c:.0}% slower than without it; each saving is time this run measured, and a change that also speeds up the GPU work can save more."
+            "How sure: measured{n} of one run while profiling, which made the {unit} {c:.0}% slower than without it; each saving is time this run measured, and a change that also speeds up the GPU work can save more."
         ),
         None => format!(
-            "How sure: measured{n} of one run while profiling, whose own cost on the step was not measured; each saving is time this run measured, and a change that also speeds up the GPU work can save more."
+            "How sure: measured{n} of one run while profiling, whose own cost on the {unit} was not measured; each saving is time this run measured, and a change that also speeds up the GPU work can save more."
         ),
     }
 }
