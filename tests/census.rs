@@ -149,3 +149,27 @@ fn marks_without_the_models_figures_make_no_census() {
         .all(|f| f["kind"] != "census");
     assert!(none);
 }
+
+/// The 5 decode steps: the first at 21.30 ms pulls the mean (15.67 ms) away from the others,
+/// so the step is the median instance, as NVIDIA's nvtx_sum gives it; the small-batch lever
+/// names the KV cache 8 sequences would hold, the census's 4 scaled to 8.
+#[test]
+fn a_step_pulled_by_one_slow_instance_is_the_median_one() {
+    let sb = Sandbox::new();
+    let (s, md) = reported(&sb, "census-kv", "");
+    let all = s["findings"].as_array().unwrap();
+    let step = all.iter().find(|f| f["kind"] == "step").unwrap();
+    assert_eq!(step["basis"], "median", "{md}");
+    let sum = read(common::root().join("tests/data/census-kv/nvidia/run_nvtx_sum.csv"));
+    let row = sum.lines().find(|l| l.ends_with(",:decode")).unwrap();
+    let med_ns: f64 = row.split(',').nth(4).unwrap().parse().unwrap();
+    assert!((fig(step, "step_ms") - med_ns / 1e6).abs() < 0.01, "{row}");
+    assert!((fig(step, "mean_step_ms") - 15.67).abs() < 0.005);
+    assert!((fig(step, "slowest_instance_ms") - 21.30).abs() < 0.005);
+    let batch = all
+        .iter()
+        .find(|f| f["kind"] == "lever" && f["lever"]["what"] == "batch")
+        .unwrap();
+    let kv = fig(census(&s), "census_kv_mb");
+    assert!((fig(batch, "kv_mb_then") - 2.0 * kv).abs() < 1e-6);
+}

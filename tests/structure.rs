@@ -356,8 +356,14 @@ fn a_range_that_runs_its_steps_inside_it_is_a_call() {
             assert!(l.get("band").is_none(), "{l}");
         }
     }
-    assert!(summary.contains("Each call of `generate` takes 131.42 ms"), "{summary}");
-    assert!(summary.contains("`draft` runs 7 times inside it"), "{summary}");
+    assert!(
+        summary.contains("Each call of `generate` takes 131.42 ms"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("`draft` runs 7 times inside it"),
+        "{summary}"
+    );
     assert!(!summary.contains("A step of `generate`"), "{md}");
 }
 

@@ -81,6 +81,8 @@ impl Serialize for RangeVerdict {
 pub(crate) enum StepBasis {
     Loop,
     Steady,
+    /// The median instance, where the mean is pulled away from it (rules::MEDIAN_STEP).
+    Median,
     Mean,
 }
 

@@ -133,6 +133,10 @@ pub(crate) enum Quantity {
     SavingOfCapturePct,
     /// The instances set apart from the steady step (its scope's group): their median time.
     SetApartMedianMs,
+    /// The mean instance (the longer of wall and projection), beside a median step.
+    MeanStepMs,
+    /// The KV cache the model holds at the lever's sequences: the census's, scaled by them.
+    KvMbThen,
     /// A call's instances of the child range that repeats inside it (rules::CALL), on average.
     StepsPerCall,
     /// A per-token lever (more sequences per pass): the time per token now (the step over its
@@ -305,7 +309,8 @@ impl Quantity {
             TokensPerVerify => Unit::TokensPerStep,
             StepDramMb | StepSampledDramMb | CopyMbPerCall | CopyMbPerStep | MatrixMbPerCall
             | StepReadMb | StepWriteMb | CensusReadMb | CensusWeightsMb | CensusKvMb
-            | CensusExpertsMb => Unit::Mb,
+            | CensusExpertsMb | KvMbThen => Unit::Mb,
+            MeanStepMs => Unit::Ms,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
             | CycleMs

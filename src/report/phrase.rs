@@ -181,6 +181,7 @@ pub(crate) fn step_clause(
     let how = match basis {
         StepBasis::Loop => "the median time from one instance's start to the next",
         StepBasis::Steady => "the median of the steady instances",
+        StepBasis::Median => "the median instance",
         StepBasis::Mean if f.scope.instances == Some(1) => "its one instance",
         StepBasis::Mean => "the mean instance",
     };
@@ -216,6 +217,16 @@ pub(crate) fn step_clause(
 /// The instances set apart from the steady ones, with their median: "; the 20 compiling GPU
 /// code take a median of 42.49 ms each".
 pub(crate) fn set_apart(f: &Finding) -> String {
+    if let (Some(mean), Some(lo), Some(hi)) = (
+        f.figure(Q::MeanStepMs),
+        f.figure(Q::FastestInstanceMs),
+        f.figure(Q::SlowestInstanceMs),
+    ) {
+        return format!(
+            "; the mean, {}, is pulled away from it by instances from {} to {}",
+            mean.text, lo.text, hi.text
+        );
+    }
     let Some(x) = f.figure(Q::SetApartMedianMs) else {
         return String::new();
     };

@@ -22,6 +22,11 @@ pub(crate) const CALL: Rule = Rule {
     threshold: 2.0,
 };
 
+/// The mean instance is no step where it is this far (a share of the median) from the median
+/// instance: one slow instance (a first step that allocates, say) pulls it away from the rest,
+/// and the median instance is the step.
+pub(crate) const MEDIAN_STEP: f64 = 0.05;
+
 /// A lever that saves under this share of the step is no lever.
 pub(crate) const LEVER_MIN_PCT: f64 = 5.0;
 

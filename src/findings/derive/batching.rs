@@ -60,6 +60,14 @@ pub(super) fn lever(
         figures.push(fig(Quantity::StepSampledDramMb, b.dram_bytes / 1e6));
         figures.push(fig(Quantity::StepDramFloorMs, ms));
     }
+    // What the GPU's memory must hold then: the KV cache grows with the sequences.
+    let kv = a
+        .census
+        .as_ref()
+        .filter(|c| c.range == name && c.batch > 0.0);
+    if let Some(kv_mb) = kv.and_then(|c| Some(c.kv_bytes? / 1e6 * to as f64 / c.batch)) {
+        figures.push(fig(Quantity::KvMbThen, kv_mb));
+    }
     Some(Sized {
         kind: LeverKind::Batch {
             batch: f.batch,

@@ -38,11 +38,27 @@ pub(super) fn step(a: &Artifacts, name: &str) -> Option<Step> {
             basis: StepBasis::Steady,
         });
     }
+    let mean = c.wall_ns.max(c.proj_ns.unwrap_or(0.0)) / n / 1e6;
+    // The median where one slow instance pulls the mean away from the rest.
+    let median = a
+        .range_stats
+        .iter()
+        .find(|r| r.name == name)
+        .map(|r| r.wall_spread.median.max(r.proj_spread.median) / 1e6);
+    let basis = match median {
+        Some(m) if n >= 3.0 && m > 0.0 && (mean - m).abs() > rules::MEDIAN_STEP * m => {
+            StepBasis::Median
+        }
+        _ => StepBasis::Mean,
+    };
     Some(Step {
-        ms: c.wall_ns.max(c.proj_ns.unwrap_or(0.0)) / n / 1e6,
+        ms: match basis {
+            StepBasis::Median => median.unwrap_or(mean),
+            _ => mean,
+        },
         scope: range.instances(n as u64),
         instances: n,
-        basis: StepBasis::Mean,
+        basis,
     })
 }
 
@@ -155,6 +171,21 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
             &scope,
         ));
         claim_scope = whole.clone();
+    }
+    if step.basis == StepBasis::Median {
+        let r = a.range_stats.iter().find(|r| r.name == name);
+        let c = a
+            .captured()
+            .map(|c| c.wall_ns.max(c.proj_ns.unwrap_or(0.0)));
+        if let (Some(r), Some(total)) = (r, c) {
+            let spread = |f: fn(&crate::analysis::ranges::Spread) -> f64| {
+                f(&r.wall_spread).max(f(&r.proj_spread)) / 1e6
+            };
+            let per = |q, v| Figure::new(q, v, &a.sqlite_file, &claim_scope);
+            ev.push(per(Quantity::MeanStepMs, total / 1e6 / step.instances));
+            ev.push(per(Quantity::FastestInstanceMs, spread(|s| s.min)));
+            ev.push(per(Quantity::SlowestInstanceMs, spread(|s| s.max)));
+        }
     }
     let call_of = repeated_child(a, &name);
     if let Some((_, n)) = &call_of {
@@ -317,11 +348,16 @@ fn repeated_child(a: &Artifacts, name: &str) -> Option<(String, f64)> {
 /// instances' or, for the mean instance, the whole range's (a steady group that is no warm-up
 /// leaves the step the mean of every instance, and its busy share with it).
 fn busy_over(a: &Artifacts, step: &Step) -> Option<f64> {
+    let c = a
+        .captured()
+        .filter(|c| step.scope.range.as_deref() == Some(c.name.as_str()));
     match step.basis {
-        StepBasis::Mean => a
-            .captured()
-            .filter(|c| step.scope.range.as_deref() == Some(c.name.as_str()))
-            .map(|c| c.working_pct()),
+        StepBasis::Mean => c.map(|c| c.working_pct()),
+        // The GPU's work per instance (the mean) over the median instance.
+        StepBasis::Median => c.map(|c| {
+            let mean = c.wall_ns.max(c.proj_ns.unwrap_or(0.0)) / step.instances / 1e6;
+            (c.working_pct() * mean / step.ms).min(100.0)
+        }),
         StepBasis::Loop | StepBasis::Steady => super::gpu_busy(a).map(|(b, _)| b),
     }
 }

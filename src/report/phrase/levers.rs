@@ -91,9 +91,13 @@ pub(crate) fn lever_clause(
 fn batch(f: &Finding, lever: LeverKind, band: Option<Band>) -> String {
     let what = match lever {
         LeverKind::Batch { forwards: 1, .. } => format!(
-            "run {} sequences per forward pass instead of {} (where the GPU's memory holds their KV cache)",
+            "run {} sequences per forward pass instead of {} (where the GPU's memory holds their KV cache{})",
             f.text(Q::BatchThen),
-            f.text(Q::BatchSequences)
+            f.text(Q::BatchSequences),
+            f.figure(Q::KvMbThen).map_or(String::new(), |kv| format!(
+                ", {} at this length by the model's own census",
+                kv.text
+            ))
         ),
         _ => format!(
             "forward the step's {} passes of one sequence each as one pass of {} (each step's tokens marks say one sequence a pass; where the passes are different requests', as a serving loop that forwards each request alone runs them, and not one sequence's successive tokens, which cannot share a pass)",

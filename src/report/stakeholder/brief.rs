@@ -56,6 +56,7 @@ pub(crate) fn in_short(f: &Findings) -> Option<String> {
     let how = match (basis, step.scope.instances) {
         (StepBasis::Loop, _) => "the median from one step's start to the next",
         (StepBasis::Steady, _) => "the median of the steady steps",
+        (StepBasis::Median, _) => "the median step",
         (StepBasis::Mean, Some(1)) => "its one run",
         (StepBasis::Mean, _) => "on average",
     };
