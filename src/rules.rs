@@ -192,7 +192,7 @@ pub(crate) const SPECULATION_SLOWER: Rule = Rule {
 /// of weights (docs/measured.md).
 pub(crate) const CENSUS: Rule = Rule {
     id: "census",
-    text: "a step's DRAM bytes read (the nsys pass's samples, the median over its steady instances) within 10% of what the model's own numbers say it must read (stage2's hook: its weights without the input embedding table, each sequence's KV cache so far, expert weights expected were tokens routed uniformly; the median pass) read what the model needs; more than 10% above, the step moves bytes beyond them (activations, weights read again or copied); more than 10% below, it reads less than its weights (served from the L2 cache, or layers skipped); the step's bytes written within 10% of the KV cache the census counts rewrite about the whole cache every step",
+    text: "a step's DRAM bytes read (the nsys pass's samples, the median over its steady instances) within 10% of what the model's own numbers say it must read (stage2's hook: its weights without the input embedding table, each sequence's KV cache so far, expert weights expected were tokens routed uniformly; the median pass) read what the model needs; more than 10% above, the step moves bytes beyond them (activations, weights read again or copied); more than 10% below, it reads less than its weights (served from the L2 cache, or layers skipped); the step's bytes written within 10% of the KV cache the census counts rewrite about the whole cache every step; above it in a model with experts, the kernels that copy by index (gather, index) holding at least 5% of the GPU time each are named",
     threshold: 10.0,
 };
 

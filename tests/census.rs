@@ -125,6 +125,22 @@ fn a_moe_decode_that_copies_its_experts_reads_beyond_its_census() {
     );
     assert!(fig(c, "read_of_census_pct") > 180.0);
     assert!(md.contains("bytes beyond them move every step"), "{md}");
+    // The gather that copies the chosen experts' weights is named with its share of the GPU
+    // time in the range (the whole capture's, in nsys stats, is 25.4%).
+    let ev = c["evidence"].as_array().unwrap();
+    let gather = ev
+        .iter()
+        .find(|e| e["quantity"] == "kernel_share_pct")
+        .unwrap_or_else(|| panic!("{c}"));
+    assert!(gather["scope"]["kernel"]
+        .as_str()
+        .unwrap()
+        .contains("vectorized_gather_kernel"));
+    assert!((gather["value"].as_f64().unwrap() - 26.3).abs() < 0.05);
+    assert!(
+        md.contains("kernels that copy by index hold vectorized_gather_kernel 26.3%"),
+        "{md}"
+    );
     // Its 564.5 MB written are no cache rewrite: 8.5 MB of cache.
     assert!(
         !md.contains("of its KV cache: about the whole cache every step"),

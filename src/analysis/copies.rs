@@ -29,7 +29,7 @@ pub(crate) struct WeightCopies {
 /// A copy by index, by its name: PyTorch's gather and index kernels (`vectorized_gather_kernel`,
 /// `index_elementwise_kernel`, `indexSelectLargeIndex`), and others named alike. Top-k's
 /// `gatherTopK` reads scores, not weights, and moves too few bytes to pass the size test.
-fn copies_by_index(name: &str) -> bool {
+pub(crate) fn copies_by_index(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     n.contains("gather") || n.contains("index")
 }

@@ -2,6 +2,7 @@
 //! numbers say it must read (rules::CENSUS).
 
 use super::super::{Claim, Figure, Findings, Quantity, Scope};
+use crate::analysis::copies::copies_by_index;
 use crate::analysis::Artifacts;
 use crate::rules;
 
@@ -48,6 +49,22 @@ pub(super) fn census(a: &Artifacts, out: &mut Findings) {
     }
     if let Some(x) = c.experts {
         ev.push(marks(Quantity::CensusExpertsMb, x.expected / 1e6));
+    }
+    // Above the census in a model with experts: the kernels that copy by index, which an
+    // eager experts layer gathers the chosen experts' weights with, by their GPU time.
+    if above == Some(true) && c.experts.is_some() {
+        for r in a.records.iter().filter(|r| copies_by_index(&r.name)) {
+            let Some(share) = r.gpu_time_pct.filter(|p| *p >= rules::LEVER_MIN_PCT) else {
+                continue;
+            };
+            let k = Scope::range(&s.range).kernel(&r.name);
+            ev.push(Figure::new(
+                Quantity::KernelSharePct,
+                share,
+                &a.kern_sum_file,
+                &k,
+            ));
+        }
     }
     out.push(Claim::Census { above }, scope, Some(rules::CENSUS), ev);
 }

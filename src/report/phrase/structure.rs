@@ -353,15 +353,39 @@ pub(super) fn census(f: &Finding, above: Option<bool>) -> String {
         Some(false) => "less than its weights: some are served from the L2 cache, or layers are skipped",
     };
     format!(
-        "{step} reads {} of DRAM (the nsys pass's samples), {} of the {} its model's own numbers say it must read ({}): {verdict}; it writes {}{}{}",
+        "{step} reads {} of DRAM (the nsys pass's samples), {} of the {} its model's own numbers say it must read ({}): {verdict}; it writes {}{}{}{}",
         f.text(Q::StepReadMb),
         f.text(Q::ReadOfCensusPct),
         f.text(Q::CensusReadMb),
         parts.join(", "),
         f.text(Q::StepWriteMb),
         written_of_cache(f),
+        gathers(f),
         cite(f)
     )
+}
+
+/// The kernels copying by index beside a census of experts: how an eager experts layer
+/// gathers the chosen experts' weights (written, then read again by its matrix products).
+fn gathers(f: &Finding) -> String {
+    let of: Vec<&crate::findings::Figure> = f
+        .evidence
+        .iter()
+        .filter(|e| e.quantity == Q::KernelSharePct && e.scope.kernel.is_some())
+        .collect();
+    let names = of.iter().filter_map(|e| e.scope.kernel.as_deref());
+    let k: Vec<String> = crate::model::labels(names, 60)
+        .iter()
+        .zip(&of)
+        .map(|(label, e)| format!("{} {}", md(label), e.text))
+        .collect();
+    match k.is_empty() {
+        true => String::new(),
+        false => format!(
+            "; of the GPU time, kernels that copy by index hold {}: an eager experts layer gathers the chosen experts' weights this way, writing them and reading them again in its matrix products, where a grouped matrix-product kernel reads them in place",
+            k.join(", ")
+        ),
+    }
 }
 
 /// ", 102.6% of its KV cache: about the whole cache every step (...)" where the bytes written
