@@ -511,6 +511,11 @@ fn a_loop_that_compiles_in_half_its_steps_is_read_from_its_steady_ones() {
         summary.contains("20 others took a median of 42.49 ms each"),
         "{summary}"
     );
+    // cuDNN's SDPA kernel came after 20 of the loads: the opening says the builds are attention's.
+    let loads = figure(levers[0], "attention_loads", None);
+    assert!(loads >= 20.0, "{loads}");
+    let said = format!("{loads:.0} of the builds come just before the attention computation runs");
+    assert!(summary.contains(&said), "{summary}");
     // What the steady steps' CPU does: their phases' ledgers over the instances inside them.
     let idle = findings(&s, "gpu_idle");
     let steady = idle

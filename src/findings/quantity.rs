@@ -133,6 +133,8 @@ pub(crate) enum Quantity {
     SavingOfCapturePct,
     /// The instances set apart from the steady step (its scope's group): their median time.
     SetApartMedianMs,
+    /// Loads of GPU code that came before an attention kernel's first launch.
+    AttentionLoads,
     /// The mean instance (the longer of wall and projection), beside a median step.
     MeanStepMs,
     /// The KV cache the model holds at the lever's sequences: the census's, scaled by them.
@@ -293,6 +295,7 @@ impl Quantity {
             | CopyCallsPerStep
             | CompilingSteps
             | StepsPerCall
+            | AttentionLoads
             | ScaleChainLaunches
             | StepLaunchesRead
             | BatchSequences

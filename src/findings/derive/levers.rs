@@ -304,6 +304,21 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
             LeverKind::Compile => compiled_for(a, out, &name),
             _ => Vec::new(),
         };
+        // Loads before an attention kernel's first use: an attention library building a
+        // kernel for each new shape (cuDNN's SDPA), which the opening names.
+        let attention: u32 = compiled_for
+            .iter()
+            .filter(|(k, _)| crate::analysis::roles::attention(k).is_some())
+            .map(|(_, n)| n)
+            .sum();
+        if attention > 0 {
+            ev.push(Figure::new(
+                Quantity::AttentionLoads,
+                f64::from(attention),
+                &a.sqlite_file,
+                &scope,
+            ));
+        }
         let claim = Claim::Lever {
             lever: s.kind,
             rank: rank as u32 + 1,

@@ -100,8 +100,9 @@ pub(crate) fn in_short(f: &Findings) -> Option<String> {
         };
         let _ = write!(
             s,
-            "\n\n{lead}: {}. {}. {}",
+            "\n\n{lead}: {}{}. {}. {}",
             plain(lever),
+            for_attention(l),
             buys(l, unit),
             crate::report::phrase::band_plain(band)
         );
@@ -158,6 +159,18 @@ fn plain(l: LeverKind) -> String {
         LeverKind::Batch { to, .. } => format!("serve the {to} requests of a step together, not one at a time, if they are separate requests"),
         LeverKind::WeightCopy { .. } => "stop copying large blocks of model weights inside each step (in a mixture-of-experts model, read the chosen experts' weights where they are)".into(),
         LeverKind::PlainDecode => "generate without the small draft model: with it, each token costs more than without it".into(),
+    }
+}
+
+/// How many builds came just before attention ran (an attention library building a kernel
+/// for a new shape, as cuDNN's SDPA does): "; 21 of the builds come just before ...".
+fn for_attention(l: &Finding) -> String {
+    match l.figure(Q::AttentionLoads) {
+        Some(n) => format!(
+            "; {} of the builds come just before the attention computation runs",
+            n.text
+        ),
+        None => String::new(),
     }
 }
 
