@@ -18,7 +18,7 @@ pub(crate) const LEVER: Rule = Rule {
 /// a band measured on steps is not theirs.
 pub(crate) const CALL: Rule = Rule {
     id: "call",
-    text: "the captured range is a call of steps, not a step, where a range directly inside it has at least 2 instances per instance of it on average; the one with the most names the steps; levers are then sized per call, and host work carries no band, as its band was measured on decode steps",
+    text: "the captured range is a call of steps, not a step, where its instances hold at least 2 forward passes (the median count of stage2:tokens marks in an instance holding any) and a range directly inside it has at least 2 instances per instance of it on average; the one with the most names the steps; levers are then sized per call, and host work carries no band, as its band was measured on decode steps",
     threshold: 2.0,
 };
 

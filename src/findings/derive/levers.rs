@@ -333,8 +333,14 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
 }
 
 /// The child range that runs most often inside each of `name`'s instances, where it runs at
-/// least rules::CALL's count per instance on average: `name` is then a whole call of steps.
+/// least rules::CALL's count per instance on average and the instances hold several forward
+/// passes: `name` is then a whole call of steps.
 fn repeated_child(a: &Artifacts, name: &str) -> Option<(String, f64)> {
+    // Forward passes of the model, as the hook's tokens marks count them: a range run per
+    // layer repeats inside a step too, but the step holds one pass.
+    if a.forwards.is_none_or(|f| f.per_step < 2) {
+        return None;
+    }
     let by = a.ledger_by_name();
     let n = a
         .range_stats
