@@ -362,10 +362,19 @@ pub(crate) enum Claim {
         memory: Vec<String>,
         compute: Vec<String>,
     },
-    /// A launch configuration whose sampled DRAM figure and ncu's differ beyond the band.
+    /// A launch configuration whose sampled DRAM figure and ncu's differ beyond the band;
+    /// `short`: its launches are shorter than the sample window, so the sampled figure is its
+    /// window's (rules::SAMPLED_WINDOW), not a measure of how ncu's replay differs.
     SampledDisagrees {
         kernel: String,
         grid: String,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        short: bool,
+    },
+    /// Sampled kernels given no class, their launches shorter than the sample window (rules::
+    /// SAMPLED_WINDOW); `kernels`: the largest of them, named.
+    SampledWindow {
+        kernels: Vec<String>,
     },
     /// stage2's range figures beside NVIDIA's `nsys stats` of the same export: a fact when
     /// every one compared is equal, a caveat naming those that are not.
@@ -540,6 +549,7 @@ impl Claim {
             | KernelsExceedWall { .. }
             | PassIncomplete { .. }
             | SampledDisagrees { .. }
+            | SampledWindow { .. }
             | ReplayDiffers { .. }
             | InstanceTrend { .. }
             | CaptureRangeMissing { .. }
@@ -591,6 +601,7 @@ impl Claim {
             | PassIncomplete { .. }
             | CaptureRangeMissing { .. }
             | SampledDisagrees { .. }
+            | SampledWindow { .. }
             | ReplayDiffers { .. }
             | NvidiaSummaries { .. }
             | NvidiaNcuSummary { .. }

@@ -243,6 +243,13 @@ pub(crate) enum Quantity {
     /// counts (a cache grown by concatenation is rewritten whole every step).
     StepWriteMb,
     WriteOfKvPct,
+    /// nsys's sample window (the median spacing of its samples); the kernels given no sampled
+    /// class because their launches are shorter on average (rules::SAMPLED_WINDOW), the
+    /// kernels sampled, and the first's share of the sampled kernels' time.
+    SampleWindowNs,
+    UnclassedKernels,
+    SampledKernels,
+    UnclassedSharePct,
 }
 
 impl Quantity {
@@ -251,7 +258,7 @@ impl Quantity {
         match self {
             KernelTimeNs | MeanKernelNs | WallNs | GpuProjectionNs | GraphGpuNs | LaunchApiNs
             | NcclTimeNs | NcclWaitNs | NcclTransferNs | SlowestRankWallNs | MedianRankWallNs
-            | GroupMedianWallNs | GroupLedgerPartNs | CompileNs => Unit::Ns,
+            | GroupMedianWallNs | GroupLedgerPartNs | CompileNs | SampleWindowNs => Unit::Ns,
             KernelLaunches
             | DistinctKernels
             | GraphKernels
@@ -283,7 +290,9 @@ impl Quantity {
             | DraftTokensAccepted
             | DecodeSteps
             | VerifyPasses
-            | CachedTokens => Unit::Count,
+            | CachedTokens
+            | UnclassedKernels
+            | SampledKernels => Unit::Count,
             TensorTflopPerS | TensorPeakTflopPerS => Unit::TflopPerS,
             TokensPerVerify => Unit::TokensPerStep,
             StepDramMb | StepSampledDramMb | CopyMbPerCall | CopyMbPerStep | MatrixMbPerCall
@@ -342,6 +351,7 @@ impl Quantity {
     pub(crate) fn text(self, v: f64) -> String {
         match (self, self.unit()) {
             (Quantity::MeanKernelNs, _) => format!("{:.2} us", z(v / 1e3)),
+            (Quantity::SampleWindowNs, _) => format!("{:.1} us", z(v / 1e3)),
             (Quantity::ThreadBlocks, _) => format!("{} blocks", v.round() as i64),
             (_, Unit::Ns) => format!("{:.2} ms", z(v / 1e6)),
             // A floor far below its measured time is still a fact: two significant digits,

@@ -13,6 +13,7 @@ mod missing;
 mod ranges;
 mod roles;
 mod run;
+mod sampled;
 mod sized;
 mod spec;
 mod steps;
