@@ -6,8 +6,10 @@ use serde::Serialize;
 
 mod levers;
 mod sampled;
+mod sure;
 pub(crate) use levers::*;
 pub(crate) use sampled::*;
+pub(crate) use sure::*;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub(crate) struct Rule {
@@ -136,6 +138,9 @@ pub(crate) const ALL: &[Rule] = &[
     SAMPLED_WINDOW,
     SAMPLED_DISAGREES,
     SAMPLED_REUSE,
+    EARLY_START_BESIDE,
+    GRAPH_NODE_TRACE,
+    BOUND_OVER_VALUE,
     REPLAY_DIFFERS,
     NVIDIA_SUMMARIES,
     NVIDIA_NCU_SUMMARY,
