@@ -111,6 +111,15 @@ fn a_disagreement_on_launches_shorter_than_the_window_is_the_windows() {
         "{gemm}"
     );
     assert!(!gemm.contains("sample window"), "{gemm}");
+    // The summary gathers them with the other points on how sure its figures are.
+    let stake = read(sb.path().join("run/stakeholder_summary.md"));
+    let sure = stake.find("## How sure the figures are").expect(&stake);
+    let listed = &stake[sure..stake.find("## Run facts").unwrap()];
+    assert_eq!(
+        listed.matches("- The two tools disagree on").count(),
+        all.len(),
+        "{listed}"
+    );
 }
 
 /// The agreement over the configurations of at least 5% of the time compares each one's DRAM

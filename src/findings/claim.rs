@@ -376,6 +376,15 @@ pub(crate) enum Claim {
     SampledWindow {
         kernels: Vec<String>,
     },
+    /// The ncu pass's copy of the workload used the CPU beside the nsys capture (rules::
+    /// EARLY_START_BESIDE): the capture's figures were taken with it busy.
+    EarlyStartBeside,
+    /// nsys traced the captured range's CUDA graphs per node (rules::GRAPH_NODE_TRACE): the
+    /// steps that launch graphs are timed slower than they run untraced.
+    GraphNodeTrace,
+    /// A figure whose bound is at least itself (rules::BOUND_OVER_VALUE): the step's DRAM
+    /// bytes from whole-per-cent shares.
+    BoundOverValue,
     /// stage2's range figures beside NVIDIA's `nsys stats` of the same export: a fact when
     /// every one compared is equal, a caveat naming those that are not.
     NvidiaSummaries {
@@ -550,6 +559,9 @@ impl Claim {
             | PassIncomplete { .. }
             | SampledDisagrees { .. }
             | SampledWindow { .. }
+            | EarlyStartBeside
+            | GraphNodeTrace
+            | BoundOverValue
             | ReplayDiffers { .. }
             | InstanceTrend { .. }
             | CaptureRangeMissing { .. }
@@ -602,6 +614,9 @@ impl Claim {
             | CaptureRangeMissing { .. }
             | SampledDisagrees { .. }
             | SampledWindow { .. }
+            | EarlyStartBeside
+            | GraphNodeTrace
+            | BoundOverValue
             | ReplayDiffers { .. }
             | NvidiaSummaries { .. }
             | NvidiaNcuSummary { .. }

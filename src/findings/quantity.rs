@@ -250,6 +250,15 @@ pub(crate) enum Quantity {
     UnclassedKernels,
     SampledKernels,
     UnclassedSharePct,
+    /// The ncu pass's copy of the workload, started beside the nsys pass (`ncu.early_start`):
+    /// how long it used the CPU from its start, and during how much of the nsys capture; the
+    /// capture's length.
+    CopyBusyNs,
+    CopyBusyInCaptureNs,
+    CaptureNs,
+    /// How far the step's DRAM bytes from whole-per-cent shares may be from the traffic: a
+    /// point of each share over the covered time.
+    StepDramWithinMb,
 }
 
 impl Quantity {
@@ -258,7 +267,8 @@ impl Quantity {
         match self {
             KernelTimeNs | MeanKernelNs | WallNs | GpuProjectionNs | GraphGpuNs | LaunchApiNs
             | NcclTimeNs | NcclWaitNs | NcclTransferNs | SlowestRankWallNs | MedianRankWallNs
-            | GroupMedianWallNs | GroupLedgerPartNs | CompileNs | SampleWindowNs => Unit::Ns,
+            | GroupMedianWallNs | GroupLedgerPartNs | CompileNs | SampleWindowNs | CopyBusyNs
+            | CopyBusyInCaptureNs | CaptureNs => Unit::Ns,
             KernelLaunches
             | DistinctKernels
             | GraphKernels
@@ -297,7 +307,7 @@ impl Quantity {
             TokensPerVerify => Unit::TokensPerStep,
             StepDramMb | StepSampledDramMb | CopyMbPerCall | CopyMbPerStep | MatrixMbPerCall
             | StepReadMb | StepWriteMb | CensusReadMb | CensusWeightsMb | CensusKvMb
-            | CensusExpertsMb => Unit::Mb,
+            | CensusExpertsMb | StepDramWithinMb => Unit::Mb,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
             | CycleMs
@@ -352,6 +362,10 @@ impl Quantity {
         match (self, self.unit()) {
             (Quantity::MeanKernelNs, _) => format!("{:.2} us", z(v / 1e3)),
             (Quantity::SampleWindowNs, _) => format!("{:.1} us", z(v / 1e3)),
+            // Seconds of a pass's run, not of the workload's GPU work.
+            (Quantity::CopyBusyNs | Quantity::CopyBusyInCaptureNs | Quantity::CaptureNs, _) => {
+                format!("{:.1} s", z(v / 1e9))
+            }
             (Quantity::ThreadBlocks, _) => format!("{} blocks", v.round() as i64),
             (_, Unit::Ns) => format!("{:.2} ms", z(v / 1e6)),
             // A floor far below its measured time is still a fact: two significant digits,

@@ -7,6 +7,7 @@ mod groups;
 mod levers;
 mod sampled;
 mod structure;
+mod sure;
 
 pub(crate) use groups::{group_wall, ranges_left_out};
 use groups::{groups_sentence, idle};
@@ -377,6 +378,9 @@ pub(crate) fn sentence(f: &Finding) -> String {
             sampled::disagrees(f, &w, kernel, grid, *short)
         }
         Claim::SampledWindow { .. } => sampled::window(f, &w),
+        Claim::EarlyStartBeside => sure::early_start(f),
+        Claim::GraphNodeTrace => sure::graph_nodes(f, &w),
+        Claim::BoundOverValue => sure::bound_over_value(f, &w),
         Claim::InstanceTrend {
             early,
             late,

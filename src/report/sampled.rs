@@ -380,5 +380,13 @@ pub(crate) fn step_bytes(a: &Decided, s: &mut String) {
     {
         let _ = write!(s, " {}.", super::phrase::sentence(c));
     }
+    // A bound as large as the bytes: said where the bytes are.
+    for c in a
+        .findings
+        .made()
+        .filter(|c| matches!(c.claim, crate::findings::Claim::BoundOverValue))
+    {
+        let _ = write!(s, " {}", super::phrase::sentence(c));
+    }
     let _ = writeln!(s);
 }
