@@ -113,8 +113,24 @@ pub(crate) struct SampledFigures {
     pub(crate) dram_pct: Option<f64>,
     pub(crate) sm_issue_pct: Option<f64>,
     pub(crate) tensor_pct: Option<f64>,
-    /// The bound class by the sampled rule; None where coverage is too low to say.
+    /// The bound class by the sampled rule; None where coverage is too low to say, or where
+    /// the launches are shorter than the sample window (`short`).
     pub(crate) bound: Option<Bound>,
+    /// A kernel's or launch configuration's launches, shorter on average than the sample
+    /// window their figures average (rules::SAMPLED_WINDOW): no class, and the figures are
+    /// not the kernel's own. None for a range's figures, which the rule does not concern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) short: Option<ShortLaunches>,
+}
+
+/// Launches shorter on average than the sample window (rules::SAMPLED_WINDOW): the reports
+/// give them no sampled class and say why with these two figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ShortLaunches {
+    /// Their mean duration (ns).
+    pub(crate) mean_launch_ns: f64,
+    /// The sample window: the median spacing of the samples they were read in (ns).
+    pub(crate) window_ns: f64,
 }
 
 impl SampledFigures {

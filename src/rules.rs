@@ -5,7 +5,11 @@
 use serde::Serialize;
 
 mod levers;
+mod sampled;
+mod sure;
 pub(crate) use levers::*;
+pub(crate) use sampled::*;
+pub(crate) use sure::*;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub(crate) struct Rule {
@@ -132,8 +136,12 @@ pub(crate) const ALL: &[Rule] = &[
     SMALL_BATCH,
     WEIGHT_COPY,
     SAMPLED_BOUND,
+    SAMPLED_WINDOW,
     SAMPLED_DISAGREES,
     SAMPLED_REUSE,
+    EARLY_START_BESIDE,
+    GRAPH_NODE_TRACE,
+    BOUND_OVER_VALUE,
     REPLAY_DIFFERS,
     NVIDIA_SUMMARIES,
     NVIDIA_NCU_SUMMARY,
@@ -265,42 +273,8 @@ pub(crate) const BOUND: Rule = Rule {
     threshold: BOUND_PCT,
 };
 
-/// A sampled bound class needs this share of the launches' time in sample windows that saw
-/// the GPU working; below it the class is not given.
-pub(crate) const SAMPLED_MIN_COVERAGE_PCT: f64 = 80.0;
-
-/// A launch configuration's sampled figures are reused from an earlier run of the same command
-/// only while its mean duration stays within this % of that run's: a kernel whose time moved
-/// (new code, other inputs) is sampled again.
-pub(crate) const SAMPLED_REUSE: Rule = Rule {
-    id: "sampled_reuse",
-    text: "a launch configuration takes the sampled figures of the last sampled run of the same command, GPU and settings when that run saw it and its mean duration differs from that run's by at most 15%; otherwise it has none, and when such configurations hold 5% or more of the kernel time the next run samples again",
-    threshold: 15.0,
-};
-
-/// The share of the kernel time (%) left without reused figures at which the next run samples
-/// again (below it, the few configurations stay unsampled and say so, rather than every other
-/// run sampling: the static decode's warm re-runs on H100s left 2 configurations, about 1%).
-pub(crate) const SAMPLED_REUSE_GAP_PCT: f64 = 5.0;
-
 /// How many child ranges deep RANGE_VERDICT follows the part of the wall time that holds most.
 pub(crate) const RANGE_VERDICT_DEPTH: usize = 3;
-
-/// A top kernel's class from nsys's GPU-metrics samples, where ncu gave none.
-pub(crate) const SAMPLED_BOUND: Rule = Rule {
-    id: "sampled_bound",
-    text: "sampled by nsys over every launch (each sample over its window's GR Active share): memory-bound when DRAM read + write bandwidth >= 60% of peak and above SM issue and tensor activity; compute-bound when SM issue or tensor activity >= 60% and at or above DRAM; otherwise latency-bound; no class below 80% coverage",
-    threshold: BOUND_PCT,
-};
-
-/// Sampled and ncu DRAM figures of one launch configuration further apart than measured: on
-/// the committed H100 captures the largest difference was 5.5 points (eager) and 9.8 (CUDA
-/// graphs) for configurations of >= 5% of the time.
-pub(crate) const SAMPLED_DISAGREES: Rule = Rule {
-    id: "sampled_disagrees",
-    text: "a launch configuration's DRAM figure sampled by nsys and ncu's differ by more than 15 points of % of peak",
-    threshold: 15.0,
-};
 
 /// ncu replays a launch on its own (by its defaults caches flushed before each pass and clocks
 /// locked to base, `ncu.clock_control`), so its duration can differ from the same launches in
@@ -424,10 +398,6 @@ pub(crate) const SKIP: Split = Split {
     text: "report.instances=skip=N: the first N instances are a warm-up group",
     threshold: 0.0,
 };
-
-/// A launch configuration's sampled figures are compared with ncu's when it holds this much of
-/// the range's time.
-pub(crate) const COMPARED_MIN_SHARE_PCT: f64 = 5.0;
 
 /// Python samples a range needs before a verdict names its top function (fewer say too little).
 pub(crate) const PYTHON_MIN_SAMPLES: u64 = 20;

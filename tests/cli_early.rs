@@ -80,6 +80,9 @@ fn an_attach_before_the_copy_is_attachable_is_tried_again_until_it_is() {
     let ncu = &st["passes"]["ncu"];
     assert_eq!(ncu["state"], "ok", "{ncu}");
     assert_eq!(ncu["ncu"]["early_start"]["attached"], true, "{ncu}");
+    // The nsys pass records the copy that ran beside it, for the reports to read back.
+    let beside = &st["passes"]["nsys"]["nsys"]["held_beside"];
+    assert!(beside["busy_s"].as_f64().is_some(), "{beside}");
     assert_eq!(
         lines_starting(&sb, "ncu --mode=attach"),
         3,
@@ -97,7 +100,9 @@ fn early_start_off_or_impossible_runs_the_passes_one_after_the_other() {
     off.extend_from_slice(DECODE);
     sb.profile("off", &off).assert().success();
     assert_eq!(lines_starting(&sb, "ncu --mode="), 0, "{}", sb.calls());
-    assert!(status(&sb.run("off"))["passes"]["ncu"]["ncu"]["early_start"].is_null());
+    let st = status(&sb.run("off"));
+    assert!(st["passes"]["ncu"]["ncu"]["early_start"].is_null());
+    assert!(st["passes"]["nsys"]["nsys"]["held_beside"].is_null());
     // Raw ncu arguments may belong to the launch: the passes run one after the other.
     let mut raw = vec!["ncu.extra_args=[--cache-control,none]"];
     raw.extend_from_slice(DECODE);

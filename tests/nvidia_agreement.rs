@@ -514,6 +514,15 @@ fn a_range_figure_unlike_nvidias_is_a_caveat_with_both_values() {
         )),
         "{stake}"
     );
+    // Among the points on how sure the figures are, not among what to look at next.
+    let sure = stake.find("## How sure the figures are").expect(stake);
+    let next = stake.find("## What to look at next").unwrap();
+    let said = stake.find("Total GPU Ops").unwrap();
+    assert!(
+        sure < said && said < stake.find("## Run facts").unwrap(),
+        "{stake}"
+    );
+    assert!(!stake[next..].contains("Total GPU Ops"), "{stake}");
 }
 
 /// A broken NVIDIA summary (hand-made, for the path) costs the comparison alone: the report is

@@ -8,11 +8,16 @@
 //! (measured on an H100 against ncu: a 5 us GEMM read 9% raw, 29% normalized, 27% in ncu).
 //! Each launch takes every window it overlaps, weighed by the overlap. Windows in which the GPU
 //! reads as idle say nothing of the launch: that time is left uncovered, and coverage says so.
+//! A window's counters are also its neighbours' work: a kernel or launch configuration whose
+//! launches are shorter on average than the window gets no class (rules::SAMPLED_WINDOW), its
+//! figures kept for the comparison with ncu and marked so.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::model::{Bound, KernelRecord, SampledConfig, SampledFigures, SampledKernel};
+use crate::model::{
+    Bound, KernelRecord, SampledConfig, SampledFigures, SampledKernel, ShortLaunches,
+};
 use crate::parse::ncu::NcuReport;
 use crate::parse::sqlite::Sample;
 
@@ -88,6 +93,8 @@ pub(crate) struct Acc {
     /// DRAM (read + write), SM issue, tensor: value x overlap, and the overlap they had.
     sums: [f64; 3],
     seen: [f64; 3],
+    /// The longest sample window its launches were read in (ns; 0: none read them).
+    window_ns: i64,
 }
 
 impl Acc {
@@ -95,6 +102,7 @@ impl Acc {
     pub(crate) fn add(&mut self, w: &Windows, start: i64, end: i64) {
         self.launches += 1;
         self.time_ns += (end - start).max(0) as f64;
+        self.window_ns = self.window_ns.max(w.period);
         w.overlapping(start, end, |s, ov, _| {
             let gr = s.v[GR];
             // A set without GR Active: the raw window average. A window that saw the GPU idle
@@ -131,6 +139,7 @@ impl Acc {
         self.time_ns += o.time_ns;
         self.covered_ns += o.covered_ns;
         self.windows += o.windows;
+        self.window_ns = self.window_ns.max(o.window_ns);
         for k in 0..3 {
             self.sums[k] += o.sums[k];
             self.seen[k] += o.seen[k];
@@ -152,6 +161,7 @@ impl Acc {
             sm_issue_pct: mean(1),
             tensor_pct: mean(2),
             bound: None,
+            short: None,
         };
         let enough = coverage_pct >= crate::rules::SAMPLED_MIN_COVERAGE_PCT;
         f.bound = match (enough, f.dram_pct, f.compute_pct()) {
@@ -159,6 +169,31 @@ impl Acc {
             _ => None,
         };
         f
+    }
+
+    /// A kernel's or launch configuration's figures: [`Acc::figures`], with no class where its
+    /// launches are shorter on average than the sample window (rules::SAMPLED_WINDOW). A
+    /// range's figures span many windows and take [`Acc::figures`] as they are.
+    pub(crate) fn kernel_figures(&self) -> SampledFigures {
+        let mut f = self.figures();
+        f.short = self.short();
+        if f.short.is_some() {
+            f.bound = None;
+        }
+        f
+    }
+
+    /// Its mean launch and window, where the mean is under the rule's share of the window.
+    fn short(&self) -> Option<ShortLaunches> {
+        if self.launches == 0 || self.window_ns <= 0 {
+            return None;
+        }
+        let mean = self.time_ns / self.launches as f64;
+        let window = self.window_ns as f64;
+        (mean < window * crate::rules::SAMPLED_WINDOW.threshold).then_some(ShortLaunches {
+            mean_launch_ns: mean,
+            window_ns: window,
+        })
     }
 }
 
@@ -340,7 +375,7 @@ impl Sampled {
                 .map(|((grid, block), acc)| SampledConfig {
                     grid: grid.clone(),
                     block: block.clone(),
-                    figures: acc.figures(),
+                    figures: acc.kernel_figures(),
                 })
                 .collect();
             configs.sort_by(|a, b| {
@@ -351,7 +386,7 @@ impl Sampled {
                     .then_with(|| a.block.cmp(&b.block))
             });
             r.sampled = Some(SampledKernel {
-                all: k.all.figures(),
+                all: k.all.kernel_figures(),
                 configs,
                 rank: self.rank,
             });
@@ -359,101 +394,11 @@ impl Sampled {
     }
 }
 
-/// One kernel launch configuration both tools measured: ncu's DRAM throughput of its replayed
-/// launch(es) beside the sampled DRAM bandwidth over every launch of the configuration.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub(crate) struct Agreement {
-    pub(crate) kernel: String,
-    pub(crate) grid: String,
-    pub(crate) block: String,
-    /// The configuration's share of the range's kernel time, in %.
-    pub(crate) share_pct: f64,
-    pub(crate) time_ns: f64,
-    pub(crate) coverage_pct: f64,
-    pub(crate) sampled_dram_pct: f64,
-    pub(crate) ncu_dram_pct: f64,
-    pub(crate) sampled_bound: Option<Bound>,
-    pub(crate) ncu_bound: Bound,
-}
-
-/// Every configuration of `records` that ncu measured and the samples covered, largest first.
-pub(crate) fn agreement(records: &[KernelRecord], ncu: &NcuReport) -> Vec<Agreement> {
-    use crate::analysis::shapes::dims;
-    let total: f64 = records.iter().map(|r| r.total_time_ns).sum();
-    let mut out = Vec::new();
-    for r in records {
-        let Some(sk) = &r.sampled else { continue };
-        let Some(k) = r.in_report(ncu) else { continue };
-        for (grid, block, m) in k.measured() {
-            let (Some(grid), Some(block)) = (grid, block) else {
-                continue;
-            };
-            let (Some(ns), Some(nd)) = crate::parse::ncu::sm_dram_pct(m) else {
-                continue;
-            };
-            let Some(c) = sk
-                .configs
-                .iter()
-                .find(|c| dims(&c.grid) == dims(grid) && dims(&c.block) == dims(block))
-            else {
-                continue;
-            };
-            let Some(sd) = c.figures.dram_pct else {
-                continue;
-            };
-            out.push(Agreement {
-                kernel: r.name.clone(),
-                grid: c.grid.clone(),
-                block: c.block.clone(),
-                share_pct: if total > 0.0 {
-                    100.0 * c.figures.time_ns / total
-                } else {
-                    0.0
-                },
-                time_ns: c.figures.time_ns,
-                coverage_pct: c.figures.coverage_pct,
-                sampled_dram_pct: sd,
-                ncu_dram_pct: nd,
-                sampled_bound: c.figures.bound,
-                ncu_bound: Bound::classify(ns, nd),
-            });
-        }
-    }
-    out.sort_by(|a, b| b.time_ns.total_cmp(&a.time_ns));
-    out
-}
-
-/// The agreement of the configurations holding at least `min_share_pct` of the range's time
-/// at `min_coverage_pct`: the time-weighted mean and the largest DRAM difference (points),
-/// and the share of the compared time whose bound classes agree (%). None: none compared.
-pub(crate) fn agreement_stats(
-    rows: &[Agreement],
-    min_share_pct: f64,
-    min_coverage_pct: f64,
-) -> Option<(f64, f64, f64, usize)> {
-    let kept: Vec<&Agreement> = rows
-        .iter()
-        .filter(|a| a.share_pct >= min_share_pct && a.coverage_pct >= min_coverage_pct)
-        .collect();
-    let time: f64 = kept.iter().map(|a| a.time_ns).sum();
-    if kept.is_empty() || time <= 0.0 {
-        return None;
-    }
-    let diff = |a: &Agreement| (a.sampled_dram_pct - a.ncu_dram_pct).abs();
-    let mean = kept.iter().map(|a| diff(a) * a.time_ns).sum::<f64>() / time;
-    let worst = kept.iter().map(|a| diff(a)).fold(0.0, f64::max);
-    // Instruction-bound is ncu's compute-bound refined by FLOP/byte; samples cannot refine it.
-    let same = kept
-        .iter()
-        .filter(|a| a.sampled_bound == Some(a.ncu_bound))
-        .map(|a| a.time_ns)
-        .sum::<f64>();
-    Some((mean, worst, 100.0 * same / time, kept.len()))
-}
-
+mod agreement;
 pub(crate) mod bytes;
 mod read;
 pub(crate) mod reuse;
+pub(crate) use agreement::{agreement, agreement_stats, Agreement};
 pub(crate) use read::{launches, none_taken, read, renumbers, Numbering, Reading};
 
 #[cfg(test)]

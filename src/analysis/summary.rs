@@ -242,14 +242,23 @@ pub(crate) struct AgreementSummary {
     /// |sampled - ncu| DRAM, in points of % of peak: time-weighted mean, and the largest.
     pub(crate) dram_mean_diff_points: f64,
     pub(crate) dram_worst_diff_points: f64,
-    /// Share of the compared time whose bound classes agree, in %.
-    pub(crate) same_class_pct: f64,
+    /// Share of the compared time with a sampled class whose bound classes agree, in % (None:
+    /// no compared configuration has a sampled class).
+    pub(crate) same_class_pct: Option<f64>,
+    /// Compared configurations without a sampled class: their launches are shorter than the
+    /// sample window (rules::SAMPLED_WINDOW).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) unclassed: usize,
     /// Which configurations were compared: at least this share of the range's time and this
     /// coverage (the reports print them).
     #[serde(skip)]
     pub(crate) min_share_pct: f64,
     #[serde(skip)]
     pub(crate) min_coverage_pct: f64,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 use crate::rules::COMPARED_MIN_SHARE_PCT;
@@ -262,15 +271,14 @@ pub(crate) fn gpu_metrics(a: &Artifacts) -> Option<GpuMetrics> {
         crate::rules::SAMPLED_MIN_COVERAGE_PCT,
     );
     let agreement =
-        sampled::agreement_stats(&s.beside_ncu, share, coverage).map(|(mean, worst, same, n)| {
-            AgreementSummary {
-                compared: n,
-                dram_mean_diff_points: mean,
-                dram_worst_diff_points: worst,
-                same_class_pct: same,
-                min_share_pct: share,
-                min_coverage_pct: coverage,
-            }
+        sampled::agreement_stats(&s.beside_ncu, share, coverage).map(|c| AgreementSummary {
+            compared: c.configs,
+            dram_mean_diff_points: c.dram_mean_diff,
+            dram_worst_diff_points: c.dram_worst_diff,
+            same_class_pct: c.same_class_pct,
+            unclassed: c.unclassed,
+            min_share_pct: share,
+            min_coverage_pct: coverage,
         });
     Some(GpuMetrics {
         frequency_hz: s.frequency_hz,

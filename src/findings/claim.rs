@@ -363,11 +363,29 @@ pub(crate) enum Claim {
         memory: Vec<String>,
         compute: Vec<String>,
     },
-    /// A launch configuration whose sampled DRAM figure and ncu's differ beyond the band.
+    /// A launch configuration whose sampled DRAM figure and ncu's differ beyond the band;
+    /// `short`: its launches are shorter than the sample window, so the sampled figure is its
+    /// window's (rules::SAMPLED_WINDOW), not a measure of how ncu's replay differs.
     SampledDisagrees {
         kernel: String,
         grid: String,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        short: bool,
     },
+    /// Sampled kernels given no class, their launches shorter than the sample window (rules::
+    /// SAMPLED_WINDOW); `kernels`: the largest of them, named.
+    SampledWindow {
+        kernels: Vec<String>,
+    },
+    /// The ncu pass's copy of the workload used the CPU beside the nsys capture (rules::
+    /// EARLY_START_BESIDE): the capture's figures were taken with it busy.
+    EarlyStartBeside,
+    /// nsys traced the captured range's CUDA graphs per node (rules::GRAPH_NODE_TRACE): the
+    /// steps that launch graphs are timed slower than they run untraced.
+    GraphNodeTrace,
+    /// A figure whose bound is at least itself (rules::BOUND_OVER_VALUE): the step's DRAM
+    /// bytes from whole-per-cent shares.
+    BoundOverValue,
     /// stage2's range figures beside NVIDIA's `nsys stats` of the same export: a fact when
     /// every one compared is equal, a caveat naming those that are not.
     NvidiaSummaries {
@@ -548,6 +566,10 @@ impl Claim {
             | KernelsExceedWall { .. }
             | PassIncomplete { .. }
             | SampledDisagrees { .. }
+            | SampledWindow { .. }
+            | EarlyStartBeside
+            | GraphNodeTrace
+            | BoundOverValue
             | ReplayDiffers { .. }
             | InstanceTrend { .. }
             | CaptureRangeMissing { .. }
@@ -599,6 +621,10 @@ impl Claim {
             | PassIncomplete { .. }
             | CaptureRangeMissing { .. }
             | SampledDisagrees { .. }
+            | SampledWindow { .. }
+            | EarlyStartBeside
+            | GraphNodeTrace
+            | BoundOverValue
             | ReplayDiffers { .. }
             | NvidiaSummaries { .. }
             | NvidiaNcuSummary { .. }

@@ -10,6 +10,7 @@ mod derive;
 pub(crate) mod document;
 mod listed;
 mod quantity;
+mod sure;
 pub(crate) use crate::rules;
 
 use serde::Serialize;

@@ -262,6 +262,22 @@ pub(crate) enum Quantity {
     /// counts (a cache grown by concatenation is rewritten whole every step).
     StepWriteMb,
     WriteOfKvPct,
+    /// nsys's sample window (the median spacing of its samples); the kernels given no sampled
+    /// class because their launches are shorter on average (rules::SAMPLED_WINDOW), the
+    /// kernels sampled, and the first's share of the sampled kernels' time.
+    SampleWindowNs,
+    UnclassedKernels,
+    SampledKernels,
+    UnclassedSharePct,
+    /// The ncu pass's copy of the workload, started beside the nsys pass (`ncu.early_start`):
+    /// how long it used the CPU from its start, and during how much of the nsys capture; the
+    /// capture's length.
+    CopyBusyNs,
+    CopyBusyInCaptureNs,
+    CaptureNs,
+    /// How far the step's DRAM bytes from whole-per-cent shares may be from the traffic: a
+    /// point of each share over the covered time.
+    StepDramWithinMb,
 }
 
 impl Quantity {
@@ -270,7 +286,8 @@ impl Quantity {
         match self {
             KernelTimeNs | MeanKernelNs | WallNs | GpuProjectionNs | GraphGpuNs | LaunchApiNs
             | NcclTimeNs | NcclWaitNs | NcclTransferNs | SlowestRankWallNs | MedianRankWallNs
-            | GroupMedianWallNs | GroupLedgerPartNs | CompileNs => Unit::Ns,
+            | GroupMedianWallNs | GroupLedgerPartNs | CompileNs | SampleWindowNs | CopyBusyNs
+            | CopyBusyInCaptureNs | CaptureNs => Unit::Ns,
             KernelLaunches
             | DistinctKernels
             | GraphKernels
@@ -307,12 +324,14 @@ impl Quantity {
             | DraftTokensAccepted
             | DecodeSteps
             | VerifyPasses
-            | CachedTokens => Unit::Count,
+            | CachedTokens
+            | UnclassedKernels
+            | SampledKernels => Unit::Count,
             TensorTflopPerS | TensorPeakTflopPerS => Unit::TflopPerS,
             TokensPerVerify => Unit::TokensPerStep,
             StepDramMb | StepSampledDramMb | CopyMbPerCall | CopyMbPerStep | MatrixMbPerCall
             | StepReadMb | StepWriteMb | CensusReadMb | CensusWeightsMb | CensusKvMb
-            | CensusExpertsMb | KvMbThen => Unit::Mb,
+            | CensusExpertsMb | KvMbThen | StepDramWithinMb => Unit::Mb,
             MeanStepMs => Unit::Ms,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
@@ -370,6 +389,11 @@ impl Quantity {
     pub(crate) fn text(self, v: f64) -> String {
         match (self, self.unit()) {
             (Quantity::MeanKernelNs, _) => format!("{:.2} us", z(v / 1e3)),
+            (Quantity::SampleWindowNs, _) => format!("{:.1} us", z(v / 1e3)),
+            // Seconds of a pass's run, not of the workload's GPU work.
+            (Quantity::CopyBusyNs | Quantity::CopyBusyInCaptureNs | Quantity::CaptureNs, _) => {
+                format!("{:.1} s", z(v / 1e9))
+            }
             (Quantity::ThreadBlocks, _) => format!("{} blocks", v.round() as i64),
             (_, Unit::Ns) => format!("{:.2} ms", z(v / 1e6)),
             // A floor far below its measured time is still a fact: two significant digits,

@@ -187,6 +187,8 @@ impl Pass for NsysPass {
                 cuda_seen: None,
             }),
             timing: None,
+            // Set once the pass is done, where a copy was started beside it.
+            held_beside: None,
         };
         if multi && record.sampling.is_some() && reused_from.is_none() {
             // nsys refuses a second sampler of a GPU, and every rank's would sample the same.

@@ -18,6 +18,7 @@ use super::tools::Found;
 use super::Ctx;
 use crate::config::Config;
 use crate::error::Error;
+use crate::rundir::record::HeldBeside;
 use crate::rundir::status::{PassState, PassStatus, SecondGpu, Status};
 
 /// What start-up found that the passes use.
@@ -249,22 +250,24 @@ fn hold_early(driver: &Driver, tools: &Tools) -> Start {
     Start::Held(early::Held::start(spec, port))
 }
 
-/// What the held workload meant for the nsys pass: CPU work of its start-up during the
-/// capture, and the hint where the workload failed while its copy still ran (it may not run
-/// twice at once; a copy that ended by itself failed on its own, so the hint is not given).
+/// What the held workload meant for the nsys pass: its start-up's CPU work beside the capture,
+/// recorded in the nsys record for the reports and warned of where it overlapped the capture;
+/// and the hint where the workload failed while its copy still ran (it may not run twice at
+/// once; a copy that ended by itself failed on its own, so the hint is not given).
 fn early_notes(status: &mut Status, held_at: f64, copy_running: bool) {
     let Some(nsys) = status.passes.get_mut("nsys") else {
         return;
     };
-    let timing = nsys.nsys.as_ref().and_then(|r| r.timing.as_ref());
-    let began = timing.and_then(|t| t.capture_start_s);
-    let ended = timing.and_then(|t| t.capture_end_s);
-    if let (Some(began), Some(ended)) = (began, ended) {
-        let overlap = held_at.min(ended) - began;
-        if overlap > 0.05 {
+    let beside = nsys.nsys.as_mut().map(|r| {
+        let b = HeldBeside::of(held_at, r.timing.as_ref());
+        r.held_beside = Some(b);
+        b
+    });
+    let overlap = beside.and_then(|b| Some((b.in_capture_s?, b.capture_s?)));
+    if let Some((overlap, capture)) = overlap {
+        if overlap >= crate::rules::EARLY_START_BESIDE.threshold {
             nsys.warnings.push(format!(
-                "the ncu pass's copy of the workload was still starting (CPU work) for {overlap:.1} s of the {:.1} s capture (ncu.early_start): the capture's CPU-side times may include that; ncu.early_start=false runs the passes one after the other",
-                ended - began
+                "the ncu pass's copy of the workload was still starting (CPU work) for {overlap:.1} s of the {capture:.1} s capture (ncu.early_start): the capture's CPU-side times may include that; ncu.early_start=false runs the passes one after the other"
             ));
         }
     }
@@ -453,6 +456,7 @@ mod tests {
                 capture_end_s: Some(window.1),
                 post_steps_s: None,
             }),
+            held_beside: None,
         };
         st.nsys = Some(rec);
         status.set("nsys", st);
@@ -469,10 +473,19 @@ mod tests {
             w[0].contains("still starting (CPU work) for 1.5 s of the 2.0 s capture"),
             "{w:?}"
         );
-        // Held before the capture began: nothing to say.
+        // The record keeps the figures the reports say it with.
+        let rec = status.passes["nsys"].nsys.as_ref().unwrap();
+        let b = rec.held_beside.unwrap();
+        assert_eq!(
+            (b.busy_s, b.in_capture_s, b.capture_s),
+            (11.5, Some(1.5), Some(2.0))
+        );
+        // Held before the capture began: nothing to say, and an overlap of none recorded.
         let mut quiet = nsys_ran(PassState::Ok, (10.0, 12.0));
         early_notes(&mut quiet, 9.0, true);
         assert!(quiet.passes["nsys"].warnings.is_empty());
+        let rec = quiet.passes["nsys"].nsys.as_ref().unwrap();
+        assert_eq!(rec.held_beside.unwrap().in_capture_s, Some(0.0));
         // A failed nsys pass gets the hint that the copy may be why.
         let mut failed = nsys_ran(PassState::Failed, (10.0, 12.0));
         early_notes(&mut failed, 2.0, true);

@@ -290,11 +290,18 @@ impl super::Output for KernelsMd {
     }
 }
 
-/// Each range's time under nsys beside the baseline pass's (no profiler): what measuring cost.
+/// Each range's time under nsys beside the baseline pass's (no profiler): what measuring cost;
+/// and what else the profiling did to the figures where this run did it (the ncu pass's copy
+/// of the workload starting beside the capture, CUDA graphs traced per node).
 fn measurement_cost(f: &Findings, s: &mut String) {
     let lines: Vec<String> = f
         .made()
-        .filter(|x| matches!(x.claim, Claim::MeasurementCost { .. }))
+        .filter(|x| {
+            matches!(
+                x.claim,
+                Claim::MeasurementCost { .. } | Claim::EarlyStartBeside | Claim::GraphNodeTrace
+            )
+        })
         .map(phrase::fact)
         .collect();
     if lines.is_empty() {

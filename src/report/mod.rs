@@ -112,12 +112,18 @@ pub(crate) mod fmt {
             .unwrap_or_else(|| "–".to_string())
     }
     /// ncu's class, else the class sampled by nsys marked so with its coverage (and the rank
-    /// sampled, under a launcher), else "–".
+    /// sampled, under a launcher), else why the samples give none where its launches are too
+    /// short for them, else "–".
     pub(crate) fn bound_cell(r: &crate::model::KernelRecord) -> String {
         let sampled = r.sampled.as_ref();
-        match (r.bound, sampled.and_then(|k| k.all.bound.map(|b| (k, b)))) {
-            (Some(b), _) => b.label().to_string(),
-            (None, Some((k, b))) => {
+        let short = sampled.and_then(|k| k.all.short);
+        match (
+            r.bound,
+            sampled.and_then(|k| k.all.bound.map(|b| (k, b))),
+            short,
+        ) {
+            (Some(b), _, _) => b.label().to_string(),
+            (None, Some((k, b)), _) => {
                 let covered = pct(k.all.coverage_pct);
                 match k.rank {
                     Some(rank) => {
@@ -126,7 +132,17 @@ pub(crate) mod fmt {
                     None => format!("{} (sampled, {covered} covered)", b.label()),
                 }
             }
-            (None, None) => "–".to_string(),
+            (None, None, Some(x)) => {
+                let whose = match sampled.and_then(|k| k.rank) {
+                    Some(rank) => format!("sampled on rank {rank}"),
+                    None => "sampled".to_string(),
+                };
+                format!(
+                    "not classed ({whose}: {})",
+                    super::phrase::short_launches(&x)
+                )
+            }
+            (None, None, None) => "–".to_string(),
         }
     }
     /// Escape a name for a Markdown table cell: `|`, `<`, `>` and the characters that start

@@ -5,11 +5,14 @@
 mod fact;
 mod groups;
 mod levers;
+mod sampled;
 mod structure;
+mod sure;
 
 pub(crate) use groups::{group_wall, ranges_left_out};
 use groups::{groups_sentence, idle};
 pub(crate) use levers::{band_plain, lever_clause, lever_name};
+pub(crate) use sampled::short_launches;
 pub(crate) use structure::{step_of, tensor_peak_clause};
 
 use super::fmt::md;
@@ -96,18 +99,6 @@ fn rule(f: &Finding) -> String {
     match &f.rule {
         Some(r) => format!("rule: {}", r.text),
         None => String::new(),
-    }
-}
-
-/// Which launches a finding's sampled figures are over: this run's, or an earlier run's whose
-/// figures this run reused (their source says so).
-fn sampled_over(f: &Finding) -> &'static str {
-    match f
-        .sources()
-        .contains(&crate::findings::document::REUSED_FIGURES)
-    {
-        true => "over every launch of an earlier run of the same command, reused here",
-        false => "over every launch",
     }
 }
 
@@ -438,26 +429,14 @@ pub(crate) fn sentence(f: &Finding) -> String {
             per_kernel(f, &[(Q::TensorPipePct, "")]),
             cite(f)
         ),
-        Claim::SampledBound { memory, compute } => {
-            let figs = [
-                (Q::SampledDramPct, "DRAM"),
-                (Q::SampledComputePct, "SM issue or tensor"),
-                (Q::SampledCoveragePct, "coverage"),
-            ];
-            let class = match (memory.len(), compute.len()) {
-                (_, 0) => "memory-bound",
-                (0, _) => "compute-bound",
-                _ => "memory- or compute-bound",
-            };
-            format!(
-                "{} of the top kernels {w} that ncu did not measure {} {class} by the GPU metrics nsys sampled {} ({}){}.",
-                memory.len() + compute.len(),
-                are(memory.len() + compute.len()),
-                sampled_over(f),
-                per_kernel(f, &figs),
-                cite(f)
-            )
+        Claim::SampledBound { memory, compute } => sampled::bound(f, &w, memory, compute),
+        Claim::SampledDisagrees { kernel, grid, short } => {
+            sampled::disagrees(f, &w, kernel, grid, *short)
         }
+        Claim::SampledWindow { .. } => sampled::window(f, &w),
+        Claim::EarlyStartBeside => sure::early_start(f),
+        Claim::GraphNodeTrace => sure::graph_nodes(f, &w),
+        Claim::BoundOverValue => sure::bound_over_value(f, &w),
         Claim::InstanceTrend {
             early,
             late,
@@ -467,16 +446,6 @@ pub(crate) fn sentence(f: &Finding) -> String {
         Claim::GraphsRerecorded => format!(
             "CUDA graphs are recorded again after the warm-up {w}: {} instantiated there, each a capture paid again; a graph is meant to be recorded once and replayed, so look for what changes between steps (a tensor shape, a batch size: pad to a few fixed sizes) and, under torch.compile, for recompiles (`TORCH_LOGS=recompiles`){}.",
             f.text(Q::GroupGraphsInstantiated),
-            cite(f)
-        ),
-        Claim::SampledDisagrees { kernel, grid } => format!(
-            "The two tools disagree on {} with grid {} {w}: DRAM {} sampled {} (coverage {}), {} in ncu's replay of one: the replayed launch is not how it ran in the workload, or the launches of this configuration differ among themselves{}.",
-            code(kernel),
-            md(grid),
-            f.text(Q::SampledDramPct),
-            sampled_over(f),
-            f.text(Q::SampledCoveragePct),
-            f.text(Q::DramThroughputPct),
             cite(f)
         ),
         Claim::ReplayDiffers { kernel } => {

@@ -36,6 +36,7 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
     let Some(all) = gm.all_kernels else { return };
     if let Some(r) = &gm.reused {
         reused(r, gm, &all, s);
+        window(f, s);
         table(a, gm, s, width, all.time_ns);
         agreement(gm, f, s);
         return;
@@ -73,8 +74,19 @@ pub(crate) fn section(a: &Decided, f: &Findings, s: &mut String, width: usize) {
         let _ = writeln!(s, "Rank {r}'s launches alone: under a launcher only rank 0's nsys samples, as nsys refuses a second sampler of a GPU; the figures below are of its launches.\n");
     }
     instances(a, gm, s);
+    window(f, s);
     table(a, gm, s, width, all.time_ns);
     agreement(gm, f, s);
+}
+
+/// The kernels given no sampled class for the window, said before the table that marks them.
+fn window(f: &Findings, s: &mut String) {
+    for d in f
+        .made()
+        .filter(|d| matches!(d.claim, crate::findings::Claim::SampledWindow { .. }))
+    {
+        let _ = writeln!(s, "{}\n", super::phrase::sentence(d));
+    }
 }
 
 /// The words of figures reused from an earlier run: whose, over what, and what they left out.
@@ -260,6 +272,13 @@ fn row(
     } else {
         0.0
     };
+    // Launches shorter than the window: the window's figures are not the kernel's, and the
+    // class cell says why there is none.
+    let own = |v: Option<f64>| opt1(v.filter(|_| f.short.is_none()));
+    let class = match (f.short, f.bound) {
+        (Some(short), _) => format!("not classed: {}", super::phrase::short_launches(&short)),
+        (None, b) => b.map(Bound::label).unwrap_or("–").to_string(),
+    };
     let _ = writeln!(
         s,
         "| {rank} | {label} | {grid} | {block} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -268,10 +287,10 @@ fn row(
         us(f.time_ns / f.launches.max(1) as f64),
         pct(f.coverage_pct),
         f.samples,
-        opt1(f.dram_pct),
-        opt1(f.sm_issue_pct),
-        opt1(f.tensor_pct),
-        f.bound.map(Bound::label).unwrap_or("–"),
+        own(f.dram_pct),
+        own(f.sm_issue_pct),
+        own(f.tensor_pct),
+        class,
         opt1(ncu.map(|n| n.ncu_dram_pct)),
         ncu.map(|n| n.ncu_bound.label()).unwrap_or("–"),
     );
@@ -281,15 +300,22 @@ fn agreement(gm: &GpuMetrics, findings: &Findings, s: &mut String) {
     let Some(a) = &gm.agreement else {
         return;
     };
+    let classes = match (a.same_class_pct, a.unclassed) {
+        (Some(same), 0) => format!("the bound classes agree for {} of that time", pct(same)),
+        (Some(same), n) => format!(
+            "the bound classes agree for {} of the time of those with a sampled class ({n} without one: their launches are shorter than the sample window)",
+            pct(same)
+        ),
+        (None, _) => "none has a sampled class to hold against ncu's: their launches are shorter than the sample window".to_string(),
+    };
     let _ = writeln!(
         s,
-        "\nWhere ncu measured the same launch configuration ({} of at least {:.0}% of the range's kernel time, sampled at {:.0}% coverage or more): the sampled DRAM figure is {:.1} points from ncu's on average (weighed by time), {:.1} at worst; the bound classes agree for {} of that time. ncu replays one launch with its caches flushed; the samples are of every launch as it ran.",
+        "\nWhere ncu measured the same launch configuration ({} of at least {:.0}% of the range's kernel time, sampled at {:.0}% coverage or more): the sampled DRAM figure is {:.1} points from ncu's on average (weighed by time), {:.1} at worst; {classes}. ncu replays one launch with its caches flushed; the samples are of every launch as it ran.",
         a.compared,
         a.min_share_pct,
         a.min_coverage_pct,
         a.dram_mean_diff_points,
         a.dram_worst_diff_points,
-        pct(a.same_class_pct)
     );
     for d in findings
         .made()
@@ -353,6 +379,14 @@ pub(crate) fn step_bytes(a: &Decided, s: &mut String) {
         .filter(|c| matches!(c.claim, crate::findings::Claim::Census { .. }))
     {
         let _ = write!(s, " {}.", super::phrase::sentence(c));
+    }
+    // A bound as large as the bytes: said where the bytes are.
+    for c in a
+        .findings
+        .made()
+        .filter(|c| matches!(c.claim, crate::findings::Claim::BoundOverValue))
+    {
+        let _ = write!(s, " {}", super::phrase::sentence(c));
     }
     let _ = writeln!(s);
 }

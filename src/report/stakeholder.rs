@@ -12,6 +12,7 @@ use crate::model::Bound;
 use crate::text::code;
 
 mod brief;
+mod sure;
 mod tables;
 use tables::{operators, top_kernels};
 
@@ -26,6 +27,7 @@ pub(crate) fn summary_md(a: &Decided, f: &Findings) -> String {
     }
     let _ = writeln!(s, "{}\n", headline(a, f));
     levers(f, &mut s);
+    sure::section(f, &mut s);
     run_facts(a, &mut s);
     numbers(a, f, &mut s);
     operators(a, &mut s);
@@ -589,18 +591,20 @@ fn levers(f: &Findings, s: &mut String) {
 }
 
 /// What to look at next: every verdict, caveat and piece of advice the findings make, the
-/// captured range's first (the levers have their own list).
+/// captured range's first (the levers have their own list, and so do the findings on how sure
+/// the figures are).
 pub(crate) fn recommendations(f: &Findings) -> Vec<String> {
     f.made()
         .filter(|x| matches!(x.role, Role::Verdict | Role::Caveat | Role::Advice))
         .filter(|x| !matches!(x.claim, Claim::RangeVerdict { .. } | Claim::Lever { .. }))
+        .filter(|x| !x.claim.how_sure())
         .map(|x| by_rule_id(x, phrase::sentence(x)))
         .collect()
 }
 
 /// A manager's sentence cites the rule by its id, where `stage2 explain` gives its words
 /// (metric names and thresholds), instead of quoting them: kernels.md quotes them in full.
-fn by_rule_id(f: &Finding, sentence: String) -> String {
+pub(super) fn by_rule_id(f: &Finding, sentence: String) -> String {
     match &f.rule {
         Some(r) => sentence.replacen(
             &format!("rule: {}", r.text),

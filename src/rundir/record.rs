@@ -27,6 +27,41 @@ pub(crate) struct NsysRecord {
     /// step: where the pass's time went, and the basis of the ncu pass's first prediction.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) timing: Option<NsysTiming>,
+    /// The ncu pass's copy of the workload, started beside this pass (`ncu.early_start`):
+    /// how long its start-up used the CPU, and how much of the capture that was. Runs made
+    /// before the record held it: see [`RunRecord::read`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) held_beside: Option<HeldBeside>,
+}
+
+/// The ncu pass's copy of the workload, started as the nsys pass began and held by ncu at its
+/// first CUDA call (`ncu.early_start`): until then it ran its imports and CPU set-up beside
+/// the nsys pass, on the same machine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct HeldBeside {
+    /// Seconds from the copy's start until it last used the CPU before it was held.
+    pub(crate) busy_s: f64,
+    /// Seconds of the nsys capture it still used the CPU (0: held before the capture began),
+    /// and the capture's length; None where the pass did not time the capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) in_capture_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) capture_s: Option<f64>,
+}
+
+impl HeldBeside {
+    /// The copy busy for `busy_s` from its start, against the capture's window in `timing`
+    /// (seconds from the launch of `nsys profile`). The copy starts just before the nsys pass,
+    /// so its busy time read on the capture's clock ends a little late: an overlap, if
+    /// anything, overstated.
+    pub(crate) fn of(busy_s: f64, timing: Option<&NsysTiming>) -> HeldBeside {
+        let window = timing.and_then(|t| Some((t.capture_start_s?, t.capture_end_s?)));
+        HeldBeside {
+            busy_s,
+            in_capture_s: window.map(|(began, ended)| (busy_s.min(ended) - began).max(0.0)),
+            capture_s: window.map(|(began, ended)| ended - began),
+        }
+    }
 }
 
 /// status.json's form of [`NsysRecord`]; runs made before the record held the typed capture
@@ -47,6 +82,8 @@ struct NsysWire {
     trace: Option<TraceRecord>,
     #[serde(default)]
     timing: Option<NsysTiming>,
+    #[serde(default)]
+    held_beside: Option<HeldBeside>,
 }
 
 impl From<NsysWire> for NsysRecord {
@@ -69,6 +106,7 @@ impl From<NsysWire> for NsysRecord {
             sampling_off: w.sampling_off,
             trace: w.trace,
             timing: w.timing,
+            held_beside: w.held_beside,
         }
     }
 }
@@ -217,10 +255,17 @@ impl RunRecord {
                 sampling_off: None,
                 trace: None,
                 timing: None,
+                held_beside: None,
             });
         // A record without the trace is older than the sampling decision in it.
         if nsys.trace.is_none() && nsys.sampling.is_none() {
             nsys.sampling_off = off();
+        }
+        // Runs made before the nsys record held the copy beside it: from the copy's busy time
+        // as the ncu pass recorded it, against the capture's window as the nsys pass did.
+        let early = pass("ncu").and_then(|p| p.ncu.as_ref()?.early_start.as_ref());
+        if let (None, Some(busy)) = (nsys.held_beside, early.and_then(|e| e.held_after_s)) {
+            nsys.held_beside = Some(HeldBeside::of(busy, nsys.timing.as_ref()));
         }
         let ncu = pass("ncu")
             .and_then(|p| p.ncu.as_ref())
@@ -247,6 +292,39 @@ fn scope_of(r: &NcuRecord, target: &NcuTarget) -> NcuScope {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The copy's busy time against the capture's window: the part inside it, none where it
+    /// was held first, and unknown where the pass did not time the capture.
+    #[test]
+    fn a_copy_beside_the_pass_overlaps_the_capture_by_the_part_inside_it() {
+        let timing = NsysTiming {
+            capture_start_s: Some(4.5),
+            capture_end_s: Some(6.5),
+            post_steps_s: None,
+        };
+        let b = HeldBeside::of(5.5, Some(&timing));
+        assert_eq!((b.in_capture_s, b.capture_s), (Some(1.0), Some(2.0)));
+        assert_eq!(HeldBeside::of(9.0, Some(&timing)).in_capture_s, Some(2.0));
+        assert_eq!(HeldBeside::of(3.0, Some(&timing)).in_capture_s, Some(0.0));
+        let untimed = HeldBeside::of(3.0, None);
+        assert_eq!((untimed.busy_s, untimed.in_capture_s), (3.0, None));
+    }
+
+    /// A run older than the nsys record's `held_beside` (tests/data/batching-loop) gets it
+    /// from the ncu record's busy time and the nsys record's capture window.
+    #[test]
+    fn an_older_run_reads_the_copy_beside_from_both_passes_records() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/batching-loop");
+        let status = Status::read(&dir).unwrap();
+        let config = crate::testutil::config(&[]);
+        let b = RunRecord::read(Some(&status), &config)
+            .nsys
+            .held_beside
+            .unwrap();
+        assert_eq!(b.busy_s, 5.62750894);
+        assert!((b.in_capture_s.unwrap() - (5.62750894 - 4.557393311)).abs() < 1e-9);
+        assert!((b.capture_s.unwrap() - (6.576359308 - 4.557393311)).abs() < 1e-9);
+    }
 
     #[test]
     fn the_cuda_trace_asked_is_read_from_the_trace_words() {

@@ -157,6 +157,9 @@ pub(crate) fn attribute(launches: &[SampledLaunch], stored: &Stored, source: &st
     };
     let mut kernels: HashMap<String, KernelAcc> = HashMap::new();
     let mut whole = Acc::default();
+    // The sampled run's window: this run's launches are held against it as they would have
+    // been had this run sampled at that rate.
+    let window_ns = (1e9 / stored.frequency_hz).round() as i64;
     for (key @ (name, grid, block), t) in tallies {
         let acc = match known.get(&key) {
             None => {
@@ -169,7 +172,7 @@ pub(crate) fn attribute(launches: &[SampledLaunch], stored: &Stored, source: &st
                 reused.moved.time_ns += t.time_ns;
                 Acc::unsampled(&t)
             }
-            Some(f) => Acc::reused(f, &t),
+            Some(f) => Acc::reused(f, &t, window_ns),
         };
         whole.merge(&acc);
         let k = kernels.entry(name.to_string()).or_default();
@@ -205,9 +208,10 @@ impl Acc {
         }
     }
 
-    /// This run's launches at `f`'s rates and coverage: the means and coverage of `figures()`
-    /// are `f`'s, the launches and time this run's, so sums over kernels weigh by this run.
-    fn reused(f: &SampledFigures, t: &Tally) -> Acc {
+    /// This run's launches at `f`'s rates and coverage, read in windows of `window_ns`: the
+    /// means and coverage of `figures()` are `f`'s, the launches and time this run's, so sums
+    /// over kernels weigh by this run.
+    fn reused(f: &SampledFigures, t: &Tally, window_ns: i64) -> Acc {
         let share = f.coverage_pct / 100.0;
         let covered = t.time_ns * share;
         let mut acc = Acc {
@@ -218,6 +222,7 @@ impl Acc {
                 true => (f.samples as f64 * t.time_ns / f.time_ns).round() as u64,
                 false => 0,
             },
+            window_ns,
             ..Acc::default()
         };
         for (k, v) in [f.dram_pct, f.sm_issue_pct, f.tensor_pct]

@@ -142,8 +142,14 @@ fn each_launch_configuration_has_its_own_figures() {
     assert_eq!(k.configs.len(), 2);
     assert_eq!(k.configs[0].grid, "(64,1,1)");
     assert_eq!(k.configs[0].figures.bound, Some(Bound::Memory));
-    assert_eq!(k.configs[1].figures.bound, Some(Bound::Latency));
+    // The 10 us launch in 20 us windows: figures, but no class (rules::SAMPLED_WINDOW).
+    assert_eq!(k.configs[1].figures.bound, None);
+    assert!(k.configs[1].figures.dram_pct.is_some());
     assert_eq!(k.all.launches, 2);
+    assert_eq!(
+        k.all.short, None,
+        "a mean launch of 25 us fills its windows"
+    );
     assert!((k.all.dram_pct.unwrap() - (90.0 * 40.0 + 5.0 * 10.0) / 50.0).abs() < 1e-4);
 }
 
@@ -204,40 +210,86 @@ fn stored_of(samples: &[Sample], launches: &[SampledLaunch]) -> reuse::Stored {
 fn reused_figures_keep_their_rates_over_this_runs_launches() {
     let s = steady(50, [100.0, 70.0, 0.0, 10.0, 5.0]);
     let then = [
-        launch("gemv", "(4,1,1)", 0.0, 10.0),
-        launch("gemv", "(4,1,1)", 20.0, 30.0),
+        launch("gemv", "(4,1,1)", 0.0, 20.0),
+        launch("gemv", "(4,1,1)", 40.0, 60.0),
     ];
     let stored = stored_of(&s, &then);
     // This run: three launches of the same length, and a kernel the first run never saw.
     let now = [
-        launch("gemv", "(4,1,1)", 100.0, 110.0),
-        launch("gemv", "(4,1,1)", 200.0, 210.0),
-        launch("gemv", "(4,1,1)", 300.0, 310.0),
-        launch("new", "(1,1,1)", 400.0, 430.0),
+        launch("gemv", "(4,1,1)", 100.0, 120.0),
+        launch("gemv", "(4,1,1)", 200.0, 220.0),
+        launch("gemv", "(4,1,1)", 300.0, 320.0),
+        launch("new", "(1,1,1)", 400.0, 460.0),
     ];
     let r = reuse::attribute(&now, &stored, reuse::FILE);
     let mut records = vec![record("gemv")];
     r.attach(&mut records);
     let f = records[0].sampled.as_ref().unwrap().configs[0].figures;
     assert_eq!(f.launches, 3);
-    assert!((f.time_ns - 30_000.0).abs() < 1e-6);
+    assert!((f.time_ns - 60_000.0).abs() < 1e-6);
     assert!((f.dram_pct.unwrap() - 70.0).abs() < 1e-4, "{f:?}");
     assert!((f.coverage_pct - 100.0).abs() < 1e-9);
     assert_eq!(f.bound, Some(Bound::Memory));
-    // The unseen kernel's 30 us are uncovered: half of the 60 us of kernel time.
+    // The unseen kernel's 60 us are uncovered: half of the 120 us of kernel time.
     let whole = r.whole.unwrap();
     assert!((whole.coverage_pct - 50.0).abs() < 1e-9, "{whole:?}");
     assert_eq!(whole.bound, None, "under the coverage the class needs");
     let used = r.reused.unwrap();
     assert_eq!((used.unseen.configs, used.moved.configs), (1, 0));
-    assert!((used.unseen.time_ns - 30_000.0).abs() < 1e-6);
+    assert!((used.unseen.time_ns - 60_000.0).abs() < 1e-6);
     // Half the kernel time without figures: the next run samples again; 1% would not.
-    assert!(used.resample(60_000.0));
-    assert!(!used.resample(3_000_000.0));
+    assert!(used.resample(120_000.0));
+    assert!(!used.resample(6_000_000.0));
     assert!(
         r.instances.is_empty(),
         "per instance needs this run's samples"
     );
+}
+
+/// A launch of d in windows of W is at most d / W of the window time its figures average: a
+/// kernel's mean launch under one window gets no class, its figures marked with both
+/// (rules::SAMPLED_WINDOW); a range's figures over the same launches keep theirs.
+#[test]
+fn launches_shorter_than_the_window_get_no_class() {
+    let s = steady(10, [100.0, 90.0, 0.0, 1.0, 0.0]);
+    let launches = [
+        launch("gemv", "(4,1,1)", 22.0, 27.0),
+        launch("gemv", "(4,1,1)", 62.0, 69.0),
+        launch("gemm", "(64,1,1)", 100.0, 120.0),
+    ];
+    let a = attribute(&s, &launches).unwrap();
+    let mut recs = vec![record("gemv"), record("gemm")];
+    a.attach(&mut recs);
+    let gemv = recs[0].sampled.as_ref().unwrap();
+    let short = gemv.all.short.expect("6 us against a 20 us window");
+    assert!((short.mean_launch_ns - 6_000.0).abs() < 1e-6, "{short:?}");
+    assert!((short.window_ns - 20_000.0).abs() < 1e-6);
+    assert_eq!(gemv.all.bound, None);
+    assert_eq!(gemv.configs[0].figures.short, Some(short));
+    // What the windows say stays in the figures, for the comparison with ncu.
+    assert!((gemv.all.dram_pct.unwrap() - 90.0).abs() < 1e-4);
+    // A launch exactly one window long is classed.
+    let gemm = recs[1].sampled.as_ref().unwrap().all;
+    assert_eq!((gemm.short, gemm.bound), (None, Some(Bound::Memory)));
+    let whole = a.whole.unwrap();
+    assert_eq!((whole.short, whole.bound), (None, Some(Bound::Memory)));
+}
+
+/// Reused figures are held against the sampled run's window: this run's launches decide.
+#[test]
+fn reused_launches_shorter_than_the_sampled_window_get_no_class() {
+    let s = steady(50, [100.0, 70.0, 0.0, 10.0, 5.0]);
+    let stored = stored_of(&s, &[launch("k", "(4,1,1)", 0.0, 10.0)]);
+    let r = reuse::attribute(&[launch("k", "(4,1,1)", 100.0, 110.0)], &stored, "f");
+    let mut records = vec![record("k")];
+    r.attach(&mut records);
+    let f = records[0].sampled.as_ref().unwrap().all;
+    assert_eq!(f.bound, None);
+    assert!(
+        (f.short.unwrap().window_ns - 20_000.0).abs() < 1e-6,
+        "{f:?}"
+    );
+    assert!((f.dram_pct.unwrap() - 70.0).abs() < 1e-4);
 }
 
 #[test]
@@ -345,4 +397,38 @@ fn only_a_visible_list_other_than_0_1_2_renumbers_the_gpus() {
     ] {
         assert!(renumbers(v), "{v}");
     }
+}
+
+/// A configuration without a sampled class (launches shorter than the window) is compared by
+/// its DRAM figure and left out of the classes' agreement, not counted as disagreeing.
+#[test]
+fn classes_agree_over_the_configurations_that_have_one() {
+    let row = |kernel: &str, sampled: f64, bound, short| Agreement {
+        kernel: kernel.to_string(),
+        grid: "(1,1,1)".to_string(),
+        block: "(128,1,1)".to_string(),
+        share_pct: 50.0,
+        time_ns: 1e6,
+        coverage_pct: 100.0,
+        sampled_dram_pct: sampled,
+        ncu_dram_pct: 70.0,
+        sampled_bound: bound,
+        ncu_bound: Bound::Memory,
+        short,
+    };
+    let short = crate::model::ShortLaunches {
+        mean_launch_ns: 2_000.0,
+        window_ns: 20_000.0,
+    };
+    let rows = [
+        row("long", 72.0, Some(Bound::Memory), None),
+        row("brief", 40.0, None, Some(short)),
+    ];
+    let c = agreement_stats(&rows, 5.0, 80.0).unwrap();
+    assert_eq!((c.configs, c.unclassed), (2, 1));
+    assert_eq!(c.same_class_pct, Some(100.0));
+    assert!((c.dram_mean_diff - 16.0).abs() < 1e-9, "{c:?}");
+    assert!((c.dram_worst_diff - 30.0).abs() < 1e-9);
+    let none = agreement_stats(&rows[1..], 5.0, 80.0).unwrap();
+    assert_eq!((none.same_class_pct, none.unclassed), (None, 1));
 }

@@ -235,8 +235,9 @@ pub(super) fn bounds(a: &Artifacts, out: &mut Findings) {
         Some(rank) => table_scope(a).rank(rank),
         None => table_scope(a),
     };
-    sampled_bounds(a, &joined, sampled.clone(), out);
-    disagreements(a, sampled, out);
+    super::sampled::bounds(a, &joined, sampled.clone(), out);
+    super::sampled::window(a, sampled.clone(), out);
+    super::sampled::disagreements(a, sampled, out);
     replays(a, &joined, table_scope(a), out);
     if let Some(claim) = a.ncu.is_none().then(|| no_ncu(a)).flatten() {
         out.push(claim, Scope::capture(), None, vec![]);
@@ -260,66 +261,6 @@ fn no_ncu(a: &Artifacts) -> Option<Claim> {
             Some(Claim::NoNcuMetrics { why: None })
         }
         Some(p) => Some(asked(p.reason.as_ref())),
-    }
-}
-
-/// The top kernels ncu gave no class, by their sampled class (memory- or compute-bound only).
-fn sampled_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Findings) {
-    let mut memory = Vec::new();
-    let mut compute = Vec::new();
-    let mut evidence = Vec::new();
-    let mut thin = Vec::new();
-    for r in top.iter().filter(|r| r.bound.is_none()) {
-        let Some(f) = r.sampled.as_ref().map(|s| s.all) else {
-            continue;
-        };
-        if f.coverage_pct < crate::rules::SAMPLED_MIN_COVERAGE_PCT {
-            thin.push(format!(
-                "{} ({:.1}%)",
-                a.kernel_label(&r.name),
-                f.coverage_pct
-            ));
-        }
-        let into = match f.bound {
-            Some(Bound::Memory) => &mut memory,
-            Some(Bound::Compute) => &mut compute,
-            // The sampled rule classes memory and compute only; the others are ncu's words.
-            Some(Bound::Latency | Bound::Instruction) | None => continue,
-        };
-        into.push(a.kernel_label(&r.name));
-        let at = scope.clone().kernel(&r.name);
-        for (q, v) in [
-            (Quantity::SampledDramPct, f.dram_pct),
-            (Quantity::SampledComputePct, f.compute_pct()),
-            (Quantity::SampledCoveragePct, Some(f.coverage_pct)),
-        ] {
-            if let Some(v) = v {
-                evidence.push(Figure::new(q, v, a.sampled_source(), &at));
-            }
-        }
-    }
-    if !thin.is_empty() {
-        // Too little of their time in sample windows to class them: said, not claimed.
-        out.0.push(crate::findings::Finding::abstain(
-            Claim::SampledBound {
-                memory: Vec::new(),
-                compute: Vec::new(),
-            },
-            scope.clone(),
-            format!(
-                "the samples cover under {:.0}% of the time of {}",
-                crate::rules::SAMPLED_MIN_COVERAGE_PCT,
-                thin.join(", ")
-            ),
-        ));
-    }
-    if !evidence.is_empty() {
-        out.push(
-            Claim::SampledBound { memory, compute },
-            scope,
-            Some(rules::SAMPLED_BOUND),
-            evidence,
-        );
     }
 }
 
@@ -415,46 +356,6 @@ fn table_bounds(a: &Artifacts, top: &[&KernelRecord], scope: Scope, out: &mut Fi
             scope,
             Some(rules::TENSOR_IDLE),
             pipes,
-        );
-    }
-}
-
-/// Each launch configuration whose sampled DRAM figure and ncu's differ beyond the rule's band.
-fn disagreements(a: &Artifacts, scope: Scope, out: &mut Findings) {
-    let Some(sampled) = &a.sampled else { return };
-    for x in sampled.beside_ncu.iter().cloned() {
-        if (x.sampled_dram_pct - x.ncu_dram_pct).abs() <= rules::SAMPLED_DISAGREES.threshold {
-            continue;
-        }
-        let at = scope.clone().kernel(&x.kernel);
-        let evidence = vec![
-            Figure::new(
-                Quantity::SampledDramPct,
-                x.sampled_dram_pct,
-                a.sampled_source(),
-                &at,
-            ),
-            Figure::new(
-                Quantity::SampledCoveragePct,
-                x.coverage_pct,
-                a.sampled_source(),
-                &at,
-            ),
-            Figure::new(
-                Quantity::DramThroughputPct,
-                x.ncu_dram_pct,
-                &a.ncu_csv_file,
-                &at.clone().ncu(),
-            ),
-        ];
-        out.push(
-            Claim::SampledDisagrees {
-                kernel: a.kernel_label(&x.kernel),
-                grid: x.grid,
-            },
-            at,
-            Some(rules::SAMPLED_DISAGREES),
-            evidence,
         );
     }
 }

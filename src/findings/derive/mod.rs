@@ -13,9 +13,11 @@ mod missing;
 mod ranges;
 mod roles;
 mod run;
+mod sampled;
 mod sized;
 mod spec;
 mod steps;
+mod sure;
 
 use super::{Claim, Finding, Findings, Quantity, Role, Scope};
 use crate::analysis::Artifacts;
@@ -40,6 +42,9 @@ pub(super) fn all(a: &Artifacts, listed: &super::listed::Listed) -> Findings {
     coverage::coverage(a, &mut out);
     coverage::shapes(a, &mut out);
     ranges::measurement_cost(a, &mut out);
+    sure::early_start(a, &mut out);
+    sure::graph_nodes(a, &mut out);
+    sure::bound_over_value(a, &mut out);
     kernels::launch_size(a, &mut out);
     kernels::bounds(a, &mut out);
     roles::attention(a, &mut out);

@@ -15,7 +15,7 @@ fn instances(a: &Artifacts, name: &str) -> Option<u64> {
         .map(|r| r.instances)
 }
 
-fn scope_of(a: &Artifacts, name: &str) -> Scope {
+pub(super) fn scope_of(a: &Artifacts, name: &str) -> Scope {
     let s = Scope::range(name);
     match instances(a, name) {
         Some(n) => s.instances(n),

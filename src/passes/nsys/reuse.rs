@@ -118,6 +118,7 @@ mod tests {
             sm_issue_pct: Some(10.0),
             tensor_pct: Some(0.0),
             bound: None,
+            short: None,
         }
     }
 

@@ -223,7 +223,9 @@ fn buys(l: &Finding, unit: &str) -> String {
     }
 }
 
-/// How sure: how many steps, and what the profiler adds where the baseline pass measured it.
+/// How sure: how many steps, what the profiler adds where the baseline pass measured it,
+/// what else the profiling did to the figures where this run did it, and how many points the
+/// engineer's list below holds.
 fn how_sure(f: &Findings, step: &Finding, unit: &str) -> String {
     let n = match step.scope.instances {
         Some(1) => format!(" on one {unit}"),
@@ -233,14 +235,51 @@ fn how_sure(f: &Findings, step: &Finding, unit: &str) -> String {
     let cost = f
         .find(|x| matches!(x.claim, Claim::MeasurementCost { .. }))
         .and_then(|m| m.get(Q::MeasurementAddedPct));
-    match cost {
-        Some(c) => format!(
-            "How sure: measured{n} of one run while profiling, which made the {unit} {c:.0}% slower than without it; each saving is time this run measured, and a change that also speeds up the GPU work can save more."
+    let cost = match cost {
+        Some(c) => format!("which made the {unit} {c:.0}% slower than without it"),
+        None => format!("whose own cost on the {unit} was not measured"),
+    };
+    let listed = f.made().filter(|x| x.claim.how_sure()).count();
+    let more = match listed {
+        0 => String::new(),
+        1 => format!(
+            " One point that bears on the figures is listed under \"{}\" below.",
+            super::sure::HEADING
         ),
-        None => format!(
-            "How sure: measured{n} of one run while profiling, whose own cost on the {unit} was not measured; each saving is time this run measured, and a change that also speeds up the GPU work can save more."
+        k => format!(
+            " {k} points that bear on the figures are listed under \"{}\" below.",
+            super::sure::HEADING
         ),
+    };
+    format!(
+        "How sure: measured{n} of one run while profiling, {cost}{}; each saving is time this run measured, and a change that also speeds up the GPU work can save more.{more}",
+        beside(f)
+    )
+}
+
+/// What else the profiling did to the step's time, in plain words: a second copy of the
+/// program starting beside it, and the recorded GPU steps followed piece by piece.
+fn beside(f: &Findings) -> String {
+    let mut s = String::new();
+    if let Some(e) = f.find(|x| matches!(x.claim, Claim::EarlyStartBeside)) {
+        let _ = match (e.figure(Q::CopyBusyInCaptureNs), e.figure(Q::CaptureNs)) {
+            (Some(during), Some(all)) => write!(
+                s,
+                "; a second copy of the program was starting up on the same machine for {} of the {} measured, which may have slowed its CPU side",
+                during.text, all.text
+            ),
+            _ => write!(
+                s,
+                "; a second copy of the program was starting up on the same machine while it was measured, which may have slowed its CPU side"
+            ),
+        };
     }
+    if f.find(|x| matches!(x.claim, Claim::GraphNodeTrace))
+        .is_some()
+    {
+        s.push_str("; the profiler followed each piece of work inside the recorded GPU steps, which slows every replay of them, so those steps run faster than measured");
+    }
+    s
 }
 
 #[cfg(test)]
