@@ -311,6 +311,10 @@ pub(crate) const REPLAY_MEASURED_PCT: f64 = 99.0;
 /// lower bound, not the phase's.
 pub(crate) const FLOOR_WHOLE_PCT: f64 = 99.0;
 
+/// A phase whose GPU work (its projection) outlasts its CPU wall time by more than this factor
+/// gives its tokens' rate over that work too: a long prefill the CPU queues and leaves.
+pub(crate) const PAST_WALL_PER_TOKEN: f64 = 1.1;
+
 /// CUDA graphs made again after a range's warm-up: a graph is recorded and instantiated once
 /// and replayed; one instantiated in the steady instances was recorded again (a shape that
 /// changed, a graph cache that missed), and costs a capture each time.

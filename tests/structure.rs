@@ -332,6 +332,38 @@ fn nvtx_sum_of(name: &str, range: &str) -> (f64, f64, f64) {
     )
 }
 
+/// Two 8192-token prefills whose GPU work outlasts their CPU range: the tokens come out at the
+/// rate of that work (the export's GPU projection), said beside the wall time's rate.
+#[test]
+fn a_prefill_whose_gpu_work_outlasts_its_range_gives_its_tokens_rate_over_that_work() {
+    let (s, _md, t) = report("prefill8k", |_| {});
+    let summary = read(t.path().join("prefill8k/stakeholder_summary.md"));
+    let range = s["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "prefill")
+        .unwrap();
+    let (proj, n) = (
+        range["gpu_projection_ns"].as_f64().unwrap(),
+        range["instances"].as_f64().unwrap(),
+    );
+    let f = findings(&s, "per_token")
+        .into_iter()
+        .find(|f| f["scope"]["range"] == "prefill")
+        .unwrap();
+    assert!((figure(f, "gpu_ms_per_instance", None) - proj / n / 1e6).abs() < 1e-9);
+    let tokens_per_s = figure(f, "gpu_tokens_per_s", None);
+    assert!(
+        (tokens_per_s - 2.0 * 8192.0 / (proj / 1e9)).abs() < 1e-6,
+        "{tokens_per_s}"
+    );
+    assert!(
+        summary.contains("of CPU wall time, but its GPU work spans 49.85 ms per instance"),
+        "{summary}"
+    );
+}
+
 /// The assisted generate() is captured as one `generate` range: a whole call of 7 `draft`
 /// passes and their verify steps, not a step (NVIDIA's nvtx_sum counts the instances of each).
 /// Its levers are sized per call, and none carries a band measured on decode steps.

@@ -137,6 +137,14 @@ pub(crate) enum Quantity {
     AttentionLoads,
     /// The mean instance (the longer of wall and projection), beside a median step.
     MeanStepMs,
+    /// A phase whose GPU work outlasts its CPU range: that work per instance (its projection),
+    /// per token, and the tokens a second over it.
+    GpuMsPerInstance,
+    GpuMsPerToken,
+    GpuTokensPerS,
+    /// Each of two instances set apart, in start order (their CPU wall).
+    SetApartFirstMs,
+    SetApartSecondMs,
     /// The KV cache the model holds at the lever's sequences: the census's, scaled by them.
     KvMbThen,
     /// A call's instances of the child range that repeats inside it (rules::CALL), on average.
@@ -332,7 +340,10 @@ impl Quantity {
             StepDramMb | StepSampledDramMb | CopyMbPerCall | CopyMbPerStep | MatrixMbPerCall
             | StepReadMb | StepWriteMb | CensusReadMb | CensusWeightsMb | CensusKvMb
             | CensusExpertsMb | KvMbThen | StepDramWithinMb => Unit::Mb,
-            MeanStepMs => Unit::Ms,
+            MeanStepMs | SetApartFirstMs | SetApartSecondMs | GpuMsPerInstance | GpuMsPerToken => {
+                Unit::Ms
+            }
+            GpuTokensPerS => Unit::TokensPerS,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance
             | CycleMs
@@ -408,6 +419,7 @@ impl Quantity {
             (_, Unit::FlopPerByte) => format!("{:.2} FLOP/byte", z(v)),
             (
                 Quantity::MsPerToken
+                | Quantity::GpuMsPerToken
                 | Quantity::LoopMsPerToken
                 | Quantity::SpeculativeMsPerToken
                 | Quantity::DecodeMsPerToken

@@ -227,6 +227,15 @@ pub(crate) fn set_apart(f: &Finding) -> String {
         true => format!("{group},"),
         false => group.to_string(),
     };
+    let two: Vec<&str> = f
+        .evidence
+        .iter()
+        .filter(|e| matches!(e.quantity, Q::SetApartFirstMs | Q::SetApartSecondMs))
+        .map(|e| e.text.as_str())
+        .collect();
+    if let [first, second] = two.as_slice() {
+        return format!("; {label} took {first} and {second}");
+    }
     match x.scope.instances {
         Some(1) => format!("; {label} took {}", x.text),
         _ => format!("; {label} took a median of {} each", x.text),

@@ -289,6 +289,15 @@ fn sentence(p: &Finding) -> String {
     };
     if let (Some(ms), Some(tps)) = (p.figure(Q::MsPerToken), p.figure(Q::TokensPerS)) {
         let _ = write!(t, ", {} per token{} ({})", ms.text, over_batch(p), tps.text);
+        if let Some(g) = p.figure(Q::GpuMsPerInstance) {
+            let _ = write!(
+                t,
+                " of CPU wall time, but its GPU work spans {} per instance, {} per token ({}): the rate its tokens come out at",
+                g.text,
+                p.text(Q::GpuMsPerToken),
+                p.text(Q::GpuTokensPerS)
+            );
+        }
     }
     // The range is a fraction of its loop: the step's time is the loop's (rules::LOOP_SHARE).
     if let Some(c) = p.figure(Q::CycleMs) {

@@ -76,8 +76,9 @@ fn warmed_up<'a>(a: &'a Artifacts, name: &str) -> Option<&'a crate::analysis::in
         .then_some(steady)
 }
 
-/// The instances set apart from the steady ones, as one: their count and median time.
-fn set_apart(a: &Artifacts, name: &str) -> Option<(u64, f64, String)> {
+/// The instances set apart from the steady ones, as one: their count, their median time and,
+/// for two, each one's in start order (a median of two unlike instances describes neither).
+fn set_apart(a: &Artifacts, name: &str) -> Option<(u64, f64, String, Vec<f64>)> {
     let steady = a.steady_group(name)?;
     let groups = &a.instance_groups.iter().find(|g| g.name == name)?.groups;
     let other = groups.iter().find(|g| g.label != steady.label)?;
@@ -85,6 +86,7 @@ fn set_apart(a: &Artifacts, name: &str) -> Option<(u64, f64, String)> {
         other.instances,
         other.median_wall_ns.max(other.median_time_ns) / 1e6,
         other.label.clone(),
+        other.walls_of_two.iter().map(|w| w / 1e6).collect(),
     ))
 }
 
@@ -162,8 +164,14 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
     // The whole range where the step is its steady instances': the others are named too.
     let whole = Scope::range(&name).instances(step.instances as u64);
     let mut claim_scope = step.scope.clone();
-    if let Some((n, ms, label)) = set_apart(a, &name).filter(|_| step.basis == StepBasis::Steady) {
+    if let Some((n, ms, label, two)) =
+        set_apart(a, &name).filter(|_| step.basis == StepBasis::Steady)
+    {
         let scope = Scope::range(&name).group(&label).instances(n);
+        let which = [Quantity::SetApartFirstMs, Quantity::SetApartSecondMs];
+        for (q, w) in which.into_iter().zip(two) {
+            ev.push(Figure::new(q, w, &a.sqlite_file, &scope));
+        }
         ev.push(Figure::new(
             Quantity::SetApartMedianMs,
             ms,

@@ -357,6 +357,23 @@ pub(super) fn per_token(a: &Artifacts, out: &mut Findings) {
         if let (Some(ms), Some(tps)) = (p.ms_per_token, p.tokens_per_s) {
             ev.push(fig(Quantity::MsPerToken, ms));
             ev.push(fig(Quantity::TokensPerS, tps));
+            // A phase whose GPU work outlasts its CPU range (a long prefill the CPU queues
+            // and leaves): its tokens come out at the rate of that work, not of the range.
+            let proj = a
+                .range_stats
+                .iter()
+                .find(|r| r.name == p.phase)
+                .map(|r| r.proj_ns as f64);
+            if let Some(proj) = proj.filter(|&g| g > rules::PAST_WALL_PER_TOKEN * p.wall_ns as f64)
+            {
+                let tokens = p.tokens.unwrap_or(0) as f64;
+                ev.push(fig(
+                    Quantity::GpuMsPerInstance,
+                    proj / 1e6 / p.instances as f64,
+                ));
+                ev.push(fig(Quantity::GpuMsPerToken, proj / 1e6 / tokens.max(1.0)));
+                ev.push(fig(Quantity::GpuTokensPerS, tokens / (proj / 1e9)));
+            }
             // The time per token divides an instance by every sequence's tokens: said with it.
             if let Some(b) = p.batch.filter(|b| *b > 1) {
                 ev.push(fig(Quantity::BatchSequences, b as f64));
