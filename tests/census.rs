@@ -188,4 +188,17 @@ fn a_step_pulled_by_one_slow_instance_is_the_median_one() {
         .unwrap();
     let kv = fig(census(&s), "census_kv_mb");
     assert!((fig(batch, "kv_mb_then") - 2.0 * kv).abs() < 1e-6);
+    // Its steps rewrite the whole KV cache (a cache grown by concatenation): the host-work
+    // lever says to preallocate it before any CUDA graph can record the step.
+    let host = all
+        .iter()
+        .find(|f| f["kind"] == "lever" && f["lever"]["what"] == "host_work")
+        .unwrap();
+    let written = fig(host, "write_of_kv_pct");
+    assert_eq!(written, fig(census(&s), "write_of_kv_pct"));
+    let summary = read(sb.path().join("census-kv/stakeholder_summary.md"));
+    assert!(
+        summary.contains("first preallocate the KV cache"),
+        "{summary}"
+    );
 }

@@ -127,14 +127,19 @@ pub(crate) enum Quantity {
     /// Compiling that recurs in steps set apart from the steady ones: its median per such
     /// step, how many steps, all of it over the captured instances, their time, and its share.
     SavingMsPerCompilingStep,
+    CompileMinMs,
+    CompileMaxMs,
     CompilingSteps,
     SavingMsInCapture,
     CapturedMs,
     SavingOfCapturePct,
     /// The instances set apart from the steady step (its scope's group): their median time.
     SetApartMedianMs,
-    /// Loads of GPU code that came before an attention kernel's first launch.
+    /// Loads of GPU code that came before an attention kernel's first launch, a cuDNN SDPA
+    /// kernel's, and any kernel's the ledger named.
     AttentionLoads,
+    CudnnSdpaLoads,
+    LoadsNamed,
     /// The mean instance (the longer of wall and projection), beside a median step.
     MeanStepMs,
     /// A phase whose GPU work outlasts its CPU range: that work per instance (its projection),
@@ -321,6 +326,8 @@ impl Quantity {
             | CompilingSteps
             | StepsPerCall
             | AttentionLoads
+            | CudnnSdpaLoads
+            | LoadsNamed
             | ScaleChainLaunches
             | StepLaunchesRead
             | BatchSequences
@@ -350,6 +357,8 @@ impl Quantity {
             | StepMs
             | SavingMsPerStep
             | SavingMsPerCompilingStep
+            | CompileMinMs
+            | CompileMaxMs
             | SavingMsInCapture
             | CapturedMs
             | SetApartMedianMs

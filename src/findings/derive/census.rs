@@ -51,7 +51,7 @@ pub(super) fn census(a: &Artifacts, out: &mut Findings) {
         ev.push(marks(Quantity::CensusExpertsMb, x.expected / 1e6));
     }
     // Above the census in a model with experts: the kernels that copy by index, which an
-    // eager experts layer gathers the chosen experts' weights with, by their GPU time.
+    // experts layer that indexes its chosen experts' weights gathers them with, by GPU time.
     if above == Some(true) && c.experts.is_some() {
         for r in a.records.iter().filter(|r| copies_by_index(&r.name)) {
             let Some(share) = r.gpu_time_pct.filter(|p| *p >= rules::LEVER_MIN_PCT) else {

@@ -6,6 +6,7 @@
 use super::super::{
     Claim, CpuVerdict, Figure, Findings, LeverKind, LeverUnit, Quantity, Scope, StepBasis,
 };
+use crate::analysis::roles::Attention;
 use crate::analysis::Artifacts;
 use crate::model::Bound;
 use crate::rules;
@@ -99,6 +100,8 @@ enum Compiling {
     Once,
     Recurring {
         per_instance_ms: f64,
+        min_ms: f64,
+        max_ms: f64,
         instances: u64,
         total_ms: f64,
         captured_ms: f64,
@@ -133,6 +136,8 @@ fn compile_cost(a: &Artifacts, name: &str, step: &Step) -> Compiling {
         .map_or(0.0, |c| c.wall_ns.max(c.proj_ns.unwrap_or(0.0)) / 1e6);
     Compiling::Recurring {
         per_instance_ms: per.get(per.len() / 2).copied().unwrap_or(0.0),
+        min_ms: per.first().copied().unwrap_or(0.0),
+        max_ms: per.last().copied().unwrap_or(0.0),
         instances: per.len() as u64,
         total_ms,
         captured_ms,
@@ -239,6 +244,8 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
         Compiling::Once => {}
         Compiling::Recurring {
             per_instance_ms,
+            min_ms,
+            max_ms,
             instances,
             total_ms,
             captured_ms,
@@ -251,6 +258,8 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
                 pct,
                 figures: vec![
                     all(Quantity::SavingMsPerCompilingStep, per_instance_ms),
+                    all(Quantity::CompileMinMs, min_ms),
+                    all(Quantity::CompileMaxMs, max_ms),
                     all(Quantity::CompilingSteps, instances as f64),
                     all(Quantity::SavingMsInCapture, total_ms),
                     all(Quantity::CapturedMs, captured_ms),
@@ -269,7 +278,13 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
             verdict,
             from_graphs,
         };
-        found.push(per_step(kind, (wait - compile_ms).max(0.0)));
+        let mut sized = per_step(kind, (wait - compile_ms).max(0.0));
+        // A step that rewrites its whole KV cache grows it by concatenation: no CUDA graph can
+        // record that, so the cache is preallocated first.
+        if let Some(pct) = cache_rewritten(a, &name) {
+            sized.figures.push(fig(Quantity::WriteOfKvPct, pct));
+        }
+        found.push(sized);
     }
     if busy.is_some_and(|b| b >= rules::GPU_IDLE.threshold) {
         found.push(per_step(
@@ -313,19 +328,25 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
             _ => Vec::new(),
         };
         // Loads before an attention kernel's first use: an attention library building a
-        // kernel for each new shape (cuDNN's SDPA), which the opening names.
-        let attention: u32 = compiled_for
-            .iter()
-            .filter(|(k, _)| crate::analysis::roles::attention(k).is_some())
-            .map(|(_, n)| n)
-            .sum();
-        if attention > 0 {
-            ev.push(Figure::new(
-                Quantity::AttentionLoads,
-                f64::from(attention),
-                &a.sqlite_file,
-                &scope,
-            ));
+        // kernel for each new shape (cuDNN's SDPA), which the opening names; cuDNN's own, whose
+        // backend one setting turns off, and all the loads named.
+        let loads = |pick: &dyn Fn(Option<Attention>) -> bool| -> u32 {
+            compiled_for
+                .iter()
+                .filter(|(k, _)| pick(crate::analysis::roles::attention(k)))
+                .map(|(_, n)| n)
+                .sum()
+        };
+        let counts = [
+            (Quantity::AttentionLoads, loads(&|k| k.is_some())),
+            (
+                Quantity::CudnnSdpaLoads,
+                loads(&|k| k == Some(Attention::CudnnSdpa)),
+            ),
+            (Quantity::LoadsNamed, loads(&|_| true)),
+        ];
+        for (q, n) in counts.into_iter().filter(|(_, n)| *n > 0) {
+            ev.push(Figure::new(q, f64::from(n), &a.sqlite_file, &scope));
         }
         let claim = Claim::Lever {
             lever: s.kind,
@@ -371,6 +392,17 @@ fn repeated_child(a: &Artifacts, name: &str) -> Option<(String, f64)> {
             (k >= rules::CALL.threshold).then(|| (c.clone(), k))
         })
         .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
+}
+
+/// The step's bytes written as a share of its KV cache, where they are the whole cache within
+/// the census's band (rules::CENSUS): the cache is rewritten every step.
+fn cache_rewritten(a: &Artifacts, name: &str) -> Option<f64> {
+    let (c, s) = (a.census.as_ref()?, a.steps()?);
+    let kv = c
+        .kv_bytes
+        .filter(|kv| *kv > 0.0 && c.range == name && s.range == name)?;
+    let pct = 100.0 * s.dram_write_bytes / kv;
+    ((pct - 100.0).abs() <= rules::CENSUS.threshold).then_some(pct)
 }
 
 /// How busy the GPU is over the step the levers are sized against: its loop's, its steady

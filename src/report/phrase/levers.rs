@@ -52,9 +52,12 @@ pub(crate) fn lever_clause(
         }
         LeverKind::Compile if f.figure(Q::SavingMsPerCompilingStep).is_some() => {
             return format!(
-                "stop compiling and loading GPU code inside the step (fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles): {} of the captured instances compile and take no part in the steady step; it saves a median of {} in each of them, {} over the {} the captured instances took ({}); {}",
+                "{}: {} of the captured instances compile and take no part in the steady step; it saves a median of {} in each of them ({} to {}), {} over the {} the captured instances took ({}); {}",
+                compile_what(f),
                 f.text(Q::CompilingSteps),
                 f.text(Q::SavingMsPerCompilingStep),
+                f.text(Q::CompileMinMs),
+                f.text(Q::CompileMaxMs),
                 f.text(Q::SavingMsInCapture),
                 f.text(Q::CapturedMs),
                 f.text(Q::SavingOfCapturePct),
@@ -62,11 +65,11 @@ pub(crate) fn lever_clause(
             )
         }
         LeverKind::Compile => (
-            "stop compiling and loading GPU code inside the step (fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles)".to_string(),
+            compile_what(f),
             "the compiling and loading measured in it",
         ),
         LeverKind::HostWork { verdict, from_graphs } => (
-            format!("move the host work the GPU waits for off the step: {}", groups::host_next(verdict, from_graphs)),
+            format!("move the host work the GPU waits for off the step: {}{}", groups::host_next(verdict, from_graphs), preallocate(f)),
             "the time the GPU waits beyond compiling; a change that also fuses kernels can save more",
         ),
         LeverKind::Bandwidth => (
@@ -85,6 +88,33 @@ pub(crate) fn lever_clause(
         f.text(Q::StepMs),
         band_clause(lever, band)
     )
+}
+
+/// A step that rewrites its whole KV cache: a CUDA graph cannot record a cache grown by
+/// concatenation, so it is preallocated first.
+fn preallocate(f: &Finding) -> String {
+    match f.figure(Q::WriteOfKvPct) {
+        Some(w) => format!(
+            "; first preallocate the KV cache (transformers: `cache_implementation=\"static\"`): each step writes {} of it, the whole cache, as a cache grown by concatenation does, and no CUDA graph can record that",
+            w.text
+        ),
+        None => String::new(),
+    }
+}
+
+/// What to change for compiling in the step: cuDNN's SDPA first where most loads came before
+/// its kernels (its backend is one setting; a KV length that grows every step cannot be
+/// bucketed away), else the general ways.
+fn compile_what(f: &Finding) -> String {
+    let general = "fixed or bucketed shapes, each shape run once before the measured loop, or another backend for the kernels it compiles";
+    match (f.get(Q::CudnnSdpaLoads), f.get(Q::LoadsNamed)) {
+        (Some(c), Some(all)) if 2.0 * c >= all => format!(
+            "stop cuDNN's SDPA attention from building a kernel inside the step ({} of the {} loads came just before its kernels: it builds one for each attention shape it has not run): `torch.backends.cuda.enable_cudnn_sdp(False)` runs PyTorch's flash or memory-efficient attention instead, which builds none; else {general}",
+            f.text(Q::CudnnSdpaLoads),
+            f.text(Q::LoadsNamed)
+        ),
+        _ => format!("stop compiling and loading GPU code inside the step ({general})"),
+    }
 }
 
 /// More sequences per pass, per token, with the split of the step it is predicted from.
@@ -150,7 +180,7 @@ fn copies(f: &Finding, after_host: bool, band: Option<Band>) -> String {
         ),
     };
     format!(
-        "read the weights in place instead of copying them by index every step: the kernels that copy by index, {}, move {} a step (ncu's DRAM rate times the launches' mean time), at the scale of the largest matrix product, {}; a mixture-of-experts layer's eager path copies this way the chosen experts' weights before its matrix products read them again, which a grouped matrix-product kernel reads in place; {saves}; {}",
+        "read the weights in place instead of copying them by index every step: the kernels that copy by index, {}, move {} a step (ncu's DRAM rate times the launches' mean time), at the scale of the largest matrix product, {}; an experts layer that indexes its chosen experts' weights per token copies them this way before its matrix products read them again, which a grouped matrix-product kernel reads in place; {saves}; {}",
         super::per_kernel(f, &[(Q::CopyMbPerCall, "{} a call"), (Q::CopyCallsPerStep, "{} calls a step")]),
         f.text(Q::CopyMbPerStep),
         super::per_kernel(f, &[(Q::MatrixMbPerCall, "{} a call")]),

@@ -365,8 +365,8 @@ pub(super) fn census(f: &Finding, above: Option<bool>) -> String {
     )
 }
 
-/// The kernels copying by index beside a census of experts: how an eager experts layer
-/// gathers the chosen experts' weights (written, then read again by its matrix products).
+/// The kernels copying by index beside a census of experts: how an experts layer that indexes
+/// its chosen experts' weights copies them (written, then read again by its matrix products).
 fn gathers(f: &Finding) -> String {
     let of: Vec<&crate::findings::Figure> = f
         .evidence
@@ -382,7 +382,7 @@ fn gathers(f: &Finding) -> String {
     match k.is_empty() {
         true => String::new(),
         false => format!(
-            "; of the GPU time, kernels that copy by index hold {}: an eager experts layer gathers the chosen experts' weights this way, writing them and reading them again in its matrix products, where a grouped matrix-product kernel reads them in place",
+            "; of the GPU time, kernels that copy by index hold {}: an experts layer that indexes its chosen experts' weights per token copies them this way, writing them and reading them again in its matrix products, where a grouped matrix-product kernel reads them in place",
             k.join(", ")
         ),
     }

@@ -116,7 +116,7 @@ pub(crate) fn in_short(f: &Findings) -> Option<String> {
     }
     if levers.is_empty() {
         s.push_str(
-            "\n\nNo single change stands out: none of the measured causes holds 5% of the step.",
+            "\n\nNone of the changes this report sizes (rebuilding GPU code, waiting on the CPU, memory traffic, a slow GPU among several, batch size) would save 5% of the step; what the GPU's work itself is made of is in the detail below.",
         );
     }
     let _ = write!(s, "\n\n{}\n", how_sure(f, step, unit));
@@ -172,12 +172,18 @@ fn plain(l: LeverKind) -> String {
 /// How many builds came just before attention ran (an attention library building a kernel
 /// for a new shape, as cuDNN's SDPA does): "; 21 of the builds come just before ...".
 fn for_attention(l: &Finding) -> String {
-    match l.figure(Q::AttentionLoads) {
-        Some(n) => format!(
+    let cudnn = (l.get(Q::CudnnSdpaLoads), l.get(Q::LoadsNamed));
+    match (l.figure(Q::AttentionLoads), cudnn) {
+        (Some(_), (Some(c), Some(all))) if 2.0 * c >= all => format!(
+            "; {} of the {} builds are the attention library's, which builds new code for each input shape it has not seen: one setting in PyTorch switches attention to code that needs none",
+            l.text(Q::CudnnSdpaLoads),
+            l.text(Q::LoadsNamed)
+        ),
+        (Some(n), _) => format!(
             "; {} of the builds come just before the attention computation runs",
             n.text
         ),
-        None => String::new(),
+        (None, _) => String::new(),
     }
 }
 
@@ -185,9 +191,10 @@ fn for_attention(l: &Finding) -> String {
 fn buys(l: &Finding, unit: &str) -> String {
     if let Some(per) = l.figure(Q::SavingMsPerCompilingStep) {
         return format!(
-            "It can save about {} in each of the {} steps that rebuild it, {} of the {} this run's steps took ({})",
+            "It can save about {} in each of the {} steps that rebuild it (up to {}), {} of the {} this run's steps took ({})",
             per.text,
             l.text(Q::CompilingSteps),
+            l.text(Q::CompileMaxMs),
             l.text(Q::SavingMsInCapture),
             l.text(Q::CapturedMs),
             l.text(Q::SavingOfCapturePct)
