@@ -106,7 +106,7 @@ fn ncu_figures_have_one_scope() {
 fn per_token_figures_name_their_batch() {
     let stake = report("sample-run-hf-prefill", "stakeholder_summary.md");
     assert!(
-        stake.contains("`decode` takes 26.88 ms per instance, 3.360 ms per token, over a batch of 8 (298 tokens/s)"),
+        stake.contains("`decode` takes 26.88 ms per instance on average, 3.360 ms per token, over a batch of 8 (298 tokens/s)"),
         "{stake}"
     );
     for name in SAMPLES {

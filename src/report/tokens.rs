@@ -285,6 +285,10 @@ fn sentence(p: &Finding) -> String {
             lo.text,
             hi.text
         ),
+        // A mean over several: the step the levers are sized on may be their median.
+        _ if p.scope.instances.is_some_and(|n| n > 1) => {
+            format!("takes {} per instance on average", p.text(Q::MsPerInstance))
+        }
         _ => format!("takes {} per instance", p.text(Q::MsPerInstance)),
     };
     if let (Some(ms), Some(tps)) = (p.figure(Q::MsPerToken), p.figure(Q::TokensPerS)) {
