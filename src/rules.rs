@@ -133,6 +133,7 @@ pub(crate) const ALL: &[Rule] = &[
     KERNEL_ADVICE,
     LEVER,
     CALL,
+    FUSE,
     SMALL_BATCH,
     WEIGHT_COPY,
     SAMPLED_BOUND,

@@ -157,3 +157,38 @@ fn the_sampled_bytes_of_a_step_count_as_fixed() {
     assert!((fig(f, "step_sampled_dram_mb").unwrap() - mb).abs() < 1e-9);
     assert!(md.contains("of DRAM traffic (the nsys pass's samples) at the ceiling bandwidth"));
 }
+
+/// The prefill sample keeps the GPU busy most of its step: fusing its framework element-wise,
+/// reduction and concatenation kernels saves at most their time, as NVIDIA's nvtx_kern_sum of
+/// the same export gives it for `prefill`.
+#[test]
+fn a_gpu_bound_step_fuses_its_element_wise_kernels_at_most_by_their_time() {
+    let run = root().join("examples/sample-run-hf-prefill");
+    let s: Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    let all = s["findings"].as_array().unwrap();
+    let fuse = all
+        .iter()
+        .find(|f| f["kind"] == "lever" && f["lever"]["what"] == "fuse")
+        .expect("a fuse lever");
+    assert_eq!(fuse["rank"], 1);
+    let mut rows = csv::Reader::from_path(run.join("nvidia/run_nvtx_kern_sum.csv")).unwrap();
+    let unfused = |name: &str| {
+        let short = name.split('<').next().unwrap_or(name);
+        !name.starts_with("triton_")
+            && (short.contains("elementwise_kernel")
+                || short.ends_with("reduce_kernel")
+                || name.contains("CatArrayBatchedCopy"))
+    };
+    let theirs: f64 = rows
+        .records()
+        .map(Result::unwrap)
+        .filter(|r| &r[0] == ":prefill" && unfused(&r[12]))
+        .map(|r| r[6].parse::<f64>().unwrap())
+        .sum();
+    let ours = fig(fuse, "saving_ms_per_step").unwrap();
+    assert!(
+        (ours - theirs / 1e6).abs() < 1e-6,
+        "{ours} vs NVIDIA {}",
+        theirs / 1e6
+    );
+}

@@ -31,6 +31,18 @@ fn generated(short: &str) -> bool {
     short.starts_with("triton_")
 }
 
+/// A framework's own element-wise, reduction or concatenation kernel (PyTorch's
+/// `elementwise_kernel`, `vectorized_elementwise_kernel`, `unrolled_elementwise_kernel`,
+/// `reduce_kernel`, `CatArrayBatchedCopy`): one pass over memory per operation, which fusing
+/// with its neighbours saves. A compiler's generated kernels are fused already; none of them is.
+pub(crate) fn unfused(name: &str) -> bool {
+    let short = short_name(name);
+    !generated(&short)
+        && (short.contains("elementwise_kernel")
+            || short == "reduce_kernel"
+            || short.starts_with("CatArrayBatchedCopy"))
+}
+
 /// The attention kind of a kernel by its (demangled) name; None for any other kernel.
 pub(crate) fn attention(name: &str) -> Option<Attention> {
     let short = short_name(name);

@@ -101,6 +101,9 @@ pub(crate) enum LeverKind {
     },
     /// Memory-bound kernels nearer the bandwidth peak (fusion, fewer bytes).
     Bandwidth,
+    /// A GPU-bound step's framework element-wise and reduction kernels fused into their
+    /// neighbours (analysis::roles::unfused): at most their time.
+    Fuse,
     /// Bring the late rank in step.
     LateRank,
     /// Run more sequences per forward pass, sized per token (analysis::batching): `batch`

@@ -138,6 +138,8 @@ pub(crate) enum Quantity {
     /// Loads of GPU code that came before an attention kernel's first launch, a cuDNN SDPA
     /// kernel's, and any kernel's the ledger named.
     AttentionLoads,
+    /// The kinds of unfused element-wise and reduction kernels a fusion lever counts.
+    UnfusedKernels,
     CudnnSdpaLoads,
     LoadsNamed,
     /// The mean instance (the longer of wall and projection), beside a median step.
@@ -326,6 +328,7 @@ impl Quantity {
             | CompilingSteps
             | StepsPerCall
             | AttentionLoads
+            | UnfusedKernels
             | CudnnSdpaLoads
             | LoadsNamed
             | ScaleChainLaunches

@@ -27,6 +27,13 @@ pub(crate) const CALL: Rule = Rule {
 /// and the median instance is the step.
 pub(crate) const MEDIAN_STEP: f64 = 0.05;
 
+/// Fusing a GPU-bound step's unfused element-wise and reduction kernels into their neighbours.
+pub(crate) const FUSE: Rule = Rule {
+    id: "fuse",
+    text: "where the GPU works at least 50% of the step, the framework's own element-wise, reduction and concatenation kernels (PyTorch's elementwise_kernel, vectorized_elementwise_kernel, unrolled_elementwise_kernel, reduce_kernel, CatArrayBatchedCopy; a compiler's generated kernels are fused already) each make one pass over memory; fusing them into their neighbours saves at most their time per step, an upper bound as fused work still reads its inputs and writes its outputs once",
+    threshold: 5.0,
+};
+
 /// A lever that saves under this share of the step is no lever.
 pub(crate) const LEVER_MIN_PCT: f64 = 5.0;
 

@@ -291,6 +291,11 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
             LeverKind::Bandwidth,
             bandwidth_ms(a, step.instances),
         ));
+        let (ms, kernels) = unfused_ms(a, step.instances);
+        let mut fuse = per_step(LeverKind::Fuse, ms);
+        fuse.figures
+            .push(fig(Quantity::UnfusedKernels, kernels as f64));
+        found.push(fuse);
     }
     if let Some(c) = a.captured().filter(|c| c.nccl_wait_ns > 0.0) {
         let ms = c.nccl_wait_ns / step.instances / 1e6;
@@ -427,6 +432,7 @@ fn busy_over(a: &Artifacts, step: &Step) -> Option<f64> {
 fn rule(k: LeverKind) -> rules::Rule {
     match k {
         LeverKind::Batch { .. } => rules::SMALL_BATCH,
+        LeverKind::Fuse => rules::FUSE,
         LeverKind::WeightCopy { .. } => rules::WEIGHT_COPY,
         LeverKind::PlainDecode => rules::SPECULATION_SLOWER,
         LeverKind::Compile
@@ -448,6 +454,7 @@ fn band(k: LeverKind) -> Option<rules::Band> {
         LeverKind::Compile => Some(rules::COMPILE_BAND),
         LeverKind::Batch { forwards: 1, .. } => Some(rules::BATCH_BAND),
         LeverKind::HostWork { .. }
+        | LeverKind::Fuse
         | LeverKind::Bandwidth
         | LeverKind::LateRank
         | LeverKind::Batch { .. }
@@ -499,6 +506,18 @@ fn idle_verdict(a: &Artifacts, out: &Findings, name: &str) -> (Option<CpuVerdict
     });
     let verdict = idle.unwrap_or_else(|| super::cycle::loop_verdict(a, name).and_then(|(_, v)| v));
     (verdict, graphs)
+}
+
+/// Per step, the time of the framework's unfused element-wise and reduction kernels, and how
+/// many kinds of them ran.
+fn unfused_ms(a: &Artifacts, instances: f64) -> (f64, usize) {
+    let of: Vec<&crate::model::KernelRecord> = a
+        .records
+        .iter()
+        .filter(|r| r.gpu_time_pct.is_some() && crate::analysis::roles::unfused(&r.name))
+        .collect();
+    let ns: f64 = of.iter().map(|r| r.total_time_ns).sum();
+    (ns / instances / 1e6, of.len())
 }
 
 /// Per step, the time memory-bound kernels spend beyond what their bandwidth use needs: a

@@ -12,6 +12,9 @@ pub(crate) fn lever_name(lever: LeverKind) -> String {
         LeverKind::Compile => "not compiling GPU code inside the step".into(),
         LeverKind::HostWork { .. } => "moving the host work the GPU waits for off the step".into(),
         LeverKind::Bandwidth => "bringing the memory-bound kernels nearer the DRAM peak".into(),
+        LeverKind::Fuse => {
+            "fusing the element-wise and reduction kernels into their neighbours".into()
+        }
         LeverKind::LateRank => "bringing the late rank in step".into(),
         LeverKind::Batch {
             forwards: 1, to, ..
@@ -71,6 +74,10 @@ pub(crate) fn lever_clause(
         LeverKind::HostWork { verdict, from_graphs } => (
             format!("move the host work the GPU waits for off the step: {}{}", groups::host_next(verdict, from_graphs), preallocate(f)),
             "the time the GPU waits beyond compiling; a change that also fuses kernels can save more",
+        ),
+        LeverKind::Fuse => (
+            format!("fuse the framework's {} kinds of element-wise and reduction kernels into their neighbours (torch.compile, fused normalisation, rotary and activation kernels): each makes its own pass over memory", f.text(Q::UnfusedKernels)),
+            "their time, an upper bound: fused work still reads its inputs and writes its outputs once",
         ),
         LeverKind::Bandwidth => (
             "bring the memory-bound kernels nearer the DRAM peak (fuse them with their neighbours, move fewer bytes)".to_string(),

@@ -160,6 +160,7 @@ fn plain(l: LeverKind) -> String {
         LeverKind::HostWork { from_graphs: true, .. } => "cut the CPU work around the recorded GPU steps (the bookkeeping between them)".into(),
         LeverKind::HostWork { verdict: Some(CpuVerdict::Sync), .. } => "stop the CPU from waiting for GPU results inside the step".into(),
         LeverKind::HostWork { .. } => "cut the CPU work the GPU waits for (compile the step, record it once and replay it)".into(),
+        LeverKind::Fuse => "merge the many small GPU operations that each read and write memory (normalisation, activations, additions, copies) into fewer, larger ones".into(),
         LeverKind::Bandwidth => "make the memory-heavy GPU work read and write less memory (merge small steps, smaller data types)".into(),
         LeverKind::LateRank => "make the slowest GPU keep pace with the others".into(),
         LeverKind::Batch { batch, forwards: 1, to } => format!("serve {to} sequences at once instead of {batch}, where the GPU's memory allows"),
