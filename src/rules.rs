@@ -166,7 +166,7 @@ pub(crate) const ALL: &[Rule] = &[
 /// part of the products' own time, the saving FP8 buys in the products is spent beside them.
 pub(crate) const FP8_AROUND: Rule = Rule {
     id: "fp8_around",
-    text: "in a range whose kernels include FP8 matrix products, known by ncu's tensor operations of an FP8 source type in them or by an FP8 type in their name, the casts to FP8, copy kernels writing float8, and the abs and max reductions, element-wise Abs kernels and reduce kernels with a Max functor, and the scaling, every launch between an amax and the next cast to FP8 on its stream in one steady step of the captured range, at most 12 launches and no matrix product, each kernel counted by its share of its launches there, take at least 50% of the FP8 matrix products' kernel time",
+    text: "in a range whose kernels include FP8 matrix products, known by ncu's tensor operations of an FP8 source type in them or by an FP8 type in their name, the casts to FP8, copy kernels writing float8, and the abs and max reductions, element-wise Abs kernels and reduce kernels with a Max functor, and the scaling, every launch between an amax and the next cast to FP8 on its stream in one steady step of the captured range, at most 12 launches and no matrix product, each kernel counted by its share of its launches there, take at least 50% of the FP8 matrix products' kernel time; fusing that work saves at most its kernel time per step, a share of the GPU's work per step where the GPU waits on the host most of the step",
     threshold: 50.0,
 };
 

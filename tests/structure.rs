@@ -157,6 +157,19 @@ fn fp8_products_and_the_work_around_them_as_nvidia_counts_them() {
     assert!((around - 259.4).abs() < 0.1, "{around}");
     assert_eq!(figure(w, "scale_chain_launches", None), 56.0);
     assert_eq!(figure(w, "step_launches_read", None), 82.0);
+    // Its lever: that work's kernel time per step, of the GPU's work in a host-bound step.
+    let lever = findings(&s, "lever")
+        .into_iter()
+        .find(|l| l["lever"]["what"] == "fp8_scaling")
+        .unwrap_or_else(|| panic!("{md}"));
+    assert_eq!(lever["lever"]["after_host"], true);
+    let kernel_ms = theirs.values().sum::<f64>() / 24.0 / 1e6;
+    let around = by_role["cast"] + by_role["abs_max"] + by_role["scale"];
+    let saving = figure(lever, "saving_ms_per_step", None);
+    assert!(
+        (saving - kernel_ms * around / 100.0).abs() < 1e-6,
+        "{saving}"
+    );
     let gemm = w["kernels"]
         .as_array()
         .unwrap()

@@ -114,6 +114,9 @@ pub(crate) enum LeverKind {
     /// the GPU waits on the host most of the step, so this saves GPU work that moves the wall
     /// time once the host work is off the step.
     WeightCopy { after_host: bool },
+    /// Fuse the work around FP8 matrix products (amax, scale, division, cast) or scale from an
+    /// amax history (analysis::precision); `after_host` as for WeightCopy.
+    Fp8Scaling { after_host: bool },
     /// Decode without the draft model, sized per token: speculation's draft and verify passes
     /// cost more a token than the target's plain decode step (rules::SPECULATION_SLOWER).
     PlainDecode,
@@ -124,7 +127,8 @@ impl LeverKind {
     pub(crate) fn per(self) -> LeverUnit {
         match self {
             LeverKind::Batch { .. } | LeverKind::PlainDecode => LeverUnit::Token,
-            LeverKind::WeightCopy { after_host: true } => LeverUnit::GpuWork,
+            LeverKind::WeightCopy { after_host: true }
+            | LeverKind::Fp8Scaling { after_host: true } => LeverUnit::GpuWork,
             _ => LeverUnit::Step,
         }
     }

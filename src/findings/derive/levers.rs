@@ -303,6 +303,7 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
     }
     found.extend(super::batching::lever(a, &step, busy, compile_ms));
     found.extend(super::copies::lever(a, &step, busy));
+    found.extend(super::scaling::lever(a, &step, busy));
     found.extend(super::spec::lever(a, &step));
     found.retain(|s| s.pct >= rules::LEVER_MIN_PCT);
     // Savings of the step and of its tokens first, by their share; then those that move the
@@ -433,6 +434,7 @@ fn rule(k: LeverKind) -> rules::Rule {
     match k {
         LeverKind::Batch { .. } => rules::SMALL_BATCH,
         LeverKind::Fuse => rules::FUSE,
+        LeverKind::Fp8Scaling { .. } => rules::FP8_AROUND,
         LeverKind::WeightCopy { .. } => rules::WEIGHT_COPY,
         LeverKind::PlainDecode => rules::SPECULATION_SLOWER,
         LeverKind::Compile
@@ -459,6 +461,7 @@ fn band(k: LeverKind) -> Option<rules::Band> {
         | LeverKind::LateRank
         | LeverKind::Batch { .. }
         | LeverKind::WeightCopy { .. }
+        | LeverKind::Fp8Scaling { .. }
         | LeverKind::PlainDecode => None,
     }
 }

@@ -14,6 +14,7 @@ mod ranges;
 mod roles;
 mod run;
 mod sampled;
+mod scaling;
 mod sized;
 mod spec;
 mod steps;

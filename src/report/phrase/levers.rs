@@ -26,6 +26,7 @@ pub(crate) fn lever_name(lever: LeverKind) -> String {
             "reading the weights in place instead of copying them by index".into()
         }
         LeverKind::PlainDecode => "decoding without the draft model".into(),
+        LeverKind::Fp8Scaling { .. } => "fusing the scaling around the FP8 matrix products".into(),
     }
 }
 
@@ -43,6 +44,7 @@ pub(crate) fn lever_clause(
     let (what, bound) = match lever {
         LeverKind::Batch { .. } => return batch(f, lever, band),
         LeverKind::WeightCopy { after_host } => return copies(f, after_host, band),
+        LeverKind::Fp8Scaling { after_host } => return scaling(f, after_host, band),
         LeverKind::PlainDecode => {
             return format!(
                 "decode without the draft model, or make its tokens accepted (a draft closer to the target, fewer candidates a step): speculation's draft and verify passes cost {} a token they yield, the target's plain decode step {}; dropping the draft saves {} a token ({}); {}",
@@ -166,6 +168,37 @@ fn batch(f: &Finding, lever: LeverKind, band: Option<Band>) -> String {
         f.text(Q::FixedMsPerStep),
         f.text(Q::GrowingMsPerStep),
         band_clause(lever, band)
+    )
+}
+
+/// The work around FP8 matrix products, fused or replaced by an amax history.
+fn scaling(f: &Finding, after_host: bool, band: Option<Band>) -> String {
+    let launches = match (f.figure(Q::ScaleChainLaunches), f.figure(Q::StepLaunchesRead)) {
+        (Some(c), Some(all)) => format!(
+            "; {} of a steady step's {} launches run from an amax to its cast, so fusing them also cuts the host's launch work",
+            c.text, all.text
+        ),
+        _ => String::new(),
+    };
+    let saves = match after_host {
+        true => format!(
+            "it saves up to their {} of kernel time per step, {} of the GPU's {} of work per step (the GPU waits for the host most of the {} step, so the wall time moves by it once the host work is off the step)",
+            f.text(Q::SavingMsPerStep),
+            f.text(Q::SavingOfGpuWorkPct),
+            f.text(Q::GpuWorkMsPerStep),
+            f.text(Q::StepMs)
+        ),
+        false => format!(
+            "it saves up to their {} of kernel time per step, {} of the {} step",
+            f.text(Q::SavingMsPerStep),
+            f.text(Q::SavingOfStepPct),
+            f.text(Q::StepMs)
+        ),
+    };
+    format!(
+        "fuse each activation's amax, scale, division and cast to FP8 into one kernel (a fused FP8 linear layer, torch.compile), or scale from an amax history (delayed scaling) instead of a reduction every step: that work takes {} of the FP8 products' own kernel time{launches}; {saves}, at most: a fused kernel still reads the activations once; {}",
+        f.text(Q::Fp8AroundOfGemmPct),
+        band_clause(LeverKind::Fp8Scaling { after_host }, band)
     )
 }
 

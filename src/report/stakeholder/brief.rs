@@ -166,6 +166,7 @@ fn plain(l: LeverKind) -> String {
         LeverKind::Batch { batch, forwards: 1, to } => format!("serve {to} sequences at once instead of {batch}, where the GPU's memory allows"),
         LeverKind::Batch { to, .. } => format!("serve the {to} requests of a step together, not one at a time, if they are separate requests"),
         LeverKind::WeightCopy { .. } => "stop copying large blocks of model weights inside each step (in a mixture-of-experts model, read the chosen experts' weights where they are)".into(),
+        LeverKind::Fp8Scaling { .. } => "merge the small GPU steps that prepare each low-precision (FP8) multiplication into one, or reuse their scale instead of recomputing it every step".into(),
         LeverKind::PlainDecode => "generate without the small draft model: with it, each token costs more than without it".into(),
     }
 }
