@@ -192,3 +192,31 @@ fn a_gpu_bound_step_fuses_its_element_wise_kernels_at_most_by_their_time() {
         theirs / 1e6
     );
 }
+
+/// The static-cache sample's loop: between its graph-launched steps the thread waits for the
+/// GPU in a synchronising call every step; the host-work lever names that wait per step, the
+/// loop finding's own figure.
+#[test]
+fn a_loop_that_reads_back_every_step_names_the_wait() {
+    let run = root().join("examples/sample-run-hf-static");
+    let s: Value = serde_json::from_str(&read(run.join("summary.json"))).unwrap();
+    let all = s["findings"].as_array().unwrap();
+    let host = all
+        .iter()
+        .find(|f| f["kind"] == "lever" && f["lever"]["what"] == "host_work")
+        .unwrap();
+    let sync = fig(host, "sync_ms_per_step").expect("the wait between steps");
+    let step = fig(host, "step_ms").unwrap();
+    assert!(sync >= 0.1 * step, "{sync} of {step}");
+    let lp = all.iter().find(|f| f["kind"] == "loop").unwrap();
+    let between = lp["between"].as_array().unwrap();
+    let theirs = between.iter().find(|p| p[0] == "sync").unwrap()[1]
+        .as_f64()
+        .unwrap();
+    assert_eq!(sync, theirs);
+    let md = read(run.join("stakeholder_summary.md"));
+    assert!(
+        md.contains("calls that wait for the GPU, as reading a value back"),
+        "{md}"
+    );
+}

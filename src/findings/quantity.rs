@@ -138,6 +138,8 @@ pub(crate) enum Quantity {
     /// Loads of GPU code that came before an attention kernel's first launch, a cuDNN SDPA
     /// kernel's, and any kernel's the ledger named.
     AttentionLoads,
+    /// Between a loop's instances, per cycle: calls waiting for the GPU.
+    SyncMsPerStep,
     /// The kinds of unfused element-wise and reduction kernels a fusion lever counts.
     UnfusedKernels,
     CudnnSdpaLoads,
@@ -350,9 +352,8 @@ impl Quantity {
             StepDramMb | StepSampledDramMb | CopyMbPerCall | CopyMbPerStep | MatrixMbPerCall
             | StepReadMb | StepWriteMb | CensusReadMb | CensusWeightsMb | CensusKvMb
             | CensusExpertsMb | KvMbThen | StepDramWithinMb => Unit::Mb,
-            MeanStepMs | SetApartFirstMs | SetApartSecondMs | GpuMsPerInstance | GpuMsPerToken => {
-                Unit::Ms
-            }
+            MeanStepMs | SyncMsPerStep | SetApartFirstMs | SetApartSecondMs | GpuMsPerInstance
+            | GpuMsPerToken => Unit::Ms,
             GpuTokensPerS => Unit::TokensPerS,
             FlopPerByte | RidgeFlopPerByte => Unit::FlopPerByte,
             MsPerInstance

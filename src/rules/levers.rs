@@ -9,7 +9,7 @@ use super::Rule;
 /// Levers: each sized per step from this run's figures, ranked by that saving.
 pub(crate) const LEVER: Rule = Rule {
     id: "lever",
-    text: "a lever is sized per step (the loop's cycle where the loop decides, else the steady instances' median, else the mean instance): compiling and loading GPU code, its measured time per instance, or where the instances that compile are set apart and are no warm-up, its median per compiling instance and its sum over the captured instances, ranked by that sum's share of their time, the other levers then by their saving times the instances over that time; host work where the GPU works under 50% of the step, the step's time the GPU waits beyond that compiling (an upper bound: the kernels stay), with the KV cache preallocated first where the step writes the whole cache within 10% of the census's; compiling turned off at cuDNN's SDPA backend first where at least half the loads named came just before its kernels; memory-bound kernels where the GPU is busy, (1 - DRAM throughput) of their time (an upper bound at the peak bandwidth); NCCL waiting for late ranks, its time per step; levers are ranked by their saving's share of the step (a per-token lever's of the time per token), those that move the wall time only after another lever last; levers under 5% of the step are not given",
+    text: "a lever is sized per step (the loop's cycle where the loop decides, else the steady instances' median, else the mean instance): compiling and loading GPU code, its measured time per instance, or where the instances that compile are set apart and are no warm-up, its median per compiling instance and its sum over the captured instances, ranked by that sum's share of their time, the other levers then by their saving times the instances over that time; host work where the GPU works under 50% of the step, the step's time the GPU waits beyond that compiling (an upper bound: the kernels stay), with the KV cache preallocated first where the step writes the whole cache within 10% of the census's, and the wait for the GPU between a loop's steps named where it is at least 10% of the step; compiling turned off at cuDNN's SDPA backend first where at least half the loads named came just before its kernels; memory-bound kernels where the GPU is busy, (1 - DRAM throughput) of their time (an upper bound at the peak bandwidth); NCCL waiting for late ranks, its time per step; levers are ranked by their saving's share of the step (a per-token lever's of the time per token), those that move the wall time only after another lever last; levers under 5% of the step are not given",
     threshold: 5.0,
 };
 
@@ -33,6 +33,10 @@ pub(crate) const FUSE: Rule = Rule {
     text: "where the GPU works at least 50% of the step, the framework's own element-wise, reduction and concatenation kernels (PyTorch's elementwise_kernel, vectorized_elementwise_kernel, unrolled_elementwise_kernel, reduce_kernel, CatArrayBatchedCopy; a compiler's generated kernels are fused already) each make one pass over memory; fusing them into their neighbours saves at most their time per step, an upper bound as fused work still reads its inputs and writes its outputs once",
     threshold: 5.0,
 };
+
+/// The share of a loop's step, in %, spent between instances in calls waiting for the GPU
+/// above which the host-work lever names it: a value read back to the host every step.
+pub(crate) const SYNC_BETWEEN: f64 = 10.0;
 
 /// A lever that saves under this share of the step is no lever.
 pub(crate) const LEVER_MIN_PCT: f64 = 5.0;

@@ -284,6 +284,10 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
         if let Some(pct) = cache_rewritten(a, &name) {
             sized.figures.push(fig(Quantity::WriteOfKvPct, pct));
         }
+        // Between a loop's steps, a call that waits for the GPU: a value read back each step.
+        if let Some(ms) = sync_between(a, &name, &step) {
+            sized.figures.push(fig(Quantity::SyncMsPerStep, ms));
+        }
         found.push(sized);
     }
     if busy.is_some_and(|b| b >= rules::GPU_IDLE.threshold) {
@@ -398,6 +402,14 @@ fn repeated_child(a: &Artifacts, name: &str) -> Option<(String, f64)> {
             (k >= rules::CALL.threshold).then(|| (c.clone(), k))
         })
         .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
+}
+
+/// Where the loop decides the step: the time per cycle between instances spent in calls that
+/// wait for the GPU, where it is at least rules::SYNC_BETWEEN of the step.
+fn sync_between(a: &Artifacts, name: &str, step: &Step) -> Option<f64> {
+    let l = super::cycle::deciding(a, name).filter(|_| step.basis == StepBasis::Loop)?;
+    let ms = l.between.sync_ns as f64 / l.cycles.max(1) as f64 / 1e6;
+    (100.0 * ms >= rules::SYNC_BETWEEN * step.ms).then_some(ms)
 }
 
 /// The step's bytes written as a share of its KV cache, where they are the whole cache within

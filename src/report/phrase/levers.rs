@@ -74,7 +74,7 @@ pub(crate) fn lever_clause(
             "the compiling and loading measured in it",
         ),
         LeverKind::HostWork { verdict, from_graphs } => (
-            format!("move the host work the GPU waits for off the step: {}{}", groups::host_next(verdict, from_graphs), preallocate(f)),
+            format!("move the host work the GPU waits for off the step: {}{}{}", groups::host_next(verdict, from_graphs), preallocate(f), read_back(f)),
             "the time the GPU waits beyond compiling; a change that also fuses kernels can save more",
         ),
         LeverKind::Fuse => (
@@ -106,6 +106,17 @@ fn preallocate(f: &Finding) -> String {
         Some(w) => format!(
             "; first preallocate the KV cache (transformers: `cache_implementation=\"static\"`): each step writes {} of it, the whole cache, as a cache grown by concatenation does, and no CUDA graph can record that",
             w.text
+        ),
+        None => String::new(),
+    }
+}
+
+/// A call waiting for the GPU between a loop's steps: a value read back every step.
+fn read_back(f: &Finding) -> String {
+    match f.figure(Q::SyncMsPerStep) {
+        Some(s) => format!(
+            "; {} of each step is spent between steps in calls that wait for the GPU, as reading a value back to the host every step does (the next token, a stopping check): choosing the token on the GPU and checking less often let the host prepare the next step while the GPU runs this one",
+            s.text
         ),
         None => String::new(),
     }
