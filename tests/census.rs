@@ -188,6 +188,12 @@ fn a_step_pulled_by_one_slow_instance_is_the_median_one() {
         .unwrap();
     let kv = fig(census(&s), "census_kv_mb");
     assert!((fig(batch, "kv_mb_then") - 2.0 * kv).abs() < 1e-6);
+    // Only the weights are read once a pass whatever its sequences: the step's bytes at the
+    // ceiling count as fixed in the census's weights' share, the KV cache among the rest grows.
+    let weights = fig(batch, "census_weights_mb");
+    assert_eq!(weights, fig(census(&s), "census_weights_mb"));
+    let share = weights / fig(batch, "step_sampled_dram_mb");
+    assert!(share > 0.5 && share < 0.7, "{share}");
     // Its steps rewrite the whole KV cache (a cache grown by concatenation): the host-work
     // lever says to preallocate it before any CUDA graph can record the step.
     let host = all

@@ -46,7 +46,7 @@ pub(crate) const LEVER_MIN_PCT: f64 = 5.0;
 /// weights.
 pub(crate) const SMALL_BATCH: Rule = Rule {
     id: "small_batch",
-    text: "where every tokens mark (stage2:tokens batch=B new=N) in the captured range's steps is of one new token per sequence, and the step's unchanging part is at least 50% of it: the step's compiling stays once a step; the rest of the time the GPU waits stays once a forward pass, and so does, where the samples give the step's DRAM bytes, reading them at the ceiling bandwidth (at most the GPU's work); the rest of the GPU's work grows by B'/B (an upper bound on how that work grows); the time per token at B' sequences is that step over B' tokens, against the step over its tokens now; B' is 2B, or where the steps (4 or more) run several passes of one sequence each, one pass of all of them, said to hold only where they are separate requests",
+    text: "where every tokens mark (stage2:tokens batch=B new=N) in the captured range's steps is of one new token per sequence, and the step's unchanging part is at least 50% of it: the step's compiling stays once a step; the rest of the time the GPU waits stays once a forward pass, and so does, where the samples give the step's DRAM bytes, reading them at the ceiling bandwidth (at most the GPU's work), only the weights of them where the model's census gives those, the rest growing with the sequences; the rest of the GPU's work grows by B'/B (an upper bound on how that work grows); the time per token at B' sequences is that step over B' tokens, against the step over its tokens now; B' is 2B, or where the steps (4 or more) run several passes of one sequence each, one pass of all of them, said to hold only where they are separate requests",
     threshold: 50.0,
 };
 

@@ -29,7 +29,18 @@ pub(super) fn lever(
     let gpu_ms = step.ms * busy? / 100.0;
     let name = step.scope.range.as_deref()?;
     let bytes = a.steps().filter(|s| s.range == name);
-    let floor_ms = bytes.and_then(|b| b.memory_floor_ms);
+    // Of the step's bytes, only the weights are read once a pass whatever its sequences: where
+    // the model's census gives them, the KV cache and the rest grow with the sequences.
+    let weights = a
+        .census
+        .as_ref()
+        .filter(|c| c.range == name && c.dense_bytes > 0.0)
+        .zip(bytes)
+        .map(|(c, b)| c.dense_bytes.min(b.dram_bytes));
+    let floor_ms = bytes.and_then(|b| {
+        let share = weights.map_or(1.0, |w| w / b.dram_bytes.max(1.0));
+        Some(b.memory_floor_ms? * share)
+    });
     let cost = StepCost::of(step.ms, gpu_ms, floor_ms, compile_ms);
     if 100.0 * cost.unchanging_ms() / step.ms < rules::SMALL_BATCH.threshold {
         return None;
@@ -59,6 +70,9 @@ pub(super) fn lever(
     if let (Some(b), Some(ms)) = (bytes, floor_ms) {
         figures.push(fig(Quantity::StepSampledDramMb, b.dram_bytes / 1e6));
         figures.push(fig(Quantity::StepDramFloorMs, ms));
+        if let Some(w) = weights {
+            figures.push(fig(Quantity::CensusWeightsMb, w / 1e6));
+        }
     }
     // What the GPU's memory must hold then: the KV cache grows with the sequences.
     let kv = a

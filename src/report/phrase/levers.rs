@@ -155,8 +155,16 @@ fn batch(f: &Finding, lever: LeverKind, band: Option<Band>) -> String {
             f.text(Q::BatchThen)
         ),
     };
-    let bytes = match (f.figure(Q::StepSampledDramMb), f.figure(Q::StepDramFloorMs)) {
-        (Some(mb), Some(ms)) => format!(
+    let bytes = match (
+        f.figure(Q::StepSampledDramMb),
+        f.figure(Q::StepDramFloorMs),
+        f.figure(Q::CensusWeightsMb),
+    ) {
+        (Some(mb), Some(ms), Some(w)) => format!(
+            ", and reading its {} of weights (the model's census; of the step's {} of DRAM traffic, the nsys pass's samples, the rest, the KV cache among it, grows with the sequences) at the ceiling bandwidth, {}",
+            w.text, mb.text, ms.text
+        ),
+        (Some(mb), Some(ms), None) => format!(
             ", and reading the step's {} of DRAM traffic (the nsys pass's samples) at the ceiling bandwidth, {}",
             mb.text, ms.text
         ),
