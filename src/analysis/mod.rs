@@ -194,17 +194,22 @@ pub(crate) struct Captured {
 }
 
 impl Captured {
+    /// The range's time on either clock: the longer of its CPU wall and its GPU projection.
+    pub(crate) fn span_ns(&self) -> f64 {
+        self.wall_ns.max(self.proj_ns.unwrap_or(0.0))
+    }
+
     /// GPU busy (NCCL waiting included) as a share of the range's time on either clock (the
     /// longer of CPU wall and GPU projection); never above 100%.
     pub(crate) fn busy_pct(&self) -> f64 {
-        let span = self.wall_ns.max(self.proj_ns.unwrap_or(0.0)).max(1.0);
+        let span = self.span_ns().max(1.0);
         (100.0 * self.busy_ns / span).min(100.0)
     }
 
     /// GPU busy as a share of the range's time on either clock (the longer of CPU wall and
     /// GPU projection), less the time spent waiting in NCCL kernels; never above 100%.
     pub(crate) fn working_pct(&self) -> f64 {
-        let span = self.wall_ns.max(self.proj_ns.unwrap_or(0.0)).max(1.0);
+        let span = self.span_ns().max(1.0);
         (100.0 * (self.busy_ns - self.nccl_wait_ns).max(0.0) / span).min(100.0)
     }
 }

@@ -46,11 +46,15 @@ impl Fp8Work {
         100.0 * self.ns(role) / self.total_ns.max(1.0)
     }
 
-    /// The casts, abs/max reductions and the scaling between them, in % of the FP8 matrix
-    /// products' time.
+    /// The time of the work around the FP8 matrix products: casts, abs/max reductions and
+    /// the scaling between them.
+    pub(crate) fn around_ns(&self) -> f64 {
+        self.ns(Fp8Role::Cast) + self.ns(Fp8Role::AbsMax) + self.ns(Fp8Role::Scale)
+    }
+
+    /// That work in % of the FP8 matrix products' time.
     pub(crate) fn around_of_gemm_pct(&self) -> f64 {
-        let around = self.ns(Fp8Role::Cast) + self.ns(Fp8Role::AbsMax) + self.ns(Fp8Role::Scale);
-        100.0 * around / self.ns(Fp8Role::Gemm).max(1.0)
+        100.0 * self.around_ns() / self.ns(Fp8Role::Gemm).max(1.0)
     }
 }
 

@@ -227,19 +227,22 @@ pub(crate) fn set_apart(f: &Finding) -> String {
         true => format!("{group},"),
         false => group.to_string(),
     };
-    let two: Vec<&str> = f
-        .evidence
-        .iter()
-        .filter(|e| matches!(e.quantity, Q::SetApartFirstMs | Q::SetApartSecondMs))
-        .map(|e| e.text.as_str())
-        .collect();
-    if let [first, second] = two.as_slice() {
+    if let [first, second] = set_apart_two(f).as_slice() {
         return format!("; {label} took {first} and {second}");
     }
     match x.scope.instances {
         Some(1) => format!("; {label} took {}", x.text),
         _ => format!("; {label} took a median of {} each", x.text),
     }
+}
+
+/// Each of two instances set apart, as printed, in start order (empty for other counts).
+pub(crate) fn set_apart_two(f: &Finding) -> Vec<&str> {
+    f.evidence
+        .iter()
+        .filter(|e| matches!(e.quantity, Q::SetApartFirstMs | Q::SetApartSecondMs))
+        .map(|e| e.text.as_str())
+        .collect()
 }
 
 /// A part of the time between instances, as the loop sentence names it.

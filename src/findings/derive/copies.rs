@@ -3,7 +3,7 @@
 //! reads the weights in place (a grouped matrix product for a mixture-of-experts layer) saves.
 
 use super::super::{Figure, LeverKind, Quantity};
-use super::sized::{Sized, Step};
+use super::sized::{kernel_saving, Sized, Step};
 use crate::analysis::copies::weight_copies;
 use crate::analysis::Artifacts;
 use crate::rules;
@@ -20,7 +20,6 @@ pub(super) fn lever(a: &Artifacts, step: &Step, busy: Option<f64>) -> Option<Siz
     let busy = busy?;
     let c = weight_copies(&a.records, |r| a.point(r), rules::WEIGHT_COPY.threshold)?;
     let ms = c.kernels.iter().map(|k| k.time_ns).sum::<f64>() / step.instances / 1e6;
-    let after_host = busy < rules::GPU_IDLE.threshold;
     let fig = |q, v| Figure::new(q, v, &a.sqlite_file, &step.scope);
     // Bytes are ncu's rate times nsys's durations; calls are nsys's.
     let ncu = |q, v, kernel: Option<&str>| {
@@ -33,20 +32,8 @@ pub(super) fn lever(a: &Artifacts, step: &Step, busy: Option<f64>) -> Option<Siz
         Figure::new(Quantity::CopyCallsPerStep, v, &a.sqlite_file, &scope)
     };
     let mut figures = vec![fig(Quantity::SavingMsPerStep, ms)];
-    let pct = match after_host {
-        true => {
-            let gpu_ms = step.ms * busy / 100.0;
-            let pct = (100.0 * ms / gpu_ms).min(100.0);
-            figures.push(fig(Quantity::GpuWorkMsPerStep, gpu_ms));
-            figures.push(fig(Quantity::SavingOfGpuWorkPct, pct));
-            pct
-        }
-        false => {
-            let pct = (100.0 * ms / step.ms).min(100.0);
-            figures.push(fig(Quantity::SavingOfStepPct, pct));
-            pct
-        }
-    };
+    let (after_host, pct, share) = kernel_saving(step, busy, ms, fig);
+    figures.extend(share);
     let mut per_step = 0.0;
     for k in &c.kernels {
         let n = k.calls as f64 / step.instances;

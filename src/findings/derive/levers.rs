@@ -39,7 +39,7 @@ pub(super) fn step(a: &Artifacts, name: &str) -> Option<Step> {
             basis: StepBasis::Steady,
         });
     }
-    let mean = c.wall_ns.max(c.proj_ns.unwrap_or(0.0)) / n / 1e6;
+    let mean = c.span_ns() / n / 1e6;
     // The median where one slow instance pulls the mean away from the rest.
     let median = a
         .range_stats
@@ -131,9 +131,7 @@ fn compile_cost(a: &Artifacts, name: &str, step: &Step) -> Compiling {
     let total_ms = outside.iter().sum::<i64>() as f64 / 1e6;
     let mut per: Vec<f64> = outside.iter().map(|&ns| ns as f64 / 1e6).collect();
     per.sort_by(f64::total_cmp);
-    let captured_ms = a
-        .captured()
-        .map_or(0.0, |c| c.wall_ns.max(c.proj_ns.unwrap_or(0.0)) / 1e6);
+    let captured_ms = a.captured().map_or(0.0, |c| c.span_ns() / 1e6);
     Compiling::Recurring {
         per_instance_ms: per.get(per.len() / 2).copied().unwrap_or(0.0),
         min_ms: per.first().copied().unwrap_or(0.0),
@@ -187,9 +185,7 @@ pub(super) fn levers(a: &Artifacts, out: &mut Findings) {
     }
     if step.basis == StepBasis::Median {
         let r = a.range_stats.iter().find(|r| r.name == name);
-        let c = a
-            .captured()
-            .map(|c| c.wall_ns.max(c.proj_ns.unwrap_or(0.0)));
+        let c = a.captured().map(|c| c.span_ns());
         if let (Some(r), Some(total)) = (r, c) {
             let spread = |f: fn(&crate::analysis::ranges::Spread) -> f64| {
                 f(&r.wall_spread).max(f(&r.proj_spread)) / 1e6
@@ -434,7 +430,7 @@ fn busy_over(a: &Artifacts, step: &Step) -> Option<f64> {
         StepBasis::Mean => c.map(|c| c.working_pct()),
         // The GPU's work per instance (the mean) over the median instance.
         StepBasis::Median => c.map(|c| {
-            let mean = c.wall_ns.max(c.proj_ns.unwrap_or(0.0)) / step.instances / 1e6;
+            let mean = c.span_ns() / step.instances / 1e6;
             (c.working_pct() * mean / step.ms).min(100.0)
         }),
         StepBasis::Loop | StepBasis::Steady => super::gpu_busy(a).map(|(b, _)| b),

@@ -3,9 +3,8 @@
 //! into one kernel or taken from an amax history, sized as that work's kernel time per step.
 
 use super::super::{Figure, LeverKind, Quantity};
-use super::sized::{Sized, Step};
+use super::sized::{kernel_saving, Sized, Step};
 use crate::analysis::precision::fp8_work;
-use crate::analysis::roles::Fp8Role;
 use crate::analysis::Artifacts;
 use crate::rules;
 
@@ -22,28 +21,14 @@ pub(super) fn lever(a: &Artifacts, step: &Step, busy: Option<f64>) -> Option<Siz
     if w.around_of_gemm_pct() < rules::FP8_AROUND.threshold {
         return None;
     }
-    let around = [Fp8Role::Cast, Fp8Role::AbsMax, Fp8Role::Scale];
-    let ms = around.iter().map(|r| w.ns(*r)).sum::<f64>() / step.instances / 1e6;
-    let after_host = busy < rules::GPU_IDLE.threshold;
+    let ms = w.around_ns() / step.instances / 1e6;
     let fig = |q, v| Figure::new(q, v, &a.sqlite_file, &step.scope);
     let mut figures = vec![
         fig(Quantity::SavingMsPerStep, ms),
         fig(Quantity::Fp8AroundOfGemmPct, w.around_of_gemm_pct()),
     ];
-    let pct = match after_host {
-        true => {
-            let gpu_ms = step.ms * busy / 100.0;
-            let pct = (100.0 * ms / gpu_ms).min(100.0);
-            figures.push(fig(Quantity::GpuWorkMsPerStep, gpu_ms));
-            figures.push(fig(Quantity::SavingOfGpuWorkPct, pct));
-            pct
-        }
-        false => {
-            let pct = (100.0 * ms / step.ms).min(100.0);
-            figures.push(fig(Quantity::SavingOfStepPct, pct));
-            pct
-        }
-    };
+    let (after_host, pct, share) = kernel_saving(step, busy, ms, fig);
+    figures.extend(share);
     if let Some(c) = a.scale_chains.as_ref().filter(|c| c.in_chains > 0) {
         let one = step.scope.clone().instances(1);
         let n = |q, v: u32| Figure::new(q, f64::from(v), &a.sqlite_file, &one);

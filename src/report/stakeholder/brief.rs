@@ -60,12 +60,7 @@ pub(crate) fn in_short(f: &Findings) -> Option<String> {
         (StepBasis::Mean, Some(1)) => "its one run",
         (StepBasis::Mean, _) => "on average",
     };
-    let two: Vec<&str> = step
-        .evidence
-        .iter()
-        .filter(|e| matches!(e.quantity, Q::SetApartFirstMs | Q::SetApartSecondMs))
-        .map(|e| e.text.as_str())
-        .collect();
+    let two = crate::report::phrase::set_apart_two(step);
     let others = match step.figure(Q::SetApartMedianMs) {
         Some(_) if two.len() == 2 => format!("; 2 others took {} and {}", two[0], two[1]),
         Some(x) if x.scope.instances == Some(1) => format!("; 1 other took {}", x.text),
